@@ -1,0 +1,3 @@
+module github.com/joinery/joinery
+
+go 1.26

@@ -1,0 +1,176 @@
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Key is a join key: the string form of the value both sides are joined on
+// (users.id = domains.user_id in the seed's join).
+type Key string
+
+// Side names the input of a two-input join.
+type Side uint8
+
+const (
+	// Left is the first input (users in the seed's join).
+	Left Side = 0
+	// Right is the second input (domains in the seed's join).
+	Right Side = 1
+)
+
+func (s Side) String() string {
+	if s == Left {
+		return "left"
+	}
+	return "right"
+}
+
+// Op is a Debezium change operation.
+type Op byte
+
+const (
+	OpCreate Op = 'c' // insert
+	OpRead   Op = 'r' // snapshot read
+	OpUpdate Op = 'u' // update
+	OpDelete Op = 'd' // delete
+)
+
+// ParseOp parses a Debezium op code. It reports false for anything else.
+func ParseOp(s string) (Op, bool) {
+	switch s {
+	case "c", "r", "u", "d":
+		return Op(s[0]), true
+	}
+	return 0, false
+}
+
+func (o Op) String() string { return string(rune(o)) }
+
+// Position is where a record sits in its source: the source name, the
+// partition within it and the offset within the partition. Offsets within one
+// partition grow strictly.
+type Position struct {
+	Source    string `json:"source"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// PartitionID names the partition of a position, "source/partition"; it is the
+// key of applied-offset maps.
+func (p Position) PartitionID() string {
+	return p.Source + "/" + strconv.FormatInt(int64(p.Partition), 10)
+}
+
+func (p Position) String() string {
+	return p.PartitionID() + "@" + strconv.FormatInt(p.Offset, 10)
+}
+
+// Row is one table row as decoded from JSON. Numbers are json.Number so they
+// round-trip exactly.
+type Row map[string]any
+
+// Change is one decoded CDC event of one table.
+type Change struct {
+	Op     Op
+	Before Row // nil for c and r
+	After  Row // nil for d
+	Pos    Position
+	TsMs   int64 // source timestamp in milliseconds, 0 when absent
+}
+
+// Event is a change routed to a join key and side. One Change can become two
+// Events when the key moves (retract at the old key, insert at the new one);
+// Seq tells them apart in output ids.
+type Event struct {
+	Key    Key
+	Side   Side
+	Op     Op
+	Before Row
+	After  Row
+	Pos    Position
+	Seq    int
+}
+
+// Kind is the change kind of an output row, as Flink's RowKind.
+type Kind int8
+
+const (
+	Insert       Kind = iota // +I
+	UpdateBefore             // -U
+	UpdateAfter              // +U
+	Delete                   // -D
+)
+
+var kindNames = [...]string{"+I", "-U", "+U", "-D"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && k >= 0 {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", int8(k))
+}
+
+// ParseKind parses "+I", "-U", "+U" or "-D".
+func ParseKind(s string) (Kind, bool) {
+	for i, n := range kindNames {
+		if n == s {
+			return Kind(i), true
+		}
+	}
+	return 0, false
+}
+
+// MarshalText encodes the kind as "+I", "-U", "+U" or "-D".
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText decodes what MarshalText wrote.
+func (k *Kind) UnmarshalText(b []byte) error {
+	v, ok := ParseKind(string(b))
+	if !ok {
+		return fmt.Errorf("record: unknown kind %q", b)
+	}
+	*k = v
+	return nil
+}
+
+// Output is one changelog record of a join's result.
+//
+// ID is deterministic: it is derived from the position of the input that made
+// the output, the key and the output's index among that input's outputs, so a
+// replay of the same input produces the same ids. PK is the result's primary
+// key as a JSON array (for users ⋈ domains: [user id, domain id], with null for
+// a null-padded side). Row is the projected joined row.
+type Output struct {
+	ID   string `json:"id"`
+	Kind Kind   `json:"op"`
+	PK   string `json:"pk"`
+	Row  Row    `json:"row"`
+}
+
+// OutputID builds the deterministic id of the n-th output made by event e.
+func OutputID(e Event, n int) string {
+	return e.Pos.String() + "/" + string(e.Key) + "/" + strconv.Itoa(e.Seq) + "/" + strconv.Itoa(n)
+}
+
+// KeyOf returns the join key form of a JSON value: strings as they are,
+// numbers in their JSON text, booleans as "true"/"false". It reports false for
+// null, objects and arrays, which cannot be join keys.
+func KeyOf(v any) (Key, bool) {
+	switch x := v.(type) {
+	case string:
+		return Key(x), true
+	case json.Number:
+		return Key(x.String()), true
+	case float64:
+		return Key(strconv.FormatFloat(x, 'f', -1, 64)), true
+	case int:
+		return Key(strconv.Itoa(x)), true
+	case int64:
+		return Key(strconv.FormatInt(x, 10)), true
+	case bool:
+		return Key(strconv.FormatBool(x)), true
+	}
+	return "", false
+}

@@ -1,0 +1,32 @@
+// Package sources defines how Joinery reads input: a Source yields raw
+// messages with their positions and later commits positions that are durable.
+// One subpackage per external system (file, redisstream, …).
+package sources
+
+import (
+	"context"
+
+	"github.com/joinery/joinery/record"
+)
+
+// Message is one raw input record and where it came from. Value is owned by
+// the caller after Read returns.
+type Message struct {
+	Pos   record.Position
+	Value []byte
+}
+
+// Source reads raw messages. Read and Commit may be called from different
+// goroutines, but Read is never called concurrently with itself.
+type Source interface {
+	// Read blocks until at least one message is available and returns up to max
+	// messages in source order. A finite source returns io.EOF after its last
+	// message; Read also returns ctx.Err() when ctx ends.
+	Read(ctx context.Context, max int) ([]Message, error)
+	// Commit acknowledges, per partition, every message up to and including the
+	// given position; the source will not deliver them again after a restart.
+	// Positions handed to Commit are durable downstream.
+	Commit(ctx context.Context, upTo []record.Position) error
+	// Close stops the source. It is idempotent.
+	Close() error
+}
