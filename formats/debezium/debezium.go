@@ -1,0 +1,221 @@
+package debezium
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/joinery/joinery/record"
+)
+
+// ErrTombstone is returned by Decode for a tombstone: an empty (or
+// whitespace-only) value, the JSON literal null, or a wrapped envelope whose
+// payload is null. Kafka-style log compaction uses tombstones; they carry no
+// change, so callers count and skip them.
+var ErrTombstone = errors.New("debezium: tombstone")
+
+// Reason codes of DecodeError. They are stable: callers use them as metric
+// labels.
+const (
+	// ReasonNotJSON: the value is not a single well-formed JSON value
+	// (including trailing data after the value).
+	ReasonNotJSON = "not-json"
+	// ReasonNotObject: the value (or the wrapped payload) is not a JSON object.
+	ReasonNotObject = "not-object"
+	// ReasonMissingOp: the envelope has no "op" field (or it is null).
+	ReasonMissingOp = "missing-op"
+	// ReasonUnknownOp: "op" is not one of the strings "c", "r", "u", "d".
+	ReasonUnknownOp = "unknown-op"
+	// ReasonMissingAfter: a c, r or u event has a null or absent "after".
+	ReasonMissingAfter = "missing-after"
+	// ReasonMissingBefore: a d event has a null or absent "before".
+	ReasonMissingBefore = "missing-before"
+	// ReasonBadRow: "before" or "after" is neither an object nor null.
+	ReasonBadRow = "bad-row"
+	// ReasonBadTs: "ts_ms" is neither null nor an integer that fits in int64.
+	ReasonBadTs = "bad-ts"
+)
+
+// DecodeError reports why a value is not a usable Debezium change event.
+type DecodeError struct {
+	// Reason is one of the Reason… constants.
+	Reason string
+	// Msg is a human-readable detail; it is not stable.
+	Msg string
+	// Pos is the position of the rejected value, as passed to Decode.
+	Pos record.Position
+}
+
+func (e *DecodeError) Error() string {
+	return "debezium: " + e.Reason + " at " + e.Pos.String() + ": " + e.Msg
+}
+
+func decodeErr(pos record.Position, reason, format string, args ...any) error {
+	return &DecodeError{Reason: reason, Msg: fmt.Sprintf(format, args...), Pos: pos}
+}
+
+// Decode decodes one Debezium JSON change event, bare or wrapped in a
+// {"schema":…,"payload":…} envelope (recognised by a "payload" field and no
+// "op" field at the top level). Numbers are decoded as json.Number so they
+// round-trip exactly.
+//
+// Rules: op must be "c", "r", "u" or "d". c, r and u need a non-null "after";
+// d needs a non-null "before". "before" is dropped for c and r and "after" for
+// d, so Change.Before is nil for c and r and Change.After is nil for d. An u
+// event with a null "before" (a Postgres table without REPLICA IDENTITY FULL,
+// for example) is accepted with a nil Before. ts_ms is optional (0 when null
+// or absent). Fields other than op, before, after and ts_ms are ignored.
+//
+// Decode returns ErrTombstone for a tombstone and a *DecodeError for anything
+// else it rejects. It does not retain b.
+func Decode(b []byte, pos record.Position) (record.Change, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return record.Change{}, ErrTombstone
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return record.Change{}, decodeErr(pos, ReasonNotJSON, "%v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return record.Change{}, decodeErr(pos, ReasonNotJSON, "trailing data after the JSON value")
+	}
+	if v == nil {
+		return record.Change{}, ErrTombstone
+	}
+	env, ok := v.(map[string]any)
+	if !ok {
+		return record.Change{}, decodeErr(pos, ReasonNotObject, "value is a JSON %s", kind(v))
+	}
+	if p, wrapped := env["payload"]; wrapped {
+		if _, hasOp := env["op"]; !hasOp {
+			if p == nil {
+				return record.Change{}, ErrTombstone
+			}
+			if env, ok = p.(map[string]any); !ok {
+				return record.Change{}, decodeErr(pos, ReasonNotObject, "payload is a JSON %s", kind(p))
+			}
+		}
+	}
+
+	c := record.Change{Pos: pos}
+	switch rawOp := env["op"].(type) {
+	case nil:
+		return record.Change{}, decodeErr(pos, ReasonMissingOp, "no op field")
+	case string:
+		op, ok := record.ParseOp(rawOp)
+		if !ok {
+			return record.Change{}, decodeErr(pos, ReasonUnknownOp, "op %q", truncate(rawOp))
+		}
+		c.Op = op
+	default:
+		return record.Change{}, decodeErr(pos, ReasonUnknownOp, "op is a JSON %s", kind(rawOp))
+	}
+	before, err := row(env, "before", pos)
+	if err != nil {
+		return record.Change{}, err
+	}
+	after, err := row(env, "after", pos)
+	if err != nil {
+		return record.Change{}, err
+	}
+	switch c.Op {
+	case record.OpCreate, record.OpRead:
+		if after == nil {
+			return record.Change{}, decodeErr(pos, ReasonMissingAfter, "op %s without after", c.Op)
+		}
+		c.After = after
+	case record.OpUpdate:
+		if after == nil {
+			return record.Change{}, decodeErr(pos, ReasonMissingAfter, "op u without after")
+		}
+		c.Before, c.After = before, after
+	case record.OpDelete:
+		if before == nil {
+			return record.Change{}, decodeErr(pos, ReasonMissingBefore, "op d without before")
+		}
+		c.Before = before
+	}
+	switch ts := env["ts_ms"].(type) {
+	case nil:
+	case json.Number:
+		n, err := ts.Int64()
+		if err != nil {
+			return record.Change{}, decodeErr(pos, ReasonBadTs, "ts_ms %s is not an int64", truncate(ts.String()))
+		}
+		c.TsMs = n
+	default:
+		return record.Change{}, decodeErr(pos, ReasonBadTs, "ts_ms is a JSON %s", kind(ts))
+	}
+	return c, nil
+}
+
+// row returns env[field] as a Row: nil for null or absent, an error for
+// anything but an object.
+func row(env map[string]any, field string, pos record.Position) (record.Row, error) {
+	switch r := env[field].(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+		return record.Row(r), nil
+	default:
+		return nil, decodeErr(pos, ReasonBadRow, "%s is a JSON %s", field, kind(r))
+	}
+}
+
+// kind names the JSON type of a decoded value.
+func kind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number, float64:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// truncate keeps error messages short when they quote input.
+func truncate(s string) string {
+	const max = 32
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}
+
+// envelope is the bare Debezium envelope Encode writes.
+type envelope struct {
+	Before record.Row `json:"before"`
+	After  record.Row `json:"after"`
+	Op     string     `json:"op"`
+	TsMs   int64      `json:"ts_ms"`
+}
+
+// Encode encodes c as a bare Debezium envelope
+// {"before":…,"after":…,"op":…,"ts_ms":…} (object keys sorted, no trailing
+// newline). Pos is not encoded. It is meant for tests and tools: Decode of the
+// result gives back c (with Pos as passed to Decode) for every change Decode
+// accepts.
+//
+// Encode panics if a row holds a value encoding/json cannot encode (a NaN
+// float, a channel, …); rows produced by Decode never do.
+func Encode(c record.Change) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(envelope{Before: c.Before, After: c.After, Op: c.Op.String(), TsMs: c.TsMs}); err != nil {
+		panic(fmt.Sprintf("debezium: encode: %v", err))
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}

@@ -1,0 +1,19 @@
+// Package debezium decodes Debezium JSON change events into record.Change.
+//
+// It owns the mapping from the Debezium envelope (bare
+// {"before":…,"after":…,"op":…,"ts_ms":…} or wrapped in
+// {"schema":…,"payload":…}) to record.Change, and the classification of bad
+// input into stable reason codes (see DecodeError) so callers can count
+// rejects by reason. It does no I/O and keeps no state.
+//
+// Usage:
+//
+//	ch, err := debezium.Decode(msg.Value, msg.Pos)
+//	switch {
+//	case errors.Is(err, debezium.ErrTombstone):
+//		// count and skip
+//	case err != nil:
+//		var de *debezium.DecodeError
+//		if errors.As(err, &de) { rejects[de.Reason]++ }
+//	}
+package debezium
