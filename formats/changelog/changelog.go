@@ -1,0 +1,178 @@
+package changelog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/joinery/joinery/record"
+)
+
+// Format selects an output encoding. The zero value is Changelog.
+type Format int
+
+const (
+	// Changelog writes every output as
+	// {"id":…,"op":"+I"|"-U"|"+U"|"-D","pk":[…],"row":{…}}.
+	Changelog Format = iota
+	// Upsert writes +I and +U as {"id":…,"key":[…],"value":{…}}, -D as
+	// {"id":…,"key":[…],"value":null} and skips -U.
+	Upsert
+)
+
+// ParseFormat parses "changelog" or "upsert" (the inverse of String).
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "changelog":
+		return Changelog, nil
+	case "upsert":
+		return Upsert, nil
+	}
+	return 0, fmt.Errorf("changelog: unknown format %q (want changelog or upsert)", s)
+}
+
+// String returns "changelog", "upsert" or "Format(n)".
+func (f Format) String() string {
+	switch f {
+	case Changelog:
+		return "changelog"
+	case Upsert:
+		return "upsert"
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
+type changelogLine struct {
+	ID  string          `json:"id"`
+	Op  record.Kind     `json:"op"`
+	PK  json.RawMessage `json:"pk"`
+	Row record.Row      `json:"row"`
+}
+
+type upsertLine struct {
+	ID    string          `json:"id"`
+	Key   json.RawMessage `json:"key"`
+	Value record.Row      `json:"value"`
+}
+
+// Marshal encodes o as one line (no trailing newline) in format f. ok is
+// false, with a nil error, when the format drops o (-U in Upsert).
+//
+// o.PK is embedded as raw JSON: it must be valid JSON text (the join writes a
+// JSON array) or empty, which is written as null. Marshal fails for an
+// invalid PK, a row value encoding/json cannot encode, an unknown Kind or an
+// unknown Format. The result is a fresh slice owned by the caller.
+func (f Format) Marshal(o record.Output) (line []byte, ok bool, err error) {
+	pk := json.RawMessage(o.PK)
+	if len(o.PK) == 0 {
+		pk = json.RawMessage("null")
+	} else if !json.Valid(pk) {
+		return nil, false, fmt.Errorf("changelog: output %s: pk is not valid JSON", o.ID)
+	}
+	if o.Kind < record.Insert || o.Kind > record.Delete {
+		return nil, false, fmt.Errorf("changelog: output %s: unknown kind %v", o.ID, o.Kind)
+	}
+	var v any
+	switch f {
+	case Changelog:
+		v = changelogLine{ID: o.ID, Op: o.Kind, PK: pk, Row: o.Row}
+	case Upsert:
+		switch o.Kind {
+		case record.UpdateBefore:
+			return nil, false, nil
+		case record.Delete:
+			v = upsertLine{ID: o.ID, Key: pk}
+		default:
+			v = upsertLine{ID: o.ID, Key: pk, Value: o.Row}
+			if o.Row == nil {
+				// A nil row would read back as a tombstone.
+				v = upsertLine{ID: o.ID, Key: pk, Value: record.Row{}}
+			}
+		}
+	default:
+		return nil, false, fmt.Errorf("changelog: unknown format %v", f)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, false, fmt.Errorf("changelog: output %s: %w", o.ID, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), true, nil
+}
+
+// Encode is Marshal for outputs known to be encodable (a valid PK, rows made
+// of decoded JSON values and a known Kind): it panics where Marshal would
+// fail. Sinks use Marshal.
+func (f Format) Encode(o record.Output) (line []byte, ok bool) {
+	line, ok, err := f.Marshal(o)
+	if err != nil {
+		panic(err)
+	}
+	return line, ok
+}
+
+// DecodeChangelog decodes one line written by Changelog.Marshal back into an
+// Output: numbers in Row are json.Number, PK is the compacted JSON text of
+// "pk" ("" when pk is null or absent, the inverse of Marshal). "id" and "op"
+// are required; unknown fields are ignored; trailing data
+// after the object is an error.
+func DecodeChangelog(line []byte) (record.Output, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var l struct {
+		ID  *string         `json:"id"`
+		Op  *record.Kind    `json:"op"`
+		PK  json.RawMessage `json:"pk"`
+		Row record.Row      `json:"row"`
+	}
+	if err := dec.Decode(&l); err != nil {
+		return record.Output{}, fmt.Errorf("changelog: decode: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return record.Output{}, fmt.Errorf("changelog: decode: trailing data after the JSON object")
+	}
+	if l.ID == nil || l.Op == nil {
+		return record.Output{}, fmt.Errorf("changelog: decode: missing id or op")
+	}
+	o := record.Output{ID: *l.ID, Kind: *l.Op, Row: l.Row}
+	if len(l.PK) > 0 && string(l.PK) != "null" {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, l.PK); err != nil {
+			return record.Output{}, fmt.Errorf("changelog: decode pk: %w", err)
+		}
+		o.PK = buf.String()
+	}
+	return o, nil
+}
+
+// DecodeUpsert decodes one line written by Upsert.Marshal. It returns the
+// output id, the compacted key JSON text and the value row, nil for a
+// tombstone.
+func DecodeUpsert(line []byte) (id, key string, value record.Row, err error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var l struct {
+		ID    *string         `json:"id"`
+		Key   json.RawMessage `json:"key"`
+		Value record.Row      `json:"value"`
+	}
+	if err := dec.Decode(&l); err != nil {
+		return "", "", nil, fmt.Errorf("changelog: decode: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", "", nil, fmt.Errorf("changelog: decode: trailing data after the JSON object")
+	}
+	if l.ID == nil {
+		return "", "", nil, fmt.Errorf("changelog: decode: missing id")
+	}
+	if len(l.Key) > 0 {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, l.Key); err != nil {
+			return "", "", nil, fmt.Errorf("changelog: decode key: %w", err)
+		}
+		key = buf.String()
+	}
+	return *l.ID, key, l.Value, nil
+}

@@ -1,0 +1,43 @@
+package changelog
+
+import (
+	"reflect"
+	"testing"
+)
+
+func FuzzDecodeChangelog(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"x","op":"+I","pk":[1,null],"row":{"a":1}}`,
+		`{"id":"x","op":"-D","pk":null,"row":null}`,
+		`{"id":"x","op":"-U","pk":[ 1 , "a" ],"row":{"a":{"b":[1.5e10,"<"]}},"extra":1}`,
+		`{"id":"x","op":"+U"}`,
+		`{"id":"\ud800","op":"+I","pk":{},"row":{}}`,
+		``, `null`, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		o, err := DecodeChangelog(line)
+		if err != nil {
+			return
+		}
+		enc, ok, err := Changelog.Marshal(o)
+		if err != nil || !ok {
+			t.Fatalf("Marshal(%#v) = %v, %v", o, ok, err)
+		}
+		o2, err := DecodeChangelog(enc)
+		if err != nil {
+			t.Fatalf("DecodeChangelog(Marshal(o)) = %v; line %s", err, enc)
+		}
+		if !reflect.DeepEqual(o, o2) {
+			t.Fatalf("round trip differs:\n %#v\n %#v", o, o2)
+		}
+		enc2, _, _ := Changelog.Marshal(o2)
+		if string(enc) != string(enc2) {
+			t.Fatalf("encoding not deterministic:\n %s\n %s", enc, enc2)
+		}
+		if _, _, err := Upsert.Marshal(o); err != nil {
+			t.Fatalf("Upsert.Marshal: %v", err)
+		}
+	})
+}
