@@ -1,0 +1,107 @@
+package jsonl
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks"
+)
+
+// ErrClosed is returned by Write after Close.
+var ErrClosed = errors.New("jsonl: sink closed")
+
+// Sink writes outputs as JSON lines. It is safe for concurrent use, though
+// the sinks.Sink contract has one writer at a time.
+type Sink struct {
+	format changelog.Format
+	closer io.Closer // the file Create opened; nil for New
+
+	mu struct {
+		sync.Mutex
+		w      *bufio.Writer
+		closed bool
+	}
+}
+
+var _ sinks.Sink = (*Sink)(nil)
+
+// New returns a sink writing to w (for example os.Stdout) in format f. Close
+// flushes but does not close w.
+func New(w io.Writer, f changelog.Format) *Sink {
+	s := &Sink{format: f}
+	s.mu.w = bufio.NewWriterSize(w, 64<<10)
+	return s
+}
+
+// Create opens path for appending, creating it (mode 0644) if needed, and
+// returns a sink writing to it in format f. Close closes the file.
+func Create(path string, f changelog.Format) (*Sink, error) {
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("jsonl: %w", err)
+	}
+	s := New(file, f)
+	s.closer = file
+	return s, nil
+}
+
+// Write encodes each output as one line (outputs the format skips, such as -U
+// in Upsert, write nothing) and flushes to the underlying writer before it
+// returns. For a file that means the lines are in the OS page cache: Write
+// does not fsync, so lines can be lost if the machine (not the process)
+// crashes. An output that cannot be encoded fails the whole batch before
+// anything of it is written. ctx is checked once, before writing.
+func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	lines := make([][]byte, 0, len(batch))
+	for _, o := range batch {
+		line, ok, err := s.format.Marshal(o)
+		if err != nil {
+			return fmt.Errorf("jsonl: %w", err)
+		}
+		if ok {
+			lines = append(lines, line)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return ErrClosed
+	}
+	for _, line := range lines {
+		s.mu.w.Write(line)
+		s.mu.w.WriteByte('\n')
+	}
+	if err := s.mu.w.Flush(); err != nil {
+		return fmt.Errorf("jsonl: %w", err)
+	}
+	return nil
+}
+
+// Close flushes buffered lines and closes the file opened by Create. It is
+// idempotent; later calls return nil.
+func (s *Sink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return nil
+	}
+	s.mu.closed = true
+	err := s.mu.w.Flush()
+	if s.closer != nil {
+		err = errors.Join(err, s.closer.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("jsonl: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/record"
+)
+
+var batch = []record.Output{
+	{ID: "a", Kind: record.Insert, PK: "[1]", Row: record.Row{"x": "1"}},
+	{ID: "b", Kind: record.UpdateBefore, PK: "[1]", Row: record.Row{"x": "1"}},
+	{ID: "c", Kind: record.UpdateAfter, PK: "[1]", Row: record.Row{"x": "2"}},
+	{ID: "d", Kind: record.Delete, PK: "[1]", Row: record.Row{"x": "2"}},
+}
+
+func TestJSONLWriter(t *testing.T) {
+	for _, tc := range []struct {
+		f    changelog.Format
+		want string
+	}{
+		{changelog.Changelog, `{"id":"a","op":"+I","pk":[1],"row":{"x":"1"}}
+{"id":"b","op":"-U","pk":[1],"row":{"x":"1"}}
+{"id":"c","op":"+U","pk":[1],"row":{"x":"2"}}
+{"id":"d","op":"-D","pk":[1],"row":{"x":"2"}}
+`},
+		{changelog.Upsert, `{"id":"a","key":[1],"value":{"x":"1"}}
+{"id":"c","key":[1],"value":{"x":"2"}}
+{"id":"d","key":[1],"value":null}
+`},
+	} {
+		t.Run(tc.f.String(), func(t *testing.T) {
+			var buf bytes.Buffer
+			s := New(&buf, tc.f)
+			if err := s.Write(context.Background(), batch); err != nil {
+				t.Fatal(err)
+			}
+			// Flushed before Write returns, without Close.
+			if buf.String() != tc.want {
+				t.Fatalf("got\n%s\nwant\n%s", buf.String(), tc.want)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+			if err := s.Write(context.Background(), batch); !errors.Is(err, ErrClosed) {
+				t.Fatalf("Write after Close = %v", err)
+			}
+		})
+	}
+}
+
+func TestJSONLFileAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	for i := 0; i < 2; i++ {
+		s, err := Create(path, changelog.Changelog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Write(context.Background(), batch[:1]); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("file has %d lines, want 2:\n%s", len(lines), b)
+	}
+	for _, l := range lines {
+		o, err := changelog.DecodeChangelog([]byte(l))
+		if err != nil || o.ID != "a" {
+			t.Fatalf("line %q: %v %v", l, o, err)
+		}
+	}
+}
+
+func TestJSONLBadOutputWritesNothing(t *testing.T) {
+	var buf bytes.Buffer
+	s := New(&buf, changelog.Changelog)
+	bad := append([]record.Output{batch[0]}, record.Output{ID: "z", PK: "[oops"})
+	if err := s.Write(context.Background(), bad); err == nil {
+		t.Fatal("Write succeeded")
+	}
+	if buf.Len() != 0 {
+		t.Fatalf("wrote %q", buf.String())
+	}
+	if _, err := Create(filepath.Join(t.TempDir(), "no", "such", "dir"), changelog.Changelog); err == nil {
+		t.Fatal("Create in missing dir succeeded")
+	}
+}
