@@ -1,0 +1,304 @@
+package joins
+
+import (
+	"encoding/json"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/joinery/joinery/record"
+)
+
+// CDC is the changelog-join state of one join key: the left row (value state,
+// nil when absent) and the right rows by primary key (map state, iterated in
+// sorted primary-key order so outputs are deterministic).
+//
+// A CDC is not safe for concurrent use. It takes ownership of the rows of the
+// events it is given, and the rows it returns or puts in outputs are shared
+// with its state: treat them as read-only.
+type CDC struct {
+	spec   *CDCSpec
+	left   record.Row
+	rights []rightRow // sorted by pk
+}
+
+type rightRow struct {
+	pk  string
+	row record.Row
+}
+
+// NewCDC returns the empty state of one key. spec must be valid (see
+// CDCSpec.Validate) and must not change while the CDC is in use.
+func NewCDC(spec *CDCSpec) *CDC { return &CDC{spec: spec} }
+
+// Empty reports whether the key holds no row at all, so its state can be
+// dropped.
+func (j *CDC) Empty() bool { return j.left == nil && len(j.rights) == 0 }
+
+// Left returns the stored left row, nil when absent. Read-only.
+func (j *CDC) Left() record.Row { return j.left }
+
+// Rights returns the stored right rows sorted by primary key (by its key
+// form, compared as strings). The slice is new; the rows are read-only.
+func (j *CDC) Rights() []record.Row {
+	out := make([]record.Row, len(j.rights))
+	for i, r := range j.rights {
+		out[i] = r.row
+	}
+	return out
+}
+
+// OnEvent applies one event routed to this key by CDCSpec.Route and appends
+// the changelog records it makes to out, returning the extended slice. The
+// n-th record appended by this call has ID record.OutputID(e, n).
+//
+// Upserts are c, r and u; d deletes. Retractions always carry the stored row,
+// never the event's Before, which may be partial. OnEvent trusts Route: an
+// event Route would not make (unknown side or op, a missing row, a missing or
+// non-scalar primary key) changes nothing and appends nothing.
+func (j *CDC) OnEvent(e record.Event, out []record.Output) []record.Output {
+	em := emitter{spec: j.spec, e: &e, base: len(out), out: out}
+	switch e.Side {
+	case record.Left:
+		switch e.Op {
+		case record.OpCreate, record.OpRead, record.OpUpdate:
+			if _, ok := j.pkOf(record.Left, e.After); ok {
+				j.leftUpsert(&em, e.After)
+			}
+		case record.OpDelete:
+			if pk, ok := j.pkOf(record.Left, e.Before); ok {
+				j.leftDelete(&em, pk)
+			}
+		}
+	case record.Right:
+		switch e.Op {
+		case record.OpCreate, record.OpRead, record.OpUpdate:
+			pk, ok := j.pkOf(record.Right, e.After)
+			if !ok {
+				break
+			}
+			if e.Op == record.OpUpdate {
+				// A primary-key change within an update: delete the old row first.
+				if old, ok := j.pkOf(record.Right, e.Before); ok && old != pk {
+					j.rightDelete(&em, old)
+				}
+			}
+			j.rightUpsert(&em, pk, e.After)
+		case record.OpDelete:
+			if pk, ok := j.pkOf(record.Right, e.Before); ok {
+				j.rightDelete(&em, pk)
+			}
+		}
+	}
+	return em.out
+}
+
+// pkOf returns the key form of row's primary key on the given side.
+func (j *CDC) pkOf(side record.Side, row record.Row) (string, bool) {
+	if row == nil {
+		return "", false
+	}
+	v, ok := row[j.spec.side(side).PK]
+	if !ok || v == nil {
+		return "", false
+	}
+	k, ok := record.KeyOf(v)
+	return string(k), ok
+}
+
+func (j *CDC) leftUpsert(em *emitter, row record.Row) {
+	old, t := j.left, j.spec.Type
+	switch {
+	case old != nil && len(j.rights) > 0:
+		for _, r := range j.rights {
+			em.emit(record.UpdateBefore, old, r.row)
+			em.emit(record.UpdateAfter, row, r.row)
+		}
+	case old != nil && t.outer():
+		em.emit(record.UpdateBefore, old, nil)
+		em.emit(record.UpdateAfter, row, nil)
+	case old == nil && len(j.rights) > 0:
+		for _, r := range j.rights {
+			if t == FullOuter {
+				em.emit(record.Delete, nil, r.row)
+			}
+			em.emit(record.Insert, row, r.row)
+		}
+	case old == nil && t.outer():
+		em.emit(record.Insert, row, nil)
+	}
+	j.left = row
+}
+
+// leftDelete removes the stored left row if its primary key is pk. Another
+// left row at this key (possible only if the left join column is not unique)
+// is left alone.
+func (j *CDC) leftDelete(em *emitter, pk string) {
+	old := j.left
+	if stored, ok := j.pkOf(record.Left, old); !ok || stored != pk {
+		return
+	}
+	switch {
+	case len(j.rights) > 0:
+		for _, r := range j.rights {
+			em.emit(record.Delete, old, r.row)
+			if j.spec.Type == FullOuter {
+				em.emit(record.Insert, nil, r.row)
+			}
+		}
+	case j.spec.Type.outer():
+		em.emit(record.Delete, old, nil)
+	}
+	j.left = nil
+}
+
+func (j *CDC) find(pk string) (int, bool) {
+	i := sort.Search(len(j.rights), func(i int) bool { return j.rights[i].pk >= pk })
+	return i, i < len(j.rights) && j.rights[i].pk == pk
+}
+
+func (j *CDC) rightUpsert(em *emitter, pk string, row record.Row) {
+	i, found := j.find(pk)
+	l, t := j.left, j.spec.Type
+	switch {
+	case l != nil && found:
+		em.emit(record.UpdateBefore, l, j.rights[i].row)
+		em.emit(record.UpdateAfter, l, row)
+	case l != nil:
+		if len(j.rights) == 0 && t.outer() {
+			em.emit(record.Delete, l, nil)
+		}
+		em.emit(record.Insert, l, row)
+	case t == FullOuter && found:
+		em.emit(record.UpdateBefore, nil, j.rights[i].row)
+		em.emit(record.UpdateAfter, nil, row)
+	case t == FullOuter:
+		em.emit(record.Insert, nil, row)
+	}
+	if found {
+		j.rights[i].row = row
+		return
+	}
+	j.rights = slices.Insert(j.rights, i, rightRow{pk: pk, row: row})
+}
+
+func (j *CDC) rightDelete(em *emitter, pk string) {
+	i, found := j.find(pk)
+	if !found {
+		return
+	}
+	old := j.rights[i].row
+	j.rights = slices.Delete(j.rights, i, i+1)
+	if len(j.rights) == 0 {
+		j.rights = nil
+	}
+	l, t := j.left, j.spec.Type
+	switch {
+	case l != nil:
+		em.emit(record.Delete, l, old)
+		if len(j.rights) == 0 && t.outer() {
+			em.emit(record.Insert, l, nil)
+		}
+	case t == FullOuter:
+		em.emit(record.Delete, nil, old)
+	}
+}
+
+// emitter appends the outputs of one OnEvent call.
+type emitter struct {
+	spec *CDCSpec
+	e    *record.Event
+	base int
+	out  []record.Output
+}
+
+func (m *emitter) emit(k record.Kind, l, r record.Row) {
+	m.out = append(m.out, record.Output{
+		ID:   record.OutputID(*m.e, len(m.out)-m.base),
+		Kind: k,
+		PK:   m.spec.outputPK(l, r),
+		Row:  m.spec.outputRow(l, r),
+	})
+}
+
+// outputPK is the result's primary key, the JSON array [left PK, right PK]
+// with null for a padded side.
+func (s *CDCSpec) outputPK(l, r record.Row) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	writePKValue(&b, l, s.Left.PK)
+	b.WriteByte(',')
+	writePKValue(&b, r, s.Right.PK)
+	b.WriteByte(']')
+	return b.String()
+}
+
+func writePKValue(b *strings.Builder, row record.Row, col string) {
+	var v any
+	if row != nil {
+		v = row[col]
+	}
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case json.Number:
+		if x != "" && (x[0] == '-' || x[0] >= '0' && x[0] <= '9') && json.Valid([]byte(x)) {
+			b.WriteString(string(x))
+			return
+		}
+		writeJSON(b, string(x))
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	default:
+		writeJSON(b, v)
+	}
+}
+
+func writeJSON(b *strings.Builder, v any) {
+	enc, err := json.Marshal(v)
+	if err != nil {
+		// Not JSON-encodable (a NaN, say): fall back to its key form, quoted.
+		k, _ := record.KeyOf(v)
+		enc, _ = json.Marshal(string(k))
+	}
+	b.Write(enc)
+}
+
+// outputRow projects a joined pair; a nil row is a null-padded side.
+func (s *CDCSpec) outputRow(l, r record.Row) record.Row {
+	if len(s.Project) == 0 {
+		row := make(record.Row, 2)
+		row[s.Left.Name] = rowValue(l)
+		row[s.Right.Name] = rowValue(r)
+		return row
+	}
+	row := make(record.Row, len(s.Project))
+	for _, c := range s.Project {
+		src := l
+		if c.Side == record.Right {
+			src = r
+		}
+		var v any
+		if src != nil {
+			v = src[c.Field]
+		}
+		row[c.Name] = v
+	}
+	return row
+}
+
+// rowValue keeps a padded side an untyped nil, never a typed nil Row, so that
+// outputs compare equal with reflect.DeepEqual.
+func rowValue(r record.Row) any {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
+func sortRights(rs []rightRow) {
+	slices.SortFunc(rs, func(a, b rightRow) int { return strings.Compare(a.pk, b.pk) })
+}

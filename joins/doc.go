@@ -1,0 +1,38 @@
+// Package joins holds Joinery's join state machines: one pure, per-key value
+// per join type that turns input events into output records.
+//
+// It owns the join semantics and nothing else:
+//
+//   - CDCSpec describes a changelog (CDC) join of two upsert streams: the
+//     join type, each side's primary-key and join columns, and the output
+//     projection. CDCSpec.Validate checks it and CDCSpec.Route turns one
+//     Debezium change into the events for the join keys it touches (a row
+//     whose join column changes becomes a retraction at the old key and an
+//     insert at the new one).
+//   - CDC is the state of one join key: the left row (value state) and the
+//     right rows by primary key (map state). CDC.OnEvent applies one event and
+//     appends the resulting changelog records (+I, -U, +U, -D), following
+//     Flink's streaming join conventions. Snapshot and Restore give its
+//     versioned, deterministic encoding.
+//   - Table materializes a changelog strictly, for tests, the demo and the
+//     oracle: it refuses to retract what was never emitted.
+//
+// The package must not do I/O, start goroutines, read a clock or use
+// randomness: results come back as values (appended outputs), never as side
+// effects, so that a replay of the same inputs gives the same outputs with the
+// same ids. Nothing here is safe for concurrent use; the key actor that owns a
+// CDC is its only caller. Persisting snapshots, acking inputs and emitting
+// outputs belong to actors/ and the sinks.
+//
+// Usage sketch:
+//
+//	spec := &joins.CDCSpec{Type: joins.LeftOuter,
+//		Left:  joins.SideSpec{Name: "users", PK: "id", JoinOn: "id"},
+//		Right: joins.SideSpec{Name: "domains", PK: "id", JoinOn: "user_id"}}
+//	if err := spec.Validate(); err != nil { ... }
+//	evs, err := spec.Route(record.Right, change) // err: a *RouteError, count it
+//	for _, e := range evs {
+//		out = stateOf(e.Key).OnEvent(e, out[:0]) // one CDC per key
+//		// persist stateOf(e.Key).Snapshot(), then emit out
+//	}
+package joins

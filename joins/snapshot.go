@@ -1,0 +1,88 @@
+package joins
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/joinery/joinery/record"
+)
+
+// SnapshotVersion is the first byte of every CDC snapshot.
+const SnapshotVersion byte = 1
+
+// ErrBadSnapshot is wrapped by every error Restore returns.
+var ErrBadSnapshot = errors.New("joins: bad CDC snapshot")
+
+// cdcSnap is the body of a version 1 snapshot, JSON after the version byte:
+// the left row (null when absent) and the right rows by primary key (key form).
+// encoding/json sorts map keys, so the encoding is deterministic.
+type cdcSnap struct {
+	L record.Row            `json:"l"`
+	R map[string]record.Row `json:"r,omitempty"`
+}
+
+// Snapshot encodes the state: one version byte (SnapshotVersion) then JSON.
+// Equal states encode to equal bytes. Rows must be JSON-encodable, as rows
+// decoded from JSON always are; Snapshot panics otherwise (a broken invariant).
+func (j *CDC) Snapshot() []byte {
+	s := cdcSnap{L: j.left}
+	if len(j.rights) > 0 {
+		s.R = make(map[string]record.Row, len(j.rights))
+		for _, r := range j.rights {
+			s.R[r.pk] = r.row
+		}
+	}
+	var buf bytes.Buffer
+	buf.WriteByte(SnapshotVersion)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&s); err != nil {
+		panic(fmt.Sprintf("joins: CDC state is not JSON-encodable: %v", err))
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// Restore replaces the state with the one b encodes. On error (a wrapped
+// ErrBadSnapshot: empty input, unknown version, malformed body, rows whose
+// primary key disagrees with the spec) the state is unchanged. Numbers are
+// restored as json.Number.
+func (j *CDC) Restore(b []byte) error {
+	if len(b) == 0 {
+		return fmt.Errorf("%w: empty", ErrBadSnapshot)
+	}
+	if b[0] != SnapshotVersion {
+		return fmt.Errorf("%w: unknown version %d (want %d)", ErrBadSnapshot, b[0], SnapshotVersion)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b[1:]))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	var s cdcSnap
+	if err := dec.Decode(&s); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: trailing data after the state", ErrBadSnapshot)
+	}
+	if s.L != nil {
+		if _, ok := j.pkOf(record.Left, s.L); !ok {
+			return fmt.Errorf("%w: left row lacks a scalar %q", ErrBadSnapshot, j.spec.Left.PK)
+		}
+	}
+	rights := make([]rightRow, 0, len(s.R))
+	for pk, row := range s.R {
+		got, ok := j.pkOf(record.Right, row)
+		if !ok || got != pk {
+			return fmt.Errorf("%w: right row %q: %q is not its primary key", ErrBadSnapshot, pk, j.spec.Right.PK)
+		}
+		rights = append(rights, rightRow{pk: pk, row: row})
+	}
+	if len(rights) == 0 {
+		rights = nil
+	}
+	sortRights(rights)
+	j.left, j.rights = s.L, rights
+	return nil
+}

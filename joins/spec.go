@@ -1,0 +1,151 @@
+package joins
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/joinery/joinery/record"
+)
+
+// JoinType is the kind of a changelog join. The zero value is Inner.
+type JoinType int
+
+const (
+	// Inner emits only matched pairs.
+	Inner JoinType = iota
+	// LeftOuter also emits a left row padded with nulls while it has no match.
+	LeftOuter
+	// FullOuter also emits a right row padded with nulls while it has no match.
+	FullOuter
+)
+
+var joinTypeNames = [...]string{"inner", "left", "full"}
+
+func (t JoinType) String() string {
+	if t >= 0 && int(t) < len(joinTypeNames) {
+		return joinTypeNames[t]
+	}
+	return fmt.Sprintf("JoinType(%d)", int(t))
+}
+
+// ParseJoinType parses "inner", "left" or "full".
+func ParseJoinType(s string) (JoinType, error) {
+	for i, n := range joinTypeNames {
+		if n == s {
+			return JoinType(i), nil
+		}
+	}
+	return 0, fmt.Errorf("joins: unknown join type %q (want inner, left or full)", s)
+}
+
+// MarshalText encodes the type as "inner", "left" or "full".
+func (t JoinType) MarshalText() ([]byte, error) {
+	if !t.valid() {
+		return nil, fmt.Errorf("joins: unknown join type %d", int(t))
+	}
+	return []byte(t.String()), nil
+}
+
+// UnmarshalText decodes what MarshalText wrote.
+func (t *JoinType) UnmarshalText(b []byte) error {
+	v, err := ParseJoinType(string(b))
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+func (t JoinType) valid() bool { return t >= Inner && t <= FullOuter }
+
+// outer reports whether a left row without a match is emitted null-padded.
+func (t JoinType) outer() bool { return t == LeftOuter || t == FullOuter }
+
+// SideSpec describes one input of a changelog join.
+type SideSpec struct {
+	// Name is the input's name, e.g. "users". Without a projection it is the
+	// output column that holds this side's row.
+	Name string
+	// PK is the primary-key column, e.g. "id". Right rows are kept by it; the
+	// output's primary key is [left PK, right PK].
+	PK string
+	// JoinOn is the join column: "id" for users, "user_id" for domains. The
+	// left side keeps one row per join key (value state), so its join column
+	// must be unique among live left rows, as a primary key is.
+	JoinOn string
+}
+
+// Column is one output column of the projection: Name = Side's row[Field].
+type Column struct {
+	Name  string
+	Side  record.Side
+	Field string
+}
+
+// CDCSpec describes a changelog join. It is a plain value: fill it, call
+// Validate, then share a pointer to it, read-only, among all keys' CDC.
+type CDCSpec struct {
+	Type  JoinType
+	Left  SideSpec
+	Right SideSpec
+	// Project lists the output columns. When empty, the output row is
+	// {Left.Name: left row or null, Right.Name: right row or null}.
+	Project []Column
+}
+
+// Validate reports every problem of the spec, joined with errors.Join, each
+// naming its field, e.g. "left.pk: must not be empty".
+func (s *CDCSpec) Validate() error {
+	if s == nil {
+		return errors.New("joins: nil CDC spec")
+	}
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
+	}
+	if !s.Type.valid() {
+		bad("type", "unknown join type %d (want inner, left or full)", int(s.Type))
+	}
+	for _, side := range []struct {
+		field string
+		spec  SideSpec
+	}{{"left", s.Left}, {"right", s.Right}} {
+		if side.spec.Name == "" {
+			bad(side.field+".name", "must not be empty")
+		}
+		if side.spec.PK == "" {
+			bad(side.field+".pk", "must not be empty")
+		}
+		if side.spec.JoinOn == "" {
+			bad(side.field+".join_on", "must not be empty")
+		}
+	}
+	if len(s.Project) == 0 && s.Left.Name != "" && s.Left.Name == s.Right.Name {
+		bad("right.name", "must differ from left.name %q when there is no projection", s.Left.Name)
+	}
+	seen := make(map[string]int, len(s.Project))
+	for i, c := range s.Project {
+		f := fmt.Sprintf("project[%d]", i)
+		if c.Name == "" {
+			bad(f+".name", "must not be empty")
+		} else if j, dup := seen[c.Name]; dup {
+			bad(f+".name", "duplicate %q (also project[%d])", c.Name, j)
+		} else {
+			seen[c.Name] = i
+		}
+		if c.Side != record.Left && c.Side != record.Right {
+			bad(f+".side", "must be left or right, got %d", c.Side)
+		}
+		if c.Field == "" {
+			bad(f+".field", "must not be empty")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *CDCSpec) side(sd record.Side) *SideSpec {
+	if sd == record.Left {
+		return &s.Left
+	}
+	return &s.Right
+}
