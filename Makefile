@@ -1,0 +1,53 @@
+# Joinery — see README.md. `make demo` and `make test` are the quickstart.
+GO      ?= go
+BIN     ?= bin
+PKGS    ?= ./...
+# Packages whose tests are quick enough to run twice; all packages run under -race.
+TESTFLAGS ?= -race -count=1 -timeout 20m
+
+.PHONY: all build demo test lint fmt vet tidy-check fuzz bench redis clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/joinery ./cmd/node
+
+## demo: run the users ⋈ domains example on the embedded store (no server needed).
+demo: build
+	$(BIN)/joinery run --config examples/users-domains/job.yaml
+
+## test: the whole suite, with the race detector; installs redis-server if it can.
+test: redis lint
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+## redis: make sure redis-server is on PATH (Debian + root: installs it).
+redis:
+	@scripts/ensure-redis.sh
+
+lint: fmt vet tidy-check
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+tidy-check:
+	@cp go.mod /tmp/joinery-go.mod.bak; cp go.sum /tmp/joinery-go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! git diff --quiet -- go.mod go.sum 2>/dev/null; then \
+		echo "go.mod/go.sum are not tidy (run go mod tidy):"; git --no-pager diff -- go.mod go.sum | head -40; \
+		cp /tmp/joinery-go.mod.bak go.mod; cp /tmp/joinery-go.sum.bak go.sum; exit 1; fi
+
+## fuzz: a short run of every fuzz target (FUZZTIME each).
+FUZZTIME ?= 10s
+fuzz:
+	@scripts/fuzz.sh $(FUZZTIME)
+
+## bench: benchmarks (figures, not pass/fail).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,86 @@
+package actors
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/record"
+)
+
+// EncodeEvent turns a routed event into its wire form.
+func EncodeEvent(e record.Event) (*keypb.Event, error) {
+	before, err := encodeRow(e.Before)
+	if err != nil {
+		return nil, err
+	}
+	after, err := encodeRow(e.After)
+	if err != nil {
+		return nil, err
+	}
+	return &keypb.Event{
+		Side: int32(e.Side), Op: e.Op.String(), Before: before, After: after,
+		Source: e.Pos.Source, Partition: e.Pos.Partition, Offset: e.Pos.Offset, Seq: int32(e.Seq),
+	}, nil
+}
+
+// DecodeEvent is the inverse of EncodeEvent for the actor with key.
+func DecodeEvent(key record.Key, pe *keypb.Event) (record.Event, error) {
+	op, ok := record.ParseOp(pe.Op)
+	if !ok {
+		return record.Event{}, fmt.Errorf("actors: unknown op %q", pe.Op)
+	}
+	before, err := DecodeRow(pe.Before)
+	if err != nil {
+		return record.Event{}, err
+	}
+	after, err := DecodeRow(pe.After)
+	if err != nil {
+		return record.Event{}, err
+	}
+	return record.Event{
+		Key: key, Side: record.Side(pe.Side), Op: op, Before: before, After: after,
+		Pos: record.Position{Source: pe.Source, Partition: pe.Partition, Offset: pe.Offset}, Seq: int(pe.Seq),
+	}, nil
+}
+
+// EncodeOutput turns a join output into its wire form.
+func EncodeOutput(o record.Output) (*keypb.Output, error) {
+	row, err := encodeRow(o.Row)
+	if err != nil {
+		return nil, err
+	}
+	return &keypb.Output{Id: o.ID, Kind: int32(o.Kind), Pk: o.PK, Row: row}, nil
+}
+
+// DecodeOutput is the inverse of EncodeOutput.
+func DecodeOutput(po *keypb.Output) (record.Output, error) {
+	row, err := DecodeRow(po.Row)
+	if err != nil {
+		return record.Output{}, err
+	}
+	return record.Output{ID: po.Id, Kind: record.Kind(po.Kind), PK: po.Pk, Row: row}, nil
+}
+
+func encodeRow(r record.Row) ([]byte, error) {
+	if r == nil {
+		return nil, nil
+	}
+	return json.Marshal(r)
+}
+
+// DecodeRow decodes a JSON row, keeping numbers as json.Number; empty input
+// is a nil row.
+func DecodeRow(b []byte) (record.Row, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var r record.Row
+	if err := d.Decode(&r); err != nil {
+		return nil, fmt.Errorf("actors: bad row: %w", err)
+	}
+	return r, nil
+}

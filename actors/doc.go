@@ -1,0 +1,18 @@
+// Package actors owns the key actor: one protoactor-go virtual actor (a
+// cluster kind) per join key, which drives a joins state machine, and the
+// Writer that batches the actors' snapshots into pipelined Store writes.
+//
+// The key actor applies the events of an Apply request in order, skips events
+// it already applied (its state holds the highest applied offset per source
+// partition), hands the new snapshot to the Writer and answers the request
+// only once the snapshot is durable: a sender that sees an answer may commit
+// the offsets it covers. It does not decide join semantics (package joins
+// does) and it does not read sources or write sinks (package node does).
+//
+// Wiring sketch:
+//
+//	w := actors.NewWriter(store, actors.WriterOptions{Logger: log})
+//	kind := actors.NewKind(&actors.Deps{Job: "users-domains", Spec: spec, Store: store, Writer: w, Logger: log})
+//	// pass kind to cluster.Configure(..., cluster.WithKinds(kind)), then
+//	// c.RequestFuture(string(key), actors.KindName(job), &keypb.Apply{...})
+package actors

@@ -1,0 +1,176 @@
+package actors
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/joinery/joinery/persistence"
+)
+
+// WriterOptions configures a Writer. A zero field means the default.
+type WriterOptions struct {
+	// MaxBatch is the most snapshots written in one Store.Save. Default 512.
+	MaxBatch int
+	// QueueSize bounds the snapshots waiting to be written; Submit blocks when
+	// it is full (backpressure). Default 4096.
+	QueueSize int
+	// MaxBackoff caps the wait between retries of a failed Save. Default 1s.
+	MaxBackoff time.Duration
+	// Logger receives write errors. Default slog.Default().
+	Logger *slog.Logger
+}
+
+type writeReq struct {
+	snap persistence.Snapshot
+	done func(error)
+}
+
+// Writer batches snapshots from many key actors into pipelined Store.Save
+// calls (write-behind). A failed Save is retried with backoff until it
+// succeeds or the Writer is closed, so a Redis outage stalls ingestion instead
+// of losing writes. Submit is safe for concurrent use; callbacks run on the
+// Writer's goroutine, in submission order, after their snapshot is durable.
+type Writer struct {
+	store persistence.Store
+	opts  WriterOptions
+	in    chan writeReq
+	ctx   context.Context
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	once  sync.Once
+
+	// mu guards closed and the send on in: Submit sends under the read lock,
+	// Close takes the write lock before it closes in.
+	mu struct {
+		sync.RWMutex
+		closed bool
+	}
+}
+
+// NewWriter starts a Writer over store. Close it to stop its goroutine.
+func NewWriter(store persistence.Store, opts WriterOptions) *Writer {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 512
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 4096
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &Writer{store: store, opts: opts, in: make(chan writeReq, opts.QueueSize), ctx: ctx, stop: cancel}
+	w.wg.Add(1)
+	go w.run()
+	return w
+}
+
+// Submit queues snap for writing and calls done with nil once it is durable,
+// or with an error if the Writer closed first. It blocks while the queue is
+// full. After Close, done is called at once with persistence.ErrClosed.
+func (w *Writer) Submit(snap persistence.Snapshot, done func(error)) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.mu.closed {
+		done(persistence.ErrClosed)
+		return
+	}
+	select {
+	case w.in <- writeReq{snap: snap, done: done}:
+	case <-w.ctx.Done():
+		done(persistence.ErrClosed)
+	}
+}
+
+// Close writes what is queued (giving up on a Save that keeps failing once
+// ctx ends), stops the Writer and waits for it. It is idempotent.
+func (w *Writer) Close(ctx context.Context) {
+	w.once.Do(func() {
+		go func() {
+			select {
+			case <-ctx.Done():
+				w.stop()
+			case <-w.ctx.Done():
+			}
+		}()
+		w.mu.Lock()
+		w.mu.closed = true
+		close(w.in)
+		w.mu.Unlock()
+		w.wg.Wait()
+		w.stop()
+	})
+}
+
+func (w *Writer) run() {
+	defer w.wg.Done()
+	batch := make([]writeReq, 0, w.opts.MaxBatch)
+	snaps := make([]persistence.Snapshot, 0, w.opts.MaxBatch)
+	index := make(map[string]int, w.opts.MaxBatch)
+	for {
+		req, ok := <-w.in
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], req)
+	fill:
+		for len(batch) < w.opts.MaxBatch {
+			select {
+			case r, ok := <-w.in:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		// Coalesce: the last snapshot of a key wins.
+		snaps = snaps[:0]
+		clear(index)
+		for _, r := range batch {
+			id := r.snap.Job + "\x00" + string(r.snap.Key)
+			if i, ok := index[id]; ok {
+				snaps[i] = r.snap
+				continue
+			}
+			index[id] = len(snaps)
+			snaps = append(snaps, r.snap)
+		}
+		err := w.save(snaps)
+		for _, r := range batch {
+			r.done(err)
+		}
+	}
+}
+
+// save retries Store.Save with exponential backoff until it succeeds or the
+// Writer is stopped.
+func (w *Writer) save(snaps []persistence.Snapshot) error {
+	backoff := 5 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
+		err := w.store.Save(ctx, snaps)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if w.ctx.Err() != nil {
+			return err
+		}
+		w.opts.Logger.Warn("state write failed; retrying", "snapshots", len(snaps), "backoff", backoff, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-w.ctx.Done():
+			t.Stop()
+			return err
+		}
+		backoff = min(backoff*2, w.opts.MaxBackoff)
+	}
+}

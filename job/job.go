@@ -1,0 +1,358 @@
+package job
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+)
+
+// Spec is a whole job file.
+type Spec struct {
+	// Name names the job; state keys and actor kinds carry it. Letters, digits, '-', '_' and '.'.
+	Name string `yaml:"name"`
+	// Join is the join the job runs.
+	Join Join `yaml:"join"`
+	// Sources are the inputs this node reads. A node of a fleet that only hosts key actors has none.
+	Sources []Source `yaml:"sources"`
+	// Sinks receive the join's outputs made from this node's sources.
+	Sinks []Sink `yaml:"sinks"`
+	// DeadLetter, when set, is a file that receives every input record that could not be decoded or routed, with the reason.
+	DeadLetter string `yaml:"dead_letter"`
+	// State names the state store.
+	State State `yaml:"state"`
+	// Cluster holds membership and remoting settings.
+	Cluster Cluster `yaml:"cluster"`
+
+	dir string // directory of the job file; relative paths are resolved against it
+}
+
+// Join describes the join.
+type Join struct {
+	// Type is the join family; "cdc" (the changelog join) for now.
+	Type string `yaml:"type"`
+	// Mode is inner, left or full.
+	Mode string `yaml:"mode"`
+	// Left and Right describe the two inputs.
+	Left  Side `yaml:"left"`
+	Right Side `yaml:"right"`
+	// Project lists the output columns; empty means {left name: row, right name: row}.
+	Project []Column `yaml:"project"`
+}
+
+// Side describes one input table of the join.
+type Side struct {
+	Name   string `yaml:"name"`
+	PK     string `yaml:"pk"`
+	JoinOn string `yaml:"join_on"`
+}
+
+// Column is one output column: Name takes the value of From, "table.field".
+type Column struct {
+	Name string `yaml:"name"`
+	From string `yaml:"from"`
+}
+
+// Source is one input.
+type Source struct {
+	// Name identifies the source in positions and committed offsets.
+	Name string `yaml:"name"`
+	// Type is file or redis-stream.
+	Type string `yaml:"type"`
+	// Format is the record format; debezium (default).
+	Format string `yaml:"format"`
+	// Side binds every record to one join input: left or right (or the table name of that side).
+	Side string `yaml:"side"`
+	// Tables binds records by their Debezium source.table instead: table name -> left|right.
+	Tables map[string]string `yaml:"tables"`
+	// Path is the file to read for type file; "-" is stdin.
+	Path string `yaml:"path"`
+	// Rate paces the source to this many records per second (0: as fast as possible). Demos use it.
+	Rate float64 `yaml:"rate"`
+	// Redis settings for type redis-stream.
+	Redis  Redis  `yaml:"redis"`
+	Stream string `yaml:"stream"`
+	Group  string `yaml:"group"`
+	// Consumer is this node's consumer name in the group (default: the node name).
+	Consumer string `yaml:"consumer"`
+}
+
+// Sink is one output.
+type Sink struct {
+	// Type is stdout, file, redis-stream or table (prints the final joined table when the job ends).
+	Type string `yaml:"type"`
+	// Format is changelog (default) or upsert.
+	Format string `yaml:"format"`
+	Path   string `yaml:"path"`
+	Redis  Redis  `yaml:"redis"`
+	Stream string `yaml:"stream"`
+}
+
+// Redis is a Redis server's address and credentials.
+type Redis struct {
+	Addr     string `yaml:"addr"`
+	Username string `yaml:"username"`
+	// Password; ${VAR} is expanded from the environment.
+	Password string `yaml:"password"`
+	DB       int    `yaml:"db"`
+}
+
+// State names the state store.
+type State struct {
+	// Store is embedded (default; no server) or redis.
+	Store string `yaml:"store"`
+	// Path, for embedded, keeps state in this file across restarts (default: memory only).
+	Path  string `yaml:"path"`
+	Redis Redis  `yaml:"redis"`
+	// FlushBatch is the most snapshots per pipelined write (default 512).
+	FlushBatch int `yaml:"flush_batch"`
+}
+
+// Cluster holds membership (memberlist) and remoting (protoactor) settings.
+type Cluster struct {
+	// NodeName is unique in the fleet (default: host:port of gossip).
+	NodeName string `yaml:"node_name"`
+	// Gossip is the memberlist bind address host:port (default 127.0.0.1:0, a free port).
+	Gossip string `yaml:"gossip"`
+	// Remote is the actor remoting bind address host:port (default 127.0.0.1:0).
+	Remote string `yaml:"remote"`
+	// Advertise is the address other nodes reach this node on (default: the bind host).
+	Advertise string `yaml:"advertise"`
+	// Seeds are gossip addresses of other nodes.
+	Seeds []string `yaml:"seeds"`
+	// SecretKey, base64, encrypts gossip (16, 24 or 32 bytes). ${VAR} is expanded.
+	SecretKey string `yaml:"secret_key"`
+	// Label keeps two fleets from merging.
+	Label string `yaml:"label"`
+	// RequestTimeout bounds one request to a key actor (default 30s).
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// Load reads, parses and validates a job file. Unknown fields are errors.
+func Load(path string) (*Spec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s.dir = filepath.Dir(path)
+	return s, nil
+}
+
+// Parse parses and validates a job file's contents.
+func Parse(b []byte) (*Spec, error) {
+	var s Spec
+	d := yaml.NewDecoder(bytes.NewReader(b))
+	d.KnownFields(true)
+	if err := d.Decode(&s); err != nil {
+		return nil, fmt.Errorf("job: parse: %w", err)
+	}
+	s.expandEnv()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func (s *Spec) expandEnv() {
+	s.State.Redis.Password = os.ExpandEnv(s.State.Redis.Password)
+	s.Cluster.SecretKey = os.ExpandEnv(s.Cluster.SecretKey)
+	for i := range s.Sources {
+		s.Sources[i].Redis.Password = os.ExpandEnv(s.Sources[i].Redis.Password)
+	}
+	for i := range s.Sinks {
+		s.Sinks[i].Redis.Password = os.ExpandEnv(s.Sinks[i].Redis.Password)
+	}
+}
+
+// Resolve returns p relative to the job file's directory (absolute paths and "-" unchanged).
+func (s *Spec) Resolve(p string) string {
+	if p == "" || p == "-" || filepath.IsAbs(p) || s.dir == "" {
+		return p
+	}
+	return filepath.Join(s.dir, p)
+}
+
+// Validate reports every problem of the spec, each naming its field.
+func (s *Spec) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	if !nameRE.MatchString(s.Name) {
+		bad("name", "must be non-empty and use only letters, digits, '-', '_' and '.' (got %q)", s.Name)
+	}
+	if s.Join.Type != "cdc" {
+		bad("join.type", "must be cdc (got %q)", s.Join.Type)
+	}
+	if _, err := s.CDCSpec(); err != nil {
+		errs = append(errs, err)
+	}
+	names := map[string]bool{}
+	for i, src := range s.Sources {
+		f := fmt.Sprintf("sources[%d]", i)
+		if !nameRE.MatchString(src.Name) {
+			bad(f+".name", "must be non-empty and use only letters, digits, '-', '_' and '.' (got %q)", src.Name)
+		} else if names[src.Name] {
+			bad(f+".name", "duplicate source name %q", src.Name)
+		}
+		names[src.Name] = true
+		if src.Format != "" && src.Format != "debezium" {
+			bad(f+".format", "must be debezium (got %q)", src.Format)
+		}
+		switch {
+		case src.Side != "" && len(src.Tables) > 0:
+			bad(f, "set side or tables, not both")
+		case src.Side == "" && len(src.Tables) == 0:
+			bad(f+".side", "must be set (left or right), or set tables")
+		case src.Side != "":
+			if _, ok := s.sideOf(src.Side); !ok {
+				bad(f+".side", "must be left, right, %q or %q (got %q)", s.Join.Left.Name, s.Join.Right.Name, src.Side)
+			}
+		default:
+			for t, side := range src.Tables {
+				if _, ok := s.sideOf(side); !ok {
+					bad(f+".tables."+t, "must be left or right (got %q)", side)
+				}
+			}
+		}
+		if src.Rate < 0 {
+			bad(f+".rate", "must not be negative")
+		}
+		switch src.Type {
+		case "file":
+			if src.Path == "" {
+				bad(f+".path", "must be set for a file source (\"-\" for stdin)")
+			}
+		case "redis-stream":
+			if src.Redis.Addr == "" {
+				bad(f+".redis.addr", "must be set for a redis-stream source")
+			}
+			if src.Stream == "" {
+				bad(f+".stream", "must be set for a redis-stream source")
+			}
+			if src.Group == "" {
+				bad(f+".group", "must be set for a redis-stream source")
+			}
+		default:
+			bad(f+".type", "must be file or redis-stream (got %q)", src.Type)
+		}
+	}
+	for i, sk := range s.Sinks {
+		f := fmt.Sprintf("sinks[%d]", i)
+		if sk.Format != "" && sk.Format != "changelog" && sk.Format != "upsert" {
+			bad(f+".format", "must be changelog or upsert (got %q)", sk.Format)
+		}
+		switch sk.Type {
+		case "stdout", "table":
+		case "file":
+			if sk.Path == "" {
+				bad(f+".path", "must be set for a file sink")
+			}
+		case "redis-stream":
+			if sk.Redis.Addr == "" {
+				bad(f+".redis.addr", "must be set for a redis-stream sink")
+			}
+			if sk.Stream == "" {
+				bad(f+".stream", "must be set for a redis-stream sink")
+			}
+		default:
+			bad(f+".type", "must be stdout, file, redis-stream or table (got %q)", sk.Type)
+		}
+	}
+	switch s.State.Store {
+	case "", "embedded":
+	case "redis":
+		if s.State.Redis.Addr == "" {
+			bad("state.redis.addr", "must be set when state.store is redis")
+		}
+	default:
+		bad("state.store", "must be embedded or redis (got %q)", s.State.Store)
+	}
+	if s.State.FlushBatch < 0 {
+		bad("state.flush_batch", "must not be negative")
+	}
+	for field, addr := range map[string]string{"cluster.gossip": s.Cluster.Gossip, "cluster.remote": s.Cluster.Remote} {
+		if addr != "" && !strings.Contains(addr, ":") {
+			bad(field, "must be host:port (got %q)", addr)
+		}
+	}
+	for i, seed := range s.Cluster.Seeds {
+		if !strings.Contains(seed, ":") {
+			bad(fmt.Sprintf("cluster.seeds[%d]", i), "must be host:port (got %q)", seed)
+		}
+	}
+	if s.Cluster.RequestTimeout < 0 {
+		bad("cluster.request_timeout", "must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+// sideOf maps "left"/"right" or a side's table name to the side.
+func (s *Spec) sideOf(v string) (record.Side, bool) {
+	switch v {
+	case "left", s.Join.Left.Name:
+		return record.Left, v != ""
+	case "right", s.Join.Right.Name:
+		return record.Right, v != ""
+	}
+	return 0, false
+}
+
+// SideOf maps a source's side or table binding value to the join side.
+func (s *Spec) SideOf(v string) (record.Side, bool) { return s.sideOf(v) }
+
+// CDCSpec builds the joins spec of the job's join, with errors naming job fields.
+func (s *Spec) CDCSpec() (*joins.CDCSpec, error) {
+	var errs []error
+	mode := s.Join.Mode
+	if mode == "" {
+		mode = "inner"
+	}
+	jt, err := joins.ParseJoinType(mode)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("join.mode: must be inner, left or full (got %q)", s.Join.Mode))
+	}
+	cs := &joins.CDCSpec{
+		Type:  jt,
+		Left:  joins.SideSpec{Name: s.Join.Left.Name, PK: s.Join.Left.PK, JoinOn: s.Join.Left.JoinOn},
+		Right: joins.SideSpec{Name: s.Join.Right.Name, PK: s.Join.Right.PK, JoinOn: s.Join.Right.JoinOn},
+	}
+	for i, c := range s.Join.Project {
+		f := fmt.Sprintf("join.project[%d]", i)
+		table, field, ok := strings.Cut(c.From, ".")
+		side, okSide := s.sideOf(table)
+		if !ok || field == "" || !okSide {
+			errs = append(errs, fmt.Errorf("%s.from: must be <table>.<field> with table %q or %q (got %q)", f, s.Join.Left.Name, s.Join.Right.Name, c.From))
+			continue
+		}
+		if c.Name == "" {
+			errs = append(errs, fmt.Errorf("%s.name: must not be empty", f))
+		}
+		cs.Project = append(cs.Project, joins.Column{Name: c.Name, Side: side, Field: field})
+	}
+	if err := cs.Validate(); err != nil {
+		// joins names fields relative to the join ("left.pk: …").
+		for _, line := range strings.Split(err.Error(), "\n") {
+			errs = append(errs, errors.New("join."+line))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return cs, nil
+}

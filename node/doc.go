@@ -1,0 +1,22 @@
+// Package node wires one Joinery node from a job spec: the actor system and
+// its cluster membership (protoactor-go over the memberlist provider), the
+// state store and its write-behind Writer, the job's key actor kind, its
+// sources and sinks, and the ingest loop between them.
+//
+// The ingest loop of a source reads a batch, decodes and routes each record
+// to its join key, sends one Apply per key to the key's virtual actor (which
+// may live on another node) without waiting, and queues the batch. A collector
+// takes batches in order, waits for every key's answer (an answer means the
+// key's state is durable), writes the outputs to the sinks, and only then
+// commits the batch's offsets to the source and the store. A bounded queue of
+// batches in flight is the backpressure. Records that cannot be decoded or
+// routed are logged with the reason, counted, and written to the dead-letter
+// file when the job names one; their offsets are committed like any other.
+//
+// Order: one source goroutine sends to one key in order, and protoactor
+// delivers one sender's messages to one actor in order, so the events of one
+// key from one partition are applied in order. An Apply carries the offsets
+// of the previous still-unanswered Apply to the same key; a key actor refuses
+// a request that would skip over a lost one (a gap), and the node stops
+// rather than be wrong (restart resumes from the committed offsets).
+package node

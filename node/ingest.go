@@ -1,0 +1,365 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/joinery/joinery/actors"
+	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/formats/debezium"
+	"github.com/joinery/joinery/job"
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sources"
+	"github.com/joinery/joinery/sources/file"
+	"github.com/joinery/joinery/sources/redisstream"
+)
+
+// readBatch is the most records one dispatch reads from a source.
+const readBatch = 256
+
+// maxInflight bounds the batches sent but not yet answered, per source.
+const maxInflight = 32
+
+// Run reads every source of the job until all of them end (finite sources)
+// or ctx is done, and returns the first error. A node without sources
+// returns at once; it keeps hosting key actors until Close.
+func (n *Node) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dl, err := openDeadLetter(n.spec)
+	if err != nil {
+		return err
+	}
+	defer dl.close()
+	var wg sync.WaitGroup
+	errs := make([]error, len(n.spec.Sources))
+	for i, cfg := range n.spec.Sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := n.runSource(ctx, cfg, dl); err != nil && !errors.Is(err, context.Canceled) {
+				errs[i] = fmt.Errorf("sources[%d] %s: %w", i, cfg.Name, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if errs := n.out.tableErrors(); len(errs) > 0 {
+		return fmt.Errorf("changelog inconsistent: %w", errors.Join(errs...))
+	}
+	return ctx.Err()
+}
+
+func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, error) {
+	switch cfg.Type {
+	case "file":
+		committed, err := n.store.CommittedOffsets(ctx, n.spec.Name)
+		if err != nil {
+			return nil, fmt.Errorf("committed offsets: %w", err)
+		}
+		start := committed[record.Position{Source: cfg.Name}.PartitionID()]
+		fc := file.Config{Name: cfg.Name, Path: n.spec.Resolve(cfg.Path), StartAfter: start}
+		if cfg.Path == "-" {
+			fc.Reader = n.opts.Stdin
+		}
+		return file.New(fc)
+	case "redis-stream":
+		consumer := cfg.Consumer
+		if consumer == "" {
+			consumer = n.provider.NodeName()
+		}
+		return redisstream.New(ctx, redisstream.Config{Name: cfg.Name, Addr: cfg.Redis.Addr, Username: cfg.Redis.Username,
+			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer})
+	}
+	return nil, fmt.Errorf("unknown source type %q", cfg.Type)
+}
+
+// batch is one dispatched read: the key requests it sent and the offsets it covers.
+type batch struct {
+	seq     uint64
+	last    map[string]record.Position // partition id -> highest position in the batch
+	calls   []call
+	records int
+}
+
+type call struct {
+	key record.Key
+	fut *actor.Future
+}
+
+type sent struct {
+	offsets map[string]int64
+	seq     uint64
+}
+
+// reader is the ingest state of one source.
+type reader struct {
+	n    *Node
+	cfg  job.Source
+	src  sources.Source
+	dl   *deadLetter
+	next uint64
+
+	mu       sync.Mutex
+	inflight map[record.Key]sent // last unanswered request per key
+}
+
+func (n *Node) runSource(ctx context.Context, cfg job.Source, dl *deadLetter) error {
+	src, err := n.openSource(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	r := &reader{n: n, cfg: cfg, src: src, dl: dl, inflight: map[record.Key]sent{}}
+	queue := make(chan *batch, maxInflight)
+	collectErr := make(chan error, 1)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		err := r.collect(cctx, queue)
+		if err != nil {
+			cancel()
+		}
+		collectErr <- err
+	}()
+	readErr := r.read(cctx, queue)
+	close(queue)
+	if err := <-collectErr; err != nil {
+		return err
+	}
+	if errors.Is(readErr, io.EOF) {
+		return nil
+	}
+	return readErr
+}
+
+func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
+	max := readBatch
+	var pace *time.Ticker
+	if r.cfg.Rate > 0 {
+		max = 1
+		pace = time.NewTicker(time.Duration(float64(time.Second) / r.cfg.Rate))
+		defer pace.Stop()
+	}
+	for {
+		if pace != nil {
+			select {
+			case <-pace.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		msgs, err := r.src.Read(ctx, max)
+		if len(msgs) > 0 {
+			b, derr := r.dispatch(msgs)
+			if derr != nil {
+				return derr
+			}
+			select {
+			case queue <- b:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// dispatch decodes and routes msgs and sends one Apply per key.
+func (r *reader) dispatch(msgs []sources.Message) (*batch, error) {
+	n := r.n
+	b := &batch{seq: r.next, last: map[string]record.Position{}, records: len(msgs)}
+	r.next++
+	applies := map[record.Key]*keypb.Apply{}
+	var order []record.Key
+	for _, m := range msgs {
+		n.stats.In.Add(1)
+		part := m.Pos.PartitionID()
+		if p, ok := b.last[part]; !ok || m.Pos.Offset > p.Offset {
+			b.last[part] = m.Pos
+		}
+		ch, err := debezium.Decode(m.Value, m.Pos)
+		if errors.Is(err, debezium.ErrTombstone) {
+			n.stats.Tombs.Add(1)
+			continue
+		}
+		if err != nil {
+			var de *debezium.DecodeError
+			reason := "decode"
+			if errors.As(err, &de) {
+				reason = de.Reason
+			}
+			r.reject(m, reason, err)
+			continue
+		}
+		side, err := r.side(m.Value)
+		if err != nil {
+			r.reject(m, "unknown-table", err)
+			continue
+		}
+		evs, err := n.cdc.Route(side, ch)
+		if err != nil {
+			reason := "route"
+			var re *joins.RouteError
+			if errors.As(err, &re) {
+				reason = re.Reason
+			}
+			r.reject(m, reason, err)
+			continue
+		}
+		for _, e := range evs {
+			pe, err := actors.EncodeEvent(e)
+			if err != nil {
+				r.reject(m, "encode", err)
+				continue
+			}
+			a, ok := applies[e.Key]
+			if !ok {
+				a = &keypb.Apply{Key: string(e.Key)}
+				applies[e.Key] = a
+				order = append(order, e.Key)
+			}
+			a.Events = append(a.Events, pe)
+			n.stats.Events.Add(1)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range order {
+		a := applies[k]
+		if prev, ok := r.inflight[k]; ok {
+			a.Prev = maps.Clone(prev.offsets)
+		}
+		fut, err := n.cluster.RequestFuture(string(k), n.kind, a, pcluster.WithTimeout(n.timeout))
+		if err != nil {
+			return nil, fmt.Errorf("key %q: %w", k, err)
+		}
+		b.calls = append(b.calls, call{key: k, fut: fut})
+		offs := map[string]int64{}
+		for _, e := range a.Events {
+			offs[record.Position{Source: e.Source, Partition: e.Partition}.PartitionID()] = e.Offset
+		}
+		r.inflight[k] = sent{offsets: offs, seq: b.seq}
+	}
+	return b, nil
+}
+
+// collect waits for each batch's answers in order, writes outputs, then
+// commits the batch's offsets.
+func (r *reader) collect(ctx context.Context, queue <-chan *batch) error {
+	n := r.n
+	var failed error
+	for b := range queue {
+		if failed != nil {
+			continue // drain so the reader never blocks
+		}
+		if err := r.complete(ctx, b); err != nil {
+			failed = err
+		}
+	}
+	_ = n
+	return failed
+}
+
+func (r *reader) complete(ctx context.Context, b *batch) error {
+	n := r.n
+	var outs []record.Output
+	for _, c := range b.calls {
+		res, err := c.fut.Result()
+		if err != nil {
+			return fmt.Errorf("key %q: %w", c.key, err)
+		}
+		ap, ok := res.(*keypb.Applied)
+		if !ok {
+			return fmt.Errorf("key %q: unexpected answer %T", c.key, res)
+		}
+		if ap.Error != "" {
+			return fmt.Errorf("key %q: %s", c.key, ap.Error)
+		}
+		n.stats.Skipped.Add(int64(ap.Skipped))
+		for _, po := range ap.Outputs {
+			o, err := actors.DecodeOutput(po)
+			if err != nil {
+				return fmt.Errorf("key %q: %w", c.key, err)
+			}
+			outs = append(outs, o)
+		}
+	}
+	r.mu.Lock()
+	for _, c := range b.calls {
+		if s, ok := r.inflight[c.key]; ok && s.seq == b.seq {
+			delete(r.inflight, c.key)
+		}
+	}
+	r.mu.Unlock()
+	if err := n.out.write(ctx, outs); err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	n.stats.Out.Add(int64(len(outs)))
+	if err := r.dl.flush(); err != nil {
+		return fmt.Errorf("dead letter: %w", err)
+	}
+	positions := make([]record.Position, 0, len(b.last))
+	offsets := make(map[string]int64, len(b.last))
+	for part, p := range b.last {
+		positions = append(positions, p)
+		offsets[part] = p.Offset
+	}
+	if err := n.store.CommitOffsets(ctx, n.spec.Name, offsets); err != nil {
+		return fmt.Errorf("commit offsets: %w", err)
+	}
+	if err := r.src.Commit(ctx, positions); err != nil {
+		return fmt.Errorf("commit source: %w", err)
+	}
+	return nil
+}
+
+// side finds the join side of a raw record: the source's fixed side, or the
+// side bound to its Debezium source.table.
+func (r *reader) side(raw []byte) (record.Side, error) {
+	if r.cfg.Side != "" {
+		s, _ := r.n.spec.SideOf(r.cfg.Side)
+		return s, nil
+	}
+	var env struct {
+		Source  struct{ Table string } `json:"source"`
+		Payload struct {
+			Source struct{ Table string } `json:"source"`
+		} `json:"payload"`
+	}
+	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&env); err != nil {
+		return 0, err
+	}
+	table := env.Source.Table
+	if table == "" {
+		table = env.Payload.Source.Table
+	}
+	binding, ok := r.cfg.Tables[table]
+	if !ok {
+		return 0, fmt.Errorf("source.table %q is not bound in sources[].tables", table)
+	}
+	s, _ := r.n.spec.SideOf(binding)
+	return s, nil
+}
+
+func (r *reader) reject(m sources.Message, reason string, err error) {
+	r.n.stats.addBad(reason)
+	r.n.log.Warn("bad input record", "source", m.Pos.Source, "position", m.Pos.String(), "reason", reason, "err", err)
+	r.dl.add(m, reason, err)
+}

@@ -1,0 +1,231 @@
+package node
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+
+	"github.com/joinery/joinery/actors"
+	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/cluster"
+	"github.com/joinery/joinery/job"
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/persistence/embedded"
+	"github.com/joinery/joinery/persistence/redisstore"
+	"github.com/joinery/joinery/record"
+)
+
+// Options are the process-level settings of a node that are not in the job file.
+type Options struct {
+	// Logger receives the node's logs (and memberlist's and protoactor's). Default slog.Default().
+	Logger *slog.Logger
+	// Stdout is where stdout and table sinks write. Default os.Stdout.
+	Stdout io.Writer
+	// Stdin is what a file source with path "-" reads. Default os.Stdin.
+	Stdin io.Reader
+}
+
+// Node is one running Joinery node.
+type Node struct {
+	spec     *job.Spec
+	cdc      *joins.CDCSpec
+	log      *slog.Logger
+	opts     Options
+	system   *actor.ActorSystem
+	cluster  *pcluster.Cluster
+	provider *cluster.Provider
+	store    persistence.Store
+	writer   *actors.Writer
+	kind     string
+	timeout  time.Duration
+	out      *outputs
+	stats    *Stats
+	closed   sync.Once
+}
+
+// Start builds and starts a node: store, actor system, cluster membership and
+// sinks. Sources start with Run.
+func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	if opts.Stdin == nil {
+		opts.Stdin = os.Stdin
+	}
+	cdc, err := spec.CDCSpec()
+	if err != nil {
+		return nil, err
+	}
+	n = &Node{spec: spec, cdc: cdc, log: opts.Logger.With("job", spec.Name), opts: opts, stats: newStats()}
+	n.timeout = spec.Cluster.RequestTimeout
+	if n.timeout == 0 {
+		n.timeout = 30 * time.Second
+	}
+	defer func() {
+		if err != nil {
+			n.Close(context.Background())
+		}
+	}()
+	if n.store, err = openStore(ctx, spec); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	n.writer = actors.NewWriter(n.store, actors.WriterOptions{MaxBatch: spec.State.FlushBatch, Logger: n.log})
+	if n.out, err = openSinks(ctx, spec, opts.Stdout); err != nil {
+		return nil, err
+	}
+	if err = n.startCluster(); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return n, nil
+}
+
+func openStore(ctx context.Context, spec *job.Spec) (persistence.Store, error) {
+	switch spec.State.Store {
+	case "redis":
+		r := spec.State.Redis
+		return redisstore.New(ctx, redisstore.Config{Addr: r.Addr, Username: r.Username, Password: r.Password, DB: r.DB})
+	default:
+		return embedded.New(embedded.Options{Path: spec.Resolve(spec.State.Path)})
+	}
+}
+
+func splitHostPort(field, addr, defHost string) (string, int, error) {
+	if addr == "" {
+		return defHost, 0, nil
+	}
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s: %w", field, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s: bad port %q", field, p)
+	}
+	if h == "" {
+		h = defHost
+	}
+	return h, port, nil
+}
+
+func (n *Node) startCluster() (err error) {
+	cc := n.spec.Cluster
+	rhost, rport, err := splitHostPort("cluster.remote", cc.Remote, "127.0.0.1")
+	if err != nil {
+		return err
+	}
+	ghost, gport, err := splitHostPort("cluster.gossip", cc.Gossip, "127.0.0.1")
+	if err != nil {
+		return err
+	}
+	pcfg := cluster.DefaultConfig()
+	pcfg.NodeName = cc.NodeName
+	pcfg.BindAddr = ghost
+	pcfg.BindPort = gport
+	pcfg.Seeds = cc.Seeds
+	pcfg.Label = cc.Label
+	pcfg.Logger = n.log.With("component", "memberlist")
+	if cc.Advertise != "" {
+		pcfg.AdvertiseAddr = cc.Advertise
+	}
+	if cc.SecretKey != "" {
+		key, err := base64.StdEncoding.DecodeString(cc.SecretKey)
+		if err != nil {
+			return fmt.Errorf("cluster.secret_key: not base64: %w", err)
+		}
+		pcfg.SecretKey = key
+	}
+	if n.provider, err = cluster.New(pcfg); err != nil {
+		return err
+	}
+	plog := n.log.With("component", "protoactor")
+	n.system = actor.NewActorSystemWithConfig(actor.Configure(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return plog }),
+	))
+	var ropts []remote.ConfigOption
+	if cc.Advertise != "" && rport != 0 {
+		ropts = append(ropts, remote.WithAdvertisedHost(net.JoinHostPort(cc.Advertise, strconv.Itoa(rport))))
+	}
+	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, Store: n.store, Writer: n.writer, Logger: n.log})
+	n.kind = actors.KindName(n.spec.Name)
+	cfg := pcluster.Configure("joinery-"+n.spec.Name, n.provider, disthash.New(),
+		remote.Configure(rhost, rport, ropts...),
+		pcluster.WithKinds(kind), pcluster.WithRequestTimeout(n.timeout))
+	n.cluster = pcluster.New(n.system, cfg)
+	// protoactor's StartMember panics on failure; turn that into an error.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("start member: %v", r)
+		}
+	}()
+	n.cluster.StartMember()
+	return nil
+}
+
+// GossipAddr is the address other nodes use as a seed to join this one.
+func (n *Node) GossipAddr() string { return n.provider.GossipAddr() }
+
+// Address is the node's actor remoting address.
+func (n *Node) Address() string { return n.system.Address() }
+
+// Members returns the cluster members this node sees.
+func (n *Node) Members() []cluster.MemberInfo { return n.provider.Members() }
+
+// Stats returns the node's counters.
+func (n *Node) Stats() *Stats { return n.stats }
+
+// Table returns the joined table materialized from this node's outputs (the
+// result of the changes its sources read, across restarts only if the sink
+// state was kept).
+func (n *Node) Table() []joins.TableRow { return n.out.tableRows() }
+
+// Close shuts the node down: flushes pending state writes, leaves the cluster
+// gracefully, closes sinks and the store. It is idempotent.
+func (n *Node) Close(ctx context.Context) error {
+	var errs []error
+	n.closed.Do(func() {
+		if n.cluster != nil {
+			n.cluster.Shutdown(true)
+		}
+		if n.writer != nil {
+			n.writer.Close(ctx)
+		}
+		if n.out != nil {
+			errs = append(errs, n.out.close())
+		}
+		if n.store != nil {
+			errs = append(errs, n.store.Close())
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// Inspect asks the actor of key, wherever in the cluster it lives, for its
+// live state. It activates the key if it is not active.
+func (n *Node) Inspect(key record.Key) (*keypb.KeyState, error) {
+	res, err := n.cluster.Request(string(key), n.kind, &keypb.Inspect{}, pcluster.WithTimeout(n.timeout))
+	if err != nil {
+		return nil, err
+	}
+	ks, ok := res.(*keypb.KeyState)
+	if !ok {
+		return nil, fmt.Errorf("node: unexpected answer %T", res)
+	}
+	return ks, nil
+}

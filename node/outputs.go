@@ -1,0 +1,110 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/job"
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks"
+	"github.com/joinery/joinery/sinks/jsonl"
+	"github.com/joinery/joinery/sinks/redisstream"
+)
+
+// outputs fans a batch out to every sink of the job, and keeps the
+// materialized table when the job has a table sink.
+type outputs struct {
+	sinks  []sinks.Sink
+	stdout io.Writer
+	mu     sync.Mutex
+	table  *joins.Table // nil without a table sink
+	errs   []error      // inconsistencies the table saw
+	print  bool
+}
+
+func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs, error) {
+	o := &outputs{stdout: stdout}
+	for i, s := range spec.Sinks {
+		format := changelog.Changelog
+		if s.Format != "" {
+			f, err := changelog.ParseFormat(s.Format)
+			if err != nil {
+				o.close()
+				return nil, fmt.Errorf("sinks[%d].format: %w", i, err)
+			}
+			format = f
+		}
+		var sk sinks.Sink
+		var err error
+		switch s.Type {
+		case "stdout":
+			sk = jsonl.New(stdout, format)
+		case "file":
+			sk, err = jsonl.Create(spec.Resolve(s.Path), format)
+		case "redis-stream":
+			sk, err = redisstream.New(ctx, redisstream.Config{Addr: s.Redis.Addr, Username: s.Redis.Username,
+				Password: s.Redis.Password, DB: s.Redis.DB, Stream: s.Stream, Format: format})
+		case "table":
+			o.table = joins.NewTable()
+			o.print = true
+			continue
+		}
+		if err != nil {
+			o.close()
+			return nil, fmt.Errorf("sinks[%d]: %w", i, err)
+		}
+		o.sinks = append(o.sinks, sk)
+	}
+	return o, nil
+}
+
+func (o *outputs) write(ctx context.Context, batch []record.Output) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	for _, s := range o.sinks {
+		if err := s.Write(ctx, batch); err != nil {
+			return err
+		}
+	}
+	if o.table != nil {
+		o.mu.Lock()
+		for _, out := range batch {
+			if err := o.table.Apply(out); err != nil {
+				o.errs = append(o.errs, err)
+			}
+		}
+		o.mu.Unlock()
+	}
+	return nil
+}
+
+func (o *outputs) tableRows() []joins.TableRow {
+	if o.table == nil {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.table.Rows()
+}
+
+// tableErrors are the changelog inconsistencies the table sink saw (a
+// retraction of a row that was never emitted, …); there should be none.
+func (o *outputs) tableErrors() []error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]error(nil), o.errs...)
+}
+
+func (o *outputs) close() error {
+	var errs []error
+	for _, s := range o.sinks {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
