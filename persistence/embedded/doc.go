@@ -1,0 +1,45 @@
+// Package embedded is the no-server persistence.Store: a single node runs with
+// it and nothing else. It keeps every snapshot and committed offset in memory
+// and, when Options.Path is set, also in an append-only log file so a
+// restarted process finds its state again.
+//
+// # Durability
+//
+// With a Path, each Save and each CommitOffsets appends one record to the log
+// and fsyncs the file before it returns, so a nil error means the write
+// survives a crash of the process or the machine. A Save batch is one record:
+// after a crash it is either wholly there or wholly absent. New replays the
+// log; a torn last record (a crash in the middle of an append) is dropped and
+// cut off the file, while damage followed by valid records is reported as an
+// error rather than silently skipped.
+//
+// New also compacts the log when it has grown well beyond the live data: it
+// writes the live state to a temporary file, fsyncs it and renames it over
+// the log.
+//
+// # Log format (version 1)
+//
+//	header:  "JNRYLOG" 0x01
+//	record:  length uint32 LE | crc32c(payload) uint32 LE | payload
+//	payload: kind byte, then
+//	  kind 1 (save):   uvarint n, n × (str job, str key, str state, offsets)
+//	  kind 2 (commit): str job, offsets
+//	str:     uvarint length, bytes
+//	offsets: uvarint n, n × (str partition, varint offset)
+//
+// An empty state in a save record deletes the key, as in Save.
+//
+// # Limits
+//
+// Everything lives in memory, so the store suits a single node and data that
+// fits in RAM; the Redis store (package redisstore) is for fleets. Only one
+// process may open a log file at a time; the package does not lock the file.
+//
+// Usage:
+//
+//	s, err := embedded.New(embedded.Options{Path: "/var/lib/joinery/state.log"})
+//	if err != nil {
+//		return err
+//	}
+//	defer s.Close()
+package embedded

@@ -1,0 +1,292 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
+)
+
+var _ persistence.Store = (*Store)(nil)
+
+// Options configures New. The zero value is a purely in-memory store.
+type Options struct {
+	// Path is the log file. Empty means in memory only: nothing survives
+	// Close. The file is created when missing; its directory must exist.
+	Path string
+}
+
+// Store is the embedded persistence.Store. Its methods are safe for
+// concurrent use. Load, Keys and CommittedOffsets never wait for a disk
+// write; Save and CommitOffsets are serialized with each other.
+type Store struct {
+	// Lock order: wmu before mu.
+
+	// wmu serializes writers: the log append and fsync, then the apply to
+	// memory, so memory and log see writes in the same order.
+	wmu sync.Mutex
+	// log is nil for an in-memory store. Guarded by wmu.
+	log *logFile
+
+	mu struct {
+		sync.RWMutex
+		closed bool
+		jobs   map[string]*jobState
+	}
+}
+
+// jobState is one job's data. Snapshots in it are owned by the store: their
+// State and Offsets are never handed out or shared with callers.
+type jobState struct {
+	snaps   map[record.Key]entry
+	offsets map[string]int64
+}
+
+type entry struct {
+	state   []byte
+	offsets map[string]int64
+}
+
+// New opens a store. With opts.Path set it replays the log file (creating it
+// when missing), so the store starts with the contents it had when last
+// closed or crashed. It returns an error when the file cannot be opened, is
+// not a version-1 Joinery log, or is damaged other than at its tail.
+func New(opts Options) (*Store, error) {
+	s := &Store{}
+	s.mu.jobs = make(map[string]*jobState)
+	if opts.Path == "" {
+		return s, nil
+	}
+	lf, err := openLog(opts.Path, s.applyLocked)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: open %s: %w", opts.Path, err)
+	}
+	s.log = lf
+	if lf.shouldCompact(s.liveSizeLocked()) {
+		if err := lf.compact(s.recordsLocked()); err != nil {
+			_ = lf.close()
+			return nil, fmt.Errorf("embedded: compact %s: %w", opts.Path, err)
+		}
+	}
+	return s, nil
+}
+
+func (s *Store) job(name string) *jobState {
+	j := s.mu.jobs[name]
+	if j == nil {
+		j = &jobState{snaps: make(map[record.Key]entry), offsets: make(map[string]int64)}
+		s.mu.jobs[name] = j
+	}
+	return j
+}
+
+// applyLocked applies one decoded record to memory. The caller holds mu for
+// writing (or is New, before the store is shared). The record's slices and
+// maps must not be shared with a caller.
+func (s *Store) applyLocked(r logRecord) {
+	switch r.kind {
+	case kindSave:
+		for _, sn := range r.snaps {
+			j := s.job(sn.Job)
+			if len(sn.State) == 0 {
+				delete(j.snaps, sn.Key)
+				continue
+			}
+			j.snaps[sn.Key] = entry{state: sn.State, offsets: sn.Offsets}
+		}
+	case kindCommit:
+		j := s.job(r.job)
+		for p, o := range r.offsets {
+			if old, ok := j.offsets[p]; !ok || o > old {
+				j.offsets[p] = o
+			}
+		}
+	}
+}
+
+// Load implements persistence.Store. The returned snapshot's State and
+// Offsets are fresh copies; Offsets is never nil.
+func (s *Store) Load(ctx context.Context, job string, key record.Key) (persistence.Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return persistence.Snapshot{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.closed {
+		return persistence.Snapshot{}, persistence.ErrClosed
+	}
+	j := s.mu.jobs[job]
+	if j == nil {
+		return persistence.Snapshot{}, persistence.ErrNotFound
+	}
+	e, ok := j.snaps[key]
+	if !ok {
+		return persistence.Snapshot{}, persistence.ErrNotFound
+	}
+	offsets := make(map[string]int64, len(e.offsets))
+	maps.Copy(offsets, e.offsets)
+	return persistence.Snapshot{Job: job, Key: key, State: slices.Clone(e.state), Offsets: offsets}, nil
+}
+
+// Save implements persistence.Store. With a log file the whole batch is one
+// record, appended and fsynced before Save returns; after a failed append or
+// fsync the store refuses further writes (the file's state is unknown), and
+// must be reopened.
+func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Copy before taking any lock: the store never retains the caller's memory.
+	r := logRecord{kind: kindSave, snaps: make([]persistence.Snapshot, len(batch))}
+	for i, sn := range batch {
+		c := persistence.Snapshot{Job: sn.Job, Key: sn.Key}
+		if len(sn.State) > 0 {
+			c.State = slices.Clone(sn.State)
+			c.Offsets = make(map[string]int64, len(sn.Offsets))
+			maps.Copy(c.Offsets, sn.Offsets)
+		}
+		r.snaps[i] = c
+	}
+	return s.write(r)
+}
+
+// CommitOffsets implements persistence.Store. With a log file the offsets
+// are appended and fsynced before it returns.
+func (s *Store) CommitOffsets(ctx context.Context, job string, offsets map[string]int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := logRecord{kind: kindCommit, job: job, offsets: maps.Clone(offsets)}
+	return s.write(r)
+}
+
+func (s *Store) write(r logRecord) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.RLock()
+	closed := s.mu.closed
+	s.mu.RUnlock()
+	if closed {
+		return persistence.ErrClosed
+	}
+	if r.empty() {
+		return nil
+	}
+	if s.log != nil {
+		if err := s.log.append(r); err != nil {
+			return fmt.Errorf("embedded: %w", err)
+		}
+	}
+	s.mu.Lock()
+	s.applyLocked(r)
+	s.mu.Unlock()
+	return nil
+}
+
+// Keys implements persistence.Store. The returned slice is the caller's.
+func (s *Store) Keys(ctx context.Context, job string) ([]record.Key, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.closed {
+		return nil, persistence.ErrClosed
+	}
+	j := s.mu.jobs[job]
+	if j == nil {
+		return []record.Key{}, nil
+	}
+	return slices.Collect(maps.Keys(j.snaps)), nil
+}
+
+// CommittedOffsets implements persistence.Store. The returned map is a fresh
+// copy and never nil.
+func (s *Store) CommittedOffsets(ctx context.Context, job string) (map[string]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.closed {
+		return nil, persistence.ErrClosed
+	}
+	out := make(map[string]int64)
+	if j := s.mu.jobs[job]; j != nil {
+		maps.Copy(out, j.offsets)
+	}
+	return out, nil
+}
+
+// Close implements persistence.Store: it waits for a write in progress,
+// closes the log file and drops the in-memory data. It is idempotent; the
+// first call's error (closing the file) is returned only once.
+func (s *Store) Close() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.closed = true
+	s.mu.jobs = nil
+	s.mu.Unlock()
+	if s.log != nil {
+		err := s.log.close()
+		s.log = nil
+		if err != nil {
+			return fmt.Errorf("embedded: close: %w", err)
+		}
+	}
+	return nil
+}
+
+// liveSizeLocked estimates the encoded size of the live data in bytes.
+func (s *Store) liveSizeLocked() int64 {
+	var n int64
+	for job, j := range s.mu.jobs {
+		for k, e := range j.snaps {
+			n += int64(len(job) + len(k) + len(e.state) + 8)
+			for p := range e.offsets {
+				n += int64(len(p) + 10)
+			}
+		}
+		for p := range j.offsets {
+			n += int64(len(p) + 10)
+		}
+	}
+	return n
+}
+
+// recordsLocked returns the live data as log records: one save record per
+// job and one commit record per job with committed offsets.
+func (s *Store) recordsLocked() []logRecord {
+	var out []logRecord
+	for _, job := range slices.Sorted(maps.Keys(s.mu.jobs)) {
+		j := s.mu.jobs[job]
+		if len(j.snaps) > 0 {
+			// Chunked so that no record grows near the size limit.
+			r, size := logRecord{kind: kindSave}, 0
+			for _, k := range slices.Sorted(maps.Keys(j.snaps)) {
+				e := j.snaps[k]
+				r.snaps = append(r.snaps, persistence.Snapshot{Job: job, Key: k, State: e.state, Offsets: e.offsets})
+				if size += len(k) + len(e.state) + 16*len(e.offsets); size >= compactChunk {
+					out = append(out, r)
+					r, size = logRecord{kind: kindSave}, 0
+				}
+			}
+			if len(r.snaps) > 0 {
+				out = append(out, r)
+			}
+		}
+		if len(j.offsets) > 0 {
+			out = append(out, logRecord{kind: kindCommit, job: job, offsets: j.offsets})
+		}
+	}
+	return out
+}

@@ -1,0 +1,270 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/persistence/storetest"
+	"github.com/joinery/joinery/record"
+)
+
+func TestStoreEmbeddedConformance(t *testing.T) {
+	t.Run("Memory", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) persistence.Store {
+			s, err := New(Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		})
+	})
+	t.Run("File", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) persistence.Store {
+			return openFile(t, filepath.Join(t.TempDir(), "state.log"))
+		})
+	})
+	// Every subtest again, on a store reopened from the log after each
+	// subtest's writes would be too slow to be worth it; instead the
+	// reopen tests below replay a mixed history.
+}
+
+func openFile(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := New(Options{Path: path})
+	if err != nil {
+		t.Fatalf("New(%s): %v", path, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// history writes a mix of saves, replacements, deletes and commits and
+// returns what the store should hold afterwards.
+func history(t *testing.T, s *Store) (map[record.Key]persistence.Snapshot, map[string]int64) {
+	t.Helper()
+	ctx := context.Background()
+	want := map[record.Key]persistence.Snapshot{}
+	for i := range 50 {
+		var batch []persistence.Snapshot
+		for k := range 10 {
+			key := record.Key(fmt.Sprintf("k%d", (i*7+k)%40))
+			sn := persistence.Snapshot{Job: "job", Key: key, State: []byte(fmt.Sprintf("s%d-%d", i, k)),
+				Offsets: map[string]int64{"p/0": int64(i), "p/1": int64(k)}}
+			if (i+k)%9 == 0 {
+				sn.State = nil
+				delete(want, key)
+			} else {
+				want[key] = sn
+			}
+			batch = append(batch, sn)
+		}
+		if err := s.Save(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CommitOffsets(ctx, "job", map[string]int64{"p/0": int64(i), "p/1": int64(50 - i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: "other", Key: "x", State: []byte("o")}}); err != nil {
+		t.Fatal(err)
+	}
+	return want, map[string]int64{"p/0": 49, "p/1": 50}
+}
+
+func checkContents(t *testing.T, s *Store, want map[record.Key]persistence.Snapshot, offsets map[string]int64) {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := s.Keys(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != len(want) {
+		t.Fatalf("Keys = %d keys, want %d", len(keys), len(want))
+	}
+	for k, w := range want {
+		got, err := s.Load(ctx, "job", k)
+		if err != nil {
+			t.Fatalf("Load(%s): %v", k, err)
+		}
+		if !bytes.Equal(got.State, w.State) || !maps.Equal(got.Offsets, w.Offsets) {
+			t.Fatalf("Load(%s) = %q %v, want %q %v", k, got.State, got.Offsets, w.State, w.Offsets)
+		}
+	}
+	got, err := s.CommittedOffsets(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, offsets) {
+		t.Fatalf("CommittedOffsets = %v, want %v", got, offsets)
+	}
+	if _, err := s.Load(ctx, "other", "x"); err != nil {
+		t.Fatalf("Load(other, x): %v", err)
+	}
+}
+
+func TestStoreEmbeddedReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.log")
+	s := openFile(t, path)
+	want, offsets := history(t, s)
+	checkContents(t, s, want, offsets)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openFile(t, path)
+	checkContents(t, s2, want, offsets)
+
+	// Writes after a reopen append to the same log.
+	ctx := context.Background()
+	if err := s2.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "new", State: []byte("n")}}); err != nil {
+		t.Fatal(err)
+	}
+	want["new"] = persistence.Snapshot{Job: "job", Key: "new", State: []byte("n"), Offsets: map[string]int64{}}
+	_ = s2.Close()
+	checkContents(t, openFile(t, path), want, offsets)
+}
+
+// TestStoreEmbeddedReopenWithoutClose reopens the log while the first store
+// still has it open, as after a crash of the process: every acknowledged write
+// is already in the file.
+func TestStoreEmbeddedReopenWithoutClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.log")
+	want, offsets := history(t, openFile(t, path))
+	checkContents(t, openFile(t, path), want, offsets)
+}
+
+func TestStoreEmbeddedTornTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.log")
+	s := openFile(t, path)
+	want, offsets := history(t, s)
+	_ = s.Close()
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A last record that was being written when the machine crashed: cut at
+	// every length, or complete in length but with garbage in its payload.
+	rec, err := encodeRecord(nil, logRecord{kind: kindSave, snaps: []persistence.Snapshot{
+		{Job: "job", Key: "torn", State: bytes.Repeat([]byte("t"), 100)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbled := bytes.Clone(rec)
+	garbled[len(garbled)-3] ^= 0xff
+	tails := [][]byte{garbled, {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 1}}
+	for i := 1; i < len(rec); i += 7 {
+		tails = append(tails, rec[:i])
+	}
+	for i, tail := range tails {
+		if err := os.WriteFile(path, append(bytes.Clone(good), tail...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := openFile(t, path)
+		checkContents(t, s, want, offsets)
+		if _, err := s.Load(context.Background(), "job", "torn"); !errors.Is(err, persistence.ErrNotFound) {
+			t.Fatalf("tail %d: Load(torn) = %v, want ErrNotFound", i, err)
+		}
+		// The torn bytes are gone, so new records follow valid ones.
+		if err := s.Save(context.Background(), []persistence.Snapshot{{Job: "job", Key: "after", State: []byte("a")}}); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.Close()
+		s = openFile(t, path)
+		if _, err := s.Load(context.Background(), "job", "after"); err != nil {
+			t.Fatalf("tail %d: Load(after) after reopen: %v", i, err)
+		}
+		_ = s.Close()
+	}
+}
+
+func TestStoreEmbeddedCorruptMiddle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.log")
+	s := openFile(t, path)
+	history(t, s)
+	_ = s.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(logMagic)+20] ^= 0x55 // inside the first record's payload
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Options{Path: path}); !errors.Is(err, errCorrupt) {
+		t.Fatalf("New on a log damaged in the middle = %v, want errCorrupt", err)
+	}
+}
+
+func TestStoreEmbeddedNotALog(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"other":   "hello, this is not a log",
+		"version": "JNRYLOG\x02",
+		"short":   "xy",
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(Options{Path: path}); !errors.Is(err, errCorrupt) {
+			t.Errorf("%s: New = %v, want errCorrupt", name, err)
+		}
+	}
+	if _, err := New(Options{Path: filepath.Join(dir, "missing-dir", "state.log")}); err == nil {
+		t.Error("New in a missing directory succeeded")
+	}
+}
+
+func TestStoreEmbeddedCompact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.log")
+	s := openFile(t, path)
+	ctx := context.Background()
+	state := bytes.Repeat([]byte("x"), 1000)
+	// Rewrite the same 100 keys until the log is far bigger than the data.
+	for i := 0; i < 2*compactMin/(100*len(state))+1; i++ {
+		var batch []persistence.Snapshot
+		for k := range 100 {
+			batch = append(batch, persistence.Snapshot{Job: "job", Key: record.Key(fmt.Sprint(k)), State: state,
+				Offsets: map[string]int64{"p/0": int64(i)}})
+		}
+		if err := s.Save(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CommitOffsets(ctx, "job", map[string]int64{"p/0": 7}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	before, _ := os.Stat(path)
+	s = openFile(t, path)
+	after, _ := os.Stat(path)
+	if after.Size() >= before.Size()/4 {
+		t.Fatalf("log not compacted: %d bytes before, %d after", before.Size(), after.Size())
+	}
+	keys, err := s.Keys(ctx, "job")
+	if err != nil || len(keys) != 100 {
+		t.Fatalf("Keys after compaction = %d, %v", len(keys), err)
+	}
+	if got, _ := s.CommittedOffsets(ctx, "job"); got["p/0"] != 7 {
+		t.Fatalf("CommittedOffsets after compaction = %v", got)
+	}
+	// The compacted log is appended to and replays.
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "0", State: []byte("new")}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	s = openFile(t, path)
+	got, err := s.Load(ctx, "job", "0")
+	if err != nil || string(got.State) != "new" {
+		t.Fatalf("Load after compaction and reopen = %q, %v", got.State, err)
+	}
+	if _, err := os.Stat(path + ".compact"); !os.IsNotExist(err) {
+		t.Fatalf("temporary file left behind: %v", err)
+	}
+}

@@ -1,0 +1,24 @@
+// Package storetest is the conformance suite every persistence.Store passes.
+//
+// An implementation's test calls Run with a function that opens a fresh,
+// empty store for one subtest:
+//
+//	func TestStoreConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) persistence.Store {
+//			s, err := embedded.New(embedded.Options{})
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return s
+//		})
+//	}
+//
+// Run closes every store it opens when the subtest ends (Close is idempotent,
+// so open may also register its own cleanup). The suite checks the contract
+// written on persistence.Store and nothing implementation-specific; tests of
+// durability across restarts, round trips and faults belong to each
+// implementation. Run the suite with -race: one subtest drives a store from
+// several goroutines.
+//
+// The package imports testing and is meant for _test.go files only.
+package storetest

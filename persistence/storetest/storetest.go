@@ -1,0 +1,484 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
+)
+
+// Run runs the conformance suite as subtests of t. open returns a fresh, empty
+// store for one subtest and fails the test (it does not return) when the store
+// cannot be opened. Subtest names are stable, so
+// `go test -run 'TestStore.*/SaveBatch'` selects one.
+func Run(t *testing.T, open func(t *testing.T) persistence.Store) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() { _ = s.Close() })
+			tc.fn(t, s)
+		})
+	}
+}
+
+var cases = []struct {
+	name string
+	fn   func(t *testing.T, s persistence.Store)
+}{
+	{"LoadMissing", testLoadMissing},
+	{"SaveLoad", testSaveLoad},
+	{"SaveNilOffsets", testSaveNilOffsets},
+	{"SaveBatch", testSaveBatch},
+	{"SaveBatchSameKeyLastWins", testSaveBatchSameKeyLastWins},
+	{"SaveEmptyBatch", testSaveEmptyBatch},
+	{"SaveReplaces", testSaveReplaces},
+	{"SaveEmptyStateDeletes", testSaveEmptyStateDeletes},
+	{"Keys", testKeys},
+	{"JobsIsolated", testJobsIsolated},
+	{"CommitOffsets", testCommitOffsets},
+	{"CommitOffsetsNeverGoBack", testCommitOffsetsNeverGoBack},
+	{"CommitOffsetsExtremes", testCommitOffsetsExtremes},
+	{"ReturnedCopies", testReturnedCopies},
+	{"ArgumentsNotRetained", testArgumentsNotRetained},
+	{"Concurrent", testConcurrent},
+	{"Closed", testClosed},
+	{"OddKeys", testOddKeys},
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func save(t *testing.T, s persistence.Store, batch ...persistence.Snapshot) {
+	t.Helper()
+	if err := s.Save(ctx(t), batch); err != nil {
+		t.Fatalf("Save(%d snapshots): %v", len(batch), err)
+	}
+}
+
+func load(t *testing.T, s persistence.Store, job string, key record.Key) persistence.Snapshot {
+	t.Helper()
+	got, err := s.Load(ctx(t), job, key)
+	if err != nil {
+		t.Fatalf("Load(%q, %q): %v", job, key, err)
+	}
+	return got
+}
+
+func mustMissing(t *testing.T, s persistence.Store, job string, key record.Key) {
+	t.Helper()
+	got, err := s.Load(ctx(t), job, key)
+	if !errors.Is(err, persistence.ErrNotFound) {
+		t.Fatalf("Load(%q, %q) = %+v, %v; want ErrNotFound", job, key, got, err)
+	}
+}
+
+// checkSnapshot fails unless got holds want's job, key, state and offsets. A
+// nil and an empty offsets map are equal.
+func checkSnapshot(t *testing.T, got, want persistence.Snapshot) {
+	t.Helper()
+	if got.Job != want.Job || got.Key != want.Key {
+		t.Errorf("Load returned job/key %q/%q, want %q/%q", got.Job, got.Key, want.Job, want.Key)
+	}
+	if !bytes.Equal(got.State, want.State) {
+		t.Errorf("Load(%q, %q).State = %q, want %q", want.Job, want.Key, trunc(got.State), trunc(want.State))
+	}
+	if !maps.Equal(got.Offsets, want.Offsets) {
+		t.Errorf("Load(%q, %q).Offsets = %v, want %v", want.Job, want.Key, got.Offsets, want.Offsets)
+	}
+}
+
+func trunc(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
+}
+
+func keys(t *testing.T, s persistence.Store, job string) []record.Key {
+	t.Helper()
+	ks, err := s.Keys(ctx(t), job)
+	if err != nil {
+		t.Fatalf("Keys(%q): %v", job, err)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func checkKeys(t *testing.T, s persistence.Store, job string, want ...record.Key) {
+	t.Helper()
+	want = slices.Clone(want)
+	slices.Sort(want)
+	if got := keys(t, s, job); !slices.Equal(got, want) {
+		t.Fatalf("Keys(%q) = %q, want %q", job, got, want)
+	}
+}
+
+func committed(t *testing.T, s persistence.Store, job string) map[string]int64 {
+	t.Helper()
+	got, err := s.CommittedOffsets(ctx(t), job)
+	if err != nil {
+		t.Fatalf("CommittedOffsets(%q): %v", job, err)
+	}
+	return got
+}
+
+func commit(t *testing.T, s persistence.Store, job string, offsets map[string]int64) {
+	t.Helper()
+	if err := s.CommitOffsets(ctx(t), job, offsets); err != nil {
+		t.Fatalf("CommitOffsets(%q, %v): %v", job, offsets, err)
+	}
+}
+
+func snap(job string, key record.Key, state string, offsets map[string]int64) persistence.Snapshot {
+	return persistence.Snapshot{Job: job, Key: key, State: []byte(state), Offsets: offsets}
+}
+
+func testLoadMissing(t *testing.T, s persistence.Store) {
+	mustMissing(t, s, "job", "nope")
+	save(t, s, snap("job", "k", "v", nil))
+	mustMissing(t, s, "job", "nope")
+	mustMissing(t, s, "other", "k")
+}
+
+func testSaveLoad(t *testing.T, s persistence.Store) {
+	want := snap("job", "user-42", "\x00binary\xffstate\x00",
+		map[string]int64{"users/0": 17, "domains/3": 0, "domains/4": 1 << 40})
+	save(t, s, want)
+	checkSnapshot(t, load(t, s, "job", "user-42"), want)
+}
+
+func testSaveNilOffsets(t *testing.T, s persistence.Store) {
+	save(t, s, snap("job", "a", "x", nil), snap("job", "b", "y", map[string]int64{}))
+	for _, k := range []record.Key{"a", "b"} {
+		if got := load(t, s, "job", k); len(got.Offsets) != 0 {
+			t.Errorf("Load(%q).Offsets = %v, want empty", k, got.Offsets)
+		}
+	}
+}
+
+func testSaveBatch(t *testing.T, s persistence.Store) {
+	const n = 500
+	batch := make([]persistence.Snapshot, n)
+	for i := range batch {
+		batch[i] = snap("job", record.Key(fmt.Sprintf("key-%04d", i)),
+			fmt.Sprintf("state %d %s", i, bytes.Repeat([]byte{byte(i)}, i%300)),
+			map[string]int64{"src/0": int64(i), fmt.Sprintf("src/%d", i%7+1): int64(i * 3)})
+	}
+	save(t, s, batch...)
+	for _, want := range batch {
+		checkSnapshot(t, load(t, s, "job", want.Key), want)
+	}
+	want := make([]record.Key, n)
+	for i, sn := range batch {
+		want[i] = sn.Key
+	}
+	checkKeys(t, s, "job", want...)
+}
+
+func testSaveBatchSameKeyLastWins(t *testing.T, s persistence.Store) {
+	save(t, s,
+		snap("job", "k", "first", map[string]int64{"p/0": 1}),
+		snap("job", "k", "second", map[string]int64{"p/0": 2}),
+		snap("job", "gone", "x", nil),
+		snap("job", "gone", "", nil),
+	)
+	checkSnapshot(t, load(t, s, "job", "k"), snap("job", "k", "second", map[string]int64{"p/0": 2}))
+	mustMissing(t, s, "job", "gone")
+	checkKeys(t, s, "job", "k")
+}
+
+func testSaveEmptyBatch(t *testing.T, s persistence.Store) {
+	save(t, s)
+	save(t, s, []persistence.Snapshot{}...)
+	checkKeys(t, s, "job")
+}
+
+func testSaveReplaces(t *testing.T, s persistence.Store) {
+	save(t, s, snap("job", "k", "old state that is rather long", map[string]int64{"a/0": 5, "b/0": 9}))
+	want := snap("job", "k", "new", map[string]int64{"a/0": 6})
+	save(t, s, want)
+	// The offsets are replaced as a whole, not merged: b/0 is gone.
+	checkSnapshot(t, load(t, s, "job", "k"), want)
+	checkKeys(t, s, "job", "k")
+}
+
+func testSaveEmptyStateDeletes(t *testing.T, s persistence.Store) {
+	save(t, s, snap("job", "a", "x", nil), snap("job", "b", "y", nil), snap("job", "c", "z", nil))
+	save(t, s,
+		persistence.Snapshot{Job: "job", Key: "a", State: nil, Offsets: map[string]int64{"p/0": 3}},
+		persistence.Snapshot{Job: "job", Key: "b", State: []byte{}},
+		persistence.Snapshot{Job: "job", Key: "never-saved"},
+	)
+	mustMissing(t, s, "job", "a")
+	mustMissing(t, s, "job", "b")
+	mustMissing(t, s, "job", "never-saved")
+	checkKeys(t, s, "job", "c")
+	// A deleted key can be saved again.
+	save(t, s, snap("job", "a", "back", nil))
+	checkSnapshot(t, load(t, s, "job", "a"), snap("job", "a", "back", nil))
+	checkKeys(t, s, "job", "a", "c")
+}
+
+func testKeys(t *testing.T, s persistence.Store) {
+	checkKeys(t, s, "job")
+	save(t, s, snap("job", "a", "1", nil), snap("job", "b", "2", nil), snap("other", "c", "3", nil))
+	save(t, s, snap("job", "a", "1 again", nil))
+	checkKeys(t, s, "job", "a", "b")
+	checkKeys(t, s, "other", "c")
+	checkKeys(t, s, "jo")
+	checkKeys(t, s, "job2")
+}
+
+func testJobsIsolated(t *testing.T, s persistence.Store) {
+	// Job names that are prefixes of each other or contain separators must
+	// not share keys.
+	jobs := []string{"j", "j2", "j:", "j}", "{j}", "j:state"}
+	for i, job := range jobs {
+		save(t, s, snap(job, "k", "state of "+job, map[string]int64{"p/0": int64(i)}))
+		commit(t, s, job, map[string]int64{"p/0": int64(i + 100)})
+	}
+	for i, job := range jobs {
+		checkSnapshot(t, load(t, s, job, "k"), snap(job, "k", "state of "+job, map[string]int64{"p/0": int64(i)}))
+		checkKeys(t, s, job, "k")
+		if got, want := committed(t, s, job), map[string]int64{"p/0": int64(i + 100)}; !maps.Equal(got, want) {
+			t.Errorf("CommittedOffsets(%q) = %v, want %v", job, got, want)
+		}
+	}
+	save(t, s, snap("j", "k", "", nil))
+	mustMissing(t, s, "j", "k")
+	checkKeys(t, s, "j")
+	for i, job := range jobs[1:] {
+		checkSnapshot(t, load(t, s, job, "k"), snap(job, "k", "state of "+job, map[string]int64{"p/0": int64(i + 1)}))
+	}
+}
+
+func testCommitOffsets(t *testing.T, s persistence.Store) {
+	if got := committed(t, s, "job"); len(got) != 0 {
+		t.Fatalf("CommittedOffsets of a new job = %v, want empty", got)
+	}
+	commit(t, s, "job", map[string]int64{"users/0": 10, "users/1": 20})
+	commit(t, s, "job", map[string]int64{"domains/0": 7})
+	commit(t, s, "job", nil)
+	commit(t, s, "job", map[string]int64{})
+	want := map[string]int64{"users/0": 10, "users/1": 20, "domains/0": 7}
+	if got := committed(t, s, "job"); !maps.Equal(got, want) {
+		t.Fatalf("CommittedOffsets = %v, want %v", got, want)
+	}
+	if got := committed(t, s, "other"); len(got) != 0 {
+		t.Fatalf("CommittedOffsets(other) = %v, want empty", got)
+	}
+}
+
+func testCommitOffsetsNeverGoBack(t *testing.T, s persistence.Store) {
+	commit(t, s, "job", map[string]int64{"p/0": 10, "p/1": 10})
+	commit(t, s, "job", map[string]int64{"p/0": 5, "p/1": 11})
+	commit(t, s, "job", map[string]int64{"p/0": 10})
+	want := map[string]int64{"p/0": 10, "p/1": 11}
+	if got := committed(t, s, "job"); !maps.Equal(got, want) {
+		t.Fatalf("after 10 then 5: CommittedOffsets = %v, want %v", got, want)
+	}
+	// Numeric, not lexical, order: 9 < 10 < 100.
+	commit(t, s, "job", map[string]int64{"p/2": 9})
+	commit(t, s, "job", map[string]int64{"p/2": 100})
+	commit(t, s, "job", map[string]int64{"p/2": 99})
+	if got := committed(t, s, "job")["p/2"]; got != 100 {
+		t.Fatalf("p/2 = %d, want 100", got)
+	}
+}
+
+func testCommitOffsetsExtremes(t *testing.T, s persistence.Store) {
+	const big = int64(1)<<62 + 1 // not representable in a float64
+	commit(t, s, "job", map[string]int64{"neg": -5, "zero": 0, "big": big, "max": 1<<63 - 1})
+	commit(t, s, "job", map[string]int64{"neg": -7, "zero": -1, "big": big - 1})
+	want := map[string]int64{"neg": -5, "zero": 0, "big": big, "max": 1<<63 - 1}
+	if got := committed(t, s, "job"); !maps.Equal(got, want) {
+		t.Fatalf("CommittedOffsets = %v, want %v", got, want)
+	}
+	commit(t, s, "job", map[string]int64{"neg": -1, "big": big + 1})
+	want["neg"], want["big"] = -1, big+1
+	if got := committed(t, s, "job"); !maps.Equal(got, want) {
+		t.Fatalf("CommittedOffsets = %v, want %v", got, want)
+	}
+}
+
+func testReturnedCopies(t *testing.T, s persistence.Store) {
+	want := snap("job", "k", "state", map[string]int64{"p/0": 1})
+	save(t, s, want)
+	got := load(t, s, "job", "k")
+	got.State[0] = 'X'
+	got.Offsets["p/0"] = 99
+	got.Offsets["p/9"] = 9
+	checkSnapshot(t, load(t, s, "job", "k"), want)
+
+	commit(t, s, "job", map[string]int64{"p/0": 1})
+	c := committed(t, s, "job")
+	c["p/0"] = 50
+	c["p/1"] = 50
+	if got := committed(t, s, "job"); !maps.Equal(got, map[string]int64{"p/0": 1}) {
+		t.Fatalf("CommittedOffsets after mutating a returned map = %v", got)
+	}
+
+	ks := keys(t, s, "job")
+	ks[0] = "mutated"
+	checkKeys(t, s, "job", "k")
+}
+
+func testArgumentsNotRetained(t *testing.T, s persistence.Store) {
+	state := []byte("state")
+	offsets := map[string]int64{"p/0": 1}
+	batch := []persistence.Snapshot{{Job: "job", Key: "k", State: state, Offsets: offsets}}
+	save(t, s, batch...)
+	state[0] = 'X'
+	offsets["p/0"] = 99
+	batch[0].Key = "other"
+	checkSnapshot(t, load(t, s, "job", "k"), snap("job", "k", "state", map[string]int64{"p/0": 1}))
+
+	co := map[string]int64{"p/0": 5}
+	commit(t, s, "job", co)
+	co["p/0"] = 1
+	co["p/1"] = 1
+	if got := committed(t, s, "job"); !maps.Equal(got, map[string]int64{"p/0": 5}) {
+		t.Fatalf("CommittedOffsets after mutating the argument = %v", got)
+	}
+}
+
+func testConcurrent(t *testing.T, s persistence.Store) {
+	const workers, rounds = 8, 40
+	c := ctx(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			err := func() error {
+				own := record.Key(fmt.Sprintf("own-%d", w))
+				for i := range rounds {
+					state := fmt.Sprintf("w%d-r%d", w, i)
+					batch := []persistence.Snapshot{
+						snap("job", own, state, map[string]int64{"p/0": int64(i)}),
+						snap("job", "shared", state, map[string]int64{"p/0": int64(i)}),
+					}
+					if err := s.Save(c, batch); err != nil {
+						return fmt.Errorf("Save: %w", err)
+					}
+					got, err := s.Load(c, "job", own)
+					if err != nil {
+						return fmt.Errorf("Load own: %w", err)
+					}
+					if string(got.State) != state || got.Offsets["p/0"] != int64(i) {
+						return fmt.Errorf("Load(%s) = %q %v, want %q p/0=%d", own, got.State, got.Offsets, state, i)
+					}
+					sh, err := s.Load(c, "job", "shared")
+					if err != nil {
+						return fmt.Errorf("Load shared: %w", err)
+					}
+					// State and offsets of one snapshot travel together.
+					var sw, si int
+					if _, err := fmt.Sscanf(string(sh.State), "w%d-r%d", &sw, &si); err != nil || sh.Offsets["p/0"] != int64(si) {
+						return fmt.Errorf("Load(shared) = %q %v: state and offsets disagree", sh.State, sh.Offsets)
+					}
+					if err := s.CommitOffsets(c, "job", map[string]int64{"p/0": int64(w*rounds + i), fmt.Sprintf("w/%d", w): int64(i)}); err != nil {
+						return fmt.Errorf("CommitOffsets: %w", err)
+					}
+					if _, err := s.CommittedOffsets(c, "job"); err != nil {
+						return fmt.Errorf("CommittedOffsets: %w", err)
+					}
+					if _, err := s.Keys(c, "job"); err != nil {
+						return fmt.Errorf("Keys: %w", err)
+					}
+				}
+				return nil
+			}()
+			if err != nil {
+				errs <- fmt.Errorf("worker %d: %w", w, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+	want := map[string]int64{"p/0": workers*rounds - 1}
+	for w := range workers {
+		want[fmt.Sprintf("w/%d", w)] = rounds - 1
+	}
+	if got := committed(t, s, "job"); !maps.Equal(got, want) {
+		t.Fatalf("CommittedOffsets = %v, want %v", got, want)
+	}
+	if got := keys(t, s, "job"); len(got) != workers+1 {
+		t.Fatalf("Keys = %q, want %d keys", got, workers+1)
+	}
+}
+
+func testClosed(t *testing.T, s persistence.Store) {
+	save(t, s, snap("job", "k", "v", nil))
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	c := ctx(t)
+	check := func(op string, err error) {
+		t.Helper()
+		if !errors.Is(err, persistence.ErrClosed) {
+			t.Errorf("%s after Close = %v, want ErrClosed", op, err)
+		}
+	}
+	_, err := s.Load(c, "job", "k")
+	check("Load", err)
+	check("Save", s.Save(c, []persistence.Snapshot{snap("job", "k", "v2", nil)}))
+	check("Save(empty batch)", s.Save(c, nil))
+	_, err = s.Keys(c, "job")
+	check("Keys", err)
+	check("CommitOffsets", s.CommitOffsets(c, "job", map[string]int64{"p/0": 1}))
+	check("CommitOffsets(empty)", s.CommitOffsets(c, "job", nil))
+	_, err = s.CommittedOffsets(c, "job")
+	check("CommittedOffsets", err)
+}
+
+func testOddKeys(t *testing.T, s persistence.Store) {
+	odd := []record.Key{
+		"", "a:b", "a:state:b", "{", "}", "{tag}", "}{", "with space", " ", "tab\tnl\n",
+		"ключ", "键", "🔑", "\x00nul", "\xff\xfeinvalid utf8", "*", "?", "[a-z]", "%25", "%",
+	}
+	jobs := []string{"job", "job with space:{x}", "работа", ""}
+	for _, job := range jobs {
+		var batch []persistence.Snapshot
+		for i, k := range odd {
+			batch = append(batch, snap(job, k, fmt.Sprintf("state %q %d", k, i), map[string]int64{string(k): int64(i), "p:{0}": 1}))
+		}
+		save(t, s, batch...)
+		for _, want := range batch {
+			checkSnapshot(t, load(t, s, job, want.Key), want)
+		}
+		checkKeys(t, s, job, odd...)
+		commit(t, s, job, map[string]int64{"ключ/0": 1, "{p}:1": 2, "": 3})
+		if got, want := committed(t, s, job), map[string]int64{"ключ/0": 1, "{p}:1": 2, "": 3}; !maps.Equal(got, want) {
+			t.Fatalf("CommittedOffsets(%q) = %v, want %v", job, got, want)
+		}
+	}
+	// Deleting one odd key leaves its look-alikes.
+	save(t, s, snap("job", "{", "", nil), snap("job", "", "", nil))
+	mustMissing(t, s, "job", "{")
+	mustMissing(t, s, "job", "")
+	checkSnapshot(t, load(t, s, "job", "}"), snap("job", "}", fmt.Sprintf("state %q %d", "}", 4), map[string]int64{"}": 4, "p:{0}": 1}))
+	if got := keys(t, s, "job"); len(got) != len(odd)-2 {
+		t.Fatalf("Keys after two deletes = %q", got)
+	}
+}
