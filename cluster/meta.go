@@ -1,0 +1,50 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// metaVersion is the version of the nodeMeta encoding. Bump it on an
+// incompatible change; decodeMeta rejects versions it does not know.
+const metaVersion = 1
+
+// nodeMeta is what a node gossips about itself in memberlist's node meta:
+// enough for every other node to build the protoactor cluster.Member.
+type nodeMeta struct {
+	V      int      `json:"v"`
+	ID     string   `json:"id"`              // actor system ID (protoactor member ID)
+	Host   string   `json:"host"`            // protoactor remote host
+	Port   int      `json:"port"`            // protoactor remote port
+	Kinds  []string `json:"kinds,omitempty"` // cluster kinds hosted
+	Client bool     `json:"client,omitempty"`
+}
+
+func encodeMeta(m nodeMeta) ([]byte, error) {
+	m.V = metaVersion
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: encode node meta: %w", err)
+	}
+	if len(b) > memberlist.MetaMaxSize {
+		return nil, fmt.Errorf("cluster: node meta is %d bytes, over memberlist's %d-byte limit (too many or too long kind names?)",
+			len(b), memberlist.MetaMaxSize)
+	}
+	return b, nil
+}
+
+func decodeMeta(b []byte) (nodeMeta, error) {
+	var m nodeMeta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nodeMeta{}, fmt.Errorf("cluster: decode node meta: %w", err)
+	}
+	if m.V != metaVersion {
+		return nodeMeta{}, fmt.Errorf("cluster: node meta version %d, want %d", m.V, metaVersion)
+	}
+	if m.ID == "" || m.Host == "" || m.Port <= 0 || m.Port > 65535 {
+		return nodeMeta{}, fmt.Errorf("cluster: node meta incomplete: id=%q host=%q port=%d", m.ID, m.Host, m.Port)
+	}
+	return m, nil
+}

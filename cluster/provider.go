@@ -1,0 +1,467 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	protocluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/hashicorp/memberlist"
+)
+
+// ErrStarted is returned by StartMember/StartClient on a Provider that was
+// already started: a Provider serves one cluster once.
+var ErrStarted = errors.New("cluster: provider already started")
+
+// ErrClosed is returned by StartMember/StartClient after Shutdown.
+var ErrClosed = errors.New("cluster: provider shut down")
+
+// Member statuses reported by Provider.Members.
+const (
+	StatusAlive = "alive" // a live member (memberlist alive or suspect)
+	StatusLeft  = "left"  // left gracefully; kept for Config.DepartedRetention
+	StatusDead  = "dead"  // failed; kept for Config.DepartedRetention
+)
+
+// MemberInfo describes one node as this node sees it, for the admin CLI.
+type MemberInfo struct {
+	// ID is the protoactor member ID (the actor system ID); empty if the
+	// node's meta could not be decoded.
+	ID string
+	// Name is the memberlist node name.
+	Name string
+	// Address is the protoactor remote address, "host:port".
+	Address string
+	// GossipAddr is the memberlist address, "host:port".
+	GossipAddr string
+	// Kinds are the cluster kinds the node hosts.
+	Kinds []string
+	// Status is StatusAlive, StatusLeft or StatusDead.
+	Status string
+	// Client is true for nodes started with StartClient (no kinds; not
+	// part of the protoactor topology).
+	Client bool
+	// Self is true for this node.
+	Self bool
+}
+
+type providerState int
+
+const (
+	stateNew providerState = iota
+	stateStarting
+	stateRunning
+	stateClosed
+)
+
+// nodeView is the provider's copy of one memberlist node, taken inside
+// memberlist's event callbacks (where reading the *memberlist.Node is safe).
+type nodeView struct {
+	name       string
+	gossipAddr string
+	meta       nodeMeta
+	metaErr    error
+	status     string
+	departed   time.Time // when status became left/dead
+}
+
+// Provider is a protoactor cluster.ClusterProvider backed by
+// hashicorp/memberlist gossip. Create it with New, hand it to
+// cluster.Configure, and let the protoactor Cluster call StartMember (or
+// StartClient) and Shutdown. A Provider is single-use.
+//
+// All methods are safe for concurrent use.
+//
+// Concurrency: memberlist calls the event delegate with its node lock held;
+// the delegate only copies the node into mu.nodes and signals the publish
+// goroutine (non-blocking, coalesced). The publish goroutine owns calls to
+// MemberList.UpdateClusterTopology. Lock order: memberlist's node lock, then
+// p.mu; never call into memberlist while holding p.mu.
+type Provider struct {
+	cfg Config // defaulted deep copy; never changes after New
+
+	changed chan struct{} // cap 1: coalesced "membership changed" signal
+	stop    chan struct{} // closed when Shutdown begins
+	done    chan struct{} // closed when Shutdown has finished
+	wg      sync.WaitGroup
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+
+	log atomic.Pointer[slog.Logger] // set at start; Config.Logger or the actor system's
+
+	joinFailures atomic.Int64 // failed join rounds; read by tests
+	published    atomic.Int64 // topology publications; read by tests
+
+	mu struct {
+		sync.Mutex
+		state      providerState
+		ml         *memberlist.Memberlist
+		self       string // own memberlist node name
+		gossipAddr string
+		nodes      map[string]*nodeView // by memberlist node name
+	}
+}
+
+var _ protocluster.ClusterProvider = (*Provider)(nil)
+
+// New validates cfg and returns an unstarted Provider. It does no I/O. cfg
+// is copied; the caller keeps ownership of it.
+func New(cfg Config) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Provider{
+		cfg:     cfg.withDefaults(),
+		changed: make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	p.mu.nodes = make(map[string]*nodeView)
+	return p, nil
+}
+
+// StartMember implements cluster.ClusterProvider. It starts memberlist
+// advertising this actor system's ID, remote address and cluster kinds,
+// and starts joining Config.Seeds in the background (an unreachable seed
+// does not fail startup). It returns once memberlist is listening; the
+// first topology (this node alone, or more once joined) is published
+// asynchronously.
+func (p *Provider) StartMember(c *protocluster.Cluster) error {
+	return p.start(c, false)
+}
+
+// StartClient implements cluster.ClusterProvider. A client joins the gossip
+// to learn the topology but advertises itself as a client, so members do
+// not place actors on it.
+func (p *Provider) StartClient(c *protocluster.Cluster) error {
+	return p.start(c, true)
+}
+
+func (p *Provider) start(c *protocluster.Cluster, client bool) error {
+	p.mu.Lock()
+	switch p.mu.state {
+	case stateNew:
+		p.mu.state = stateStarting
+	case stateClosed:
+		p.mu.Unlock()
+		return ErrClosed
+	default:
+		p.mu.Unlock()
+		return ErrStarted
+	}
+	p.mu.Unlock()
+	p.log.Store(p.logger(c))
+
+	ml, err := p.createMemberlist(c, client)
+	if err != nil {
+		p.mu.Lock()
+		p.mu.state = stateClosed
+		p.mu.Unlock()
+		return err
+	}
+	local := ml.LocalNode() // takes memberlist's lock: call before p.mu
+	gossipAddr := local.Address()
+	name := local.Name
+
+	p.mu.Lock()
+	if p.mu.state == stateClosed { // Shutdown raced with start
+		p.mu.Unlock()
+		_ = ml.Shutdown()
+		return ErrClosed
+	}
+	p.mu.state = stateRunning
+	p.mu.ml = ml
+	p.mu.self = name
+	p.mu.gossipAddr = gossipAddr
+	seeds := p.seedsExcludingSelfLocked()
+	// wg.Add under p.mu, so a concurrent Shutdown (which flips the state
+	// under p.mu first) can never Wait before these Adds.
+	p.wg.Add(1)
+	go p.publishLoop(c)
+	if len(seeds) > 0 {
+		p.wg.Add(1)
+		go p.joinLoop(ml, seeds)
+	}
+	p.mu.Unlock()
+
+	p.signal()
+	p.logNow().Info("cluster provider started",
+		slog.String("node", name), slog.String("gossip", gossipAddr),
+		slog.String("member", c.ActorSystem.ID), slog.Any("seeds", seeds), slog.Bool("client", client))
+	return nil
+}
+
+func (p *Provider) logger(c *protocluster.Cluster) *slog.Logger {
+	if p.cfg.Logger != nil {
+		return p.cfg.Logger
+	}
+	return c.Logger()
+}
+
+func (p *Provider) createMemberlist(c *protocluster.Cluster, client bool) (*memberlist.Memberlist, error) {
+	host, port, err := c.ActorSystem.GetHostPort()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: actor system address: %w", err)
+	}
+	m := nodeMeta{ID: c.ActorSystem.ID, Host: host, Port: port, Client: client}
+	if !client {
+		m.Kinds = c.GetClusterKinds()
+		slices.Sort(m.Kinds)
+	}
+	meta, err := encodeMeta(m)
+	if err != nil {
+		return nil, err
+	}
+	name := p.cfg.NodeName
+	if name == "" {
+		name = defaultNodeName(c.ActorSystem.ID)
+	}
+	mc := p.cfg.memberlistConfig(name)
+	mc.Delegate = metaDelegate{meta: meta}
+	mc.Events = eventDelegate{p: p}
+	mc.Logger = newMemberlistLogger(p.logNow())
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: start memberlist on %s: %w",
+			net.JoinHostPort(p.cfg.BindAddr, strconv.Itoa(p.cfg.BindPort)), err)
+	}
+	return ml, nil
+}
+
+// seedsExcludingSelfLocked drops this node's own gossip address from the
+// seeds (joining oneself "succeeds" and would end the retry loop).
+func (p *Provider) seedsExcludingSelfLocked() []string {
+	self := map[string]bool{p.mu.gossipAddr: true}
+	if _, port, err := net.SplitHostPort(p.mu.gossipAddr); err == nil {
+		self[net.JoinHostPort(p.cfg.BindAddr, port)] = true
+	}
+	var seeds []string
+	for _, s := range p.cfg.Seeds {
+		if h, port, err := net.SplitHostPort(s); err == nil && self[net.JoinHostPort(h, port)] {
+			continue
+		}
+		seeds = append(seeds, s)
+	}
+	return seeds
+}
+
+// signal tells the publish goroutine the membership changed. Never blocks.
+func (p *Provider) signal() {
+	select {
+	case p.changed <- struct{}{}:
+	default: // a signal is already pending; it will see this change too
+	}
+}
+
+// publishLoop owns the calls to MemberList.UpdateClusterTopology.
+func (p *Provider) publishLoop(c *protocluster.Cluster) {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.changed:
+			c.MemberList.UpdateClusterTopology(p.topology())
+			p.published.Add(1)
+		}
+	}
+}
+
+// topology returns the protoactor members: alive, decodable, non-client.
+func (p *Provider) topology() protocluster.Members {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pruneDepartedLocked(time.Now())
+	members := make(protocluster.Members, 0, len(p.mu.nodes))
+	for _, n := range p.mu.nodes {
+		if n.status != StatusAlive || n.metaErr != nil || n.meta.Client {
+			continue
+		}
+		members = append(members, &protocluster.Member{
+			Id:    n.meta.ID,
+			Host:  n.meta.Host,
+			Port:  int32(n.meta.Port),
+			Kinds: slices.Clone(n.meta.Kinds),
+		})
+	}
+	slices.SortFunc(members, func(a, b *protocluster.Member) int {
+		if a.Id < b.Id {
+			return -1
+		}
+		if a.Id > b.Id {
+			return 1
+		}
+		return 0
+	})
+	return members
+}
+
+func (p *Provider) pruneDepartedLocked(now time.Time) {
+	for name, n := range p.mu.nodes {
+		if n.status != StatusAlive && now.Sub(n.departed) > p.cfg.DepartedRetention {
+			delete(p.mu.nodes, name)
+		}
+	}
+}
+
+// joinLoop joins the seeds, retrying with exponential backoff until one
+// answers or the provider shuts down. A round may block for up to
+// memberlist's TCPTimeout per unreachable seed.
+func (p *Provider) joinLoop(ml *memberlist.Memberlist, seeds []string) {
+	defer p.wg.Done()
+	delay := p.cfg.JoinRetryMin
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-p.stop:
+			return
+		case <-timer.C:
+		}
+		n, err := ml.Join(seeds)
+		if n > 0 {
+			p.logNow().Info("joined cluster", slog.Int("contacted", n), slog.Int("attempt", attempt))
+			return
+		}
+		p.joinFailures.Add(1)
+		p.logNow().Warn("joining seeds failed; will retry",
+			slog.Any("seeds", seeds), slog.Int("attempt", attempt), slog.Duration("retry_in", delay), slog.Any("error", err))
+		timer.Reset(delay)
+		delay = min(2*delay, p.cfg.JoinRetryMax)
+	}
+}
+
+// logNow returns the logger resolved at start (a discarding one before).
+func (p *Provider) logNow() *slog.Logger {
+	if l := p.log.Load(); l != nil {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Shutdown implements cluster.ClusterProvider. When graceful, it first
+// broadcasts a leave (waiting at most Config.LeaveTimeout) so peers drop
+// this node at once instead of after failure detection. It then shuts
+// memberlist down and waits for the provider's goroutines to exit.
+// Shutdown is idempotent: later and concurrent calls wait for the first
+// to finish and return its result. A Provider never started just closes.
+func (p *Provider) Shutdown(graceful bool) error {
+	p.shutdownOnce.Do(func() {
+		p.shutdownErr = p.shutdown(graceful)
+		close(p.done)
+	})
+	<-p.done
+	return p.shutdownErr
+}
+
+func (p *Provider) shutdown(graceful bool) error {
+	p.mu.Lock()
+	p.mu.state = stateClosed
+	ml := p.mu.ml
+	p.mu.Unlock()
+	close(p.stop)
+	var errs []error
+	if ml != nil {
+		if graceful {
+			if err := ml.Leave(p.cfg.LeaveTimeout); err != nil {
+				errs = append(errs, fmt.Errorf("cluster: leave: %w", err))
+			}
+		}
+		if err := ml.Shutdown(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: memberlist shutdown: %w", err))
+		}
+	}
+	p.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// GossipAddr returns the memberlist address ("host:port") this node
+// advertises: the one to give other nodes as a seed. Empty before start.
+func (p *Provider) GossipAddr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.gossipAddr
+}
+
+// Members returns this node's current view of the fleet, sorted by node
+// name: live members and clients, plus nodes that left or died within
+// Config.DepartedRetention. The slice and its contents are the caller's.
+func (p *Provider) Members() []MemberInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pruneDepartedLocked(time.Now())
+	out := make([]MemberInfo, 0, len(p.mu.nodes))
+	for _, n := range p.mu.nodes {
+		out = append(out, n.infoLocked(p.mu.self))
+	}
+	slices.SortFunc(out, func(a, b MemberInfo) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func (n *nodeView) infoLocked(self string) MemberInfo {
+	mi := MemberInfo{
+		Name:       n.name,
+		GossipAddr: n.gossipAddr,
+		Status:     n.status,
+		Self:       n.name == self,
+	}
+	if n.metaErr == nil {
+		mi.ID = n.meta.ID
+		mi.Address = net.JoinHostPort(n.meta.Host, strconv.Itoa(n.meta.Port))
+		mi.Kinds = slices.Clone(n.meta.Kinds)
+		mi.Client = n.meta.Client
+	}
+	return mi
+}
+
+// OwnerOf reports the live member that protoactor's disthash identity
+// lookup places (kind, identity) on, given this node's current view: the
+// rendezvous winner among live members hosting kind. ok is false when no
+// live member hosts kind. It agrees with protoactor exactly (same code,
+// same member IDs and addresses) once protoactor has seen the same
+// topology; protoactor additionally excludes members it has blocked.
+func (p *Provider) OwnerOf(kind, identity string) (owner MemberInfo, ok bool) {
+	members := p.topology()
+	addr := ownerOf(kind, identity, members)
+	if addr == "" {
+		return MemberInfo{}, false
+	}
+	for _, mi := range p.Members() {
+		if mi.Status == StatusAlive && mi.Address == addr && !mi.Client {
+			return mi, true
+		}
+	}
+	return MemberInfo{}, false
+}
+
+// recordNode copies n into the provider's view. Called by memberlist with
+// its node lock held, so reading n is safe here and only here.
+func (p *Provider) recordNode(n *memberlist.Node, status string) {
+	v := &nodeView{name: n.Name, gossipAddr: n.Address(), status: status}
+	v.meta, v.metaErr = decodeMeta(n.Meta)
+	if status != StatusAlive {
+		v.departed = time.Now()
+	}
+	p.mu.Lock()
+	p.mu.nodes[n.Name] = v
+	p.mu.Unlock()
+	if v.metaErr != nil && status == StatusAlive {
+		p.logNow().Warn("ignoring node with unreadable meta", slog.String("node", n.Name), slog.Any("error", v.metaErr))
+	}
+	p.signal()
+}
