@@ -1,0 +1,92 @@
+package job
+
+import (
+	"strings"
+	"testing"
+)
+
+const good = `
+name: users-domains
+join:
+  type: cdc
+  mode: left
+  left:  {name: users,   pk: id, join_on: id}
+  right: {name: domains, pk: id, join_on: user_id}
+  project:
+    - {name: user_id, from: users.id}
+sources:
+  - {name: cdc, type: file, path: x.jsonl, tables: {users: left, domains: right}}
+sinks:
+  - {type: stdout}
+`
+
+func TestJobParseGood(t *testing.T) {
+	s, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.CDCSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Left.JoinOn != "id" || cs.Right.JoinOn != "user_id" || len(cs.Project) != 1 {
+		t.Errorf("spec = %+v", cs)
+	}
+}
+
+// TestJobValidateNamesField checks that each bad field is reported by its path.
+func TestJobValidateNamesField(t *testing.T) {
+	cases := []struct {
+		name, from, to, want string
+	}{
+		{"name", "name: users-domains", "name: ''", "name:"},
+		{"join type", "type: cdc", "type: window", "join.type:"},
+		{"join mode", "mode: left", "mode: sideways", "join.mode:"},
+		{"left pk", "left:  {name: users,   pk: id, join_on: id}", "left:  {name: users, join_on: id}", "join.left.pk"},
+		{"project from", "from: users.id", "from: nosuch.id", "join.project[0].from"},
+		{"source type", "type: file, path", "type: kafka, path", "sources[0].type"},
+		{"source path", "path: x.jsonl, ", "", "sources[0].path"},
+		{"source side", "tables: {users: left, domains: right}", "tables: {users: up}", "sources[0].tables.users"},
+		{"sink type", "{type: stdout}", "{type: printer}", "sinks[0].type"},
+		{"sink format", "{type: stdout}", "{type: stdout, format: xml}", "sinks[0].format"},
+		{"unknown field", "sinks:", "sinkz:", "field sinkz not found"},
+		{"state store", "sinks:", "state: {store: etcd}\nsinks:", "state.store"},
+		{"redis addr", "sinks:", "state: {store: redis}\nsinks:", "state.redis.addr"},
+		{"seed", "sinks:", "cluster: {seeds: [nohostport]}\nsinks:", "cluster.seeds[0]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := strings.Replace(good, c.from, c.to, 1)
+			if in == good {
+				t.Fatalf("case did not change the input")
+			}
+			_, err := Parse([]byte(in))
+			if err == nil {
+				t.Fatalf("no error for\n%s", in)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not name %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestJobValidateReportsAll checks that several problems are reported at once.
+func TestJobValidateReportsAll(t *testing.T) {
+	in := strings.Replace(strings.Replace(good, "type: cdc", "type: x", 1), "{type: stdout}", "{type: y}", 1)
+	_, err := Parse([]byte(in))
+	if err == nil || !strings.Contains(err.Error(), "join.type") || !strings.Contains(err.Error(), "sinks[0].type") {
+		t.Fatalf("want both join.type and sinks[0].type in %v", err)
+	}
+}
+
+func FuzzJobParse(f *testing.F) {
+	f.Add([]byte(good))
+	f.Add([]byte("name: [\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := Parse(b)
+		if err == nil && s.Validate() != nil {
+			t.Fatalf("Parse accepted a spec Validate rejects")
+		}
+	})
+}
