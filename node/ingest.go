@@ -80,7 +80,10 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 	case "redis-stream":
 		consumer := cfg.Consumer
 		if consumer == "" {
-			consumer = n.provider.NodeName()
+			consumer = n.spec.Cluster.NodeName
+		}
+		if consumer == "" {
+			consumer = n.system.ID
 		}
 		return redisstream.New(ctx, redisstream.Config{Name: cfg.Name, Addr: cfg.Redis.Addr, Username: cfg.Redis.Username,
 			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer})

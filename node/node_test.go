@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joinery/joinery/cluster"
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/internal/testutil"
@@ -201,7 +202,13 @@ cluster: {node_name: n1}
 	n3 := start(t, parse(t, dir, "name: three\n"+joinYAML+state+fmt.Sprintf(seeds, "n3")))
 	for _, n := range []*node.Node{n1, n2, n3} {
 		testutil.WaitFor(t, 20*time.Second, func() error {
-			if m := len(n.Members()); m != 3 {
+			m := 0
+			for _, mi := range n.Members() {
+				if mi.Status == cluster.StatusAlive {
+					m++
+				}
+			}
+			if m != 3 {
 				return fmt.Errorf("%s sees %d members", n.Address(), m)
 			}
 			return nil
