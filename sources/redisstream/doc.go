@@ -1,0 +1,29 @@
+// Package redisstream is the Redis Streams source: it reads one stream as a
+// member of a consumer group and acknowledges entries (XACK) once they are
+// committed.
+//
+// It owns the consumer-group protocol and the mapping of stream IDs to
+// offsets. Each entry carries its payload in the field "value" (other fields
+// are ignored; an entry without "value", or one deleted from the stream while
+// pending, is delivered with a nil Value, which the Debezium decoder treats
+// as a tombstone, so it is counted, skipped and acknowledged).
+//
+// A stream is one partition (0). An entry ID ms-seq becomes the offset
+// ms<<20 | seq, which keeps stream order; IDs with seq >= 2^20 or ms >= 2^43
+// are rejected (see Offset).
+//
+// Delivery is at least once: entries read but not acknowledged before a crash
+// are re-delivered to the same consumer name when it starts again. Entries
+// pending on other (dead) consumers are not claimed.
+//
+// go-redis types stay inside this package.
+//
+// Usage:
+//
+//	src, err := redisstream.New(ctx, redisstream.Config{Addr: "localhost:6379",
+//		Stream: "users", Group: "joinery", Consumer: "node-1"})
+//	defer src.Close()
+//	msgs, err := src.Read(ctx, 512) // empty, nil after Block without data
+//	…
+//	err = src.Commit(ctx, []record.Position{msgs[len(msgs)-1].Pos})
+package redisstream

@@ -1,0 +1,324 @@
+package redisstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sources"
+)
+
+// DefaultBlock is how long Read waits for new entries when Config.Block is 0.
+const DefaultBlock = 200 * time.Millisecond
+
+// ValueField is the entry field that holds the message payload.
+const ValueField = "value"
+
+const (
+	seqBits = 20
+	maxSeq  = 1<<seqBits - 1
+	maxMs   = 1<<(63-seqBits) - 1
+	// ackChunk bounds the IDs of one XACK command.
+	ackChunk = 1000
+)
+
+// ErrClosed is returned by Read and Commit after Close.
+var ErrClosed = errors.New("redisstream: source closed")
+
+// Config configures a Redis Streams source. The zero value of an optional
+// field means its default.
+type Config struct {
+	// Name is the source name, written to Position.Source. Default: Stream.
+	Name string
+	// Addr is the Redis server, host:port. Required.
+	Addr string
+	// Username and Password authenticate (ACL or requirepass); optional.
+	Username string
+	Password string
+	// DB is the Redis database number. Default 0.
+	DB int
+	// Stream is the stream key. Required.
+	Stream string
+	// Group is the consumer group, created (with the stream) if missing.
+	// Required.
+	Group string
+	// Consumer is this reader's name within the group. It must be stable
+	// across restarts for pending entries to be re-delivered. Required.
+	Consumer string
+	// Block is how long one Read waits for new entries. Default DefaultBlock.
+	Block time.Duration
+	// StartID is where a newly created group starts: "0" (default) reads the
+	// whole stream, "$" only entries added later. Ignored when the group
+	// exists.
+	StartID string
+}
+
+// Validate reports every problem with c at once.
+func (c Config) Validate() error {
+	var errs []error
+	for _, f := range []struct{ name, v string }{
+		{"Addr", c.Addr}, {"Stream", c.Stream}, {"Group", c.Group}, {"Consumer", c.Consumer},
+	} {
+		if f.v == "" {
+			errs = append(errs, fmt.Errorf("redisstream: %s is required", f.name))
+		}
+	}
+	if c.Block < 0 {
+		errs = append(errs, fmt.Errorf("redisstream: Block %v is negative", c.Block))
+	}
+	if c.DB < 0 {
+		errs = append(errs, fmt.Errorf("redisstream: DB %d is negative", c.DB))
+	}
+	return errors.Join(errs...)
+}
+
+// Offset converts a stream entry ID "ms-seq" into the offset ms<<20 | seq.
+// It fails for malformed IDs, seq >= 2^20 and ms >= 2^43.
+func Offset(id string) (int64, error) {
+	msText, seqText, ok := strings.Cut(id, "-")
+	if !ok {
+		return 0, fmt.Errorf("redisstream: malformed entry id %q", id)
+	}
+	ms, err1 := strconv.ParseUint(msText, 10, 64)
+	seq, err2 := strconv.ParseUint(seqText, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("redisstream: malformed entry id %q", id)
+	}
+	if seq > maxSeq || ms > maxMs {
+		return 0, fmt.Errorf("redisstream: entry id %q out of range (seq < 2^%d, ms < 2^%d)", id, seqBits, 63-seqBits)
+	}
+	return int64(ms<<seqBits | seq), nil
+}
+
+// ID is the inverse of Offset.
+func ID(offset int64) string {
+	return strconv.FormatInt(offset>>seqBits, 10) + "-" + strconv.FormatInt(offset&maxSeq, 10)
+}
+
+// delivered is an entry handed out by Read and not yet acknowledged.
+type delivered struct {
+	id     string
+	offset int64
+}
+
+// Source reads a Redis stream through a consumer group. Read and Commit may
+// be called from different goroutines; Read is not called concurrently with
+// itself.
+type Source struct {
+	cfg    Config
+	client *redis.Client
+
+	// State touched by Read alone.
+	pendingDone bool   // this consumer's pending entries have been re-read
+	pendingFrom string // next ID to re-read pending entries from
+
+	commitMu sync.Mutex // serialises Commit
+	mu       struct {
+		sync.Mutex
+		unacked []delivered // in delivery (= stream) order
+		closed  bool
+	}
+	closeOnce sync.Once
+}
+
+var _ sources.Source = (*Source)(nil)
+
+// New connects, creates the stream and the group if missing (XGROUP CREATE …
+// MKSTREAM) and returns a source. It does not write into cfg.
+func New(ctx context.Context, cfg Config) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.Stream
+	}
+	if cfg.Block == 0 {
+		cfg.Block = DefaultBlock
+	}
+	if cfg.StartID == "" {
+		cfg.StartID = "0"
+	}
+	client := redis.NewClient(&redis.Options{
+		Addr:                  cfg.Addr,
+		Username:              cfg.Username,
+		Password:              cfg.Password,
+		DB:                    cfg.DB,
+		ContextTimeoutEnabled: true,
+	})
+	err := client.XGroupCreateMkStream(ctx, cfg.Stream, cfg.Group, cfg.StartID).Err()
+	// Redis reports an existing group only by the error text "BUSYGROUP
+	// Consumer Group name already exists"; redis.HasErrorPrefix checks that
+	// prefix on a typed Redis error reply, not on arbitrary error text.
+	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
+		_ = client.Close()
+		return nil, fmt.Errorf("redisstream: create group %s on %s: %w", cfg.Group, cfg.Stream, err)
+	}
+	return &Source{cfg: cfg, client: client, pendingFrom: "0"}, nil
+}
+
+// Read returns up to max entries in stream order; the caller owns their
+// Values. The first calls re-deliver this consumer's pending entries (read
+// before a restart but never acknowledged); after that Read waits up to
+// Config.Block for new entries and returns an empty slice and a nil error
+// when none arrive, so the caller can check its context. It returns ctx.Err()
+// when ctx ends and ErrClosed after Close. It never returns io.EOF.
+func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
+	if max <= 0 {
+		max = 1
+	}
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	args := &redis.XReadGroupArgs{
+		Group:    s.cfg.Group,
+		Consumer: s.cfg.Consumer,
+		Count:    int64(max),
+		Block:    -1, // pending reads never block
+	}
+	if s.pendingDone {
+		args.Streams = []string{s.cfg.Stream, ">"}
+		args.Block = s.cfg.Block
+	} else {
+		args.Streams = []string{s.cfg.Stream, s.pendingFrom}
+	}
+	streams, err := s.client.XReadGroup(ctx, args).Result()
+	if errors.Is(err, redis.Nil) {
+		if !s.pendingDone {
+			s.pendingDone = true
+			return s.Read(ctx, max)
+		}
+		return []sources.Message{}, nil
+	}
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		if s.isClosed() {
+			return nil, ErrClosed
+		}
+		return nil, fmt.Errorf("redisstream: read %s: %w", s.cfg.Stream, err)
+	}
+	var entries []redis.XMessage
+	for _, st := range streams {
+		entries = append(entries, st.Messages...)
+	}
+	if !s.pendingDone && len(entries) == 0 {
+		s.pendingDone = true
+		return s.Read(ctx, max)
+	}
+	out := make([]sources.Message, 0, len(entries))
+	ds := make([]delivered, 0, len(entries))
+	for _, e := range entries {
+		off, err := Offset(e.ID)
+		if err != nil {
+			return nil, err
+		}
+		var v []byte
+		switch x := e.Values[ValueField].(type) {
+		case string:
+			v = []byte(x)
+		case []byte:
+			v = append([]byte(nil), x...)
+		}
+		out = append(out, sources.Message{
+			Pos:   record.Position{Source: s.cfg.Name, Partition: 0, Offset: off},
+			Value: v,
+		})
+		ds = append(ds, delivered{id: e.ID, offset: off})
+	}
+	if !s.pendingDone {
+		s.pendingFrom = entries[len(entries)-1].ID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return nil, ErrClosed
+	}
+	s.mu.unacked = append(s.mu.unacked, ds...)
+	return out, nil
+}
+
+// Commit acknowledges (XACK) every entry Read delivered whose offset is <=
+// the offset committed for this source's partition 0, in one round trip
+// (pipelined XACKs of up to 1000 IDs each). Positions of other sources are
+// ignored; another partition of this source is an error. If the round trip
+// fails the entries stay unacknowledged and a later Commit retries them.
+func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
+	upToOffset := int64(-1)
+	for _, p := range upTo {
+		if p.Source != s.cfg.Name {
+			continue
+		}
+		if p.Partition != 0 {
+			return fmt.Errorf("redisstream: commit %v: source %s has only partition 0", p, s.cfg.Name)
+		}
+		upToOffset = max(upToOffset, p.Offset)
+	}
+	if upToOffset < 0 {
+		return nil
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	n := 0
+	for n < len(s.mu.unacked) && s.mu.unacked[n].offset <= upToOffset {
+		n++
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = s.mu.unacked[i].id
+	}
+	s.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for start := 0; start < len(ids); start += ackChunk {
+			p.XAck(ctx, s.cfg.Stream, s.cfg.Group, ids[start:min(start+ackChunk, len(ids))]...)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisstream: ack %d entries of %s: %w", n, s.cfg.Stream, err)
+	}
+	// Only Commit removes entries and Commits are serialised, so the first n
+	// are still the ones acknowledged; Read may have appended more since.
+	s.mu.Lock()
+	s.mu.unacked = append(s.mu.unacked[:0:0], s.mu.unacked[n:]...)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Source) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.closed
+}
+
+// Close closes the connection pool. Unacknowledged entries stay pending in
+// the group and are re-delivered when a source with the same Consumer name
+// starts. It is idempotent.
+func (s *Source) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.mu.closed = true
+		s.mu.Unlock()
+		err = s.client.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("redisstream: close: %w", err)
+	}
+	return nil
+}
