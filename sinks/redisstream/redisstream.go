@@ -1,0 +1,153 @@
+package redisstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks"
+)
+
+// Entry field names.
+const (
+	IDField    = "id"
+	ValueField = "value"
+)
+
+// ErrClosed is returned by Write after Close.
+var ErrClosed = errors.New("redisstream: sink closed")
+
+// Config configures a Redis Streams sink. The zero value of an optional field
+// means its default.
+type Config struct {
+	// Addr is the Redis server, host:port. Required.
+	Addr string
+	// Username and Password authenticate (ACL or requirepass); optional.
+	Username string
+	Password string
+	// DB is the Redis database number. Default 0.
+	DB int
+	// Stream is the stream key written to. Required.
+	Stream string
+	// Format encodes the "value" field. Default changelog.Changelog.
+	Format changelog.Format
+	// MaxLen, when positive, trims the stream to about MaxLen entries on each
+	// XADD (MAXLEN ~). Default 0: no trimming.
+	MaxLen int64
+}
+
+// Validate reports every problem with c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Addr == "" {
+		errs = append(errs, errors.New("redisstream: Addr is required"))
+	}
+	if c.Stream == "" {
+		errs = append(errs, errors.New("redisstream: Stream is required"))
+	}
+	if c.DB < 0 {
+		errs = append(errs, fmt.Errorf("redisstream: DB %d is negative", c.DB))
+	}
+	if c.MaxLen < 0 {
+		errs = append(errs, fmt.Errorf("redisstream: MaxLen %d is negative", c.MaxLen))
+	}
+	if c.Format != changelog.Changelog && c.Format != changelog.Upsert {
+		errs = append(errs, fmt.Errorf("redisstream: unknown Format %v", c.Format))
+	}
+	return errors.Join(errs...)
+}
+
+// Sink appends outputs to a Redis stream. It is safe for concurrent use,
+// though the sinks.Sink contract has one writer at a time.
+type Sink struct {
+	cfg       Config
+	client    *redis.Client
+	closeOnce sync.Once
+	mu        sync.RWMutex // held for reading by Write, for writing by Close
+	closed    bool
+}
+
+var _ sinks.Sink = (*Sink)(nil)
+
+// New connects to Redis, checks the connection with PING and returns a sink.
+// It does not write into cfg.
+func New(ctx context.Context, cfg Config) (*Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	client := redis.NewClient(&redis.Options{
+		Addr:                  cfg.Addr,
+		Username:              cfg.Username,
+		Password:              cfg.Password,
+		DB:                    cfg.DB,
+		ContextTimeoutEnabled: true,
+	})
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("redisstream: ping %s: %w", cfg.Addr, err)
+	}
+	return &Sink{cfg: cfg, client: client}, nil
+}
+
+// Write appends one entry per output the format does not skip, in batch
+// order, with one pipelined round trip, and returns once Redis has answered
+// every XADD. An output that cannot be encoded fails the batch before
+// anything is sent. If the round trip fails, a prefix of the batch may have
+// been appended; a retry appends it again (readers dedupe by id).
+func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
+	type entry struct{ id, line string }
+	entries := make([]entry, 0, len(batch))
+	for _, o := range batch {
+		line, ok, err := s.cfg.Format.Marshal(o)
+		if err != nil {
+			return fmt.Errorf("redisstream: %w", err)
+		}
+		if ok {
+			entries = append(entries, entry{o.ID, string(line)})
+		}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, e := range entries {
+			p.XAdd(ctx, &redis.XAddArgs{
+				Stream: s.cfg.Stream,
+				MaxLen: s.cfg.MaxLen,
+				Approx: s.cfg.MaxLen > 0,
+				Values: []string{IDField, e.id, ValueField, e.line},
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisstream: xadd %d entries to %s: %w", len(entries), s.cfg.Stream, err)
+	}
+	return nil
+}
+
+// Close closes the connection pool after any Write in progress. It is
+// idempotent.
+func (s *Sink) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		err = s.client.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("redisstream: close: %w", err)
+	}
+	return nil
+}
