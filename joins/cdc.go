@@ -40,8 +40,12 @@ func (j *CDC) Empty() bool { return j.left == nil && len(j.rights) == 0 }
 func (j *CDC) Left() record.Row { return j.left }
 
 // Rights returns the stored right rows sorted by primary key (by its key
-// form, compared as strings). The slice is new; the rows are read-only.
+// form, compared as strings), nil when there are none. The slice is new; the
+// rows are read-only.
 func (j *CDC) Rights() []record.Row {
+	if len(j.rights) == 0 {
+		return nil
+	}
 	out := make([]record.Row, len(j.rights))
 	for i, r := range j.rights {
 		out[i] = r.row
