@@ -184,7 +184,7 @@ func TestTable(t *testing.T) {
 		ok   bool
 	}{
 		{record.Insert, "[2,1]", row("a"), true},
-		{record.Insert, "[2,1]", row("a"), false},     // already present
+		{record.Insert, "[2,1]", row("a"), false},      // already present
 		{record.UpdateAfter, "[2,1]", row("b"), false}, // +U without -U
 		{record.UpdateBefore, "[2,1]", row("x"), false},
 		{record.UpdateBefore, "[2,1]", row("a"), true},
