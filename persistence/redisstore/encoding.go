@@ -1,0 +1,67 @@
+package redisstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// snapshotVersion is the first byte of every encoded snapshot value.
+const snapshotVersion byte = 1
+
+// errCorrupt marks a stored value this version cannot decode.
+var errCorrupt = errors.New("corrupt snapshot value")
+
+// encodeSnapshot encodes offsets and state into one value (see the package
+// doc). Partition ids are written in sorted order.
+func encodeSnapshot(offsets map[string]int64, state []byte) []byte {
+	n := 1 + binary.MaxVarintLen64 + len(state)
+	for p := range offsets {
+		n += 2*binary.MaxVarintLen64 + len(p)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, snapshotVersion)
+	b = binary.AppendUvarint(b, uint64(len(offsets)))
+	for _, p := range slices.Sorted(maps.Keys(offsets)) {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+		b = binary.AppendVarint(b, offsets[p])
+	}
+	return append(b, state...)
+}
+
+// decodeSnapshot decodes a value written by encodeSnapshot. The returned
+// state aliases b; offsets is never nil.
+func decodeSnapshot(b []byte) (offsets map[string]int64, state []byte, err error) {
+	if len(b) == 0 {
+		return nil, nil, fmt.Errorf("%w: empty", errCorrupt)
+	}
+	if b[0] != snapshotVersion {
+		return nil, nil, fmt.Errorf("%w: unknown version %d", errCorrupt, b[0])
+	}
+	b = b[1:]
+	n, k := binary.Uvarint(b)
+	// Each entry takes at least two bytes: a length and an offset.
+	if k <= 0 || n > uint64(len(b)-k)/2 {
+		return nil, nil, fmt.Errorf("%w: bad offset count", errCorrupt)
+	}
+	b = b[k:]
+	offsets = make(map[string]int64, n)
+	for range n {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return nil, nil, fmt.Errorf("%w: bad partition id", errCorrupt)
+		}
+		p := string(b[k : k+int(l)])
+		b = b[k+int(l):]
+		o, k := binary.Varint(b)
+		if k <= 0 {
+			return nil, nil, fmt.Errorf("%w: bad offset", errCorrupt)
+		}
+		b = b[k:]
+		offsets[p] = o
+	}
+	return offsets, b, nil
+}

@@ -1,0 +1,354 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/joinery/joinery/internal/testutil"
+	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/persistence/storetest"
+	"github.com/joinery/joinery/record"
+)
+
+func newStore(t testing.TB, addr string) *Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := New(ctx, Config{Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestStoreRedisConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) persistence.Store {
+		return newStore(t, testutil.StartRedis(t).Addr)
+	})
+}
+
+// TestStoreRedisKeyPrefix runs the suite with a custom prefix and a second
+// store with another prefix on the same server, which must see nothing.
+func TestStoreRedisKeyPrefix(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	a, err := New(ctx, Config{Addr: r.Addr, KeyPrefix: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := newStore(t, r.Addr)
+	if err := a.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("v")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Load(ctx, "job", "k"); !errors.Is(err, persistence.ErrNotFound) {
+		t.Fatalf("store with prefix joinery sees prefix a's key: %v", err)
+	}
+	n, err := a.client.Exists(ctx, "a:{job}:state:k", "a:{job}:keys").Result()
+	if err != nil || n != 2 {
+		t.Fatalf("EXISTS of the documented keys = %d, %v; want 2", n, err)
+	}
+}
+
+func TestStoreRedisLayout(t *testing.T) {
+	for _, tc := range []struct{ job, want string }{
+		{"job", "joinery:{job}:"},
+		{"", "joinery:{%}:"},
+		{"%", "joinery:{%25}:"},
+		{"a}b{c", "joinery:{a%7Db%7Bc}:"},
+		{"работа", "joinery:{работа}:"},
+	} {
+		if got := jobPrefix("joinery", tc.job); got != tc.want {
+			t.Errorf("jobPrefix(%q) = %q, want %q", tc.job, got, tc.want)
+		}
+	}
+	jp := jobPrefix("joinery", "job")
+	if got := stateKey(jp, "k:{x}"); got != "joinery:{job}:state:k:{x}" {
+		t.Errorf("stateKey = %q", got)
+	}
+	if got := keysKey(jp); got != "joinery:{job}:keys" {
+		t.Errorf("keysKey = %q", got)
+	}
+	if got := offsetsKey(jp); got != "joinery:{job}:offsets" {
+		t.Errorf("offsetsKey = %q", got)
+	}
+}
+
+func TestStoreRedisConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("DefaultConfig().Validate() = %v", err)
+	}
+	if err := (Config{Addr: "localhost:6379"}).Validate(); err != nil {
+		t.Fatalf("minimal config: %v", err)
+	}
+	err := Config{Addr: "no-port", DB: -1, KeyPrefix: "x{y}"}.Validate()
+	if err == nil {
+		t.Fatal("bad config validated")
+	}
+	for _, field := range []string{"Config.Addr", "Config.DB", "Config.KeyPrefix"} {
+		if !strings.Contains(err.Error(), field) {
+			t.Errorf("Validate() = %q does not name %s", err, field)
+		}
+	}
+	if err := (Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "Config.Addr") {
+		t.Errorf("empty config: Validate() = %v", err)
+	}
+	if _, err := New(context.Background(), Config{}); err == nil {
+		t.Error("New with an empty config succeeded")
+	}
+	if s := (Config{Addr: "h:1", Password: "secret"}).String(); strings.Contains(s, "secret") {
+		t.Errorf("String() leaks the password: %s", s)
+	}
+}
+
+func TestStoreRedisUnreachable(t *testing.T) {
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(testutil.FreePort(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := New(ctx, Config{Addr: addr})
+	if err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("New on a closed port = %v, want an error naming %s", err, addr)
+	}
+}
+
+// TestStoreRedisUnresponsive points New at a server that accepts
+// connections and never answers: the context deadline must end the wait.
+func TestStoreRedisUnresponsive(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	conns.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			open = append(open, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		_ = l.Close()
+		conns.Wait()
+		mu.Lock()
+		for _, c := range open {
+			_ = c.Close()
+		}
+		mu.Unlock()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = New(ctx, Config{Addr: l.Addr().String()})
+	if err == nil {
+		t.Fatal("New against a silent server succeeded")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("New took %v with a 300ms deadline", d)
+	}
+}
+
+// countingHook counts what go-redis hands to the network: single commands
+// and pipelines (a transaction pipeline, MULTI and EXEC included, is one).
+// The handshake of a new connection (HELLO, CLIENT SETINFO) also passes
+// through hooks; it is not the store's doing and is not counted.
+type countingHook struct {
+	process, pipelines, pipelinedCmds atomic.Int64
+}
+
+func handshake(cmd redis.Cmder) bool {
+	switch cmd.Name() {
+	case "hello", "client", "auth", "select":
+		return true
+	}
+	return false
+}
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !handshake(cmd) {
+			h.process.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && !handshake(cmds[0]) {
+			h.pipelines.Add(1)
+			h.pipelinedCmds.Add(int64(len(cmds)))
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestStoreRedisSaveOneRoundTrip checks, on the client and on the server,
+// that a 1000-snapshot batch is one pipelined transaction.
+func TestStoreRedisSaveOneRoundTrip(t *testing.T) {
+	r := testutil.StartRedis(t)
+	s := newStore(t, r.Addr)
+	ctx := context.Background()
+	const n = 1000
+	batch := make([]persistence.Snapshot, n)
+	for i := range batch {
+		batch[i] = persistence.Snapshot{Job: "job", Key: record.Key(fmt.Sprint(i)), State: []byte("state"),
+			Offsets: map[string]int64{"p/0": int64(i)}}
+	}
+	batch[n-1].State = nil // one delete
+	if err := s.client.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := &countingHook{}
+	s.client.AddHook(h)
+	if err := s.Save(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if p, c, cmds := h.pipelines.Load(), h.process.Load(), h.pipelinedCmds.Load(); p != 1 || c != 0 || cmds != 2*n+2 {
+		t.Fatalf("Save(%d) sent %d pipelines (%d commands) and %d single commands; want 1 pipeline of %d and 0",
+			n, p, cmds, c, 2*n+2)
+	}
+	info, err := s.client.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]int{"multi": 1, "exec": 1, "set": n - 1, "sadd": n - 1, "del": 1, "srem": 1} {
+		if got := commandCalls(info, cmd); got != want {
+			t.Errorf("server saw %s called %d times, want %d", cmd, got, want)
+		}
+	}
+}
+
+// commandCalls reads calls=N of cmdstat_<cmd> from INFO commandstats.
+func commandCalls(info, cmd string) int {
+	for line := range strings.SplitSeq(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls=")
+		if !ok {
+			continue
+		}
+		var n int
+		fmt.Sscanf(rest, "%d", &n)
+		return n
+	}
+	return 0
+}
+
+func saveOne(ctx context.Context, s *Store, key record.Key, state string) error {
+	return s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: key, State: []byte(state),
+		Offsets: map[string]int64{"p/0": int64(len(state))}}})
+}
+
+func mustLoad(t *testing.T, s *Store, key record.Key, want string) {
+	t.Helper()
+	got, err := s.Load(context.Background(), "job", key)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", key, err)
+	}
+	if string(got.State) != want || got.Offsets["p/0"] != int64(len(want)) {
+		t.Fatalf("Load(%s) = %q %v, want %q", key, got.State, got.Offsets, want)
+	}
+}
+
+// TestStoreRedisRestart: a new Store (a restarted node) finds what an old one
+// wrote; with an fsyncing AOF, so does a store after Redis itself restarts.
+func TestStoreRedisRestart(t *testing.T) {
+	r := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	ctx := context.Background()
+	s := newStore(t, r.Addr)
+	if err := saveOne(ctx, s, "k", "before"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CommitOffsets(ctx, "job", map[string]int64{"p/0": 6}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+
+	s2 := newStore(t, r.Addr)
+	mustLoad(t, s2, "k", "before")
+	_ = s2.Close()
+
+	r.Kill()
+	r.Start()
+	s3 := newStore(t, r.Addr)
+	mustLoad(t, s3, "k", "before")
+	if got, err := s3.CommittedOffsets(ctx, "job"); err != nil || !maps.Equal(got, map[string]int64{"p/0": 6}) {
+		t.Fatalf("CommittedOffsets after redis restart = %v, %v", got, err)
+	}
+	if ks, err := s3.Keys(ctx, "job"); err != nil || len(ks) != 1 {
+		t.Fatalf("Keys after redis restart = %v, %v", ks, err)
+	}
+}
+
+// TestStoreRedisDown: with Redis gone, calls fail within their deadline
+// instead of hanging; once Redis is back, the same Store works again.
+func TestStoreRedisDown(t *testing.T) {
+	r := testutil.StartRedis(t)
+	s := newStore(t, r.Addr)
+	if err := saveOne(context.Background(), s, "k", "up"); err != nil {
+		t.Fatal(err)
+	}
+	r.Kill()
+	for _, op := range []struct {
+		name string
+		call func(context.Context) error
+	}{
+		{"Save", func(ctx context.Context) error { return saveOne(ctx, s, "k", "down") }},
+		{"Load", func(ctx context.Context) error { _, err := s.Load(ctx, "job", "k"); return err }},
+		{"CommitOffsets", func(ctx context.Context) error {
+			return s.CommitOffsets(ctx, "job", map[string]int64{"p/0": 1})
+		}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		start := time.Now()
+		err := op.call(ctx)
+		cancel()
+		if err == nil || errors.Is(err, persistence.ErrNotFound) {
+			t.Fatalf("%s with redis down = %v, want an error", op.name, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("%s with redis down took %v despite a 500ms deadline", op.name, d)
+		}
+	}
+	r.Start()
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return saveOne(ctx, s, "k", "back")
+	})
+	mustLoad(t, s, "k", "back")
+}
+
+func TestStoreRedisCorruptValue(t *testing.T) {
+	s := newStore(t, testutil.StartRedis(t).Addr)
+	ctx := context.Background()
+	if err := s.client.Set(ctx, "joinery:{job}:state:k", "\x07future format", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(ctx, "job", "k"); !errors.Is(err, errCorrupt) {
+		t.Fatalf("Load of an unknown version = %v, want errCorrupt", err)
+	}
+	if err := s.client.HSet(ctx, "joinery:{job}:offsets", "p/0", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CommittedOffsets(ctx, "job"); err == nil {
+		t.Fatal("CommittedOffsets with a non-numeric field succeeded")
+	}
+}
