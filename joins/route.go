@@ -51,8 +51,9 @@ func (e *RouteError) Error() string {
 //
 //   - c, r: one event at the key of After.
 //   - u: one event at the key of After with Before and After, unless Before
-//     holds the join column with another key: then a d event (Seq 0, Before)
-//     at the old key and a c event (Seq 1, After) at the new one.
+//     holds the join column with another key: then a d event (Seq 0, Before,
+//     which must hold the primary key) at the old key and a c event (Seq 1,
+//     After) at the new one.
 //   - d: one event at the key of Before, which must hold the join column.
 //
 // Rows must hold a non-null scalar primary key and join column where they are
@@ -98,6 +99,10 @@ func (s *CDCSpec) Route(side record.Side, c record.Change) ([]record.Event, erro
 		}
 		if old == key {
 			return []record.Event{ev}, nil
+		}
+		if !has(c.Before, ss.PK) {
+			// The retraction at the old key needs the row's primary key.
+			return fail(ReasonPKMissing, "before", ss.PK)
 		}
 		del := record.Event{Key: old, Side: side, Op: record.OpDelete, Before: c.Before, Pos: c.Pos, Seq: 0}
 		ins := record.Event{Key: key, Side: side, Op: record.OpCreate, After: c.After, Pos: c.Pos, Seq: 1}

@@ -38,6 +38,7 @@ func TestRouteErrors(t *testing.T) {
 		{"update before pk null", record.Right, upd(record.Row{"id": nil}, d1), ReasonPKNull, "before.id"},
 		{"update before join null", record.Right, upd(record.Row{"id": num(1), "user_id": nil}, d1), ReasonJoinNull, "before.user_id"},
 		{"update before join object", record.Right, upd(record.Row{"id": num(1), "user_id": obj}, d1), ReasonJoinNotScalar, "before.user_id"},
+		{"move with before lacking pk", record.Right, upd(record.Row{"user_id": num(2)}, d1), ReasonPKMissing, "before.id"},
 		{"delete with pk-only before", record.Right, del(record.Row{"id": num(1)}), ReasonDeleteUnroutable, "primary key"},
 		{"delete with empty before", record.Right, del(record.Row{}), ReasonDeleteUnroutable, "user_id"},
 		{"delete join null", record.Right, del(record.Row{"id": num(1), "user_id": nil}), ReasonJoinNull, "user_id"},
