@@ -53,7 +53,8 @@ func (e *RouteError) Error() string {
 //   - u: one event at the key of After with Before and After, unless Before
 //     holds the join column with another key: then a d event (Seq 0, Before,
 //     which must hold the primary key) at the old key and a c event (Seq 1,
-//     After) at the new one.
+//     After) at the new one. A Before without the join column (a partial
+//     Debezium before) is taken to mean the key did not change.
 //   - d: one event at the key of Before, which must hold the join column.
 //
 // Rows must hold a non-null scalar primary key and join column where they are
