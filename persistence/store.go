@@ -15,7 +15,8 @@ import (
 // ErrNotFound is returned by Load when a key has no snapshot.
 var ErrNotFound = errors.New("persistence: not found")
 
-// ErrClosed is returned by every method after Close.
+// ErrClosed is returned by every method except Close after Close, and by
+// calls that Close interrupts.
 var ErrClosed = errors.New("persistence: closed")
 
 // Snapshot is the durable state of one join key: the join state machine's
@@ -34,14 +35,24 @@ type Snapshot struct {
 // All methods are safe for concurrent use. Slices and maps passed in are not
 // retained after the call returns; those returned belong to the caller.
 type Store interface {
-	// Load returns the snapshot of key in job, or ErrNotFound.
+	// Load returns the snapshot of key in job, or ErrNotFound. The returned
+	// snapshot's Job and Key are the arguments; its State is non-empty and its
+	// Offsets may be empty. Job names and keys may be any strings, including
+	// empty ones and ones with separators or braces in them.
 	Load(ctx context.Context, job string, key record.Key) (Snapshot, error)
 	// Save writes a batch of snapshots, each replacing the previous snapshot of
 	// its key. Implementations send the batch in one round trip (pipelined) where
 	// they can. A snapshot with empty State deletes the key. When Save returns
 	// nil every snapshot of the batch is durable to the store's standard.
+	//
+	// Snapshots apply in batch order, so of two snapshots of one key the later
+	// wins. A deleted snapshot's Offsets are not kept; deleting a key that has
+	// no snapshot does nothing. An empty batch does nothing. On an error the
+	// batch may have been applied or not; implementations that can apply it
+	// atomically (both in this tree do) say so.
 	Save(ctx context.Context, batch []Snapshot) error
-	// Keys lists the keys of job that have a snapshot, in no particular order.
+	// Keys lists the keys of job that have a snapshot, in no particular order
+	// and without duplicates; an unknown job has none (not an error).
 	Keys(ctx context.Context, job string) ([]record.Key, error)
 	// CommitOffsets records, per source partition, the offset below which
 	// (inclusive) every event is in a durable snapshot. An offset lower than the
