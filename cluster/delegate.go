@@ -9,29 +9,23 @@ type eventDelegate struct{ p *Provider }
 
 var _ memberlist.EventDelegate = eventDelegate{}
 
-func (d eventDelegate) NotifyJoin(n *memberlist.Node)   { d.p.recordNode(n, StatusAlive) }
-func (d eventDelegate) NotifyUpdate(n *memberlist.Node) { d.p.recordNode(n, StatusAlive) }
+func (d eventDelegate) NotifyJoin(n *memberlist.Node)   { d.p.recordNode(n, false) }
+func (d eventDelegate) NotifyUpdate(n *memberlist.Node) { d.p.recordNode(n, false) }
+func (d eventDelegate) NotifyLeave(n *memberlist.Node)  { d.p.recordNode(n, true) }
 
-func (d eventDelegate) NotifyLeave(n *memberlist.Node) {
-	status := StatusDead
-	if n.State == memberlist.StateLeft {
-		status = StatusLeft
-	}
-	d.p.recordNode(n, status)
-}
-
-// metaDelegate serves this node's meta (fixed at start) to memberlist and
-// ignores user messages: watermark gossip, when added, gets its own
-// delegate methods here.
-type metaDelegate struct{ meta []byte }
+// metaDelegate serves this node's current meta to memberlist and ignores
+// user messages: watermark gossip, when added, gets its own delegate
+// methods here.
+type metaDelegate struct{ p *Provider }
 
 var _ memberlist.Delegate = metaDelegate{}
 
 func (d metaDelegate) NodeMeta(limit int) []byte {
-	if len(d.meta) > limit { // checked at start; defensive
+	b := d.p.meta.Load()
+	if b == nil || len(*b) > limit { // size checked by encodeMeta; defensive
 		return nil
 	}
-	return d.meta
+	return *b
 }
 func (metaDelegate) NotifyMsg([]byte)                           {}
 func (metaDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }

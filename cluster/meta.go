@@ -20,6 +20,11 @@ type nodeMeta struct {
 	Port   int      `json:"port"`            // protoactor remote port
 	Kinds  []string `json:"kinds,omitempty"` // cluster kinds hosted
 	Client bool     `json:"client,omitempty"`
+	// Leaving is set by a graceful Shutdown just before the node leaves,
+	// so peers drop it from placement at once and can later tell a leave
+	// from a failure (memberlist's Node.State cannot: nodeState shadows
+	// it and memberlist never updates Node.State).
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 func encodeMeta(m nodeMeta) ([]byte, error) {

@@ -24,9 +24,10 @@ var ErrClosed = errors.New("cluster: provider shut down")
 
 // Member statuses reported by Provider.Members.
 const (
-	StatusAlive = "alive" // a live member (memberlist alive or suspect)
-	StatusLeft  = "left"  // left gracefully; kept for Config.DepartedRetention
-	StatusDead  = "dead"  // failed; kept for Config.DepartedRetention
+	StatusAlive   = "alive"   // a live member (memberlist alive or suspect)
+	StatusLeaving = "leaving" // shutting down gracefully; no longer placed on
+	StatusLeft    = "left"    // left gracefully; kept for Config.DepartedRetention
+	StatusDead    = "dead"    // failed; kept for Config.DepartedRetention
 )
 
 // MemberInfo describes one node as this node sees it, for the admin CLI.
@@ -42,7 +43,7 @@ type MemberInfo struct {
 	GossipAddr string
 	// Kinds are the cluster kinds the node hosts.
 	Kinds []string
-	// Status is StatusAlive, StatusLeft or StatusDead.
+	// Status is StatusAlive, StatusLeaving, StatusLeft or StatusDead.
 	Status string
 	// Client is true for nodes started with StartClient (no kinds; not
 	// part of the protoactor topology).
@@ -94,10 +95,12 @@ type Provider struct {
 	shutdownOnce sync.Once
 	shutdownErr  error
 
-	log atomic.Pointer[slog.Logger] // set at start; Config.Logger or the actor system's
+	log     atomic.Pointer[slog.Logger] // set at start; Config.Logger or the actor system's
+	meta    atomic.Pointer[[]byte]      // encoded nodeMeta served to memberlist
+	ownMeta nodeMeta                    // written once in start before memberlist exists
 
 	joinFailures atomic.Int64 // failed join rounds; read by tests
-	published    atomic.Int64 // topology publications; read by tests
+	publishing   atomic.Bool  // true while UpdateClusterTopology runs; read by tests
 
 	mu struct {
 		sync.Mutex
@@ -219,12 +222,14 @@ func (p *Provider) createMemberlist(c *protocluster.Cluster, client bool) (*memb
 	if err != nil {
 		return nil, err
 	}
+	p.ownMeta = m
+	p.meta.Store(&meta)
 	name := p.cfg.NodeName
 	if name == "" {
 		name = defaultNodeName(c.ActorSystem.ID)
 	}
 	mc := p.cfg.memberlistConfig(name)
-	mc.Delegate = metaDelegate{meta: meta}
+	mc.Delegate = metaDelegate{p: p}
 	mc.Events = eventDelegate{p: p}
 	mc.Logger = newMemberlistLogger(p.logNow())
 	ml, err := memberlist.Create(mc)
@@ -268,8 +273,9 @@ func (p *Provider) publishLoop(c *protocluster.Cluster) {
 		case <-p.stop:
 			return
 		case <-p.changed:
+			p.publishing.Store(true)
 			c.MemberList.UpdateClusterTopology(p.topology())
-			p.published.Add(1)
+			p.publishing.Store(false)
 		}
 	}
 }
@@ -305,7 +311,7 @@ func (p *Provider) topology() protocluster.Members {
 
 func (p *Provider) pruneDepartedLocked(now time.Time) {
 	for name, n := range p.mu.nodes {
-		if n.status != StatusAlive && now.Sub(n.departed) > p.cfg.DepartedRetention {
+		if !n.departed.IsZero() && now.Sub(n.departed) > p.cfg.DepartedRetention {
 			delete(p.mu.nodes, name)
 		}
 	}
@@ -370,9 +376,7 @@ func (p *Provider) shutdown(graceful bool) error {
 	var errs []error
 	if ml != nil {
 		if graceful {
-			if err := ml.Leave(p.cfg.LeaveTimeout); err != nil {
-				errs = append(errs, fmt.Errorf("cluster: leave: %w", err))
-			}
+			p.leave(ml)
 		}
 		if err := ml.Shutdown(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: memberlist shutdown: %w", err))
@@ -380,6 +384,24 @@ func (p *Provider) shutdown(graceful bool) error {
 	}
 	p.wg.Wait()
 	return errors.Join(errs...)
+}
+
+// leave announces that this node is leaving (peers drop it from placement
+// and will report it as left, not dead), then leaves. Each step waits at
+// most Config.LeaveTimeout for its broadcast; a timeout, e.g. because all
+// peers are leaving too, is logged, not returned: shutdown goes on.
+func (p *Provider) leave(ml *memberlist.Memberlist) {
+	m := p.ownMeta
+	m.Leaving = true
+	if b, err := encodeMeta(m); err == nil {
+		p.meta.Store(&b)
+		if err := ml.UpdateNode(p.cfg.LeaveTimeout); err != nil {
+			p.logNow().Warn("announcing leave", slog.Any("error", err))
+		}
+	}
+	if err := ml.Leave(p.cfg.LeaveTimeout); err != nil {
+		p.logNow().Warn("leaving cluster", slog.Any("error", err))
+	}
 }
 
 // GossipAddr returns the memberlist address ("host:port") this node
@@ -450,17 +472,26 @@ func (p *Provider) OwnerOf(kind, identity string) (owner MemberInfo, ok bool) {
 }
 
 // recordNode copies n into the provider's view. Called by memberlist with
-// its node lock held, so reading n is safe here and only here.
-func (p *Provider) recordNode(n *memberlist.Node, status string) {
-	v := &nodeView{name: n.Name, gossipAddr: n.Address(), status: status}
+// its node lock held, so reading n is safe here and only here. n.State is
+// not read: memberlist never updates it (nodeState shadows the field).
+func (p *Provider) recordNode(n *memberlist.Node, departed bool) {
+	v := &nodeView{name: n.Name, gossipAddr: n.Address(), status: StatusAlive}
 	v.meta, v.metaErr = decodeMeta(n.Meta)
-	if status != StatusAlive {
+	switch {
+	case departed && v.meta.Leaving:
+		v.status = StatusLeft
+	case departed:
+		v.status = StatusDead
+	case v.meta.Leaving:
+		v.status = StatusLeaving
+	}
+	if departed {
 		v.departed = time.Now()
 	}
 	p.mu.Lock()
 	p.mu.nodes[n.Name] = v
 	p.mu.Unlock()
-	if v.metaErr != nil && status == StatusAlive {
+	if v.metaErr != nil && !departed {
 		p.logNow().Warn("ignoring node with unreadable meta", slog.String("node", n.Name), slog.Any("error", v.metaErr))
 	}
 	p.signal()
