@@ -44,7 +44,7 @@ func testConfig(seeds ...string) Config {
 		TCPTimeout:       time.Second,
 		JoinRetryMin:     20 * time.Millisecond,
 		JoinRetryMax:     200 * time.Millisecond,
-		LeaveTimeout:     time.Second,
+		LeaveTimeout:     300 * time.Millisecond,
 		Logger:           testLogger(),
 	}
 }
@@ -156,6 +156,13 @@ func newFleet(t *testing.T) *fleet {
 // own loopback port) with a Provider built from cfg.
 func (f *fleet) start(cfg Config) *testNode {
 	f.t.Helper()
+	return f.startMode(cfg, fullStack, false)
+}
+
+// startMode starts a node with the full protoactor stack or without
+// remoting (see fullStack), as a member or as a client.
+func (f *fleet) startMode(cfg Config, full, client bool) *testNode {
+	f.t.Helper()
 	p, err := New(cfg)
 	if err != nil {
 		f.t.Fatalf("New: %v", err)
@@ -176,17 +183,25 @@ func (f *fleet) start(cfg Config) *testNode {
 	f.mu.Lock()
 	f.nodes = append(f.nodes, n)
 	f.mu.Unlock()
-	if fullStack {
+	if full {
 		n.full = true
-		n.cluster.StartMember()
+		if client {
+			n.cluster.StartClient()
+		} else {
+			n.cluster.StartMember()
+		}
 		return n
 	}
 	// Without remoting: give the system the address Remote.Start would,
 	// and the Remote object whose BlockList MemberList consults.
 	n.system.ProcessRegistry.Address = net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
 	n.cluster.Remote = remote.NewRemote(n.system, remoteCfg)
-	if err := p.StartMember(n.cluster); err != nil {
-		f.t.Fatalf("StartMember: %v", err)
+	start := p.StartMember
+	if client {
+		start = p.StartClient
+	}
+	if err := start(n.cluster); err != nil {
+		f.t.Fatalf("start: %v", err)
 	}
 	return n
 }
@@ -451,5 +466,26 @@ func TestClusterEncryptionAndLabel(t *testing.T) {
 		if s := n.size(); s != 1 {
 			t.Errorf("outsider sees %d members, want 1", s)
 		}
+	}
+}
+
+func TestClusterClient(t *testing.T) {
+	f := newFleet(t)
+	m1 := f.startMode(testConfig(), false, false)
+	seed := m1.provider.GossipAddr()
+	m2 := f.startMode(testConfig(seed), false, false)
+	cl := f.startMode(testConfig(seed), false, true)
+	// The client learns the two members; the members never count it.
+	waitSizes(t, 2, m1, m2, cl)
+	waitFor(t, 10*time.Second, "members to list the client", func() bool {
+		for _, m := range m1.provider.Members() {
+			if m.Client && m.ID == cl.system.ID {
+				return true
+			}
+		}
+		return false
+	})
+	if s := m1.size(); s != 2 {
+		t.Fatalf("member topology has %d members with a client joined, want 2", s)
 	}
 }
