@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/actors/keypb"
@@ -249,7 +248,7 @@ func (r *reader) dispatch(msgs []sources.Message) (*batch, error) {
 		if prev, ok := r.inflight[k]; ok {
 			a.Prev = maps.Clone(prev.offsets)
 		}
-		fut, err := n.cluster.RequestFuture(string(k), n.kind, a, pcluster.WithTimeout(n.timeout))
+		fut, err := n.client.RequestFuture(string(k), a, n.timeout)
 		if err != nil {
 			return nil, fmt.Errorf("key %q: %w", k, err)
 		}

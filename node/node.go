@@ -51,6 +51,7 @@ type Node struct {
 	store    persistence.Store
 	writer   *actors.Writer
 	kind     string
+	client   *actors.Client
 	timeout  time.Duration
 	out      *outputs
 	stats    *Stats
@@ -175,6 +176,7 @@ func (n *Node) startCluster() (err error) {
 		}
 	}()
 	n.cluster.StartMember()
+	n.client = actors.NewClient(n.cluster, n.kind)
 	return nil
 }
 
@@ -219,7 +221,7 @@ func (n *Node) Close(ctx context.Context) error {
 // Inspect asks the actor of key, wherever in the cluster it lives, for its
 // live state. It activates the key if it is not active.
 func (n *Node) Inspect(key record.Key) (*keypb.KeyState, error) {
-	res, err := n.cluster.Request(string(key), n.kind, &keypb.Inspect{}, pcluster.WithTimeout(n.timeout))
+	res, err := n.client.Request(string(key), &keypb.Inspect{}, n.timeout)
 	if err != nil {
 		return nil, err
 	}
