@@ -1,0 +1,158 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/persistence/embedded"
+	"github.com/joinery/joinery/record"
+)
+
+// flakyStore fails the first n Saves, then passes through. It is a fault
+// injector around the real embedded store.
+type flakyStore struct {
+	persistence.Store
+	fail  atomic.Int32
+	saves atomic.Int32
+	sizes chan int
+}
+
+func (s *flakyStore) Save(ctx context.Context, b []persistence.Snapshot) error {
+	s.saves.Add(1)
+	if s.fail.Add(-1) >= 0 {
+		return errors.New("injected failure")
+	}
+	if s.sizes != nil {
+		s.sizes <- len(b)
+	}
+	return s.Store.Save(ctx, b)
+}
+
+func newEmbedded(t *testing.T) persistence.Store {
+	s, err := embedded.New(embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func snap(key string, v int) persistence.Snapshot {
+	return persistence.Snapshot{Job: "j", Key: record.Key(key), State: []byte(fmt.Sprint(v)), Offsets: map[string]int64{"s/0": int64(v)}}
+}
+
+// TestWriterDurableBeforeCallback checks that every callback runs after its
+// snapshot is in the store, from many concurrent submitters, and that the
+// last snapshot of a key wins.
+func TestWriterDurableBeforeCallback(t *testing.T) {
+	store := newEmbedded(t)
+	w := NewWriter(store, WriterOptions{MaxBatch: 16})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprintf("k%d", g)
+			for i := 1; i <= 200; i++ {
+				done := make(chan error, 1)
+				w.Submit(snap(key, i), func(err error) { done <- err })
+				if err := <-done; err != nil {
+					t.Errorf("submit: %v", err)
+					return
+				}
+				got, err := store.Load(context.Background(), "j", record.Key(key))
+				if err != nil || string(got.State) != fmt.Sprint(i) {
+					t.Errorf("after callback %s = %q, %v; want %d", key, got.State, err, i)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	w.Close(context.Background())
+}
+
+// TestWriterBatches checks that queued snapshots are written together.
+func TestWriterBatches(t *testing.T) {
+	fs := &flakyStore{Store: newEmbedded(t), sizes: make(chan int, 1000)}
+	w := NewWriter(fs, WriterOptions{MaxBatch: 64})
+	var done sync.WaitGroup
+	done.Add(500)
+	for i := range 500 {
+		w.Submit(snap(fmt.Sprint(i), i), func(error) { done.Done() })
+	}
+	done.Wait()
+	w.Close(context.Background())
+	close(fs.sizes)
+	max := 0
+	for n := range fs.sizes {
+		if n > 64 {
+			t.Errorf("batch of %d > MaxBatch 64", n)
+		}
+		max = maxInt(max, n)
+	}
+	if max < 2 {
+		t.Errorf("largest batch %d: snapshots were not batched", max)
+	}
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// TestWriterRetriesUntilDurable checks that a failing store stalls the
+// callback (no ack before durability) and that the write lands once the
+// store recovers.
+func TestWriterRetriesUntilDurable(t *testing.T) {
+	fs := &flakyStore{Store: newEmbedded(t)}
+	fs.fail.Store(3)
+	w := NewWriter(fs, WriterOptions{MaxBackoff: 10 * time.Millisecond})
+	done := make(chan error, 1)
+	w.Submit(snap("k", 1), func(err error) { done <- err })
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("write never completed")
+	}
+	if n := fs.saves.Load(); n != 4 {
+		t.Errorf("saves = %d, want 3 failures + 1 success", n)
+	}
+	if _, err := fs.Load(context.Background(), "j", "k"); err != nil {
+		t.Errorf("load after recovery: %v", err)
+	}
+	w.Close(context.Background())
+}
+
+// TestWriterCloseGivesUp checks that Close with an expired context fails
+// pending callbacks instead of hanging, and Submit after Close fails at once.
+func TestWriterCloseGivesUp(t *testing.T) {
+	fs := &flakyStore{Store: newEmbedded(t)}
+	fs.fail.Store(1 << 30)
+	w := NewWriter(fs, WriterOptions{MaxBackoff: 5 * time.Millisecond})
+	done := make(chan error, 1)
+	w.Submit(snap("k", 1), func(err error) { done <- err })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	w.Close(ctx)
+	if err := <-done; err == nil {
+		t.Fatal("callback of a never-written snapshot got nil")
+	}
+	after := make(chan error, 1)
+	w.Submit(snap("k", 2), func(err error) { after <- err })
+	if err := <-after; !errors.Is(err, persistence.ErrClosed) {
+		t.Errorf("submit after close: %v, want ErrClosed", err)
+	}
+	w.Close(context.Background()) // idempotent
+}
