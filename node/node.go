@@ -141,7 +141,7 @@ func (n *Node) startCluster() (err error) {
 	pcfg.BindPort = gport
 	pcfg.Seeds = cc.Seeds
 	pcfg.Label = cc.Label
-	pcfg.Logger = n.log.With("component", "memberlist")
+	pcfg.Logger = libLogger(n.log, "memberlist")
 	if cc.Advertise != "" {
 		pcfg.AdvertiseAddr = cc.Advertise
 	}
@@ -155,7 +155,7 @@ func (n *Node) startCluster() (err error) {
 	if n.provider, err = cluster.New(pcfg); err != nil {
 		return err
 	}
-	plog := n.log.With("component", "protoactor")
+	plog := libLogger(n.log, "protoactor")
 	n.system = actor.NewActorSystemWithConfig(actor.Configure(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return plog }),
 	))
@@ -196,6 +196,15 @@ func (n *Node) Stats() *Stats { return n.stats }
 // result of the changes its sources read, across restarts only if the sink
 // state was kept).
 func (n *Node) Table() []joins.TableRow { return n.out.tableRows() }
+
+// Columns are the output columns in projection order (nil without a projection).
+func (n *Node) Columns() []string {
+	var cols []string
+	for _, c := range n.cdc.Project {
+		cols = append(cols, c.Name)
+	}
+	return cols
+}
 
 // Close shuts the node down: flushes pending state writes, leaves the cluster
 // gracefully, closes sinks and the store. It is idempotent.

@@ -12,20 +12,22 @@ import (
 )
 
 // PrintTable writes the joined table as aligned text: one column per output
-// field (sorted by name unless the rows are nested per side), one line per
-// row, sorted by primary key.
-func PrintTable(w io.Writer, rows []joins.TableRow) {
-	cols := map[string]bool{}
-	for _, r := range rows {
-		for c := range r.Row {
-			cols[c] = true
+// field (in the order of columns, or sorted by name when columns is nil), one
+// line per row, sorted by primary key.
+func PrintTable(w io.Writer, rows []joins.TableRow, columns []string) {
+	names := columns
+	if names == nil {
+		seen := map[string]bool{}
+		for _, r := range rows {
+			for c := range r.Row {
+				if !seen[c] {
+					seen[c] = true
+					names = append(names, c)
+				}
+			}
 		}
+		slices.Sort(names)
 	}
-	names := make([]string, 0, len(cols))
-	for c := range cols {
-		names = append(names, c)
-	}
-	slices.Sort(names)
 	fmt.Fprintf(w, "\nfinal joined table (%d rows):\n", len(rows))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "pk\t"+strings.Join(names, "\t"))

@@ -92,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log.Info("node stopped", "records_in", st.In.Load(), "events", st.Events.Load(), "outputs", st.Out.Load(),
 		"replayed_skipped", st.Skipped.Load(), "tombstones", st.Tombs.Load(), "rejected", st.Bad())
 	if rows := n.Table(); rows != nil {
-		node.PrintTable(stdout, rows)
+		node.PrintTable(stdout, rows, n.Columns())
 	}
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		log.Error("run failed", "err", runErr)
