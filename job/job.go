@@ -162,6 +162,7 @@ func Parse(b []byte) (*Spec, error) {
 		return nil, fmt.Errorf("job: parse: %w", err)
 	}
 	s.expandEnv()
+	s.applyEnv(os.Getenv)
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -176,6 +177,36 @@ func (s *Spec) expandEnv() {
 	}
 	for i := range s.Sinks {
 		s.Sinks[i].Redis.Password = os.ExpandEnv(s.Sinks[i].Redis.Password)
+	}
+}
+
+// Environment variables that override the job file, so one file (a Helm
+// ConfigMap) serves every pod of a fleet. Each one, when set and non-empty,
+// wins over the file.
+const (
+	EnvNodeName  = "JOINERY_NODE_NAME"      // cluster.node_name
+	EnvAdvertise = "JOINERY_ADVERTISE_ADDR" // cluster.advertise
+	EnvSeeds     = "JOINERY_SEEDS"          // cluster.seeds, comma separated
+	EnvRedisAddr = "JOINERY_REDIS_ADDR"     // state.redis.addr
+)
+
+func (s *Spec) applyEnv(getenv func(string) string) {
+	if v := getenv(EnvNodeName); v != "" {
+		s.Cluster.NodeName = v
+	}
+	if v := getenv(EnvAdvertise); v != "" {
+		s.Cluster.Advertise = v
+	}
+	if v := getenv(EnvSeeds); v != "" {
+		s.Cluster.Seeds = nil
+		for _, seed := range strings.Split(v, ",") {
+			if seed = strings.TrimSpace(seed); seed != "" {
+				s.Cluster.Seeds = append(s.Cluster.Seeds, seed)
+			}
+		}
+	}
+	if v := getenv(EnvRedisAddr); v != "" {
+		s.State.Redis.Addr = v
 	}
 }
 

@@ -90,3 +90,22 @@ func FuzzJobParse(f *testing.F) {
 		}
 	})
 }
+
+func TestJobEnvOverrides(t *testing.T) {
+	t.Setenv(EnvNodeName, "joinery-2")
+	t.Setenv(EnvAdvertise, "10.1.2.3")
+	t.Setenv(EnvSeeds, "a:7946, b:7946,")
+	t.Setenv(EnvRedisAddr, "redis:6379")
+	s, err := Parse([]byte(good + "state: {store: redis, redis: {addr: file:1}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Cluster
+	if c.NodeName != "joinery-2" || c.Advertise != "10.1.2.3" || len(c.Seeds) != 2 || c.Seeds[1] != "b:7946" || s.State.Redis.Addr != "redis:6379" {
+		t.Errorf("env not applied: %+v, redis %q", c, s.State.Redis.Addr)
+	}
+	t.Setenv(EnvSeeds, "nohostport")
+	if _, err := Parse([]byte(good)); err == nil || !strings.Contains(err.Error(), "cluster.seeds[0]") {
+		t.Errorf("bad seed from env not reported: %v", err)
+	}
+}
