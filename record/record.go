@@ -147,6 +147,9 @@ type Output struct {
 	Kind Kind   `json:"op"`
 	PK   string `json:"pk"`
 	Row  Row    `json:"row"`
+	// Ts is the event time of an event-time join's output (ms); 0 for the
+	// changelog join, whose outputs carry no event time.
+	Ts int64 `json:"ts,omitempty"`
 }
 
 // OutputID builds the deterministic id of the n-th output made by event e.
