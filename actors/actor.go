@@ -23,6 +23,18 @@ type Deps struct {
 	Store  persistence.Store // loads state on activation
 	Writer *Writer           // writes snapshots
 	Logger *slog.Logger
+	// PassivateAfter stops a key actor idle for this long, once its state is
+	// durable; the next request reactivates it from the store. 0 = never.
+	PassivateAfter time.Duration
+	// Events, when set, is told about activations and passivations (metrics).
+	Events Events
+}
+
+// Events receives key actor lifecycle events. Methods are called from actor
+// goroutines, concurrently; they must not block.
+type Events interface {
+	Activated(job string, key record.Key)
+	Passivated(job string, key record.Key)
 }
 
 // KindName is the cluster kind of job's key actors.
@@ -37,6 +49,9 @@ func NewKind(d *Deps) *cluster.Kind {
 	return cluster.NewKind(KindName(d.Job), props)
 }
 
+// writeDone tells a key actor that one of its snapshots is durable (or not).
+type writeDone struct{ err error }
+
 // keyActor holds one join key's state. Its mailbox is the only goroutine that
 // touches the fields, so they need no lock.
 type keyActor struct {
@@ -44,8 +59,11 @@ type keyActor struct {
 	key     record.Key
 	join    *joins.CDC
 	offsets map[string]int64 // partition id -> highest applied offset
+	outbox  []outboxEntry
 	loaded  bool
 	node    string
+	pending int  // snapshots handed to the Writer and not yet durable
+	stop    bool // passivation requested: stop once pending is 0
 }
 
 func (a *keyActor) Receive(ctx actor.Context) {
@@ -58,10 +76,43 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		if err := a.load(); err != nil {
 			a.deps.Logger.Warn("key state load failed; will retry on next request", "job", a.deps.Job, "key", a.key, "err", err)
 		}
+		if a.deps.PassivateAfter > 0 {
+			ctx.SetReceiveTimeout(a.deps.PassivateAfter)
+		}
+		if a.deps.Events != nil {
+			a.deps.Events.Activated(a.deps.Job, a.key)
+		}
 	case *keypb.Apply:
 		a.apply(ctx, m)
 	case *keypb.Inspect:
 		ctx.Respond(a.inspect())
+	case *writeDone:
+		a.pending--
+		if m.err != nil {
+			// Memory is now ahead of the store: stop, so the next activation
+			// reloads the durable state.
+			a.deps.Logger.Error("key state write failed; stopping the activation", "job", a.deps.Job, "key", a.key, "err", m.err)
+			ctx.Stop(ctx.Self())
+			return
+		}
+		a.maybeStop(ctx)
+	case *actor.ReceiveTimeout:
+		a.stop = true
+		a.maybeStop(ctx)
+	case *keypb.Passivate:
+		a.stop = true
+		a.maybeStop(ctx)
+		ctx.Respond(&keypb.Passivate{})
+	case *actor.Stopped:
+		if a.deps.Events != nil && a.join != nil {
+			a.deps.Events.Passivated(a.deps.Job, a.key)
+		}
+	}
+}
+
+func (a *keyActor) maybeStop(ctx actor.Context) {
+	if a.stop && a.pending == 0 {
+		ctx.Stop(ctx.Self())
 	}
 }
 
@@ -77,9 +128,16 @@ func (a *keyActor) load() error {
 	case err != nil:
 		return err
 	default:
-		if err := a.join.Restore(snap.State); err != nil {
+		st, err := decodeState(snap.State)
+		if err != nil {
 			return err
 		}
+		if len(st.Join) > 0 {
+			if err := a.join.Restore(st.Join); err != nil {
+				return err
+			}
+		}
+		a.outbox = st.Outbox
 		a.offsets = maps.Clone(snap.Offsets)
 		if a.offsets == nil {
 			a.offsets = map[string]int64{}
@@ -90,6 +148,7 @@ func (a *keyActor) load() error {
 }
 
 func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
+	a.stop = false // a request cancels a pending passivation
 	if err := a.load(); err != nil {
 		ctx.Respond(&keypb.Applied{Error: "load state: " + err.Error()})
 		return
@@ -100,9 +159,9 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 			return
 		}
 	}
+	changed := a.prune(m.Committed)
 	reply := &keypb.Applied{}
 	var outs []record.Output
-	changed := false
 	for _, pe := range m.Events {
 		e, err := DecodeEvent(a.key, pe)
 		if err != nil {
@@ -110,11 +169,20 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 			return
 		}
 		part := e.Pos.PartitionID()
+		// One input reaches one key at most once (a moved row goes to two
+		// different keys), so "offset <= applied" means "already applied":
+		// skip it, and send its outputs again if they may not have reached
+		// the sinks yet.
 		if last, ok := a.offsets[part]; ok && e.Pos.Offset <= last {
 			reply.Skipped++
+			outs = append(outs, a.kept(part, e.Pos.Offset)...)
 			continue
 		}
+		n := len(outs)
 		outs = a.join.OnEvent(e, outs)
+		if len(outs) > n {
+			a.outbox = append(a.outbox, outboxEntry{Part: part, Offset: e.Pos.Offset, Outputs: outs[n:len(outs):len(outs)]})
+		}
 		a.offsets[part] = e.Pos.Offset
 		changed = true
 	}
@@ -131,27 +199,62 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 		return
 	}
 	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.key, Offsets: maps.Clone(a.offsets)}
-	if !a.join.Empty() {
-		snap.State = a.join.Snapshot()
+	if !a.join.Empty() || len(a.outbox) > 0 {
+		st := keyState{Outbox: a.outbox}
+		if !a.join.Empty() {
+			st.Join = a.join.Snapshot()
+		}
+		b, err := encodeState(st)
+		if err != nil {
+			ctx.Respond(&keypb.Applied{Error: "encode state: " + err.Error()})
+			return
+		}
+		snap.State = b
 	}
-	// One input reaches one key at most once (a moved row goes to two
-	// different keys), so "offset <= applied" above means "already applied".
+	a.pending++
 	sender, self, root := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root
 	a.deps.Writer.Submit(snap, func(err error) {
 		if err != nil {
-			// Memory is now ahead of the store: stop, so the next activation
-			// reloads the durable state.
 			reply = &keypb.Applied{Error: "write state: " + err.Error()}
-			root.Stop(self)
 		}
 		if sender != nil {
 			root.Send(sender, reply)
 		}
+		root.Send(self, &writeDone{err: err})
 	})
 }
 
+// prune drops outbox entries the sender has committed. It reports whether it
+// dropped any.
+func (a *keyActor) prune(committed map[string]int64) bool {
+	if len(committed) == 0 || len(a.outbox) == 0 {
+		return false
+	}
+	kept := a.outbox[:0]
+	for _, e := range a.outbox {
+		if c, ok := committed[e.Part]; ok && e.Offset <= c {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	dropped := len(kept) != len(a.outbox)
+	clear(a.outbox[len(kept):])
+	a.outbox = kept
+	return dropped
+}
+
+// kept returns the outputs the outbox holds for an input.
+func (a *keyActor) kept(part string, offset int64) []record.Output {
+	for _, e := range a.outbox {
+		if e.Part == part && e.Offset == offset {
+			return e.Outputs
+		}
+	}
+	return nil
+}
+
 func (a *keyActor) inspect() *keypb.KeyState {
-	ks := &keypb.KeyState{Key: string(a.key), Offsets: maps.Clone(a.offsets), Node: a.node}
+	ks := &keypb.KeyState{Key: string(a.key), Offsets: maps.Clone(a.offsets), Node: a.node, Outbox: int32(len(a.outbox))}
 	if a.join == nil {
 		return ks
 	}

@@ -41,6 +41,10 @@ func (cl *Client) PID(key string) (*actor.PID, error) {
 	return pid, nil
 }
 
+// Forget drops the cached PID of key, so the next request resolves it again
+// (after the actor moved, passivated or stopped).
+func (cl *Client) Forget(key string) { cl.c.PidCache.Remove(key, cl.kind) }
+
 // RequestFuture sends msg to key's actor and returns the future of its answer.
 func (cl *Client) RequestFuture(key string, msg any, timeout time.Duration) (*actor.Future, error) {
 	pid, err := cl.PID(key)

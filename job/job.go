@@ -115,6 +115,10 @@ type State struct {
 	Redis Redis  `yaml:"redis"`
 	// FlushBatch is the most snapshots per pipelined write (default 512).
 	FlushBatch int `yaml:"flush_batch"`
+	// PassivateAfter stops a key actor idle this long (its state is already
+	// durable); the next event reactivates it from the store. 0 = never.
+	// Memory then stays bounded by the keys active in that window.
+	PassivateAfter time.Duration `yaml:"passivate_after"`
 }
 
 // Cluster holds membership (memberlist) and remoting (protoactor) settings.
@@ -313,6 +317,9 @@ func (s *Spec) Validate() error {
 		}
 	default:
 		bad("state.store", "must be embedded or redis (got %q)", s.State.Store)
+	}
+	if s.State.PassivateAfter < 0 {
+		bad("state.passivate_after", "must not be negative")
 	}
 	if s.State.FlushBatch < 0 {
 		bad("state.flush_batch", "must not be negative")

@@ -99,8 +99,10 @@ type batch struct {
 }
 
 type call struct {
-	key record.Key
-	fut *actor.Future
+	key     record.Key
+	apply   *keypb.Apply
+	fut     *actor.Future // nil when sending failed (sendErr)
+	sendErr error
 }
 
 type sent struct {
@@ -116,8 +118,9 @@ type reader struct {
 	dl   *deadLetter
 	next uint64
 
-	mu       sync.Mutex
-	inflight map[record.Key]sent // last unanswered request per key
+	mu        sync.Mutex
+	inflight  map[record.Key]sent // last unanswered request per key
+	committed map[string]int64    // partition id -> committed offset
 }
 
 func (n *Node) runSource(ctx context.Context, cfg job.Source, dl *deadLetter) error {
@@ -126,7 +129,7 @@ func (n *Node) runSource(ctx context.Context, cfg job.Source, dl *deadLetter) er
 		return err
 	}
 	defer src.Close()
-	r := &reader{n: n, cfg: cfg, src: src, dl: dl, inflight: map[record.Key]sent{}}
+	r := &reader{n: n, cfg: cfg, src: src, dl: dl, inflight: map[record.Key]sent{}, committed: map[string]int64{}}
 	queue := make(chan *batch, maxInflight)
 	collectErr := make(chan error, 1)
 	cctx, cancel := context.WithCancel(ctx)
@@ -248,11 +251,13 @@ func (r *reader) dispatch(msgs []sources.Message) (*batch, error) {
 		if prev, ok := r.inflight[k]; ok {
 			a.Prev = maps.Clone(prev.offsets)
 		}
-		fut, err := n.client.RequestFuture(string(k), a, n.timeout)
-		if err != nil {
-			return nil, fmt.Errorf("key %q: %w", k, err)
+		if len(r.committed) > 0 {
+			a.Committed = maps.Clone(r.committed)
 		}
-		b.calls = append(b.calls, call{key: k, fut: fut})
+		// A key that cannot be resolved now (membership changing) is retried
+		// by the collector, in order.
+		fut, err := n.client.RequestFuture(string(k), a, n.timeout)
+		b.calls = append(b.calls, call{key: k, apply: a, fut: fut, sendErr: err})
 		offs := map[string]int64{}
 		for _, e := range a.Events {
 			offs[record.Position{Source: e.Source, Partition: e.Partition}.PartitionID()] = e.Offset
@@ -283,16 +288,9 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 	n := r.n
 	var outs []record.Output
 	for _, c := range b.calls {
-		res, err := c.fut.Result()
+		ap, err := r.await(ctx, c)
 		if err != nil {
-			return fmt.Errorf("key %q: %w", c.key, err)
-		}
-		ap, ok := res.(*keypb.Applied)
-		if !ok {
-			return fmt.Errorf("key %q: unexpected answer %T", c.key, res)
-		}
-		if ap.Error != "" {
-			return fmt.Errorf("key %q: %s", c.key, ap.Error)
+			return err
 		}
 		n.stats.Skipped.Add(int64(ap.Skipped))
 		for _, po := range ap.Outputs {
@@ -329,7 +327,59 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 	if err := r.src.Commit(ctx, positions); err != nil {
 		return fmt.Errorf("commit source: %w", err)
 	}
+	r.mu.Lock()
+	for part, off := range offsets {
+		if off > r.committed[part] {
+			r.committed[part] = off
+		}
+	}
+	r.mu.Unlock()
 	return nil
+}
+
+// retryFor bounds how long one key request is retried before the node gives up.
+const retryFor = 2 * time.Minute
+
+// await waits for a key's answer. A request that failed — the actor was gone
+// (dead letter: it passivated or moved), did not answer in time, refused a gap
+// (an earlier request to it was lost, and is retried first because batches
+// complete in order), or could not write its state — is sent again to the
+// key's current activation. Resending is safe: the actor skips events it
+// already applied and re-sends their outputs from its outbox.
+func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, error) {
+	n := r.n
+	fut, sendErr := c.fut, c.sendErr
+	backoff := 10 * time.Millisecond
+	deadline := time.Now().Add(retryFor)
+	for attempt := 1; ; attempt++ {
+		why := sendErr
+		if fut != nil {
+			res, err := fut.Result()
+			switch ap, ok := res.(*keypb.Applied); {
+			case err != nil:
+				why = err
+			case !ok:
+				why = fmt.Errorf("unexpected answer %T", res)
+			case ap.Error != "":
+				why = errors.New(ap.Error)
+			default:
+				return ap, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("key %q: giving up after %d attempts: %w", c.key, attempt, why)
+		}
+		n.stats.Retries.Add(1)
+		n.log.Debug("key request failed; retrying", "key", c.key, "attempt", attempt, "err", why)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		backoff = min(2*backoff, time.Second)
+		n.client.Forget(string(c.key))
+		fut, sendErr = n.client.RequestFuture(string(c.key), c.apply, n.timeout)
+	}
 }
 
 // side finds the join side of a raw record: the source's fixed side, or the

@@ -163,7 +163,8 @@ func (n *Node) startCluster() (err error) {
 	if cc.Advertise != "" && rport != 0 {
 		ropts = append(ropts, remote.WithAdvertisedHost(net.JoinHostPort(cc.Advertise, strconv.Itoa(rport))))
 	}
-	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, Store: n.store, Writer: n.writer, Logger: n.log})
+	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, Store: n.store, Writer: n.writer, Logger: n.log,
+		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats})
 	n.kind = actors.KindName(n.spec.Name)
 	cfg := pcluster.Configure("joinery-"+n.spec.Name, n.provider, disthash.New(),
 		remote.Configure(rhost, rport, ropts...),

@@ -282,3 +282,30 @@ sinks: [{type: file, path: out.jsonl, format: changelog}]
 	}
 	diff(t, "restart", tableMap(table.Rows()), h.LeftJoin())
 }
+
+// TestNodePassivation makes keys passivate while the input flows: idle keys
+// stop after 20ms and reactivate from the store on their next event; the
+// result must be unchanged and memory must hold only recently active keys.
+func TestNodePassivation(t *testing.T) {
+	h := cdcgen.Generate(cdcgen.Config{Seed: 31, Users: 30, Domains: 90, Changes: 1500})
+	dir := t.TempDir()
+	writeLines(t, filepath.Join(dir, "in.jsonl"), h.Lines)
+	n := start(t, parse(t, dir, "name: passivate\n"+joinYAML+`
+state: {passivate_after: 20ms}
+sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains: right}, rate: 4000}]
+sinks: [{type: table}]
+`))
+	run(t, n)
+	diff(t, "passivation", tableMap(n.Table()), h.LeftJoin())
+	st := n.Stats()
+	if st.Passivations.Load() == 0 || st.Activations.Load() <= 30 {
+		t.Errorf("activations %d, passivations %d: keys did not passivate and come back", st.Activations.Load(), st.Passivations.Load())
+	}
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		if a := st.ActiveKeys(); a != 0 {
+			return fmt.Errorf("%d keys still active after idling", a)
+		}
+		return nil
+	})
+	t.Logf("activations %d, passivations %d, retries %d", st.Activations.Load(), st.Passivations.Load(), st.Retries.Load())
+}

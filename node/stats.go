@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/joinery/joinery/record"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,10 @@ type Stats struct {
 	Out     atomic.Int64 // outputs written to sinks
 	Skipped atomic.Int64 // events key actors had already applied (replays)
 	Tombs   atomic.Int64 // tombstones skipped
+	Retries atomic.Int64 // key requests sent again (actor moved, passivated, timed out)
+
+	Activations  atomic.Int64 // key actors activated on this node
+	Passivations atomic.Int64 // key actors stopped on this node (idle or shutdown)
 
 	mu  sync.Mutex
 	bad map[string]int64 // reason -> count of records that could not be decoded or routed
@@ -41,3 +46,12 @@ func (s *Stats) BadTotal() int64 {
 	}
 	return t
 }
+
+// Activated implements actors.Events.
+func (s *Stats) Activated(string, record.Key) { s.Activations.Add(1) }
+
+// Passivated implements actors.Events.
+func (s *Stats) Passivated(string, record.Key) { s.Passivations.Add(1) }
+
+// ActiveKeys is the number of key actors active on this node.
+func (s *Stats) ActiveKeys() int64 { return s.Activations.Load() - s.Passivations.Load() }
