@@ -1,0 +1,39 @@
+// Package kafka is the Kafka source: it reads one topic as a member of a
+// consumer group and commits offsets only once Joinery says the records are
+// durable in state.
+//
+// It owns the consumer-group membership, the mapping of Kafka records to
+// positions (Position.Source = Config.Name, Partition = the Kafka partition,
+// Offset = the record offset) and the commit protocol. It also holds the
+// connection options (brokers, TLS, SASL) shared with the Kafka sink and the
+// Kafka ingest appender. franz-go types stay inside the Kafka packages.
+//
+// Why franz-go (github.com/twmb/franz-go): the Kafka client made for the job:
+// pure Go, consumer groups, idempotent producer, in-process kfake for tests.
+//
+// # Guarantees
+//
+// Delivery is at least once. Autocommit is off: an offset is committed only
+// by Commit, for positions the caller made durable, as the position's offset
+// + 1 with the record's leader epoch, in a synchronous OffsetCommit of the
+// group's current generation. A partition is committed only while this member
+// owns it and only for offsets delivered during that ownership: when a
+// partition is revoked (rebalance, another member joined or left) or lost
+// (session expired, fenced) after its records were read, Commit skips it and
+// the records after the partition's last committed offset are delivered again
+// to its new owner, which may be this member again. Records are never
+// skipped; duplicates are expected after rebalances and restarts, and
+// Joinery drops them by position.
+//
+// Close leaves the group, so the remaining members take over its partitions
+// at once; anything it did not commit is re-read by them.
+//
+// Usage:
+//
+//	src, err := kafka.New(ctx, kafka.Config{Brokers: []string{"localhost:9092"},
+//		Topic: "users", Group: "joinery"})
+//	defer src.Close()
+//	msgs, err := src.Read(ctx, 512) // blocks until records arrive
+//	…
+//	err = src.Commit(ctx, []record.Position{msgs[len(msgs)-1].Pos})
+package kafka

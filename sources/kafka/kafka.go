@@ -1,0 +1,376 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sources"
+)
+
+// Start offsets accepted in Config.StartOffset.
+const (
+	StartCommitted = "committed"
+	StartEarliest  = "earliest"
+	StartLatest    = "latest"
+)
+
+// DefaultClientID is the Kafka client id when Config.ClientID is empty.
+const DefaultClientID = "joinery"
+
+// ErrClosed is returned by Read and Commit after Close.
+var ErrClosed = errors.New("kafka: source closed")
+
+// Config configures a Kafka source. The zero value of an optional field means
+// its default.
+type Config struct {
+	// Name is the source name, written to Position.Source. Default: Topic.
+	Name string
+	// Brokers are the seed brokers, host:port. Required.
+	Brokers []string
+	// Topic is the topic read. Required.
+	Topic string
+	// Group is the consumer group. Required.
+	Group string
+	// StartOffset is where a partition without a committed offset in Group
+	// starts: "committed" (default) and "earliest" start at its first
+	// record, "latest" at its end (only records produced later). A committed
+	// offset always wins, so a restart or a rebalance never skips or re-reads
+	// committed records; to read a topic again, use a new Group.
+	StartOffset string
+	// ClientID is the Kafka client id. Default DefaultClientID.
+	ClientID string
+	// TLS, when set, connects with TLS. It is cloned, not retained.
+	TLS *tls.Config
+	// SASL, when set, authenticates with SASL/PLAIN or SCRAM.
+	SASL *SASL
+}
+
+// Validate reports every problem with c at once, naming each field.
+func (c Config) Validate() error {
+	var errs []error
+	if err := ValidateBrokers(c.Brokers); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Topic == "" {
+		errs = append(errs, errors.New("kafka: Topic is required"))
+	}
+	if c.Group == "" {
+		errs = append(errs, errors.New("kafka: Group is required"))
+	}
+	switch c.StartOffset {
+	case "", StartCommitted, StartEarliest, StartLatest:
+	default:
+		errs = append(errs, fmt.Errorf("kafka: StartOffset %q is not committed, earliest or latest", c.StartOffset))
+	}
+	if err := c.SASL.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// epochAt says that the delivered records of a partition from offset from on
+// were written under leader epoch epoch.
+type epochAt struct {
+	from  int64
+	epoch int32
+}
+
+// owned is what this member knows of a partition during one ownership: from
+// its assignment until it is revoked or lost.
+type owned struct {
+	lo, hi    int64     // first and last offsets delivered; lo < 0 when none
+	epochs    []epochAt // leader epoch changes among delivered records
+	committed int64     // last offset committed (as next offset); -1 none
+}
+
+func (p *owned) epochOf(offset int64) int32 {
+	e := int32(-1)
+	for _, x := range p.epochs {
+		if x.from > offset {
+			break
+		}
+		e = x.epoch
+	}
+	return e
+}
+
+// Source reads one Kafka topic as a member of a consumer group. Read and
+// Commit may be called from different goroutines; Read is not called
+// concurrently with itself.
+type Source struct {
+	cfg    Config
+	client *kgo.Client
+
+	// commitMu is held across a commit round trip and by the revoke and
+	// lost callbacks, so a partition is never committed after this member
+	// learnt it lost it. Lock order: commitMu, then mu.
+	commitMu sync.Mutex
+	mu       struct {
+		sync.Mutex
+		owned   map[int32]*owned // partitions currently assigned
+		closed  bool
+		readErr error // a fetch error held back while records were returned
+	}
+	closeOnce sync.Once
+}
+
+var _ sources.Source = (*Source)(nil)
+
+// New checks cfg, connects (a metadata request to the seed brokers must
+// succeed within ctx) and joins Group. It does not write into cfg.
+func New(ctx context.Context, cfg Config) (*Source, error) {
+	return newSource(ctx, cfg)
+}
+
+// newSource is New with extra franz-go options, for tests.
+func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.Topic
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = DefaultClientID
+	}
+	reset := kgo.NewOffset().AtStart()
+	if cfg.StartOffset == StartLatest {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	s := &Source{cfg: cfg}
+	s.mu.owned = make(map[int32]*owned)
+	opts := append(ClientOptions(cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL),
+		kgo.ConsumeTopics(cfg.Topic),
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeResetOffset(reset),
+		kgo.DisableAutoCommit(),
+		// Read records what it delivered before a revoke can run: polls and
+		// rebalance callbacks exclude each other until AllowRebalance.
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(s.onAssigned),
+		kgo.OnPartitionsRevoked(s.onRevoked),
+		kgo.OnPartitionsLost(s.onRevoked),
+	)
+	client, err := kgo.NewClient(append(opts, extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: client: %w", err)
+	}
+	if err := client.Ping(ctx); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("kafka: connect to %v: %w", cfg.Brokers, err)
+	}
+	s.client = client
+	return s, nil
+}
+
+func (s *Source) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range assigned[s.cfg.Topic] {
+		s.mu.owned[p] = &owned{lo: -1, hi: -1, committed: -1}
+	}
+}
+
+// onRevoked runs for revoked and for lost partitions: they are no longer
+// committed by this member. It waits for a commit in flight.
+func (s *Source) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range revoked[s.cfg.Topic] {
+		delete(s.mu.owned, p)
+	}
+}
+
+// Read blocks until records are available and returns up to max of them, in
+// offset order within each partition; the caller owns their Values (nil for
+// a record with a null value). It returns ctx.Err() when ctx ends and
+// ErrClosed after Close. Retryable broker errors are retried by the client;
+// other fetch errors are returned (after the records fetched with them). It
+// never returns io.EOF.
+func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
+	if max <= 0 {
+		max = 1
+	}
+	for {
+		s.mu.Lock()
+		closed, held := s.mu.closed, s.mu.readErr
+		s.mu.readErr = nil
+		s.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		if held != nil {
+			return nil, held
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fetches := s.client.PollRecords(ctx, max)
+		msgs, err := s.take(ctx, fetches)
+		s.client.AllowRebalance()
+		if err != nil || len(msgs) > 0 {
+			return msgs, err
+		}
+	}
+}
+
+// take converts polled records to messages and notes, per owned partition,
+// what was delivered. It runs before AllowRebalance, so no revoke interleaves.
+func (s *Source) take(ctx context.Context, fetches kgo.Fetches) ([]sources.Message, error) {
+	var fetchErr error
+	closed := false
+	fetches.EachError(func(topic string, partition int32, err error) {
+		var loss *kgo.ErrDataLoss
+		switch {
+		case errors.Is(err, kgo.ErrClientClosed):
+			closed = true
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			// ctx ended: reported below.
+		case errors.As(err, &loss), kerr.IsRetriable(err):
+			// Informational or retried by the client.
+		default:
+			if fetchErr == nil {
+				fetchErr = fmt.Errorf("kafka: fetch %s/%d: %w", topic, partition, err)
+			}
+		}
+	})
+	msgs := make([]sources.Message, 0, fetches.NumRecords())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fetches.EachRecord(func(r *kgo.Record) {
+		msgs = append(msgs, sources.Message{
+			Pos:   record.Position{Source: s.cfg.Name, Partition: r.Partition, Offset: r.Offset},
+			Value: r.Value,
+		})
+		p := s.mu.owned[r.Partition]
+		if p == nil {
+			return // polled across a loss: delivered, never committed here
+		}
+		if p.lo < 0 {
+			p.lo = r.Offset
+		}
+		p.hi = r.Offset
+		if n := len(p.epochs); n == 0 || p.epochs[n-1].epoch != r.LeaderEpoch {
+			p.epochs = append(p.epochs, epochAt{from: r.Offset, epoch: r.LeaderEpoch})
+		}
+	})
+	switch {
+	case closed || s.mu.closed:
+		if len(msgs) == 0 {
+			return nil, ErrClosed
+		}
+	case len(msgs) == 0 && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case fetchErr != nil && len(msgs) > 0:
+		s.mu.readErr = fetchErr
+	case fetchErr != nil:
+		return nil, fetchErr
+	}
+	return msgs, nil
+}
+
+// Commit commits, for each partition of this source in upTo, the offset after
+// the given position (the group's next offset to read), in one synchronous
+// OffsetCommit carrying the record's leader epoch.
+//
+// A partition is committed only while this member owns it and only for an
+// offset it delivered during the current ownership: when a partition was
+// revoked or lost since its records were read, Commit skips it silently (nil
+// error) and its uncommitted records are delivered again to the partition's
+// new owner. Commit never moves a committed offset backwards. Positions of
+// other sources are ignored. A failed commit leaves the offsets uncommitted;
+// a later Commit retries them.
+func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
+	want := make(map[int32]int64)
+	for _, p := range upTo {
+		if p.Source != s.cfg.Name {
+			continue
+		}
+		if cur, ok := want[p.Partition]; !ok || p.Offset > cur {
+			want[p.Partition] = p.Offset
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	offsets := make(map[int32]kgo.EpochOffset)
+	for part, off := range want {
+		p := s.mu.owned[part]
+		if p == nil || p.lo < 0 || off < p.lo || off > p.hi || off+1 <= p.committed {
+			continue
+		}
+		offsets[part] = kgo.EpochOffset{Epoch: p.epochOf(off), Offset: off + 1}
+	}
+	s.mu.Unlock()
+	if len(offsets) == 0 {
+		return nil
+	}
+	var errs []error
+	done := make(map[int32]bool, len(offsets))
+	s.client.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{s.cfg.Topic: offsets},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+						errs = append(errs, fmt.Errorf("partition %d: %w", p.Partition, err))
+						continue
+					}
+					done[p.Partition] = true
+				}
+			}
+		})
+	// The revoke callback waits for commitMu, so owned entries are the
+	// ones the offsets were taken from.
+	s.mu.Lock()
+	for part := range done {
+		if p := s.mu.owned[part]; p != nil {
+			p.committed = offsets[part].Offset
+			// Forget epoch changes no later commit can need.
+			i := 0
+			for i+1 < len(p.epochs) && p.epochs[i+1].from <= offsets[part].Offset-1 {
+				i++
+			}
+			p.epochs = p.epochs[i:]
+		}
+	}
+	s.mu.Unlock()
+	if len(errs) > 0 {
+		return fmt.Errorf("kafka: commit %s: %w", s.cfg.Topic, errors.Join(errs...))
+	}
+	return nil
+}
+
+// Close leaves the group (its partitions are reassigned to the other members
+// at once, from the committed offsets) and closes the client. Uncommitted
+// records are delivered again to the partitions' next owners. It is
+// idempotent.
+func (s *Source) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.mu.closed = true
+		s.mu.Unlock()
+		s.client.CloseAllowingRebalance()
+	})
+	return nil
+}
