@@ -1,0 +1,34 @@
+// Package admin is Joinery's operations surface: the typed status data an
+// operator asks a node for (cluster members, where a key lives, a key's full
+// state, watermarks and lag, hot keys), the HTTP server that serves it with
+// /metrics, /healthz and /readyz, the Prometheus collectors node code updates,
+// a typed HTTP Client for that API, and InspectOffline, which decodes a key's
+// snapshot straight from a persistence.Store.
+//
+// admin does not know how a node is built. The node implements Backend (and,
+// where it can, the optional Watermarker, HotKeys and KeyActions extensions)
+// and hands it to NewServer; admin imports neither protoactor nor go-redis
+// (InspectOffline takes any persistence.Store).
+//
+// Sketch of the wiring in a node binary:
+//
+//	m := admin.NewMetrics()
+//	n, _ := node.Start(ctx, spec, node.Options{Metrics: m}) // node calls m.RecordsIn.WithLabelValues(job, src).Inc() etc.
+//	srv := admin.NewServer(admin.ServerConfig{Addr: ":8081", Token: token, Backend: n.Admin(), Metrics: m, Logger: log})
+//	if err := srv.Start(); err != nil { ... }
+//	defer srv.Shutdown(ctx)
+//
+// Routes (JSON; errors are {"error": "..."}):
+//
+//	GET  /healthz                               200 "ok" while the process lives
+//	GET  /readyz                                200 "ok", or 503 with Backend.Ready's reason
+//	GET  /metrics                               the Metrics registry (Prometheus text format)
+//	GET  /v1/members                            []Member
+//	GET  /v1/jobs/{job}/keys/{key}/location     Location
+//	GET  /v1/jobs/{job}/keys/{key}              KeyState
+//	GET  /v1/jobs/{job}/watermarks              Watermarks (501 without Watermarker)
+//	GET  /v1/jobs/{job}/hot?n=10                []HotKey   (501 without HotKeys)
+//	POST /v1/jobs/{job}/keys/{key}/passivate    204        (501 without KeyActions)
+//	POST /v1/jobs/{job}/keys/{key}/evict        204        (501 without KeyActions)
+//	GET  /debug/pprof/...                       only with ServerConfig.Pprof
+package admin

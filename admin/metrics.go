@@ -1,0 +1,130 @@
+package admin
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are a node's Prometheus collectors, registered on their own
+// registry (never prometheus.DefaultRegisterer). Node code updates the
+// exported fields directly, e.g.
+//
+//	m.RecordsIn.WithLabelValues(job, source).Add(float64(n))
+//	m.SnapshotSeconds.Observe(time.Since(start).Seconds())
+//
+// Labels are low-cardinality by design: job, source, sink, partition and a
+// bounded set of reject reasons; never a join key (see HotKeys for those).
+// All collectors are safe for concurrent use.
+type Metrics struct {
+	// RecordsIn counts records read from sources: joinery_records_in_total{job,source}.
+	RecordsIn *prometheus.CounterVec
+	// Outputs counts records written to sinks: joinery_outputs_total{job,sink}.
+	Outputs *prometheus.CounterVec
+	// Rejected counts records that could not be decoded or routed:
+	// joinery_rejected_total{job,source,reason}; reason is a fixed word such
+	// as "json", "op" or "key", never free text.
+	Rejected *prometheus.CounterVec
+	// Late counts events dropped as late: joinery_late_total{job}.
+	Late *prometheus.CounterVec
+	// SkippedReplayed counts events key actors had already applied:
+	// joinery_skipped_replayed_total{job}.
+	SkippedReplayed *prometheus.CounterVec
+	// KeysActive is the number of activated key actors on this node:
+	// joinery_keys_active{job}.
+	KeysActive *prometheus.GaugeVec
+	// StateBytes is the size of the key state held on this node:
+	// joinery_state_bytes{job}.
+	StateBytes *prometheus.GaugeVec
+	// SnapshotSeconds is the latency of one snapshot write (batch) to the
+	// store: joinery_snapshot_seconds.
+	SnapshotSeconds prometheus.Histogram
+	// SnapshotBytes counts snapshot bytes written: joinery_snapshot_bytes_total.
+	SnapshotBytes prometheus.Counter
+	// FencedWrites counts writes refused because another node holds a newer
+	// epoch: joinery_fenced_writes_total{job}.
+	FencedWrites *prometheus.CounterVec
+	// RedisErrors counts failed Redis calls: joinery_redis_errors_total.
+	RedisErrors prometheus.Counter
+	// ClusterMembers is the number of alive members this node sees:
+	// joinery_cluster_members.
+	ClusterMembers prometheus.Gauge
+	// WatermarkLag is how far each partition's watermark is behind now:
+	// joinery_watermark_lag_seconds{job,source,partition}.
+	WatermarkLag *prometheus.GaugeVec
+
+	reg *prometheus.Registry
+}
+
+const namespace = "joinery"
+
+// NewMetrics returns the collectors, registered on a new registry. Go
+// runtime and process collectors are not included; see RegisterRuntime.
+func NewMetrics() *Metrics {
+	counterVec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+	}
+	gaugeVec := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
+	}
+	m := &Metrics{
+		RecordsIn:       counterVec("records_in_total", "Records read from sources.", "job", "source"),
+		Outputs:         counterVec("outputs_total", "Records written to sinks.", "job", "sink"),
+		Rejected:        counterVec("rejected_total", "Records rejected (not decodable or routable), by reason.", "job", "source", "reason"),
+		Late:            counterVec("late_total", "Events dropped because they arrived behind the watermark.", "job"),
+		SkippedReplayed: counterVec("skipped_replayed_total", "Replayed events key actors had already applied.", "job"),
+		KeysActive:      gaugeVec("keys_active", "Key actors activated on this node.", "job"),
+		StateBytes:      gaugeVec("state_bytes", "Bytes of key state held on this node.", "job"),
+		SnapshotSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "snapshot_seconds",
+			Help:    "Latency of one snapshot batch write to the store.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5ms .. ~4s
+		}),
+		SnapshotBytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "snapshot_bytes_total",
+			Help: "Snapshot bytes written to the store."}),
+		FencedWrites: counterVec("fenced_writes_total", "Snapshot writes refused because another node holds a newer epoch.", "job"),
+		RedisErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "redis_errors_total",
+			Help: "Failed Redis calls."}),
+		ClusterMembers: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "cluster_members",
+			Help: "Alive cluster members this node sees."}),
+		WatermarkLag: gaugeVec("watermark_lag_seconds", "How far each partition's watermark is behind the wall clock.", "job", "source", "partition"),
+		reg:          prometheus.NewRegistry(),
+	}
+	m.reg.MustRegister(m.RecordsIn, m.Outputs, m.Rejected, m.Late, m.SkippedReplayed, m.KeysActive,
+		m.StateBytes, m.SnapshotSeconds, m.SnapshotBytes, m.FencedWrites, m.RedisErrors,
+		m.ClusterMembers, m.WatermarkLag)
+	return m
+}
+
+// Registry is the registry the collectors are on. Register further
+// collectors on it (not on the global registry) to serve them on /metrics.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// RegisterRuntime adds the Go runtime (go_*) and process (process_*)
+// collectors to the registry. Call it at most once.
+func (m *Metrics) RegisterRuntime() error {
+	if err := m.reg.Register(collectors.NewGoCollector()); err != nil {
+		return err
+	}
+	return m.reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// ForgetJob removes every series labelled with job (for a job that stopped
+// on this node), so gauges of a gone job do not linger.
+func (m *Metrics) ForgetJob(job string) {
+	l := prometheus.Labels{"job": job}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+		m.RecordsIn.MetricVec, m.Outputs.MetricVec, m.Rejected.MetricVec, m.Late.MetricVec,
+		m.SkippedReplayed.MetricVec, m.KeysActive.MetricVec, m.StateBytes.MetricVec,
+		m.FencedWrites.MetricVec, m.WatermarkLag.MetricVec,
+	} {
+		v.DeletePartialMatch(l)
+	}
+}
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

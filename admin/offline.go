@@ -1,0 +1,69 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
+)
+
+// InspectOffline reads key's snapshot of job from store and decodes it with
+// the CDC join of spec, without any node running: Left, Rights and Offsets
+// are filled; Node is empty and Epoch, Timers, Late and DeadLettered are zero
+// (a CDC snapshot does not hold them).
+//
+// spec must name the sides' primary keys (joins' Restore checks each row's
+// primary key); the job file's join gives it (job.Spec.CDCSpec). It returns
+// an error wrapping ErrNotFound (and persistence.ErrNotFound) when the key
+// has no snapshot, and one wrapping joins.ErrBadSnapshot when the snapshot
+// does not decode under spec.
+func InspectOffline(ctx context.Context, store persistence.Store, spec *joins.CDCSpec, job, key string) (KeyState, error) {
+	if spec == nil {
+		return KeyState{}, errors.New("admin: inspect offline: no join spec")
+	}
+	snap, err := store.Load(ctx, job, record.Key(key))
+	if errors.Is(err, persistence.ErrNotFound) {
+		return KeyState{}, fmt.Errorf("%w: job %q key %q has no snapshot (%w)", ErrNotFound, job, key, err)
+	}
+	if err != nil {
+		return KeyState{}, fmt.Errorf("admin: inspect offline: %w", err)
+	}
+	cdc := joins.NewCDC(spec)
+	if err := cdc.Restore(snap.State); err != nil {
+		return KeyState{}, fmt.Errorf("admin: inspect offline: job %q key %q: %w", job, key, err)
+	}
+	ks := KeyState{Job: job, Key: key, Offsets: maps.Clone(snap.Offsets)}
+	if ks.Offsets == nil {
+		ks.Offsets = map[string]int64{}
+	}
+	if l := cdc.Left(); l != nil {
+		if ks.Left, err = encodeRow(l); err != nil {
+			return KeyState{}, err
+		}
+	}
+	for _, r := range cdc.Rights() {
+		b, err := encodeRow(r)
+		if err != nil {
+			return KeyState{}, err
+		}
+		ks.Rights = append(ks.Rights, b)
+	}
+	return ks, nil
+}
+
+// encodeRow encodes a row as compact JSON without HTML escaping.
+func encodeRow(r record.Row) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, fmt.Errorf("admin: encode row: %w", err)
+	}
+	return json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+}

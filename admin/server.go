@@ -1,0 +1,394 @@
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultAddr is where the admin server listens when ServerConfig.Addr is
+// empty, and where joinctl looks by default.
+const DefaultAddr = "127.0.0.1:8081"
+
+// DefaultTimeout bounds one Backend call when ServerConfig.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
+
+// MaxHot is the largest n GET /v1/jobs/{job}/hot accepts.
+const MaxHot = 1000
+
+// ServerConfig configures NewServer. A zero field means its default.
+type ServerConfig struct {
+	// Addr is the host:port to listen on (DefaultAddr when empty; port 0
+	// picks a free port, see Server.Addr).
+	Addr string
+	// Token is the bearer token of the API. When set, every /v1 route (and
+	// /debug/pprof) requires "Authorization: Bearer <Token>". Write actions
+	// (passivate, evict) always require it: with no Token they are refused
+	// with 403. /healthz, /readyz and /metrics never require it.
+	Token string
+	// Pprof mounts net/http/pprof under /debug/pprof when true (default off).
+	Pprof bool
+	// Backend answers the /v1 routes and /readyz. When nil, /readyz answers
+	// 503 and /v1 routes 503 (a server started before its node).
+	Backend Backend
+	// Metrics is served on /metrics. When nil the server makes its own
+	// (NewMetrics), available from Server.Metrics.
+	Metrics *Metrics
+	// Logger receives request errors and write actions. Default slog.Default().
+	Logger *slog.Logger
+	// Timeout bounds each Backend call (DefaultTimeout when zero).
+	Timeout time.Duration
+}
+
+// Server is the admin HTTP server of one node. Its methods are safe for
+// concurrent use.
+type Server struct {
+	cfg     ServerConfig
+	log     *slog.Logger
+	handler http.Handler
+
+	mu struct {
+		sync.Mutex
+		srv      *http.Server
+		ln       net.Listener
+		done     chan struct{} // closed when Serve returned
+		shutdown bool
+	}
+}
+
+// NewServer builds a server; Start makes it listen. It never modifies cfg.
+func NewServer(cfg ServerConfig) *Server {
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.handler = s.routes()
+	return s
+}
+
+// Metrics returns the collectors the server serves on /metrics.
+func (s *Server) Metrics() *Metrics { return s.cfg.Metrics }
+
+// Handler returns the server's routes, for tests and for mounting on another
+// server.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.handleHealthz)
+	mux.HandleFunc("GET /readyz", s.handleReadyz)
+	mux.Handle("GET /metrics", s.cfg.Metrics.Handler())
+
+	mux.Handle("GET /v1/members", s.read(s.handleMembers))
+	mux.Handle("GET /v1/jobs/{job}/keys/{key}/location", s.read(s.handleLocate))
+	mux.Handle("GET /v1/jobs/{job}/keys/{key}", s.read(s.handleInspect))
+	mux.Handle("GET /v1/jobs/{job}/watermarks", s.read(s.handleWatermarks))
+	mux.Handle("GET /v1/jobs/{job}/hot", s.read(s.handleHot))
+	mux.Handle("POST /v1/jobs/{job}/keys/{key}/passivate", s.write("passivate", KeyActions.Passivate))
+	mux.Handle("POST /v1/jobs/{job}/keys/{key}/evict", s.write("evict", KeyActions.Evict))
+
+	if s.cfg.Pprof {
+		mux.Handle("/debug/pprof/", s.authed(http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/cmdline", s.authed(http.HandlerFunc(pprof.Cmdline)))
+		mux.Handle("/debug/pprof/profile", s.authed(http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/symbol", s.authed(http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("/debug/pprof/trace", s.authed(http.HandlerFunc(pprof.Trace)))
+	}
+	return mux
+}
+
+// Start listens on the configured address and serves in a goroutine that
+// Shutdown waits for. It returns the listen error, if any.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.shutdown {
+		return http.ErrServerClosed
+	}
+	if s.mu.srv != nil {
+		return errors.New("admin: server already started")
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("admin: listen %s: %w", s.cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	done := make(chan struct{})
+	s.mu.srv, s.mu.ln, s.mu.done = srv, ln, done
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("admin: serve", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	s.log.Info("admin: listening", "addr", ln.Addr().String(), "pprof", s.cfg.Pprof, "auth", s.cfg.Token != "")
+	return nil
+}
+
+// Addr is the address the server listens on (with the port chosen when
+// ServerConfig.Addr asked for port 0), or "" before Start.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.ln == nil {
+		return ""
+	}
+	return s.mu.ln.Addr().String()
+}
+
+// Shutdown stops accepting connections, waits for in-flight requests (until
+// ctx ends) and for the serving goroutine. It is idempotent; after it Start
+// fails.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.mu.shutdown = true
+	srv, done := s.mu.srv, s.mu.done
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		_ = srv.Close() // ctx ended: drop what is left
+	}
+	<-done
+	return err
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	var err error
+	if s.cfg.Backend == nil {
+		err = errors.New("node not started")
+	} else {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		err = s.cfg.Backend.Ready(ctx)
+		cancel()
+	}
+	if err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "not ready: "+err.Error()+"\n")
+		return
+	}
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+// apiFunc answers one /v1 request: a value to encode as JSON (nil for 204)
+// or an error mapped by errorStatus.
+type apiFunc func(ctx context.Context, b Backend, r *http.Request) (any, error)
+
+// errBadRequest marks a client error in a request's parameters (400).
+type errBadRequest struct{ msg string }
+
+func (e errBadRequest) Error() string { return e.msg }
+
+// errUnimplemented is answered for a missing Backend extension (501).
+type errUnimplemented struct{ what string }
+
+func (e errUnimplemented) Error() string { return "this node does not support " + e.what }
+
+var errNoBackend = errors.New("node not started")
+
+// read wraps a read-only route: token check when a token is set.
+func (s *Server) read(f apiFunc) http.Handler {
+	return s.authed(s.api(f))
+}
+
+// write wraps a write action on a key: always token-checked, refused without
+// a configured token, and logged.
+func (s *Server) write(action string, do func(KeyActions, context.Context, string, string) error) http.Handler {
+	f := func(ctx context.Context, b Backend, r *http.Request) (any, error) {
+		job, key := r.PathValue("job"), r.PathValue("key")
+		ka, ok := b.(KeyActions)
+		if !ok {
+			return nil, errUnimplemented{"key actions (passivate, evict)"}
+		}
+		err := do(ka, ctx, job, key)
+		lvl := slog.LevelInfo
+		if err != nil {
+			lvl = slog.LevelWarn
+		}
+		s.log.Log(ctx, lvl, "admin: key action", "action", action, "job", job, "key", key, "remote", r.RemoteAddr, "err", err)
+		return nil, err
+	}
+	inner := s.api(f)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Token == "" {
+			s.log.Warn("admin: write action refused: no token configured", "path", r.URL.Path, "remote", r.RemoteAddr)
+			writeError(w, http.StatusForbidden, "write actions are disabled: the server has no admin token configured")
+			return
+		}
+		s.authed(inner).ServeHTTP(w, r)
+	})
+}
+
+// authed checks the bearer token when one is configured.
+func (s *Server) authed(h http.Handler) http.Handler {
+	if s.cfg.Token == "" {
+		return h
+	}
+	want := []byte(s.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="joinery"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// api runs f with the backend and a bounded context and writes its answer.
+func (s *Server) api(f apiFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Backend == nil {
+			writeError(w, http.StatusServiceUnavailable, errNoBackend.Error())
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		defer cancel()
+		v, err := f(ctx, s.cfg.Backend, r)
+		if err != nil {
+			code := errorStatus(err)
+			if code >= 500 && code != http.StatusNotImplemented {
+				s.log.Warn("admin: request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+			}
+			writeError(w, code, err.Error())
+			return
+		}
+		if v == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	})
+}
+
+// errorStatus maps an error of a Backend or a handler to an HTTP status.
+func errorStatus(err error) int {
+	var bad errBadRequest
+	var unimpl errUnimplemented
+	switch {
+	case errors.As(err, &bad):
+		return http.StatusBadRequest
+	case errors.As(err, &unimpl), errors.Is(err, errors.ErrUnsupported):
+		return http.StatusNotImplemented
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+func (s *Server) handleMembers(ctx context.Context, b Backend, _ *http.Request) (any, error) {
+	ms, err := b.Members(ctx)
+	if ms == nil {
+		ms = []Member{}
+	}
+	return ms, err
+}
+
+func (s *Server) handleLocate(ctx context.Context, b Backend, r *http.Request) (any, error) {
+	loc, err := b.Locate(ctx, r.PathValue("job"), r.PathValue("key"))
+	return loc, err
+}
+
+func (s *Server) handleInspect(ctx context.Context, b Backend, r *http.Request) (any, error) {
+	ks, err := b.Inspect(ctx, r.PathValue("job"), r.PathValue("key"))
+	return ks, err
+}
+
+func (s *Server) handleWatermarks(ctx context.Context, b Backend, r *http.Request) (any, error) {
+	wm, ok := b.(Watermarker)
+	if !ok {
+		return nil, errUnimplemented{"watermarks"}
+	}
+	job := r.PathValue("job")
+	parts, global, err := wm.Watermarks(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	if parts == nil {
+		parts = []Watermark{}
+	}
+	return Watermarks{Job: job, Global: global, Partitions: parts}, nil
+}
+
+func (s *Server) handleHot(ctx context.Context, b Backend, r *http.Request) (any, error) {
+	n := 10
+	if q := r.URL.Query().Get("n"); q != "" {
+		v, err := strconv.Atoi(q)
+		if err != nil || v < 1 || v > MaxHot {
+			return nil, errBadRequest{fmt.Sprintf("n: want an integer from 1 to %d (got %q)", MaxHot, q)}
+		}
+		n = v
+	}
+	hk, ok := b.(HotKeys)
+	if !ok {
+		return nil, errUnimplemented{"hot keys"}
+	}
+	keys, err := hk.Hot(ctx, r.PathValue("job"), n)
+	if err != nil {
+		return nil, err
+	}
+	if keys == nil {
+		keys = []HotKey{}
+	}
+	if len(keys) > n {
+		keys = keys[:n]
+	}
+	return keys, nil
+}
+
+// ErrorBody is the JSON body of every error answer of the /v1 routes.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, ErrorBody{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(ErrorBody{Error: "admin: encode answer: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}

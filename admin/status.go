@@ -1,0 +1,94 @@
+package admin
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Member is one cluster member as a node sees it.
+type Member struct {
+	// ID is the member's actor system ID.
+	ID string `json:"id"`
+	// Name is the member's gossip (memberlist) node name.
+	Name string `json:"name"`
+	// Address is the actor remoting address, host:port.
+	Address string `json:"address"`
+	// GossipAddr is the gossip address, host:port (what other nodes seed with).
+	GossipAddr string `json:"gossip_addr"`
+	// Status is alive, leaving, left or dead.
+	Status string `json:"status"`
+	// Self marks the member that answered.
+	Self bool `json:"self"`
+	// KeysActive is the number of key actors activated on the member; -1 when
+	// the answering node does not know it (another member's count).
+	KeysActive int `json:"keys_active"`
+	// Uptime is how long the member has run, 0 when unknown. JSON carries it in
+	// nanoseconds.
+	Uptime time.Duration `json:"uptime_ns"`
+}
+
+// Location says where a join key lives.
+type Location struct {
+	Job string `json:"job"`
+	Key string `json:"key"`
+	// Node is the address of the member that owns (or would activate) the key.
+	Node string `json:"node"`
+	// Active reports whether the key's actor is activated right now.
+	Active bool `json:"active"`
+}
+
+// KeyState is a join key's full state: its join buffers, applied offsets,
+// fencing epoch and pending timers.
+type KeyState struct {
+	Job string `json:"job"`
+	Key string `json:"key"`
+	// Node is the address of the member holding the key; empty when the state
+	// was read from the store (InspectOffline).
+	Node string `json:"node"`
+	// Left is the left (value-state) row as JSON, or null when absent.
+	Left json.RawMessage `json:"left"`
+	// Rights are the right rows as JSON, sorted by primary key.
+	Rights []json.RawMessage `json:"rights"`
+	// Offsets is the highest applied offset per source partition.
+	Offsets map[string]int64 `json:"offsets"`
+	// Epoch is the key's fencing epoch (0 before fenced writes exist).
+	Epoch int64 `json:"epoch"`
+	// Timers are the pending event-time timers, ascending.
+	Timers []int64 `json:"timers"`
+	// Late counts the key's events dropped as late.
+	Late int64 `json:"late"`
+	// DeadLettered counts the key's events sent to the dead letter sink.
+	DeadLettered int64 `json:"dead_lettered"`
+}
+
+// Watermark is the watermark state of one source partition.
+type Watermark struct {
+	Source    string `json:"source"`
+	Partition string `json:"partition"`
+	// Watermark is the partition's watermark (event time); math.MinInt64
+	// before any event.
+	Watermark int64 `json:"watermark"`
+	// MaxTs is the greatest event timestamp seen; math.MinInt64 before any.
+	MaxTs int64 `json:"max_ts"`
+	// LagMs is how far, in milliseconds, the watermark is behind now.
+	LagMs int64 `json:"lag_ms"`
+	// Idle reports whether the partition is idle (left out of the combined
+	// watermark).
+	Idle bool `json:"idle"`
+}
+
+// Watermarks is the answer of GET /v1/jobs/{job}/watermarks.
+type Watermarks struct {
+	Job string `json:"job"`
+	// Global is the job's combined watermark on the answering node.
+	Global     int64       `json:"global"`
+	Partitions []Watermark `json:"partitions"`
+}
+
+// HotKey is one of a job's busiest keys.
+type HotKey struct {
+	Job          string  `json:"job"`
+	Key          string  `json:"key"`
+	EventsPerSec float64 `json:"events_per_sec"`
+	StateBytes   int64   `json:"state_bytes"`
+}
