@@ -1,0 +1,152 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks"
+	srckafka "github.com/joinery/joinery/sources/kafka"
+)
+
+// IDHeader is the record header that carries the output id.
+const IDHeader = "id"
+
+// ErrClosed is returned by Write after Close.
+var ErrClosed = errors.New("kafka: sink closed")
+
+// SASL authenticates to the brokers (mechanism plain, scram-sha-256 or
+// scram-sha-512, user and password).
+type SASL = srckafka.SASL
+
+// Config configures a Kafka sink. The zero value of an optional field means
+// its default.
+type Config struct {
+	// Brokers are the seed brokers, host:port. Required.
+	Brokers []string
+	// Topic is the topic written to. It must exist unless the brokers
+	// create topics on first use. Required.
+	Topic string
+	// Format encodes record values. Default changelog.Changelog.
+	Format changelog.Format
+	// ClientID is the Kafka client id. Default srckafka.DefaultClientID.
+	ClientID string
+	// TLS, when set, connects with TLS. It is cloned, not retained.
+	TLS *tls.Config
+	// SASL, when set, authenticates with SASL/PLAIN or SCRAM.
+	SASL *SASL
+}
+
+// Validate reports every problem with c at once, naming each field.
+func (c Config) Validate() error {
+	var errs []error
+	if err := srckafka.ValidateBrokers(c.Brokers); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Topic == "" {
+		errs = append(errs, errors.New("kafka: Topic is required"))
+	}
+	if c.Format != changelog.Changelog && c.Format != changelog.Upsert {
+		errs = append(errs, fmt.Errorf("kafka: unknown Format %v", c.Format))
+	}
+	if err := c.SASL.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Sink produces outputs to a Kafka topic. It is safe for concurrent use,
+// though the sinks.Sink contract has one writer at a time.
+type Sink struct {
+	cfg       Config
+	client    *kgo.Client
+	closeOnce sync.Once
+	mu        sync.RWMutex // held for reading by Write, for writing by Close
+	closed    bool
+}
+
+var _ sinks.Sink = (*Sink)(nil)
+
+// New checks cfg, connects (a metadata request to the seed brokers must
+// succeed within ctx) and returns a sink. It does not write into cfg.
+func New(ctx context.Context, cfg Config) (*Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = srckafka.DefaultClientID
+	}
+	opts := append(srckafka.ClientOptions(cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL),
+		kgo.DefaultProduceTopic(cfg.Topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // the default, and required for idempotence
+	)
+	client, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: client: %w", err)
+	}
+	if err := client.Ping(ctx); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("kafka: connect to %v: %w", cfg.Brokers, err)
+	}
+	return &Sink{cfg: cfg, client: client}, nil
+}
+
+// Write produces one record per output the format does not skip, in batch
+// order, and returns once all of them are acknowledged (acks=all), or the
+// first error. An output that cannot be encoded fails the batch before
+// anything is sent. If producing fails, some records may have been written;
+// a retry writes them again (readers dedupe by the "id" header).
+func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
+	rs := make([]*kgo.Record, 0, len(batch))
+	for _, o := range batch {
+		line, ok, err := s.cfg.Format.Marshal(o)
+		if err != nil {
+			return fmt.Errorf("kafka: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		r := &kgo.Record{
+			Topic:   s.cfg.Topic,
+			Value:   line,
+			Headers: []kgo.RecordHeader{{Key: IDHeader, Value: []byte(o.ID)}},
+		}
+		if o.PK != "" {
+			r.Key = []byte(o.PK)
+		}
+		if s.cfg.Format == changelog.Upsert && o.Kind == record.Delete {
+			r.Value = nil // tombstone
+		}
+		rs = append(rs, r)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	if err := s.client.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		return fmt.Errorf("kafka: produce %d records to %s: %w", len(rs), s.cfg.Topic, err)
+	}
+	return nil
+}
+
+// Close waits for any Write in progress, flushes and closes the client. It is
+// idempotent.
+func (s *Sink) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.client.Close()
+	})
+	return nil
+}
