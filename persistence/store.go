@@ -23,11 +23,20 @@ var ErrClosed = errors.New("persistence: closed")
 // encoded state and, per source partition, the highest offset whose event is
 // included in that state. State and Offsets are written together atomically, so
 // a reader never sees one without the other.
+//
+// Epoch is the owner epoch of the activation that wrote the snapshot (see
+// Store.Acquire); Save writes the snapshot only while it is still the key's
+// current epoch. Zero means "unfenced": such a snapshot is written only to a
+// key that was never acquired (whose epoch is 0), which keeps single-owner
+// setups and tests that never call Acquire working, and stops a legacy
+// writer as soon as any activation acquires the key. Load leaves Epoch zero:
+// a writer's epoch comes from Acquire, never from the stored state.
 type Snapshot struct {
 	Job     string
 	Key     record.Key
 	State   []byte           // opaque, encoded by the joins package; nil or empty means "no state"
 	Offsets map[string]int64 // record.Position.PartitionID() -> highest applied offset
+	Epoch   int64            // the writer's owner epoch from Acquire; 0 = unfenced
 }
 
 // Store keeps key snapshots and committed source offsets.
@@ -45,12 +54,41 @@ type Store interface {
 	// they can. A snapshot with empty State deletes the key. When Save returns
 	// nil every snapshot of the batch is durable to the store's standard.
 	//
+	// Writes are fenced: a snapshot is written (or, with empty State, deletes)
+	// only if its Epoch equals the key's current owner epoch, compared and set
+	// atomically with the write. A snapshot with any other Epoch (stale, zero
+	// after an Acquire, or never issued) is refused and leaves the key as it
+	// was; the rest of the batch is still written. Save then returns an error
+	// joining one *FencedError per refused snapshot, in batch order: use
+	// Fenced(err) to list them, errors.As for the first, or
+	// errors.Is(err, ErrFenced). Such an error means the caller has lost the
+	// key; retrying cannot succeed.
+	//
 	// Snapshots apply in batch order, so of two snapshots of one key the later
 	// wins. A deleted snapshot's Offsets are not kept; deleting a key that has
-	// no snapshot does nothing. An empty batch does nothing. On an error the
-	// batch may have been applied or not; implementations that can apply it
-	// atomically (both in this tree do) say so.
+	// no snapshot does nothing. An empty batch does nothing. On an error other
+	// than fencing the batch may have been applied or not; implementations
+	// that can apply it atomically (both in this tree do) say so.
 	Save(ctx context.Context, batch []Snapshot) error
+	// Acquire makes the caller the owner of key in job: it atomically
+	// increments the key's owner epoch and returns the new value, which the
+	// caller puts in every Snapshot it saves for the key. From then on Save
+	// refuses snapshots with any older epoch, so a stale activation elsewhere
+	// (a rebalance or partition can briefly run a key on two nodes) can no
+	// longer write. A new activation calls Acquire once, before Load: a Load
+	// before it could miss the previous owner's last write.
+	//
+	// Epochs start at 1 and only grow: each call returns more than any earlier
+	// call for the key, even under concurrent callers, and they survive Close
+	// and reopen to the store's durability standard. Without failures the
+	// values are consecutive; an operation retried after a network error may
+	// skip one. Acquire neither creates nor changes a snapshot, and deleting a
+	// snapshot keeps the key's epoch.
+	Acquire(ctx context.Context, job string, key record.Key) (epoch int64, err error)
+	// Epoch returns the key's current owner epoch: the last value Acquire
+	// returned, or 0 when the key was never acquired (not an error). It is
+	// for inspection (the admin CLI); an owner learns its epoch from Acquire.
+	Epoch(ctx context.Context, job string, key record.Key) (int64, error)
 	// Keys lists the keys of job that have a snapshot, in no particular order
 	// and without duplicates; an unknown job has none (not an error).
 	Keys(ctx context.Context, job string) ([]record.Key, error)

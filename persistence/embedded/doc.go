@@ -5,8 +5,8 @@
 //
 // # Durability
 //
-// With a Path, each Save and each CommitOffsets appends one record to the log
-// and fsyncs the file before it returns, so a nil error means the write
+// With a Path, each Save, CommitOffsets and Acquire appends one record to the
+// log and fsyncs the file before it returns, so a nil error means the write
 // survives a crash of the process or the machine. A Save batch is one record:
 // after a crash it is either wholly there or wholly absent. New replays the
 // log; a torn last record (a crash in the middle of an append) is dropped and
@@ -17,6 +17,14 @@
 // writes the live state to a temporary file, fsyncs it and renames it over
 // the log.
 //
+// # Fencing
+//
+// Save checks every snapshot's Epoch against the key's owner epoch and
+// Acquire increments it under the same writer lock, so a check and the write
+// it guards cannot interleave with an Acquire. Epochs live in memory next to
+// the snapshots and, with a Path, in the log; they are kept when a snapshot
+// is deleted, so a key that was ever acquired costs a few bytes for good.
+//
 // # Log format (version 1)
 //
 //	header:  "JNRYLOG" 0x01
@@ -24,10 +32,20 @@
 //	payload: kind byte, then
 //	  kind 1 (save):   uvarint n, n × (str job, str key, str state, offsets)
 //	  kind 2 (commit): str job, offsets
+//	  kind 3 (epoch):  uvarint n, n × (str job, str key, uvarint epoch)
 //	str:     uvarint length, bytes
 //	offsets: uvarint n, n × (str partition, varint offset)
 //
-// An empty state in a save record deletes the key, as in Save.
+// An empty state in a save record deletes the key, as in Save. A save record
+// holds only the snapshots that passed the epoch check, so replay applies it
+// without checking again. An epoch record sets each key's owner epoch (>= 1;
+// replay keeps the larger of the logged and the known value); Acquire
+// appends one with a single entry, compaction writes them in bulk.
+//
+// Kind 3 came after the first logs were written. It did not change the
+// header's version: logs without it read as before, and a binary that
+// predates it refuses a log containing it as corrupt instead of dropping the
+// epochs (which would reopen the door to stale writers).
 //
 // # Limits
 //

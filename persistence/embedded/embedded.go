@@ -2,8 +2,10 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 
@@ -21,8 +23,8 @@ type Options struct {
 }
 
 // Store is the embedded persistence.Store. Its methods are safe for
-// concurrent use. Load, Keys and CommittedOffsets never wait for a disk
-// write; Save and CommitOffsets are serialized with each other.
+// concurrent use. Load, Keys, CommittedOffsets and Epoch never wait for a
+// disk write; Save, CommitOffsets and Acquire are serialized with each other.
 type Store struct {
 	// Lock order: wmu before mu.
 
@@ -32,6 +34,8 @@ type Store struct {
 	// log is nil for an in-memory store. Guarded by wmu.
 	log *logFile
 
+	// mu guards the data. Every change of mu's fields also holds wmu, so a
+	// writer holding wmu sees data that only it can change.
 	mu struct {
 		sync.RWMutex
 		closed bool
@@ -44,6 +48,7 @@ type Store struct {
 type jobState struct {
 	snaps   map[record.Key]entry
 	offsets map[string]int64
+	epochs  map[record.Key]int64 // owner epochs; a key never acquired has none (epoch 0)
 }
 
 type entry struct {
@@ -78,7 +83,8 @@ func New(opts Options) (*Store, error) {
 func (s *Store) job(name string) *jobState {
 	j := s.mu.jobs[name]
 	if j == nil {
-		j = &jobState{snaps: make(map[record.Key]entry), offsets: make(map[string]int64)}
+		j = &jobState{snaps: make(map[record.Key]entry), offsets: make(map[string]int64),
+			epochs: make(map[record.Key]int64)}
 		s.mu.jobs[name] = j
 	}
 	return j
@@ -105,7 +111,21 @@ func (s *Store) applyLocked(r logRecord) {
 				j.offsets[p] = o
 			}
 		}
+	case kindEpoch:
+		for _, e := range r.epochs {
+			j := s.job(e.job)
+			j.epochs[e.key] = max(j.epochs[e.key], e.epoch)
+		}
 	}
+}
+
+// epochLocked returns key's owner epoch, 0 when it was never acquired. The
+// caller holds mu (for reading is enough).
+func (s *Store) epochLocked(job string, key record.Key) int64 {
+	if j := s.mu.jobs[job]; j != nil {
+		return j.epochs[key]
+	}
+	return 0
 }
 
 // Load implements persistence.Store. The returned snapshot's State and
@@ -132,10 +152,12 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 	return persistence.Snapshot{Job: job, Key: key, State: slices.Clone(e.state), Offsets: offsets}, nil
 }
 
-// Save implements persistence.Store. With a log file the whole batch is one
-// record, appended and fsynced before Save returns; after a failed append or
-// fsync the store refuses further writes (the file's state is unknown), and
-// must be reopened.
+// Save implements persistence.Store. The epoch check and the write happen
+// under the writer lock, so they are atomic with respect to Acquire. With a
+// log file the snapshots that pass the check are one record, appended and
+// fsynced before Save returns; after a failed append or fsync the store
+// refuses further writes (the file's state is unknown), and must be
+// reopened. A batch whose every snapshot is fenced writes nothing.
 func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -143,7 +165,7 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	// Copy before taking any lock: the store never retains the caller's memory.
 	r := logRecord{kind: kindSave, snaps: make([]persistence.Snapshot, len(batch))}
 	for i, sn := range batch {
-		c := persistence.Snapshot{Job: sn.Job, Key: sn.Key}
+		c := persistence.Snapshot{Job: sn.Job, Key: sn.Key, Epoch: sn.Epoch}
 		if len(sn.State) > 0 {
 			c.State = slices.Clone(sn.State)
 			c.Offsets = make(map[string]int64, len(sn.Offsets))
@@ -151,7 +173,61 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		}
 		r.snaps[i] = c
 	}
-	return s.write(r)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	// Epochs change only under wmu, so they hold still until the write.
+	var fenced []error
+	s.mu.RLock()
+	if !s.mu.closed {
+		kept := r.snaps[:0]
+		for _, sn := range r.snaps {
+			if cur := s.epochLocked(sn.Job, sn.Key); cur != sn.Epoch {
+				fenced = append(fenced, &persistence.FencedError{Job: sn.Job, Key: sn.Key, Epoch: sn.Epoch, Holder: cur})
+				continue
+			}
+			kept = append(kept, sn)
+		}
+		r.snaps = kept
+	}
+	s.mu.RUnlock()
+	if err := s.writeLocked(r); err != nil {
+		return err
+	}
+	return errors.Join(fenced...)
+}
+
+// Acquire implements persistence.Store. With a log file the new epoch is
+// appended and fsynced before Acquire returns, so it survives a crash.
+func (s *Store) Acquire(ctx context.Context, job string, key record.Key) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.RLock()
+	cur := s.epochLocked(job, key)
+	s.mu.RUnlock()
+	if cur == math.MaxInt64 {
+		return 0, fmt.Errorf("embedded: owner epoch of key %q of job %q is exhausted", key, job)
+	}
+	next := cur + 1
+	if err := s.writeLocked(logRecord{kind: kindEpoch, epochs: []epochEntry{{job: job, key: key, epoch: next}}}); err != nil {
+		return 0, err
+	}
+	return next, nil
+}
+
+// Epoch implements persistence.Store.
+func (s *Store) Epoch(ctx context.Context, job string, key record.Key) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.closed {
+		return 0, persistence.ErrClosed
+	}
+	return s.epochLocked(job, key), nil
 }
 
 // CommitOffsets implements persistence.Store. With a log file the offsets
@@ -161,12 +237,14 @@ func (s *Store) CommitOffsets(ctx context.Context, job string, offsets map[strin
 		return err
 	}
 	r := logRecord{kind: kindCommit, job: job, offsets: maps.Clone(offsets)}
-	return s.write(r)
-}
-
-func (s *Store) write(r logRecord) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	return s.writeLocked(r)
+}
+
+// writeLocked appends r to the log (if any) and applies it to memory. The
+// caller holds wmu (not mu).
+func (s *Store) writeLocked(r logRecord) error {
 	s.mu.RLock()
 	closed := s.mu.closed
 	s.mu.RUnlock()
@@ -259,6 +337,9 @@ func (s *Store) liveSizeLocked() int64 {
 		for p := range j.offsets {
 			n += int64(len(p) + 10)
 		}
+		for k := range j.epochs {
+			n += int64(len(job) + len(k) + 10)
+		}
 	}
 	return n
 }
@@ -286,6 +367,19 @@ func (s *Store) recordsLocked() []logRecord {
 		}
 		if len(j.offsets) > 0 {
 			out = append(out, logRecord{kind: kindCommit, job: job, offsets: j.offsets})
+		}
+		if len(j.epochs) > 0 {
+			r, size := logRecord{kind: kindEpoch}, 0
+			for _, k := range slices.Sorted(maps.Keys(j.epochs)) {
+				r.epochs = append(r.epochs, epochEntry{job: job, key: k, epoch: j.epochs[k]})
+				if size += len(job) + len(k) + 12; size >= compactChunk {
+					out = append(out, r)
+					r, size = logRecord{kind: kindEpoch}, 0
+				}
+			}
+			if len(r.epochs) > 0 {
+				out = append(out, r)
+			}
 		}
 	}
 	return out

@@ -28,7 +28,13 @@ func TestStoreEmbeddedConformance(t *testing.T) {
 	t.Run("File", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) persistence.Store {
 			return openFile(t, filepath.Join(t.TempDir(), "state.log"))
-		})
+		}, storetest.WithReopen(func(t *testing.T, old persistence.Store) persistence.Store {
+			path := old.(*Store).log.path
+			if err := old.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return openFile(t, path)
+		}))
 	})
 	// Every subtest again, on a store reopened from the log after each
 	// subtest's writes would be too slow to be worth it; instead the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -16,9 +17,13 @@ import (
 // logMagic starts every log file; its last byte is the format version.
 const logMagic = "JNRYLOG\x01"
 
+// Record kinds. A kind added later does not change the header's version: a
+// log without it reads as before, and an older reader stops at it as
+// corrupt rather than skipping it.
 const (
 	kindSave   byte = 1
 	kindCommit byte = 2
+	kindEpoch  byte = 3 // owner epochs (Acquire); added after kinds 1 and 2
 )
 
 const (
@@ -37,17 +42,29 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // errCorrupt marks a log that is damaged other than by a torn tail.
 var errCorrupt = errors.New("corrupt log")
 
-// logRecord is one log record: a Save batch or a CommitOffsets call.
+// logRecord is one log record: a Save batch, a CommitOffsets call or owner
+// epochs (one for an Acquire, many in a compacted log).
 type logRecord struct {
 	kind    byte
-	snaps   []persistence.Snapshot // kindSave; an empty State deletes
+	snaps   []persistence.Snapshot // kindSave; an empty State deletes; Epoch is not logged
 	job     string                 // kindCommit
 	offsets map[string]int64       // kindCommit
+	epochs  []epochEntry           // kindEpoch
+}
+
+// epochEntry sets one key's owner epoch (always >= 1).
+type epochEntry struct {
+	job   string
+	key   record.Key
+	epoch int64
 }
 
 func (r logRecord) empty() bool {
-	if r.kind == kindSave {
+	switch r.kind {
+	case kindSave:
 		return len(r.snaps) == 0
+	case kindEpoch:
+		return len(r.epochs) == 0
 	}
 	return len(r.offsets) == 0
 }
@@ -70,6 +87,16 @@ func encodeRecord(dst []byte, r logRecord) ([]byte, error) {
 	case kindCommit:
 		dst = appendString(dst, r.job)
 		dst = appendOffsets(dst, r.offsets)
+	case kindEpoch:
+		dst = binary.AppendUvarint(dst, uint64(len(r.epochs)))
+		for _, e := range r.epochs {
+			if e.epoch < 1 {
+				return dst[:start], fmt.Errorf("owner epoch %d of key %q is not positive", e.epoch, e.key)
+			}
+			dst = appendString(dst, e.job)
+			dst = appendString(dst, string(e.key))
+			dst = binary.AppendUvarint(dst, uint64(e.epoch))
+		}
 	default:
 		return dst[:start], fmt.Errorf("unknown record kind %d", r.kind)
 	}
@@ -121,6 +148,22 @@ func decodePayload(b []byte) (logRecord, error) {
 	case kindCommit:
 		r.job = d.string()
 		r.offsets = d.offsets()
+	case kindEpoch:
+		n := d.count(3)
+		r.epochs = make([]epochEntry, 0, n)
+		for range n {
+			e := epochEntry{job: d.string(), key: record.Key(d.string())}
+			v := d.uvarint()
+			if d.err != nil {
+				break
+			}
+			if v < 1 || v > math.MaxInt64 {
+				d.err = fmt.Errorf("owner epoch %d out of range", v)
+				break
+			}
+			e.epoch = int64(v)
+			r.epochs = append(r.epochs, e)
+		}
 	default:
 		if d.err == nil {
 			d.err = fmt.Errorf("unknown record kind %d", r.kind)

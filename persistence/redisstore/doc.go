@@ -12,6 +12,7 @@
 //	<prefix>:{<job>}:state:<key>   string: the key's snapshot (offsets and state, one value)
 //	<prefix>:{<job>}:keys          set: the keys of the job that have a snapshot
 //	<prefix>:{<job>}:offsets       hash: partition id -> committed offset (decimal)
+//	<prefix>:{<job>}:epoch:<key>   string: the key's owner epoch (decimal, by INCR); missing = 0
 //
 // <prefix> is Config.KeyPrefix ("joinery" by default; it may not contain
 // braces). <key> is the join key's bytes as they are; it comes last, so any
@@ -32,11 +33,27 @@
 //
 // # Writes
 //
-// Save sends a whole batch as one MULTI/EXEC transaction in one pipeline: a
-// SET and SADD per snapshot, or a DEL and SREM for a snapshot with empty
-// state. The batch is applied atomically, and the keys set never disagrees
-// with the state keys. go-redis retries a pipeline after a network error;
-// that is safe because every write in it sets an absolute value.
+// Save sends a whole batch as one call of a Lua script (EVALSHA; EVAL the
+// first time a server lacks the script), so one round trip. The script gets
+// the epoch, state and keys-set key of every snapshot as KEYS and the
+// writer's epoch, the join key and the encoded value ("" deletes) as ARGV.
+// It first compares each snapshot's epoch with GET of its epoch key (missing
+// = "0", compared as decimal strings), then, for the snapshots that match
+// and in batch order, runs SET and SADD, or DEL and SREM for empty state.
+// It replies with the 1-based batch index and holder epoch of each refused
+// snapshot, which Save turns into *persistence.FencedError values. A script
+// runs atomically, so no Acquire falls between a check and its write, and
+// the keys set never disagrees with the state keys.
+//
+// Acquire is one INCR of the epoch key, and Epoch one GET. Epoch keys are
+// never deleted, also not with their snapshot: a reset to 0 would let a
+// stale owner's epoch be issued again. With appendonly yes and appendfsync
+// always they survive a crash of Redis, as the snapshots do.
+//
+// go-redis retries a command after a network error. For Save that is safe:
+// its writes set absolute values, and a retry finds the same epochs unless
+// an Acquire came between, which then correctly fences it. A retried
+// Acquire may skip an epoch, which the contract allows.
 //
 // CommitOffsets runs a Lua script that sets each hash field to the maximum
 // of its old and new value, comparing the decimal strings exactly (Lua
@@ -45,9 +62,9 @@
 // # Scope
 //
 // New connects to one Redis server (or a proxy in front of a cluster). The
-// layout is ready for Redis Cluster, but a Save batch spanning several jobs
-// is one transaction and would be refused there as CROSSSLOT. Write fencing
-// of key owners (an owner epoch checked in Redis) is not part of this store.
+// layout is ready for Redis Cluster: all keys one script call touches share
+// the job's hash tag. A Save batch spanning several jobs is still one script
+// call, which a cluster would refuse as CROSSSLOT; callers batch per job.
 //
 // Usage:
 //

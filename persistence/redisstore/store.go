@@ -85,10 +85,48 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 	return persistence.Snapshot{Job: job, Key: key, State: state, Offsets: offsets}, nil
 }
 
-// Save implements persistence.Store: the whole batch is one MULTI/EXEC
-// transaction sent in one pipeline, applied atomically. When Save returns
-// nil the batch is in Redis; how durable that is depends on the server's
-// persistence settings (appendonly, appendfsync).
+// saveScript applies a Save batch. Per snapshot i (0-based) it takes three
+// keys, KEYS[3i+1..3i+3] = epoch key, state key, keys set, and three
+// arguments, ARGV[3i+1..3i+3] = the writer's epoch (decimal), the join key
+// (the set member), the encoded value ("" deletes). It first compares every
+// epoch key's value (a missing key counts as "0") with the writer's epoch,
+// then writes the snapshots that match, in batch order: SET and SADD, or DEL
+// and SREM. Checking everything before writing anything means a failing
+// GET (a key of the wrong type) aborts the script before it wrote. It
+// returns a flat array of the refused snapshots: 1-based batch index, then
+// the holder's epoch (a decimal string), per refused snapshot.
+//
+// The epochs compare as strings: both sides are canonical decimals (INCR's
+// and strconv's), and Lua numbers are doubles.
+var saveScript = redis.NewScript(`
+local fenced = {}
+local ok = {}
+for i = 1, #ARGV, 3 do
+  local cur = redis.call('GET', KEYS[i]) or '0'
+  if cur == ARGV[i] then
+    ok[#ok + 1] = i
+  else
+    fenced[#fenced + 1] = (i + 2) / 3
+    fenced[#fenced + 1] = cur
+  end
+end
+for _, i in ipairs(ok) do
+  if ARGV[i + 2] == '' then
+    redis.call('DEL', KEYS[i + 1])
+    redis.call('SREM', KEYS[i + 2], ARGV[i + 1])
+  else
+    redis.call('SET', KEYS[i + 1], ARGV[i + 2])
+    redis.call('SADD', KEYS[i + 2], ARGV[i + 1])
+  end
+end
+return fenced
+`)
+
+// Save implements persistence.Store: the whole batch is one call of a Lua
+// script (EVALSHA, falling back to EVAL once per server), which checks every
+// snapshot's epoch and writes the ones that pass, atomically and in one
+// round trip. When Save returns nil the batch is in Redis; how durable that
+// is depends on the server's persistence settings (appendonly, appendfsync).
 func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
@@ -96,21 +134,79 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	pipe := s.client.TxPipeline()
+	keys := make([]string, 0, 3*len(batch))
+	args := make([]any, 0, 3*len(batch))
 	for _, sn := range batch {
 		jp := jobPrefix(s.prefix, sn.Job)
-		if len(sn.State) == 0 {
-			pipe.Del(ctx, stateKey(jp, sn.Key))
-			pipe.SRem(ctx, keysKey(jp), string(sn.Key))
-			continue
+		keys = append(keys, epochKey(jp, sn.Key), stateKey(jp, sn.Key), keysKey(jp))
+		var value []byte // empty: delete
+		if len(sn.State) > 0 {
+			value = encodeSnapshot(sn.Offsets, sn.State)
 		}
-		pipe.Set(ctx, stateKey(jp, sn.Key), encodeSnapshot(sn.Offsets, sn.State), 0)
-		pipe.SAdd(ctx, keysKey(jp), string(sn.Key))
+		args = append(args, strconv.FormatInt(sn.Epoch, 10), string(sn.Key), value)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	res, err := saveScript.Run(ctx, s.client, keys, args...).Slice()
+	if err != nil {
 		return wrap("save", err)
 	}
-	return nil
+	return fencedErrors(batch, res)
+}
+
+// fencedErrors turns saveScript's reply into the joined *FencedErrors of
+// the refused snapshots of batch (nil when none was).
+func fencedErrors(batch []persistence.Snapshot, res []any) error {
+	if len(res)%2 != 0 {
+		return fmt.Errorf("redisstore: save: script replied %d values, want pairs", len(res))
+	}
+	var errs []error
+	for i := 0; i < len(res); i += 2 {
+		idx, ok1 := res[i].(int64)
+		holder, ok2 := res[i+1].(string)
+		if !ok1 || !ok2 || idx < 1 || idx > int64(len(batch)) {
+			return fmt.Errorf("redisstore: save: unexpected script reply %v, %v", res[i], res[i+1])
+		}
+		h, err := strconv.ParseInt(holder, 10, 64)
+		if err != nil {
+			return fmt.Errorf("redisstore: save: owner epoch %q: %w", holder, err)
+		}
+		sn := batch[idx-1]
+		errs = append(errs, &persistence.FencedError{Job: sn.Job, Key: sn.Key, Epoch: sn.Epoch, Holder: h})
+	}
+	return errors.Join(errs...)
+}
+
+// Acquire implements persistence.Store with one INCR of the key's epoch
+// key. With appendonly and appendfsync always, an epoch Acquire returned
+// survives a crash of Redis; with weaker settings a restarted Redis may hand
+// out an epoch again, so fencing is only as durable as the server.
+func (s *Store) Acquire(ctx context.Context, job string, key record.Key) (int64, error) {
+	if s.closed.Load() {
+		return 0, persistence.ErrClosed
+	}
+	e, err := s.client.Incr(ctx, epochKey(jobPrefix(s.prefix, job), key)).Result()
+	if err != nil {
+		return 0, wrap("acquire", err)
+	}
+	return e, nil
+}
+
+// Epoch implements persistence.Store with one GET of the key's epoch key.
+func (s *Store) Epoch(ctx context.Context, job string, key record.Key) (int64, error) {
+	if s.closed.Load() {
+		return 0, persistence.ErrClosed
+	}
+	v, err := s.client.Get(ctx, epochKey(jobPrefix(s.prefix, job), key)).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, wrap("epoch", err)
+	}
+	e, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: owner epoch %q of key %q of job %q: %w", v, key, job, err)
+	}
+	return e, nil
 }
 
 // keysScanCount is the COUNT hint of each SSCAN in Keys.

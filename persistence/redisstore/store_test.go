@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,13 @@ func newStore(t testing.TB, addr string) *Store {
 func TestStoreRedisConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) persistence.Store {
 		return newStore(t, testutil.StartRedis(t).Addr)
-	})
+	}, storetest.WithReopen(func(t *testing.T, old persistence.Store) persistence.Store {
+		addr := old.(*Store).client.Options().Addr
+		if err := old.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return newStore(t, addr)
+	}))
 }
 
 // TestStoreRedisKeyPrefix runs the suite with a custom prefix and a second
@@ -49,15 +56,22 @@ func TestStoreRedisKeyPrefix(t *testing.T) {
 	}
 	defer a.Close()
 	b := newStore(t, r.Addr)
-	if err := a.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("v")}}); err != nil {
+	e, err := a.Acquire(ctx, "job", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("v"), Epoch: e}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Load(ctx, "job", "k"); !errors.Is(err, persistence.ErrNotFound) {
 		t.Fatalf("store with prefix joinery sees prefix a's key: %v", err)
 	}
-	n, err := a.client.Exists(ctx, "a:{job}:state:k", "a:{job}:keys").Result()
-	if err != nil || n != 2 {
-		t.Fatalf("EXISTS of the documented keys = %d, %v; want 2", n, err)
+	if e, err := b.Epoch(ctx, "job", "k"); err != nil || e != 0 {
+		t.Fatalf("store with prefix joinery sees prefix a's epoch: %d, %v", e, err)
+	}
+	n, err := a.client.Exists(ctx, "a:{job}:state:k", "a:{job}:keys", "a:{job}:epoch:k").Result()
+	if err != nil || n != 3 {
+		t.Fatalf("EXISTS of the documented keys = %d, %v; want 3", n, err)
 	}
 }
 
@@ -82,6 +96,9 @@ func TestStoreRedisLayout(t *testing.T) {
 	}
 	if got := offsetsKey(jp); got != "joinery:{job}:offsets" {
 		t.Errorf("offsetsKey = %q", got)
+	}
+	if got := epochKey(jp, "k:{x}"); got != "joinery:{job}:epoch:k:{x}" {
+		t.Errorf("epochKey = %q", got)
 	}
 }
 
@@ -165,11 +182,13 @@ func TestStoreRedisUnresponsive(t *testing.T) {
 }
 
 // countingHook counts what go-redis hands to the network: single commands
-// and pipelines (a transaction pipeline, MULTI and EXEC included, is one).
-// The handshake of a new connection (HELLO, CLIENT SETINFO) also passes
-// through hooks; it is not the store's doing and is not counted.
+// (by name) and pipelines (a transaction pipeline, MULTI and EXEC included,
+// is one). The handshake of a new connection (HELLO, CLIENT SETINFO) also
+// passes through hooks; it is not the store's doing and is not counted.
 type countingHook struct {
-	process, pipelines, pipelinedCmds atomic.Int64
+	pipelines, pipelinedCmds atomic.Int64
+	mu                       sync.Mutex
+	process                  []string
 }
 
 func handshake(cmd redis.Cmder) bool {
@@ -185,7 +204,9 @@ func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return nex
 func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if !handshake(cmd) {
-			h.process.Add(1)
+			h.mu.Lock()
+			h.process = append(h.process, cmd.Name())
+			h.mu.Unlock()
 		}
 		return next(ctx, cmd)
 	}
@@ -201,8 +222,17 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	}
 }
 
+// sent returns and resets what the hook saw.
+func (h *countingHook) sent() (process []string, pipelines int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	process, h.process = h.process, nil
+	return process, h.pipelines.Swap(0)
+}
+
 // TestStoreRedisSaveOneRoundTrip checks, on the client and on the server,
-// that a 1000-snapshot batch is one pipelined transaction.
+// that a 1000-snapshot batch, fenced snapshots included, is one script call:
+// EVALSHA, plus one EVAL the first time the server lacks the script.
 func TestStoreRedisSaveOneRoundTrip(t *testing.T) {
 	r := testutil.StartRedis(t)
 	s := newStore(t, r.Addr)
@@ -212,25 +242,47 @@ func TestStoreRedisSaveOneRoundTrip(t *testing.T) {
 	for i := range batch {
 		batch[i] = persistence.Snapshot{Job: "job", Key: record.Key(fmt.Sprint(i)), State: []byte("state"),
 			Offsets: map[string]int64{"p/0": int64(i)}}
+		if i%2 == 0 { // half fenced writes, half unfenced (epoch 0)
+			e, err := s.Acquire(ctx, "job", batch[i].Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch[i].Epoch = e
+		}
 	}
 	batch[n-1].State = nil // one delete
-	if err := s.client.ConfigResetStat(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
 	h := &countingHook{}
 	s.client.AddHook(h)
+
+	// Cold: the server has not seen the script.
 	if err := s.Save(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
-	if p, c, cmds := h.pipelines.Load(), h.process.Load(), h.pipelinedCmds.Load(); p != 1 || c != 0 || cmds != 2*n+2 {
-		t.Fatalf("Save(%d) sent %d pipelines (%d commands) and %d single commands; want 1 pipeline of %d and 0",
-			n, p, cmds, c, 2*n+2)
+	if cmds, p := h.sent(); p != 0 || !slices.Equal(cmds, []string{"evalsha", "eval"}) {
+		t.Fatalf("first Save sent %d pipelines and commands %q; want EVALSHA then EVAL", p, cmds)
+	}
+
+	// Warm, with one stale snapshot: still one command.
+	if _, err := s.Acquire(ctx, "job", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.client.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.sent()
+	err := s.Save(ctx, batch)
+	if fenced := persistence.Fenced(err); len(fenced) != 1 || fenced[0].Key != "0" {
+		t.Fatalf("Save with key 0 re-acquired = %v, want key 0 fenced", err)
+	}
+	if cmds, p := h.sent(); p != 0 || !slices.Equal(cmds, []string{"evalsha"}) {
+		t.Fatalf("Save(%d) sent %d pipelines and commands %q; want one EVALSHA", n, p, cmds)
 	}
 	info, err := s.client.Info(ctx, "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for cmd, want := range map[string]int{"multi": 1, "exec": 1, "set": n - 1, "sadd": n - 1, "del": 1, "srem": 1} {
+	for cmd, want := range map[string]int{"evalsha": 1, "eval": 0, "multi": 0, "get": n,
+		"set": n - 2, "sadd": n - 2, "del": 1, "srem": 1} {
 		if got := commandCalls(info, cmd); got != want {
 			t.Errorf("server saw %s called %d times, want %d", cmd, got, want)
 		}
@@ -297,6 +349,75 @@ func TestStoreRedisRestart(t *testing.T) {
 	}
 }
 
+// TestStoreRedisEpochRestart: owner epochs survive a kill -9 of Redis with an
+// fsyncing AOF, so a restarted Redis neither hands out an epoch again nor
+// lets a stale owner write.
+func TestStoreRedisEpochRestart(t *testing.T) {
+	r := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	ctx := context.Background()
+	s := newStore(t, r.Addr)
+	var last int64
+	for range 3 {
+		e, err := s.Acquire(ctx, "job", "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = e
+	}
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("at 3"), Epoch: last}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, "other", "k"); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+
+	r.Kill()
+	r.Start()
+	s = newStore(t, r.Addr)
+	for _, c := range []struct {
+		job  string
+		want int64
+	}{{"job", 3}, {"other", 1}} {
+		if e, err := s.Epoch(ctx, c.job, "k"); err != nil || e != c.want {
+			t.Fatalf("Epoch(%s, k) after kill -9 = %d, %v; want %d", c.job, e, err, c.want)
+		}
+	}
+	e, err := s.Acquire(ctx, "job", "k")
+	if err != nil || e != 4 {
+		t.Fatalf("Acquire after kill -9 = %d, %v; want 4", e, err)
+	}
+	err = s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("stale"), Epoch: last}})
+	if f := persistence.Fenced(err); len(f) != 1 || f[0].Epoch != 3 || f[0].Holder != 4 {
+		t.Fatalf("stale Save after kill -9 = %v, want fenced at 3 by 4", err)
+	}
+	got, err := s.Load(ctx, "job", "k")
+	if err != nil || string(got.State) != "at 3" {
+		t.Fatalf("Load after kill -9 = %q, %v", got.State, err)
+	}
+}
+
+// TestStoreRedisCorruptEpoch: an epoch key that is not a decimal fences
+// every write and is reported by Epoch, never taken for 0.
+func TestStoreRedisCorruptEpoch(t *testing.T) {
+	s := newStore(t, testutil.StartRedis(t).Addr)
+	ctx := context.Background()
+	if err := s.client.Set(ctx, "joinery:{job}:epoch:k", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Epoch(ctx, "job", "k"); err == nil {
+		t.Fatal("Epoch of a non-numeric epoch key succeeded")
+	}
+	err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("v")}})
+	if err == nil || errors.Is(err, persistence.ErrFenced) {
+		// The holder "x" cannot become a FencedError; Save reports it plainly.
+		t.Fatalf("Save over a corrupt epoch = %v, want a non-fenced error", err)
+	}
+	if _, err := s.Load(ctx, "job", "k"); !errors.Is(err, persistence.ErrNotFound) {
+		t.Fatalf("Load after Save over a corrupt epoch = %v, want ErrNotFound", err)
+	}
+}
+
 // TestStoreRedisDown: with Redis gone, calls fail within their deadline
 // instead of hanging; once Redis is back, the same Store works again.
 func TestStoreRedisDown(t *testing.T) {
@@ -315,6 +436,7 @@ func TestStoreRedisDown(t *testing.T) {
 		{"CommitOffsets", func(ctx context.Context) error {
 			return s.CommitOffsets(ctx, "job", map[string]int64{"p/0": 1})
 		}},
+		{"Acquire", func(ctx context.Context) error { _, err := s.Acquire(ctx, "job", "k"); return err }},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		start := time.Now()

@@ -14,7 +14,9 @@
 //	}
 //
 // Run closes every store it opens when the subtest ends (Close is idempotent,
-// so open may also register its own cleanup). The suite checks the contract
+// so open may also register its own cleanup). A store whose data outlives
+// Close (a file, a server) passes WithReopen as well, which enables the
+// subtests about durability across reopening; without it they are skipped. The suite checks the contract
 // written on persistence.Store and nothing implementation-specific; tests of
 // durability across restarts, round trips and faults belong to each
 // implementation. Run the suite with -race: one subtest drives a store from
