@@ -12,10 +12,10 @@ TESTFLAGS ?= -count=1 -timeout 20m
 # tests skip the remoting round trips, see cluster_test.go). Every other package runs with -race, and
 # our own concurrent code outside them (actors.Writer, stores, sources) has
 # race-checked tests of its own. See README "Tests".
-NORACE_PKGS := ./node/... ./cluster/...
-RACE_PKGS = $(shell $(GO) list ./... | grep -v '/node$$')
+NORACE_PKGS := ./node/... ./cluster/... ./chaos/...
+RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/node$$' -e '/chaos$$')
 
-.PHONY: all build demo test lint fmt vet tidy-check fuzz bench redis clean
+.PHONY: all build demo test lint fmt vet tidy-check fuzz bench redis clean chaos
 
 all: build
 
@@ -50,6 +50,10 @@ tidy-check:
 	if ! git diff --quiet -- go.mod go.sum 2>/dev/null; then \
 		echo "go.mod/go.sum are not tidy (run go mod tidy):"; git --no-pager diff -- go.mod go.sum | head -40; \
 		cp /tmp/joinery-go.mod.bak go.mod; cp /tmp/joinery-go.sum.bak go.sum; exit 1; fi
+
+## chaos: the fault-injection suite with 20 trials per scenario (CI runs 2).
+chaos: build
+	CHAOS_TRIALS=20 $(GO) test -count=1 -v -timeout 90m ./chaos/
 
 ## fuzz: a short run of every fuzz target (FUZZTIME each).
 FUZZTIME ?= 10s

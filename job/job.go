@@ -139,6 +139,9 @@ type Cluster struct {
 	Label string `yaml:"label"`
 	// RequestTimeout bounds one request to a key actor (default 30s).
 	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// Profile is the gossip timing preset: lan (default), wan, or local
+	// (fast failure detection, for one machine and tests).
+	Profile string `yaml:"profile"`
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
@@ -333,6 +336,11 @@ func (s *Spec) Validate() error {
 		if !strings.Contains(seed, ":") {
 			bad(fmt.Sprintf("cluster.seeds[%d]", i), "must be host:port (got %q)", seed)
 		}
+	}
+	switch s.Cluster.Profile {
+	case "", "lan", "wan", "local":
+	default:
+		bad("cluster.profile", "must be lan, wan or local (got %q)", s.Cluster.Profile)
 	}
 	if s.Cluster.RequestTimeout < 0 {
 		bad("cluster.request_timeout", "must not be negative")

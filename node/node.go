@@ -141,6 +141,7 @@ func (n *Node) startCluster() (err error) {
 	pcfg.BindPort = gport
 	pcfg.Seeds = cc.Seeds
 	pcfg.Label = cc.Label
+	pcfg.Profile = cc.Profile
 	pcfg.Logger = libLogger(n.log, "memberlist")
 	if cc.Advertise != "" {
 		pcfg.AdvertiseAddr = cc.Advertise

@@ -1,0 +1,209 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/internal/testutil"
+	"github.com/joinery/joinery/joins"
+)
+
+var binary string // the joinery binary under test, built once by TestMain
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "joinery-chaos")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "joinery")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/node")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build joinery:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func trials(short int) int {
+	if v, err := strconv.Atoi(os.Getenv("CHAOS_TRIALS")); err == nil && v > 0 {
+		return v
+	}
+	return short
+}
+
+// proc is one joinery node process.
+type proc struct {
+	t    *testing.T
+	name string
+	args []string
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan error
+}
+
+func startProc(t *testing.T, dir, name, config string) *proc {
+	t.Helper()
+	p := &proc{t: t, name: name, args: []string{"run", "--config", config, "--log-level", "warn"}}
+	p.start(dir)
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+func (p *proc) start(dir string) {
+	p.t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, p.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.log = f
+	p.cmd = exec.Command(binary, p.args...)
+	p.cmd.Dir = dir
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.done = make(chan error, 1)
+	go func(c *exec.Cmd, done chan error) { done <- c.Wait() }(p.cmd, p.done)
+}
+
+func (p *proc) kill() {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	p.cmd = nil
+	p.log.Close()
+}
+
+func (p *proc) term() {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		p.t.Errorf("%s did not stop on SIGTERM", p.name)
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	p.cmd = nil
+	p.log.Close()
+}
+
+// wait waits for the process to exit by itself and returns its error.
+func (p *proc) wait(d time.Duration) error {
+	select {
+	case err := <-p.done:
+		p.cmd = nil
+		p.log.Close()
+		return err
+	case <-time.After(d):
+		return fmt.Errorf("%s still running after %v", p.name, d)
+	}
+}
+
+// table replays a changelog file, keeping the first line of every output id
+// (outputs are at least once with stable ids), into the joined table, as
+// "user_id,domain_id" -> "firstname|lastname|domain_name".
+func table(t *testing.T, path string) (map[string]string, int, int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := joins.NewTable()
+	seen := map[string]bool{}
+	lines, dups := 0, 0
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines++
+		o, err := changelog.DecodeChangelog(sc.Bytes())
+		if err != nil {
+			t.Fatalf("%s:%d: %v", path, lines, err)
+		}
+		if seen[o.ID] {
+			dups++
+			continue
+		}
+		seen[o.ID] = true
+		if err := tab.Apply(o); err != nil {
+			t.Fatalf("%s:%d: changelog inconsistent: %v", path, lines, err)
+		}
+	}
+	m := map[string]string{}
+	for _, r := range tab.Rows() {
+		var pk []any
+		_ = json.Unmarshal([]byte(r.PK), &pk)
+		key := strings.ReplaceAll(fmt.Sprintf("%v,%v", pk[0], pk[1]), "<nil>", "null")
+		name := r.Row["domain_name"]
+		if name == nil {
+			name = ""
+		}
+		m[key] = fmt.Sprintf("%v|%v|%v", r.Row["firstname"], r.Row["lastname"], name)
+	}
+	return m, lines, dups
+}
+
+func compare(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	bad := 0
+	for k, v := range want {
+		if got[k] != v {
+			bad++
+			if bad <= 10 {
+				t.Errorf("row %s = %q, want %q", k, got[k], v)
+			}
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			bad++
+			if bad <= 10 {
+				t.Errorf("extra row %s = %q", k, got[k])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d rows differ (of %d expected)", bad, len(want))
+	}
+}
+
+// lineCount counts the lines of a file (0 when it does not exist yet).
+func lineCount(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
+func waitLines(t *testing.T, path string, n int, d time.Duration) {
+	t.Helper()
+	testutil.WaitFor(t, d, func() error {
+		if c := lineCount(path); c < n {
+			return fmt.Errorf("%s has %d lines, want >= %d", path, c, n)
+		}
+		return nil
+	})
+}
+
+var _ = context.Background
