@@ -1,0 +1,39 @@
+// Package redishash is the Redis hash sink: a queryable materialized view of
+// a join's result. The hash Config.Key maps each primary key of the result to
+// its current row, so HGET <Key> '[1,7]' answers "what is the joined row for
+// this key now" and HGETALL lists the whole result.
+//
+// It owns the view's layout and its update protocol:
+//
+//   - +I and +U outputs: HSET <Key> <PK> <row JSON> (the row's JSON object,
+//     keys sorted, numbers as written by the source);
+//   - -D outputs: HDEL <Key> <PK>;
+//   - -U outputs are skipped (the +U that follows overwrites the row).
+//
+// Next to each row it stores the id of the output that wrote it, in the hash
+// Config.IDsKey (default <Key>:ids), PK → output id; a -D removes both.
+//
+// # Replays
+//
+// A batch is applied in one round trip as a MULTI/EXEC transaction, so
+// readers never see half a batch. Every command overwrites: applying an
+// output whose id is the one stored for its PK writes the same row and id
+// again, so a replay of the same output (a Write retried after a timeout,
+// outputs re-emitted after a restart) changes nothing; a replayed sequence of
+// outputs, applied in order, ends in the same view. HGET <IDsKey> <PK> tells
+// which output a row comes from, so a reader can check whether an output id
+// has been applied. The sink never dedupes by itself: while an older
+// sequence is replayed the view can briefly show an older row for a PK until
+// the replay reaches the newest output.
+//
+// Both hashes are on one server; with Redis Cluster, give Key a hash tag
+// ({view}) and set IDsKey to one with the same tag. go-redis types stay
+// inside this package.
+//
+// Usage:
+//
+//	s, err := redishash.New(ctx, redishash.Config{Addr: "localhost:6379",
+//		Key: "users_domains"})
+//	defer s.Close()
+//	err = s.Write(ctx, outputs)
+package redishash
