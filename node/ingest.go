@@ -321,11 +321,18 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 		positions = append(positions, p)
 		offsets[part] = p.Offset
 	}
-	if err := n.store.CommitOffsets(ctx, n.spec.Name, offsets); err != nil {
-		return fmt.Errorf("commit offsets: %w", err)
+	// Both commits are idempotent (offsets never go back), so a failure —
+	// Redis restarting — is retried until it passes: ingestion stalls rather
+	// than moves on with an uncommitted position.
+	if err := n.retry(ctx, "commit offsets", func(ctx context.Context) error {
+		return n.store.CommitOffsets(ctx, n.spec.Name, offsets)
+	}); err != nil {
+		return err
 	}
-	if err := r.src.Commit(ctx, positions); err != nil {
-		return fmt.Errorf("commit source: %w", err)
+	if err := n.retry(ctx, "commit source", func(ctx context.Context) error {
+		return r.src.Commit(ctx, positions)
+	}); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	for part, off := range offsets {
@@ -414,4 +421,33 @@ func (r *reader) reject(m sources.Message, reason string, err error) {
 	r.n.stats.addBad(reason)
 	r.n.log.Warn("bad input record", "source", m.Pos.Source, "position", m.Pos.String(), "reason", reason, "err", err)
 	r.dl.add(m, reason, err)
+}
+
+// retry runs f until it succeeds, backing off up to a second between tries,
+// for at most retryFor or until ctx ends.
+func (n *Node) retry(ctx context.Context, what string, f func(context.Context) error) error {
+	backoff := 10 * time.Millisecond
+	deadline := time.Now().Add(retryFor)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(cctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		n.stats.Retries.Add(1)
+		n.log.Warn(what+" failed; retrying", "backoff", backoff, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, time.Second)
+	}
 }
