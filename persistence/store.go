@@ -3,6 +3,11 @@
 // subpackages: redisstore (go-redis/v9; the only place Redis types appear) and
 // embedded (the no-server default, in memory and optionally on a file).
 // storetest holds the conformance suite every implementation passes.
+//
+// Writes are fenced by owner epochs (DESIGN.md §4, invariant 3): an
+// activation calls Store.Acquire once when it starts, stamps the epoch on
+// every Snapshot it saves, and stops when Save reports a *FencedError,
+// because a newer activation of the key exists.
 package persistence
 
 import (

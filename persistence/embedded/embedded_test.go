@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -51,8 +52,12 @@ func openFile(t *testing.T, path string) *Store {
 	return s
 }
 
-// history writes a mix of saves, replacements, deletes and commits and
-// returns what the store should hold afterwards.
+// historyEpochs are the owner epochs history leaves in job "fenced".
+var historyEpochs = map[record.Key]int64{"f0": 4, "f1": 3, "f2": 3}
+
+// history writes a mix of saves, replacements, deletes, commits and
+// acquires (with fenced saves in job "fenced", one of them refused) and
+// returns what the store should hold in job "job" afterwards.
 func history(t *testing.T, s *Store) (map[record.Key]persistence.Snapshot, map[string]int64) {
 	t.Helper()
 	ctx := context.Background()
@@ -76,6 +81,20 @@ func history(t *testing.T, s *Store) (map[record.Key]persistence.Snapshot, map[s
 		}
 		if err := s.CommitOffsets(ctx, "job", map[string]int64{"p/0": int64(i), "p/1": int64(50 - i)}); err != nil {
 			t.Fatal(err)
+		}
+		if i%5 == 0 {
+			key := record.Key(fmt.Sprintf("f%d", i/5%3))
+			e, err := s.Acquire(ctx, "fenced", key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Save(ctx, []persistence.Snapshot{
+				{Job: "fenced", Key: key, State: []byte(fmt.Sprint(e)), Epoch: e},
+				{Job: "fenced", Key: key, State: []byte("stale"), Epoch: e - 1},
+			})
+			if len(persistence.Fenced(err)) != 1 {
+				t.Fatalf("Save with a stale second snapshot = %v, want one fenced", err)
+			}
 		}
 	}
 	if err := s.Save(ctx, []persistence.Snapshot{{Job: "other", Key: "x", State: []byte("o")}}); err != nil {
@@ -112,6 +131,15 @@ func checkContents(t *testing.T, s *Store, want map[record.Key]persistence.Snaps
 	}
 	if _, err := s.Load(ctx, "other", "x"); err != nil {
 		t.Fatalf("Load(other, x): %v", err)
+	}
+	for k, want := range historyEpochs {
+		if e, err := s.Epoch(ctx, "fenced", k); err != nil || e != want {
+			t.Fatalf("Epoch(fenced, %s) = %d, %v; want %d", k, e, err, want)
+		}
+		got, err := s.Load(ctx, "fenced", k)
+		if err != nil || string(got.State) != fmt.Sprint(want) {
+			t.Fatalf("Load(fenced, %s) = %q, %v; want the write at epoch %d", k, got.State, err, want)
+		}
 	}
 }
 
@@ -189,6 +217,56 @@ func TestStoreEmbeddedTornTail(t *testing.T) {
 	}
 }
 
+// oldLog is a log written before owner epochs existed (record kinds 1 and 2
+// only): job/a = "old a" {p/0: 7}, job/b = "old b", committed p/0 = 7.
+const oldLog = "4a4e52594c4f47012100000083487f1d0102036a6f620161056f6c6420610103702f300e036a6f620162056f6c642062000b000000d2bc40fc02036a6f620103702f300e"
+
+// TestStoreEmbeddedOldLog: a log from before epochs opens with every key at
+// epoch 0, takes unfenced writes until a key is acquired, and gains epoch
+// records that replay.
+func TestStoreEmbeddedOldLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.log")
+	b, err := hex.DecodeString(oldLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := openFile(t, path)
+	got, err := s.Load(ctx, "job", "a")
+	if err != nil || string(got.State) != "old a" || got.Offsets["p/0"] != 7 {
+		t.Fatalf("Load(a) from an old log = %+v, %v", got, err)
+	}
+	if e, err := s.Epoch(ctx, "job", "a"); err != nil || e != 0 {
+		t.Fatalf("Epoch(a) from an old log = %d, %v; want 0", e, err)
+	}
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "b", State: []byte("new b")}}); err != nil {
+		t.Fatalf("unfenced Save to an old log: %v", err)
+	}
+	e, err := s.Acquire(ctx, "job", "a")
+	if err != nil || e != 1 {
+		t.Fatalf("Acquire = %d, %v; want 1", e, err)
+	}
+	_ = s.Close()
+
+	s = openFile(t, path)
+	if e, err := s.Epoch(ctx, "job", "a"); err != nil || e != 1 {
+		t.Fatalf("Epoch(a) after reopen = %d, %v; want 1", e, err)
+	}
+	err = s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "a", State: []byte("legacy")}})
+	if f := persistence.Fenced(err); len(f) != 1 || f[0].Holder != 1 {
+		t.Fatalf("unfenced Save to an acquired key = %v, want fenced", err)
+	}
+	if got, err := s.Load(ctx, "job", "b"); err != nil || string(got.State) != "new b" {
+		t.Fatalf("Load(b) after reopen = %q, %v", got.State, err)
+	}
+	if got, err := s.CommittedOffsets(ctx, "job"); err != nil || got["p/0"] != 7 {
+		t.Fatalf("CommittedOffsets = %v, %v", got, err)
+	}
+}
+
 func TestStoreEmbeddedCorruptMiddle(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.log")
 	s := openFile(t, path)
@@ -246,6 +324,14 @@ func TestStoreEmbeddedCompact(t *testing.T) {
 	if err := s.CommitOffsets(ctx, "job", map[string]int64{"p/0": 7}); err != nil {
 		t.Fatal(err)
 	}
+	for k := range 1000 { // many epochs, and a key with epoch 3 and no snapshot
+		n := 1 + 2*(k/999)
+		for range n {
+			if _, err := s.Acquire(ctx, "job", record.Key(fmt.Sprint("e", k))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	_ = s.Close()
 	before, _ := os.Stat(path)
 	s = openFile(t, path)
@@ -259,6 +345,11 @@ func TestStoreEmbeddedCompact(t *testing.T) {
 	}
 	if got, _ := s.CommittedOffsets(ctx, "job"); got["p/0"] != 7 {
 		t.Fatalf("CommittedOffsets after compaction = %v", got)
+	}
+	for k, want := range map[string]int64{"e0": 1, "e998": 1, "e999": 3, "e1000": 0} {
+		if e, err := s.Epoch(ctx, "job", record.Key(k)); err != nil || e != want {
+			t.Fatalf("Epoch(%s) after compaction = %d, %v; want %d", k, e, err, want)
+		}
 	}
 	// The compacted log is appended to and replays.
 	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "0", State: []byte("new")}}); err != nil {

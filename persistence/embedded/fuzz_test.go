@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/joinery/joinery/persistence"
@@ -24,6 +25,7 @@ func FuzzEmbeddedLogDecode(f *testing.F) {
 			{Job: "job", Key: "gone"},
 		}},
 		{kind: kindCommit, job: "job", offsets: map[string]int64{"p/0": 1 << 62}},
+		{kind: kindEpoch, epochs: []epochEntry{{job: "job", key: "k", epoch: 3}, {job: "", key: "", epoch: 1<<63 - 1}}},
 	} {
 		var err error
 		if seed, err = encodeRecord(seed, r); err != nil {
@@ -61,11 +63,13 @@ func FuzzEmbeddedLogDecode(f *testing.F) {
 }
 
 // FuzzEmbeddedLogRoundTrip builds records from fuzzed fields and checks that
-// they survive encode and decode.
+// they survive encode and decode. kind picks the record: 0 save, 1 commit,
+// 2 epochs (off, clamped to at least 1, is the epoch).
 func FuzzEmbeddedLogRoundTrip(f *testing.F) {
-	f.Add("job", "key", []byte("state"), "p/0", int64(5), false)
-	f.Add("", "", []byte{}, "", int64(-1<<63), true)
-	f.Fuzz(func(t *testing.T, job, key string, state []byte, part string, off int64, commit bool) {
+	f.Add("job", "key", []byte("state"), "p/0", int64(5), uint8(0))
+	f.Add("", "", []byte{}, "", int64(-1<<63), uint8(1))
+	f.Add("job", "k", []byte{}, "", int64(1<<63-1), uint8(2))
+	f.Fuzz(func(t *testing.T, job, key string, state []byte, part string, off int64, kind uint8) {
 		r := logRecord{kind: kindSave, snaps: []persistence.Snapshot{
 			{Job: job, Key: record.Key(key), State: state, Offsets: map[string]int64{part: off}},
 			{Job: key, Key: record.Key(job), Offsets: map[string]int64{}},
@@ -73,8 +77,12 @@ func FuzzEmbeddedLogRoundTrip(f *testing.F) {
 		if len(state) == 0 {
 			r.snaps[0].State = nil
 		}
-		if commit {
+		switch kind % 3 {
+		case 1:
 			r = logRecord{kind: kindCommit, job: job, offsets: map[string]int64{part: off, key: -off}}
+		case 2:
+			r = logRecord{kind: kindEpoch, epochs: []epochEntry{{job: job, key: record.Key(key), epoch: max(off, 1)},
+				{job: part, key: record.Key(job), epoch: 1}}}
 		}
 		b, err := encodeRecord([]byte(logMagic), r)
 		if err != nil {
@@ -96,7 +104,8 @@ func FuzzEmbeddedLogRoundTrip(f *testing.F) {
 
 func checkRecord(t *testing.T, got, want logRecord) {
 	t.Helper()
-	if got.kind != want.kind || got.job != want.job || !maps.Equal(got.offsets, want.offsets) || len(got.snaps) != len(want.snaps) {
+	if got.kind != want.kind || got.job != want.job || !maps.Equal(got.offsets, want.offsets) || len(got.snaps) != len(want.snaps) ||
+		!slices.Equal(got.epochs, want.epochs) {
 		t.Fatalf("record = %+v, want %+v", got, want)
 	}
 	for i := range want.snaps {
