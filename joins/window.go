@@ -1,0 +1,367 @@
+package joins
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/joinery/joinery/record"
+)
+
+// WindowJoinSpec describes a window join (Flink's
+// join(...).where(...).equalTo(...).window(...).apply(...)): the elements of
+// both sides of one key that share a window are joined pairwise when the
+// watermark reaches the window's MaxTimestamp, and every result is stamped
+// with it (seed flink-joining: window [5,10) → 9).
+//
+// Type TimedInner is the seed's inner window join. The outer types are built
+// on the coGroup: a window that holds only one side's elements emits each of
+// them padded with nulls when that side is an outer side; a window holding
+// both sides emits its pairs only.
+//
+// It is a plain value: fill it, call Validate, then share a pointer to it,
+// read-only, among all keys' joins.
+type WindowJoinSpec struct {
+	Type TimedJoinType
+	// Left and Right name the sides; without Project, Join or FlatJoin the
+	// output row is {Left: left row, Right: right row} (null when padded).
+	Left, Right string
+	Assigner    Assigner
+	// AllowedLateness (ms, >= 0) keeps a window's state after it fired, until
+	// the watermark reaches MaxTimestamp + AllowedLateness; an element for it
+	// in between fires the window again (a late firing). Zero by default.
+	AllowedLateness int64
+	// Join makes one output row per pair; FlatJoin zero or more. At most one
+	// may be set; with neither, the row is the projection (or the pair).
+	Join     JoinFunc
+	FlatJoin FlatJoinFunc
+	// Project lists the output columns; only without Join and FlatJoin.
+	Project []Column
+}
+
+// Validate reports every problem of the spec, joined with errors.Join, each
+// naming its field, e.g. "assigner.size: must be positive, got 0".
+func (s *WindowJoinSpec) Validate() error {
+	if s == nil {
+		return fmt.Errorf("joins: nil window join spec")
+	}
+	var c collector
+	if !s.Type.valid() {
+		c.bad("type", "unknown join type %d (want inner, left, right or full)", int(s.Type))
+	}
+	s.Assigner.validate(&c, "assigner.")
+	if s.AllowedLateness < 0 {
+		c.bad("allowed_lateness", "must not be negative, got %d", s.AllowedLateness)
+	}
+	validateShape(c.bad, s.Left, s.Right, s.Project, s.Join, s.FlatJoin)
+	return c.err()
+}
+
+// NewWindowJoin returns the empty state of one key of a window join. spec
+// must be valid and must not change while the join is in use.
+//
+// Outputs: the pairs of a window in left arrival order × right arrival
+// order, windows in (end, start) order, each +I stamped MaxTimestamp, with
+// id window|leftPos|rightPos|end|n (n: index among FlatJoin's rows; see
+// outputID). A late firing re-emits every pair of the window, old and new,
+// with the same ids as before, as Flink re-fires the whole window; a
+// downstream upsert or dedup by id keeps one copy. A session window that
+// grows by a merge has a new end, hence new ids.
+func NewWindowJoin(spec *WindowJoinSpec) *Windowed {
+	shape := &pairShape{left: spec.Left, right: spec.Right, project: spec.Project, join: spec.Join, flat: spec.FlatJoin}
+	t := spec.Type
+	return &Windowed{
+		assigner: spec.Assigner,
+		lateness: spec.AllowedLateness,
+		fire: func(w *winState, fx *Effects) {
+			ts, end := w.W.MaxTimestamp(), w.W.End
+			switch {
+			case len(w.L) > 0 && len(w.R) > 0:
+				for i := range w.L {
+					for k := range w.R {
+						emitPair(fx, shape, "window", ts, &w.L[i], &w.R[k], end)
+					}
+				}
+			case len(w.R) == 0 && t.padLeft():
+				for i := range w.L {
+					emitPair(fx, shape, "window", ts, &w.L[i], nil, end)
+				}
+			case len(w.L) == 0 && t.padRight():
+				for k := range w.R {
+					emitPair(fx, shape, "window", ts, nil, &w.R[k], end)
+				}
+			}
+		},
+	}
+}
+
+// Windowed is the per-key state of a window join or a window coGroup: per
+// window, each side's elements in arrival order, and whether the window has
+// fired. Windows are kept sorted by (end, start). It implements Timed.
+//
+// Timers: a window registers MaxTimestamp (fire) and MaxTimestamp +
+// AllowedLateness (cleanup; the same timer when the lateness is 0). Timers
+// are a set per key: a time registered twice is one timer, and OnTimer(ts)
+// does everything due at or before ts. Session merges delete the timers of
+// the windows they replace unless another window still needs them.
+//
+// Late data: an element all of whose windows satisfy MaxTimestamp +
+// AllowedLateness <= watermark is reported Late with LateWindowClosed (in a
+// sliding assigner, windows already closed are skipped silently while one is
+// open, as in Flink); a time that falls in no window (a slide larger than the
+// size) is reported with LateNoWindow.
+//
+// A Windowed is not safe for concurrent use. It keeps the rows it is given
+// and shares them with its outputs: treat them as read-only.
+type Windowed struct {
+	assigner Assigner
+	lateness int64
+	fire     func(w *winState, fx *Effects)
+	wins     []*winState
+	scratch  []Window
+}
+
+// LateNoWindow: the element's time lies in no window of the assigner.
+const LateNoWindow = "no-window"
+
+type winState struct {
+	W Window `json:"w"`
+	// First is the position of the window's first element (either side);
+	// coGroup output ids derive from it.
+	First record.Position `json:"a"`
+	Fired bool            `json:"f,omitempty"`
+	L     []elem          `json:"l,omitempty"`
+	R     []elem          `json:"r,omitempty"`
+}
+
+func (j *Windowed) cleanupAt(w Window) int64 { return addSat(w.MaxTimestamp(), j.lateness) }
+
+// timersOf returns the timers window w needs.
+func (j *Windowed) timersOf(w *winState) []int64 {
+	c := j.cleanupAt(w.W)
+	if w.Fired || c == w.W.MaxTimestamp() {
+		return []int64{c}
+	}
+	return []int64{w.W.MaxTimestamp(), c}
+}
+
+// needed reports whether any window still needs timer ts.
+func (j *Windowed) needed(ts int64) bool {
+	for _, w := range j.wins {
+		if j.cleanupAt(w.W) == ts || !w.Fired && w.W.MaxTimestamp() == ts {
+			return true
+		}
+	}
+	return false
+}
+
+func winLess(a, b Window) int {
+	if a.End != b.End {
+		if a.End < b.End {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.Start < b.Start:
+		return -1
+	case a.Start > b.Start:
+		return 1
+	}
+	return 0
+}
+
+func (j *Windowed) find(w Window) (int, bool) {
+	return slices.BinarySearchFunc(j.wins, w, func(s *winState, w Window) int { return winLess(s.W, w) })
+}
+
+// insert adds a new window and registers its timers.
+func (j *Windowed) insert(ws *winState, fx *Effects) {
+	i, _ := j.find(ws.W)
+	for _, ts := range j.timersOf(ws) {
+		if !j.needed(ts) {
+			fx.SetTimers = append(fx.SetTimers, ts)
+		}
+	}
+	j.wins = slices.Insert(j.wins, i, ws)
+}
+
+func add(ws *winState, side record.Side, e elem) {
+	if side == record.Left {
+		ws.L = append(ws.L, e)
+	} else {
+		ws.R = append(ws.R, e)
+	}
+}
+
+// OnElement adds e to its windows. A window whose MaxTimestamp the watermark
+// has already reached (but not its cleanup time) fires at once: a late
+// firing.
+func (j *Windowed) OnElement(e Element, watermark int64, fx *Effects) {
+	if e.Side != record.Left && e.Side != record.Right {
+		fx.Late = append(fx.Late, Late{Element: e, Reason: LateUnknownSide})
+		return
+	}
+	el := elemOf(e)
+	if j.assigner.merging() {
+		j.onSession(e, el, watermark, fx)
+		return
+	}
+	j.scratch = j.assigner.Assign(e.Ts, j.scratch[:0])
+	if len(j.scratch) == 0 {
+		fx.Late = append(fx.Late, Late{Element: e, Reason: LateNoWindow})
+		return
+	}
+	added := false
+	for _, w := range j.scratch {
+		if j.cleanupAt(w) <= watermark {
+			continue
+		}
+		added = true
+		i, ok := j.find(w)
+		var ws *winState
+		if ok {
+			ws = j.wins[i]
+			add(ws, e.Side, el)
+		} else {
+			ws = &winState{W: w, First: e.Pos}
+			add(ws, e.Side, el)
+			if w.MaxTimestamp() <= watermark {
+				ws.Fired = true // fires below; only the cleanup timer is needed
+			}
+			j.insert(ws, fx)
+		}
+		if w.MaxTimestamp() <= watermark {
+			j.fire(ws, fx)
+			ws.Fired = true
+		}
+	}
+	if !added {
+		fx.Late = append(fx.Late, Late{Element: e, Reason: LateWindowClosed})
+	}
+}
+
+// onSession merges the element's window [ts, ts+gap) with every window of
+// the key it overlaps or touches, moving their buffers (in window order) and
+// replacing their timers.
+func (j *Windowed) onSession(e Element, el elem, watermark int64, fx *Effects) {
+	merged := j.assigner.Assign(e.Ts, j.scratch[:0])[0]
+	var parts []int
+	for changed := true; changed; {
+		changed = false
+		for i, ws := range j.wins {
+			if !slices.Contains(parts, i) && ws.W.intersects(merged) {
+				parts = append(parts, i)
+				merged = merged.cover(ws.W)
+				changed = true
+			}
+		}
+	}
+	if j.cleanupAt(merged) <= watermark {
+		fx.Late = append(fx.Late, Late{Element: e, Reason: LateWindowClosed})
+		return
+	}
+	slices.Sort(parts)
+	ws := &winState{W: merged, First: e.Pos}
+	if len(parts) > 0 {
+		ws.First = j.wins[parts[0]].First
+	}
+	var old []int64
+	for _, i := range parts {
+		p := j.wins[i]
+		ws.L = append(ws.L, p.L...)
+		ws.R = append(ws.R, p.R...)
+		old = append(old, j.timersOf(p)...)
+	}
+	for k := len(parts) - 1; k >= 0; k-- {
+		j.wins = slices.Delete(j.wins, parts[k], parts[k]+1)
+	}
+	add(ws, e.Side, el)
+	late := merged.MaxTimestamp() <= watermark
+	ws.Fired = late
+	// Register the new window's timers (unless an old one stays), then
+	// delete the old windows' timers nobody needs any more.
+	i, _ := j.find(ws.W)
+	for _, ts := range j.timersOf(ws) {
+		if !slices.Contains(old, ts) && !j.needed(ts) {
+			fx.SetTimers = append(fx.SetTimers, ts)
+		}
+	}
+	j.wins = slices.Insert(j.wins, i, ws)
+	slices.Sort(old)
+	old = slices.Compact(old)
+	for _, ts := range old {
+		if !j.needed(ts) {
+			fx.DelTimers = append(fx.DelTimers, ts)
+		}
+	}
+	if late {
+		j.fire(ws, fx)
+	}
+}
+
+// OnTimer fires, in (end, start) order, every window not yet fired whose
+// MaxTimestamp is <= ts, then drops every window whose cleanup time is <= ts.
+func (j *Windowed) OnTimer(ts int64, watermark int64, fx *Effects) {
+	for _, ws := range j.wins {
+		if !ws.Fired && ws.W.MaxTimestamp() <= ts {
+			j.fire(ws, fx)
+			ws.Fired = true
+		}
+	}
+	j.wins = slices.DeleteFunc(j.wins, func(ws *winState) bool { return j.cleanupAt(ws.W) <= ts })
+	if len(j.wins) == 0 {
+		j.wins = nil
+	}
+}
+
+// Empty reports whether the key holds no window.
+func (j *Windowed) Empty() bool { return len(j.wins) == 0 }
+
+// Windows returns the key's windows in (end, start) order (for inspection).
+func (j *Windowed) Windows() []Window {
+	out := make([]Window, len(j.wins))
+	for i, w := range j.wins {
+		out[i] = w.W
+	}
+	return out
+}
+
+type windowSnap struct {
+	W []*winState `json:"w"`
+}
+
+// Snapshot encodes the state: TimedSnapshotVersion, 'W', then JSON of the
+// windows in (end, start) order with their fired flags and buffers. Equal
+// states encode to equal bytes. Rows must be JSON-encodable (Snapshot panics
+// otherwise, a broken invariant). Timers are not in it: they are the timer
+// service's, and follow from the windows.
+func (j *Windowed) Snapshot() []byte {
+	return encodeSnap('W', windowSnap{W: j.wins})
+}
+
+// Restore replaces the state with the one b encodes. On error (a wrapped
+// ErrBadTimedSnapshot) the state is unchanged. Numbers are restored as
+// json.Number.
+func (j *Windowed) Restore(b []byte) error {
+	var s windowSnap
+	if err := decodeSnap(b, 'W', &s); err != nil {
+		return err
+	}
+	for i, ws := range s.W {
+		switch {
+		case ws == nil:
+			return fmt.Errorf("%w: window %d is null", ErrBadTimedSnapshot, i)
+		case ws.W.Start >= ws.W.End:
+			return fmt.Errorf("%w: window %v is empty", ErrBadTimedSnapshot, ws.W)
+		case i > 0 && winLess(s.W[i-1].W, ws.W) >= 0:
+			return fmt.Errorf("%w: windows out of order at %v", ErrBadTimedSnapshot, ws.W)
+		case len(ws.L) == 0 && len(ws.R) == 0:
+			return fmt.Errorf("%w: window %v holds no element", ErrBadTimedSnapshot, ws.W)
+		}
+	}
+	if len(s.W) == 0 {
+		s.W = nil
+	}
+	j.wins = s.W
+	return nil
+}
