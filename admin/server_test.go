@@ -99,7 +99,9 @@ func (f *fakeBackend) Passivate(_ context.Context, job, key string) error {
 	return f.act("passivate", job, key)
 }
 
-func (f *fakeBackend) Evict(_ context.Context, job, key string) error { return f.act("evict", job, key) }
+func (f *fakeBackend) Evict(_ context.Context, job, key string) error {
+	return f.act("evict", job, key)
+}
 
 func (f *fakeBackend) act(what, job, key string) error {
 	if err := f.job(job); err != nil {
@@ -116,7 +118,6 @@ func (f *fakeBackend) Actions() []string {
 	defer f.mu.Unlock()
 	return append([]string(nil), f.actions...)
 }
-
 
 // onlyBackend hides the extension methods: it implements Backend only.
 type onlyBackend struct{ admin.Backend }

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/joinery/joinery/admin"
+	"github.com/joinery/joinery/job"
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/persistence/redisstore"
+)
+
+func membersCmd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:     "members",
+		Short:   "List the cluster members the node sees",
+		Args:    cobra.NoArgs,
+		Example: "  joinctl members\n  joinctl members -o yaml",
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := o.ctx(cmd)
+			defer cancel()
+			ms, err := c.Members(ctx)
+			if err != nil {
+				return err
+			}
+			return render(cmd.OutOrStdout(), o.output, ms, func(w io.Writer) { membersTable(w, ms) })
+		}),
+	}
+}
+
+func keyCmd(o *options, getenv func(string) string) *cobra.Command {
+	key := &cobra.Command{
+		Use:   "key",
+		Short: "Locate, inspect, passivate or evict one join key",
+		Example: `  joinctl key locate users-domains 42
+  joinctl key inspect users-domains 42`,
+	}
+	key.AddCommand(&cobra.Command{
+		Use:     "locate JOB KEY",
+		Short:   "Show which member owns a key and whether its actor is active",
+		Args:    cobra.ExactArgs(2),
+		Example: "  joinctl key locate users-domains 42",
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := o.ctx(cmd)
+			defer cancel()
+			loc, err := c.Locate(ctx, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			return render(cmd.OutOrStdout(), o.output, loc, func(w io.Writer) { locationTable(w, loc) })
+		}),
+	})
+	key.AddCommand(inspectCmd(o, getenv))
+	for _, a := range []struct {
+		name, past, short string
+		do                func(*admin.Client, context.Context, string, string) error
+	}{
+		{"passivate", "passivated", "Make a key's actor persist its state and stop (needs the token)", (*admin.Client).Passivate},
+		{"evict", "evicted", "Drop a key's actor without persisting; it reloads from its last snapshot (needs the token)", (*admin.Client).Evict},
+	} {
+		key.AddCommand(&cobra.Command{
+			Use:     a.name + " JOB KEY",
+			Short:   a.short,
+			Args:    cobra.ExactArgs(2),
+			Example: fmt.Sprintf("  JOINERY_TOKEN=s3cret joinctl key %s users-domains 42\n  joinctl --token s3cret key %s users-domains 42", a.name, a.name),
+			RunE: runE(func(cmd *cobra.Command, args []string) error {
+				c, err := o.client()
+				if err != nil {
+					return err
+				}
+				ctx, cancel := o.ctx(cmd)
+				defer cancel()
+				if err := a.do(c, ctx, args[0], args[1]); err != nil {
+					return err
+				}
+				res := actionResult{Action: a.name, Job: args[0], Key: args[1], OK: true}
+				return render(cmd.OutOrStdout(), o.output, res, func(w io.Writer) {
+					fmt.Fprintf(w, "%s %s/%s\n", a.past, args[0], args[1])
+				})
+			}),
+		})
+	}
+	return key
+}
+
+// actionResult is the json/yaml output of passivate and evict.
+type actionResult struct {
+	Action string `json:"action"`
+	Job    string `json:"job"`
+	Key    string `json:"key"`
+	OK     bool   `json:"ok"`
+}
+
+type offlineFlags struct {
+	offline         bool
+	config          string
+	redis           string
+	redisUser       string
+	redisPassword   string
+	redisDB         int
+	leftPK, rightPK string
+}
+
+func inspectCmd(o *options, getenv func(string) string) *cobra.Command {
+	f := &offlineFlags{}
+	cmd := &cobra.Command{
+		Use:   "inspect JOB KEY",
+		Short: "Show a key's full state: rows, applied offsets, epoch, timers",
+		Long: `Show a key's full state: its left row, right rows, applied offset per source
+partition, fencing epoch, pending timers and late/dead-letter counts.
+
+With --offline the state is read from the key's snapshot in Redis, with no node
+running: give the Redis address (--redis or the job file's state.redis) and the
+join's primary keys (--config job.yaml, or --left-pk/--right-pk).`,
+		Args: cobra.ExactArgs(2),
+		Example: `  joinctl key inspect users-domains 42
+  joinctl key inspect users-domains 42 -o json
+  joinctl key inspect users-domains 42 --offline --config job.yaml
+  joinctl key inspect users-domains 42 --offline --redis 127.0.0.1:6379 --left-pk id --right-pk id`,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			var ks admin.KeyState
+			var err error
+			if f.offline {
+				ks, err = inspectOffline(cmd, o, f, getenv, args[0], args[1])
+			} else {
+				if err := f.onlineCheck(cmd); err != nil {
+					return err
+				}
+				var c *admin.Client
+				if c, err = o.client(); err != nil {
+					return err
+				}
+				ctx, cancel := o.ctx(cmd)
+				defer cancel()
+				ks, err = c.Inspect(ctx, args[0], args[1])
+			}
+			if err != nil {
+				return err
+			}
+			return render(cmd.OutOrStdout(), o.output, ks, func(w io.Writer) { keyStateTable(w, ks) })
+		}),
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.offline, "offline", false, "read the key's snapshot from Redis instead of asking a node")
+	fl.StringVar(&f.config, "config", "", "job file giving the join's primary keys and state.redis (with --offline)")
+	fl.StringVar(&f.redis, "redis", "", "Redis host:port (with --offline; default the job file's state.redis.addr)")
+	fl.StringVar(&f.redisUser, "redis-username", "", "Redis ACL user (with --offline)")
+	fl.StringVar(&f.redisPassword, "redis-password", "", "Redis password (with --offline; env "+envRedisPassword+")")
+	fl.IntVar(&f.redisDB, "redis-db", 0, "Redis database number (with --offline)")
+	fl.StringVar(&f.leftPK, "left-pk", "id", "left side's primary-key column (with --offline, without --config)")
+	fl.StringVar(&f.rightPK, "right-pk", "id", "right side's primary-key column (with --offline, without --config)")
+	return cmd
+}
+
+// onlineCheck refuses offline-only flags without --offline.
+func (f *offlineFlags) onlineCheck(cmd *cobra.Command) error {
+	for _, n := range []string{"config", "redis", "redis-username", "redis-password", "redis-db", "left-pk", "right-pk"} {
+		if cmd.Flags().Changed(n) {
+			return usageErr("--%s needs --offline", n)
+		}
+	}
+	return nil
+}
+
+func inspectOffline(cmd *cobra.Command, o *options, f *offlineFlags, getenv func(string) string, jobName, key string) (admin.KeyState, error) {
+	rc := redisstore.Config{Addr: f.redis, Username: f.redisUser, Password: f.redisPassword, DB: f.redisDB}
+	var spec *joins.CDCSpec
+	if f.config != "" {
+		if cmd.Flags().Changed("left-pk") || cmd.Flags().Changed("right-pk") {
+			return admin.KeyState{}, usageErr("--left-pk/--right-pk and --config exclude each other")
+		}
+		js, err := job.Load(f.config)
+		if err != nil {
+			return admin.KeyState{}, usageErr("--config: %v", err)
+		}
+		if spec, err = js.CDCSpec(); err != nil {
+			return admin.KeyState{}, usageErr("--config: %v", err)
+		}
+		if js.Name != jobName {
+			fmt.Fprintf(cmd.ErrOrStderr(), "joinctl: note: job file %s is job %q, inspecting job %q\n", f.config, js.Name, jobName)
+		}
+		r := js.State.Redis
+		if !cmd.Flags().Changed("redis") && js.State.Store == "redis" {
+			rc.Addr = r.Addr
+		}
+		if !cmd.Flags().Changed("redis-username") {
+			rc.Username = r.Username
+		}
+		if !cmd.Flags().Changed("redis-password") {
+			rc.Password = r.Password
+		}
+		if !cmd.Flags().Changed("redis-db") {
+			rc.DB = r.DB
+		}
+	} else {
+		spec = &joins.CDCSpec{Left: joins.SideSpec{PK: f.leftPK}, Right: joins.SideSpec{PK: f.rightPK}}
+	}
+	if rc.Password == "" {
+		rc.Password = getenv(envRedisPassword)
+	}
+	if rc.Addr == "" {
+		return admin.KeyState{}, usageErr("--offline needs --redis ADDR (or --config with a state.redis.addr)")
+	}
+	ctx, cancel := o.ctx(cmd)
+	defer cancel()
+	store, err := redisstore.New(ctx, rc)
+	if err != nil {
+		return admin.KeyState{}, err
+	}
+	defer store.Close()
+	return admin.InspectOffline(ctx, store, spec, jobName, key)
+}
+
+func watermarksCmd(o *options) *cobra.Command {
+	var watch time.Duration
+	cmd := &cobra.Command{
+		Use:   "watermarks JOB",
+		Short: "Show a job's watermark and lag per source partition",
+		Args:  cobra.ExactArgs(1),
+		Example: `  joinctl watermarks users-domains
+  joinctl watermarks users-domains -w 2s     # redraw every 2s until Ctrl-C`,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("watch") && watch <= 0 {
+				return usageErr("-w/--watch: must be positive")
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			show := func() error {
+				ctx, cancel := o.ctx(cmd)
+				defer cancel()
+				wm, err := c.Watermarks(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return render(out, o.output, wm, func(w io.Writer) { watermarksTable(w, wm) })
+			}
+			if watch == 0 {
+				return show()
+			}
+			return watchLoop(cmd.Context(), out, cmd.ErrOrStderr(), watch, "watermarks "+args[0], show)
+		}),
+	}
+	cmd.Flags().DurationVarP(&watch, "watch", "w", 0, "redraw every interval (e.g. 2s) until Ctrl-C")
+	return cmd
+}
+
+// watchLoop calls show now and then every interval until ctx ends. An error
+// of the first call ends the loop; later errors are shown and the loop goes
+// on (a node restarting). On a terminal the screen is cleared before each
+// redraw; otherwise each draw starts with a header line.
+func watchLoop(ctx context.Context, out, errOut io.Writer, interval time.Duration, what string, show func() error) error {
+	tty := isTerminal(out)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		if tty {
+			fmt.Fprint(out, "\x1b[H\x1b[2J")
+		}
+		fmt.Fprintf(out, "Every %s: %s\t%s\n\n", interval, what, time.Now().Format(time.DateTime))
+		if err := show(); err != nil {
+			if i == 0 || ctx.Err() != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			fmt.Fprintf(errOut, "joinctl: %v\n", err)
+		}
+		if !tty {
+			fmt.Fprintln(out)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func hotCmd(o *options) *cobra.Command {
+	var n int
+	cmd := &cobra.Command{
+		Use:   "hot JOB",
+		Short: "List a job's busiest keys (events per second, state size)",
+		Args:  cobra.ExactArgs(1),
+		Example: `  joinctl hot users-domains
+  joinctl hot users-domains -n 50 -o json`,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if n < 1 || n > admin.MaxHot {
+				return usageErr("-n: want 1 to %d (got %d)", admin.MaxHot, n)
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := o.ctx(cmd)
+			defer cancel()
+			hot, err := c.Hot(ctx, args[0], n)
+			if err != nil {
+				return err
+			}
+			return render(cmd.OutOrStdout(), o.output, hot, func(w io.Writer) { hotTable(w, hot) })
+		}),
+	}
+	cmd.Flags().IntVarP(&n, "n", "n", 10, "how many keys")
+	return cmd
+}

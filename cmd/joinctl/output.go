@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/joinery/joinery/admin"
+)
+
+// render writes v as JSON or YAML, or calls table for the table format.
+func render(w io.Writer, format string, v any, table func(io.Writer)) error {
+	switch format {
+	case "json":
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		_, err := w.Write(buf.Bytes())
+		return err
+	case "yaml":
+		// Through JSON, so YAML has the JSON field names and embedded rows
+		// (json.RawMessage) become YAML structure.
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var generic any
+		if err := dec.Decode(&generic); err != nil {
+			return err
+		}
+		out, err := yaml.Marshal(numbers(generic))
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(out)
+		return err
+	default:
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		table(tw)
+		return tw.Flush()
+	}
+}
+
+// numbers replaces json.Numbers with int64 or float64 so YAML prints them as
+// numbers.
+func numbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return x.String()
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbers(e)
+		}
+	}
+	return v
+}
+
+func membersTable(w io.Writer, ms []admin.Member) {
+	fmt.Fprintln(w, "SELF\tNAME\tID\tADDRESS\tGOSSIP\tSTATUS\tKEYS\tUPTIME")
+	for _, m := range ms {
+		self := ""
+		if m.Self {
+			self = "*"
+		}
+		keys := "?"
+		if m.KeysActive >= 0 {
+			keys = strconv.Itoa(m.KeysActive)
+		}
+		up := "-"
+		if m.Uptime > 0 {
+			up = m.Uptime.Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", self, dash(m.Name), dash(m.ID), dash(m.Address), dash(m.GossipAddr), dash(m.Status), keys, up)
+	}
+}
+
+func locationTable(w io.Writer, l admin.Location) {
+	fmt.Fprintln(w, "JOB\tKEY\tNODE\tACTIVE")
+	fmt.Fprintf(w, "%s\t%s\t%s\t%t\n", l.Job, l.Key, dash(l.Node), l.Active)
+}
+
+func keyStateTable(w io.Writer, ks admin.KeyState) {
+	node := ks.Node
+	if node == "" {
+		node = "- (read from the store)"
+	}
+	fmt.Fprintf(w, "Job:\t%s\n", ks.Job)
+	fmt.Fprintf(w, "Key:\t%s\n", ks.Key)
+	fmt.Fprintf(w, "Node:\t%s\n", node)
+	fmt.Fprintf(w, "Epoch:\t%d\n", ks.Epoch)
+	fmt.Fprintf(w, "Late:\t%d\n", ks.Late)
+	fmt.Fprintf(w, "Dead-lettered:\t%d\n", ks.DeadLettered)
+	timers := "-"
+	if len(ks.Timers) > 0 {
+		ts := make([]string, len(ks.Timers))
+		for i, t := range ks.Timers {
+			ts[i] = strconv.FormatInt(t, 10)
+		}
+		timers = strings.Join(ts, ", ")
+	}
+	fmt.Fprintf(w, "Timers (%d):\t%s\n", len(ks.Timers), timers)
+	fmt.Fprintf(w, "Offsets (%d):\t\n", len(ks.Offsets))
+	parts := make([]string, 0, len(ks.Offsets))
+	for p := range ks.Offsets {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	for _, p := range parts {
+		fmt.Fprintf(w, "  %s\t%d\n", p, ks.Offsets[p])
+	}
+	left := "(none)"
+	if len(ks.Left) > 0 && string(ks.Left) != "null" {
+		left = string(ks.Left)
+	}
+	fmt.Fprintf(w, "Left:\t%s\n", left)
+	fmt.Fprintf(w, "Rights (%d):\t\n", len(ks.Rights))
+	for _, r := range ks.Rights {
+		fmt.Fprintf(w, "  %s\t\n", r)
+	}
+}
+
+func watermarksTable(w io.Writer, wm admin.Watermarks) {
+	fmt.Fprintf(w, "Job %s, global watermark %s\n\n", wm.Job, ts(wm.Global))
+	fmt.Fprintln(w, "SOURCE\tPARTITION\tWATERMARK\tMAX_TS\tLAG\tIDLE")
+	for _, p := range wm.Partitions {
+		idle := ""
+		if p.Idle {
+			idle = "idle"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(p.Source), p.Partition, ts(p.Watermark), ts(p.MaxTs),
+			(time.Duration(p.LagMs) * time.Millisecond).String(), idle)
+	}
+}
+
+func hotTable(w io.Writer, hot []admin.HotKey) {
+	fmt.Fprintln(w, "#\tKEY\tEVENTS/S\tSTATE_BYTES")
+	for i, h := range hot {
+		fmt.Fprintf(w, "%d\t%s\t%.1f\t%d\n", i+1, h.Key, h.EventsPerSec, h.StateBytes)
+	}
+}
+
+// ts shows an event time; math.MinInt64 means none yet.
+func ts(v int64) string {
+	if v == math.MinInt64 {
+		return "-"
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
