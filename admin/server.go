@@ -240,14 +240,14 @@ func (s *Server) write(action string, do func(KeyActions, context.Context, strin
 		s.log.Log(ctx, lvl, "admin: key action", "action", action, "job", job, "key", key, "remote", r.RemoteAddr, "err", err)
 		return nil, err
 	}
-	inner := s.api(f)
+	guarded := s.authed(s.api(f))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Token == "" {
 			s.log.Warn("admin: write action refused: no token configured", "path", r.URL.Path, "remote", r.RemoteAddr)
 			writeError(w, http.StatusForbidden, "write actions are disabled: the server has no admin token configured")
 			return
 		}
-		s.authed(inner).ServeHTTP(w, r)
+		guarded.ServeHTTP(w, r)
 	})
 }
 

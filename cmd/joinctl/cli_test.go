@@ -365,6 +365,7 @@ func TestCLIUsage(t *testing.T) {
 		{"-o", "xml", "members"},
 		{"hot", "j", "-n", "0"},
 		{"hot", "j", "-n", "x"},
+		{"hot", "j", "--limit", "1001"},
 		{"watermarks", "j", "-w", "-1s"},
 		{"key", "inspect", "j", "42", "--redis", "127.0.0.1:1"},
 		{"key", "inspect", "j", "42", "--offline"},

@@ -253,7 +253,7 @@ func watermarksCmd(o *options) *cobra.Command {
 			if watch == 0 {
 				return show()
 			}
-			return watchLoop(cmd.Context(), out, cmd.ErrOrStderr(), watch, "watermarks "+args[0], show)
+			return watchLoop(cmd.Context(), out, cmd.ErrOrStderr(), watch, o.output == "table", "watermarks "+args[0], show)
 		}),
 	}
 	cmd.Flags().DurationVarP(&watch, "watch", "w", 0, "redraw every interval (e.g. 2s) until Ctrl-C")
@@ -262,17 +262,20 @@ func watermarksCmd(o *options) *cobra.Command {
 
 // watchLoop calls show now and then every interval until ctx ends. An error
 // of the first call ends the loop; later errors are shown and the loop goes
-// on (a node restarting). On a terminal the screen is cleared before each
-// redraw; otherwise each draw starts with a header line.
-func watchLoop(ctx context.Context, out, errOut io.Writer, interval time.Duration, what string, show func() error) error {
-	tty := isTerminal(out)
+// on (a node restarting). For tables (header) each draw starts with a header
+// line, and on a terminal the screen is cleared first; JSON and YAML
+// documents are written one after another.
+func watchLoop(ctx context.Context, out, errOut io.Writer, interval time.Duration, header bool, what string, show func() error) error {
+	tty := isTerminal(out) && header
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for i := 0; ; i++ {
 		if tty {
 			fmt.Fprint(out, "\x1b[H\x1b[2J")
 		}
-		fmt.Fprintf(out, "Every %s: %s\t%s\n\n", interval, what, time.Now().Format(time.DateTime))
+		if header {
+			fmt.Fprintf(out, "Every %s: %s\t%s\n\n", interval, what, time.Now().Format(time.DateTime))
+		}
 		if err := show(); err != nil {
 			if i == 0 || ctx.Err() != nil {
 				if ctx.Err() != nil {
@@ -282,7 +285,7 @@ func watchLoop(ctx context.Context, out, errOut io.Writer, interval time.Duratio
 			}
 			fmt.Fprintf(errOut, "joinctl: %v\n", err)
 		}
-		if !tty {
+		if header && !tty {
 			fmt.Fprintln(out)
 		}
 		select {
@@ -327,6 +330,6 @@ func hotCmd(o *options) *cobra.Command {
 			return render(cmd.OutOrStdout(), o.output, hot, func(w io.Writer) { hotTable(w, hot) })
 		}),
 	}
-	cmd.Flags().IntVarP(&n, "n", "n", 10, "how many keys")
+	cmd.Flags().IntVarP(&n, "limit", "n", 10, "how many keys (1 to 1000)")
 	return cmd
 }

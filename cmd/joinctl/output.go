@@ -43,11 +43,16 @@ func render(w io.Writer, format string, v any, table func(io.Writer)) error {
 		if err := dec.Decode(&generic); err != nil {
 			return err
 		}
-		out, err := yaml.Marshal(numbers(generic))
-		if err != nil {
+		var buf bytes.Buffer
+		enc := yaml.NewEncoder(&buf)
+		enc.SetIndent(2)
+		if err := enc.Encode(numbers(generic)); err != nil {
 			return err
 		}
-		_, err = w.Write(out)
+		if err := enc.Close(); err != nil {
+			return err
+		}
+		_, err = w.Write(buf.Bytes())
 		return err
 	default:
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -140,7 +145,7 @@ func keyStateTable(w io.Writer, ks admin.KeyState) {
 	fmt.Fprintf(w, "Left:\t%s\n", left)
 	fmt.Fprintf(w, "Rights (%d):\t\n", len(ks.Rights))
 	for _, r := range ks.Rights {
-		fmt.Fprintf(w, "  %s\t\n", r)
+		fmt.Fprintf(w, "  %s\n", r) // no tab: rows do not widen the column
 	}
 }
 
