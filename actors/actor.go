@@ -35,6 +35,9 @@ type Deps struct {
 type Events interface {
 	Activated(job string, key record.Key)
 	Passivated(job string, key record.Key)
+	// Fenced reports a write refused because a newer activation of the key
+	// owns it; the refused activation stops.
+	Fenced(job string, key record.Key)
 }
 
 // KindName is the cluster kind of job's key actors.
@@ -61,6 +64,7 @@ type keyActor struct {
 	offsets map[string]int64 // partition id -> highest applied offset
 	outbox  []outboxEntry
 	loaded  bool
+	epoch   int64 // owner epoch from Store.Acquire; 0 until acquired
 	node    string
 	pending int  // snapshots handed to the Writer and not yet durable
 	stop    bool // passivation requested: stop once pending is 0
@@ -90,7 +94,16 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		a.pending--
 		if m.err != nil {
 			// Memory is now ahead of the store: stop, so the next activation
-			// reloads the durable state.
+			// reloads the durable state. A fenced write means another
+			// activation owns the key: this one is stale and must stop too.
+			if len(persistence.Fenced(m.err)) > 0 {
+				a.deps.Logger.Warn("key write fenced: a newer activation owns the key; stopping this one", "job", a.deps.Job, "key", a.key, "epoch", a.epoch, "err", m.err)
+				if a.deps.Events != nil {
+					a.deps.Events.Fenced(a.deps.Job, a.key)
+				}
+				ctx.Stop(ctx.Self())
+				return
+			}
 			a.deps.Logger.Error("key state write failed; stopping the activation", "job", a.deps.Job, "key", a.key, "err", m.err)
 			ctx.Stop(ctx.Self())
 			return
@@ -122,6 +135,15 @@ func (a *keyActor) load() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if a.epoch == 0 {
+		// Become the owner before reading: a stale activation's later write
+		// is then refused, so what this one loads stays what it will extend.
+		epoch, err := a.deps.Store.Acquire(ctx, a.deps.Job, a.key)
+		if err != nil {
+			return err
+		}
+		a.epoch = epoch
+	}
 	snap, err := a.deps.Store.Load(ctx, a.deps.Job, a.key)
 	switch {
 	case errors.Is(err, persistence.ErrNotFound):
@@ -198,7 +220,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 		ctx.Respond(reply)
 		return
 	}
-	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.key, Offsets: maps.Clone(a.offsets)}
+	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.key, Epoch: a.epoch, Offsets: maps.Clone(a.offsets)}
 	if !a.join.Empty() || len(a.outbox) > 0 {
 		st := keyState{Outbox: a.outbox}
 		if !a.join.Empty() {
@@ -254,7 +276,7 @@ func (a *keyActor) kept(part string, offset int64) []record.Output {
 }
 
 func (a *keyActor) inspect() *keypb.KeyState {
-	ks := &keypb.KeyState{Key: string(a.key), Offsets: maps.Clone(a.offsets), Node: a.node, Outbox: int32(len(a.outbox))}
+	ks := &keypb.KeyState{Key: string(a.key), Offsets: maps.Clone(a.offsets), Node: a.node, Outbox: int32(len(a.outbox)), Epoch: a.epoch}
 	if a.join == nil {
 		return ks
 	}

@@ -143,7 +143,16 @@ func (w *Writer) run() {
 			snaps = append(snaps, r.snap)
 		}
 		err := w.save(snaps)
+		fenced := map[string]error{}
+		for _, fe := range persistence.Fenced(err) {
+			fenced[fe.Job+"\x00"+string(fe.Key)] = fe
+		}
 		for _, r := range batch {
+			if len(fenced) > 0 {
+				// The batch was written except the fenced snapshots.
+				r.done(fenced[r.snap.Job+"\x00"+string(r.snap.Key)])
+				continue
+			}
 			r.done(err)
 		}
 	}
@@ -157,8 +166,10 @@ func (w *Writer) save(snaps []persistence.Snapshot) error {
 		ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
 		err := w.store.Save(ctx, snaps)
 		cancel()
-		if err == nil {
-			return nil
+		if err == nil || len(persistence.Fenced(err)) > 0 {
+			// Fenced snapshots are refused for good (a newer activation owns
+			// the key); retrying cannot help, and the rest of the batch is in.
+			return err
 		}
 		if w.ctx.Err() != nil {
 			return err

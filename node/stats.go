@@ -18,6 +18,7 @@ type Stats struct {
 
 	Activations  atomic.Int64 // key actors activated on this node
 	Passivations atomic.Int64 // key actors stopped on this node (idle or shutdown)
+	FencedWrites atomic.Int64 // state writes refused: a newer activation owned the key
 
 	mu  sync.Mutex
 	bad map[string]int64 // reason -> count of records that could not be decoded or routed
@@ -55,3 +56,6 @@ func (s *Stats) Passivated(string, record.Key) { s.Passivations.Add(1) }
 
 // ActiveKeys is the number of key actors active on this node.
 func (s *Stats) ActiveKeys() int64 { return s.Activations.Load() - s.Passivations.Load() }
+
+// Fenced implements actors.Events.
+func (s *Stats) Fenced(string, record.Key) { s.FencedWrites.Add(1) }
