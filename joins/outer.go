@@ -1,0 +1,225 @@
+package joins
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/joinery/joinery/record"
+)
+
+// TimeBoundedSpec describes a stream-stream join with a time-range condition
+// and outer variants, as Spark Structured Streaming runs it (seed
+// dynamic-joiner-watermarks: attach the ad shown within 2 minutes after a
+// page visit, and emit the visit alone when none came — Lower 0, Upper
+// 120000, TimedLeftOuter). A left row l and a right row r of one key match
+// when
+//
+//	l.ts + Lower <= r.ts <= l.ts + Upper    (inclusive, Lower <= Upper)
+//
+// It is a plain value: fill it, call Validate, then share a pointer to it,
+// read-only, among all keys' joins.
+type TimeBoundedSpec struct {
+	Type TimedJoinType
+	// Left and Right name the sides; without Project the output row is
+	// {Left: left row or null, Right: right row or null}.
+	Left, Right string
+	// Lower and Upper bound r.ts - l.ts (ms), both inclusive.
+	Lower, Upper int64
+	// Project lists the output columns; a padded side's columns are null.
+	Project []Column
+}
+
+// Validate reports every problem of the spec, joined with errors.Join, each
+// naming its field.
+func (s *TimeBoundedSpec) Validate() error {
+	if s == nil {
+		return fmt.Errorf("joins: nil time-bounded join spec")
+	}
+	var c collector
+	if !s.Type.valid() {
+		c.bad("type", "unknown join type %d (want inner, left, right or full)", int(s.Type))
+	}
+	validateBounds(&c, s.Lower, s.Upper, false, false)
+	validateShape(c.bad, s.Left, s.Right, s.Project, nil, nil)
+	return c.err()
+}
+
+// NewTimeBounded returns the empty state of one key of a time-bounded join.
+// spec must be valid and must not change while the join is in use.
+func NewTimeBounded(spec *TimeBoundedSpec) *TimeBounded {
+	return &TimeBounded{typ: spec.Type, lo: spec.Lower, hi: spec.Upper,
+		shape: &pairShape{left: spec.Left, right: spec.Right, project: spec.Project}}
+}
+
+// TimeBounded is the per-key state of a time-bounded join: each side's
+// buffered rows sorted by time, each with whether it has matched. It
+// implements Timed.
+//
+//   - An element below the watermark on arrival is Late
+//     (LateBehindWatermark), and takes no part in the join.
+//   - A match is emitted as soon as both rows are there: +I stamped
+//     max(l.ts, r.ts), id outer|leftPos|rightPos|ts|0.
+//   - A row of an outer side that never matched is emitted padded with nulls,
+//     stamped with its own time, id outer|leftPos|-|l.ts|0 (or
+//     outer|-|rightPos|r.ts|0), once the watermark passes the end of its
+//     range — l.ts + Upper for a left row, r.ts - Lower for a right row — and
+//     never earlier: the timer is that end + 1. A row arriving with its range
+//     already passed is matched against the buffer and, unmatched, padded at
+//     once. Rows are dropped at the same time; a matched row is never padded.
+//
+// A TimeBounded is not safe for concurrent use; it keeps the rows it is given
+// and shares them with its outputs: treat them as read-only.
+type TimeBounded struct {
+	typ         TimedJoinType
+	lo, hi      int64
+	shape       *pairShape
+	left, right []matchElem
+}
+
+type matchElem struct {
+	elem
+	Matched bool `json:"m,omitempty"`
+}
+
+// firstMatchAtLeast and firstMatchAbove are firstAtLeast and firstAbove on
+// matchElems.
+func firstMatchAbove(es []matchElem, t int64) int {
+	lo, hi := 0, len(es)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if es[m].Ts > t {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+func firstMatchAtLeast(es []matchElem, t int64) int {
+	if t == math.MinInt64 {
+		return 0
+	}
+	return firstMatchAbove(es, t-1)
+}
+
+func insertMatch(es []matchElem, e matchElem) []matchElem {
+	i := len(es)
+	for i > 0 && es[i-1].Ts > e.Ts {
+		i--
+	}
+	es = append(es, matchElem{})
+	copy(es[i+1:], es[i:])
+	es[i] = e
+	return es
+}
+
+// OnElement emits e's matches with the other side's buffer and buffers it
+// (or pads it at once when its range has already passed).
+func (j *TimeBounded) OnElement(e Element, watermark int64, fx *Effects) {
+	if e.Side != record.Left && e.Side != record.Right {
+		fx.Late = append(fx.Late, Late{Element: e, Reason: LateUnknownSide})
+		return
+	}
+	if e.Ts < watermark {
+		fx.Late = append(fx.Late, Late{Element: e, Reason: LateBehindWatermark})
+		return
+	}
+	me := matchElem{elem: elemOf(e)}
+	if e.Side == record.Left {
+		from, to := firstMatchAtLeast(j.right, addSat(e.Ts, j.lo)), firstMatchAbove(j.right, addSat(e.Ts, j.hi))
+		for k := from; k < to; k++ {
+			r := &j.right[k]
+			r.Matched, me.Matched = true, true
+			ts := max(e.Ts, r.Ts)
+			emitPair(fx, j.shape, "outer", ts, &me.elem, &r.elem, ts)
+		}
+		if end := addSat(e.Ts, j.hi); end >= watermark {
+			j.left = insertMatch(j.left, me)
+			fx.SetTimers = append(fx.SetTimers, addSat(end, 1))
+		} else if !me.Matched && j.typ.padLeft() {
+			emitPair(fx, j.shape, "outer", e.Ts, &me.elem, nil, e.Ts)
+		}
+		return
+	}
+	from, to := firstMatchAtLeast(j.left, subSat(e.Ts, j.hi)), firstMatchAbove(j.left, subSat(e.Ts, j.lo))
+	for k := from; k < to; k++ {
+		l := &j.left[k]
+		l.Matched, me.Matched = true, true
+		ts := max(e.Ts, l.Ts)
+		emitPair(fx, j.shape, "outer", ts, &l.elem, &me.elem, ts)
+	}
+	if end := subSat(e.Ts, j.lo); end >= watermark {
+		j.right = insertMatch(j.right, me)
+		fx.SetTimers = append(fx.SetTimers, addSat(end, 1))
+	} else if !me.Matched && j.typ.padRight() {
+		emitPair(fx, j.shape, "outer", e.Ts, nil, &me.elem, e.Ts)
+	}
+}
+
+// OnTimer retires the left rows with l.ts + upper < ts, then the right rows
+// with r.ts - lower < ts, each in time order, padding the unmatched rows of
+// an outer side.
+func (j *TimeBounded) OnTimer(ts int64, watermark int64, fx *Effects) {
+	n := 0
+	for ; n < len(j.left) && addSat(j.left[n].Ts, j.hi) < ts; n++ {
+		if l := &j.left[n]; !l.Matched && j.typ.padLeft() {
+			emitPair(fx, j.shape, "outer", l.Ts, &l.elem, nil, l.Ts)
+		}
+	}
+	j.left = trimMatch(j.left, n)
+	n = 0
+	for ; n < len(j.right) && subSat(j.right[n].Ts, j.lo) < ts; n++ {
+		if r := &j.right[n]; !r.Matched && j.typ.padRight() {
+			emitPair(fx, j.shape, "outer", r.Ts, nil, &r.elem, r.Ts)
+		}
+	}
+	j.right = trimMatch(j.right, n)
+}
+
+func trimMatch(es []matchElem, n int) []matchElem {
+	if n == len(es) {
+		return nil
+	}
+	if n == 0 {
+		return es
+	}
+	return append(es[:0:0], es[n:]...)
+}
+
+// Empty reports whether nothing is buffered.
+func (j *TimeBounded) Empty() bool { return len(j.left) == 0 && len(j.right) == 0 }
+
+type matchSnap struct {
+	L []matchElem `json:"l"`
+	R []matchElem `json:"r"`
+}
+
+// Snapshot encodes the state: TimedSnapshotVersion, 'O', then JSON of both
+// buffers in order with their matched flags. Equal states encode to equal
+// bytes.
+func (j *TimeBounded) Snapshot() []byte { return encodeSnap('O', matchSnap{L: j.left, R: j.right}) }
+
+// Restore replaces the state with the one b encodes; on error (a wrapped
+// ErrBadTimedSnapshot) the state is unchanged.
+func (j *TimeBounded) Restore(b []byte) error {
+	var s matchSnap
+	if err := decodeSnap(b, 'O', &s); err != nil {
+		return err
+	}
+	for _, es := range [][]matchElem{s.L, s.R} {
+		for i := 1; i < len(es); i++ {
+			if es[i].Ts < es[i-1].Ts {
+				return fmt.Errorf("%w: buffer not sorted by time", ErrBadTimedSnapshot)
+			}
+		}
+	}
+	j.left, j.right = trimMatch(s.L, 0), trimMatch(s.R, 0)
+	if len(j.left) == 0 {
+		j.left = nil
+	}
+	if len(j.right) == 0 {
+		j.right = nil
+	}
+	return nil
+}
