@@ -14,7 +14,14 @@
 //
 // Delivery is at least once: entries read but not acknowledged before a crash
 // are re-delivered to the same consumer name when it starts again. Entries
-// pending on other (dead) consumers are not claimed.
+// pending longer than Config.ClaimMinIdle (default 30s) on other consumers,
+// presumably dead, are claimed (XAUTOCLAIM) and delivered: all of them when a
+// source starts, merged in ID order with its own pending entries and before
+// new ones; then, every ClaimMinIdle/2, those after the last entry the
+// source delivered, so offsets keep growing. An idle entry older than that
+// stays pending until a consumer starts. Caveat: with several consumers
+// reading one stream at once, entries reach Joinery out of offset order
+// across consumers, claimed or not.
 //
 // go-redis types stay inside this package.
 //

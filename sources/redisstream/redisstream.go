@@ -18,6 +18,10 @@ import (
 // DefaultBlock is how long Read waits for new entries when Config.Block is 0.
 const DefaultBlock = 200 * time.Millisecond
 
+// DefaultClaimMinIdle is how long an entry must have been pending on another
+// consumer before this one claims it, when Config.ClaimMinIdle is 0.
+const DefaultClaimMinIdle = 30 * time.Second
+
 // ValueField is the entry field that holds the message payload.
 const ValueField = "value"
 
@@ -27,6 +31,8 @@ const (
 	maxMs   = 1<<(63-seqBits) - 1
 	// ackChunk bounds the IDs of one XACK command.
 	ackChunk = 1000
+	// claimCount bounds the entries of one XAUTOCLAIM at start.
+	claimCount = 1000
 )
 
 // ErrClosed is returned by Read and Commit after Close.
@@ -58,6 +64,12 @@ type Config struct {
 	// whole stream, "$" only entries added later. Ignored when the group
 	// exists.
 	StartID string
+	// ClaimMinIdle is how long an entry must have been pending, read but not
+	// acknowledged, on another consumer of the group (presumably dead)
+	// before this one claims it (XAUTOCLAIM) and delivers it. Default
+	// DefaultClaimMinIdle; negative disables claiming. See Read for when
+	// claims happen.
+	ClaimMinIdle time.Duration
 }
 
 // Validate reports every problem with c at once.
@@ -116,8 +128,15 @@ type Source struct {
 	client *redis.Client
 
 	// State touched by Read alone.
-	pendingDone bool   // this consumer's pending entries have been re-read
-	pendingFrom string // next ID to re-read pending entries from
+	startClaimed bool             // the claim at start ran
+	pendingDone  bool             // this consumer's pending entries have been re-read
+	pendingFrom  string           // next ID to re-read pending entries from
+	delivered    bool             // lastOffset is set
+	lastOffset   int64            // offset of the last entry delivered
+	claimFrom    string           // where a periodic claim scan resumes; "" none
+	nextClaim    time.Time        // when the next periodic claim scan starts
+	tombstones   []delivered      // deleted pending entries found at start
+	queue        []redis.XMessage // entries to deliver before reading more
 
 	commitMu sync.Mutex // serialises Commit
 	mu       struct {
@@ -145,6 +164,9 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 	if cfg.StartID == "" {
 		cfg.StartID = "0"
 	}
+	if cfg.ClaimMinIdle == 0 {
+		cfg.ClaimMinIdle = DefaultClaimMinIdle
+	}
 	client := redis.NewClient(&redis.Options{
 		Addr:                  cfg.Addr,
 		Username:              cfg.Username,
@@ -164,17 +186,49 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 }
 
 // Read returns up to max entries in stream order; the caller owns their
-// Values. The first calls re-deliver this consumer's pending entries (read
-// before a restart but never acknowledged); after that Read waits up to
-// Config.Block for new entries and returns an empty slice and a nil error
-// when none arrive, so the caller can check its context. It returns ctx.Err()
-// when ctx ends and ErrClosed after Close. It never returns io.EOF.
+// Values. Offsets grow strictly across the Reads of one Source.
+//
+// The first Read claims (XAUTOCLAIM) every entry pending longer than
+// Config.ClaimMinIdle on other consumers of the group, so that the first
+// calls re-deliver, in ID order, this consumer's pending entries (read before
+// a restart but never acknowledged) together with the claimed ones. After
+// that Read waits up to Config.Block for new entries and returns an empty
+// slice and a nil error when none arrive, so the caller can check its
+// context. Every ClaimMinIdle/2 it first claims entries pending longer than
+// ClaimMinIdle on other consumers, and delivers them before new entries; to
+// keep offsets growing, these periodic claims take only entries after the
+// last one this source delivered (older ones stay pending for the next
+// consumer that starts). It returns ctx.Err() when ctx ends and ErrClosed
+// after Close. It never returns io.EOF.
 func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
 	if max <= 0 {
 		max = 1
 	}
 	if s.isClosed() {
 		return nil, ErrClosed
+	}
+	if len(s.queue) > 0 {
+		n := min(max, len(s.queue))
+		entries := s.queue[:n:n]
+		s.queue = s.queue[n:]
+		return s.deliver(entries)
+	}
+	if !s.startClaimed && s.cfg.ClaimMinIdle > 0 {
+		if err := s.claimAtStart(ctx); err != nil {
+			return nil, s.readErr(ctx, err)
+		}
+		s.startClaimed = true
+		s.nextClaim = time.Now().Add(s.cfg.ClaimMinIdle / 2)
+	}
+	if s.pendingDone && s.cfg.ClaimMinIdle > 0 && !time.Now().Before(s.nextClaim) {
+		entries, err := s.claim(ctx, max)
+		if err != nil {
+			return nil, s.readErr(ctx, err)
+		}
+		if len(entries) > 0 {
+			s.queue = entries
+			return s.Read(ctx, max)
+		}
 	}
 	args := &redis.XReadGroupArgs{
 		Group:    s.cfg.Group,
@@ -191,28 +245,160 @@ func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
 	streams, err := s.client.XReadGroup(ctx, args).Result()
 	if errors.Is(err, redis.Nil) {
 		if !s.pendingDone {
-			s.pendingDone = true
+			s.endPending()
 			return s.Read(ctx, max)
 		}
 		return []sources.Message{}, nil
 	}
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
-		}
-		if s.isClosed() {
-			return nil, ErrClosed
-		}
-		return nil, fmt.Errorf("redisstream: read %s: %w", s.cfg.Stream, err)
+		return nil, s.readErr(ctx, fmt.Errorf("redisstream: read %s: %w", s.cfg.Stream, err))
 	}
 	var entries []redis.XMessage
 	for _, st := range streams {
 		entries = append(entries, st.Messages...)
 	}
 	if !s.pendingDone && len(entries) == 0 {
-		s.pendingDone = true
+		s.endPending()
 		return s.Read(ctx, max)
 	}
+	if !s.pendingDone {
+		s.pendingFrom = entries[len(entries)-1].ID
+		// Tombstones of entries deleted while pending go in ID order.
+		last, err := Offset(s.pendingFrom)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for n < len(s.tombstones) && s.tombstones[n].offset < last {
+			n++
+		}
+		entries = mergeTombstones(entries, s.tombstones[:n])
+		s.tombstones = s.tombstones[n:]
+		s.queue = entries
+		return s.Read(ctx, max)
+	}
+	return s.deliver(entries)
+}
+
+// endPending ends the re-read of pending entries: tombstones left are
+// delivered next.
+func (s *Source) endPending() {
+	s.pendingDone = true
+	s.queue = mergeTombstones(nil, s.tombstones)
+	s.tombstones = nil
+}
+
+// mergeTombstones merges entries (in ID order) with entries deleted from the
+// stream (in ID order), delivered with a nil Value.
+func mergeTombstones(entries []redis.XMessage, gone []delivered) []redis.XMessage {
+	if len(gone) == 0 {
+		return entries
+	}
+	out := make([]redis.XMessage, 0, len(entries)+len(gone))
+	i := 0
+	for _, e := range entries {
+		off, err := Offset(e.ID)
+		for err == nil && i < len(gone) && gone[i].offset < off {
+			out = append(out, redis.XMessage{ID: gone[i].id})
+			i++
+		}
+		if err == nil && i < len(gone) && gone[i].offset == off {
+			i++
+		}
+		out = append(out, e)
+	}
+	for ; i < len(gone); i++ {
+		out = append(out, redis.XMessage{ID: gone[i].id})
+	}
+	return out
+}
+
+// tombstonesOf converts the deleted IDs an XAUTOCLAIM reported (in ID
+// order); malformed IDs are dropped, deliver would reject them anyway.
+func tombstonesOf(ids []string) []delivered {
+	var out []delivered
+	for _, id := range ids {
+		if off, err := Offset(id); err == nil {
+			out = append(out, delivered{id: id, offset: off})
+		}
+	}
+	return out
+}
+
+// readErr prefers ctx.Err() and ErrClosed to err.
+func (s *Source) readErr(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	if s.isClosed() {
+		return ErrClosed
+	}
+	return err
+}
+
+// claimAtStart moves every entry pending longer than ClaimMinIdle on other
+// consumers into this consumer's pending list; the pending re-read that
+// follows delivers them in ID order with this consumer's own pending
+// entries. XAUTOCLAIM drops the entries deleted from the stream from the
+// group's pending list (Redis 7) and reports them: they become tombstones,
+// delivered in ID order with a nil Value, as a pending re-read delivers them.
+func (s *Source) claimAtStart(ctx context.Context) error {
+	start := "0-0"
+	for {
+		_, next, gone, err := s.client.XAutoClaimWithDeleted(ctx, &redis.XAutoClaimArgs{
+			Stream: s.cfg.Stream, Group: s.cfg.Group, Consumer: s.cfg.Consumer,
+			MinIdle: s.cfg.ClaimMinIdle, Start: start, Count: claimCount,
+		}).Result()
+		if err != nil {
+			return fmt.Errorf("redisstream: claim idle entries of %s: %w", s.cfg.Stream, err)
+		}
+		s.tombstones = append(s.tombstones, tombstonesOf(gone)...)
+		if next == "0-0" {
+			return nil
+		}
+		start = next
+	}
+}
+
+// claim runs or continues a periodic claim scan of the entries after the
+// last delivered one and returns up to max claimed entries, in ID order. When
+// the scan reaches the end of the group's pending list, the next one starts
+// ClaimMinIdle/2 later.
+func (s *Source) claim(ctx context.Context, max int) ([]redis.XMessage, error) {
+	start := "0-0"
+	if s.delivered {
+		start = ID(s.lastOffset + 1)
+	}
+	if s.claimFrom != "" {
+		if from, err := Offset(s.claimFrom); err == nil && (!s.delivered || from > s.lastOffset) {
+			start = s.claimFrom
+		}
+	}
+	for {
+		entries, next, gone, err := s.client.XAutoClaimWithDeleted(ctx, &redis.XAutoClaimArgs{
+			Stream: s.cfg.Stream, Group: s.cfg.Group, Consumer: s.cfg.Consumer,
+			MinIdle: s.cfg.ClaimMinIdle, Start: start, Count: int64(max),
+		}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("redisstream: claim idle entries of %s: %w", s.cfg.Stream, err)
+		}
+		entries = mergeTombstones(entries, tombstonesOf(gone))
+		if next == "0-0" {
+			s.claimFrom = ""
+			s.nextClaim = time.Now().Add(s.cfg.ClaimMinIdle / 2)
+			return entries, nil
+		}
+		s.claimFrom = next
+		if len(entries) > 0 {
+			return entries, nil
+		}
+		start = next
+	}
+}
+
+// deliver converts entries (in ID order, after every entry delivered so far)
+// to messages and records them as unacknowledged.
+func (s *Source) deliver(entries []redis.XMessage) ([]sources.Message, error) {
 	out := make([]sources.Message, 0, len(entries))
 	ds := make([]delivered, 0, len(entries))
 	for _, e := range entries {
@@ -233,8 +419,8 @@ func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
 		})
 		ds = append(ds, delivered{id: e.ID, offset: off})
 	}
-	if !s.pendingDone {
-		s.pendingFrom = entries[len(entries)-1].ID
+	if n := len(ds); n > 0 {
+		s.delivered, s.lastOffset = true, ds[n-1].offset
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
