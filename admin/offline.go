@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/joinery/joinery/actors"
 	"maps"
 
 	"github.com/joinery/joinery/joins"
@@ -34,11 +35,20 @@ func InspectOffline(ctx context.Context, store persistence.Store, spec *joins.CD
 	if err != nil {
 		return KeyState{}, fmt.Errorf("admin: inspect offline: %w", err)
 	}
-	cdc := joins.NewCDC(spec)
-	if err := cdc.Restore(snap.State); err != nil {
+	joinState, _, err := actors.DecodeState(snap.State)
+	if err != nil {
 		return KeyState{}, fmt.Errorf("admin: inspect offline: job %q key %q: %w", job, key, err)
 	}
+	cdc := joins.NewCDC(spec)
+	if len(joinState) > 0 {
+		if err := cdc.Restore(joinState); err != nil {
+			return KeyState{}, fmt.Errorf("admin: inspect offline: job %q key %q: %w", job, key, err)
+		}
+	}
 	ks := KeyState{Job: job, Key: key, Offsets: maps.Clone(snap.Offsets)}
+	if ks.Epoch, err = store.Epoch(ctx, job, record.Key(key)); err != nil {
+		return KeyState{}, fmt.Errorf("admin: inspect offline: epoch: %w", err)
+	}
 	if ks.Offsets == nil {
 		ks.Offsets = map[string]int64{}
 	}

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"errors"
+	"github.com/joinery/joinery/actors"
 	"testing"
 
 	"github.com/joinery/joinery/admin"
@@ -43,7 +44,7 @@ func TestAdminInspectOffline(t *testing.T) {
 		}
 		cdc.OnEvent(evs[0], nil)
 	}
-	if err := store.Save(ctx, []persistence.Snapshot{{Job: "j", Key: "1", State: cdc.Snapshot(), Offsets: map[string]int64{"cdc/0": 2}}}); err != nil {
+	if err := store.Save(ctx, []persistence.Snapshot{{Job: "j", Key: "1", State: mustState(t, cdc.Snapshot()), Offsets: map[string]int64{"cdc/0": 2}}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -74,4 +75,13 @@ func TestAdminInspectOffline(t *testing.T) {
 	if _, err := admin.InspectOffline(ctx, store, nil, "j", "1"); err == nil {
 		t.Error("nil spec accepted")
 	}
+}
+
+func mustState(t *testing.T, join []byte) []byte {
+	t.Helper()
+	b, err := actors.EncodeJoinState(join)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -32,6 +32,8 @@ type Spec struct {
 	State State `yaml:"state"`
 	// Cluster holds membership and remoting settings.
 	Cluster Cluster `yaml:"cluster"`
+	// Admin is the node's HTTP endpoint: /healthz, /readyz, /metrics and the admin API joinctl uses.
+	Admin Admin `yaml:"admin"`
 
 	dir string // directory of the job file; relative paths are resolved against it
 }
@@ -60,6 +62,17 @@ type Side struct {
 type Column struct {
 	Name string `yaml:"name"`
 	From string `yaml:"from"`
+}
+
+// Admin configures the node's HTTP admin endpoint.
+type Admin struct {
+	// Addr is host:port to listen on; empty: no endpoint. Port 0 picks a free one.
+	Addr string `yaml:"addr"`
+	// Token is the bearer token the admin API requires (write actions are
+	// refused without one). ${VAR} is expanded; JOINERY_TOKEN overrides it.
+	Token string `yaml:"token"`
+	// Pprof serves net/http/pprof under /debug/pprof.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Source is one input.
@@ -179,6 +192,7 @@ func Parse(b []byte) (*Spec, error) {
 func (s *Spec) expandEnv() {
 	s.State.Redis.Password = os.ExpandEnv(s.State.Redis.Password)
 	s.Cluster.SecretKey = os.ExpandEnv(s.Cluster.SecretKey)
+	s.Admin.Token = os.ExpandEnv(s.Admin.Token)
 	for i := range s.Sources {
 		s.Sources[i].Redis.Password = os.ExpandEnv(s.Sources[i].Redis.Password)
 	}
@@ -195,6 +209,8 @@ const (
 	EnvAdvertise = "JOINERY_ADVERTISE_ADDR" // cluster.advertise
 	EnvSeeds     = "JOINERY_SEEDS"          // cluster.seeds, comma separated
 	EnvRedisAddr = "JOINERY_REDIS_ADDR"     // state.redis.addr
+	EnvToken     = "JOINERY_TOKEN"          // admin.token
+	EnvAdminAddr = "JOINERY_ADMIN_ADDR"     // admin.addr
 )
 
 func (s *Spec) applyEnv(getenv func(string) string) {
@@ -214,6 +230,12 @@ func (s *Spec) applyEnv(getenv func(string) string) {
 	}
 	if v := getenv(EnvRedisAddr); v != "" {
 		s.State.Redis.Addr = v
+	}
+	if v := getenv(EnvToken); v != "" {
+		s.Admin.Token = v
+	}
+	if v := getenv(EnvAdminAddr); v != "" {
+		s.Admin.Addr = v
 	}
 }
 
@@ -327,7 +349,7 @@ func (s *Spec) Validate() error {
 	if s.State.FlushBatch < 0 {
 		bad("state.flush_batch", "must not be negative")
 	}
-	for field, addr := range map[string]string{"cluster.gossip": s.Cluster.Gossip, "cluster.remote": s.Cluster.Remote} {
+	for field, addr := range map[string]string{"cluster.gossip": s.Cluster.Gossip, "cluster.remote": s.Cluster.Remote, "admin.addr": s.Admin.Addr} {
 		if addr != "" && !strings.Contains(addr, ":") {
 			bad(field, "must be host:port (got %q)", addr)
 		}

@@ -30,6 +30,10 @@ const readBatch = 256
 // maxInflight bounds the batches sent but not yet answered, per source.
 const maxInflight = 32
 
+// drainTimeout bounds how long a stopping source keeps completing the batches
+// it already sent.
+const drainTimeout = 20 * time.Second
+
 // Run reads every source of the job until all of them end (finite sources)
 // or ctx is done, and returns the first error. A node without sources
 // returns at once; it keeps hosting key actors until Close.
@@ -132,16 +136,29 @@ func (n *Node) runSource(ctx context.Context, cfg job.Source, dl *deadLetter) er
 	r := &reader{n: n, cfg: cfg, src: src, dl: dl, inflight: map[record.Key]sent{}, committed: map[string]int64{}}
 	queue := make(chan *batch, maxInflight)
 	collectErr := make(chan error, 1)
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Reading stops when ctx ends; the batches already sent are still
+	// completed (answers awaited, outputs written, offsets committed) for up
+	// to drainTimeout more, so a graceful stop leaves nothing half done.
+	readCtx, stopRead := context.WithCancel(ctx)
+	defer stopRead()
+	drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDrain()
 	go func() {
-		err := r.collect(cctx, queue)
+		<-readCtx.Done()
+		select {
+		case <-time.After(drainTimeout):
+			stopDrain()
+		case <-drainCtx.Done():
+		}
+	}()
+	go func() {
+		err := r.collect(drainCtx, queue)
 		if err != nil {
-			cancel()
+			stopRead()
 		}
 		collectErr <- err
 	}()
-	readErr := r.read(cctx, queue)
+	readErr := r.read(readCtx, queue)
 	close(queue)
 	if err := <-collectErr; err != nil {
 		return err
@@ -193,8 +210,8 @@ func (r *reader) dispatch(msgs []sources.Message) (*batch, error) {
 	r.next++
 	applies := map[record.Key]*keypb.Apply{}
 	var order []record.Key
+	n.stats.addIn(r.cfg.Name, len(msgs))
 	for _, m := range msgs {
-		n.stats.In.Add(1)
 		part := m.Pos.PartitionID()
 		if p, ok := b.last[part]; !ok || m.Pos.Offset > p.Offset {
 			b.last[part] = m.Pos
@@ -292,7 +309,7 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 		if err != nil {
 			return err
 		}
-		n.stats.Skipped.Add(int64(ap.Skipped))
+		n.stats.addSkipped(int(ap.Skipped))
 		for _, po := range ap.Outputs {
 			o, err := actors.DecodeOutput(po)
 			if err != nil {
@@ -311,7 +328,7 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 	if err := n.out.write(ctx, outs); err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
-	n.stats.Out.Add(int64(len(outs)))
+	n.stats.addOut(len(outs))
 	if err := r.dl.flush(); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}
@@ -418,7 +435,7 @@ func (r *reader) side(raw []byte) (record.Side, error) {
 }
 
 func (r *reader) reject(m sources.Message, reason string, err error) {
-	r.n.stats.addBad(reason)
+	r.n.stats.addBad(r.cfg.Name, reason)
 	r.n.log.Warn("bad input record", "source", m.Pos.Source, "position", m.Pos.String(), "reason", reason, "err", err)
 	r.dl.add(m, reason, err)
 }

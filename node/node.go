@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/cluster"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
@@ -55,6 +57,10 @@ type Node struct {
 	timeout  time.Duration
 	out      *outputs
 	stats    *Stats
+	metrics  *admin.Metrics
+	admin    *admin.Server
+	started  time.Time
+	draining atomic.Bool
 	closed   sync.Once
 }
 
@@ -74,7 +80,8 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	if err != nil {
 		return nil, err
 	}
-	n = &Node{spec: spec, cdc: cdc, log: opts.Logger.With("job", spec.Name), opts: opts, stats: newStats()}
+	n = &Node{spec: spec, cdc: cdc, log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics()}
+	n.stats = newStats(spec.Name, n.metrics)
 	n.timeout = spec.Cluster.RequestTimeout
 	if n.timeout == 0 {
 		n.timeout = 30 * time.Second
@@ -93,6 +100,13 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	}
 	if err = n.startCluster(); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if spec.Admin.Addr != "" {
+		n.admin = admin.NewServer(admin.ServerConfig{Addr: spec.Admin.Addr, Token: spec.Admin.Token, Pprof: spec.Admin.Pprof,
+			Backend: backend{n}, Metrics: n.metrics, Logger: n.log.With("component", "admin")})
+		if err = n.admin.Start(); err != nil {
+			return nil, fmt.Errorf("admin: %w", err)
+		}
 	}
 	return n, nil
 }
@@ -182,6 +196,17 @@ func (n *Node) startCluster() (err error) {
 	return nil
 }
 
+// AdminAddr is the bound address of the admin HTTP server ("" without one).
+func (n *Node) AdminAddr() string {
+	if n.admin == nil {
+		return ""
+	}
+	return n.admin.Addr()
+}
+
+// Metrics returns the node's Prometheus metrics.
+func (n *Node) Metrics() *admin.Metrics { return n.metrics }
+
 // GossipAddr is the address other nodes use as a seed to join this one.
 func (n *Node) GossipAddr() string { return n.provider.GossipAddr() }
 
@@ -213,6 +238,7 @@ func (n *Node) Columns() []string {
 func (n *Node) Close(ctx context.Context) error {
 	var errs []error
 	n.closed.Do(func() {
+		n.draining.Store(true) // readiness off first
 		if n.cluster != nil {
 			n.cluster.Shutdown(true)
 		}
@@ -224,6 +250,9 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		if n.store != nil {
 			errs = append(errs, n.store.Close())
+		}
+		if n.admin != nil {
+			errs = append(errs, n.admin.Shutdown(ctx))
 		}
 	})
 	return errors.Join(errs...)

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/record"
 	"maps"
 	"sync"
@@ -22,14 +23,35 @@ type Stats struct {
 
 	mu  sync.Mutex
 	bad map[string]int64 // reason -> count of records that could not be decoded or routed
+
+	job string
+	m   *admin.Metrics // the same counts for Prometheus
 }
 
-func newStats() *Stats { return &Stats{bad: map[string]int64{}} }
+func newStats(job string, m *admin.Metrics) *Stats {
+	return &Stats{bad: map[string]int64{}, job: job, m: m}
+}
 
-func (s *Stats) addBad(reason string) {
+func (s *Stats) addBad(source, reason string) {
 	s.mu.Lock()
 	s.bad[reason]++
 	s.mu.Unlock()
+	s.m.Rejected.WithLabelValues(s.job, source, reason).Inc()
+}
+
+func (s *Stats) addIn(source string, n int) {
+	s.In.Add(int64(n))
+	s.m.RecordsIn.WithLabelValues(s.job, source).Add(float64(n))
+}
+
+func (s *Stats) addOut(n int) {
+	s.Out.Add(int64(n))
+	s.m.Outputs.WithLabelValues(s.job, "all").Add(float64(n))
+}
+
+func (s *Stats) addSkipped(n int) {
+	s.Skipped.Add(int64(n))
+	s.m.SkippedReplayed.WithLabelValues(s.job).Add(float64(n))
 }
 
 // Bad returns the count of rejected records per reason.
@@ -49,13 +71,22 @@ func (s *Stats) BadTotal() int64 {
 }
 
 // Activated implements actors.Events.
-func (s *Stats) Activated(string, record.Key) { s.Activations.Add(1) }
+func (s *Stats) Activated(string, record.Key) {
+	s.Activations.Add(1)
+	s.m.KeysActive.WithLabelValues(s.job).Inc()
+}
 
 // Passivated implements actors.Events.
-func (s *Stats) Passivated(string, record.Key) { s.Passivations.Add(1) }
+func (s *Stats) Passivated(string, record.Key) {
+	s.Passivations.Add(1)
+	s.m.KeysActive.WithLabelValues(s.job).Dec()
+}
 
 // ActiveKeys is the number of key actors active on this node.
 func (s *Stats) ActiveKeys() int64 { return s.Activations.Load() - s.Passivations.Load() }
 
 // Fenced implements actors.Events.
-func (s *Stats) Fenced(string, record.Key) { s.FencedWrites.Add(1) }
+func (s *Stats) Fenced(string, record.Key) {
+	s.FencedWrites.Add(1)
+	s.m.FencedWrites.WithLabelValues(s.job).Inc()
+}

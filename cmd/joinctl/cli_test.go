@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/joinery/joinery/actors"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -425,7 +426,7 @@ func TestCLIInspectOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if err := store.Save(ctx, []persistence.Snapshot{{Job: "users-domains", Key: "42", State: cdc.Snapshot(), Offsets: map[string]int64{"cdc/0": 17}}}); err != nil {
+	if err := store.Save(ctx, []persistence.Snapshot{{Job: "users-domains", Key: "42", State: mustState(t, cdc.Snapshot()), Offsets: map[string]int64{"cdc/0": 17}}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -473,4 +474,13 @@ state:
 	// Redis unreachable: exit 1.
 	r = runCLI(t, noServer, "--timeout", "2s", "key", "inspect", "users-domains", "42", "--offline", "--redis", "127.0.0.1:1")
 	wantExit(t, r, 1)
+}
+
+func mustState(t *testing.T, join []byte) []byte {
+	t.Helper()
+	b, err := actors.EncodeJoinState(join)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -1,0 +1,133 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/admin"
+	"github.com/joinery/joinery/cluster"
+	"github.com/joinery/joinery/record"
+)
+
+// backend answers the admin API for this node (admin.Backend and its
+// KeyActions extension).
+type backend struct{ n *Node }
+
+var (
+	_ admin.Backend    = backend{}
+	_ admin.KeyActions = backend{}
+)
+
+func (b backend) job(job string) error {
+	if job != b.n.spec.Name {
+		return fmt.Errorf("%w: this fleet runs job %q, not %q", admin.ErrNotFound, b.n.spec.Name, job)
+	}
+	return nil
+}
+
+// Members lists the members this node sees.
+func (b backend) Members(context.Context) ([]admin.Member, error) {
+	ms := b.n.provider.Members()
+	out := make([]admin.Member, 0, len(ms))
+	alive := 0
+	for _, m := range ms {
+		am := admin.Member{ID: m.ID, Name: m.Name, Address: m.Address, GossipAddr: m.GossipAddr, Status: m.Status, Self: m.Self, KeysActive: -1}
+		if m.Self {
+			am.KeysActive = int(b.n.stats.ActiveKeys())
+			am.Uptime = time.Since(b.n.started)
+		}
+		if m.Status == cluster.StatusAlive {
+			alive++
+		}
+		out = append(out, am)
+	}
+	b.n.metrics.ClusterMembers.Set(float64(alive))
+	return out, nil
+}
+
+// Locate names the member that owns key by rendezvous placement, without
+// activating it.
+func (b backend) Locate(_ context.Context, job, key string) (admin.Location, error) {
+	if err := b.job(job); err != nil {
+		return admin.Location{}, err
+	}
+	owner, ok := b.n.provider.OwnerOf(b.n.kind, key)
+	if !ok {
+		return admin.Location{}, errors.New("no member hosts the job's key actors yet")
+	}
+	_, active := b.n.cluster.PidCache.Get(key, b.n.kind)
+	return admin.Location{Job: job, Key: key, Node: owner.Address, Active: active}, nil
+}
+
+// Inspect asks the key's actor for its live state (activating it from the
+// store if it was passivated).
+func (b backend) Inspect(_ context.Context, job, key string) (admin.KeyState, error) {
+	if err := b.job(job); err != nil {
+		return admin.KeyState{}, err
+	}
+	ks, err := b.n.Inspect(record.Key(key))
+	if err != nil {
+		return admin.KeyState{}, err
+	}
+	if len(ks.Offsets) == 0 && len(ks.Left) == 0 && len(ks.Rights) == 0 {
+		return admin.KeyState{}, fmt.Errorf("%w: key %q has no state", admin.ErrNotFound, key)
+	}
+	out := admin.KeyState{Job: job, Key: key, Node: ks.Node, Offsets: ks.Offsets, Epoch: ks.Epoch}
+	if len(ks.Left) > 0 {
+		out.Left = json.RawMessage(ks.Left)
+	}
+	for _, r := range ks.Rights {
+		out.Rights = append(out.Rights, json.RawMessage(r))
+	}
+	return out, nil
+}
+
+// Ready reports whether the node can do its work: membership started and the
+// store reachable.
+func (b backend) Ready(ctx context.Context) error {
+	if b.n.draining.Load() {
+		return errors.New("draining")
+	}
+	alive := 0
+	for _, m := range b.n.provider.Members() {
+		if m.Status == cluster.StatusAlive {
+			alive++
+		}
+	}
+	b.n.metrics.ClusterMembers.Set(float64(alive))
+	if alive == 0 {
+		return errors.New("not in the cluster yet")
+	}
+	if _, err := b.n.store.CommittedOffsets(ctx, b.n.spec.Name); err != nil {
+		return fmt.Errorf("state store unreachable: %w", err)
+	}
+	return nil
+}
+
+// Passivate asks the key's actor to stop once its state is durable.
+func (b backend) Passivate(_ context.Context, job, key string) error {
+	if err := b.job(job); err != nil {
+		return err
+	}
+	_, err := b.n.client.Request(key, &keypb.Passivate{}, b.n.timeout)
+	return err
+}
+
+// Evict stops the key's actor at once; every change it acknowledged is
+// already durable, so the next event reloads it from the store.
+func (b backend) Evict(_ context.Context, job, key string) error {
+	if err := b.job(job); err != nil {
+		return err
+	}
+	pid, err := b.n.client.PID(key)
+	if err != nil {
+		return err
+	}
+	b.n.system.Root.Stop(pid)
+	b.n.client.Forget(key)
+	return nil
+}
