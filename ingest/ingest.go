@@ -1,0 +1,215 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+)
+
+// Defaults for Config.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultMaxInflight  = 64
+)
+
+// Content types accepted.
+const (
+	ContentTypeJSON   = "application/json"
+	ContentTypeNDJSON = "application/x-ndjson"
+)
+
+// RetryAfterSeconds is the Retry-After of 429 and 503 answers.
+const RetryAfterSeconds = 1
+
+// Appender appends entries to a log.
+type Appender interface {
+	// Append appends one entry per value, in order, and returns nil only
+	// once the log acknowledged all of them. On error a prefix may have been
+	// appended. It may be called concurrently. values and their bytes are
+	// not retained after it returns.
+	Append(ctx context.Context, values [][]byte) error
+}
+
+// Config configures Handler. The zero value of an optional field means its
+// default.
+type Config struct {
+	// Appender receives the entries. Required.
+	Appender Appender
+	// MaxBodyBytes bounds a request body. Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxInflight bounds the requests being parsed and appended at once;
+	// more are refused with 429. Default DefaultMaxInflight.
+	MaxInflight int
+}
+
+// Validate reports every problem with c at once, naming each field.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Appender == nil {
+		errs = append(errs, errors.New("ingest: Appender is required"))
+	}
+	if c.MaxBodyBytes < 0 {
+		errs = append(errs, fmt.Errorf("ingest: MaxBodyBytes %d is negative", c.MaxBodyBytes))
+	}
+	if c.MaxInflight < 0 {
+		errs = append(errs, fmt.Errorf("ingest: MaxInflight %d is negative", c.MaxInflight))
+	}
+	return errors.Join(errs...)
+}
+
+// handler serves ingest requests.
+type handler struct {
+	cfg      Config
+	inflight chan struct{} // one token per request in progress
+}
+
+// Handler returns the ingest HTTP handler (see the package doc for the
+// protocol). It is safe for concurrent use. Call cfg.Validate first: a
+// handler built from an invalid Config answers every request with 500.
+func Handler(cfg Config) http.Handler {
+	if err := cfg.Validate(); err != nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeError(w, http.StatusInternalServerError, err.Error())
+		})
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxInflight == 0 {
+		cfg.MaxInflight = DefaultMaxInflight
+	}
+	return &handler{cfg: cfg, inflight: make(chan struct{}, cfg.MaxInflight)}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", ContentTypeJSON)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "ingest: use POST")
+		return
+	}
+	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || (mediaType != ContentTypeJSON && mediaType != ContentTypeNDJSON) {
+		writeError(w, http.StatusUnsupportedMediaType,
+			fmt.Sprintf("ingest: Content-Type %q: want %s or %s", r.Header.Get("Content-Type"), ContentTypeJSON, ContentTypeNDJSON))
+		return
+	}
+	select {
+	case h.inflight <- struct{}{}:
+		defer func() { <-h.inflight }()
+	default:
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+		writeError(w, http.StatusTooManyRequests,
+			fmt.Sprintf("ingest: %d requests in progress, retry later", h.cfg.MaxInflight))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge,
+				fmt.Sprintf("ingest: body over %d bytes", h.cfg.MaxBodyBytes))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "ingest: read body: "+err.Error())
+		return
+	}
+	var values [][]byte
+	if mediaType == ContentTypeNDJSON {
+		values, err = SplitNDJSON(body)
+	} else {
+		values, err = SplitJSON(body)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if len(values) > 0 {
+		if err := h.cfg.Appender.Append(r.Context(), values); err != nil {
+			w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+			writeError(w, http.StatusServiceUnavailable, "ingest: append: "+err.Error())
+			return
+		}
+	}
+	writeJSON(w, http.StatusAccepted, map[string]int{"appended": len(values)})
+}
+
+// lineOf returns the 1-based line of byte offset off in b.
+func lineOf(b []byte, off int64) int {
+	off = min(max(off, 0), int64(len(b)))
+	return bytes.Count(b[:off], []byte("\n")) + 1
+}
+
+// SplitJSON splits an application/json body into entries: the elements of a
+// top-level array, or else the one value. Entries are subslices of body. It
+// fails, naming the line, for invalid JSON or data after the value.
+func SplitJSON(body []byte) ([][]byte, error) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	var raw json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&raw); err != nil {
+		return nil, jsonError(body, dec, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("ingest: line %d: data after the JSON value", lineOf(body, dec.InputOffset()))
+	}
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return [][]byte{bytes.TrimSpace(body)}, nil
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	values := make([][]byte, len(elems))
+	for i, e := range elems {
+		values[i] = e
+	}
+	return values, nil
+}
+
+// jsonError names the line of a decoding error.
+func jsonError(body []byte, dec *json.Decoder, err error) error {
+	var syn *json.SyntaxError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Errorf("ingest: line %d: invalid JSON: %v", lineOf(body, syn.Offset), err)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("ingest: line %d: invalid JSON: unexpected end of input", lineOf(body, int64(len(body))))
+	}
+	return fmt.Errorf("ingest: line %d: invalid JSON: %v", lineOf(body, dec.InputOffset()), err)
+}
+
+// SplitNDJSON splits an application/x-ndjson body into entries, one per
+// non-blank line (a trailing \r is dropped). Entries are subslices of body.
+// It fails, naming the line, when a line is not one valid JSON value.
+func SplitNDJSON(body []byte) ([][]byte, error) {
+	var values [][]byte
+	for n := 1; len(body) > 0; n++ {
+		line, rest, _ := bytes.Cut(body, []byte("\n"))
+		body = rest
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if !json.Valid(line) {
+			return nil, fmt.Errorf("ingest: line %d: invalid JSON", n)
+		}
+		values = append(values, line)
+	}
+	return values, nil
+}
