@@ -345,3 +345,12 @@ func firstAtLeast(es []elem, t int64) int {
 	}
 	return firstAbove(es, t-1)
 }
+
+// Every event-time join state implements Timed.
+var (
+	_ Timed = (*Windowed)(nil)
+	_ Timed = (*Interval)(nil)
+	_ Timed = (*TimeBounded)(nil)
+	_ Timed = (*Temporal)(nil)
+	_ Timed = (*TemporalLatest)(nil)
+)
