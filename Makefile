@@ -31,9 +31,9 @@ test: redis lint
 	$(GO) test -race $(TESTFLAGS) $(RACE_PKGS)
 	$(GO) test $(TESTFLAGS) $(NORACE_PKGS)
 
-## redis: make sure redis-server is on PATH (Debian + root: installs it).
+## redis: make sure redis-server (and kcat) are on PATH (Debian + root: installs them).
 redis:
-	@scripts/ensure-redis.sh
+	@scripts/ensure-deps.sh
 
 lint: fmt vet tidy-check
 

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Makes sure the programs the tests start are on PATH: redis-server (Redis
+# tests) and kcat (a real Kafka client for the Kafka end-to-end test).
+# Installs Debian's packages when they are missing and we are root on Debian;
+# otherwise says how to install them.
+set -euo pipefail
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "installing Debian packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
+	# The redis-server package starts a system service; the tests start their own servers.
+	(service redis-server stop || systemctl stop redis-server || true) >/dev/null 2>&1
+fi
+command -v redis-server >/dev/null 2>&1 || {
+	echo "redis-server is required by the tests and is not installed." >&2
+	echo "Install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis) and run make test again." >&2
+	exit 1
+}
+command -v kcat >/dev/null 2>&1 || echo "note: kcat is not installed (Debian: apt-get install kcat); the Kafka end-to-end test with a real client will be skipped" >&2
+exit 0
