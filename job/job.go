@@ -32,6 +32,8 @@ type Spec struct {
 	State State `yaml:"state"`
 	// Cluster holds membership and remoting settings.
 	Cluster Cluster `yaml:"cluster"`
+	// Ingest, when set, serves HTTP ingest into one of the sources.
+	Ingest Ingest `yaml:"ingest"`
 	// Admin is the node's HTTP endpoint: /healthz, /readyz, /metrics and the admin API joinctl uses.
 	Admin Admin `yaml:"admin"`
 
@@ -95,19 +97,54 @@ type Source struct {
 	Redis  Redis  `yaml:"redis"`
 	Stream string `yaml:"stream"`
 	Group  string `yaml:"group"`
+	// Kafka settings for type kafka (group: the consumer group).
+	Kafka Kafka `yaml:"kafka"`
 	// Consumer is this node's consumer name in the group (default: the node name).
 	Consumer string `yaml:"consumer"`
 }
 
 // Sink is one output.
 type Sink struct {
-	// Type is stdout, file, redis-stream or table (prints the final joined table when the job ends).
+	// Type is stdout, file, redis-stream, redis-hash (a queryable view keyed by
+	// the result's primary key), kafka, or table (prints the final joined
+	// table when the job ends).
 	Type string `yaml:"type"`
 	// Format is changelog (default) or upsert.
 	Format string `yaml:"format"`
 	Path   string `yaml:"path"`
 	Redis  Redis  `yaml:"redis"`
 	Stream string `yaml:"stream"`
+	// Key is the Redis hash of a redis-hash sink.
+	Key   string `yaml:"key"`
+	Kafka Kafka  `yaml:"kafka"`
+}
+
+// Kafka is a Kafka cluster and topic.
+type Kafka struct {
+	Brokers []string `yaml:"brokers"`
+	Topic   string   `yaml:"topic"`
+	// Group is the consumer group of a kafka source.
+	Group string `yaml:"group"`
+	// StartOffset is where a group without committed offsets starts: earliest (default) or latest.
+	StartOffset string `yaml:"start_offset"`
+	ClientID    string `yaml:"client_id"`
+	// SASL, when Mechanism is set: plain, scram-sha-256 or scram-sha-512. Password: ${VAR} is expanded.
+	SASL struct {
+		Mechanism string `yaml:"mechanism"`
+		User      string `yaml:"user"`
+		Password  string `yaml:"password"`
+	} `yaml:"sasl"`
+	// TLS turns on TLS with the system roots.
+	TLS bool `yaml:"tls"`
+}
+
+// Ingest serves HTTP ingest: POST JSON or NDJSON to http://Addr/ingest; the
+// records are appended to the stream or topic of the named source (a
+// redis-stream or kafka source of this job) and answered 202 only once that
+// append is durable; 429 with Retry-After under backpressure.
+type Ingest struct {
+	Addr   string `yaml:"addr"`
+	Source string `yaml:"source"`
 }
 
 // Redis is a Redis server's address and credentials.
@@ -195,9 +232,11 @@ func (s *Spec) expandEnv() {
 	s.Admin.Token = os.ExpandEnv(s.Admin.Token)
 	for i := range s.Sources {
 		s.Sources[i].Redis.Password = os.ExpandEnv(s.Sources[i].Redis.Password)
+		s.Sources[i].Kafka.SASL.Password = os.ExpandEnv(s.Sources[i].Kafka.SASL.Password)
 	}
 	for i := range s.Sinks {
 		s.Sinks[i].Redis.Password = os.ExpandEnv(s.Sinks[i].Redis.Password)
+		s.Sinks[i].Kafka.SASL.Password = os.ExpandEnv(s.Sinks[i].Kafka.SASL.Password)
 	}
 }
 
@@ -308,8 +347,40 @@ func (s *Spec) Validate() error {
 			if src.Group == "" {
 				bad(f+".group", "must be set for a redis-stream source")
 			}
+		case "kafka":
+			if len(src.Kafka.Brokers) == 0 {
+				bad(f+".kafka.brokers", "must be set for a kafka source")
+			}
+			if src.Kafka.Topic == "" {
+				bad(f+".kafka.topic", "must be set for a kafka source")
+			}
+			if src.Kafka.Group == "" {
+				bad(f+".kafka.group", "must be set for a kafka source")
+			}
+			switch src.Kafka.StartOffset {
+			case "", "earliest", "latest", "committed":
+			default:
+				bad(f+".kafka.start_offset", "must be earliest, latest or committed (got %q)", src.Kafka.StartOffset)
+			}
 		default:
-			bad(f+".type", "must be file or redis-stream (got %q)", src.Type)
+			bad(f+".type", "must be file, redis-stream or kafka (got %q)", src.Type)
+		}
+	}
+	if s.Ingest.Addr != "" || s.Ingest.Source != "" {
+		found := false
+		for _, src := range s.Sources {
+			if src.Name == s.Ingest.Source {
+				found = true
+				if src.Type != "redis-stream" && src.Type != "kafka" {
+					bad("ingest.source", "must name a redis-stream or kafka source (%q is %s)", src.Name, src.Type)
+				}
+			}
+		}
+		if !found {
+			bad("ingest.source", "must name a source of this job (got %q)", s.Ingest.Source)
+		}
+		if !strings.Contains(s.Ingest.Addr, ":") {
+			bad("ingest.addr", "must be host:port (got %q)", s.Ingest.Addr)
 		}
 	}
 	for i, sk := range s.Sinks {
@@ -330,8 +401,22 @@ func (s *Spec) Validate() error {
 			if sk.Stream == "" {
 				bad(f+".stream", "must be set for a redis-stream sink")
 			}
+		case "redis-hash":
+			if sk.Redis.Addr == "" {
+				bad(f+".redis.addr", "must be set for a redis-hash sink")
+			}
+			if sk.Key == "" {
+				bad(f+".key", "must be set for a redis-hash sink")
+			}
+		case "kafka":
+			if len(sk.Kafka.Brokers) == 0 {
+				bad(f+".kafka.brokers", "must be set for a kafka sink")
+			}
+			if sk.Kafka.Topic == "" {
+				bad(f+".kafka.topic", "must be set for a kafka sink")
+			}
 		default:
-			bad(f+".type", "must be stdout, file, redis-stream or table (got %q)", sk.Type)
+			bad(f+".type", "must be stdout, file, redis-stream, redis-hash, kafka or table (got %q)", sk.Type)
 		}
 	}
 	switch s.State.Store {

@@ -21,6 +21,7 @@ import (
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sources"
 	"github.com/joinery/joinery/sources/file"
+	srckafka "github.com/joinery/joinery/sources/kafka"
 	"github.com/joinery/joinery/sources/redisstream"
 )
 
@@ -90,6 +91,10 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		}
 		return redisstream.New(ctx, redisstream.Config{Name: cfg.Name, Addr: cfg.Redis.Addr, Username: cfg.Redis.Username,
 			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer})
+	case "kafka":
+		return srckafka.New(ctx, srckafka.Config{Name: cfg.Name, Brokers: cfg.Kafka.Brokers, Topic: cfg.Kafka.Topic,
+			Group: cfg.Kafka.Group, StartOffset: cfg.Kafka.StartOffset, ClientID: cfg.Kafka.ClientID,
+			TLS: kafkaTLS(cfg.Kafka), SASL: kafkaSASL(cfg.Kafka)})
 	}
 	return nil, fmt.Errorf("unknown source type %q", cfg.Type)
 }

@@ -59,6 +59,7 @@ type Node struct {
 	stats    *Stats
 	metrics  *admin.Metrics
 	admin    *admin.Server
+	ingest   *httpIngest
 	started  time.Time
 	draining atomic.Bool
 	closed   sync.Once
@@ -100,6 +101,11 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	}
 	if err = n.startCluster(); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if spec.Ingest.Addr != "" {
+		if n.ingest, err = startIngest(spec); err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
 	}
 	if spec.Admin.Addr != "" {
 		n.admin = admin.NewServer(admin.ServerConfig{Addr: spec.Admin.Addr, Token: spec.Admin.Token, Pprof: spec.Admin.Pprof,
@@ -204,6 +210,14 @@ func (n *Node) AdminAddr() string {
 	return n.admin.Addr()
 }
 
+// IngestAddr is the bound address of the HTTP ingest endpoint ("" without one).
+func (n *Node) IngestAddr() string {
+	if n.ingest == nil {
+		return ""
+	}
+	return n.ingest.addr()
+}
+
 // Metrics returns the node's Prometheus metrics.
 func (n *Node) Metrics() *admin.Metrics { return n.metrics }
 
@@ -239,6 +253,9 @@ func (n *Node) Close(ctx context.Context) error {
 	var errs []error
 	n.closed.Do(func() {
 		n.draining.Store(true) // readiness off first
+		if n.ingest != nil {
+			errs = append(errs, n.ingest.shutdown(ctx)) // stop intake
+		}
 		if n.cluster != nil {
 			n.cluster.Shutdown(true)
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks"
 	"github.com/joinery/joinery/sinks/jsonl"
+	sinkkafka "github.com/joinery/joinery/sinks/kafka"
+	"github.com/joinery/joinery/sinks/redishash"
 	"github.com/joinery/joinery/sinks/redisstream"
 )
 
@@ -49,6 +51,12 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 		case "redis-stream":
 			sk, err = redisstream.New(ctx, redisstream.Config{Addr: s.Redis.Addr, Username: s.Redis.Username,
 				Password: s.Redis.Password, DB: s.Redis.DB, Stream: s.Stream, Format: format})
+		case "redis-hash":
+			sk, err = redishash.New(ctx, redishash.Config{Addr: s.Redis.Addr, Username: s.Redis.Username,
+				Password: s.Redis.Password, DB: s.Redis.DB, Key: s.Key})
+		case "kafka":
+			sk, err = sinkkafka.New(ctx, sinkkafka.Config{Brokers: s.Kafka.Brokers, Topic: s.Kafka.Topic, Format: format,
+				ClientID: s.Kafka.ClientID, TLS: kafkaTLS(s.Kafka), SASL: kafkaSASL(s.Kafka)})
 		case "table":
 			o.table = joins.NewTable()
 			o.print = true

@@ -1,0 +1,99 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/joinery/joinery/ingest"
+	"github.com/joinery/joinery/job"
+	srckafka "github.com/joinery/joinery/sources/kafka"
+)
+
+func kafkaTLS(k job.Kafka) *tls.Config {
+	if !k.TLS {
+		return nil
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12}
+}
+
+func kafkaSASL(k job.Kafka) *srckafka.SASL {
+	if k.SASL.Mechanism == "" {
+		return nil
+	}
+	return &srckafka.SASL{Mechanism: k.SASL.Mechanism, User: k.SASL.User, Password: k.SASL.Password}
+}
+
+// httpIngest is the node's HTTP ingest endpoint (job.Ingest).
+type httpIngest struct {
+	srv *http.Server
+	ln  net.Listener
+	app interface{ Close() error }
+}
+
+func startIngest(spec *job.Spec) (*httpIngest, error) {
+	var src job.Source
+	for _, s := range spec.Sources {
+		if s.Name == spec.Ingest.Source {
+			src = s
+		}
+	}
+	var app ingest.Appender
+	switch src.Type {
+	case "redis-stream":
+		a, err := ingest.RedisStream(src.Redis.Addr, src.Stream, ingest.RedisAuth(src.Redis.Username, src.Redis.Password), ingest.RedisDB(src.Redis.DB))
+		if err != nil {
+			return nil, err
+		}
+		app = a
+	case "kafka":
+		opts := []ingest.KafkaOption{}
+		if t := kafkaTLS(src.Kafka); t != nil {
+			opts = append(opts, ingest.KafkaTLS(t))
+		}
+		if s := kafkaSASL(src.Kafka); s != nil {
+			opts = append(opts, ingest.KafkaSASL(s))
+		}
+		a, err := ingest.Kafka(src.Kafka.Brokers, src.Kafka.Topic, opts...)
+		if err != nil {
+			return nil, err
+		}
+		app = a
+	default:
+		return nil, fmt.Errorf("ingest.source: %q is not a redis-stream or kafka source", src.Name)
+	}
+	cfg := ingest.Config{Appender: app}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/ingest", ingest.Handler(cfg))
+	ln, err := net.Listen("tcp", spec.Ingest.Addr)
+	if err != nil {
+		return nil, err
+	}
+	h := &httpIngest{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln}
+	if c, ok := app.(interface{ Close() error }); ok {
+		h.app = c
+	}
+	go func() {
+		if err := h.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = err // the listener failed; Shutdown reports nothing more
+		}
+	}()
+	return h, nil
+}
+
+func (h *httpIngest) addr() string { return h.ln.Addr().String() }
+
+func (h *httpIngest) shutdown(ctx context.Context) error {
+	err := h.srv.Shutdown(ctx)
+	if h.app != nil {
+		err = errors.Join(err, h.app.Close())
+	}
+	return err
+}
