@@ -20,7 +20,23 @@ type backend struct{ n *Node }
 var (
 	_ admin.Backend    = backend{}
 	_ admin.KeyActions = backend{}
+	_ admin.HotKeys    = backend{}
 )
+
+// Hot lists the busiest keys this node routed in the last complete 10 s
+// window (a top-k kept with bounded memory; no per-key metric labels). Each
+// node answers for the events its own sources read.
+func (b backend) Hot(_ context.Context, job string, n int) ([]admin.HotKey, error) {
+	if err := b.job(job); err != nil {
+		return nil, err
+	}
+	keys, rates := b.n.hot.top(n, time.Now())
+	out := make([]admin.HotKey, len(keys))
+	for i, k := range keys {
+		out[i] = admin.HotKey{Job: job, Key: string(k), EventsPerSec: rates[i]}
+	}
+	return out, nil
+}
 
 func (b backend) job(job string) error {
 	if job != b.n.spec.Name {

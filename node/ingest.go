@@ -266,6 +266,10 @@ func (r *reader) dispatch(msgs []sources.Message) (*batch, error) {
 			n.stats.Events.Add(1)
 		}
 	}
+	now := time.Now()
+	for _, k := range order {
+		n.hot.add(k, int64(len(applies[k].Events)), now)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, k := range order {

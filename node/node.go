@@ -61,6 +61,7 @@ type Node struct {
 	admin    *admin.Server
 	ingest   *httpIngest
 	started  time.Time
+	hot      *hotKeys
 	draining atomic.Bool
 	closed   sync.Once
 }
@@ -83,6 +84,7 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	}
 	n = &Node{spec: spec, cdc: cdc, log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics()}
 	n.stats = newStats(spec.Name, n.metrics)
+	n.hot = newHotKeys(1024, 10*time.Second, time.Now())
 	n.timeout = spec.Cluster.RequestTimeout
 	if n.timeout == 0 {
 		n.timeout = 30 * time.Second
