@@ -1,0 +1,50 @@
+// Package replay is Joinery's deterministic replay mode, in the spirit of
+// Kafka Streams' TopologyTestDriver: a join spec plus an arrival-ordered
+// script of inputs and explicit watermarks in, the join's outputs out. Tests
+// (joins/testdata golden scripts), users (joinery replay) and examples all
+// use it.
+//
+// It owns the driving a key actor does for a whole job in one place: it keys
+// each input (CDCSpec.Route for cdc, the side's key column for event-time
+// joins), keeps one joins state machine per key, one timers.TimerService for
+// their event-time timers, and the watermark. It does no I/O besides the
+// reader and writer it is given, starts no goroutine, reads no clock and uses
+// no randomness: the same spec and script give the same bytes out.
+//
+// The spec (YAML, see Spec):
+//
+//	type: window            # cdc, window, cogroup-outer, interval, time-bounded, temporal, temporal-latest
+//	mode: inner             # inner (default), left, right, full, as the type allows
+//	left:  {name: orange, key: k, ts: ts}   # cdc: {name: users, pk: id, join_on: id}
+//	right: {name: green,  key: k, ts: ts}
+//	window: {assigner: tumbling, size: 2ms} # sliding: size, slide; session: gap; offset
+//	allowed_lateness: 0
+//	interval: {lower: -2ms, upper: 1ms, lower_exclusive: false, upper_exclusive: false}
+//	project: [{name: o, from: orange.v}, {name: g, from: green.v}]
+//
+// The script, one JSON object per line, in arrival order:
+//
+//	{"comment":"ignored"}
+//	{"side":"orange","row":{"k":"a","ts":0,"v":"o0"}}       event-time row; ts from the side's ts column
+//	{"side":"rates","op":"d","row":{"k":"EUR","ts":7}}       temporal joins: the version at 7 is deleted
+//	{"side":"users","op":"c","after":{"id":1,"name":"Egor"}}  cdc: a Debezium envelope (bare or wrapped) plus "side"
+//	{"watermark":10}                                         fire due timers, then later lines see 10
+//	{"snapshot":true}                                        snapshot and restore every key (a metamorphic check)
+//
+// Blank lines are skipped. Line n is at Position replay/0@n, which output
+// ids derive from.
+//
+// The output, one line per output in the order the join makes them:
+//
+//	{"id":"window|replay/0@2|replay/0@3|2|0","op":"+I","pk":["replay/0@2","replay/0@3",2,0],"row":{…},"ts":1}
+//	{"late":{"side":"green","key":"a","ts":0,"pos":"replay/0@9","row":{…}},"reason":"window-closed"}
+//
+// An output line is a formats/changelog Changelog line with "ts" (the event
+// time) added for event-time joins; changelog.DecodeChangelog reads it back
+// (dropping ts).
+//
+// Usage:
+//
+//	spec, err := replay.ParseSpec(yamlBytes)
+//	sum, err := replay.Run(spec, scriptReader, os.Stdout)
+package replay

@@ -1,0 +1,394 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/formats/debezium"
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/timers"
+)
+
+// Source is the source name of every replayed input's Position: line n of
+// the script is at replay/0@n, so output ids are deterministic.
+const Source = "replay"
+
+// MaxLine is the longest script line Run reads (bytes).
+const MaxLine = 16 << 20
+
+// Summary counts what a replay did.
+type Summary struct {
+	Lines      int `json:"lines"`      // script lines read
+	Inputs     int `json:"inputs"`     // rows and changes applied
+	Tombstones int `json:"tombstones"` // Debezium tombstones skipped (cdc)
+	Watermarks int `json:"watermarks"` // watermark lines
+	Snapshots  int `json:"snapshots"`  // snapshot lines
+	Outputs    int `json:"outputs"`    // output lines written
+	Late       int `json:"late"`       // late lines written
+	Keys       int `json:"keys"`       // distinct join keys seen
+}
+
+// Run replays script, one JSON object per line in arrival order, through the
+// join spec describes, and writes one line per output and per late element
+// to out, in the order the join makes them. It validates spec first.
+//
+// Script lines (see the package doc): {"side":name,"row":{…}} (event-time
+// joins; {"side":name,"op":"d","row":{…}} deletes a temporal join's version
+// at the row's time), a Debezium envelope with "side" (cdc),
+// {"watermark":ts}, {"snapshot":true}, {"comment":"…"}; blank lines are
+// skipped. Line n's input is at Position{Source: "replay", Offset: n}.
+//
+// Output lines: a changelog line (formats/changelog) {"id","op","pk","row"},
+// with "ts" added for event-time joins, and
+// {"late":{"side","key","ts","pos","row"},"reason":…} for late elements.
+//
+// A line Run cannot parse or apply stops the replay with a *LineError
+// naming it; what was written before stays written. Write errors are
+// returned as they are. Run is deterministic: no clock, no goroutines, no
+// randomness.
+func Run(spec *Spec, script io.Reader, out io.Writer) (Summary, error) {
+	d, err := newDriver(spec)
+	if err != nil {
+		return Summary{}, err
+	}
+	bw := bufio.NewWriter(out)
+	d.w = bw
+	sc := bufio.NewScanner(script)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
+	for sc.Scan() {
+		d.sum.Lines++
+		if err := d.line(d.sum.Lines, sc.Bytes()); err != nil {
+			_ = bw.Flush()
+			return d.summary(), err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		_ = bw.Flush()
+		return d.summary(), fmt.Errorf("replay: script line %d: %w", d.sum.Lines+1, err)
+	}
+	return d.summary(), bw.Flush()
+}
+
+// driver is the key actor of every key at once: it keys inputs, keeps one
+// state machine per key, the timers and the watermark.
+type driver struct {
+	spec  *Spec
+	b     *built
+	cdc   map[record.Key]*joins.CDC
+	timed map[record.Key]joins.Timed
+	tm    timers.TimerService
+	wm    int64
+	seen  map[record.Key]struct{}
+	fx    joins.Effects
+	outs  []record.Output
+	w     io.Writer
+	werr  error
+	sum   Summary
+}
+
+func newDriver(spec *Spec) (*driver, error) {
+	b, err := spec.build()
+	if err != nil {
+		return nil, err
+	}
+	return &driver{spec: spec, b: b, cdc: map[record.Key]*joins.CDC{}, timed: map[record.Key]joins.Timed{},
+		wm: math.MinInt64, seen: map[record.Key]struct{}{}}, nil
+}
+
+func (d *driver) summary() Summary {
+	s := d.sum
+	s.Keys = len(d.seen)
+	return s
+}
+
+// line applies script line n.
+func (d *driver) line(n int, b []byte) error {
+	st, err := parseLine(b, !d.spec.eventTime())
+	if err == nil {
+		err = d.apply(n, st)
+	}
+	if err != nil {
+		var le *LineError
+		if errors.As(err, &le) || d.werr != nil {
+			return err
+		}
+		return &LineError{Line: n, Err: err}
+	}
+	return nil
+}
+
+func (d *driver) apply(n int, st step) error {
+	pos := record.Position{Source: Source, Offset: int64(n)}
+	switch st.kind {
+	case stepWatermark:
+		d.sum.Watermarks++
+		if !d.spec.eventTime() {
+			return errors.New("watermark: a cdc join has no event time")
+		}
+		return d.watermark(st.wm)
+	case stepSnapshot:
+		d.sum.Snapshots++
+		return d.snapshot()
+	case stepInput:
+		side, ok := d.side(st.side)
+		if !ok {
+			return fmt.Errorf("side: %q is neither %q nor %q", st.side, d.spec.Left.Name, d.spec.Right.Name)
+		}
+		if d.spec.eventTime() {
+			return d.element(side, st, pos)
+		}
+		return d.change(side, st.raw, pos)
+	}
+	return nil
+}
+
+func (d *driver) side(name string) (record.Side, bool) {
+	switch name {
+	case d.spec.Left.Name:
+		return record.Left, true
+	case d.spec.Right.Name:
+		return record.Right, true
+	}
+	return 0, false
+}
+
+// change applies one Debezium change of a cdc join.
+func (d *driver) change(side record.Side, raw []byte, pos record.Position) error {
+	c, err := debezium.Decode(raw, pos)
+	if errors.Is(err, debezium.ErrTombstone) {
+		d.sum.Tombstones++
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	evs, err := d.b.cdc.Route(side, c)
+	if err != nil {
+		return err
+	}
+	d.sum.Inputs++
+	for _, e := range evs {
+		d.seen[e.Key] = struct{}{}
+		j := d.cdc[e.Key]
+		if j == nil {
+			j = joins.NewCDC(d.b.cdc)
+		}
+		d.outs = j.OnEvent(e, d.outs[:0])
+		if j.Empty() {
+			delete(d.cdc, e.Key)
+		} else {
+			d.cdc[e.Key] = j
+		}
+		for _, o := range d.outs {
+			if err := d.output(o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// element applies one row of an event-time join.
+func (d *driver) element(side record.Side, st step, pos record.Position) error {
+	ss := d.spec.Left
+	if side == record.Right {
+		ss = d.spec.Right
+	}
+	if st.del && (side != record.Right || d.spec.Type != TypeTemporal && d.spec.Type != TypeTemporalLatest) {
+		return errors.New(`op: "d" deletes a version: only on the right side of a temporal join`)
+	}
+	v, ok := st.row[ss.Key]
+	if !ok {
+		return fmt.Errorf("row: no key column %q", ss.Key)
+	}
+	key, ok := record.KeyOf(v)
+	if !ok || v == nil {
+		return fmt.Errorf("row: key column %q is not a scalar", ss.Key)
+	}
+	tv, ok := st.row[ss.Ts]
+	if !ok {
+		return fmt.Errorf("row: no time column %q", ss.Ts)
+	}
+	ts, err := timeOf(tv)
+	if err != nil {
+		return fmt.Errorf("row: time column %q: %v", ss.Ts, err)
+	}
+	e := joins.Element{Side: side, Ts: ts, Row: st.row, Pos: pos}
+	if st.del {
+		e.Row = nil
+	}
+	d.sum.Inputs++
+	d.seen[key] = struct{}{}
+	j := d.machine(key)
+	d.fx.Reset()
+	j.OnElement(e, d.wm, &d.fx)
+	return d.effects(key, j)
+}
+
+func (d *driver) machine(key record.Key) joins.Timed {
+	j := d.timed[key]
+	if j == nil {
+		j = d.b.fresh()
+		d.timed[key] = j
+	}
+	return j
+}
+
+// effects applies d.fx of key's machine j: timers, outputs, late elements;
+// then drops the machine if it holds nothing and waits for no timer.
+func (d *driver) effects(key record.Key, j joins.Timed) error {
+	for _, ts := range d.fx.SetTimers {
+		d.tm.Register(key, ts)
+	}
+	for _, ts := range d.fx.DelTimers {
+		d.tm.Delete(key, ts)
+	}
+	for _, o := range d.fx.Out {
+		if err := d.output(o); err != nil {
+			return err
+		}
+	}
+	for _, l := range d.fx.Late {
+		if err := d.late(key, l); err != nil {
+			return err
+		}
+	}
+	if j.Empty() && d.tm.Pending(key) == nil {
+		delete(d.timed, key)
+	}
+	return nil
+}
+
+// watermark advances the watermark to wm (a lower one changes nothing) and
+// fires every due timer in (time, key) order, timers set while firing
+// included, before any later line sees the new watermark.
+func (d *driver) watermark(wm int64) error {
+	if wm <= d.wm {
+		return nil
+	}
+	d.wm = wm
+	for {
+		t, ok := d.tm.Next()
+		if !ok || t.Ts > wm {
+			return nil
+		}
+		d.tm.Delete(t.Key, t.Ts)
+		j := d.machine(t.Key)
+		d.fx.Reset()
+		j.OnTimer(t.Ts, wm, &d.fx)
+		if err := d.effects(t.Key, j); err != nil {
+			return err
+		}
+	}
+}
+
+// snapshot replaces every key's state by a restored copy of its snapshot,
+// checking that the copy snapshots to the same bytes.
+func (d *driver) snapshot() error {
+	if d.b.cdc != nil {
+		for _, k := range sortedKeys(d.cdc) {
+			snap := d.cdc[k].Snapshot()
+			j := joins.NewCDC(d.b.cdc)
+			if err := j.Restore(snap); err != nil {
+				return fmt.Errorf("snapshot: key %q: %w", k, err)
+			}
+			if again := j.Snapshot(); !bytes.Equal(again, snap) {
+				return fmt.Errorf("snapshot: key %q: restored state snapshots differently:\n%q\n%q", k, snap, again)
+			}
+			d.cdc[k] = j
+		}
+		return nil
+	}
+	for _, k := range sortedKeys(d.timed) {
+		snap := d.timed[k].Snapshot()
+		j := d.b.fresh()
+		if err := j.Restore(snap); err != nil {
+			return fmt.Errorf("snapshot: key %q: %w", k, err)
+		}
+		if again := j.Snapshot(); !bytes.Equal(again, snap) {
+			return fmt.Errorf("snapshot: key %q: restored state snapshots differently:\n%q\n%q", k, snap, again)
+		}
+		d.timed[k] = j
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[record.Key]V) []record.Key {
+	ks := make([]record.Key, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// output writes one output line: the changelog line, plus "ts" for an
+// event-time join.
+func (d *driver) output(o record.Output) error {
+	line, _, err := changelog.Changelog.Marshal(o)
+	if err != nil {
+		return err
+	}
+	if d.spec.eventTime() {
+		line = append(line[:len(line)-1], `,"ts":`...)
+		line = strconv.AppendInt(line, o.Ts, 10)
+		line = append(line, '}')
+	}
+	d.sum.Outputs++
+	return d.write(line)
+}
+
+type lateElem struct {
+	Side string     `json:"side"`
+	Key  record.Key `json:"key"`
+	Ts   int64      `json:"ts"`
+	Pos  string     `json:"pos"`
+	Row  record.Row `json:"row"`
+}
+
+type lateLine struct {
+	Late   lateElem `json:"late"`
+	Reason string   `json:"reason"`
+}
+
+func (d *driver) late(key record.Key, l joins.Late) error {
+	name := d.spec.Left.Name
+	if l.Element.Side == record.Right {
+		name = d.spec.Right.Name
+	}
+	line, err := marshal(lateLine{Late: lateElem{Side: name, Key: key, Ts: l.Element.Ts, Pos: l.Element.Pos.String(),
+		Row: l.Element.Row}, Reason: l.Reason})
+	if err != nil {
+		return err
+	}
+	d.sum.Late++
+	return d.write(line)
+}
+
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func (d *driver) write(line []byte) error {
+	line = append(line, '\n')
+	if _, err := d.w.Write(line); err != nil {
+		d.werr = fmt.Errorf("replay: write: %w", err)
+		return d.werr
+	}
+	return nil
+}

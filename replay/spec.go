@@ -1,0 +1,388 @@
+package replay
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+)
+
+// Join types a Spec names.
+const (
+	TypeCDC            = "cdc"             // changelog join of two Debezium upsert streams
+	TypeWindow         = "window"          // inner window join (Flink join().window())
+	TypeCoGroupOuter   = "cogroup-outer"   // left/right/full outer window join on the coGroup
+	TypeInterval       = "interval"        // interval join (Flink intervalJoin().between())
+	TypeTimeBounded    = "time-bounded"    // Spark-style time-range join with outer variants
+	TypeTemporal       = "temporal"        // event-time as-of join; right is the versioned side
+	TypeTemporalLatest = "temporal-latest" // join against the latest version on arrival
+)
+
+var types = []string{TypeCDC, TypeWindow, TypeCoGroupOuter, TypeInterval, TypeTimeBounded, TypeTemporal, TypeTemporalLatest}
+
+// Spec describes the one join a replay runs. It is decoded from YAML
+// (ParseSpec) or filled in Go; Validate checks it. Run does not modify it.
+//
+//	type: interval
+//	left:  {name: orange, key: k, ts: ts}
+//	right: {name: green, key: k, ts: ts}
+//	interval: {lower: -2ms, upper: 1ms}
+//	project: [{name: o, from: orange.v}, {name: g, from: green.v}]
+type Spec struct {
+	// Type is cdc, window, cogroup-outer, interval, time-bounded, temporal or
+	// temporal-latest.
+	Type string `yaml:"type"`
+	// Mode is inner (the default when empty), left, right or full, as the
+	// type allows: cdc inner/left/full; window inner; cogroup-outer
+	// left/right/full; interval inner; time-bounded any; temporal and
+	// temporal-latest inner/left.
+	Mode string `yaml:"mode"`
+	// Left and Right describe the inputs. For temporal joins the left side
+	// is the probe stream and the right side the versioned one.
+	Left  Side `yaml:"left"`
+	Right Side `yaml:"right"`
+	// Window is the window assigner of window and cogroup-outer joins.
+	Window *Window `yaml:"window"`
+	// AllowedLateness (window and cogroup-outer) keeps a fired window for
+	// this long past its end; 0 by default.
+	AllowedLateness Millis `yaml:"allowed_lateness"`
+	// Interval bounds r.ts - l.ts for interval and time-bounded joins.
+	Interval *Bounds `yaml:"interval"`
+	// Project lists the output columns; empty means
+	// {left name: left row, right name: right row}.
+	Project []Column `yaml:"project"`
+}
+
+// Side describes one input.
+type Side struct {
+	// Name names the input; script lines say which input they belong to by
+	// it ("side": name) and projections refer to it.
+	Name string `yaml:"name"`
+	// Key is the join key column of an event-time join's rows.
+	Key string `yaml:"key"`
+	// Ts is the event-time column of an event-time join's rows: an integer
+	// (ms since the epoch) or an RFC 3339 string.
+	Ts string `yaml:"ts"`
+	// PK and JoinOn are a cdc join's primary-key and join columns.
+	PK     string `yaml:"pk"`
+	JoinOn string `yaml:"join_on"`
+}
+
+// Window is a window assigner: tumbling (size, offset), sliding (size,
+// slide, offset) or session (gap), as Flink's event-time assigners.
+type Window struct {
+	Assigner string `yaml:"assigner"`
+	Size     Millis `yaml:"size"`
+	Slide    Millis `yaml:"slide"`
+	Offset   Millis `yaml:"offset"`
+	Gap      Millis `yaml:"gap"`
+}
+
+// Bounds are the bounds of r.ts - l.ts, inclusive unless marked exclusive
+// (exclusive bounds: interval joins only).
+type Bounds struct {
+	Lower          Millis `yaml:"lower"`
+	Upper          Millis `yaml:"upper"`
+	LowerExclusive bool   `yaml:"lower_exclusive"`
+	UpperExclusive bool   `yaml:"upper_exclusive"`
+}
+
+// Column is one output column: Name takes the value of From, "side.field"
+// with side a side's name.
+type Column struct {
+	Name string `yaml:"name"`
+	From string `yaml:"from"`
+}
+
+// Millis is a length of time in milliseconds. In YAML it is a plain integer
+// (ms) or a Go duration string such as "10s", "2ms" or "-2ms" (a whole
+// number of milliseconds).
+type Millis int64
+
+// UnmarshalYAML decodes an integer or a duration string.
+func (m *Millis) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a duration (10s, 2ms) or a number of ms", n.Line)
+	}
+	if n.Tag == "!!int" {
+		v, err := strconv.ParseInt(n.Value, 0, 64)
+		if err != nil {
+			return fmt.Errorf("line %d: %q is not a number of ms: %v", n.Line, n.Value, err)
+		}
+		*m = Millis(v)
+		return nil
+	}
+	d, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (want e.g. 10s, 2ms or a number of ms)", n.Line, n.Value)
+	}
+	if d%time.Millisecond != 0 {
+		return fmt.Errorf("line %d: %q is not a whole number of milliseconds", n.Line, n.Value)
+	}
+	*m = Millis(d.Milliseconds())
+	return nil
+}
+
+// ParseSpec decodes a YAML spec, refusing unknown fields, and validates it.
+func ParseSpec(b []byte) (*Spec, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("replay: spec: empty")
+		}
+		return nil, fmt.Errorf("replay: spec: %w", err)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// eventTime reports whether the spec is an event-time join (not cdc).
+func (s *Spec) eventTime() bool { return s.Type != TypeCDC }
+
+// Validate reports every problem of the spec at once (errors.Join), each
+// naming its YAML field, e.g. "replay: spec: window.size: must be positive,
+// got 0".
+func (s *Spec) Validate() error {
+	_, err := s.build()
+	return err
+}
+
+// built is a validated spec turned into the joins machinery.
+type built struct {
+	cdc   *joins.CDCSpec
+	fresh func() joins.Timed
+}
+
+func (s *Spec) build() (*built, error) {
+	if s == nil {
+		return nil, errors.New("replay: spec: nil")
+	}
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("replay: spec: %s: "+format, append([]any{field}, args...)...))
+	}
+	known := false
+	for _, t := range types {
+		known = known || s.Type == t
+	}
+	if !known {
+		bad("type", "unknown join type %q (want %s)", s.Type, strings.Join(types, ", "))
+		return nil, errors.Join(errs...)
+	}
+	// Sides.
+	for _, sd := range []struct {
+		f string
+		s Side
+	}{{"left", s.Left}, {"right", s.Right}} {
+		if sd.s.Name == "" {
+			bad(sd.f+".name", "must not be empty")
+		}
+		if s.eventTime() {
+			if sd.s.Key == "" {
+				bad(sd.f+".key", "must not be empty")
+			}
+			if sd.s.Ts == "" {
+				bad(sd.f+".ts", "must not be empty")
+			}
+			if sd.s.PK != "" {
+				bad(sd.f+".pk", "only for a cdc join")
+			}
+			if sd.s.JoinOn != "" {
+				bad(sd.f+".join_on", "only for a cdc join (use key)")
+			}
+		} else {
+			if sd.s.Key != "" {
+				bad(sd.f+".key", "not for a cdc join (use join_on)")
+			}
+			if sd.s.Ts != "" {
+				bad(sd.f+".ts", "not for a cdc join")
+			}
+		}
+	}
+	if s.Left.Name != "" && s.Left.Name == s.Right.Name {
+		bad("right.name", "must differ from left.name %q", s.Left.Name)
+	}
+	// Blocks that belong to some types only.
+	windowed := s.Type == TypeWindow || s.Type == TypeCoGroupOuter
+	bounded := s.Type == TypeInterval || s.Type == TypeTimeBounded
+	switch {
+	case windowed && s.Window == nil:
+		bad("window", "must be set for a %s join", s.Type)
+	case !windowed && s.Window != nil:
+		bad("window", "only for window and cogroup-outer joins")
+	}
+	if !windowed && s.AllowedLateness != 0 {
+		bad("allowed_lateness", "only for window and cogroup-outer joins")
+	}
+	switch {
+	case bounded && s.Interval == nil:
+		bad("interval", "must be set for a %s join", s.Type)
+	case !bounded && s.Interval != nil:
+		bad("interval", "only for interval and time-bounded joins")
+	}
+	if s.Type == TypeTimeBounded && s.Interval != nil && (s.Interval.LowerExclusive || s.Interval.UpperExclusive) {
+		bad("interval", "exclusive bounds are for interval joins only")
+	}
+	// Mode.
+	mode := s.Mode
+	if mode == "" {
+		mode = "inner"
+	}
+	allowed := map[string][]string{
+		TypeCDC: {"inner", "left", "full"}, TypeWindow: {"inner"}, TypeCoGroupOuter: {"left", "right", "full"},
+		TypeInterval: {"inner"}, TypeTimeBounded: {"inner", "left", "right", "full"},
+		TypeTemporal: {"inner", "left"}, TypeTemporalLatest: {"inner", "left"},
+	}[s.Type]
+	modeOK := false
+	for _, m := range allowed {
+		modeOK = modeOK || m == mode
+	}
+	if !modeOK {
+		bad("mode", "%q is not a mode of a %s join (want %s)", s.Mode, s.Type, strings.Join(allowed, ", "))
+	}
+	// Projection.
+	var cols []joins.Column
+	for i, c := range s.Project {
+		f := fmt.Sprintf("project[%d]", i)
+		side, field, ok := strings.Cut(c.From, ".")
+		col := joins.Column{Name: c.Name, Field: field}
+		switch {
+		case !ok || field == "":
+			bad(f+".from", "%q is not side.field", c.From)
+			continue
+		case side == s.Left.Name:
+			col.Side = record.Left
+		case side == s.Right.Name:
+			col.Side = record.Right
+		default:
+			bad(f+".from", "side %q is neither left (%q) nor right (%q)", side, s.Left.Name, s.Right.Name)
+			continue
+		}
+		cols = append(cols, col)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return s.joinsSpec(mode, cols)
+}
+
+// joinsSpec builds and validates the joins spec; its field names are
+// translated to the YAML ones.
+func (s *Spec) joinsSpec(mode string, cols []joins.Column) (*built, error) {
+	var b built
+	var err error
+	typ, _ := joins.ParseTimedJoinType(mode)
+	l, r := s.Left.Name, s.Right.Name
+	switch s.Type {
+	case TypeCDC:
+		jt, _ := joins.ParseJoinType(mode)
+		b.cdc = &joins.CDCSpec{Type: jt,
+			Left:    joins.SideSpec{Name: l, PK: s.Left.PK, JoinOn: s.Left.JoinOn},
+			Right:   joins.SideSpec{Name: r, PK: s.Right.PK, JoinOn: s.Right.JoinOn},
+			Project: cols}
+		err = b.cdc.Validate()
+	case TypeWindow, TypeCoGroupOuter:
+		a, aerr := s.Window.assigner()
+		if aerr != nil {
+			return nil, aerr
+		}
+		js := &joins.WindowJoinSpec{Type: typ, Left: l, Right: r, Assigner: a,
+			AllowedLateness: int64(s.AllowedLateness), Project: cols}
+		err = js.Validate()
+		b.fresh = func() joins.Timed { return joins.NewWindowJoin(js) }
+	case TypeInterval:
+		iv := s.Interval
+		js := &joins.IntervalSpec{Left: l, Right: r, Lower: int64(iv.Lower), Upper: int64(iv.Upper),
+			LowerExclusive: iv.LowerExclusive, UpperExclusive: iv.UpperExclusive, Project: cols}
+		err = js.Validate()
+		b.fresh = func() joins.Timed { return joins.NewInterval(js) }
+	case TypeTimeBounded:
+		js := &joins.TimeBoundedSpec{Type: typ, Left: l, Right: r,
+			Lower: int64(s.Interval.Lower), Upper: int64(s.Interval.Upper), Project: cols}
+		err = js.Validate()
+		b.fresh = func() joins.Timed { return joins.NewTimeBounded(js) }
+	case TypeTemporal, TypeTemporalLatest:
+		js := &joins.TemporalSpec{Type: typ, Left: l, Right: r, Project: cols}
+		err = js.Validate()
+		if s.Type == TypeTemporal {
+			b.fresh = func() joins.Timed { return joins.NewTemporal(js) }
+		} else {
+			b.fresh = func() joins.Timed { return joins.NewTemporalLatest(js) }
+		}
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	return &b, nil
+}
+
+func (w *Window) assigner() (joins.Assigner, error) {
+	var a joins.Assigner
+	switch w.Assigner {
+	case "tumbling":
+		a = joins.Tumbling(int64(w.Size), int64(w.Offset))
+	case "sliding":
+		a = joins.Sliding(int64(w.Size), int64(w.Slide), int64(w.Offset))
+	case "session":
+		a = joins.Session(int64(w.Gap))
+	default:
+		return a, fmt.Errorf("replay: spec: window.assigner: unknown assigner %q (want tumbling, sliding or session)", w.Assigner)
+	}
+	var errs []error
+	bad := func(f string) { errs = append(errs, fmt.Errorf("replay: spec: window.%s: not used by a %s window", f, w.Assigner)) }
+	if w.Assigner != "sliding" && w.Slide != 0 {
+		bad("slide")
+	}
+	if w.Assigner == "session" && (w.Size != 0 || w.Offset != 0) {
+		bad("size/offset")
+	}
+	if w.Assigner != "session" && w.Gap != 0 {
+		bad("gap")
+	}
+	return a, errors.Join(errs...)
+}
+
+// fieldNames maps the joins specs' field names to the YAML ones.
+var fieldNames = map[string]string{
+	"lower": "interval.lower", "upper": "interval.upper",
+	"lower_exclusive": "interval.lower_exclusive", "upper_exclusive": "interval.upper_exclusive",
+	"left": "left.name", "right": "right.name",
+}
+
+// translate rewrites the "field: msg" errors of a joins Validate to name the
+// YAML field and carry the package prefix.
+func translate(err error) error {
+	list := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	}
+	out := make([]error, 0, len(list))
+	for _, e := range list {
+		msg := e.Error()
+		if field, rest, ok := strings.Cut(msg, ": "); ok && !strings.Contains(field, " ") {
+			switch {
+			case fieldNames[field] != "":
+				field = fieldNames[field]
+			case strings.HasPrefix(field, "assigner."):
+				field = "window." + strings.TrimPrefix(field, "assigner.")
+			case strings.HasPrefix(field, "project[") && (strings.HasSuffix(field, "].side") || strings.HasSuffix(field, "].field")):
+				field = field[:strings.LastIndex(field, "].")+1] + ".from"
+			}
+			msg = field + ": " + rest
+		}
+		out = append(out, errors.New("replay: spec: "+msg))
+	}
+	return errors.Join(out...)
+}
