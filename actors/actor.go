@@ -58,16 +58,17 @@ type writeDone struct{ err error }
 // keyActor holds one join key's state. Its mailbox is the only goroutine that
 // touches the fields, so they need no lock.
 type keyActor struct {
-	deps    *Deps
-	key     record.Key
-	join    *joins.CDC
-	offsets map[string]int64 // partition id -> highest applied offset
-	outbox  []outboxEntry
-	loaded  bool
-	epoch   int64 // owner epoch from Store.Acquire; 0 until acquired
-	node    string
-	pending int  // snapshots handed to the Writer and not yet durable
-	stop    bool // passivation requested: stop once pending is 0
+	deps     *Deps
+	key      record.Key
+	join     *joins.CDC
+	offsets  map[string]int64 // partition id -> highest applied offset
+	outbox   []outboxEntry
+	loaded   bool
+	epoch    int64 // owner epoch from Store.Acquire; 0 until acquired
+	node     string
+	pending  int  // snapshots handed to the Writer and not yet durable
+	stop     bool // passivation requested: stop once pending is 0
+	poisoned bool // the poison pill is sent
 }
 
 func (a *keyActor) Receive(ctx actor.Context) {
@@ -123,9 +124,17 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	}
 }
 
+// maybeStop passivates once nothing is being written. It poisons rather than
+// stops: requests already in the mailbox are still applied (a stop would drop
+// them and their senders would wait for a timeout), later ones are answered
+// with a dead letter and resent to the next activation. A write still pending
+// when the pill arrives cannot overwrite the next activation's state: that
+// one acquires a newer epoch first, so the old write is fenced and its sender
+// resends.
 func (a *keyActor) maybeStop(ctx actor.Context) {
-	if a.stop && a.pending == 0 {
-		ctx.Stop(ctx.Self())
+	if a.stop && a.pending == 0 && !a.poisoned {
+		a.poisoned = true
+		ctx.Poison(ctx.Self())
 	}
 }
 
@@ -171,6 +180,11 @@ func (a *keyActor) load() error {
 
 func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 	a.stop = false // a request cancels a pending passivation
+	if a.deps.PassivateAfter > 0 {
+		// protoactor cancels the receive timeout once it fires: arm it again
+		// (a no-op while it is armed).
+		ctx.SetReceiveTimeout(a.deps.PassivateAfter)
+	}
 	if err := a.load(); err != nil {
 		ctx.Respond(&keypb.Applied{Error: "load state: " + err.Error()})
 		return
