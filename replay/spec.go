@@ -341,12 +341,17 @@ func (w *Window) assigner() (joins.Assigner, error) {
 		return a, fmt.Errorf("replay: spec: window.assigner: unknown assigner %q (want tumbling, sliding or session)", w.Assigner)
 	}
 	var errs []error
-	bad := func(f string) { errs = append(errs, fmt.Errorf("replay: spec: window.%s: not used by a %s window", f, w.Assigner)) }
+	bad := func(f string) {
+		errs = append(errs, fmt.Errorf("replay: spec: window.%s: not used by a %s window", f, w.Assigner))
+	}
 	if w.Assigner != "sliding" && w.Slide != 0 {
 		bad("slide")
 	}
-	if w.Assigner == "session" && (w.Size != 0 || w.Offset != 0) {
-		bad("size/offset")
+	if w.Assigner == "session" && w.Size != 0 {
+		bad("size")
+	}
+	if w.Assigner == "session" && w.Offset != 0 {
+		bad("offset")
 	}
 	if w.Assigner != "session" && w.Gap != 0 {
 		bad("gap")
