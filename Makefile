@@ -21,6 +21,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/joinery ./cmd/node
+	$(GO) build -o $(BIN)/joinctl ./cmd/joinctl
 
 ## demo: run the users ⋈ domains example on the embedded store (no server needed).
 demo: build
