@@ -42,10 +42,22 @@ type Spec struct {
 
 // Join describes the join.
 type Join struct {
-	// Type is the join family; "cdc" (the changelog join) for now.
+	// Type is the join family: cdc (the changelog join over Debezium
+	// changes), or an event-time join over plain JSON events: window,
+	// interval, time-bounded (Spark-style, with outer modes) or temporal.
 	Type string `yaml:"type"`
-	// Mode is inner, left or full.
+	// Mode is inner, left, right or full (what the type supports).
 	Mode string `yaml:"mode"`
+	// Window assigns windows for type window.
+	Window Window `yaml:"window"`
+	// AllowedLateness keeps windows open this long past their end (late firings).
+	AllowedLateness time.Duration `yaml:"allowed_lateness"`
+	// Lower and Upper bound r.ts - l.ts for interval and time-bounded joins
+	// (inclusive unless LowerExclusive/UpperExclusive; interval only).
+	Lower          time.Duration `yaml:"lower"`
+	Upper          time.Duration `yaml:"upper"`
+	LowerExclusive bool          `yaml:"lower_exclusive"`
+	UpperExclusive bool          `yaml:"upper_exclusive"`
 	// Left and Right describe the two inputs.
 	Left  Side `yaml:"left"`
 	Right Side `yaml:"right"`
@@ -53,11 +65,35 @@ type Join struct {
 	Project []Column `yaml:"project"`
 }
 
-// Side describes one input table of the join.
+// Side describes one input of the join.
 type Side struct {
-	Name   string `yaml:"name"`
+	Name string `yaml:"name"`
+	// PK and JoinOn: the primary-key and join columns of a cdc table.
 	PK     string `yaml:"pk"`
 	JoinOn string `yaml:"join_on"`
+	// Key and Ts: the join-key and event-time fields of an event-time input
+	// (Ts holds epoch milliseconds or an RFC 3339 string).
+	Key string `yaml:"key"`
+	Ts  string `yaml:"ts"`
+}
+
+// Window is a window assigner: tumbling (size, offset), sliding (size,
+// slide, offset) or session (gap).
+type Window struct {
+	Type   string        `yaml:"type"`
+	Size   time.Duration `yaml:"size"`
+	Slide  time.Duration `yaml:"slide"`
+	Offset time.Duration `yaml:"offset"`
+	Gap    time.Duration `yaml:"gap"`
+}
+
+// Watermark configures a source's event-time watermarks.
+type Watermark struct {
+	// MaxOutOfOrderness is how late (in event time) an element may arrive
+	// behind the newest one of its partition and still be on time.
+	MaxOutOfOrderness time.Duration `yaml:"max_out_of_orderness"`
+	// IdleTimeout stops a quiet partition from holding the watermark back.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // Column is one output column: Name takes the value of From, "table.field".
@@ -83,8 +119,11 @@ type Source struct {
 	Name string `yaml:"name"`
 	// Type is file or redis-stream.
 	Type string `yaml:"type"`
-	// Format is the record format; debezium (default).
+	// Format is the record format: debezium (default for cdc joins) or json
+	// (plain events, default for event-time joins).
 	Format string `yaml:"format"`
+	// Watermark configures event-time watermarks of an event-time join's source.
+	Watermark Watermark `yaml:"watermark"`
 	// Side binds every record to one join input: left or right (or the table name of that side).
 	Side string `yaml:"side"`
 	// Tables binds records by their Debezium source.table instead: table name -> left|right.
@@ -295,11 +334,17 @@ func (s *Spec) Validate() error {
 	if !nameRE.MatchString(s.Name) {
 		bad("name", "must be non-empty and use only letters, digits, '-', '_' and '.' (got %q)", s.Name)
 	}
-	if s.Join.Type != "cdc" {
-		bad("join.type", "must be cdc (got %q)", s.Join.Type)
-	}
-	if _, err := s.CDCSpec(); err != nil {
-		errs = append(errs, err)
+	switch s.Join.Type {
+	case "cdc":
+		if _, err := s.CDCSpec(); err != nil {
+			errs = append(errs, err)
+		}
+	case "window", "interval", "time-bounded", "temporal":
+		if _, err := s.TimedFactory(); err != nil {
+			errs = append(errs, err)
+		}
+	default:
+		bad("join.type", "must be cdc, window, interval, time-bounded or temporal (got %q)", s.Join.Type)
 	}
 	names := map[string]bool{}
 	for i, src := range s.Sources {
@@ -310,8 +355,14 @@ func (s *Spec) Validate() error {
 			bad(f+".name", "duplicate source name %q", src.Name)
 		}
 		names[src.Name] = true
-		if src.Format != "" && src.Format != "debezium" {
-			bad(f+".format", "must be debezium (got %q)", src.Format)
+		if src.Format != "" && src.Format != "debezium" && src.Format != "json" {
+			bad(f+".format", "must be debezium or json (got %q)", src.Format)
+		}
+		if src.Watermark.MaxOutOfOrderness < 0 {
+			bad(f+".watermark.max_out_of_orderness", "must not be negative")
+		}
+		if src.Watermark.IdleTimeout < 0 {
+			bad(f+".watermark.idle_timeout", "must not be negative")
 		}
 		switch {
 		case src.Side != "" && len(src.Tables) > 0:

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -40,11 +41,11 @@ func TestJobValidateNamesField(t *testing.T) {
 		name, from, to, want string
 	}{
 		{"name", "name: users-domains", "name: ''", "name:"},
-		{"join type", "type: cdc", "type: window", "join.type:"},
+		{"join type", "type: cdc", "type: nosuch", "join.type:"},
 		{"join mode", "mode: left", "mode: sideways", "join.mode:"},
 		{"left pk", "left:  {name: users,   pk: id, join_on: id}", "left:  {name: users, join_on: id}", "join.left.pk"},
 		{"project from", "from: users.id", "from: nosuch.id", "join.project[0].from"},
-		{"source type", "type: file, path", "type: kafka, path", "sources[0].type"},
+		{"source type", "type: file, path", "type: ftp, path", "sources[0].type"},
 		{"source path", "path: x.jsonl, ", "", "sources[0].path"},
 		{"source side", "tables: {users: left, domains: right}", "tables: {users: up}", "sources[0].tables.users"},
 		{"sink type", "{type: stdout}", "{type: printer}", "sinks[0].type"},
@@ -107,5 +108,43 @@ func TestJobEnvOverrides(t *testing.T) {
 	t.Setenv(EnvSeeds, "nohostport")
 	if _, err := Parse([]byte(good)); err == nil || !strings.Contains(err.Error(), "cluster.seeds[0]") {
 		t.Errorf("bad seed from env not reported: %v", err)
+	}
+}
+
+func TestJobTimedSpecs(t *testing.T) {
+	base := `
+name: ads
+join:
+  type: %s
+  mode: %s
+  left:  {name: visits, key: user, ts: ts}
+  right: {name: ads,    key: user, ts: ts}
+  window: {type: tumbling, size: 10s}
+  lower: 0s
+  upper: 2m
+sources:
+  - {name: v, type: file, path: v.jsonl, side: left, watermark: {max_out_of_orderness: 5s}}
+`
+	for _, c := range []struct{ typ, mode, wantErr string }{
+		{"window", "inner", ""},
+		{"window", "full", ""},
+		{"interval", "inner", ""},
+		{"interval", "left", "join.mode"},
+		{"time-bounded", "left", ""},
+		{"temporal", "left", ""},
+		{"temporal", "full", "join.type"},
+	} {
+		s, err := Parse([]byte(fmt.Sprintf(base, c.typ, c.mode)))
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%s/%s: %v", c.typ, c.mode, err)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%s/%s: error %v, want one naming %s", c.typ, c.mode, err, c.wantErr)
+		case err == nil:
+			f, _ := s.TimedFactory()
+			if f() == nil || s.SourceFormat(s.Sources[0]) != "json" {
+				t.Errorf("%s/%s: no machine or wrong default format", c.typ, c.mode)
+			}
+		}
 	}
 }

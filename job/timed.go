@@ -1,0 +1,117 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+)
+
+// Timed reports whether the job runs an event-time join.
+func (s *Spec) Timed() bool { return s.Join.Type != "" && s.Join.Type != "cdc" }
+
+// SourceFormat is the effective record format of a source.
+func (s *Spec) SourceFormat(src Source) string {
+	switch {
+	case src.Format != "":
+		return src.Format
+	case s.Timed():
+		return "json"
+	}
+	return "debezium"
+}
+
+// TimedFactory validates the event-time join of the job and returns a
+// constructor of its per-key state machine, with errors naming job fields.
+func (s *Spec) TimedFactory() (func() joins.Timed, error) {
+	j := s.Join
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("join.%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	for name, side := range map[string]Side{"left": j.Left, "right": j.Right} {
+		if side.Name == "" {
+			bad(name+".name", "must not be empty")
+		}
+		if side.Key == "" {
+			bad(name+".key", "must name the join-key field of an event-time input")
+		}
+		if side.Ts == "" {
+			bad(name+".ts", "must name the event-time field of an event-time input")
+		}
+	}
+	mode := j.Mode
+	if mode == "" {
+		mode = "inner"
+	}
+	jt, err := joins.ParseTimedJoinType(mode)
+	if err != nil {
+		bad("mode", "must be inner, left, right or full (got %q)", j.Mode)
+	}
+	var project []joins.Column
+	for i, c := range j.Project {
+		table, field, ok := strings.Cut(c.From, ".")
+		side, okSide := s.sideOf(table)
+		if !ok || field == "" || !okSide {
+			bad(fmt.Sprintf("project[%d].from", i), "must be <input>.<field> with input %q or %q (got %q)", j.Left.Name, j.Right.Name, c.From)
+			continue
+		}
+		project = append(project, joins.Column{Name: c.Name, Side: side, Field: field})
+	}
+	ms := func(d interface{ Milliseconds() int64 }) int64 { return d.Milliseconds() }
+	var factory func() joins.Timed
+	var verr error
+	switch j.Type {
+	case "window":
+		var a joins.Assigner
+		switch j.Window.Type {
+		case "tumbling":
+			a = joins.Tumbling(ms(j.Window.Size), ms(j.Window.Offset))
+		case "sliding":
+			a = joins.Sliding(ms(j.Window.Size), ms(j.Window.Slide), ms(j.Window.Offset))
+		case "session":
+			a = joins.Session(ms(j.Window.Gap))
+		default:
+			bad("window.type", "must be tumbling, sliding or session (got %q)", j.Window.Type)
+		}
+		spec := &joins.WindowJoinSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Assigner: a,
+			AllowedLateness: ms(j.AllowedLateness), Project: project}
+		verr = spec.Validate()
+		factory = func() joins.Timed { return joins.NewWindowJoin(spec) }
+	case "interval":
+		if jt != joins.TimedInner {
+			bad("mode", "an interval join is inner; use type time-bounded for outer modes")
+		}
+		spec := &joins.IntervalSpec{Left: j.Left.Name, Right: j.Right.Name, Lower: ms(j.Lower), Upper: ms(j.Upper),
+			LowerExclusive: j.LowerExclusive, UpperExclusive: j.UpperExclusive, Project: project}
+		verr = spec.Validate()
+		factory = func() joins.Timed { return joins.NewInterval(spec) }
+	case "time-bounded":
+		spec := &joins.TimeBoundedSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Lower: ms(j.Lower), Upper: ms(j.Upper), Project: project}
+		verr = spec.Validate()
+		factory = func() joins.Timed { return joins.NewTimeBounded(spec) }
+	case "temporal":
+		spec := &joins.TemporalSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Project: project}
+		verr = spec.Validate()
+		factory = func() joins.Timed { return joins.NewTemporal(spec) }
+	}
+	if verr != nil {
+		for _, line := range strings.Split(verr.Error(), "\n") {
+			errs = append(errs, errors.New("join."+strings.TrimPrefix(line, "joins: ")))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return factory, nil
+}
+
+// SideSpec returns the join side's settings.
+func (s *Spec) SideSpec(side record.Side) Side {
+	if side == record.Left {
+		return s.Join.Left
+	}
+	return s.Join.Right
+}
