@@ -67,3 +67,8 @@ bench:
 
 clean:
 	rm -rf $(BIN)
+
+## chart-check: render the Helm chart with Helm's libraries (default and full values), decode every manifest strictly, lint it, check its values schema and run `node check` on its job file (separate module deploy/chartcheck).
+.PHONY: chart-check
+chart-check:
+	cd deploy/chartcheck && $(GO) test -count=1 ./...
