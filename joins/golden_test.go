@@ -75,7 +75,7 @@ type goldenFile struct {
 }
 
 type goldenCase struct {
-	line                   int // line of the case's spec header
+	line                 int // line of the case's spec header
 	spec, script, output string
 }
 

@@ -73,7 +73,7 @@ func Run(spec *Spec, script io.Reader, out io.Writer) (Summary, error) {
 	}
 	if err := sc.Err(); err != nil {
 		_ = bw.Flush()
-		return d.summary(), fmt.Errorf("replay: script line %d: %w", d.sum.Lines+1, err)
+		return d.summary(), &LineError{Line: d.sum.Lines + 1, Err: err}
 	}
 	return d.summary(), bw.Flush()
 }

@@ -251,6 +251,7 @@ func (s *Spec) build() (*built, error) {
 	}
 	if !modeOK {
 		bad("mode", "%q is not a mode of a %s join (want %s)", s.Mode, s.Type, strings.Join(allowed, ", "))
+		mode = allowed[0] // validate the rest as if it were valid
 	}
 	// Projection.
 	var cols []joins.Column
@@ -272,10 +273,33 @@ func (s *Spec) build() (*built, error) {
 		}
 		cols = append(cols, col)
 	}
+	if windowed && s.Window == nil || bounded && s.Interval == nil {
+		return nil, errors.Join(errs...)
+	}
+	b, err := s.joinsSpec(mode, cols)
+	if err != nil {
+		// Add the joins spec's problems not already reported.
+		seen := make(map[string]bool, len(errs))
+		for _, e := range errs {
+			seen[e.Error()] = true
+		}
+		for _, e := range unjoin(err) {
+			if !seen[e.Error()] {
+				errs = append(errs, e)
+			}
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return s.joinsSpec(mode, cols)
+	return b, nil
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // joinsSpec builds and validates the joins spec; its field names are
@@ -369,10 +393,7 @@ var fieldNames = map[string]string{
 // translate rewrites the "field: msg" errors of a joins Validate to name the
 // YAML field and carry the package prefix.
 func translate(err error) error {
-	list := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		list = j.Unwrap()
-	}
+	list := unjoin(err)
 	out := make([]error, 0, len(list))
 	for _, e := range list {
 		msg := e.Error()
