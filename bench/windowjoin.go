@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"math"
+
+	"github.com/joinery/joinery/formats/debezium"
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/timers"
+)
+
+// windowJob is Nexmark q8 as a window join: persons (by id) and auctions
+// (by seller) in the same tumbling window are joined pairwise when the
+// watermark, max event time - bound - 1, passes the window.
+type windowJob struct {
+	size  int64 // ms
+	bound int64 // out-of-orderness, ms
+}
+
+var q8Spec = &joins.WindowJoinSpec{Type: joins.TimedInner, Left: "person", Right: "auction",
+	Assigner: joins.Tumbling(10_000, 0),
+	Project: []joins.Column{{Name: "id", Side: record.Left, Field: "id"}, {Name: "name", Side: record.Left, Field: "name"},
+		{Name: "reserve", Side: record.Right, Field: "reserve"}}}
+
+// element decodes line i into a side, key, time and row; ok false for bids.
+func (w *windowJob) element(i int, line []byte) (joins.Element, string, bool) {
+	pos := record.Position{Source: "in", Offset: int64(i)}
+	ch, err := debezium.Decode(line, pos)
+	if err != nil || ch.After == nil {
+		return joins.Element{}, "", false
+	}
+	var side record.Side
+	var key string
+	var ok bool
+	switch tableOf(line) {
+	case "person":
+		side = record.Left
+		key, ok = rowKey(ch.After, "id")
+	case "auction":
+		side = record.Right
+		key, ok = rowKey(ch.After, "seller")
+	}
+	if !ok {
+		return joins.Element{}, "", false
+	}
+	return joins.Element{Side: side, Ts: num(ch.After, "dateTime"), Row: ch.After, Pos: pos}, key, true
+}
+
+func (w *windowJob) core(lines [][]byte, probe func(live int)) RunResult {
+	if err := q8Spec.Validate(); err != nil {
+		panic(err)
+	}
+	keys := map[record.Key]*joins.Windowed{}
+	ts := timers.NewTimerService()
+	var fx joins.Effects
+	var h Hasher
+	var res RunResult
+	wm := int64(math.MinInt64)
+	maxTs := int64(math.MinInt64)
+	apply := func(k record.Key, st *joins.Windowed) {
+		for _, o := range fx.Out {
+			res.Check.Add(o.Kind, h.HashOutput(o, false))
+		}
+		for _, t := range fx.SetTimers {
+			ts.Register(k, t)
+		}
+		for _, t := range fx.DelTimers {
+			ts.Delete(k, t)
+		}
+		res.Late += len(fx.Late)
+		if st.Empty() {
+			delete(keys, k)
+		}
+	}
+	advance := func(to int64) {
+		wm = to
+		for _, t := range ts.Advance(wm) {
+			st := keys[t.Key]
+			if st == nil {
+				continue
+			}
+			fx.Reset()
+			st.OnTimer(t.Ts, wm, &fx)
+			apply(t.Key, st)
+		}
+	}
+	for i, line := range lines {
+		e, key, ok := w.element(i, line)
+		if !ok {
+			continue
+		}
+		k := record.Key(key)
+		st := keys[k]
+		if st == nil {
+			st = joins.NewWindowJoin(q8Spec)
+			keys[k] = st
+		}
+		fx.Reset()
+		st.OnElement(e, wm, &fx)
+		apply(k, st)
+		if e.Ts > maxTs {
+			maxTs = e.Ts
+			if next := maxTs - w.bound - 1; next > wm {
+				advance(next)
+			}
+		}
+	}
+	res.LiveKeys = len(keys) // before the end-of-input flush
+	probe(len(keys))
+	advance(math.MaxInt64)
+	return res
+}
+
+type baseWin struct {
+	persons  map[string][]record.Row
+	auctions map[string][]record.Row
+}
+
+// baseline: per window start, per key, the rows of each side in plain maps;
+// a window is joined and dropped when the watermark passes its end.
+func (w *windowJob) baseline(lines [][]byte, probe func(live int)) RunResult {
+	size := q8Spec.Assigner.Size
+	wins := map[int64]*baseWin{}
+	var h Hasher
+	var res RunResult
+	wm, maxTs, next := int64(math.MinInt64), int64(math.MinInt64), int64(math.MaxInt64)
+	fire := func() {
+		next = math.MaxInt64
+		for start, win := range wins {
+			end := start + size
+			if end-1 > wm {
+				next = min(next, end-1)
+				continue
+			}
+			for k, ps := range win.persons {
+				for _, a := range win.auctions[k] {
+					for _, p := range ps {
+						h.Begin("", end-1)
+						h.Col("id", p["id"])
+						h.Col("name", p["name"])
+						h.Col("reserve", a["reserve"])
+						res.Check.Add(record.Insert, h.Sum64())
+					}
+				}
+			}
+			delete(wins, start)
+		}
+	}
+	for i, line := range lines {
+		e, key, ok := w.element(i, line)
+		if !ok {
+			continue
+		}
+		start := joins.WindowStart(e.Ts, 0, size)
+		if start+size-1 <= wm {
+			res.Late++
+			continue
+		}
+		win := wins[start]
+		if win == nil {
+			win = &baseWin{persons: map[string][]record.Row{}, auctions: map[string][]record.Row{}}
+			wins[start] = win
+			next = min(next, start+size-1)
+		}
+		if e.Side == record.Left {
+			win.persons[key] = append(win.persons[key], e.Row)
+		} else {
+			win.auctions[key] = append(win.auctions[key], e.Row)
+		}
+		if e.Ts > maxTs {
+			maxTs = e.Ts
+			wm = max(wm, maxTs-w.bound-1)
+			if wm >= next {
+				fire()
+			}
+		}
+	}
+	for _, win := range wins {
+		res.LiveKeys += len(win.persons) + len(win.auctions)
+	}
+	probe(res.LiveKeys)
+	wm = math.MaxInt64
+	fire()
+	return res
+}
