@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"math"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -18,11 +19,13 @@ import (
 
 // Deps are what every key actor of one job shares on a node.
 type Deps struct {
-	Job    string
-	Spec   *joins.CDCSpec
-	Store  persistence.Store // loads state on activation
-	Writer *Writer           // writes snapshots
-	Logger *slog.Logger
+	Job  string
+	Spec *joins.CDCSpec // the changelog join; nil when NewTimed is set
+	// NewTimed makes the per-key state machine of an event-time join.
+	NewTimed func() joins.Timed
+	Store    persistence.Store // loads state on activation
+	Writer   *Writer           // writes snapshots
+	Logger   *slog.Logger
 	// PassivateAfter stops a key actor idle for this long, once its state is
 	// durable; the next request reactivates it from the store. 0 = never.
 	PassivateAfter time.Duration
@@ -60,7 +63,11 @@ type writeDone struct{ err error }
 type keyActor struct {
 	deps     *Deps
 	key      record.Key
-	join     *joins.CDC
+	join     *joins.CDC  // the changelog join, or nil
+	timed    joins.Timed // an event-time join, or nil
+	timers   []int64     // pending event-time timers, ascending, unique
+	wm       int64       // the watermark this key has advanced to
+	fx       joins.Effects
 	offsets  map[string]int64 // partition id -> highest applied offset
 	outbox   []outboxEntry
 	loaded   bool
@@ -76,7 +83,12 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *cluster.ClusterInit:
 		a.key = record.Key(m.Identity.Identity)
 		a.node = ctx.ActorSystem().Address()
-		a.join = joins.NewCDC(a.deps.Spec)
+		if a.deps.NewTimed != nil {
+			a.timed = a.deps.NewTimed()
+			a.wm = math.MinInt64
+		} else {
+			a.join = joins.NewCDC(a.deps.Spec)
+		}
 		a.offsets = map[string]int64{}
 		if err := a.load(); err != nil {
 			a.deps.Logger.Warn("key state load failed; will retry on next request", "job", a.deps.Job, "key", a.key, "err", err)
@@ -164,9 +176,13 @@ func (a *keyActor) load() error {
 			return err
 		}
 		if len(st.Join) > 0 {
-			if err := a.join.Restore(st.Join); err != nil {
+			if err := a.machineRestore(st.Join); err != nil {
 				return err
 			}
+		}
+		a.timers = st.Timers
+		if st.Wm != nil {
+			a.wm = *st.Wm
 		}
 		a.outbox = st.Outbox
 		a.offsets = maps.Clone(snap.Offsets)
@@ -199,28 +215,48 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 	reply := &keypb.Applied{}
 	var outs []record.Output
 	for _, pe := range m.Events {
-		e, err := DecodeEvent(a.key, pe)
-		if err != nil {
-			ctx.Respond(&keypb.Applied{Error: err.Error()})
-			return
-		}
-		part := e.Pos.PartitionID()
+		part := record.Position{Source: pe.Source, Partition: pe.Partition}.PartitionID()
 		// One input reaches one key at most once (a moved row goes to two
 		// different keys), so "offset <= applied" means "already applied":
 		// skip it, and send its outputs again if they may not have reached
 		// the sinks yet.
-		if last, ok := a.offsets[part]; ok && e.Pos.Offset <= last {
+		if last, ok := a.offsets[part]; ok && pe.Offset <= last {
 			reply.Skipped++
-			outs = append(outs, a.kept(part, e.Pos.Offset)...)
+			outs = append(outs, a.kept(part, pe.Offset)...)
 			continue
 		}
 		n := len(outs)
-		outs = a.join.OnEvent(e, outs)
-		if len(outs) > n {
-			a.outbox = append(a.outbox, outboxEntry{Part: part, Offset: e.Pos.Offset, Outputs: outs[n:len(outs):len(outs)]})
+		var err error
+		if a.timed != nil {
+			outs, err = a.applyTimed(pe, outs, reply)
+		} else {
+			var e record.Event
+			if e, err = DecodeEvent(a.key, pe); err == nil {
+				outs = a.join.OnEvent(e, outs)
+			}
 		}
-		a.offsets[part] = e.Pos.Offset
+		if err != nil {
+			ctx.Respond(&keypb.Applied{Error: err.Error()})
+			return
+		}
+		if len(outs) > n {
+			a.outbox = append(a.outbox, outboxEntry{Part: part, Offset: pe.Offset, Outputs: outs[n:len(outs):len(outs)]})
+		}
+		a.offsets[part] = pe.Offset
 		changed = true
+	}
+	if m.Fire && a.timed != nil {
+		if m.Watermark <= a.wm {
+			// Already advanced (a resent request): send its outputs again.
+			outs = append(outs, a.kept(firePart, m.Watermark)...)
+		} else {
+			n := len(outs)
+			outs = a.advance(m.Watermark, outs, reply)
+			if len(outs) > n {
+				a.outbox = append(a.outbox, outboxEntry{Part: firePart, Offset: m.Watermark, Outputs: outs[n:len(outs):len(outs)]})
+			}
+			changed = true
+		}
 	}
 	for _, o := range outs {
 		po, err := EncodeOutput(o)
@@ -235,10 +271,14 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 		return
 	}
 	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.key, Epoch: a.epoch, Offsets: maps.Clone(a.offsets)}
-	if !a.join.Empty() || len(a.outbox) > 0 {
-		st := keyState{Outbox: a.outbox}
-		if !a.join.Empty() {
-			st.Join = a.join.Snapshot()
+	if !a.machineEmpty() || len(a.outbox) > 0 || len(a.timers) > 0 {
+		st := keyState{Outbox: a.outbox, Timers: a.timers}
+		if !a.machineEmpty() {
+			st.Join = a.machineSnapshot()
+		}
+		if a.timed != nil {
+			wm := a.wm
+			st.Wm = &wm
 		}
 		b, err := encodeState(st)
 		if err != nil {
@@ -291,6 +331,14 @@ func (a *keyActor) kept(part string, offset int64) []record.Output {
 
 func (a *keyActor) inspect() *keypb.KeyState {
 	ks := &keypb.KeyState{Key: string(a.key), Offsets: maps.Clone(a.offsets), Node: a.node, Outbox: int32(len(a.outbox)), Epoch: a.epoch}
+	if a.timed != nil {
+		ks.Timers = append([]int64(nil), a.timers...)
+		ks.Watermark = a.wm
+		if !a.timed.Empty() {
+			ks.Timed = a.timed.Snapshot()
+		}
+		return ks
+	}
 	if a.join == nil {
 		return ks
 	}

@@ -24,6 +24,10 @@ const stateVersion byte = 1
 type keyState struct {
 	Join   []byte        `json:"j,omitempty"`
 	Outbox []outboxEntry `json:"o,omitempty"`
+	// Event-time joins: pending timers (ascending) and the watermark the key
+	// has advanced to.
+	Timers []int64 `json:"t,omitempty"`
+	Wm     *int64  `json:"w,omitempty"`
 }
 
 type outboxEntry struct {
