@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"runtime"
 	"slices"
 
 	"github.com/joinery/joinery/formats/debezium"
@@ -76,6 +77,7 @@ func (j *cdcJob) core(lines [][]byte, probe func(live int)) RunResult {
 	}
 	res.LiveKeys = len(keys)
 	probe(len(keys))
+	runtime.KeepAlive(keys)
 	return res
 }
 
@@ -93,6 +95,7 @@ func (j *cdcJob) baseline(lines [][]byte, probe func(live int)) RunResult {
 	}
 	b.res.LiveKeys = len(b.left) + len(b.rights)
 	probe(b.res.LiveKeys)
+	runtime.KeepAlive(b)
 	return b.res
 }
 
@@ -104,7 +107,7 @@ type baseCol struct {
 type baseJoin struct {
 	spec   *joins.CDCSpec
 	outer  bool
-	cols   []baseCol // sorted by name
+	cols   []baseCol                        // sorted by name
 	left   map[string]record.Row            // join key -> left row
 	lkey   map[string]string                // left pk -> join key
 	rights map[string]map[string]record.Row // join key -> right pk -> row

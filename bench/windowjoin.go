@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"runtime"
 
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/joins"
@@ -179,6 +180,7 @@ func (w *windowJob) baseline(lines [][]byte, probe func(live int)) RunResult {
 		res.LiveKeys += len(win.persons) + len(win.auctions)
 	}
 	probe(res.LiveKeys)
+	runtime.KeepAlive(wins)
 	wm = math.MaxInt64
 	fire()
 	return res

@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/joinery/joinery/bench/nexmark"
 	"github.com/joinery/joinery/internal/cdcgen"
@@ -32,6 +33,9 @@ type RunResult struct {
 	LiveKeys int // keys holding state at the end of input
 	Late     int // elements dropped as late (expected 0)
 	Rejected int // changes that could not be routed
+	// Wall, when set, replaces the measured wall time (the node's Run
+	// without its shutdown).
+	Wall time.Duration
 }
 
 // Input is a workload's generated stream.

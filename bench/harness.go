@@ -1,0 +1,435 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// Systems the harness can run for a workload.
+const (
+	SysCore      = "core"       // decode + route + joins state machines, one goroutine
+	SysNode      = "node"       // the full node in-process, embedded store
+	SysNodeRedis = "node+redis" // the full node on a redis-server with RDB snapshots on
+)
+
+// Options configure a harness run.
+type Options struct {
+	Scale     Scale
+	Rounds    int      // engine/baseline alternations; the median is reported
+	Workloads []string // names; empty: all
+	Systems   []string // empty: core, node, node+redis
+	Seed      uint64
+	Dir       string    // temp files; empty: a fresh os.MkdirTemp
+	Log       io.Writer // progress; nil: silent
+}
+
+// Figures are one system's measurements, medians over the rounds.
+type Figures struct {
+	EventsPerCPUSec        float64   `json:"events_per_cpu_sec"`
+	EventsPerCPUSecWithGen float64   `json:"events_per_cpu_sec_with_generator"`
+	EventsPerWallSec       float64   `json:"events_per_wall_sec"`
+	CPUSec                 float64   `json:"cpu_sec"`
+	WallSec                float64   `json:"wall_sec"`
+	PeakRSSMB              float64   `json:"peak_rss_mb"`
+	HeapBytes              uint64    `json:"live_heap_bytes,omitempty"`
+	LiveKeys               int       `json:"live_keys,omitempty"`
+	BytesPerLiveKey        float64   `json:"bytes_per_live_key,omitempty"`
+	Samples                []float64 `json:"events_per_cpu_sec_samples"`
+}
+
+// Result is one workload × system.
+type Result struct {
+	Workload string `json:"workload"`
+	System   string `json:"system"`
+	Doc      string `json:"doc"`
+	// Events is the stream's event count (the Nexmark convention: source
+	// events, whatever the query keeps); InputLines what the system read.
+	Events     int    `json:"events"`
+	InputLines int    `json:"input_lines"`
+	Rounds     int    `json:"rounds"`
+	Valid      bool   `json:"valid"`
+	Invalid    string `json:"invalid,omitempty"`
+	Skipped    string `json:"skipped,omitempty"`
+	Checksum   string `json:"checksum"`
+	Outputs    int64  `json:"engine_outputs"`
+	ResultRows int64  `json:"result_rows"`
+	// Ratio is engine / baseline events per CPU-second (pre-generated input);
+	// RatioWithGen counts the generator's CPU on both sides.
+	Ratio        float64 `json:"ratio"`
+	RatioWithGen float64 `json:"ratio_with_generator"`
+	Engine       Figures `json:"engine"`
+	Baseline     Figures `json:"baseline"`
+	GenCPUSec    float64 `json:"generator_cpu_sec"`
+	// SnapshotCost (node+redis): 1 - its events/CPU-s over the node's on the
+	// embedded store, the CPU cost of persisting every key's state to Redis
+	// (redis-server's CPU included); SnapshotCostWall the same on wall time.
+	SnapshotCost     *float64 `json:"snapshot_cost,omitempty"`
+	SnapshotCostWall *float64 `json:"snapshot_cost_wall,omitempty"`
+	Latency          string   `json:"latency"`
+	Notes            string   `json:"notes,omitempty"`
+}
+
+// Report is the whole run.
+type Report struct {
+	Scale     string    `json:"scale"`
+	Rounds    int       `json:"rounds"`
+	GoVersion string    `json:"go_version"`
+	NumCPU    int       `json:"num_cpu"`
+	LoadAvg   string    `json:"load_avg_at_start"`
+	Started   time.Time `json:"started"`
+	Results   []Result  `json:"results"`
+}
+
+const latencyMissing = "not measured: no open-loop latency run yet"
+
+type sample struct {
+	res  RunResult
+	cpu  time.Duration
+	wall time.Duration
+	rss  float64
+	heap uint64
+	live int
+}
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// resetPeakRSS resets the kernel's high-water mark (Linux >= 4.0); peakRSSMB
+// reads it, falling back to Getrusage's maxrss (the process's lifetime peak).
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+func peakRSSMB() float64 {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				return kb / 1024
+			}
+		}
+	}
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Maxrss) / 1024
+}
+
+// measure runs f once, timing its process CPU (plus redis-server's, when
+// given), wall time and peak RSS; probe (called by f at the end of input)
+// weighs the live heap and is excluded from the timings.
+func measure(redis *redisServer, f func(probe func(live int)) (RunResult, error)) (sample, error) {
+	var s sample
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	resetPeakRSS()
+	var exclCPU, exclWall time.Duration
+	probe := func(live int) {
+		c0, t0 := cpuNow(), time.Now()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		if ms.HeapAlloc > base {
+			s.heap = ms.HeapAlloc - base
+		}
+		s.live = live
+		exclCPU += cpuNow() - c0
+		exclWall += time.Since(t0)
+	}
+	c0, r0, t0 := cpuNow(), redis.CPU(), time.Now()
+	res, err := f(probe)
+	s.wall = time.Since(t0) - exclWall
+	s.cpu = cpuNow() - c0 + redis.CPU() - r0 - exclCPU
+	s.rss = peakRSSMB()
+	s.res = res
+	if res.Wall > 0 {
+		s.wall = res.Wall
+	}
+	return s, err
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func figures(ss []sample, events int, gen time.Duration) Figures {
+	var f Figures
+	var eps, epsGen, wall, cpu, walls, bpk []float64
+	for _, s := range ss {
+		c := max(s.cpu.Seconds(), 1e-9)
+		eps = append(eps, float64(events)/c)
+		epsGen = append(epsGen, float64(events)/(c+gen.Seconds()))
+		wall = append(wall, float64(events)/max(s.wall.Seconds(), 1e-9))
+		cpu = append(cpu, c)
+		walls = append(walls, s.wall.Seconds())
+		f.PeakRSSMB = max(f.PeakRSSMB, s.rss)
+		if s.live > 0 {
+			bpk = append(bpk, float64(s.heap)/float64(s.live))
+		}
+		f.HeapBytes, f.LiveKeys = s.heap, s.live
+	}
+	f.EventsPerCPUSec, f.EventsPerCPUSecWithGen, f.EventsPerWallSec = median(eps), median(epsGen), median(wall)
+	f.CPUSec, f.WallSec, f.BytesPerLiveKey, f.Samples = median(cpu), median(walls), median(bpk), eps
+	return f
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return math.Round(a/b*1000) / 1000
+}
+
+// Run runs the benchmark and returns its report. A checksum mismatch marks
+// a result invalid; it is not an error.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Rounds <= 0 {
+		o.Rounds = 3
+	}
+	if len(o.Systems) == 0 {
+		o.Systems = []string{SysCore, SysNode, SysNodeRedis}
+	}
+	logf := func(format string, args ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, format+"\n", args...)
+		}
+	}
+	dir := o.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "joinery-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	rep := &Report{Scale: o.Scale.Name, Rounds: o.Rounds, GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(), Started: time.Now()}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		rep.LoadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	var ws []*Workload
+	if len(o.Workloads) == 0 {
+		ws = Workloads
+	}
+	for _, name := range o.Workloads {
+		w, err := Find(name)
+		if err != nil {
+			return nil, err
+		}
+		ws = append(ws, w)
+	}
+	var redis *redisServer
+	if slices.Contains(o.Systems, SysNodeRedis) {
+		rdir := filepath.Join(dir, "redis")
+		if err := os.MkdirAll(rdir, 0o755); err != nil {
+			return nil, err
+		}
+		r, err := startRedis(rdir)
+		if err != nil {
+			return nil, err
+		}
+		redis = r
+		defer redis.Stop()
+	}
+	runID := 0
+	for _, w := range ws {
+		logf("%s: generating (%s scale)", w.Name, o.Scale.Name)
+		c0 := cpuNow()
+		in := w.Generate(o.Scale, o.Seed)
+		gen := cpuNow() - c0
+		byEngine := map[string]*Result{}
+		for _, sys := range o.Systems {
+			r := Result{Workload: w.Name, System: sys, Doc: w.Doc, Events: len(in.Lines), InputLines: len(in.Lines),
+				Rounds: o.Rounds, GenCPUSec: gen.Seconds(), Latency: latencyMissing}
+			lines := in.Lines
+			var err error
+			switch sys {
+			case SysCore:
+				err = runRounds(&r, o.Rounds, gen, logf, nil,
+					func(p func(int)) (RunResult, error) { return w.Core(lines, p), nil },
+					func(p func(int)) (RunResult, error) { return w.Baseline(lines, p), nil })
+			case SysNode, SysNodeRedis:
+				addr := ""
+				switch {
+				case w.NodeJob == "":
+					r.Skipped = w.NodeSkip
+				case sys == SysNodeRedis && redis == nil:
+					r.Skipped = "redis-server not found in PATH"
+				case sys == SysNodeRedis:
+					addr = redis.Addr
+				}
+				if r.Skipped != "" {
+					break
+				}
+				if in.NodeLines != nil {
+					lines = in.NodeLines
+					r.InputLines = len(lines)
+					r.Notes = fmt.Sprintf("filters pushed down to the source: the node and its baseline read %d of the %d stream events", len(lines), len(in.Lines))
+				}
+				inPath := filepath.Join(dir, w.Name+".in.jsonl")
+				if err = writeLines(inPath, lines); err != nil {
+					return nil, err
+				}
+				var rs *redisServer
+				if addr != "" {
+					rs = redis
+				}
+				err = runRounds(&r, o.Rounds, gen, logf, rs,
+					func(p func(int)) (RunResult, error) {
+						runID++
+						if rs != nil {
+							if err := rs.Flush(); err != nil {
+								return RunResult{}, err
+							}
+						}
+						var res RunResult
+						var rerr error
+						res, rerr = nodeRun(ctx, w, dir, inPath, addr, runID, func(f func() error) error { return f() })
+						return res, rerr
+					},
+					func(p func(int)) (RunResult, error) { return w.Baseline(lines, p), nil })
+				os.Remove(inPath)
+			default:
+				return nil, fmt.Errorf("bench: unknown system %q", sys)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s/%s: %w", w.Name, sys, err)
+			}
+			if sys == SysNodeRedis && r.Skipped == "" {
+				if n := byEngine[SysNode]; n != nil && n.Skipped == "" {
+					c := math.Round((1-r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec)*1000) / 1000
+					cw := math.Round((1-r.Engine.EventsPerWallSec/n.Engine.EventsPerWallSec)*1000) / 1000
+					r.SnapshotCost, r.SnapshotCostWall = &c, &cw
+				}
+			}
+			if sys != SysCore {
+				r.Engine.HeapBytes, r.Engine.LiveKeys, r.Engine.BytesPerLiveKey = 0, 0, 0
+			}
+			byEngine[sys] = &r
+			rep.Results = append(rep.Results, r)
+		}
+	}
+	return rep, nil
+}
+
+// runRounds alternates engine and baseline runs (the order flips each
+// round) and fills r with medians and the checksum verdict.
+func runRounds(r *Result, rounds int, gen time.Duration, logf func(string, ...any), redis *redisServer,
+	engine, baseline func(func(int)) (RunResult, error)) error {
+	var es, bs []sample
+	for i := range rounds {
+		order := []bool{false, true}
+		if i%2 == 1 {
+			order = []bool{true, false}
+		}
+		for _, isEngine := range order {
+			if isEngine {
+				s, err := measure(redis, engine)
+				if err != nil {
+					return err
+				}
+				es = append(es, s)
+			} else {
+				s, err := measure(nil, baseline)
+				if err != nil {
+					return err
+				}
+				bs = append(bs, s)
+			}
+		}
+		logf("  %s/%s round %d: engine %.0f ev/cpu-s, baseline %.0f ev/cpu-s", r.Workload, r.System, i+1,
+			float64(r.Events)/es[i].cpu.Seconds(), float64(r.Events)/bs[i].cpu.Seconds())
+	}
+	r.Valid = true
+	want := bs[0].res.Check
+	for i := range es {
+		if !es[i].res.Check.Equal(want) || !bs[i].res.Check.Equal(want) {
+			r.Valid = false
+			r.Invalid = fmt.Sprintf("round %d: engine %v, baseline %v (first baseline %v)", i+1, es[i].res.Check, bs[i].res.Check, want)
+			break
+		}
+		if es[i].res.Late != 0 || es[i].res.Rejected != 0 {
+			r.Valid = false
+			r.Invalid = fmt.Sprintf("round %d: engine dropped %d late and rejected %d records", i+1, es[i].res.Late, es[i].res.Rejected)
+			break
+		}
+	}
+	r.Checksum = es[0].res.Check.String()
+	r.Outputs, r.ResultRows = es[0].res.Check.Outs, es[0].res.Check.Rows
+	r.Engine = figures(es, r.Events, gen)
+	r.Baseline = figures(bs, r.Events, gen)
+	r.Ratio = ratio(r.Engine.EventsPerCPUSec, r.Baseline.EventsPerCPUSec)
+	r.RatioWithGen = ratio(r.Engine.EventsPerCPUSecWithGen, r.Baseline.EventsPerCPUSecWithGen)
+	return nil
+}
+
+// WriteJSON writes the report, indented.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteTable prints the report as a table.
+func (rep *Report) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "scale %s, %d rounds (medians), %s, %d CPUs, load at start %s; events/s per CPU-second of this process (+ redis-server)\n",
+		rep.Scale, rep.Rounds, rep.GoVersion, rep.NumCPU, rep.LoadAvg)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tsystem\tevents\tengine ev/cpu-s\tbaseline ev/cpu-s\tratio\tengine +gen\tratio +gen\tengine ev/wall-s\tpeak RSS MB\tB/live key\tsnap cost\tvalid\t")
+	for _, r := range rep.Results {
+		if r.Skipped != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\tskipped\t\n", r.Workload, r.System, r.Events)
+			continue
+		}
+		bpk, snap := "-", "-"
+		if r.Engine.BytesPerLiveKey > 0 {
+			bpk = fmt.Sprintf("%.0f", r.Engine.BytesPerLiveKey)
+		}
+		if r.SnapshotCost != nil {
+			snap = fmt.Sprintf("%.0f%%", *r.SnapshotCost*100)
+		}
+		valid := "ok"
+		if !r.Valid {
+			valid = "INVALID"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.3f\t%.0f\t%.3f\t%.0f\t%.0f\t%s\t%s\t%s\t\n", r.Workload, r.System, r.Events,
+			r.Engine.EventsPerCPUSec, r.Baseline.EventsPerCPUSec, r.Ratio, r.Engine.EventsPerCPUSecWithGen, r.RatioWithGen,
+			r.Engine.EventsPerWallSec, r.Engine.PeakRSSMB, bpk, snap, valid)
+	}
+	tw.Flush()
+	for _, r := range rep.Results {
+		if r.Skipped != "" {
+			fmt.Fprintf(w, "  %s/%s skipped: %s\n", r.Workload, r.System, r.Skipped)
+		}
+		if r.Invalid != "" {
+			fmt.Fprintf(w, "  %s/%s INVALID: %s\n", r.Workload, r.System, r.Invalid)
+		}
+		if r.Notes != "" {
+			fmt.Fprintf(w, "  %s/%s: %s\n", r.Workload, r.System, r.Notes)
+		}
+	}
+	fmt.Fprintf(w, "  latency p50/p99: %s\n", latencyMissing)
+}

@@ -1,0 +1,74 @@
+// Command bench runs Joinery's benchmark harness (bench/): Nexmark q3, q8,
+// q20 and the users ⋈ domains CDC join (plain and skewed), each on the
+// engine's core loop, the full node in-process and the node on Redis, side
+// by side with a plain Go baseline over the same events in the same run.
+//
+//	go run ./cmd/bench -scale small -out /tmp/bench.json -rounds 3 -workloads q3,q8,q20,cdc,cdc-skew
+//
+// It prints a table and writes the report as JSON to -out. A result whose
+// engine and baseline checksums differ is marked INVALID (exit status 1).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/joinery/joinery/bench"
+)
+
+func main() {
+	scale := flag.String("scale", "small", "tiny, small or full")
+	out := flag.String("out", "", "write the JSON report here (default: none)")
+	rounds := flag.Int("rounds", 3, "engine/baseline alternations; medians are reported")
+	workloads := flag.String("workloads", "", "comma-separated workloads (default all: q3,q8,q20,cdc,cdc-skew)")
+	systems := flag.String("systems", "", "comma-separated systems (default all: core,node,node+redis)")
+	seed := flag.Uint64("seed", 1, "generator seed")
+	flag.Parse()
+	sc, ok := bench.Scales[*scale]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "bench: unknown scale %q (tiny, small or full)\n", *scale)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rep, err := bench.Run(ctx, bench.Options{Scale: sc, Rounds: *rounds, Workloads: split(*workloads),
+		Systems: split(*systems), Seed: *seed, Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	rep.WriteTable(os.Stdout)
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err == nil {
+			err = rep.WriteJSON(f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "bench: report written to", *out)
+	}
+	for _, r := range rep.Results {
+		if r.Skipped == "" && !r.Valid {
+			os.Exit(1)
+		}
+	}
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
