@@ -63,6 +63,7 @@ fuzz:
 
 ## bench: benchmarks (figures, not pass/fail).
 bench:
+	$(GO) run ./cmd/bench -scale $(or $(BENCH_SCALE),small) -rounds $(or $(BENCH_ROUNDS),3) -out $(or $(BENCH_OUT),/tmp/joinery-bench-results.json) $(if $(BENCH_WORKLOADS),-workloads $(BENCH_WORKLOADS))
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 clean:

@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+)
+
+// TestNodeMatchesBaseline: the full node (embedded store) gives the
+// baseline's result on every workload it can run, at the tiny scale.
+func TestNodeMatchesBaseline(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the node starts protoactor remoting, which races (see the Makefile); run without -race")
+	}
+	if testing.Short() {
+		t.Skip("short")
+	}
+	rep, err := Run(context.Background(), Options{Scale: Scales["tiny"], Rounds: 1, Systems: []string{SysNode}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Skipped == "" && !r.Valid {
+			t.Errorf("%s/%s: %s", r.Workload, r.System, r.Invalid)
+		}
+	}
+}
+
+// TestReportShape runs the harness on the core level, one tiny workload,
+// and checks the JSON report: one object per workload × system with its
+// figures and the ratio.
+func TestReportShape(t *testing.T) {
+	// The node levels are TestNodeMatchesBaseline's; here only their skip
+	// (q8 has no node wiring) shows in the report, which starts no node.
+	rep, err := Run(context.Background(), Options{Scale: Scales["tiny"], Rounds: 2, Workloads: []string{"cdc", "q8"},
+		Systems: []string{SysCore}, Dir: t.TempDir()})
+	if err == nil {
+		var skip *Report
+		skip, err = Run(context.Background(), Options{Scale: Scales["tiny"], Rounds: 1, Workloads: []string{"q8"},
+			Systems: []string{SysNode}, Dir: t.TempDir()})
+		if err == nil {
+			rep.Results = append(rep.Results, skip.Results...)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := rep.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Scale   string           `json:"scale"`
+		Rounds  int              `json:"rounds"`
+		Results []map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Scale != "tiny" || got.Rounds != 2 {
+		t.Errorf("scale %q rounds %d", got.Scale, got.Rounds)
+	}
+	want := 3
+	if len(got.Results) != want {
+		t.Fatalf("%d results, want %d:\n%s", len(got.Results), want, buf.String())
+	}
+	for _, r := range got.Results {
+		name := r["workload"].(string) + "/" + r["system"].(string)
+		if r["skipped"] != nil {
+			if name != "q8/node" {
+				t.Errorf("%s skipped: %v", name, r["skipped"])
+			}
+			continue
+		}
+		for _, k := range []string{"events", "ratio", "ratio_with_generator", "valid", "checksum", "engine", "baseline", "latency"} {
+			if _, ok := r[k]; !ok {
+				t.Errorf("%s: no %q", name, k)
+			}
+		}
+		if r["valid"] != true {
+			t.Errorf("%s: invalid: %v", name, r["invalid"])
+		}
+		eng := r["engine"].(map[string]any)
+		for _, k := range []string{"events_per_cpu_sec", "events_per_cpu_sec_with_generator", "peak_rss_mb", "cpu_sec", "events_per_cpu_sec_samples"} {
+			if _, ok := eng[k]; !ok {
+				t.Errorf("%s: engine has no %q", name, k)
+			}
+		}
+		if r["system"] == SysCore {
+			if v, _ := eng["bytes_per_live_key"].(float64); v <= 0 {
+				t.Errorf("%s: bytes_per_live_key %v, want > 0", name, eng["bytes_per_live_key"])
+			}
+		}
+		if s := eng["events_per_cpu_sec_samples"].([]any); len(s) != 2 {
+			t.Errorf("%s: %d samples, want 2 (one per round)", name, len(s))
+		}
+	}
+	var table bytes.Buffer
+	rep.WriteTable(&table)
+	if !bytes.Contains(table.Bytes(), []byte("cdc")) {
+		t.Errorf("table lacks the workload:\n%s", table.String())
+	}
+}
