@@ -8,11 +8,19 @@
 // activation calls Store.Acquire once when it starts, stamps the epoch on
 // every Snapshot it saves, and stops when Save reports a *FencedError,
 // because a newer activation of the key exists.
+//
+// Keys with pending event-time timers are indexed per job (DESIGN.md §4:
+// timers survive passivation and node loss): a snapshot saved with HasTimer
+// puts its key in the job's timer index at NextTimer, one saved without it
+// (or deleted) takes it out, atomically with the snapshot and under the same
+// fencing check. Store.DueTimers lists the keys whose timer is due, so a
+// node can wake them even when they are passivated or their node died.
 package persistence
 
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/joinery/joinery/record"
 )
@@ -36,12 +44,60 @@ var ErrClosed = errors.New("persistence: closed")
 // setups and tests that never call Acquire working, and stops a legacy
 // writer as soon as any activation acquires the key. Load leaves Epoch zero:
 // a writer's epoch comes from Acquire, never from the stored state.
+//
+// HasTimer and NextTimer place the key in the job's timer index: with
+// HasTimer set, NextTimer is the earliest pending event-time timer of the
+// key in milliseconds (any value in [MinTimer, MaxTimer], zero and negative
+// ones included); without it the key has no pending timer and NextTimer is
+// ignored. The zero value therefore means "no timer", as it did before the
+// index existed. A snapshot with empty State deletes the key and takes it
+// out of the index whatever its timer fields say. Like Epoch, Load leaves
+// both zero: the timers themselves live in State, and the index only says
+// when to wake the key (see Store.DueTimers).
 type Snapshot struct {
-	Job     string
-	Key     record.Key
-	State   []byte           // opaque, encoded by the joins package; nil or empty means "no state"
-	Offsets map[string]int64 // record.Position.PartitionID() -> highest applied offset
-	Epoch   int64            // the writer's owner epoch from Acquire; 0 = unfenced
+	Job       string
+	Key       record.Key
+	State     []byte           // opaque, encoded by the joins package; nil or empty means "no state"
+	Offsets   map[string]int64 // record.Position.PartitionID() -> highest applied offset
+	Epoch     int64            // the writer's owner epoch from Acquire; 0 = unfenced
+	HasTimer  bool             // the key has a pending event-time timer, due at NextTimer
+	NextTimer int64            // ms; the earliest pending timer, meaningful only with HasTimer
+}
+
+// MinTimer and MaxTimer bound Snapshot.NextTimer: ±2^53 ms, about ±285,000
+// years around the epoch. They are the integers a float64 holds exactly,
+// which is what the Redis store's sorted-set scores are. Save refuses a
+// batch with a timer outside them (ErrTimerRange). A caller with a timer
+// beyond MaxTimer (an "end of time" timer) may save MaxTimer instead: the
+// key is then woken early, at worst, and finds its timer not yet due.
+const (
+	MinTimer int64 = -1 << 53
+	MaxTimer int64 = 1 << 53
+)
+
+// ErrTimerRange is returned (wrapped) by Save for a batch holding a
+// snapshot with HasTimer and a NextTimer outside [MinTimer, MaxTimer]. Such
+// a batch is refused as a whole before anything is written.
+var ErrTimerRange = errors.New("persistence: timer out of range")
+
+// CheckTimers returns an error wrapping ErrTimerRange that names the first
+// snapshot of batch whose timer is out of range (deleting snapshots are not
+// checked), or nil. Store implementations call it at the start of Save.
+func CheckTimers(batch []Snapshot) error {
+	for _, sn := range batch {
+		if len(sn.State) > 0 && sn.HasTimer && (sn.NextTimer < MinTimer || sn.NextTimer > MaxTimer) {
+			return fmt.Errorf("%w: key %q of job %q has NextTimer %d, outside [%d, %d]",
+				ErrTimerRange, sn.Key, sn.Job, sn.NextTimer, MinTimer, MaxTimer)
+		}
+	}
+	return nil
+}
+
+// TimerDue is one entry of a job's timer index: Key's earliest pending
+// event-time timer is At (ms).
+type TimerDue struct {
+	Key record.Key
+	At  int64
 }
 
 // Store keeps key snapshots and committed source offsets.
@@ -74,7 +130,26 @@ type Store interface {
 	// no snapshot does nothing. An empty batch does nothing. On an error other
 	// than fencing the batch may have been applied or not; implementations
 	// that can apply it atomically (both in this tree do) say so.
+	//
+	// Each written snapshot also updates the job's timer index in the same
+	// atomic step: with HasTimer (and non-empty State) the key is indexed at
+	// NextTimer, replacing its previous entry; otherwise, and when it
+	// deletes, the key leaves the index. A fenced snapshot changes neither
+	// the key nor the index. A batch with a timer outside [MinTimer,
+	// MaxTimer] is refused whole with an error wrapping ErrTimerRange,
+	// before anything is written.
 	Save(ctx context.Context, batch []Snapshot) error
+	// DueTimers returns up to limit entries of job's timer index whose At is
+	// at most upTo, ascending by At and, for equal At, by Key (byte-wise).
+	// It returns an empty slice (not an error) for an unknown job, when
+	// nothing is due, or when limit <= 0. Every upTo is valid: one below
+	// MinTimer finds nothing, one above MaxTimer finds every indexed key.
+	// It is read-only: a key stays listed until a Save of it moves or clears
+	// its timer, so a caller that cannot wake every due key at once wakes
+	// the first limit, lets them save, and asks again. The returned slice is
+	// the caller's. It may run concurrently with Save and sees each Save
+	// batch wholly or not at all.
+	DueTimers(ctx context.Context, job string, upTo int64, limit int) ([]TimerDue, error)
 	// Acquire makes the caller the owner of key in job: it atomically
 	// increments the key's owner epoch and returns the new value, which the
 	// caller puts in every Snapshot it saves for the key. From then on Save

@@ -25,6 +25,15 @@
 // the snapshots and, with a Path, in the log; they are kept when a snapshot
 // is deleted, so a key that was ever acquired costs a few bytes for good.
 //
+// # Timer index
+//
+// Each job keeps its keys with a pending timer (Snapshot.HasTimer) in an
+// in-memory min-heap ordered by (NextTimer, key) with positions tracked, so
+// a Save moves or removes a key in O(log n) and DueTimers lists the first
+// limit due keys in O(limit log limit). Timers travel in the save records
+// (kind 4 below), so replay rebuilds the index with the snapshots, and a
+// Save's snapshots and index changes are one record: both or neither.
+//
 // # Log format (version 1)
 //
 //	header:  "JNRYLOG" 0x01
@@ -33,8 +42,10 @@
 //	  kind 1 (save):   uvarint n, n × (str job, str key, str state, offsets)
 //	  kind 2 (commit): str job, offsets
 //	  kind 3 (epoch):  uvarint n, n × (str job, str key, uvarint epoch)
+//	  kind 4 (save with timers): uvarint n, n × (str job, str key, str state, offsets, timer)
 //	str:     uvarint length, bytes
 //	offsets: uvarint n, n × (str partition, varint offset)
+//	timer:   0x00 (no timer) | 0x01, varint NextTimer (ms, within ±2^53)
 //
 // An empty state in a save record deletes the key, as in Save. A save record
 // holds only the snapshots that passed the epoch check, so replay applies it
@@ -46,6 +57,13 @@
 // header's version: logs without it read as before, and a binary that
 // predates it refuses a log containing it as corrupt instead of dropping the
 // epochs (which would reopen the door to stale writers).
+//
+// Kind 4 came later still, the same way. Kinds 1 and 4 are one record type
+// on two encodings: a save whose snapshots have no timer is still written
+// as kind 1 (so a store that never uses timers writes logs an older binary
+// reads), one where any has a timer as kind 4. Old logs hold only kind 1,
+// whose snapshots replay without timers. A binary that predates kind 4
+// refuses a log containing it rather than lose the timers.
 //
 // # Limits
 //

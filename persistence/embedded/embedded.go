@@ -23,8 +23,8 @@ type Options struct {
 }
 
 // Store is the embedded persistence.Store. Its methods are safe for
-// concurrent use. Load, Keys, CommittedOffsets and Epoch never wait for a
-// disk write; Save, CommitOffsets and Acquire are serialized with each other.
+// concurrent use. Load, Keys, CommittedOffsets, Epoch and DueTimers never
+// wait for a disk write; Save, CommitOffsets and Acquire are serialized with each other.
 type Store struct {
 	// Lock order: wmu before mu.
 
@@ -49,6 +49,7 @@ type jobState struct {
 	snaps   map[record.Key]entry
 	offsets map[string]int64
 	epochs  map[record.Key]int64 // owner epochs; a key never acquired has none (epoch 0)
+	timers  *timerIndex          // keys with a pending timer; each also has a snapshot
 }
 
 type entry struct {
@@ -84,7 +85,7 @@ func (s *Store) job(name string) *jobState {
 	j := s.mu.jobs[name]
 	if j == nil {
 		j = &jobState{snaps: make(map[record.Key]entry), offsets: make(map[string]int64),
-			epochs: make(map[record.Key]int64)}
+			epochs: make(map[record.Key]int64), timers: newTimerIndex()}
 		s.mu.jobs[name] = j
 	}
 	return j
@@ -100,9 +101,15 @@ func (s *Store) applyLocked(r logRecord) {
 			j := s.job(sn.Job)
 			if len(sn.State) == 0 {
 				delete(j.snaps, sn.Key)
+				j.timers.remove(sn.Key)
 				continue
 			}
 			j.snaps[sn.Key] = entry{state: sn.State, offsets: sn.Offsets}
+			if sn.HasTimer {
+				j.timers.set(sn.Key, sn.NextTimer)
+			} else {
+				j.timers.remove(sn.Key)
+			}
 		}
 	case kindCommit:
 		j := s.job(r.job)
@@ -157,10 +164,15 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 // log file the snapshots that pass the check are one record, appended and
 // fsynced before Save returns; after a failed append or fsync the store
 // refuses further writes (the file's state is unknown), and must be
-// reopened. A batch whose every snapshot is fenced writes nothing.
+// reopened. A batch whose every snapshot is fenced writes nothing. The
+// timer index changes with the snapshots, in the same record and under the
+// same lock.
 func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if err := persistence.CheckTimers(batch); err != nil {
+		return fmt.Errorf("embedded: save: %w", err)
 	}
 	// Copy before taking any lock: the store never retains the caller's memory.
 	r := logRecord{kind: kindSave, snaps: make([]persistence.Snapshot, len(batch))}
@@ -170,6 +182,9 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 			c.State = slices.Clone(sn.State)
 			c.Offsets = make(map[string]int64, len(sn.Offsets))
 			maps.Copy(c.Offsets, sn.Offsets)
+			if sn.HasTimer {
+				c.HasTimer, c.NextTimer = true, sn.NextTimer
+			}
 		}
 		r.snaps[i] = c
 	}
@@ -282,6 +297,24 @@ func (s *Store) Keys(ctx context.Context, job string) ([]record.Key, error) {
 	return slices.Collect(maps.Keys(j.snaps)), nil
 }
 
+// DueTimers implements persistence.Store from the in-memory index, in
+// O(limit log limit) whatever the number of indexed keys.
+func (s *Store) DueTimers(ctx context.Context, job string, upTo int64, limit int) ([]persistence.TimerDue, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.closed {
+		return nil, persistence.ErrClosed
+	}
+	j := s.mu.jobs[job]
+	if j == nil {
+		return []persistence.TimerDue{}, nil
+	}
+	return j.timers.due(upTo, limit), nil
+}
+
 // CommittedOffsets implements persistence.Store. The returned map is a fresh
 // copy and never nil.
 func (s *Store) CommittedOffsets(ctx context.Context, job string) (map[string]int64, error) {
@@ -340,6 +373,7 @@ func (s *Store) liveSizeLocked() int64 {
 		for k := range j.epochs {
 			n += int64(len(job) + len(k) + 10)
 		}
+		n += int64(10 * j.timers.len())
 	}
 	return n
 }
@@ -355,8 +389,10 @@ func (s *Store) recordsLocked() []logRecord {
 			r, size := logRecord{kind: kindSave}, 0
 			for _, k := range slices.Sorted(maps.Keys(j.snaps)) {
 				e := j.snaps[k]
-				r.snaps = append(r.snaps, persistence.Snapshot{Job: job, Key: k, State: e.state, Offsets: e.offsets})
-				if size += len(k) + len(e.state) + 16*len(e.offsets); size >= compactChunk {
+				at, ok := j.timers.get(k)
+				r.snaps = append(r.snaps, persistence.Snapshot{Job: job, Key: k, State: e.state, Offsets: e.offsets,
+					HasTimer: ok, NextTimer: at})
+				if size += len(k) + len(e.state) + 16*len(e.offsets) + 11; size >= compactChunk {
 					out = append(out, r)
 					r, size = logRecord{kind: kindSave}, 0
 				}

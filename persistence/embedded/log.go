@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
@@ -24,6 +25,12 @@ const (
 	kindSave   byte = 1
 	kindCommit byte = 2
 	kindEpoch  byte = 3 // owner epochs (Acquire); added after kinds 1 and 2
+	// kindSaveTimers is a save record whose snapshots carry a timer field;
+	// added after kind 3. It exists only on disk: it decodes to a kindSave
+	// logRecord, and a kindSave logRecord is written as kind 1 unless one
+	// of its snapshots has a timer, so logs of a store that never uses
+	// timers stay readable by binaries that predate the kind.
+	kindSaveTimers byte = 4
 )
 
 const (
@@ -46,7 +53,7 @@ var errCorrupt = errors.New("corrupt log")
 // epochs (one for an Acquire, many in a compacted log).
 type logRecord struct {
 	kind    byte
-	snaps   []persistence.Snapshot // kindSave; an empty State deletes; Epoch is not logged
+	snaps   []persistence.Snapshot // kindSave; an empty State deletes; Epoch is not logged, timers are
 	job     string                 // kindCommit
 	offsets map[string]int64       // kindCommit
 	epochs  []epochEntry           // kindEpoch
@@ -76,6 +83,10 @@ func encodeRecord(dst []byte, r logRecord) ([]byte, error) {
 	dst = append(dst, r.kind)
 	switch r.kind {
 	case kindSave:
+		timers := slices.ContainsFunc(r.snaps, func(sn persistence.Snapshot) bool { return sn.HasTimer })
+		if timers {
+			dst[len(dst)-1] = kindSaveTimers
+		}
 		dst = binary.AppendUvarint(dst, uint64(len(r.snaps)))
 		for _, sn := range r.snaps {
 			dst = appendString(dst, sn.Job)
@@ -83,6 +94,18 @@ func encodeRecord(dst []byte, r logRecord) ([]byte, error) {
 			dst = binary.AppendUvarint(dst, uint64(len(sn.State)))
 			dst = append(dst, sn.State...)
 			dst = appendOffsets(dst, sn.Offsets)
+			if !timers {
+				continue
+			}
+			if !sn.HasTimer {
+				dst = append(dst, 0)
+				continue
+			}
+			if sn.NextTimer < persistence.MinTimer || sn.NextTimer > persistence.MaxTimer {
+				return dst[:start], fmt.Errorf("timer %d of key %q is out of range", sn.NextTimer, sn.Key)
+			}
+			dst = append(dst, 1)
+			dst = binary.AppendVarint(dst, sn.NextTimer)
 		}
 	case kindCommit:
 		dst = appendString(dst, r.job)
@@ -129,7 +152,9 @@ func decodePayload(b []byte) (logRecord, error) {
 	d := decoder{b: b}
 	r := logRecord{kind: d.byte()}
 	switch r.kind {
-	case kindSave:
+	case kindSave, kindSaveTimers:
+		timers := r.kind == kindSaveTimers
+		r.kind = kindSave
 		n := d.count(3)
 		r.snaps = make([]persistence.Snapshot, 0, n)
 		for range n {
@@ -140,6 +165,9 @@ func decodePayload(b []byte) (logRecord, error) {
 				sn.State = []byte(string(st))
 			}
 			sn.Offsets = d.offsets()
+			if timers {
+				sn.HasTimer, sn.NextTimer = d.timer()
+			}
 			if d.err != nil {
 				break
 			}
@@ -253,6 +281,34 @@ func (d *decoder) offsets() map[string]int64 {
 		m[p] = o
 	}
 	return m
+}
+
+// timer reads a snapshot's timer field: 0, or 1 and a varint within
+// [persistence.MinTimer, persistence.MaxTimer].
+func (d *decoder) timer() (bool, int64) {
+	switch d.byte() {
+	case 0:
+		return false, 0
+	case 1:
+	default:
+		if d.err == nil {
+			d.err = errors.New("bad timer flag")
+		}
+		return false, 0
+	}
+	at, k := binary.Varint(d.b)
+	if k <= 0 {
+		d.fail("timer")
+		return false, 0
+	}
+	d.b = d.b[k:]
+	if at < persistence.MinTimer || at > persistence.MaxTimer {
+		if d.err == nil {
+			d.err = fmt.Errorf("timer %d out of range", at)
+		}
+		return false, 0
+	}
+	return true, at
 }
 
 // replay decodes the records of a log image (header included) and calls

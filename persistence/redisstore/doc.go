@@ -13,6 +13,7 @@
 //	<prefix>:{<job>}:keys          set: the keys of the job that have a snapshot
 //	<prefix>:{<job>}:offsets       hash: partition id -> committed offset (decimal)
 //	<prefix>:{<job>}:epoch:<key>   string: the key's owner epoch (decimal, by INCR); missing = 0
+//	<prefix>:{<job>}:timers        sorted set: member <key>, score its next event-time timer (ms)
 //
 // <prefix> is Config.KeyPrefix ("joinery" by default; it may not contain
 // braces). <key> is the join key's bytes as they are; it comes last, so any
@@ -35,15 +36,31 @@
 //
 // Save sends a whole batch as one call of a Lua script (EVALSHA; EVAL the
 // first time a server lacks the script), so one round trip. The script gets
-// the epoch, state and keys-set key of every snapshot as KEYS and the
-// writer's epoch, the join key and the encoded value ("" deletes) as ARGV.
-// It first compares each snapshot's epoch with GET of its epoch key (missing
-// = "0", compared as decimal strings), then, for the snapshots that match
-// and in batch order, runs SET and SADD, or DEL and SREM for empty state.
-// It replies with the 1-based batch index and holder epoch of each refused
-// snapshot, which Save turns into *persistence.FencedError values. A script
-// runs atomically, so no Acquire falls between a check and its write, and
-// the keys set never disagrees with the state keys.
+// the epoch, state, keys-set and timers key of every snapshot as KEYS and
+// the writer's epoch, the join key, the encoded value ("" deletes) and the
+// next timer (decimal, "" for none) as ARGV. It first compares each
+// snapshot's epoch with GET of its epoch key (missing = "0", compared as
+// decimal strings), then, for the snapshots that match and in batch order,
+// runs SET, SADD and ZADD (ZREM when the snapshot has no timer), or DEL,
+// SREM and ZREM for empty state. It replies with the 1-based batch index
+// and holder epoch of each refused snapshot, which Save turns into
+// *persistence.FencedError values. A script runs atomically, so no Acquire
+// falls between a check and its write, and neither the keys set nor the
+// timers set ever disagrees with the state keys; a fenced snapshot touches
+// none of them.
+//
+// # Timer index
+//
+// The timers set holds each key with a pending event-time timer, scored by
+// Snapshot.NextTimer. Scores are doubles, exact for integers up to 2^53 in
+// magnitude, hence the contract's range [persistence.MinTimer,
+// persistence.MaxTimer] (±2^53 ms, about ±285,000 years): Save refuses a
+// batch with a timer beyond it (persistence.ErrTimerRange) before sending
+// anything, so every stored score is an exact integer. DueTimers is one
+// ZRANGE <timers> -inf <upTo> BYSCORE LIMIT 0 <limit> WITHSCORES; equal
+// scores come back ordered by member bytes. The set is as large as the
+// number of keys with a pending timer; it lives in the job's slot, like
+// every other key of the job.
 //
 // Acquire is one INCR of the epoch key, and Epoch one GET. Epoch keys are
 // never deleted, also not with their snapshot: a reset to 0 would let a

@@ -23,4 +23,5 @@ func jobPrefix(prefix, job string) string {
 func stateKey(jp string, key record.Key) string { return jp + "state:" + string(key) }
 func keysKey(jp string) string                  { return jp + "keys" }
 func offsetsKey(jp string) string               { return jp + "offsets" }
+func timersKey(jp string) string                { return jp + "timers" }
 func epochKey(jp string, key record.Key) string { return jp + "epoch:" + string(key) }

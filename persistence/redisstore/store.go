@@ -85,28 +85,32 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 	return persistence.Snapshot{Job: job, Key: key, State: state, Offsets: offsets}, nil
 }
 
-// saveScript applies a Save batch. Per snapshot i (0-based) it takes three
-// keys, KEYS[3i+1..3i+3] = epoch key, state key, keys set, and three
-// arguments, ARGV[3i+1..3i+3] = the writer's epoch (decimal), the join key
-// (the set member), the encoded value ("" deletes). It first compares every
-// epoch key's value (a missing key counts as "0") with the writer's epoch,
-// then writes the snapshots that match, in batch order: SET and SADD, or DEL
-// and SREM. Checking everything before writing anything means a failing
-// GET (a key of the wrong type) aborts the script before it wrote. It
-// returns a flat array of the refused snapshots: 1-based batch index, then
-// the holder's epoch (a decimal string), per refused snapshot.
+// saveScript applies a Save batch. Per snapshot i (0-based) it takes four
+// keys, KEYS[4i+1..4i+4] = epoch key, state key, keys set, timers sorted
+// set, and four arguments, ARGV[4i+1..4i+4] = the writer's epoch (decimal),
+// the join key (the set members), the encoded value ("" deletes), the next
+// timer (decimal; "" = no timer). It first compares every epoch key's value
+// (a missing key counts as "0") with the writer's epoch, then writes the
+// snapshots that match, in batch order: SET, SADD and ZADD (or ZREM without
+// a timer), or DEL, SREM and ZREM. Checking everything before writing
+// anything means a failing GET (a key of the wrong type) aborts the script
+// before it wrote. It returns a flat array of the refused snapshots:
+// 1-based batch index, then the holder's epoch (a decimal string), per
+// refused snapshot.
 //
 // The epochs compare as strings: both sides are canonical decimals (INCR's
-// and strconv's), and Lua numbers are doubles.
+// and strconv's), and Lua numbers are doubles. The timer goes to ZADD as
+// the decimal string, which Redis parses into the double score exactly
+// because Save keeps it within ±2^53.
 var saveScript = redis.NewScript(`
 local fenced = {}
 local ok = {}
-for i = 1, #ARGV, 3 do
+for i = 1, #ARGV, 4 do
   local cur = redis.call('GET', KEYS[i]) or '0'
   if cur == ARGV[i] then
     ok[#ok + 1] = i
   else
-    fenced[#fenced + 1] = (i + 2) / 3
+    fenced[#fenced + 1] = (i + 3) / 4
     fenced[#fenced + 1] = cur
   end
 end
@@ -114,9 +118,15 @@ for _, i in ipairs(ok) do
   if ARGV[i + 2] == '' then
     redis.call('DEL', KEYS[i + 1])
     redis.call('SREM', KEYS[i + 2], ARGV[i + 1])
+    redis.call('ZREM', KEYS[i + 3], ARGV[i + 1])
   else
     redis.call('SET', KEYS[i + 1], ARGV[i + 2])
     redis.call('SADD', KEYS[i + 2], ARGV[i + 1])
+    if ARGV[i + 3] == '' then
+      redis.call('ZREM', KEYS[i + 3], ARGV[i + 1])
+    else
+      redis.call('ZADD', KEYS[i + 3], ARGV[i + 3], ARGV[i + 1])
+    end
   end
 end
 return fenced
@@ -124,9 +134,12 @@ return fenced
 
 // Save implements persistence.Store: the whole batch is one call of a Lua
 // script (EVALSHA, falling back to EVAL once per server), which checks every
-// snapshot's epoch and writes the ones that pass, atomically and in one
-// round trip. When Save returns nil the batch is in Redis; how durable that
-// is depends on the server's persistence settings (appendonly, appendfsync).
+// snapshot's epoch and writes the ones that pass, snapshot and timer index
+// together, atomically and in one round trip. A timer outside
+// [persistence.MinTimer, persistence.MaxTimer] (which a double score could
+// not hold exactly) fails the batch before anything is sent. When Save
+// returns nil the batch is in Redis; how durable that is depends on the
+// server's persistence settings (appendonly, appendfsync).
 func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
@@ -134,22 +147,66 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, 3*len(batch))
-	args := make([]any, 0, 3*len(batch))
+	if err := persistence.CheckTimers(batch); err != nil {
+		return fmt.Errorf("redisstore: save: %w", err)
+	}
+	keys := make([]string, 0, 4*len(batch))
+	args := make([]any, 0, 4*len(batch))
 	for _, sn := range batch {
 		jp := jobPrefix(s.prefix, sn.Job)
-		keys = append(keys, epochKey(jp, sn.Key), stateKey(jp, sn.Key), keysKey(jp))
+		keys = append(keys, epochKey(jp, sn.Key), stateKey(jp, sn.Key), keysKey(jp), timersKey(jp))
 		var value []byte // empty: delete
+		timer := ""      // empty: no timer
 		if len(sn.State) > 0 {
 			value = encodeSnapshot(sn.Offsets, sn.State)
+			if sn.HasTimer {
+				timer = strconv.FormatInt(sn.NextTimer, 10)
+			}
 		}
-		args = append(args, strconv.FormatInt(sn.Epoch, 10), string(sn.Key), value)
+		args = append(args, strconv.FormatInt(sn.Epoch, 10), string(sn.Key), value, timer)
 	}
 	res, err := saveScript.Run(ctx, s.client, keys, args...).Slice()
 	if err != nil {
 		return wrap("save", err)
 	}
 	return fencedErrors(batch, res)
+}
+
+// DueTimers implements persistence.Store with one ZRANGE of the job's
+// timers set: BYSCORE from -inf to upTo, LIMIT 0 limit, WITHSCORES. Redis
+// orders equal scores by member bytes, which is the contract's key order.
+// upTo is clamped to persistence.MaxTimer, the largest score Save writes,
+// so it is exact as a double. A score that is not an integer within
+// [MinTimer, MaxTimer] (the set was written by something else) is an error.
+func (s *Store) DueTimers(ctx context.Context, job string, upTo int64, limit int) ([]persistence.TimerDue, error) {
+	if s.closed.Load() {
+		return nil, persistence.ErrClosed
+	}
+	if limit <= 0 || upTo < persistence.MinTimer {
+		return []persistence.TimerDue{}, nil
+	}
+	upTo = min(upTo, persistence.MaxTimer)
+	zs, err := s.client.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
+		Key:     timersKey(jobPrefix(s.prefix, job)),
+		Start:   "-inf",
+		Stop:    strconv.FormatInt(upTo, 10),
+		ByScore: true,
+		Offset:  0,
+		Count:   int64(limit),
+	}).Result()
+	if err != nil {
+		return nil, wrap("due timers", err)
+	}
+	out := make([]persistence.TimerDue, 0, len(zs))
+	for _, z := range zs {
+		m, ok := z.Member.(string)
+		at := int64(z.Score)
+		if !ok || float64(at) != z.Score || at < persistence.MinTimer || at > persistence.MaxTimer {
+			return nil, fmt.Errorf("redisstore: due timers of job %q: bad entry %v with score %v", job, z.Member, z.Score)
+		}
+		out = append(out, persistence.TimerDue{Key: record.Key(m), At: at})
+	}
+	return out, nil
 }
 
 // fencedErrors turns saveScript's reply into the joined *FencedErrors of

@@ -21,7 +21,8 @@ type Option func(*suite)
 // WithReopen gives the suite a way to reopen a store: reopen closes old and
 // returns a new store over the same data, as a restarted process would open
 // it, failing the test when it cannot. Without it the subtests about
-// durability across reopening (EpochSurvivesReopen) are skipped.
+// durability across reopening (EpochSurvivesReopen, TimersSurviveReopen) are
+// skipped.
 func WithReopen(reopen func(t *testing.T, old persistence.Store) persistence.Store) Option {
 	return func(s *suite) { s.reopen = reopen }
 }
@@ -92,6 +93,12 @@ var cases = []struct {
 	{"SaveFencedEpochZero", testSaveFencedEpochZero},
 	{"SaveFencedMixedBatch", testSaveFencedMixedBatch},
 	{"SaveFencedRace", testSaveFencedRace},
+	{"TimersFollowSaves", testTimersFollowSaves},
+	{"TimersDueOrder", testTimersDueOrder},
+	{"TimersJobsIsolated", testTimersJobsIsolated},
+	{"TimersFenced", testTimersFenced},
+	{"TimersRange", testTimersRange},
+	{"TimersConcurrent", testTimersConcurrent},
 }
 
 var reopenCases = []struct {
@@ -99,6 +106,7 @@ var reopenCases = []struct {
 	fn   func(t *testing.T, s persistence.Store, reopen func(persistence.Store) persistence.Store)
 }{
 	{"EpochSurvivesReopen", testEpochSurvivesReopen},
+	{"TimersSurviveReopen", testTimersSurviveReopen},
 }
 
 func ctx(t *testing.T) context.Context {
@@ -501,6 +509,8 @@ func testClosed(t *testing.T, s persistence.Store) {
 	check("Acquire", err)
 	_, err = s.Epoch(c, "job", "k")
 	check("Epoch", err)
+	_, err = s.DueTimers(c, "job", 0, 10)
+	check("DueTimers", err)
 }
 
 func testOddKeys(t *testing.T, s persistence.Store) {
