@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"encoding/binary"
+	"hash/crc32"
 	"maps"
 	"slices"
 	"testing"
@@ -26,6 +27,12 @@ func FuzzEmbeddedLogDecode(f *testing.F) {
 		}},
 		{kind: kindCommit, job: "job", offsets: map[string]int64{"p/0": 1 << 62}},
 		{kind: kindEpoch, epochs: []epochEntry{{job: "job", key: "k", epoch: 3}, {job: "", key: "", epoch: 1<<63 - 1}}},
+		{kind: kindSave, snaps: []persistence.Snapshot{ // written as kind 4
+			{Job: "job", Key: "t", State: []byte("s"), Offsets: map[string]int64{}, HasTimer: true, NextTimer: -1},
+			{Job: "job", Key: "max", State: []byte("s"), HasTimer: true, NextTimer: persistence.MaxTimer},
+			{Job: "job", Key: "none", State: []byte("s")},
+			{Job: "job", Key: "gone"},
+		}},
 	} {
 		var err error
 		if seed, err = encodeRecord(seed, r); err != nil {
@@ -34,6 +41,14 @@ func FuzzEmbeddedLogDecode(f *testing.F) {
 		f.Add(bytes.Clone(seed))
 	}
 	f.Add(seed[:len(seed)-3])
+	// A kind 4 record with a bad timer flag, and one with a timer beyond 2^53.
+	for _, tail := range [][]byte{{2}, {1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}} {
+		payload := append([]byte{kindSaveTimers, 1, 1, 'j', 1, 'k', 1, 's', 0}, tail...)
+		b := append([]byte(logMagic), make([]byte, frameHeader)...)
+		binary.LittleEndian.PutUint32(b[len(logMagic):], uint32(len(payload)))
+		binary.LittleEndian.PutUint32(b[len(logMagic)+4:], crc32.Checksum(payload, crcTable))
+		f.Add(append(b, payload...))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var recs []logRecord
 		valid, err := replay(b, func(r logRecord) { recs = append(recs, r) })
@@ -64,11 +79,14 @@ func FuzzEmbeddedLogDecode(f *testing.F) {
 
 // FuzzEmbeddedLogRoundTrip builds records from fuzzed fields and checks that
 // they survive encode and decode. kind picks the record: 0 save, 1 commit,
-// 2 epochs (off, clamped to at least 1, is the epoch).
+// 2 epochs (off, clamped to at least 1, is the epoch), 3 save with a timer
+// (off, clamped to [MinTimer, MaxTimer], is the timer).
 func FuzzEmbeddedLogRoundTrip(f *testing.F) {
 	f.Add("job", "key", []byte("state"), "p/0", int64(5), uint8(0))
 	f.Add("", "", []byte{}, "", int64(-1<<63), uint8(1))
 	f.Add("job", "k", []byte{}, "", int64(1<<63-1), uint8(2))
+	f.Add("job", "k", []byte("s"), "p/0", int64(-1<<63), uint8(3))
+	f.Add("job", "k", []byte("s"), "p/0", int64(0), uint8(3))
 	f.Fuzz(func(t *testing.T, job, key string, state []byte, part string, off int64, kind uint8) {
 		r := logRecord{kind: kindSave, snaps: []persistence.Snapshot{
 			{Job: job, Key: record.Key(key), State: state, Offsets: map[string]int64{part: off}},
@@ -77,12 +95,15 @@ func FuzzEmbeddedLogRoundTrip(f *testing.F) {
 		if len(state) == 0 {
 			r.snaps[0].State = nil
 		}
-		switch kind % 3 {
+		switch kind % 4 {
 		case 1:
 			r = logRecord{kind: kindCommit, job: job, offsets: map[string]int64{part: off, key: -off}}
 		case 2:
 			r = logRecord{kind: kindEpoch, epochs: []epochEntry{{job: job, key: record.Key(key), epoch: max(off, 1)},
 				{job: part, key: record.Key(job), epoch: 1}}}
+		case 3:
+			r.snaps[0].HasTimer = true
+			r.snaps[0].NextTimer = min(max(off, persistence.MinTimer), persistence.MaxTimer)
 		}
 		b, err := encodeRecord([]byte(logMagic), r)
 		if err != nil {
@@ -110,7 +131,8 @@ func checkRecord(t *testing.T, got, want logRecord) {
 	}
 	for i := range want.snaps {
 		g, w := got.snaps[i], want.snaps[i]
-		if g.Job != w.Job || g.Key != w.Key || !bytes.Equal(g.State, w.State) || !maps.Equal(g.Offsets, w.Offsets) {
+		if g.Job != w.Job || g.Key != w.Key || !bytes.Equal(g.State, w.State) || !maps.Equal(g.Offsets, w.Offsets) ||
+			g.HasTimer != w.HasTimer || (w.HasTimer && g.NextTimer != w.NextTimer) {
 			t.Fatalf("snapshot %d = %+v, want %+v", i, g, w)
 		}
 	}

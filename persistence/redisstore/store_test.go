@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"slices"
 	"strings"
@@ -69,9 +70,19 @@ func TestStoreRedisKeyPrefix(t *testing.T) {
 	if e, err := b.Epoch(ctx, "job", "k"); err != nil || e != 0 {
 		t.Fatalf("store with prefix joinery sees prefix a's epoch: %d, %v", e, err)
 	}
-	n, err := a.client.Exists(ctx, "a:{job}:state:k", "a:{job}:keys", "a:{job}:epoch:k").Result()
-	if err != nil || n != 3 {
-		t.Fatalf("EXISTS of the documented keys = %d, %v; want 3", n, err)
+	if err := a.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("v"), Epoch: e,
+		HasTimer: true, NextTimer: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	if due, err := b.DueTimers(ctx, "job", 10, 10); err != nil || len(due) != 0 {
+		t.Fatalf("store with prefix joinery sees prefix a's timers: %v, %v", due, err)
+	}
+	n, err := a.client.Exists(ctx, "a:{job}:state:k", "a:{job}:keys", "a:{job}:epoch:k", "a:{job}:timers").Result()
+	if err != nil || n != 4 {
+		t.Fatalf("EXISTS of the documented keys = %d, %v; want 4", n, err)
+	}
+	if z, err := a.client.ZScore(ctx, "a:{job}:timers", "k").Result(); err != nil || z != 5 {
+		t.Fatalf("ZSCORE a:{job}:timers k = %v, %v; want 5", z, err)
 	}
 }
 
@@ -99,6 +110,9 @@ func TestStoreRedisLayout(t *testing.T) {
 	}
 	if got := epochKey(jp, "k:{x}"); got != "joinery:{job}:epoch:k:{x}" {
 		t.Errorf("epochKey = %q", got)
+	}
+	if got := timersKey(jp); got != "joinery:{job}:timers" {
+		t.Errorf("timersKey = %q", got)
 	}
 }
 
@@ -231,8 +245,9 @@ func (h *countingHook) sent() (process []string, pipelines int64) {
 }
 
 // TestStoreRedisSaveOneRoundTrip checks, on the client and on the server,
-// that a 1000-snapshot batch, fenced snapshots included, is one script call:
-// EVALSHA, plus one EVAL the first time the server lacks the script.
+// that a 1000-snapshot batch, fenced snapshots and timers included, is one
+// script call: EVALSHA, plus one EVAL the first time the server lacks the
+// script; and that DueTimers is one ZRANGE.
 func TestStoreRedisSaveOneRoundTrip(t *testing.T) {
 	r := testutil.StartRedis(t)
 	s := newStore(t, r.Addr)
@@ -241,7 +256,7 @@ func TestStoreRedisSaveOneRoundTrip(t *testing.T) {
 	batch := make([]persistence.Snapshot, n)
 	for i := range batch {
 		batch[i] = persistence.Snapshot{Job: "job", Key: record.Key(fmt.Sprint(i)), State: []byte("state"),
-			Offsets: map[string]int64{"p/0": int64(i)}}
+			Offsets: map[string]int64{"p/0": int64(i)}, HasTimer: i%4 != 3, NextTimer: int64(i%10 - 5)}
 		if i%2 == 0 { // half fenced writes, half unfenced (epoch 0)
 			e, err := s.Acquire(ctx, "job", batch[i].Key)
 			if err != nil {
@@ -281,11 +296,23 @@ func TestStoreRedisSaveOneRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Of the n-2 writes (key 0 is fenced, key n-1 deletes), those with
+	// i%4 == 3 (n/4-1 of them, as n-1 is one) clear the timer with ZREM,
+	// the rest ZADD; the delete also runs ZREM.
 	for cmd, want := range map[string]int{"evalsha": 1, "eval": 0, "multi": 0, "get": n,
-		"set": n - 2, "sadd": n - 2, "del": 1, "srem": 1} {
+		"set": n - 2, "sadd": n - 2, "del": 1, "srem": 1, "zadd": n - 2 - (n/4 - 1), "zrem": n / 4} {
 		if got := commandCalls(info, cmd); got != want {
 			t.Errorf("server saw %s called %d times, want %d", cmd, got, want)
 		}
+	}
+
+	h.sent()
+	due, err := s.DueTimers(ctx, "job", 0, 10)
+	if err != nil || len(due) != 10 || due[0].At != -5 {
+		t.Fatalf("DueTimers = %v, %v", due, err)
+	}
+	if cmds, p := h.sent(); p != 0 || !slices.Equal(cmds, []string{"zrange"}) {
+		t.Fatalf("DueTimers sent %d pipelines and commands %q; want one ZRANGE", p, cmds)
 	}
 }
 
@@ -472,5 +499,58 @@ func TestStoreRedisCorruptValue(t *testing.T) {
 	}
 	if _, err := s.CommittedOffsets(ctx, "job"); err == nil {
 		t.Fatal("CommittedOffsets with a non-numeric field succeeded")
+	}
+}
+
+// TestStoreRedisTimersRestart: the timer index survives a kill -9 of Redis
+// with an fsyncing AOF, scores exact at the ends of the range.
+func TestStoreRedisTimersRestart(t *testing.T) {
+	r := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	ctx := context.Background()
+	s := newStore(t, r.Addr)
+	batch := []persistence.Snapshot{
+		{Job: "job", Key: "max", State: []byte("v"), HasTimer: true, NextTimer: persistence.MaxTimer},
+		{Job: "job", Key: "min", State: []byte("v"), HasTimer: true, NextTimer: persistence.MinTimer},
+		{Job: "job", Key: "odd", State: []byte("v"), HasTimer: true, NextTimer: persistence.MaxTimer - 1},
+		{Job: "job", Key: "none", State: []byte("v")},
+	}
+	if err := s.Save(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	r.Kill()
+	r.Start()
+	s = newStore(t, r.Addr)
+	got, err := s.DueTimers(ctx, "job", math.MaxInt64, 10)
+	want := []persistence.TimerDue{{Key: "min", At: persistence.MinTimer},
+		{Key: "odd", At: persistence.MaxTimer - 1}, {Key: "max", At: persistence.MaxTimer}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("DueTimers after kill -9 = %v, %v; want %v", got, err, want)
+	}
+}
+
+// TestStoreRedisCorruptTimers: a timers set that Save did not write (a
+// fractional or out-of-range score, a wrong type) is an error, never a
+// rounded time.
+func TestStoreRedisCorruptTimers(t *testing.T) {
+	s := newStore(t, testutil.StartRedis(t).Addr)
+	ctx := context.Background()
+	for _, score := range []float64{1.5, -(1 << 60)} { // due at any upTo
+		if err := s.client.ZAdd(ctx, "joinery:{job}:timers", redis.Z{Score: score, Member: "k"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.DueTimers(ctx, "job", math.MaxInt64, 10); err == nil {
+			t.Fatalf("DueTimers with score %v = %v, want an error", score, got)
+		}
+	}
+	if err := s.client.Set(ctx, "joinery:{other}:timers", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DueTimers(ctx, "other", 0, 10); err == nil {
+		t.Fatal("DueTimers over a string key succeeded")
+	}
+	err := s.Save(ctx, []persistence.Snapshot{{Job: "other", Key: "k", State: []byte("v"), HasTimer: true}})
+	if err == nil {
+		t.Fatal("Save over a timers key of the wrong type succeeded")
 	}
 }

@@ -16,7 +16,11 @@
 // Run closes every store it opens when the subtest ends (Close is idempotent,
 // so open may also register its own cleanup). A store whose data outlives
 // Close (a file, a server) passes WithReopen as well, which enables the
-// subtests about durability across reopening; without it they are skipped. The suite checks the contract
+// subtests about durability across reopening; without it they are skipped.
+// The Timers* subtests cover the timer index (Snapshot.HasTimer,
+// Store.DueTimers): it follows saves and deletes, orders by time then key,
+// isolates jobs, ignores fenced snapshots and, with WithReopen, survives
+// reopening. The suite checks the contract
 // written on persistence.Store and nothing implementation-specific; tests of
 // durability across restarts, round trips and faults belong to each
 // implementation. Run the suite with -race: one subtest drives a store from
