@@ -69,7 +69,9 @@ bench:
 clean:
 	rm -rf $(BIN)
 
-## chart-check: render the Helm chart with Helm's libraries (default and full values), decode every manifest strictly, lint it, check its values schema and run `node check` on its job file (separate module deploy/chartcheck).
+## chart-check: render the Helm chart with Helm's libraries (default and full values), decode every manifest strictly, lint it, check its values schema and run `node check` on its job file (separate module deploy/chartcheck); then the helm CLI's own lint --strict.
 .PHONY: chart-check
 chart-check:
 	cd deploy/chartcheck && $(GO) test -count=1 ./...
+	$(GO) run helm.sh/helm/v3/cmd/helm@v3.22.0 lint --strict deploy/helm/joinery
+	$(GO) run helm.sh/helm/v3/cmd/helm@v3.22.0 lint --strict deploy/helm/joinery -f deploy/chartcheck/testdata/full-values.yaml

@@ -391,7 +391,7 @@ func nodeBinary(t *testing.T) string {
 		}
 		nodeBin = filepath.Join(dir, "joinery")
 		cmd := exec.Command("go", "build", "-C", "../..", "-o", nodeBin, "./cmd/node")
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			nodeErr = err
 			t.Logf("go build ./cmd/node:\n%s", out)
