@@ -130,7 +130,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		a.maybeStop(ctx)
 		ctx.Respond(&keypb.Passivate{})
 	case *actor.Stopped:
-		if a.deps.Events != nil && a.join != nil {
+		if a.deps.Events != nil && (a.join != nil || a.timed != nil) {
 			a.deps.Events.Passivated(a.deps.Job, a.key)
 		}
 	}
@@ -286,6 +286,11 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 			return
 		}
 		snap.State = b
+	}
+	if t, ok := a.nextTimer(); ok {
+		// The store's timer index wakes this key when the watermark reaches
+		// its next timer, even if it is passivated by then.
+		snap.HasTimer, snap.NextTimer = true, max(persistence.MinTimer, min(t, persistence.MaxTimer))
 	}
 	a.pending++
 	sender, self, root := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"sync"
 	"time"
 
@@ -101,6 +102,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 
 // batch is one dispatched read: the key requests it sent and the offsets it covers.
 type batch struct {
+	fireWm  int64 // event-time joins: the watermark the batch's keys advance to
 	seq     uint64
 	last    map[string]record.Position // partition id -> highest position in the batch
 	calls   []call
@@ -130,6 +132,11 @@ type reader struct {
 	mu        sync.Mutex
 	inflight  map[record.Key]sent // last unanswered request per key
 	committed map[string]int64    // partition id -> committed offset
+
+	// Event-time joins.
+	lastFire int64               // watermark up to which due timers were asked for
+	parts    map[string]struct{} // partitions this source delivered
+	wg       sync.WaitGroup      // batches queued and not completed
 }
 
 func (n *Node) runSource(ctx context.Context, cfg job.Source, dl *deadLetter) error {
@@ -138,7 +145,8 @@ func (n *Node) runSource(ctx context.Context, cfg job.Source, dl *deadLetter) er
 		return err
 	}
 	defer src.Close()
-	r := &reader{n: n, cfg: cfg, src: src, dl: dl, inflight: map[record.Key]sent{}, committed: map[string]int64{}}
+	r := &reader{n: n, cfg: cfg, src: src, dl: dl, inflight: map[record.Key]sent{}, committed: map[string]int64{},
+		lastFire: math.MinInt64, parts: map[string]struct{}{}}
 	queue := make(chan *batch, maxInflight)
 	collectErr := make(chan error, 1)
 	// Reading stops when ctx ends; the batches already sent are still
@@ -182,6 +190,7 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 		pace = time.NewTicker(time.Duration(float64(time.Second) / r.cfg.Rate))
 		defer pace.Stop()
 	}
+	timed := r.n.evt != nil
 	for {
 		if pace != nil {
 			select {
@@ -191,15 +200,34 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 			}
 		}
 		msgs, err := r.src.Read(ctx, max)
-		if len(msgs) > 0 {
-			b, derr := r.dispatch(msgs)
+		if len(msgs) > 0 || (timed && err == nil) {
+			// An empty read of an event-time job still advances idle
+			// partitions' watermark and wakes due timers.
+			b, derr := r.dispatch(ctx, msgs)
 			if derr != nil {
 				return derr
 			}
-			select {
-			case queue <- b:
-			case <-ctx.Done():
-				return ctx.Err()
+			if len(msgs) > 0 || len(b.calls) > 0 {
+				r.wg.Add(1)
+				select {
+				case queue <- b:
+				case <-ctx.Done():
+					r.wg.Done()
+					return ctx.Err()
+				}
+			}
+		}
+		if timed && errors.Is(err, io.EOF) {
+			parts := make([]string, 0, len(r.parts))
+			for p := range r.parts {
+				parts = append(parts, p)
+			}
+			if len(parts) == 0 {
+				parts = append(parts, record.Position{Source: r.cfg.Name}.PartitionID())
+			}
+			r.n.evt.finish(parts, time.Now())
+			if ferr := r.flushTimers(ctx, queue); ferr != nil {
+				return ferr
 			}
 		}
 		if err != nil {
@@ -209,17 +237,35 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 }
 
 // dispatch decodes and routes msgs and sends one Apply per key.
-func (r *reader) dispatch(msgs []sources.Message) (*batch, error) {
+func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, error) {
 	n := r.n
-	b := &batch{seq: r.next, last: map[string]record.Position{}, records: len(msgs)}
+	b := &batch{seq: r.next, last: map[string]record.Position{}, records: len(msgs), fireWm: math.MinInt64}
 	r.next++
 	applies := map[record.Key]*keypb.Apply{}
 	var order []record.Key
+	var arrivals []*keypb.Event // event-time inputs in arrival order
 	n.stats.addIn(r.cfg.Name, len(msgs))
 	for _, m := range msgs {
 		part := m.Pos.PartitionID()
 		if p, ok := b.last[part]; !ok || m.Pos.Offset > p.Offset {
 			b.last[part] = m.Pos
+		}
+		if n.evt != nil {
+			r.parts[part] = struct{}{}
+			k, pe, ok := r.timedEvent(m)
+			if !ok {
+				continue
+			}
+			a, found := applies[k]
+			if !found {
+				a = &keypb.Apply{Key: string(k)}
+				applies[k] = a
+				order = append(order, k)
+			}
+			a.Events = append(a.Events, pe)
+			arrivals = append(arrivals, pe)
+			n.stats.Events.Add(1)
+			continue
 		}
 		ch, err := debezium.Decode(m.Value, m.Pos)
 		if errors.Is(err, debezium.ErrTombstone) {
@@ -270,6 +316,16 @@ func (r *reader) dispatch(msgs []sources.Message) (*batch, error) {
 	for _, k := range order {
 		n.hot.add(k, int64(len(applies[k].Events)), now)
 	}
+	if n.evt != nil {
+		n.evt.mu.Lock()
+		defer n.evt.mu.Unlock() // until the batch is sent: see observeLocked
+		wm := n.evt.observeLocked(arrivals, now)
+		var err error
+		if order, err = r.addFires(ctx, applies, order, wm); err != nil {
+			return nil, err
+		}
+		b.fireWm = wm
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, k := range order {
@@ -299,12 +355,13 @@ func (r *reader) collect(ctx context.Context, queue <-chan *batch) error {
 	n := r.n
 	var failed error
 	for b := range queue {
-		if failed != nil {
-			continue // drain so the reader never blocks
+		if failed == nil {
+			if err := r.complete(ctx, b); err != nil {
+				failed = err
+			}
 		}
-		if err := r.complete(ctx, b); err != nil {
-			failed = err
-		}
+		// Drain after a failure so the reader never blocks.
+		r.wg.Done()
 	}
 	_ = n
 	return failed
@@ -319,6 +376,9 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 			return err
 		}
 		n.stats.addSkipped(int(ap.Skipped))
+		for _, l := range ap.Late {
+			r.late(c.key, l)
+		}
 		for _, po := range ap.Outputs {
 			o, err := actors.DecodeOutput(po)
 			if err != nil {
@@ -364,6 +424,11 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 	for part, off := range offsets {
 		if off > r.committed[part] {
 			r.committed[part] = off
+		}
+	}
+	if b.fireWm > math.MinInt64 {
+		if c, ok := r.committed[actors.FirePart]; !ok || b.fireWm > c {
+			r.committed[actors.FirePart] = b.fireWm
 		}
 	}
 	r.mu.Unlock()
@@ -476,4 +541,20 @@ func (n *Node) retry(ctx context.Context, what string, f func(context.Context) e
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// late counts an input an event-time join found late and, when the job names
+// a dead-letter file, writes it there with the reason ("late: …"). Late data
+// is never dropped silently.
+func (r *reader) late(key record.Key, l *keypb.Late) {
+	n := r.n
+	n.stats.Late.Add(1)
+	n.metrics.Late.WithLabelValues(n.spec.Name).Inc()
+	e := l.Event
+	if e == nil {
+		return
+	}
+	pos := record.Position{Source: e.Source, Partition: e.Partition, Offset: e.Offset}
+	n.log.Debug("late input", "key", key, "position", pos.String(), "ts", e.Ts, "reason", l.Reason)
+	r.dl.add(sources.Message{Pos: pos, Value: e.After}, "late: "+l.Reason, fmt.Errorf("key %s, event time %d", key, e.Ts))
 }

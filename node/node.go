@@ -62,6 +62,8 @@ type Node struct {
 	ingest   *httpIngest
 	started  time.Time
 	hot      *hotKeys
+	evt      *eventTime         // event-time joins only
+	timed    func() joins.Timed // event-time joins only
 	draining atomic.Bool
 	closed   sync.Once
 }
@@ -78,13 +80,23 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	if opts.Stdin == nil {
 		opts.Stdin = os.Stdin
 	}
-	cdc, err := spec.CDCSpec()
-	if err != nil {
+	var cdc *joins.CDCSpec
+	var timedF func() joins.Timed
+	var evt *eventTime
+	if spec.Timed() {
+		if timedF, err = spec.TimedFactory(); err != nil {
+			return nil, err
+		}
+		if evt, err = newEventTime(spec); err != nil {
+			return nil, err
+		}
+	} else if cdc, err = spec.CDCSpec(); err != nil {
 		return nil, err
 	}
 	n = &Node{spec: spec, cdc: cdc, log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics()}
 	n.stats = newStats(spec.Name, n.metrics)
 	n.hot = newHotKeys(1024, 10*time.Second, time.Now())
+	n.timed, n.evt = timedF, evt
 	n.timeout = spec.Cluster.RequestTimeout
 	if n.timeout == 0 {
 		n.timeout = 30 * time.Second
@@ -186,7 +198,7 @@ func (n *Node) startCluster() (err error) {
 	if cc.Advertise != "" && rport != 0 {
 		ropts = append(ropts, remote.WithAdvertisedHost(net.JoinHostPort(cc.Advertise, strconv.Itoa(rport))))
 	}
-	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, Store: n.store, Writer: n.writer, Logger: n.log,
+	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, NewTimed: n.timed, Store: n.store, Writer: n.writer, Logger: n.log,
 		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats})
 	n.kind = actors.KindName(n.spec.Name)
 	cfg := pcluster.Configure("joinery-"+n.spec.Name, n.provider, disthash.New(),
@@ -243,7 +255,7 @@ func (n *Node) Table() []joins.TableRow { return n.out.tableRows() }
 // Columns are the output columns in projection order (nil without a projection).
 func (n *Node) Columns() []string {
 	var cols []string
-	for _, c := range n.cdc.Project {
+	for _, c := range n.spec.Join.Project {
 		cols = append(cols, c.Name)
 	}
 	return cols

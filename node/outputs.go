@@ -24,8 +24,9 @@ type outputs struct {
 	sinks  []sinks.Sink
 	stdout io.Writer
 	mu     sync.Mutex
-	table  *joins.Table // nil without a table sink
-	errs   []error      // inconsistencies the table saw
+	table  *joins.Table    // nil without a table sink
+	seen   map[string]bool // output ids the table applied: outputs are at least once
+	errs   []error         // inconsistencies the table saw
 	print  bool
 }
 
@@ -59,6 +60,7 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 				ClientID: s.Kafka.ClientID, TLS: kafkaTLS(s.Kafka), SASL: kafkaSASL(s.Kafka)})
 		case "table":
 			o.table = joins.NewTable()
+			o.seen = map[string]bool{}
 			o.print = true
 			continue
 		}
@@ -83,6 +85,10 @@ func (o *outputs) write(ctx context.Context, batch []record.Output) error {
 	if o.table != nil {
 		o.mu.Lock()
 		for _, out := range batch {
+			if o.seen[out.ID] {
+				continue // a re-sent output (replay, late firing): same id, same row
+			}
+			o.seen[out.ID] = true
 			if err := o.table.Apply(out); err != nil {
 				o.errs = append(o.errs, err)
 			}

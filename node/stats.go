@@ -15,6 +15,7 @@ type Stats struct {
 	Out     atomic.Int64 // outputs written to sinks
 	Skipped atomic.Int64 // events key actors had already applied (replays)
 	Tombs   atomic.Int64 // tombstones skipped
+	Late    atomic.Int64 // inputs event-time joins found late
 	Retries atomic.Int64 // key requests sent again (actor moved, passivated, timed out)
 
 	Activations  atomic.Int64 // key actors activated on this node

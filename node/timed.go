@@ -1,0 +1,213 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/joinery/joinery/actors"
+	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/job"
+	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sources"
+	"github.com/joinery/joinery/timers"
+)
+
+// eventTime holds the node's event-time state for an event-time join: the
+// watermarks of every source partition this node reads, combined (minimum).
+//
+// Each element is sent with the watermark as it was before the element, so
+// lateness is decided the same way in every run of the same arrival order.
+// A partition whose source ended moves to the end of time, as Flink does, so
+// when every source of a finite job has ended all timers fire.
+type eventTime struct {
+	mu sync.Mutex
+	wm *timers.Watermarks
+}
+
+func newEventTime(spec *job.Spec) (*eventTime, error) {
+	var cfg timers.WatermarkConfig
+	for _, s := range spec.Sources {
+		// One delay and idle timeout for the node: the largest delay and the
+		// shortest idle timeout its sources ask for.
+		cfg.MaxOutOfOrderness = max(cfg.MaxOutOfOrderness, s.Watermark.MaxOutOfOrderness.Milliseconds())
+		if s.Watermark.IdleTimeout > 0 && (cfg.IdleTimeout == 0 || s.Watermark.IdleTimeout < cfg.IdleTimeout) {
+			cfg.IdleTimeout = s.Watermark.IdleTimeout
+		}
+	}
+	w, err := timers.NewWatermarks(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Every source holds the watermark back from the start (partition 0 of
+	// each; further Kafka partitions join when first seen), so a source that
+	// starts first cannot run the watermark ahead of one that starts later.
+	now := time.Now()
+	for _, s := range spec.Sources {
+		w.AddPartition(record.Position{Source: s.Name}.PartitionID(), now)
+	}
+	return &eventTime{wm: w}, nil
+}
+
+// observeLocked records the elements of a batch in arrival order, stamping
+// each with the watermark before it, and returns the watermark after them.
+// The caller holds t.mu until it has sent the batch: another source reads
+// the watermark only after the elements it covers are on their way, so a
+// key never advances past an element still to arrive from another source.
+func (t *eventTime) observeLocked(evs []*keypb.Event, now time.Time) int64 {
+	for _, e := range evs {
+		e.Watermark = t.wm.Current()
+		t.wm.Observe(record.Position{Source: e.Source, Partition: e.Partition}.PartitionID(), e.Ts, now)
+	}
+	t.wm.Advance(now)
+	return t.wm.Current()
+}
+
+func (t *eventTime) current(now time.Time) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.wm.Advance(now)
+	return t.wm.Current()
+}
+
+// finish moves partitions of an ended source to the end of time.
+func (t *eventTime) finish(parts []string, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range parts {
+		t.wm.ObserveWatermark(p, math.MaxInt64, now)
+	}
+}
+
+func (t *eventTime) partitions() []timers.PartitionWatermark {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.wm.Partitions()
+}
+
+// timedEvent decodes a plain JSON event of an event-time join into its key
+// and wire event, or rejects it with a reason.
+func (r *reader) timedEvent(m sources.Message) (record.Key, *keypb.Event, bool) {
+	n := r.n
+	if len(bytes.TrimSpace(m.Value)) == 0 {
+		n.stats.Tombs.Add(1)
+		return "", nil, false
+	}
+	d := json.NewDecoder(bytes.NewReader(m.Value))
+	d.UseNumber()
+	var row record.Row
+	if err := d.Decode(&row); err != nil {
+		r.reject(m, "not-json", err)
+		return "", nil, false
+	}
+	if row == nil {
+		r.reject(m, "not-object", errors.New("event is not a JSON object"))
+		return "", nil, false
+	}
+	side, ok := n.spec.SideOf(r.cfg.Side)
+	if !ok {
+		r.reject(m, "unknown-side", fmt.Errorf("source %q has no side", r.cfg.Name))
+		return "", nil, false
+	}
+	ss := n.spec.SideSpec(side)
+	key, ok := record.KeyOf(row[ss.Key])
+	if !ok {
+		r.reject(m, "missing-key", fmt.Errorf("field %q missing, null or not a scalar", ss.Key))
+		return "", nil, false
+	}
+	ts, err := eventTs(row[ss.Ts])
+	if err != nil {
+		r.reject(m, "bad-ts", fmt.Errorf("field %q: %w", ss.Ts, err))
+		return "", nil, false
+	}
+	after, err := json.Marshal(row)
+	if err != nil {
+		r.reject(m, "encode", err)
+		return "", nil, false
+	}
+	return key, &keypb.Event{Side: int32(side), Op: "c", After: after, Source: m.Pos.Source,
+		Partition: m.Pos.Partition, Offset: m.Pos.Offset, Ts: ts}, true
+}
+
+// eventTs reads an event time: epoch milliseconds or an RFC 3339 string.
+func eventTs(v any) (int64, error) {
+	switch x := v.(type) {
+	case json.Number:
+		return x.Int64()
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, x)
+		if err != nil {
+			return 0, err
+		}
+		return t.UnixMilli(), nil
+	case nil:
+		return 0, errors.New("missing")
+	}
+	return 0, fmt.Errorf("not a number of ms or an RFC 3339 time: %v", v)
+}
+
+// fireLimit bounds the due keys woken per batch.
+const fireLimit = 10000
+
+// addFires marks every Apply of the batch, and the keys the store's timer
+// index says are due, to advance to the current watermark after their events.
+func (r *reader) addFires(ctx context.Context, applies map[record.Key]*keypb.Apply, order []record.Key, wm int64) ([]record.Key, error) {
+	for _, k := range order {
+		applies[k].Fire, applies[k].Watermark = true, wm
+	}
+	if wm <= r.lastFire {
+		return order, nil
+	}
+	due, err := r.n.store.DueTimers(ctx, r.n.spec.Name, min(wm, persistence.MaxTimer), fireLimit)
+	if err != nil {
+		return order, fmt.Errorf("due timers: %w", err)
+	}
+	for _, d := range due {
+		if _, ok := applies[d.Key]; ok {
+			continue
+		}
+		applies[d.Key] = &keypb.Apply{Key: string(d.Key), Fire: true, Watermark: wm}
+		order = append(order, d.Key)
+	}
+	if len(due) < fireLimit {
+		r.lastFire = wm
+	}
+	return order, nil
+}
+
+// flushTimers runs once a finite source ended: it waits for its batches to
+// complete and, while the watermark has reached the end of time, wakes the
+// keys with due timers until none is left.
+func (r *reader) flushTimers(ctx context.Context, queue chan<- *batch) error {
+	for range 1000 {
+		r.wg.Wait()
+		wm := r.n.evt.current(time.Now())
+		if wm != math.MaxInt64 {
+			return nil // another source still runs; it fires what is due
+		}
+		r.lastFire = math.MinInt64 // ask the index again: earlier fires may have set new timers
+		b, err := r.dispatch(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if len(b.calls) == 0 {
+			return nil
+		}
+		r.wg.Add(1)
+		select {
+		case queue <- b:
+		case <-ctx.Done():
+			r.wg.Done()
+			return ctx.Err()
+		}
+	}
+	return errors.New("timers keep firing after the end of input")
+}
+
+var _ = actors.FirePart

@@ -1,0 +1,99 @@
+package node_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/joinery/joinery/internal/testutil"
+)
+
+// TestNodeWindowJoin runs a 10-second tumbling window join of two event
+// streams through the key actors (watermarks from event times, timers,
+// end-of-input flush) and compares the joined pairs with a brute-force join.
+// The second variant keeps state in Redis with keys passivating, so timers
+// wake keys through the store's timer index.
+func TestNodeWindowJoin(t *testing.T) {
+	for _, variant := range []string{"embedded", "redis-passivating"} {
+		t.Run(variant, func(t *testing.T) {
+			dir := t.TempDir()
+			r := rand.New(rand.NewPCG(3, 4))
+			type ev struct {
+				K  string `json:"k"`
+				Ts int64  `json:"ts"`
+				V  string `json:"v"`
+			}
+			var left, right []ev
+			for i := range 600 {
+				ts := int64(i) * 250 // in event-time order: 150 s of events
+				e := ev{K: fmt.Sprint("k", r.IntN(12)), Ts: ts + int64(r.IntN(200)), V: fmt.Sprint("e", i)}
+				if r.IntN(2) == 0 {
+					left = append(left, e)
+				} else {
+					right = append(right, e)
+				}
+			}
+			for name, evs := range map[string][]ev{"left.jsonl": left, "right.jsonl": right} {
+				f, _ := os.Create(filepath.Join(dir, name))
+				for _, e := range evs {
+					b, _ := json.Marshal(e)
+					f.Write(append(b, '\n'))
+				}
+				f.Close()
+			}
+			want := map[string]bool{}
+			for _, l := range left {
+				for _, rr := range right {
+					if l.K == rr.K && l.Ts/10000 == rr.Ts/10000 {
+						want[l.V+"|"+rr.V] = true
+					}
+				}
+			}
+			state, rate := "", ""
+			if variant != "embedded" {
+				rs := testutil.StartRedis(t)
+				state = fmt.Sprintf("state: {store: redis, redis: {addr: %q}, passivate_after: 20ms}\n", rs.Addr)
+				rate = ", rate: 400" // slow enough that keys go idle and passivate between their events
+			}
+			n := start(t, parse(t, dir, `name: windows
+join:
+  type: window
+  mode: inner
+  left:  {name: l, key: k, ts: ts}
+  right: {name: r, key: k, ts: ts}
+  window: {type: tumbling, size: 10s}
+  project: [{name: lv, from: l.v}, {name: rv, from: r.v}]
+sources:
+  - {name: ls, type: file, path: left.jsonl, side: left, watermark: {max_out_of_orderness: 1s}`+rate+`}
+  - {name: rs, type: file, path: right.jsonl, side: right, watermark: {max_out_of_orderness: 1s}`+rate+`}
+sinks: [{type: table}]
+`+state))
+			run(t, n)
+			got := map[string]bool{}
+			for _, row := range n.Table() {
+				got[fmt.Sprintf("%v|%v", row.Row["lv"], row.Row["rv"])] = true
+			}
+			missing, extra := 0, 0
+			for p := range want {
+				if !got[p] {
+					missing++
+				}
+			}
+			for p := range got {
+				if !want[p] {
+					extra++
+				}
+			}
+			if missing+extra > 0 || len(want) == 0 {
+				t.Errorf("window join: %d pairs, want %d (%d missing, %d extra); late %d", len(got), len(want), missing, extra, n.Stats().Late.Load())
+			}
+			if variant != "embedded" && n.Stats().Passivations.Load() == 0 {
+				t.Errorf("no key passivated: the timer index was not exercised")
+			}
+			t.Logf("%d pairs; late %d; activations %d, passivations %d", len(got), n.Stats().Late.Load(), n.Stats().Activations.Load(), n.Stats().Passivations.Load())
+		})
+	}
+}
