@@ -19,7 +19,7 @@ var ErrNotFound = errors.New("admin: not found")
 //
 // Errors: a wrapped ErrNotFound becomes 404; errors.ErrUnsupported becomes
 // 501; context.DeadlineExceeded becomes 504; anything else 500 with the
-// error's text. Extensions a Backend does not implement (Watermarker,
+// error's text. Extensions a Backend does not implement (Watermarker, Explainer,
 // HotKeys, KeyActions) answer 501.
 type Backend interface {
 	// Members returns the cluster members this node sees, itself included
@@ -45,6 +45,13 @@ type Watermarker interface {
 	// and the job's combined (global) watermark. ErrNotFound for an unknown
 	// job.
 	Watermarks(ctx context.Context, job string) ([]Watermark, int64, error)
+}
+
+// Explainer is implemented by a Backend that can say what a key waits for.
+type Explainer interface {
+	// Why explains what key of job is waiting for. ErrNotFound for an
+	// unknown job or a key without state.
+	Why(ctx context.Context, job, key string) (Why, error)
 }
 
 // HotKeys is implemented by a Backend that keeps a top-k of busy keys.

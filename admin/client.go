@@ -89,6 +89,12 @@ func (c *Client) Inspect(ctx context.Context, job, key string) (KeyState, error)
 	return ks, c.do(ctx, http.MethodGet, keyPath(job, key), nil, &ks)
 }
 
+// Why calls GET /v1/jobs/{job}/keys/{key}/why.
+func (c *Client) Why(ctx context.Context, job, key string) (Why, error) {
+	var w Why
+	return w, c.do(ctx, http.MethodGet, keyPath(job, key, "why"), nil, &w)
+}
+
 // Watermarks calls GET /v1/jobs/{job}/watermarks.
 func (c *Client) Watermarks(ctx context.Context, job string) (Watermarks, error) {
 	var w Watermarks

@@ -6,7 +6,7 @@
 // snapshot straight from a persistence.Store.
 //
 // admin does not know how a node is built. The node implements Backend (and,
-// where it can, the optional Watermarker, HotKeys and KeyActions extensions)
+// where it can, the optional Watermarker, Explainer, HotKeys and KeyActions extensions)
 // and hands it to NewServer; admin imports neither protoactor nor go-redis
 // (InspectOffline takes any persistence.Store).
 //
@@ -26,6 +26,7 @@
 //	GET  /v1/members                            []Member
 //	GET  /v1/jobs/{job}/keys/{key}/location     Location
 //	GET  /v1/jobs/{job}/keys/{key}              KeyState
+//	GET  /v1/jobs/{job}/keys/{key}/why          Why        (501 without Explainer)
 //	GET  /v1/jobs/{job}/watermarks              Watermarks (501 without Watermarker)
 //	GET  /v1/jobs/{job}/hot?n=10                []HotKey   (501 without HotKeys)
 //	POST /v1/jobs/{job}/keys/{key}/passivate    204        (501 without KeyActions)

@@ -102,6 +102,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/members", s.read(s.handleMembers))
 	mux.Handle("GET /v1/jobs/{job}/keys/{key}/location", s.read(s.handleLocate))
 	mux.Handle("GET /v1/jobs/{job}/keys/{key}", s.read(s.handleInspect))
+	mux.Handle("GET /v1/jobs/{job}/keys/{key}/why", s.read(s.handleWhy))
 	mux.Handle("GET /v1/jobs/{job}/watermarks", s.read(s.handleWatermarks))
 	mux.Handle("GET /v1/jobs/{job}/hot", s.read(s.handleHot))
 	mux.Handle("POST /v1/jobs/{job}/keys/{key}/passivate", s.write("passivate", KeyActions.Passivate))
@@ -328,6 +329,21 @@ func (s *Server) handleLocate(ctx context.Context, b Backend, r *http.Request) (
 func (s *Server) handleInspect(ctx context.Context, b Backend, r *http.Request) (any, error) {
 	ks, err := b.Inspect(ctx, r.PathValue("job"), r.PathValue("key"))
 	return ks, err
+}
+
+func (s *Server) handleWhy(ctx context.Context, b Backend, r *http.Request) (any, error) {
+	ex, ok := b.(Explainer)
+	if !ok {
+		return nil, errUnimplemented{"key why"}
+	}
+	why, err := ex.Why(ctx, r.PathValue("job"), r.PathValue("key"))
+	if err != nil {
+		return nil, err
+	}
+	if why.Waits == nil {
+		why.Waits = []Wait{}
+	}
+	return why, nil
 }
 
 func (s *Server) handleWatermarks(ctx context.Context, b Backend, r *http.Request) (any, error) {

@@ -31,6 +31,7 @@ type fakeBackend struct {
 var (
 	_ admin.Backend     = (*fakeBackend)(nil)
 	_ admin.Watermarker = (*fakeBackend)(nil)
+	_ admin.Explainer   = (*fakeBackend)(nil)
 	_ admin.HotKeys     = (*fakeBackend)(nil)
 	_ admin.KeyActions  = (*fakeBackend)(nil)
 )
@@ -82,6 +83,18 @@ func (f *fakeBackend) Watermarks(_ context.Context, job string) ([]admin.Waterma
 		{Source: "cdc", Partition: "cdc/0", Watermark: 1000, MaxTs: 1500, LagMs: 250},
 		{Source: "cdc", Partition: "cdc/1", Watermark: 900, MaxTs: 1400, LagMs: 350, Idle: true},
 	}, 900, nil
+}
+
+func (f *fakeBackend) Why(_ context.Context, job, key string) (admin.Why, error) {
+	if err := f.job(job); err != nil {
+		return admin.Why{}, err
+	}
+	if key != "1" {
+		return admin.Why{}, fmt.Errorf("key %q: %w", key, admin.ErrNotFound)
+	}
+	held := admin.Watermark{Source: "cdc", Partition: "cdc/0", Watermark: 900, MaxTs: 1400, LagMs: 350}
+	return admin.Why{Job: job, Key: key, Node: "10.0.0.2:7000", Watermark: 900, KeyWatermark: 800, HeldBy: &held,
+		Waits: []admin.Wait{{What: "window [0,1000) fires: 1 left, 2 right", NeedsWatermark: 999, Behind: 99}}}, nil
 }
 
 func (f *fakeBackend) Hot(_ context.Context, job string, n int) ([]admin.HotKey, error) {
@@ -239,6 +252,10 @@ func TestAdminRoutes(t *testing.T) {
 	if wm.Job != "j" || wm.Global != 900 || len(wm.Partitions) != 2 || !wm.Partitions[1].Idle {
 		t.Fatalf("watermarks %+v", wm)
 	}
+	why := decode[admin.Why](t, call(t, "GET", ts.URL+"/v1/jobs/j/keys/1/why", ""))
+	if why.HeldBy == nil || why.HeldBy.Partition != "cdc/0" || len(why.Waits) != 1 || why.Waits[0].NeedsWatermark != 999 || why.KeyWatermark != 800 {
+		t.Fatalf("why %+v", why)
+	}
 	hot := decode[[]admin.HotKey](t, call(t, "GET", ts.URL+"/v1/jobs/j/hot", ""))
 	if len(hot) != 5 || hot[0].EventsPerSec != 100 {
 		t.Fatalf("hot %+v", hot)
@@ -257,7 +274,7 @@ func TestAdminNotFound(t *testing.T) {
 	ts := newTestServer(t, admin.ServerConfig{Backend: &fakeBackend{}, Token: "s"})
 	for _, p := range []string{
 		"/v1/jobs/nope/keys/1/location", "/v1/jobs/nope/keys/1", "/v1/jobs/j/keys/2",
-		"/v1/jobs/nope/watermarks", "/v1/jobs/nope/hot",
+		"/v1/jobs/nope/watermarks", "/v1/jobs/nope/hot", "/v1/jobs/j/keys/2/why",
 	} {
 		wantJSONError(t, call(t, "GET", ts.URL+p, "s"), 404, "not found")
 	}
@@ -268,7 +285,7 @@ func TestAdminUnimplemented(t *testing.T) {
 	ts := newTestServer(t, admin.ServerConfig{Backend: onlyBackend{&fakeBackend{}}, Token: "s"})
 	wantCode(t, call(t, "GET", ts.URL+"/v1/members", "s"), 200)
 	for _, c := range []struct{ method, path string }{
-		{"GET", "/v1/jobs/j/watermarks"}, {"GET", "/v1/jobs/j/hot"},
+		{"GET", "/v1/jobs/j/watermarks"}, {"GET", "/v1/jobs/j/hot"}, {"GET", "/v1/jobs/j/keys/1/why"},
 		{"POST", "/v1/jobs/j/keys/1/passivate"}, {"POST", "/v1/jobs/j/keys/1/evict"},
 	} {
 		wantJSONError(t, call(t, c.method, ts.URL+c.path, "s"), 501, "does not support")

@@ -59,7 +59,52 @@ type KeyState struct {
 	Late int64 `json:"late"`
 	// DeadLettered counts the key's events sent to the dead letter sink.
 	DeadLettered int64 `json:"dead_lettered"`
+	// Watermark is the watermark the key has advanced to (event-time joins;
+	// math.MinInt64 before any).
+	Watermark int64 `json:"watermark"`
+	// State is an event-time join's buffers as JSON (window contents,
+	// interval buffers, temporal versions and probes); absent for the
+	// changelog join, whose state is Left and Rights.
+	State json.RawMessage `json:"state,omitempty"`
+	// Outbox counts inputs whose outputs the key keeps for re-emission until
+	// their offsets are committed.
+	Outbox int `json:"outbox"`
 }
+
+// Why says what a key's event-time join is waiting for, and what holds the
+// watermark it needs back: the answer of GET /v1/jobs/{job}/keys/{key}/why.
+type Why struct {
+	Job string `json:"job"`
+	Key string `json:"key"`
+	// Node is the address of the member holding the key.
+	Node string `json:"node"`
+	// Watermark is the job's current combined watermark on the answering
+	// node; KeyWatermark the one the key has seen (it catches up with the
+	// next event or timer).
+	Watermark    int64 `json:"watermark"`
+	KeyWatermark int64 `json:"key_watermark"`
+	// HeldBy is the partition holding the combined watermark back (the
+	// slowest non-idle one), when there is one.
+	HeldBy *Watermark `json:"held_by,omitempty"`
+	// Waits are what the key waits for, soonest first (at most MaxWaits).
+	Waits []Wait `json:"waits"`
+	// Note explains an empty Waits, e.g. for a join that does not wait on
+	// event time.
+	Note string `json:"note,omitempty"`
+}
+
+// Wait is one pending output or release of a key's state.
+type Wait struct {
+	What string `json:"what"`
+	// NeedsWatermark is the watermark at which it happens.
+	NeedsWatermark int64 `json:"needs_watermark"`
+	// Behind is how far (event-time ms) the current watermark is from it;
+	// 0 when it is due (it happens with the key's next event or timer round).
+	Behind int64 `json:"behind_ms"`
+}
+
+// MaxWaits bounds Why.Waits.
+const MaxWaits = 100
 
 // Watermark is the watermark state of one source partition.
 type Watermark struct {

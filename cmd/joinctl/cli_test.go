@@ -38,6 +38,7 @@ type fakeBackend struct {
 var (
 	_ admin.Backend     = (*fakeBackend)(nil)
 	_ admin.Watermarker = (*fakeBackend)(nil)
+	_ admin.Explainer   = (*fakeBackend)(nil)
 	_ admin.HotKeys     = (*fakeBackend)(nil)
 	_ admin.KeyActions  = (*fakeBackend)(nil)
 )
@@ -92,6 +93,18 @@ func (f *fakeBackend) Watermarks(_ context.Context, job string) ([]admin.Waterma
 		{Source: "cdc", Partition: "cdc/0", Watermark: 1000, MaxTs: 1500, LagMs: 2500},
 		{Source: "cdc", Partition: "cdc/1", Watermark: -1 << 63, MaxTs: -1 << 63, Idle: true},
 	}, 1000, nil
+}
+
+func (f *fakeBackend) Why(_ context.Context, job, key string) (admin.Why, error) {
+	if err := checkJob(job); err != nil {
+		return admin.Why{}, err
+	}
+	if key != "42" {
+		return admin.Why{}, fmt.Errorf("key %q: %w", key, admin.ErrNotFound)
+	}
+	held := admin.Watermark{Source: "visits", Partition: "visits/1", Watermark: 1000, MaxTs: 1500, LagMs: 2500}
+	return admin.Why{Job: job, Key: key, Node: "10.0.0.2:7000", Watermark: 1000, KeyWatermark: 900, HeldBy: &held,
+		Waits: []admin.Wait{{What: "window [0,2000) fires: 1 left, 2 right", NeedsWatermark: 1999, Behind: 999}}}, nil
 }
 
 func (f *fakeBackend) Hot(_ context.Context, job string, n int) ([]admin.HotKey, error) {
@@ -215,6 +228,22 @@ func TestCLIKey(t *testing.T) {
 	r = runCLI(t, nil, "--server", url, "key", "inspect", "j", "42", "-o", "yaml")
 	wantExit(t, r, 0)
 	wantContains(t, r.stdout, "cdc/0: 12345678901", "name: ann", "user_id: 42")
+}
+
+func TestCLIKeyWhy(t *testing.T) {
+	url := startServer(t, &fakeBackend{}, "")
+	r := runCLI(t, nil, "--server", url, "key", "why", "j", "42")
+	wantExit(t, r, 0)
+	wantContains(t, r.stdout, "Held back by:", "visits/1", "lagging", "2.5s", "1999", "999", "window [0,2000) fires: 1 left, 2 right", "the key has seen 900")
+
+	r = runCLI(t, nil, "--server", url, "key", "why", "j", "42", "-o", "json")
+	wantExit(t, r, 0)
+	var why admin.Why
+	if err := json.Unmarshal([]byte(r.stdout), &why); err != nil || why.HeldBy == nil || len(why.Waits) != 1 || why.Waits[0].NeedsWatermark != 1999 {
+		t.Fatalf("json %v:\n%s", err, r.stdout)
+	}
+	r = runCLI(t, nil, "--server", url, "key", "why", "j", "7")
+	wantExit(t, r, 3)
 }
 
 func TestCLINotFound(t *testing.T) {

@@ -40,9 +40,10 @@ func membersCmd(o *options) *cobra.Command {
 func keyCmd(o *options, getenv func(string) string) *cobra.Command {
 	key := &cobra.Command{
 		Use:   "key",
-		Short: "Locate, inspect, passivate or evict one join key",
+		Short: "Locate, inspect, explain, passivate or evict one join key",
 		Example: `  joinctl key locate users-domains 42
-  joinctl key inspect users-domains 42`,
+  joinctl key inspect users-domains 42
+  joinctl key why ads-visits home`,
 	}
 	key.AddCommand(&cobra.Command{
 		Use:     "locate JOB KEY",
@@ -64,6 +65,30 @@ func keyCmd(o *options, getenv func(string) string) *cobra.Command {
 		}),
 	})
 	key.AddCommand(inspectCmd(o, getenv))
+	key.AddCommand(&cobra.Command{
+		Use:   "why JOB KEY",
+		Short: "Show what a key's event-time join waits for and which partition holds the watermark back",
+		Long: `why lists what the key's join is waiting for — a window that has not fired, an
+outer row that is emitted with nulls unless a match arrives, a probe waiting
+for the watermark to pass it — each with the watermark it needs, next to the
+current watermark and the source partition that holds it back (lagging or,
+when it is idle, none). A changelog (cdc) join never waits on time.`,
+		Args:    cobra.ExactArgs(2),
+		Example: "  joinctl key why ads-visits home\n  joinctl key why ads-visits home -o json",
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := o.ctx(cmd)
+			defer cancel()
+			why, err := c.Why(ctx, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			return render(cmd.OutOrStdout(), o.output, why, func(w io.Writer) { whyTable(w, why) })
+		}),
+	})
 	for _, a := range []struct {
 		name, past, short string
 		do                func(*admin.Client, context.Context, string, string) error

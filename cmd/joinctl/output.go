@@ -129,6 +129,8 @@ func keyStateTable(w io.Writer, ks admin.KeyState) {
 		timers = strings.Join(ts, ", ")
 	}
 	fmt.Fprintf(w, "Timers (%d):\t%s\n", len(ks.Timers), timers)
+	fmt.Fprintf(w, "Watermark:\t%s\n", ts(ks.Watermark))
+	fmt.Fprintf(w, "Outbox:\t%d\n", ks.Outbox)
 	fmt.Fprintf(w, "Offsets (%d):\t\n", len(ks.Offsets))
 	parts := make([]string, 0, len(ks.Offsets))
 	for p := range ks.Offsets {
@@ -146,6 +148,33 @@ func keyStateTable(w io.Writer, ks admin.KeyState) {
 	fmt.Fprintf(w, "Rights (%d):\t\n", len(ks.Rights))
 	for _, r := range ks.Rights {
 		fmt.Fprintf(w, "  %s\n", r) // no tab: rows do not widen the column
+	}
+	if len(ks.State) > 0 && string(ks.State) != "null" {
+		fmt.Fprintf(w, "State:\t\n  %s\n", ks.State)
+	}
+}
+
+func whyTable(w io.Writer, why admin.Why) {
+	fmt.Fprintf(w, "Job:\t%s\n", why.Job)
+	fmt.Fprintf(w, "Key:\t%s\n", why.Key)
+	fmt.Fprintf(w, "Node:\t%s\n", dash(why.Node))
+	fmt.Fprintf(w, "Watermark:\t%s (the key has seen %s)\n", ts(why.Watermark), ts(why.KeyWatermark))
+	switch h := why.HeldBy; {
+	case h == nil:
+		fmt.Fprintf(w, "Held back by:\t-\n")
+	default:
+		state := fmt.Sprintf("lagging: newest event %s, %s behind the wall clock", ts(h.MaxTs), (time.Duration(h.LagMs) * time.Millisecond).String())
+		if h.Idle {
+			state = "idle"
+		}
+		fmt.Fprintf(w, "Held back by:\t%s (watermark %s, %s)\n", h.Partition, ts(h.Watermark), state)
+	}
+	if why.Note != "" {
+		fmt.Fprintf(w, "Note:\t%s\n", why.Note)
+	}
+	fmt.Fprintf(w, "\nNEEDS_WATERMARK\tBEHIND_MS\tWHAT\n")
+	for _, wt := range why.Waits {
+		fmt.Fprintf(w, "%s\t%d\t%s\n", ts(wt.NeedsWatermark), wt.Behind, wt.What)
 	}
 }
 
