@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/joinery/joinery/record"
 )
@@ -87,6 +88,28 @@ func renumber(r record.Row) (record.Row, error) {
 func DecodeState(b []byte) (join []byte, outbox int, err error) {
 	s, err := decodeState(b)
 	return s.Join, len(s.Outbox), err
+}
+
+// StateInfo is a key actor's persisted state as offline tools see it.
+type StateInfo struct {
+	Join      []byte  // the join's snapshot
+	Outbox    int     // inputs whose outputs are kept for re-emission
+	Timers    []int64 // an event-time join's pending timers, ascending
+	Watermark int64   // the watermark the key advanced to; math.MinInt64 if none
+}
+
+// DecodeStateInfo decodes a key actor's persisted state for offline
+// inspection.
+func DecodeStateInfo(b []byte) (StateInfo, error) {
+	s, err := decodeState(b)
+	if err != nil {
+		return StateInfo{}, err
+	}
+	info := StateInfo{Join: s.Join, Outbox: len(s.Outbox), Timers: s.Timers, Watermark: math.MinInt64}
+	if s.Wm != nil {
+		info.Watermark = *s.Wm
+	}
+	return info, nil
 }
 
 // EncodeJoinState wraps a join snapshot as a key actor persists it (with an

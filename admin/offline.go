@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/joinery/joinery/actors"
 	"maps"
+	"math"
 
+	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
@@ -24,10 +25,10 @@ import (
 // an error wrapping ErrNotFound (and persistence.ErrNotFound) when the key
 // has no snapshot, and one wrapping joins.ErrBadSnapshot when the snapshot
 // does not decode under spec.
+//
+// A nil spec means an event-time join: State holds the join's buffers as
+// JSON, Timers and Watermark what the key persisted with them.
 func InspectOffline(ctx context.Context, store persistence.Store, spec *joins.CDCSpec, job, key string) (KeyState, error) {
-	if spec == nil {
-		return KeyState{}, errors.New("admin: inspect offline: no join spec")
-	}
 	snap, err := store.Load(ctx, job, record.Key(key))
 	if errors.Is(err, persistence.ErrNotFound) {
 		return KeyState{}, fmt.Errorf("%w: job %q key %q has no snapshot (%w)", ErrNotFound, job, key, err)
@@ -35,22 +36,32 @@ func InspectOffline(ctx context.Context, store persistence.Store, spec *joins.CD
 	if err != nil {
 		return KeyState{}, fmt.Errorf("admin: inspect offline: %w", err)
 	}
-	joinState, _, err := actors.DecodeState(snap.State)
+	info, err := actors.DecodeStateInfo(snap.State)
 	if err != nil {
 		return KeyState{}, fmt.Errorf("admin: inspect offline: job %q key %q: %w", job, key, err)
 	}
-	cdc := joins.NewCDC(spec)
-	if len(joinState) > 0 {
-		if err := cdc.Restore(joinState); err != nil {
-			return KeyState{}, fmt.Errorf("admin: inspect offline: job %q key %q: %w", job, key, err)
-		}
-	}
-	ks := KeyState{Job: job, Key: key, Offsets: maps.Clone(snap.Offsets)}
+	ks := KeyState{Job: job, Key: key, Offsets: maps.Clone(snap.Offsets), Outbox: info.Outbox, Watermark: math.MinInt64}
 	if ks.Epoch, err = store.Epoch(ctx, job, record.Key(key)); err != nil {
 		return KeyState{}, fmt.Errorf("admin: inspect offline: epoch: %w", err)
 	}
 	if ks.Offsets == nil {
 		ks.Offsets = map[string]int64{}
+	}
+	if spec == nil {
+		ks.Timers, ks.Watermark = info.Timers, info.Watermark
+		if j := info.Join; len(j) > 2 {
+			if !json.Valid(j[2:]) {
+				return KeyState{}, fmt.Errorf("admin: inspect offline: job %q key %q: event-time state is not JSON (a changelog job? pass its job file)", job, key)
+			}
+			ks.State = json.RawMessage(j[2:])
+		}
+		return ks, nil
+	}
+	cdc := joins.NewCDC(spec)
+	if len(info.Join) > 0 {
+		if err := cdc.Restore(info.Join); err != nil {
+			return KeyState{}, fmt.Errorf("admin: inspect offline: job %q key %q: %w", job, key, err)
+		}
 	}
 	if l := cdc.Left(); l != nil {
 		if ks.Left, err = encodeRow(l); err != nil {

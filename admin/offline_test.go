@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/joinery/joinery/actors"
+	"strings"
 	"testing"
 
 	"github.com/joinery/joinery/admin"
@@ -73,7 +74,22 @@ func TestAdminInspectOffline(t *testing.T) {
 		t.Errorf("wrong spec: %v", err)
 	}
 	if _, err := admin.InspectOffline(ctx, store, nil, "j", "1"); err == nil {
-		t.Error("nil spec accepted")
+		t.Error("a changelog snapshot read as an event-time one")
+	}
+
+	// An event-time join's key: its buffers come back as JSON.
+	wj := joins.NewWindowJoin(&joins.WindowJoinSpec{Assigner: joins.Tumbling(10, 0), Left: "l", Right: "r"})
+	var fx joins.Effects
+	wj.OnElement(joins.Element{Side: record.Left, Ts: 3, Row: record.Row{"v": "x"}, Pos: record.Position{Source: "l", Offset: 7}}, -1<<63, &fx)
+	if err := store.Save(ctx, []persistence.Snapshot{{Job: "w", Key: "k", State: mustState(t, wj.Snapshot()), Offsets: map[string]int64{"l/0": 7}}}); err != nil {
+		t.Fatal(err)
+	}
+	ks, err = admin.InspectOffline(ctx, store, nil, "w", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ks.State), `"v":"x"`) || ks.Offsets["l/0"] != 7 {
+		t.Errorf("event-time key state %s, offsets %v", ks.State, ks.Offsets)
 	}
 }
 

@@ -137,6 +137,7 @@ type offlineFlags struct {
 	redisPassword   string
 	redisDB         int
 	leftPK, rightPK string
+	eventTime       bool
 }
 
 func inspectCmd(o *options, getenv func(string) string) *cobra.Command {
@@ -187,12 +188,13 @@ join's primary keys (--config job.yaml, or --left-pk/--right-pk).`,
 	fl.IntVar(&f.redisDB, "redis-db", 0, "Redis database number (with --offline)")
 	fl.StringVar(&f.leftPK, "left-pk", "id", "left side's primary-key column (with --offline, without --config)")
 	fl.StringVar(&f.rightPK, "right-pk", "id", "right side's primary-key column (with --offline, without --config)")
+	fl.BoolVar(&f.eventTime, "event-time", false, "the job is an event-time join (with --offline, without --config)")
 	return cmd
 }
 
 // onlineCheck refuses offline-only flags without --offline.
 func (f *offlineFlags) onlineCheck(cmd *cobra.Command) error {
-	for _, n := range []string{"config", "redis", "redis-username", "redis-password", "redis-db", "left-pk", "right-pk"} {
+	for _, n := range []string{"config", "redis", "redis-username", "redis-password", "redis-db", "left-pk", "right-pk", "event-time"} {
 		if cmd.Flags().Changed(n) {
 			return usageErr("--%s needs --offline", n)
 		}
@@ -211,8 +213,10 @@ func inspectOffline(cmd *cobra.Command, o *options, f *offlineFlags, getenv func
 		if err != nil {
 			return admin.KeyState{}, usageErr("--config: %v", err)
 		}
-		if spec, err = js.CDCSpec(); err != nil {
-			return admin.KeyState{}, usageErr("--config: %v", err)
+		if !js.Timed() { // an event-time job's state needs no spec: spec stays nil
+			if spec, err = js.CDCSpec(); err != nil {
+				return admin.KeyState{}, usageErr("--config: %v", err)
+			}
 		}
 		if js.Name != jobName {
 			fmt.Fprintf(cmd.ErrOrStderr(), "joinctl: note: job file %s is job %q, inspecting job %q\n", f.config, js.Name, jobName)
@@ -230,7 +234,7 @@ func inspectOffline(cmd *cobra.Command, o *options, f *offlineFlags, getenv func
 		if !cmd.Flags().Changed("redis-db") {
 			rc.DB = r.DB
 		}
-	} else {
+	} else if !f.eventTime {
 		spec = &joins.CDCSpec{Left: joins.SideSpec{PK: f.leftPK}, Right: joins.SideSpec{PK: f.rightPK}}
 	}
 	if rc.Password == "" {
