@@ -20,6 +20,7 @@ type fleet struct {
 	dir        string
 	redis      *testutil.Redis
 	n1, n2, n3 *proc
+	n4         *proc // not started by newFleet: the node that joins mid-stream
 	want       map[string]string
 	out        string
 }
@@ -41,9 +42,9 @@ func newFleet(t *testing.T, seed uint64) *fleet {
 	}
 	in.Close()
 	f.out = filepath.Join(f.dir, "out.jsonl")
-	ports := [3]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
+	ports := [4]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
 	seedAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	for i := range 3 {
+	for i := range 4 {
 		job := fmt.Sprintf(`name: chaos
 join:
   type: cdc
@@ -106,7 +107,7 @@ func TestChaosFaultFree(t *testing.T) {
 // moment; its keys move to the others through Redis, requests to it are
 // retried, and the result equals the fault-free one.
 func TestChaosKillActorNode(t *testing.T) {
-	for trial := range trials(2) {
+	for trial := range trials(3) {
 		seed := uint64(100 + trial)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
@@ -186,6 +187,33 @@ func TestChaosPauseActorNode(t *testing.T) {
 			f.finish(t)
 			logs, _ := os.ReadFile(filepath.Join(f.dir, "n2.log"))
 			t.Logf("n2 logged %d fenced writes after waking", bytes.Count(logs, []byte("key write fenced")))
+		})
+	}
+}
+
+// TestChaosRebalance changes the fleet while events flow: a fourth node
+// joins (keys whose placement moves to it reactivate there from Redis, the
+// old activations are fenced out), then a node that hosts key actors leaves
+// gracefully (SIGTERM: it drains, passivates and leaves the cluster), then
+// it comes back. The result equals the fault-free one.
+func TestChaosRebalance(t *testing.T) {
+	for trial := range trials(1) {
+		seed := uint64(600 + trial)
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, seed))
+			f := newFleet(t, seed)
+			f.startIngest(t)
+			waitLines(t, f.out, 1+r.IntN(5000), time.Minute)
+			f.n4 = startProc(t, f.dir, "n4", "n4.yaml")
+			t.Logf("n4 joined with %d output lines written", lineCount(f.out))
+			waitLines(t, f.out, lineCount(f.out)+1+r.IntN(4000), time.Minute)
+			f.n3.term()
+			t.Logf("n3 left gracefully with %d output lines written", lineCount(f.out))
+			waitLines(t, f.out, lineCount(f.out)+1+r.IntN(3000), time.Minute)
+			f.n3 = startProc(t, f.dir, "n3", "n3.yaml")
+			t.Logf("n3 rejoined with %d output lines written", lineCount(f.out))
+			f.finish(t)
+			f.n4.term()
 		})
 	}
 }
