@@ -19,7 +19,17 @@ const (
 	// Upsert writes +I and +U as {"id":…,"key":[…],"value":{…}}, -D as
 	// {"id":…,"key":[…],"value":null} and skips -U.
 	Upsert
+	// Debezium writes Debezium-style envelopes, so another Joinery (or any
+	// Debezium consumer) can read the result as a change stream: +I as
+	// {"op":"c","before":null,"after":{row}}, +U as {"op":"u","before":null,
+	// "after":{row}} (a partial before, as Postgres without REPLICA IDENTITY
+	// FULL), -D as {"op":"d","before":{row},"after":null}; -U is skipped. The
+	// envelope's "source" holds {"connector":"joinery","id":…,"pk":[…]}.
+	Debezium
 )
+
+// Valid reports whether f is a known format.
+func (f Format) Valid() bool { return f >= Changelog && f <= Debezium }
 
 // ParseFormat parses "changelog" or "upsert" (the inverse of String).
 func ParseFormat(s string) (Format, error) {
@@ -28,8 +38,10 @@ func ParseFormat(s string) (Format, error) {
 		return Changelog, nil
 	case "upsert":
 		return Upsert, nil
+	case "debezium":
+		return Debezium, nil
 	}
-	return 0, fmt.Errorf("changelog: unknown format %q (want changelog or upsert)", s)
+	return 0, fmt.Errorf("changelog: unknown format %q (want changelog, upsert or debezium)", s)
 }
 
 // String returns "changelog", "upsert" or "Format(n)".
@@ -39,6 +51,8 @@ func (f Format) String() string {
 		return "changelog"
 	case Upsert:
 		return "upsert"
+	case Debezium:
+		return "debezium"
 	}
 	return fmt.Sprintf("Format(%d)", int(f))
 }
@@ -49,6 +63,22 @@ type changelogLine struct {
 	PK  json.RawMessage `json:"pk"`
 	Row record.Row      `json:"row"`
 }
+
+type debeziumLine struct {
+	Before record.Row     `json:"before"`
+	After  record.Row     `json:"after"`
+	Op     string         `json:"op"`
+	Source debeziumSource `json:"source"`
+}
+
+type debeziumSource struct {
+	Connector string          `json:"connector"`
+	ID        string          `json:"id"`
+	PK        json.RawMessage `json:"pk"`
+}
+
+// DebeziumConnector is the source.connector of envelopes Debezium.Marshal writes.
+const DebeziumConnector = "joinery"
 
 type upsertLine struct {
 	ID    string          `json:"id"`
@@ -89,6 +119,22 @@ func (f Format) Marshal(o record.Output) (line []byte, ok bool, err error) {
 				// A nil row would read back as a tombstone.
 				v = upsertLine{ID: o.ID, Key: pk, Value: record.Row{}}
 			}
+		}
+	case Debezium:
+		src := debeziumSource{Connector: DebeziumConnector, ID: o.ID, PK: pk}
+		row := o.Row
+		if row == nil {
+			row = record.Row{} // a null row would not decode as a change
+		}
+		switch o.Kind {
+		case record.UpdateBefore:
+			return nil, false, nil
+		case record.Insert:
+			v = debeziumLine{After: row, Op: "c", Source: src}
+		case record.UpdateAfter:
+			v = debeziumLine{After: row, Op: "u", Source: src}
+		case record.Delete:
+			v = debeziumLine{Before: row, Op: "d", Source: src}
 		}
 	default:
 		return nil, false, fmt.Errorf("changelog: unknown format %v", f)

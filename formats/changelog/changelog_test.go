@@ -5,11 +5,12 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/record"
 )
 
 func TestChangelogFormatParse(t *testing.T) {
-	for _, f := range []Format{Changelog, Upsert} {
+	for _, f := range []Format{Changelog, Upsert, Debezium} {
 		g, err := ParseFormat(f.String())
 		if err != nil || g != f {
 			t.Errorf("ParseFormat(%q) = %v, %v", f.String(), g, err)
@@ -52,6 +53,15 @@ func TestChangelogEncode(t *testing.T) {
 			`{"id":"users/0@3/1/0/0","key":[1,null],"value":null}`},
 		{"upsert insert nil row", Upsert, record.Output{ID: "x", Kind: record.Insert, PK: "[1]"},
 			`{"id":"x","key":[1],"value":{}}`},
+		{"debezium insert", Debezium, out(record.Insert),
+			`{"before":null,"after":{"domain":null,"name":"a<b>&c","user_id":1},"op":"c","source":{"connector":"joinery","id":"users/0@3/1/0/0","pk":[1,null]}}`},
+		{"debezium update after", Debezium, out(record.UpdateAfter),
+			`{"before":null,"after":{"domain":null,"name":"a<b>&c","user_id":1},"op":"u","source":{"connector":"joinery","id":"users/0@3/1/0/0","pk":[1,null]}}`},
+		{"debezium update before skipped", Debezium, out(record.UpdateBefore), ""},
+		{"debezium delete", Debezium, out(record.Delete),
+			`{"before":{"domain":null,"name":"a<b>&c","user_id":1},"after":null,"op":"d","source":{"connector":"joinery","id":"users/0@3/1/0/0","pk":[1,null]}}`},
+		{"debezium nil row", Debezium, record.Output{ID: "x", Kind: record.Delete},
+			`{"before":{},"after":null,"op":"d","source":{"connector":"joinery","id":"x","pk":null}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			line, ok := tc.f.Encode(tc.o)
@@ -113,5 +123,28 @@ func TestChangelogDecodeRoundTrip(t *testing.T) {
 	uline, _ = Upsert.Encode(o)
 	if _, _, value, err = DecodeUpsert(uline); err != nil || value != nil {
 		t.Fatalf("DecodeUpsert tombstone = %v %v", value, err)
+	}
+}
+
+// TestChangelogDebeziumReadable checks that the Debezium format is read back
+// by formats/debezium as the change it stands for.
+func TestChangelogDebeziumReadable(t *testing.T) {
+	row := record.Row{"user_id": json.Number("1"), "domain_id": json.Number("8")}
+	for kind, want := range map[record.Kind]record.Change{
+		record.Insert:      {Op: record.OpCreate, After: row},
+		record.UpdateAfter: {Op: record.OpUpdate, After: row},
+		record.Delete:      {Op: record.OpDelete, Before: row},
+	} {
+		line, ok := Debezium.Encode(record.Output{ID: "i", Kind: kind, PK: "[1,8]", Row: row})
+		if !ok {
+			t.Fatalf("%v skipped", kind)
+		}
+		got, err := debezium.Decode(line, record.Position{})
+		if err != nil {
+			t.Fatalf("%v: %s: %v", kind, line, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: decoded %#v, want %#v", kind, got, want)
+		}
 	}
 }

@@ -3,6 +3,9 @@ package changelog
 import (
 	"reflect"
 	"testing"
+
+	"github.com/joinery/joinery/formats/debezium"
+	"github.com/joinery/joinery/record"
 )
 
 func FuzzDecodeChangelog(f *testing.F) {
@@ -38,6 +41,32 @@ func FuzzDecodeChangelog(f *testing.F) {
 		}
 		if _, _, err := Upsert.Marshal(o); err != nil {
 			t.Fatalf("Upsert.Marshal: %v", err)
+		}
+		// The Debezium format is read back by formats/debezium with the row.
+		line, ok, err = Debezium.Marshal(o)
+		if err != nil {
+			t.Fatalf("Debezium.Marshal: %v", err)
+		}
+		if !ok {
+			if o.Kind != record.UpdateBefore {
+				t.Fatalf("Debezium.Marshal skipped %v", o.Kind)
+			}
+			return
+		}
+		c, err := debezium.Decode(line, record.Position{})
+		if err != nil {
+			t.Fatalf("debezium.Decode(%s): %v", line, err)
+		}
+		got := c.After
+		if o.Kind == record.Delete {
+			got = c.Before
+		}
+		want := o.Row
+		if want == nil {
+			want = record.Row{}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("debezium row = %#v, want %#v", got, want)
 		}
 	})
 }

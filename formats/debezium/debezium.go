@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/joinery/joinery/record"
 )
@@ -15,6 +17,10 @@ import (
 // payload is null. Kafka-style log compaction uses tombstones; they carry no
 // change, so callers count and skip them.
 var ErrTombstone = errors.New("debezium: tombstone")
+
+// ErrTruncate is returned for a truncate event (op "t"): the whole table was
+// emptied. It carries no row; callers apply their truncate policy.
+var ErrTruncate = errors.New("debezium: truncate")
 
 // Reason codes of DecodeError. They are stable: callers use them as metric
 // labels.
@@ -26,7 +32,8 @@ const (
 	ReasonNotObject = "not-object"
 	// ReasonMissingOp: the envelope has no "op" field (or it is null).
 	ReasonMissingOp = "missing-op"
-	// ReasonUnknownOp: "op" is not one of the strings "c", "r", "u", "d".
+	// ReasonUnknownOp: "op" is not one of the strings "c", "r", "u", "d"
+	// ("t", truncate, is ErrTruncate).
 	ReasonUnknownOp = "unknown-op"
 	// ReasonMissingAfter: a c, r or u event has a null or absent "after".
 	ReasonMissingAfter = "missing-after"
@@ -68,35 +75,130 @@ func decodeErr(pos record.Position, reason, format string, args ...any) error {
 // for example) is accepted with a nil Before. ts_ms is optional (0 when null
 // or absent). Fields other than op, before, after and ts_ms are ignored.
 //
-// Decode returns ErrTombstone for a tombstone and a *DecodeError for anything
-// else it rejects. It does not retain b.
+// Decode returns ErrTombstone for a tombstone, ErrTruncate for a truncate
+// event and a *DecodeError for anything else it rejects. It does not retain b.
 func Decode(b []byte, pos record.Position) (record.Change, error) {
+	e, err := DecodeEnvelope(b, pos)
+	return e.Change, err
+}
+
+// Envelope is a decoded change event with what the envelope says about its
+// origin.
+type Envelope struct {
+	Change record.Change
+	// Table is source.table, "" when absent.
+	Table string
+	// SourcePos is the event's position in the database's log, from the
+	// envelope's source block, as a string that orders like the positions
+	// of one connector (see SourcePosition); "" when the block holds none
+	// this package knows.
+	SourcePos string
+}
+
+// DecodeEnvelope is Decode, also returning the envelope's table and source
+// position. For a truncate event it returns ErrTruncate with Table set.
+func DecodeEnvelope(b []byte, pos record.Position) (Envelope, error) {
+	c, env, err := decode(b, pos)
+	if env == nil {
+		return Envelope{Change: c}, err
+	}
+	src, _ := env["source"].(map[string]any)
+	e := Envelope{Change: c}
+	if src != nil {
+		e.Table, _ = src["table"].(string)
+		if err == nil {
+			e.SourcePos = SourcePosition(src)
+		}
+	}
+	return e, err
+}
+
+// SourcePosition builds an ordered position string from a Debezium source
+// block, for the connectors whose blocks carry a log position:
+//
+//   - Postgres: lsn                                  → "pg/<lsn, 20 digits>"
+//   - MySQL: file, pos, row                         → "mysql/<file>/<pos>/<row>"
+//   - SQL Server: commit_lsn, change_lsn, event_serial_no → "sqlserver/…"
+//   - Oracle: scn                                   → "oracle/<scn, 24 digits>"
+//   - MongoDB: ts_ms, ord                           → "mongo/<ts_ms>/<ord>"
+//
+// Two positions of the same connector compare (as strings) in log order;
+// numbers are zero-padded. It returns "" when none applies.
+func SourcePosition(src map[string]any) string {
+	num := func(k string) (uint64, bool) {
+		n, ok := src[k].(json.Number)
+		if !ok {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(n.String(), 10, 64)
+		return v, err == nil
+	}
+	str := func(k string) (string, bool) {
+		v, ok := src[k].(string)
+		return v, ok && v != ""
+	}
+	if lsn, ok := num("lsn"); ok {
+		return fmt.Sprintf("pg/%020d", lsn)
+	}
+	if file, ok := str("file"); ok {
+		if p, ok := num("pos"); ok {
+			row, _ := num("row")
+			return fmt.Sprintf("mysql/%s/%020d/%010d", file, p, row)
+		}
+	}
+	if commit, ok := str("commit_lsn"); ok {
+		change, _ := str("change_lsn")
+		serial, _ := num("event_serial_no")
+		return fmt.Sprintf("sqlserver/%s/%s/%010d", commit, change, serial)
+	}
+	if scn, ok := str("scn"); ok && isDigits(scn) && len(scn) <= 24 {
+		return "oracle/" + strings.Repeat("0", 24-len(scn)) + scn
+	}
+	if ord, ok := num("ord"); ok {
+		if ts, ok := num("ts_ms"); ok {
+			return fmt.Sprintf("mongo/%020d/%010d", ts, ord)
+		}
+	}
+	return ""
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// decode decodes b and returns the envelope object (nil when b is not one).
+func decode(b []byte, pos record.Position) (record.Change, map[string]any, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
-		return record.Change{}, ErrTombstone
+		return record.Change{}, nil, ErrTombstone
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return record.Change{}, decodeErr(pos, ReasonNotJSON, "%v", err)
+		return record.Change{}, nil, decodeErr(pos, ReasonNotJSON, "%v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return record.Change{}, decodeErr(pos, ReasonNotJSON, "trailing data after the JSON value")
+		return record.Change{}, nil, decodeErr(pos, ReasonNotJSON, "trailing data after the JSON value")
 	}
 	if v == nil {
-		return record.Change{}, ErrTombstone
+		return record.Change{}, nil, ErrTombstone
 	}
 	env, ok := v.(map[string]any)
 	if !ok {
-		return record.Change{}, decodeErr(pos, ReasonNotObject, "value is a JSON %s", kind(v))
+		return record.Change{}, nil, decodeErr(pos, ReasonNotObject, "value is a JSON %s", kind(v))
 	}
 	if p, wrapped := env["payload"]; wrapped {
 		if _, hasOp := env["op"]; !hasOp {
 			if p == nil {
-				return record.Change{}, ErrTombstone
+				return record.Change{}, nil, ErrTombstone
 			}
 			if env, ok = p.(map[string]any); !ok {
-				return record.Change{}, decodeErr(pos, ReasonNotObject, "payload is a JSON %s", kind(p))
+				return record.Change{}, nil, decodeErr(pos, ReasonNotObject, "payload is a JSON %s", kind(p))
 			}
 		}
 	}
@@ -104,38 +206,41 @@ func Decode(b []byte, pos record.Position) (record.Change, error) {
 	c := record.Change{Pos: pos}
 	switch rawOp := env["op"].(type) {
 	case nil:
-		return record.Change{}, decodeErr(pos, ReasonMissingOp, "no op field")
+		return record.Change{}, env, decodeErr(pos, ReasonMissingOp, "no op field")
 	case string:
+		if rawOp == "t" {
+			return record.Change{}, env, ErrTruncate
+		}
 		op, ok := record.ParseOp(rawOp)
 		if !ok {
-			return record.Change{}, decodeErr(pos, ReasonUnknownOp, "op %q", truncate(rawOp))
+			return record.Change{}, env, decodeErr(pos, ReasonUnknownOp, "op %q", truncate(rawOp))
 		}
 		c.Op = op
 	default:
-		return record.Change{}, decodeErr(pos, ReasonUnknownOp, "op is a JSON %s", kind(rawOp))
+		return record.Change{}, env, decodeErr(pos, ReasonUnknownOp, "op is a JSON %s", kind(rawOp))
 	}
 	before, err := row(env, "before", pos)
 	if err != nil {
-		return record.Change{}, err
+		return record.Change{}, env, err
 	}
 	after, err := row(env, "after", pos)
 	if err != nil {
-		return record.Change{}, err
+		return record.Change{}, env, err
 	}
 	switch c.Op {
 	case record.OpCreate, record.OpRead:
 		if after == nil {
-			return record.Change{}, decodeErr(pos, ReasonMissingAfter, "op %s without after", c.Op)
+			return record.Change{}, env, decodeErr(pos, ReasonMissingAfter, "op %s without after", c.Op)
 		}
 		c.After = after
 	case record.OpUpdate:
 		if after == nil {
-			return record.Change{}, decodeErr(pos, ReasonMissingAfter, "op u without after")
+			return record.Change{}, env, decodeErr(pos, ReasonMissingAfter, "op u without after")
 		}
 		c.Before, c.After = before, after
 	case record.OpDelete:
 		if before == nil {
-			return record.Change{}, decodeErr(pos, ReasonMissingBefore, "op d without before")
+			return record.Change{}, env, decodeErr(pos, ReasonMissingBefore, "op d without before")
 		}
 		c.Before = before
 	}
@@ -144,13 +249,13 @@ func Decode(b []byte, pos record.Position) (record.Change, error) {
 	case json.Number:
 		n, err := ts.Int64()
 		if err != nil {
-			return record.Change{}, decodeErr(pos, ReasonBadTs, "ts_ms %s is not an int64", truncate(ts.String()))
+			return record.Change{}, env, decodeErr(pos, ReasonBadTs, "ts_ms %s is not an int64", truncate(ts.String()))
 		}
 		c.TsMs = n
 	default:
-		return record.Change{}, decodeErr(pos, ReasonBadTs, "ts_ms is a JSON %s", kind(ts))
+		return record.Change{}, env, decodeErr(pos, ReasonBadTs, "ts_ms is a JSON %s", kind(ts))
 	}
-	return c, nil
+	return c, env, nil
 }
 
 // row returns env[field] as a Row: nil for null or absent, an error for

@@ -146,3 +146,67 @@ func TestEncodeDebeziumRoundTrip(t *testing.T) {
 		t.Fatalf("round trip = %#v, want %#v", got, c)
 	}
 }
+
+func TestDecodeDebeziumTruncate(t *testing.T) {
+	for _, in := range []string{
+		`{"op":"t","source":{"table":"users","lsn":12}}`,
+		`{"schema":{},"payload":{"op":"t","before":null,"after":null,"source":{"table":"users"}}}`,
+	} {
+		e, err := DecodeEnvelope([]byte(in), testPos)
+		if !errors.Is(err, ErrTruncate) {
+			t.Fatalf("DecodeEnvelope(%s) = %v, want ErrTruncate", in, err)
+		}
+		if e.Table != "users" {
+			t.Errorf("table = %q, want users", e.Table)
+		}
+		if _, err := Decode([]byte(in), testPos); !errors.Is(err, ErrTruncate) {
+			t.Errorf("Decode = %v, want ErrTruncate", err)
+		}
+	}
+}
+
+func TestDecodeDebeziumEnvelope(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, table, pos string
+	}{
+		{"postgres", `{"op":"c","after":{"id":1},"source":{"connector":"postgresql","table":"users","lsn":24023128,"txId":555}}`, "users", "pg/00000000000024023128"},
+		{"mysql", `{"op":"u","after":{"id":1},"source":{"connector":"mysql","table":"domains","file":"mysql-bin.000003","pos":154,"row":2}}`, "domains", "mysql/mysql-bin.000003/00000000000000000154/0000000002"},
+		{"mysql without row", `{"op":"u","after":{"id":1},"source":{"file":"mysql-bin.000003","pos":7}}`, "", "mysql/mysql-bin.000003/00000000000000000007/0000000000"},
+		{"sqlserver", `{"op":"d","before":{"id":1},"source":{"table":"t","commit_lsn":"00000027:00000758:0005","change_lsn":"00000027:00000758:0003","event_serial_no":1}}`, "t", "sqlserver/00000027:00000758:0005/00000027:00000758:0003/0000000001"},
+		{"oracle", `{"op":"c","after":{},"source":{"scn":"2868546"}}`, "", "oracle/000000000000000002868546"},
+		{"mongo", `{"op":"c","after":{},"source":{"ts_ms":1700000000,"ord":3}}`, "", "mongo/00000000001700000000/0000000003"},
+		{"wrapped", `{"schema":{},"payload":{"op":"r","after":{"id":1},"source":{"table":"users","lsn":5}}}`, "users", "pg/00000000000000000005"},
+		{"no source", `{"op":"c","after":{"id":1}}`, "", ""},
+		{"unknown source", `{"op":"c","after":{"id":1},"source":{"table":"x","ts_ms":5}}`, "x", ""},
+		{"negative lsn", `{"op":"c","after":{"id":1},"source":{"lsn":-5}}`, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := DecodeEnvelope([]byte(tc.in), testPos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Table != tc.table || e.SourcePos != tc.pos {
+				t.Errorf("table, pos = %q, %q; want %q, %q", e.Table, e.SourcePos, tc.table, tc.pos)
+			}
+		})
+	}
+}
+
+// TestDebeziumSourcePositionOrder checks that positions of one connector
+// compare as strings in log order.
+func TestDebeziumSourcePositionOrder(t *testing.T) {
+	for _, pair := range [][2]map[string]any{
+		{{"lsn": json.Number("999")}, {"lsn": json.Number("1000")}},
+		{{"file": "mysql-bin.000003", "pos": json.Number("900")}, {"file": "mysql-bin.000003", "pos": json.Number("1000")}},
+		{{"file": "mysql-bin.000003", "pos": json.Number("9"), "row": json.Number("1")}, {"file": "mysql-bin.000003", "pos": json.Number("9"), "row": json.Number("2")}},
+		{{"file": "mysql-bin.000003", "pos": json.Number("99999")}, {"file": "mysql-bin.000004", "pos": json.Number("4")}},
+		{{"scn": "99"}, {"scn": "100"}},
+		{{"commit_lsn": "00000027:00000758:0005", "change_lsn": "00000027:00000758:0003", "event_serial_no": json.Number("2")},
+			{"commit_lsn": "00000027:00000758:0005", "change_lsn": "00000027:00000758:0003", "event_serial_no": json.Number("10")}},
+	} {
+		a, b := SourcePosition(pair[0]), SourcePosition(pair[1])
+		if a == "" || b == "" || !(a < b) {
+			t.Errorf("SourcePosition(%v) = %q, SourcePosition(%v) = %q: want a < b", pair[0], a, pair[1], b)
+		}
+	}
+}

@@ -4,7 +4,11 @@
 // {"before":…,"after":…,"op":…,"ts_ms":…} or wrapped in
 // {"schema":…,"payload":…}) to record.Change, and the classification of bad
 // input into stable reason codes (see DecodeError) so callers can count
-// rejects by reason. It does no I/O and keeps no state.
+// rejects by reason. DecodeEnvelope also returns the envelope's source.table
+// and an ordered source position (source.lsn, source.file/pos/row, …: see
+// SourcePosition) so callers can drop Debezium's at-least-once replays.
+// Truncate events (op "t") are ErrTruncate. It does no I/O and keeps no
+// state.
 //
 // Usage:
 //
@@ -12,6 +16,8 @@
 //	switch {
 //	case errors.Is(err, debezium.ErrTombstone):
 //		// count and skip
+//	case errors.Is(err, debezium.ErrTruncate):
+//		// apply the truncate policy
 //	case err != nil:
 //		var de *debezium.DecodeError
 //		if errors.As(err, &de) { rejects[de.Reason]++ }

@@ -17,15 +17,23 @@ func FuzzDecode(f *testing.F) {
 		`{"schema":{},"payload":null}`,
 		`{"after":{"s":"\u00e9\ud800"},"op":"c"} `,
 		`{"after":{},"op":"c"} x`,
+		`{"op":"t","source":{"table":"users","lsn":1}}`,
+		`{"after":{"id":1},"op":"u","source":{"file":"b.1","pos":3,"row":1,"table":"t"}}`,
+		`{"after":{"id":1},"op":"c","source":{"commit_lsn":"a","change_lsn":"b","event_serial_no":2}}`,
+		`{"after":{"id":1},"op":"c","source":{"scn":"123","ts_ms":1,"ord":2}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	pos := record.Position{Source: "s", Partition: 1, Offset: 2}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Decode(b, pos)
+		e, eerr := DecodeEnvelope(b, pos)
+		if (err == nil) != (eerr == nil) || !reflect.DeepEqual(c, e.Change) {
+			t.Fatalf("Decode = %v, %v; DecodeEnvelope = %v, %v", c, err, e, eerr)
+		}
 		if err != nil {
 			var de *DecodeError
-			if !errors.Is(err, ErrTombstone) && !errors.As(err, &de) {
+			if !errors.Is(err, ErrTombstone) && !errors.Is(err, ErrTruncate) && !errors.As(err, &de) {
 				t.Fatalf("Decode returned untyped error %v", err)
 			}
 			return
