@@ -93,6 +93,10 @@ type driver struct {
 	w     io.Writer
 	werr  error
 	sum   Summary
+	// emit and emitLate write an output and a late element; Run writes
+	// changelog lines (output, late), RunEvents its own line format.
+	emit     func(o record.Output) error
+	emitLate func(key record.Key, l joins.Late) error
 }
 
 func newDriver(spec *Spec) (*driver, error) {
@@ -100,8 +104,10 @@ func newDriver(spec *Spec) (*driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &driver{spec: spec, b: b, cdc: map[record.Key]*joins.CDC{}, timed: map[record.Key]joins.Timed{},
-		wm: math.MinInt64, seen: map[record.Key]struct{}{}}, nil
+	d := &driver{spec: spec, b: b, cdc: map[record.Key]*joins.CDC{}, timed: map[record.Key]joins.Timed{},
+		wm: math.MinInt64, seen: map[record.Key]struct{}{}}
+	d.emit, d.emitLate = d.output, d.late
+	return d, nil
 }
 
 func (d *driver) summary() Summary {
@@ -171,6 +177,11 @@ func (d *driver) change(side record.Side, raw []byte, pos record.Position) error
 	if err != nil {
 		return err
 	}
+	return d.applyChange(side, c)
+}
+
+// applyChange routes one decoded change of a cdc join and applies it.
+func (d *driver) applyChange(side record.Side, c record.Change) error {
 	evs, err := d.b.cdc.Route(side, c)
 	if err != nil {
 		return err
@@ -189,7 +200,7 @@ func (d *driver) change(side record.Side, raw []byte, pos record.Position) error
 			d.cdc[e.Key] = j
 		}
 		for _, o := range d.outs {
-			if err := d.output(o); err != nil {
+			if err := d.emit(o); err != nil {
 				return err
 			}
 		}
@@ -226,6 +237,12 @@ func (d *driver) element(side record.Side, st step, pos record.Position) error {
 	if st.del {
 		e.Row = nil
 	}
+	return d.feed(key, e)
+}
+
+// feed applies element e of an event-time join at key (a nil Row: a
+// temporal join's version delete).
+func (d *driver) feed(key record.Key, e joins.Element) error {
 	d.sum.Inputs++
 	d.seen[key] = struct{}{}
 	j := d.machine(key)
@@ -253,12 +270,12 @@ func (d *driver) effects(key record.Key, j joins.Timed) error {
 		d.tm.Delete(key, ts)
 	}
 	for _, o := range d.fx.Out {
-		if err := d.output(o); err != nil {
+		if err := d.emit(o); err != nil {
 			return err
 		}
 	}
 	for _, l := range d.fx.Late {
-		if err := d.late(key, l); err != nil {
+		if err := d.emitLate(key, l); err != nil {
 			return err
 		}
 	}

@@ -11,13 +11,23 @@ import (
 	"github.com/joinery/joinery/record"
 )
 
-// LineError is a script line Run could not apply. Line is 1-based.
+// LineError is a script line Run (or an input line RunEvents) could not
+// apply. Line is 1-based.
 type LineError struct {
 	Line int
 	Err  error
+	// Input is what the line belongs to: "script" (Run; the default when
+	// empty) or "input" (RunEvents).
+	Input string
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("replay: script line %d: %v", e.Line, e.Err) }
+func (e *LineError) Error() string {
+	in := e.Input
+	if in == "" {
+		in = "script"
+	}
+	return fmt.Sprintf("replay: %s line %d: %v", in, e.Line, e.Err)
+}
 
 func (e *LineError) Unwrap() error { return e.Err }
 

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,13 +26,17 @@ import (
 const usage = `usage:
   node run    --config job.yaml [--log-format text|json] [--log-level info]
   node check  --config job.yaml
+  node replay --job job.yaml --input events.jsonl [--late late.jsonl] [--end-of-input flush|hold] [--ops auto|always]
   node replay --spec spec.yaml --script script.jsonl
 
 run    runs the job until its sources end (files) or SIGINT/SIGTERM, then
        drains: pending state writes are flushed and the node leaves the cluster.
 check  validates the job file, prints the effective spec and exits.
-replay runs one join deterministically over an arrival-ordered script of
-       inputs and explicit watermarks and prints its outputs (see replay/).
+replay runs one join deterministically over an arrival-ordered file of
+       inputs and explicit watermarks and prints its outputs. --job takes a
+       node job file (its join: section) or a bare replay spec; the input is
+       {"side","key","ts","value"} lines (docs/replay.md). --spec/--script is
+       the older script format of the golden tests (replay/doc.go).
 `
 
 func main() {
@@ -115,9 +120,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	specPath := fs.String("spec", "", "join spec (YAML, see replay.Spec)")
-	scriptPath := fs.String("script", "-", "script of inputs and watermarks (JSON lines); - is stdin")
+	specPath := fs.String("spec", "", "join spec (YAML, see replay.Spec), with --script")
+	scriptPath := fs.String("script", "-", "script of inputs and watermarks (JSON lines, replay/doc.go); - is stdin")
+	jobPath := fs.String("job", "", "node job file or bare replay spec (YAML), with --input")
+	inputPath := fs.String("input", "-", `events (JSON lines: {"side","key","ts","value"}, {"watermark"}); - is stdin`)
+	latePath := fs.String("late", "", "write late and dropped inputs here (JSON lines) instead of stderr")
+	endOfInput := fs.String("end-of-input", "", "flush (watermark to +inf at the end; default) or hold; overrides the job")
+	ops := fs.String("ops", replay.OpsAuto, `auto ("op" on changelog outputs only) or always`)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "replay: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case set["job"] && (set["spec"] || set["script"]):
+		fmt.Fprintln(stderr, "replay: use --job with --input, or --spec with --script, not both")
+		return 2
+	case set["spec"] && (set["input"] || set["late"] || set["end-of-input"] || set["ops"]):
+		fmt.Fprintln(stderr, "replay: --input, --late, --end-of-input and --ops go with --job")
+		return 2
+	case set["job"]:
+		return replayEvents(*jobPath, *inputPath, *latePath, *endOfInput, *ops, stdout, stderr)
+	case !set["spec"]:
+		fmt.Fprintln(stderr, "replay: --job (or --spec) is required")
 		return 2
 	}
 	b, err := os.ReadFile(*specPath)
@@ -146,5 +175,60 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stderr, "replay: %+v\n", sum)
+	return 0
+}
+
+// replayEvents is replay --job --input: outputs to stdout, late and dropped
+// inputs to --late (or stderr), then a summary line on stderr.
+func replayEvents(jobPath, inputPath, latePath, end, ops string, stdout, stderr io.Writer) int {
+	b, err := os.ReadFile(jobPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "--job: %v\n", err)
+		return 2
+	}
+	jb, err := replay.ParseJob(b)
+	if err != nil {
+		fmt.Fprintf(stderr, "invalid job file %s:\n%v\n", jobPath, err)
+		return 2
+	}
+	switch end {
+	case "", replay.EndFlush, replay.EndHold:
+	default:
+		fmt.Fprintf(stderr, "--end-of-input: must be flush or hold (got %q)\n", end)
+		return 2
+	}
+	switch ops {
+	case replay.OpsAuto, replay.OpsAlways:
+	default:
+		fmt.Fprintf(stderr, "--ops: must be auto or always (got %q)\n", ops)
+		return 2
+	}
+	var in io.Reader = os.Stdin
+	if inputPath != "-" {
+		f, err := os.Open(inputPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "--input: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		in = f
+	}
+	late := stderr
+	if latePath != "" {
+		f, err := os.Create(latePath)
+		if err != nil {
+			fmt.Fprintf(stderr, "--late: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		late = f
+	}
+	sum, err := replay.RunEvents(jb, in, stdout, replay.Options{Late: late, EndOfInput: end, Ops: ops})
+	if err != nil {
+		fmt.Fprintf(stderr, "%v (--input %s)\n", err, inputPath)
+		return 1
+	}
+	line, _ := json.Marshal(map[string]any{"summary": sum})
+	fmt.Fprintf(stderr, "%s\n", line)
 	return 0
 }

@@ -1,0 +1,543 @@
+package replay
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+)
+
+// Output op modes of RunEvents (Options.Ops).
+const (
+	// OpsAuto writes "op" only for joins whose output is a changelog (cdc).
+	// Event-time joins emit inserts only, as Flink's DataStream window and
+	// interval joins and its SQL interval and temporal joins do.
+	OpsAuto = "auto"
+	// OpsAlways writes "op" on every output ("+I" for event-time joins).
+	OpsAlways = "always"
+)
+
+// Options are RunEvents' settings beyond the Job.
+type Options struct {
+	// Late receives one JSON line per late or dropped input:
+	// {"side","key","ts","value"[,"op"],"line","reason"}. Nil discards them;
+	// they are counted either way.
+	Late io.Writer
+	// EndOfInput, when not empty, overrides Job.EndOfInput.
+	EndOfInput string
+	// Ops is OpsAuto (when empty) or OpsAlways.
+	Ops string
+}
+
+// EventsSummary counts what RunEvents did.
+type EventsSummary struct {
+	Lines      int `json:"lines"`      // input lines read
+	Inputs     int `json:"inputs"`     // elements and changes applied to the join
+	Watermarks int `json:"watermarks"` // watermark lines
+	Outputs    int `json:"outputs"`    // output lines written
+	Late       int `json:"late"`       // inputs the join refused as late
+	Dropped    int `json:"dropped"`    // inputs dropped before the join (null key, unroutable change)
+	Keys       int `json:"keys"`       // distinct join keys seen
+	// Watermark is the watermark at the end (after the end-of-input flush):
+	// null before any, "+inf" after a flush.
+	Watermark any `json:"watermark"`
+}
+
+// Reasons an input is dropped before it reaches the join (late lines).
+const (
+	DropNullKey = "null-key" // the key is null: it equals no key, as SQL's NULL
+)
+
+// refCol is the column that links a row the join keeps to the input text
+// it came from (valueRefs). Event-time rows hold nothing else; cdc rows are
+// the input's objects plus this column, which no output shows.
+const refCol = "\x00ref"
+
+// RunEvents replays the events input in, one JSON object per line in
+// arrival order (see the package doc), through job's join, and writes one
+// JSON line per output to out:
+//
+//	{"left":V|null,"right":V|null,"ts":T|null[,"op":"+I|-U|+U|-D"]}
+//
+// V is the matched input's value exactly as it was given (white space
+// removed); for a cdc join the row image (after, or before for a
+// retraction of a row never given as an after). null stands for the missing
+// side of an outer join's row. ts is the output's event time, null for a
+// cdc join. op: see Options.Ops.
+//
+// Late elements go to opts.Late with the join's reason; inputs with a null
+// key, and cdc changes the join cannot route (e.g. a null join column), go
+// there too with their reason, and are counted as dropped. At the end of
+// the input the watermark moves to +infinity unless the job or opts say
+// hold.
+//
+// A line that is not valid input, an unknown side, or a field the join
+// cannot use stops the replay with a *LineError naming the line; what was
+// written before stays written. RunEvents is deterministic: no clock, no
+// goroutines, no randomness.
+func RunEvents(jb *Job, in io.Reader, out io.Writer, opts Options) (EventsSummary, error) {
+	if jb == nil {
+		return EventsSummary{}, errors.New("replay: nil job")
+	}
+	end := jb.EndOfInput
+	if opts.EndOfInput != "" {
+		end = opts.EndOfInput
+	}
+	if err := checkEnd(end, "end of input"); err != nil {
+		return EventsSummary{}, err
+	}
+	switch opts.Ops {
+	case "", OpsAuto, OpsAlways:
+	default:
+		return EventsSummary{}, fmt.Errorf("replay: ops: must be auto or always (got %q)", opts.Ops)
+	}
+	spec := jb.Spec
+	spec.Project = nil
+	d, err := newDriver(&spec)
+	if err != nil {
+		return EventsSummary{}, err
+	}
+	bw := bufio.NewWriter(out)
+	r := &eventsRun{d: d, out: bw, refs: map[string]json.RawMessage{},
+		ops: opts.Ops == OpsAlways || !spec.eventTime()}
+	if opts.Late != nil {
+		r.late = bufio.NewWriter(opts.Late)
+	}
+	d.w = bw
+	d.emit, d.emitLate = r.output, r.lateElem
+	flush := func() {
+		_ = bw.Flush()
+		if r.late != nil {
+			_ = r.late.Flush()
+		}
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
+	for sc.Scan() {
+		r.sum.Lines++
+		if err := r.line(r.sum.Lines, sc.Bytes()); err != nil {
+			flush()
+			return r.summary(), err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		flush()
+		return r.summary(), &LineError{Input: "input", Line: r.sum.Lines + 1, Err: err}
+	}
+	if err := r.finish(end != EndHold); err != nil {
+		flush()
+		return r.summary(), err
+	}
+	if err := bw.Flush(); err != nil {
+		return r.summary(), err
+	}
+	if r.late != nil {
+		if err := r.late.Flush(); err != nil {
+			return r.summary(), fmt.Errorf("replay: late: %w", err)
+		}
+	}
+	return r.summary(), nil
+}
+
+// eventsRun is one RunEvents call: the driver plus the input texts its rows
+// refer to.
+type eventsRun struct {
+	d    *driver
+	out  *bufio.Writer
+	late *bufio.Writer
+	ops  bool
+	sum  EventsSummary
+	buf  []byte
+	// refs holds the text of every value a row may still show, by ref:
+	// "n" (line n's value), "n/a" and "n/b" (its after and before).
+	refs map[string]json.RawMessage
+	// pending is a cdc side's -U waiting for its +U (by side).
+	pending [2]*pendingRetract
+}
+
+type pendingRetract struct {
+	line int
+	row  record.Row
+}
+
+func (r *eventsRun) summary() EventsSummary {
+	s := r.sum
+	s.Keys = len(r.d.seen)
+	s.Late = r.d.sum.Late
+	switch wm := r.d.wm; wm {
+	case math.MinInt64:
+		s.Watermark = nil
+	case math.MaxInt64:
+		s.Watermark = "+inf"
+	default:
+		s.Watermark = wm
+	}
+	if !r.d.spec.eventTime() {
+		s.Watermark = nil
+	}
+	return s
+}
+
+func (r *eventsRun) line(n int, b []byte) error {
+	ev, err := decodeEventLine(b)
+	if err == nil {
+		err = r.apply(n, ev)
+	}
+	if err != nil {
+		var le *LineError
+		if errors.As(err, &le) {
+			le.Input = "input"
+			return err
+		}
+		if r.d.werr != nil {
+			return err
+		}
+		return &LineError{Input: "input", Line: n, Err: err}
+	}
+	return nil
+}
+
+func (r *eventsRun) side(name string) (record.Side, error) {
+	s := r.d.spec
+	switch name {
+	case "left", s.Left.Name:
+		return record.Left, nil
+	case "right", s.Right.Name:
+		return record.Right, nil
+	}
+	return 0, fmt.Errorf("side: unknown side %q (want left, right, %q or %q)", name, s.Left.Name, s.Right.Name)
+}
+
+func (r *eventsRun) apply(n int, ev eventLine) error {
+	switch ev.kind {
+	case evSkip:
+		return nil
+	case evWatermark:
+		r.sum.Watermarks++
+		if !r.d.spec.eventTime() {
+			return nil // a changelog join has no event time
+		}
+		return r.d.watermark(ev.wm)
+	case evSnapshot:
+		// A pending -U is the replay's, not the join's: it stays pending.
+		return r.d.snapshot()
+	}
+	side, err := r.side(ev.side)
+	if err != nil {
+		return err
+	}
+	if r.d.spec.eventTime() {
+		return r.element(n, side, ev)
+	}
+	return r.change(n, side, ev)
+}
+
+// element applies an input of an event-time join.
+func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
+	if ev.before != nil || ev.after != nil {
+		return errors.New(`before/after: only for a cdc join (an element's payload is "value")`)
+	}
+	if ev.key == "" && !ev.null {
+		return errors.New("key: missing")
+	}
+	if !ev.hasTs {
+		return errors.New("ts: missing (an event-time join needs the event time, an integer of ms)")
+	}
+	del := false
+	versioned := side == record.Right && (r.d.spec.Type == TypeTemporal || r.d.spec.Type == TypeTemporalLatest)
+	switch ev.op {
+	case "", "+I":
+	case "+U", "-U", "-D":
+		if !versioned {
+			return fmt.Errorf("op: %q: only the versioned (right) side of a temporal join takes updates and deletes; this input is append-only (+I)", ev.op)
+		}
+		del = ev.op != "+U"
+	default:
+		return fmt.Errorf(`op: %q: want +I, +U, -U or -D (c, r, u, d are for a cdc join)`, ev.op)
+	}
+	pos := record.Position{Source: Source, Offset: int64(n)}
+	ref := strconv.Itoa(n)
+	if ev.null {
+		r.sum.Dropped++
+		return r.writeLate(n, side, "null", ev.ts, ev.value, ev.op, DropNullKey)
+	}
+	e := joins.Element{Side: side, Ts: ev.ts, Pos: pos}
+	if !del {
+		v := ev.value
+		if v == nil {
+			v = json.RawMessage("null")
+		}
+		r.refs[ref] = v
+		e.Row = record.Row{refCol: ref}
+	}
+	r.sum.Inputs++
+	return r.d.feed(record.Key(ev.key), e)
+}
+
+// change applies an input of a cdc join.
+func (r *eventsRun) change(n int, side record.Side, ev eventLine) error {
+	if ev.key != "" || ev.null {
+		return errors.New("key: not for a cdc join (the key is the join_on column of the rows)")
+	}
+	row := func(raw json.RawMessage, part string) (record.Row, error) {
+		if raw == nil {
+			return nil, nil
+		}
+		var m record.Row
+		if err := decodeStrict(raw, &m); err != nil || m == nil {
+			return nil, fmt.Errorf("%s: want a JSON object", part)
+		}
+		ref := strconv.Itoa(n) + "/" + part[:1]
+		r.refs[ref] = raw
+		m[refCol] = ref
+		return m, nil
+	}
+	value := ev.value
+	if value != nil && (len(value) == 0 || value[0] != '{') {
+		return errors.New("value: a cdc row must be a JSON object")
+	}
+	before, after := ev.before, ev.after
+	switch ev.op {
+	case "+I", "+U":
+		if after == nil {
+			after = value
+		}
+	case "-U", "-D":
+		if before == nil {
+			before = value
+		}
+	case "c", "r", "u", "d":
+		if value != nil {
+			return errors.New(`value: a Debezium-style change (op c, r, u, d) carries before and after`)
+		}
+	case "":
+		return errors.New("op: missing (a cdc input needs c, r, u, d or +I, -U, +U, -D)")
+	default:
+		return fmt.Errorf("op: %q: want c, r, u, d or +I, -U, +U, -D", ev.op)
+	}
+	b, err := row(before, "before")
+	if err != nil {
+		return err
+	}
+	a, err := row(after, "after")
+	if err != nil {
+		return err
+	}
+	pos := record.Position{Source: Source, Offset: int64(n)}
+	c := record.Change{Pos: pos}
+	switch ev.op {
+	case "c", "r", "u", "d":
+		c.Op = record.Op(ev.op[0])
+		c.Before, c.After = b, a
+		if c.Op == record.OpCreate || c.Op == record.OpRead {
+			c.Before = nil
+		}
+		if c.Op == record.OpDelete {
+			c.After = nil
+		}
+	case "+I":
+		c.Op, c.After = record.OpCreate, a
+	case "+U":
+		c.Op, c.After = record.OpUpdate, a
+		if p := r.pending[side]; p != nil && r.samePK(side, p.row, a) {
+			c.Before = p.row // -U then +U of one row: an update
+			r.pending[side] = nil
+		}
+	case "-D":
+		c.Op, c.Before = record.OpDelete, b
+	}
+	// A -U no +U of the same row followed is a delete, applied first.
+	if err := r.flushPending(side); err != nil {
+		return err
+	}
+	if ev.op == "-U" {
+		if b == nil {
+			return errors.New("before: a -U needs the row it retracts (before or value)")
+		}
+		r.pending[side] = &pendingRetract{line: n, row: b}
+		return nil
+	}
+	switch {
+	case c.Op != record.OpDelete && c.After == nil:
+		return fmt.Errorf("after: missing (op %q needs the new row)", ev.op)
+	case c.Op == record.OpDelete && c.Before == nil:
+		return fmt.Errorf("before: missing (op %q needs the deleted row)", ev.op)
+	}
+	return r.applyChange(n, side, c)
+}
+
+func (r *eventsRun) samePK(side record.Side, a, b record.Row) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	pk := r.d.spec.Left.PK
+	if side == record.Right {
+		pk = r.d.spec.Right.PK
+	}
+	ka, okA := record.KeyOf(a[pk])
+	kb, okB := record.KeyOf(b[pk])
+	return okA && okB && ka == kb
+}
+
+// flushPending applies a side's -U that no +U followed as a delete.
+func (r *eventsRun) flushPending(side record.Side) error {
+	p := r.pending[side]
+	if p == nil {
+		return nil
+	}
+	r.pending[side] = nil
+	c := record.Change{Op: record.OpDelete, Before: p.row, Pos: record.Position{Source: Source, Offset: int64(p.line)}}
+	if err := r.applyChange(p.line, side, c); err != nil {
+		return &LineError{Input: "input", Line: p.line, Err: err}
+	}
+	return nil
+}
+
+// applyChange routes and applies one change; a change the join cannot
+// route is dropped with its reason.
+func (r *eventsRun) applyChange(n int, side record.Side, c record.Change) error {
+	if _, err := r.d.b.cdc.Route(side, c); err != nil {
+		var re *joins.RouteError
+		if !errors.As(err, &re) {
+			return err
+		}
+		r.sum.Dropped++
+		img, part := c.After, "after"
+		if c.Op == record.OpDelete {
+			img, part = c.Before, "before"
+		}
+		var v json.RawMessage
+		if img != nil {
+			v = r.refs[strconv.Itoa(n)+"/"+part[:1]]
+		}
+		return r.writeLate(n, side, "", 0, v, c.Op.String(), re.Reason)
+	}
+	r.sum.Inputs++
+	return r.d.applyChange(side, c)
+}
+
+// finish flushes pending retractions and, when flush, moves the watermark
+// to the end of time.
+func (r *eventsRun) finish(flush bool) error {
+	if err := r.flushPending(record.Left); err != nil {
+		return err
+	}
+	if err := r.flushPending(record.Right); err != nil {
+		return err
+	}
+	if flush && r.d.spec.eventTime() {
+		if err := r.d.watermark(math.MaxInt64); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// value returns the input text a row of an output shows.
+func (r *eventsRun) value(v any) (json.RawMessage, error) {
+	if v == nil {
+		return json.RawMessage("null"), nil
+	}
+	row, ok := v.(record.Row)
+	if !ok {
+		if m, isMap := v.(map[string]any); isMap {
+			row = m
+		}
+	}
+	ref, _ := row[refCol].(string)
+	raw, ok := r.refs[ref]
+	if !ok {
+		return nil, fmt.Errorf("replay: internal: an output row refers to no input (%v)", v)
+	}
+	return raw, nil
+}
+
+// output writes one output line.
+func (r *eventsRun) output(o record.Output) error {
+	s := r.d.spec
+	l, err := r.value(o.Row[s.Left.Name])
+	if err != nil {
+		return err
+	}
+	rt, err := r.value(o.Row[s.Right.Name])
+	if err != nil {
+		return err
+	}
+	b := append(r.buf[:0], `{"left":`...)
+	b = append(b, l...)
+	b = append(b, `,"right":`...)
+	b = append(b, rt...)
+	b = append(b, `,"ts":`...)
+	if s.eventTime() {
+		b = strconv.AppendInt(b, o.Ts, 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	if r.ops {
+		b = append(b, `,"op":"`...)
+		b = append(b, o.Kind.String()...)
+		b = append(b, '"')
+	}
+	b = append(b, "}\n"...)
+	r.buf = b
+	r.sum.Outputs++
+	if _, err := r.out.Write(b); err != nil {
+		r.d.werr = fmt.Errorf("replay: write: %w", err)
+		return r.d.werr
+	}
+	return nil
+}
+
+// lateElem writes an element the join refused as late.
+func (r *eventsRun) lateElem(key record.Key, l joins.Late) error {
+	r.d.sum.Late++
+	e := l.Element
+	op := ""
+	var v json.RawMessage
+	if e.Row == nil {
+		op = "-D"
+	} else if raw, err := r.value(e.Row); err == nil {
+		v = raw
+	}
+	return r.writeLate(int(e.Pos.Offset), e.Side, string(key), e.Ts, v, op, l.Reason)
+}
+
+// lateRecord is a late or dropped input. Key is its canonical JSON text.
+type lateRecord struct {
+	Side   string          `json:"side"`
+	Key    json.RawMessage `json:"key,omitempty"`
+	Ts     *int64          `json:"ts,omitempty"`
+	Value  json.RawMessage `json:"value,omitempty"`
+	Op     string          `json:"op,omitempty"`
+	Line   int             `json:"line"`
+	Reason string          `json:"reason"`
+}
+
+func (r *eventsRun) writeLate(n int, side record.Side, key string, ts int64, v json.RawMessage, op, reason string) error {
+	if r.late == nil {
+		return nil
+	}
+	ll := lateRecord{Side: side.String(), Value: v, Op: op, Line: n, Reason: reason}
+	if key != "" {
+		ll.Key = json.RawMessage(key)
+	}
+	if r.d.spec.eventTime() {
+		ll.Ts = &ts
+	}
+	b, err := marshal(ll)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if _, err := r.late.Write(b); err != nil {
+		r.d.werr = fmt.Errorf("replay: late: %w", err)
+		return r.d.werr
+	}
+	return nil
+}
