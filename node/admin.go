@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/cluster"
+	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/timers"
 )
 
 // backend answers the admin API for this node (admin.Backend and its
@@ -18,9 +22,11 @@ import (
 type backend struct{ n *Node }
 
 var (
-	_ admin.Backend    = backend{}
-	_ admin.KeyActions = backend{}
-	_ admin.HotKeys    = backend{}
+	_ admin.Backend     = backend{}
+	_ admin.KeyActions  = backend{}
+	_ admin.HotKeys     = backend{}
+	_ admin.Watermarker = backend{}
+	_ admin.Explainer   = backend{}
 )
 
 // Hot lists the busiest keys this node routed in the last complete 10 s
@@ -89,10 +95,14 @@ func (b backend) Inspect(_ context.Context, job, key string) (admin.KeyState, er
 	if err != nil {
 		return admin.KeyState{}, err
 	}
-	if len(ks.Offsets) == 0 && len(ks.Left) == 0 && len(ks.Rights) == 0 {
+	if len(ks.Offsets) == 0 && len(ks.Left) == 0 && len(ks.Rights) == 0 && len(ks.Timed) == 0 {
 		return admin.KeyState{}, fmt.Errorf("%w: key %q has no state", admin.ErrNotFound, key)
 	}
-	out := admin.KeyState{Job: job, Key: key, Node: ks.Node, Offsets: ks.Offsets, Epoch: ks.Epoch}
+	out := admin.KeyState{Job: job, Key: key, Node: ks.Node, Offsets: ks.Offsets, Epoch: ks.Epoch,
+		Timers: ks.Timers, Watermark: ks.Watermark, Outbox: int(ks.Outbox), State: timedJSON(ks.Timed)}
+	if b.n.timed == nil {
+		out.Watermark = math.MinInt64
+	}
 	if len(ks.Left) > 0 {
 		out.Left = json.RawMessage(ks.Left)
 	}
@@ -100,6 +110,104 @@ func (b backend) Inspect(_ context.Context, job, key string) (admin.KeyState, er
 		out.Rights = append(out.Rights, json.RawMessage(r))
 	}
 	return out, nil
+}
+
+// timedJSON is an event-time join's snapshot as JSON: the snapshot minus
+// its two header bytes (version, join kind), nil when there is none or it
+// is not JSON.
+func timedJSON(snap []byte) json.RawMessage {
+	if len(snap) < 3 || !json.Valid(snap[2:]) {
+		return nil
+	}
+	return json.RawMessage(snap[2:])
+}
+
+// Watermarks reports this node's per-partition watermarks. Lag is measured
+// in event time: how far a partition's watermark is behind the newest event
+// any partition has seen. A changelog job has no watermarks.
+func (b backend) Watermarks(_ context.Context, job string) ([]admin.Watermark, int64, error) {
+	if err := b.job(job); err != nil {
+		return nil, 0, err
+	}
+	if b.n.evt == nil {
+		return nil, math.MinInt64, nil
+	}
+	parts, global, _ := b.n.evt.view(time.Now())
+	return watermarksOf(parts), global, nil
+}
+
+func watermarksOf(parts []timers.PartitionWatermark) []admin.Watermark {
+	newest := int64(math.MinInt64)
+	for _, p := range parts {
+		newest = max(newest, p.MaxTs)
+	}
+	out := make([]admin.Watermark, len(parts))
+	for i, p := range parts {
+		src, _, _ := strings.Cut(p.Partition, "/")
+		w := admin.Watermark{Source: src, Partition: p.Partition, Watermark: p.Watermark, MaxTs: p.MaxTs, Idle: p.Idle}
+		if newest != math.MinInt64 && p.Watermark != math.MinInt64 && p.Watermark < newest {
+			w.LagMs = newest - p.Watermark
+		}
+		out[i] = w
+	}
+	return out
+}
+
+// Why explains what key waits for: the waits its join's state machine
+// lists (restored from the live actor's snapshot), against this node's
+// watermark and the partition holding it back.
+func (b backend) Why(_ context.Context, job, key string) (admin.Why, error) {
+	if err := b.job(job); err != nil {
+		return admin.Why{}, err
+	}
+	ks, err := b.n.Inspect(record.Key(key))
+	if err != nil {
+		return admin.Why{}, err
+	}
+	if len(ks.Offsets) == 0 && len(ks.Left) == 0 && len(ks.Rights) == 0 && len(ks.Timed) == 0 {
+		return admin.Why{}, fmt.Errorf("%w: key %q has no state", admin.ErrNotFound, key)
+	}
+	why := admin.Why{Job: job, Key: key, Node: ks.Node, Watermark: math.MinInt64, KeyWatermark: math.MinInt64}
+	if b.n.timed == nil {
+		why.Note = "a changelog (cdc) join emits every change at once: nothing waits on event time"
+		return why, nil
+	}
+	parts, global, holder := b.n.evt.view(time.Now())
+	why.Watermark, why.KeyWatermark = global, ks.Watermark
+	for _, w := range watermarksOf(parts) {
+		if w.Partition == holder {
+			why.HeldBy = &w
+		}
+	}
+	if len(ks.Timed) == 0 {
+		why.Note = "the key holds no event-time state: nothing pending"
+		return why, nil
+	}
+	j := b.n.timed()
+	if err := j.Restore(ks.Timed); err != nil {
+		return admin.Why{}, fmt.Errorf("decode key state: %w", err)
+	}
+	ex, ok := j.(joins.Explainer)
+	if !ok {
+		why.Note = "this join type cannot list what it waits for"
+		return why, nil
+	}
+	for _, w := range ex.Pending(admin.MaxWaits) {
+		wt := admin.Wait{What: w.What, NeedsWatermark: w.Needs}
+		if global < w.Needs {
+			wt.Behind = w.Needs - global
+			if global == math.MinInt64 {
+				wt.Behind = math.MaxInt64
+			}
+		}
+		why.Waits = append(why.Waits, wt)
+	}
+	if len(why.Waits) == 0 {
+		why.Note = "nothing pending"
+	} else if holder == "" {
+		why.Note = "no partition is active (all idle or none seen): the watermark waits for new events"
+	}
+	return why, nil
 }
 
 // Ready reports whether the node can do its work: membership started and the

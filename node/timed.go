@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 	"time"
@@ -85,71 +86,85 @@ func (t *eventTime) finish(parts []string, now time.Time) {
 	}
 }
 
-func (t *eventTime) partitions() []timers.PartitionWatermark {
+// view returns every partition's state, the combined watermark and the
+// partition holding it back ("" when none does), advanced to now.
+func (t *eventTime) view(now time.Time) ([]timers.PartitionWatermark, int64, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.wm.Partitions()
+	t.wm.Advance(now)
+	return t.wm.Partitions(), t.wm.Current(), t.wm.Holder()
 }
 
 // timedEvent decodes a plain JSON event of an event-time join into its key
-// and wire event, or rejects it with a reason.
-func (r *reader) timedEvent(m sources.Message) (record.Key, *keypb.Event, bool) {
+// and wire event. A record it sets aside (a tombstone, bad input) gives a nil
+// event; the error is set only when a fail policy stops the source.
+func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Event, error) {
 	n := r.n
 	if len(bytes.TrimSpace(m.Value)) == 0 {
 		n.stats.Tombs.Add(1)
-		return "", nil, false
+		return "", nil, nil
 	}
 	d := json.NewDecoder(bytes.NewReader(m.Value))
 	d.UseNumber()
 	var row record.Row
 	if err := d.Decode(&row); err != nil {
-		r.reject(m, "not-json", err)
-		return "", nil, false
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return "", nil, r.reject(b, m, "not-object", errors.New("event is not a JSON object"))
+		}
+		return "", nil, r.reject(b, m, "not-json", err)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return "", nil, r.reject(b, m, "not-json", errors.New("trailing data after the JSON value"))
 	}
 	if row == nil {
-		r.reject(m, "not-object", errors.New("event is not a JSON object"))
-		return "", nil, false
+		return "", nil, r.reject(b, m, "not-object", errors.New("event is not a JSON object"))
 	}
 	side, ok := n.spec.SideOf(r.cfg.Side)
 	if !ok {
-		r.reject(m, "unknown-side", fmt.Errorf("source %q has no side", r.cfg.Name))
-		return "", nil, false
+		return "", nil, r.reject(b, m, "unknown-side", fmt.Errorf("source %q has no side", r.cfg.Name))
 	}
 	ss := n.spec.SideSpec(side)
-	key, ok := record.KeyOf(row[ss.Key])
-	if !ok {
-		r.reject(m, "missing-key", fmt.Errorf("field %q missing, null or not a scalar", ss.Key))
-		return "", nil, false
+	kv, present := row[ss.Key]
+	if !present || kv == nil {
+		return "", nil, r.reject(b, m, ReasonMissingKey, fmt.Errorf("field %q missing or null", ss.Key))
 	}
-	ts, err := eventTs(row[ss.Ts])
+	key, ok := record.KeyOf(kv)
+	if !ok {
+		return "", nil, r.reject(b, m, ReasonWrongType, fmt.Errorf("field %q is not a scalar", ss.Key))
+	}
+	ts, reason, err := eventTs(row[ss.Ts])
 	if err != nil {
-		r.reject(m, "bad-ts", fmt.Errorf("field %q: %w", ss.Ts, err))
-		return "", nil, false
+		return "", nil, r.reject(b, m, reason, fmt.Errorf("field %q: %w", ss.Ts, err))
 	}
 	after, err := json.Marshal(row)
 	if err != nil {
-		r.reject(m, "encode", err)
-		return "", nil, false
+		return "", nil, r.reject(b, m, "encode", err)
 	}
 	return key, &keypb.Event{Side: int32(side), Op: "c", After: after, Source: m.Pos.Source,
-		Partition: m.Pos.Partition, Offset: m.Pos.Offset, Ts: ts}, true
+		Partition: m.Pos.Partition, Offset: m.Pos.Offset, Ts: ts}, nil
 }
 
-// eventTs reads an event time: epoch milliseconds or an RFC 3339 string.
-func eventTs(v any) (int64, error) {
+// eventTs reads an event time: epoch milliseconds or an RFC 3339 string. On
+// failure it also returns the reject reason.
+func eventTs(v any) (int64, string, error) {
 	switch x := v.(type) {
 	case json.Number:
-		return x.Int64()
+		n, err := x.Int64()
+		if err != nil {
+			return 0, ReasonWrongType, fmt.Errorf("%s is not an integer of ms", x)
+		}
+		return n, "", nil
 	case string:
 		t, err := time.Parse(time.RFC3339Nano, x)
 		if err != nil {
-			return 0, err
+			return 0, ReasonBadTs, err
 		}
-		return t.UnixMilli(), nil
+		return t.UnixMilli(), "", nil
 	case nil:
-		return 0, errors.New("missing")
+		return 0, ReasonMissingTs, errors.New("missing or null")
 	}
-	return 0, fmt.Errorf("not a number of ms or an RFC 3339 time: %v", v)
+	return 0, ReasonWrongType, fmt.Errorf("not a number of ms or an RFC 3339 time: %v", v)
 }
 
 // fireLimit bounds the due keys woken per batch.
