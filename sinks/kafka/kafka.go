@@ -52,7 +52,7 @@ func (c Config) Validate() error {
 	if c.Topic == "" {
 		errs = append(errs, errors.New("kafka: Topic is required"))
 	}
-	if c.Format != changelog.Changelog && c.Format != changelog.Upsert {
+	if !c.Format.Valid() {
 		errs = append(errs, fmt.Errorf("kafka: unknown Format %v", c.Format))
 	}
 	if err := c.SASL.Validate(); err != nil {
@@ -125,6 +125,32 @@ func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
 		}
 		rs = append(rs, r)
 	}
+	return s.produce(ctx, rs)
+}
+
+// Message is a record Produce writes as it is: the dead-letter output uses
+// it for records that are not join outputs.
+type Message struct {
+	Key, Value []byte
+	// Headers are key, value pairs.
+	Headers [][2]string
+}
+
+// Produce writes msgs to the topic in order and returns once all of them
+// are acknowledged (acks=all), or the first error.
+func (s *Sink) Produce(ctx context.Context, msgs []Message) error {
+	rs := make([]*kgo.Record, 0, len(msgs))
+	for _, m := range msgs {
+		r := &kgo.Record{Topic: s.cfg.Topic, Key: m.Key, Value: m.Value}
+		for _, h := range m.Headers {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
+		}
+		rs = append(rs, r)
+	}
+	return s.produce(ctx, rs)
+}
+
+func (s *Sink) produce(ctx context.Context, rs []*kgo.Record) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {

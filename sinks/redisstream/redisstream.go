@@ -56,7 +56,7 @@ func (c Config) Validate() error {
 	if c.MaxLen < 0 {
 		errs = append(errs, fmt.Errorf("redisstream: MaxLen %d is negative", c.MaxLen))
 	}
-	if c.Format != changelog.Changelog && c.Format != changelog.Upsert {
+	if !c.Format.Valid() {
 		errs = append(errs, fmt.Errorf("redisstream: unknown Format %v", c.Format))
 	}
 	return errors.Join(errs...)
@@ -111,6 +111,19 @@ func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
 			entries = append(entries, entry{o.ID, string(line)})
 		}
 	}
+	values := make([][]string, len(entries))
+	for i, e := range entries {
+		values[i] = []string{IDField, e.id, ValueField, e.line}
+	}
+	return s.Append(ctx, values)
+}
+
+// Append adds one stream entry per element of entries, each a list of
+// field, value pairs, in order, with one pipelined round trip, and returns
+// once Redis has answered every XADD (trimmed as MaxLen says). The dead-letter
+// output uses it for entries that are not join outputs. If the round trip
+// fails, a prefix may have been appended.
+func (s *Sink) Append(ctx context.Context, entries [][]string) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -125,7 +138,7 @@ func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
 				Stream: s.cfg.Stream,
 				MaxLen: s.cfg.MaxLen,
 				Approx: s.cfg.MaxLen > 0,
-				Values: []string{IDField, e.id, ValueField, e.line},
+				Values: e,
 			})
 		}
 		return nil
