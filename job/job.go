@@ -26,8 +26,10 @@ type Spec struct {
 	Sources []Source `yaml:"sources"`
 	// Sinks receive the join's outputs made from this node's sources.
 	Sinks []Sink `yaml:"sinks"`
-	// DeadLetter, when set, is a file that receives every input record that could not be decoded or routed, with the reason.
-	DeadLetter string `yaml:"dead_letter"`
+	// DeadLetter, when set, receives every input record a source rejects
+	// (with policy dead-letter): a file, a Kafka topic or a Redis Stream. A
+	// plain string is a file path (see DeadLetter).
+	DeadLetter DeadLetter `yaml:"dead_letter"`
 	// State names the state store.
 	State State `yaml:"state"`
 	// Cluster holds membership and remoting settings.
@@ -96,10 +98,13 @@ type Watermark struct {
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
-// Column is one output column: Name takes the value of From, "table.field".
+// Column is one output column: Name takes the value of From,
+// "table.field", or of Expr, an expr-lang expression over both sides'
+// rows (see projectColumn).
 type Column struct {
 	Name string `yaml:"name"`
 	From string `yaml:"from"`
+	Expr string `yaml:"expr"`
 }
 
 // Admin configures the node's HTTP admin endpoint.
@@ -140,7 +145,125 @@ type Source struct {
 	Kafka Kafka `yaml:"kafka"`
 	// Consumer is this node's consumer name in the group (default: the node name).
 	Consumer string `yaml:"consumer"`
+	// OnBadInput is what a record the source cannot use (not JSON, no key,
+	// no timestamp, a wrong type, an unknown op, over max_record_bytes)
+	// does: dead-letter (default: counted, logged and written to the job's
+	// dead_letter output when it names one), skip (counted and logged at a
+	// rate-limited level) or fail (the job stops with an error naming the
+	// source, position and reason; no offset at or past it is committed).
+	// Offsets advance past dead-lettered and skipped records.
+	OnBadInput string `yaml:"on_bad_input,omitempty"`
+	// MaxRecordBytes rejects a record longer than this with reason
+	// too-large (default DefaultMaxRecordBytes).
+	MaxRecordBytes int `yaml:"max_record_bytes,omitempty"`
+	// OnTruncate is what a Debezium truncate event (op t) does: dead-letter
+	// (default), ignore (counted and logged) or fail. The join's state is
+	// not cleared either way: re-snapshot the table to rebuild it.
+	OnTruncate string `yaml:"on_truncate,omitempty"`
+	// Dedup drops a Debezium change whose source position (source.lsn,
+	// source.file/pos/row, source.commit_lsn/change_lsn/event_serial_no,
+	// source.scn) is not newer than the last one applied to the same row:
+	// Debezium's at-least-once replays at new offsets. Default true; set
+	// false for connectors whose positions are not ordered (a MySQL
+	// failover to a server with other binlog file names).
+	Dedup *bool `yaml:"dedup,omitempty"`
 }
+
+// DefaultMaxRecordBytes is the record size limit of a source without
+// max_record_bytes.
+const DefaultMaxRecordBytes = 1 << 20
+
+// Bad-input policies (sources[].on_bad_input, sources[].on_truncate).
+const (
+	PolicyDeadLetter = "dead-letter"
+	PolicySkip       = "skip"
+	PolicyFail       = "fail"
+	PolicyIgnore     = "ignore" // on_truncate only
+)
+
+// BadInputPolicy is the effective on_bad_input of a source.
+func (s Source) BadInputPolicy() string {
+	if s.OnBadInput == "" {
+		return PolicyDeadLetter
+	}
+	return s.OnBadInput
+}
+
+// TruncatePolicy is the effective on_truncate of a source.
+func (s Source) TruncatePolicy() string {
+	if s.OnTruncate == "" {
+		return PolicyDeadLetter
+	}
+	return s.OnTruncate
+}
+
+// RecordLimit is the effective max_record_bytes of a source.
+func (s Source) RecordLimit() int {
+	if s.MaxRecordBytes == 0 {
+		return DefaultMaxRecordBytes
+	}
+	return s.MaxRecordBytes
+}
+
+// DedupOn reports whether Debezium duplicates are dropped (default true).
+func (s Source) DedupOn() bool { return s.Dedup == nil || *s.Dedup }
+
+// DeadLetter is where rejected records go. In YAML it is either a path (a
+// file, as `dead_letter: dead.jsonl`) or a mapping with a type and the
+// connection settings of the matching sink:
+//
+//	dead_letter: {type: file, path: dead.jsonl}
+//	dead_letter: {type: kafka, kafka: {brokers: [...], topic: joinery-dlq}}
+//	dead_letter: {type: redis-stream, redis: {addr: ...}, stream: joinery-dlq}
+//
+// Every dead letter is one JSON object with the reason, the error, the
+// source name, its position, the raw bytes and the time (see
+// sinks/deadletter).
+type DeadLetter struct {
+	// Type is file, kafka or redis-stream; empty: none.
+	Type   string `yaml:"type,omitempty"`
+	Path   string `yaml:"path,omitempty"`
+	Redis  Redis  `yaml:"redis,omitempty"`
+	Stream string `yaml:"stream,omitempty"`
+	Kafka  Kafka  `yaml:"kafka,omitempty"`
+}
+
+// UnmarshalYAML accepts a path (a file) or a mapping.
+func (d *DeadLetter) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var p string
+		if err := n.Decode(&p); err != nil {
+			return err
+		}
+		*d = DeadLetter{}
+		if p != "" {
+			*d = DeadLetter{Type: "file", Path: p}
+		}
+		return nil
+	}
+	type plain DeadLetter
+	var v plain
+	if err := decodeStrict(n, &v); err != nil {
+		return err
+	}
+	*d = DeadLetter(v)
+	return nil
+}
+
+// decodeStrict decodes a node rejecting unknown fields (yaml.Node.Decode
+// does not inherit the decoder's KnownFields).
+func decodeStrict(n *yaml.Node, v any) error {
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return err
+	}
+	d := yaml.NewDecoder(bytes.NewReader(b))
+	d.KnownFields(true)
+	return d.Decode(v)
+}
+
+// Enabled reports whether a dead-letter output is configured.
+func (d DeadLetter) Enabled() bool { return d.Type != "" }
 
 // Sink is one output.
 type Sink struct {
@@ -148,7 +271,8 @@ type Sink struct {
 	// the result's primary key), kafka, or table (prints the final joined
 	// table when the job ends).
 	Type string `yaml:"type"`
-	// Format is changelog (default) or upsert.
+	// Format is changelog (default), upsert or debezium (Debezium-style
+	// envelopes; see formats/changelog).
 	Format string `yaml:"format"`
 	Path   string `yaml:"path"`
 	Redis  Redis  `yaml:"redis"`
@@ -273,6 +397,8 @@ func (s *Spec) expandEnv() {
 		s.Sources[i].Redis.Password = os.ExpandEnv(s.Sources[i].Redis.Password)
 		s.Sources[i].Kafka.SASL.Password = os.ExpandEnv(s.Sources[i].Kafka.SASL.Password)
 	}
+	s.DeadLetter.Redis.Password = os.ExpandEnv(s.DeadLetter.Redis.Password)
+	s.DeadLetter.Kafka.SASL.Password = os.ExpandEnv(s.DeadLetter.Kafka.SASL.Password)
 	for i := range s.Sinks {
 		s.Sinks[i].Redis.Password = os.ExpandEnv(s.Sinks[i].Redis.Password)
 		s.Sinks[i].Kafka.SASL.Password = os.ExpandEnv(s.Sinks[i].Kafka.SASL.Password)
@@ -383,6 +509,19 @@ func (s *Spec) Validate() error {
 		if src.Rate < 0 {
 			bad(f+".rate", "must not be negative")
 		}
+		switch src.OnBadInput {
+		case "", PolicyDeadLetter, PolicySkip, PolicyFail:
+		default:
+			bad(f+".on_bad_input", "must be dead-letter, skip or fail (got %q)", src.OnBadInput)
+		}
+		switch src.OnTruncate {
+		case "", PolicyDeadLetter, PolicyIgnore, PolicyFail:
+		default:
+			bad(f+".on_truncate", "must be dead-letter, ignore or fail (got %q)", src.OnTruncate)
+		}
+		if src.MaxRecordBytes < 0 {
+			bad(f+".max_record_bytes", "must not be negative")
+		}
 		switch src.Type {
 		case "file":
 			if src.Path == "" {
@@ -434,10 +573,35 @@ func (s *Spec) Validate() error {
 			bad("ingest.addr", "must be host:port (got %q)", s.Ingest.Addr)
 		}
 	}
+	switch dl := s.DeadLetter; dl.Type {
+	case "":
+	case "file":
+		if dl.Path == "" {
+			bad("dead_letter.path", "must be set for a file dead-letter output")
+		}
+	case "redis-stream":
+		if dl.Redis.Addr == "" {
+			bad("dead_letter.redis.addr", "must be set for a redis-stream dead-letter output")
+		}
+		if dl.Stream == "" {
+			bad("dead_letter.stream", "must be set for a redis-stream dead-letter output")
+		}
+	case "kafka":
+		if len(dl.Kafka.Brokers) == 0 {
+			bad("dead_letter.kafka.brokers", "must be set for a kafka dead-letter output")
+		}
+		if dl.Kafka.Topic == "" {
+			bad("dead_letter.kafka.topic", "must be set for a kafka dead-letter output")
+		}
+	default:
+		bad("dead_letter.type", "must be file, kafka or redis-stream (got %q)", dl.Type)
+	}
 	for i, sk := range s.Sinks {
 		f := fmt.Sprintf("sinks[%d]", i)
-		if sk.Format != "" && sk.Format != "changelog" && sk.Format != "upsert" {
-			bad(f+".format", "must be changelog or upsert (got %q)", sk.Format)
+		switch sk.Format {
+		case "", "changelog", "upsert", "debezium":
+		default:
+			bad(f+".format", "must be changelog, upsert or debezium (got %q)", sk.Format)
 		}
 		switch sk.Type {
 		case "stdout", "table":
@@ -538,16 +702,15 @@ func (s *Spec) CDCSpec() (*joins.CDCSpec, error) {
 	}
 	for i, c := range s.Join.Project {
 		f := fmt.Sprintf("join.project[%d]", i)
-		table, field, ok := strings.Cut(c.From, ".")
-		side, okSide := s.sideOf(table)
-		if !ok || field == "" || !okSide {
-			errs = append(errs, fmt.Errorf("%s.from: must be <table>.<field> with table %q or %q (got %q)", f, s.Join.Left.Name, s.Join.Right.Name, c.From))
+		col, err := s.projectColumn(c, s.Join.Left.Name, s.Join.Right.Name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.%w", f, err))
 			continue
 		}
 		if c.Name == "" {
 			errs = append(errs, fmt.Errorf("%s.name: must not be empty", f))
 		}
-		cs.Project = append(cs.Project, joins.Column{Name: c.Name, Side: side, Field: field})
+		cs.Project = append(cs.Project, col)
 	}
 	if err := cs.Validate(); err != nil {
 		// joins names fields relative to the join ("left.pk: …").

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -54,6 +55,16 @@ func TestJobValidateNamesField(t *testing.T) {
 		{"state store", "sinks:", "state: {store: etcd}\nsinks:", "state.store"},
 		{"redis addr", "sinks:", "state: {store: redis}\nsinks:", "state.redis.addr"},
 		{"seed", "sinks:", "cluster: {seeds: [nohostport]}\nsinks:", "cluster.seeds[0]"},
+		{"on_bad_input", "path: x.jsonl,", "path: x.jsonl, on_bad_input: ignore,", "sources[0].on_bad_input"},
+		{"on_truncate", "path: x.jsonl,", "path: x.jsonl, on_truncate: clear,", "sources[0].on_truncate"},
+		{"max_record_bytes", "path: x.jsonl,", "path: x.jsonl, max_record_bytes: -1,", "sources[0].max_record_bytes"},
+		{"dead letter type", "sinks:", "dead_letter: {type: s3}\nsinks:", "dead_letter.type"},
+		{"dead letter path", "sinks:", "dead_letter: {type: file}\nsinks:", "dead_letter.path"},
+		{"dead letter stream", "sinks:", "dead_letter: {type: redis-stream, redis: {addr: r:6379}}\nsinks:", "dead_letter.stream"},
+		{"dead letter redis", "sinks:", "dead_letter: {type: redis-stream, stream: dlq}\nsinks:", "dead_letter.redis.addr"},
+		{"dead letter topic", "sinks:", "dead_letter: {type: kafka, kafka: {brokers: [k:9092]}}\nsinks:", "dead_letter.kafka.topic"},
+		{"dead letter brokers", "sinks:", "dead_letter: {type: kafka, kafka: {topic: dlq}}\nsinks:", "dead_letter.kafka.brokers"},
+		{"dead letter unknown field", "sinks:", "dead_letter: {type: file, path: x, paht: y}\nsinks:", "paht"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -145,6 +156,43 @@ sources:
 			if f() == nil || s.SourceFormat(s.Sources[0]) != "json" {
 				t.Errorf("%s/%s: no machine or wrong default format", c.typ, c.mode)
 			}
+		}
+	}
+}
+
+// TestJobBadInputFields checks the defaults and parsing of the bad-input
+// fields and both forms of dead_letter.
+func TestJobBadInputFields(t *testing.T) {
+	s, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := s.Sources[0]
+	if src.BadInputPolicy() != PolicyDeadLetter || src.TruncatePolicy() != PolicyDeadLetter ||
+		src.RecordLimit() != DefaultMaxRecordBytes || !src.DedupOn() || s.DeadLetter.Enabled() {
+		t.Errorf("defaults: %+v, dead letter %+v", src, s.DeadLetter)
+	}
+	for _, tc := range []struct {
+		yaml string
+		want DeadLetter
+	}{
+		{"dead_letter: dead.jsonl", DeadLetter{Type: "file", Path: "dead.jsonl"}},
+		{"dead_letter: ''", DeadLetter{}},
+		{"dead_letter: {type: file, path: d.jsonl}", DeadLetter{Type: "file", Path: "d.jsonl"}},
+		{"dead_letter: {type: redis-stream, redis: {addr: 'r:1'}, stream: dlq}", DeadLetter{Type: "redis-stream", Redis: Redis{Addr: "r:1"}, Stream: "dlq"}},
+		{"dead_letter: {type: kafka, kafka: {brokers: ['k:1'], topic: dlq}}", DeadLetter{Type: "kafka", Kafka: Kafka{Brokers: []string{"k:1"}, Topic: "dlq"}}},
+	} {
+		in := strings.Replace(good, "path: x.jsonl,", "path: x.jsonl, on_bad_input: fail, on_truncate: ignore, max_record_bytes: 100, dedup: false,", 1) + tc.yaml + "\n"
+		s, err := Parse([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		if !reflect.DeepEqual(s.DeadLetter, tc.want) {
+			t.Errorf("%s: dead letter %+v, want %+v", tc.yaml, s.DeadLetter, tc.want)
+		}
+		src := s.Sources[0]
+		if src.BadInputPolicy() != PolicyFail || src.TruncatePolicy() != PolicyIgnore || src.RecordLimit() != 100 || src.DedupOn() {
+			t.Errorf("%s: source %+v", tc.yaml, src)
 		}
 	}
 }
