@@ -52,13 +52,12 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 	}
 	var project []joins.Column
 	for i, c := range j.Project {
-		table, field, ok := strings.Cut(c.From, ".")
-		side, okSide := s.sideOf(table)
-		if !ok || field == "" || !okSide {
-			bad(fmt.Sprintf("project[%d].from", i), "must be <input>.<field> with input %q or %q (got %q)", j.Left.Name, j.Right.Name, c.From)
+		col, err := s.projectColumn(c, j.Left.Name, j.Right.Name)
+		if err != nil {
+			bad(fmt.Sprintf("project[%d]", i), "%v", err)
 			continue
 		}
-		project = append(project, joins.Column{Name: c.Name, Side: side, Field: field})
+		project = append(project, col)
 	}
 	ms := func(d interface{ Milliseconds() int64 }) int64 { return d.Milliseconds() }
 	var factory func() joins.Timed

@@ -273,25 +273,7 @@ func writeJSON(b *strings.Builder, v any) {
 
 // outputRow projects a joined pair; a nil row is a null-padded side.
 func (s *CDCSpec) outputRow(l, r record.Row) record.Row {
-	if len(s.Project) == 0 {
-		row := make(record.Row, 2)
-		row[s.Left.Name] = rowValue(l)
-		row[s.Right.Name] = rowValue(r)
-		return row
-	}
-	row := make(record.Row, len(s.Project))
-	for _, c := range s.Project {
-		src := l
-		if c.Side == record.Right {
-			src = r
-		}
-		var v any
-		if src != nil {
-			v = src[c.Field]
-		}
-		row[c.Name] = v
-	}
-	return row
+	return projectPair(s.Left.Name, s.Right.Name, s.Project, l, r)
 }
 
 // rowValue keeps a padded side an untyped nil, never a typed nil Row, so that

@@ -75,11 +75,17 @@ type SideSpec struct {
 	JoinOn string
 }
 
-// Column is one output column of the projection: Name = Side's row[Field].
+// Column is one output column of the projection: Name = Side's row[Field],
+// or, for a computed column, Name = Compute(left row, right row).
 type Column struct {
 	Name  string
 	Side  record.Side
 	Field string
+	// Compute, when set, makes the column's value from the pair (a padded
+	// side is nil) instead of Side and Field: job files' `expr:` columns. It
+	// must be deterministic (replays re-emit equal outputs) and must not keep
+	// or modify the rows.
+	Compute func(l, r record.Row) any
 }
 
 // CDCSpec describes a changelog join. It is a plain value: fill it, call
@@ -132,6 +138,9 @@ func (s *CDCSpec) Validate() error {
 			bad(f+".name", "duplicate %q (also project[%d])", c.Name, j)
 		} else {
 			seen[c.Name] = i
+		}
+		if c.Compute != nil {
+			continue
 		}
 		if c.Side != record.Left && c.Side != record.Right {
 			bad(f+".side", "must be left or right, got %d", c.Side)

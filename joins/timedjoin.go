@@ -97,6 +97,10 @@ func projectPair(left, right string, project []Column, l, r record.Row) record.R
 	}
 	row := make(record.Row, len(project))
 	for _, c := range project {
+		if c.Compute != nil {
+			row[c.Name] = c.Compute(l, r)
+			continue
+		}
 		src := l
 		if c.Side == record.Right {
 			src = r
@@ -139,6 +143,9 @@ func validateShape(bad func(field, format string, args ...any), left, right stri
 			bad(f+".name", "duplicate %q (also project[%d])", c.Name, j)
 		} else {
 			seen[c.Name] = i
+		}
+		if c.Compute != nil {
+			continue
 		}
 		if c.Side != record.Left && c.Side != record.Right {
 			bad(f+".side", "must be left or right, got %d", c.Side)
