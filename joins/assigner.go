@@ -89,9 +89,21 @@ func Sliding(size, slide, offset int64) Assigner {
 func Session(gap int64) Assigner { return Assigner{Kind: SessionWindows, Gap: gap} }
 
 // WindowStart is Flink's TimeWindow.getWindowStartWithOffset:
-// ts - ((ts - offset) % size + size) % size.
+// ts - ((ts - offset) % size + size) % size, computed without overflowing
+// near the ends of the int64 range (a start below math.MinInt64 is
+// math.MinInt64). size must be positive.
 func WindowStart(ts, offset, size int64) int64 {
-	return ts - ((ts-offset)%size+size)%size
+	mod := func(x int64) int64 { // x mod size, in [0, size)
+		if r := x % size; r < 0 {
+			return r + size
+		}
+		return x % size
+	}
+	r := mod(ts) - mod(offset)
+	if r < 0 {
+		r += size
+	}
+	return subSat(ts, r)
 }
 
 // Validate reports every problem of the assigner, joined, each naming its
