@@ -50,7 +50,7 @@ func TestStreamBuildErrors(t *testing.T) {
 		}, "size: must be positive"},
 		{"sliding offset too large", func(env *stream.Env) {
 			stream.CoGroup[int, int](ints(env), ints(env)).Where(idKey).EqualTo(idKey).
-				Window(stream.SlidingEventTime(4*time.Millisecond, 2*time.Millisecond).WithOffset(2*time.Millisecond)).
+				Window(stream.SlidingEventTime(4*time.Millisecond, 2*time.Millisecond).WithOffset(2 * time.Millisecond)).
 				Apply(func(k int, l, r []int, emit func(int)) {})
 		}, "offset: must be within (-slide, slide)"},
 		{"session with offset", func(env *stream.Env) {
