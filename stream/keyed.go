@@ -147,9 +147,9 @@ func pairOf[L, R any](row record.Row) (l *box[L], r *box[R]) {
 }
 
 // Late is an element a two-input join reported late, with the machine's
-// reason (joins.LateWindowClosed, joins.LateBehindWatermark, ...). Exactly
-// one of Left and Right is set, except for a late version delete of a
-// temporal join, which sets Right to the deleting element as well.
+// reason (joins.LateWindowClosed, joins.LateBehindWatermark, ...) and its
+// time. Exactly one of Left and Right is set: the late element (for a late
+// version delete of a temporal join, Right is the deleting element).
 type Late[L, R any] struct {
 	Left   *L
 	Right  *R

@@ -338,3 +338,71 @@ func TestStreamIntervalJoinOracle(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamSessionJoinOracle compares the API's session window join with
+// a brute-force oracle when nothing is late (no watermark before the end):
+// per key, the times of both sides sorted, a session is a run whose
+// consecutive times differ by at most the gap (windows [ts, ts+gap) that
+// touch merge); every left × right pair of a session is emitted once,
+// stamped with the session's last time + gap - 1.
+func TestStreamSessionJoinOracle(t *testing.T) {
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	for iter := range 300 {
+		s := randScript(rng)
+		strip := func(steps []step) []step {
+			return slices.DeleteFunc(slices.Clone(steps), func(st step) bool { return st.mark })
+		}
+		s.left, s.right = strip(s.left), strip(s.right)
+		gap := int64(1 + rng.Intn(3))
+
+		env := stream.NewEnv()
+		l, r := s.sources(env)
+		j := stream.Join[string, res](l, r).Where(elKey).EqualTo(elKey).
+			Window(stream.SessionEventTime(time.Duration(gap) * time.Millisecond))
+		got := stream.Collect(j.Apply(func(l, r el) res { return res{L: l.String(), R: r.String()} }))
+		if err := env.Execute(); err != nil {
+			t.Fatalf("seed %d iter %d: %v", seed, iter, err)
+		}
+
+		var all []el
+		for _, st := range append(slices.Clone(s.left), s.right...) {
+			all = append(all, st.e)
+		}
+		// session end of each element: group per key by sorted time.
+		end := map[string]int64{}
+		byKey := map[string][]el{}
+		for _, e := range all {
+			byKey[e.Key] = append(byKey[e.Key], e)
+		}
+		for _, es := range byKey {
+			slices.SortFunc(es, func(a, b el) int { return int(a.Ts - b.Ts) })
+			for i := 0; i < len(es); {
+				k := i
+				for k+1 < len(es) && es[k+1].Ts-es[k].Ts <= gap {
+					k++
+				}
+				for _, e := range es[i : k+1] {
+					end[e.String()] = es[k].Ts + gap
+				}
+				i = k + 1
+			}
+		}
+		var want []res
+		for _, x := range all {
+			for _, y := range all {
+				if x.Side == 'L' && y.Side == 'R' && x.Key == y.Key && end[x.String()] == end[y.String()] {
+					want = append(want, res{L: x.String(), R: y.String(), Ts: end[x.String()] - 1})
+				}
+			}
+		}
+		var gotRes []res
+		for _, g := range got.Timestamped() {
+			g.Value.Ts = g.Ts
+			gotRes = append(gotRes, g.Value)
+		}
+		if gs, ws := sortRes(gotRes), sortRes(want); !slices.Equal(gs, ws) {
+			t.Fatalf("seed %d iter %d gap %d\nleft %v\nright %v\ngot  %v\nwant %v", seed, iter, gap, s.left, s.right, gs, ws)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"errors"
 	"time"
 
 	"github.com/joinery/joinery/joins"
@@ -70,11 +71,7 @@ func (w WindowAssigner) assigner(env *Env, what string) joins.Assigner {
 	return a
 }
 
-type stringError string
-
-func (e stringError) Error() string { return string(e) }
-
-const errWindowOffsetSession = stringError("a session window takes no offset")
+var errWindowOffsetSession = errors.New("a session window takes no offset")
 
 // windowOf rebuilds the window of a firing from its MaxTimestamp: tumbling
 // and sliding windows have the assigner's size; a session window starts at
