@@ -68,7 +68,8 @@ type keyActor struct {
 	timers   []int64     // pending event-time timers, ascending, unique
 	wm       int64       // the watermark this key has advanced to
 	fx       joins.Effects
-	offsets  map[string]int64 // partition id -> highest applied offset
+	offsets  map[string]int64  // partition id -> highest applied offset
+	src      map[string]string // changelog join: "side/pk" -> last applied source position
 	outbox   []outboxEntry
 	loaded   bool
 	epoch    int64 // owner epoch from Store.Acquire; 0 until acquired
@@ -185,6 +186,7 @@ func (a *keyActor) load() error {
 			a.wm = *st.Wm
 		}
 		a.outbox = st.Outbox
+		a.src = st.Src
 		a.offsets = maps.Clone(snap.Offsets)
 		if a.offsets == nil {
 			a.offsets = map[string]int64{}
@@ -232,7 +234,11 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 		} else {
 			var e record.Event
 			if e, err = DecodeEvent(a.key, pe); err == nil {
-				outs = a.join.OnEvent(e, outs)
+				if a.duplicate(e, pe.SrcPos) {
+					reply.Duplicates++
+				} else {
+					outs = a.join.OnEvent(e, outs)
+				}
 			}
 		}
 		if err != nil {
@@ -271,8 +277,8 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 		return
 	}
 	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.key, Epoch: a.epoch, Offsets: maps.Clone(a.offsets)}
-	if !a.machineEmpty() || len(a.outbox) > 0 || len(a.timers) > 0 {
-		st := keyState{Outbox: a.outbox, Timers: a.timers}
+	if !a.machineEmpty() || len(a.outbox) > 0 || len(a.timers) > 0 || len(a.src) > 0 {
+		st := keyState{Outbox: a.outbox, Timers: a.timers, Src: a.src}
 		if !a.machineEmpty() {
 			st.Join = a.machineSnapshot()
 		}
@@ -303,6 +309,37 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 		}
 		root.Send(self, &writeDone{err: err})
 	})
+}
+
+// duplicate reports whether e, a changelog-join change at source position
+// pos, is not newer than the last change applied to the same row (a
+// Debezium at-least-once replay arriving at a new offset), and otherwise
+// records pos as the row's last. Changes without a position, or whose row
+// has no usable primary key, are never duplicates.
+func (a *keyActor) duplicate(e record.Event, pos string) bool {
+	if pos == "" {
+		return false
+	}
+	row, pkCol := e.After, a.deps.Spec.Left.PK
+	if e.Op == record.OpDelete {
+		row = e.Before
+	}
+	if e.Side == record.Right {
+		pkCol = a.deps.Spec.Right.PK
+	}
+	pk, ok := record.KeyOf(row[pkCol])
+	if !ok {
+		return false
+	}
+	id := e.Side.String() + "/" + string(pk)
+	if last, ok := a.src[id]; ok && pos <= last {
+		return true
+	}
+	if a.src == nil {
+		a.src = map[string]string{}
+	}
+	a.src[id] = pos
+	return false
 }
 
 // prune drops outbox entries the sender has committed. It reports whether it

@@ -29,6 +29,10 @@ type keyState struct {
 	// has advanced to.
 	Timers []int64 `json:"t,omitempty"`
 	Wm     *int64  `json:"w,omitempty"`
+	// Src is the changelog join's last applied Debezium source position per
+	// row, "side/pk" -> position (see keypb.Event.SrcPos). Deleted rows keep
+	// theirs, so a replayed older create cannot bring them back.
+	Src map[string]string `json:"s,omitempty"`
 }
 
 type outboxEntry struct {
