@@ -1,70 +1,122 @@
 package node
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
+	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter"
+	sinkkafka "github.com/joinery/joinery/sinks/kafka"
+	"github.com/joinery/joinery/sinks/redisstream"
 	"github.com/joinery/joinery/sources"
 )
 
-// deadLetter appends rejected records, with their reason and position, to a
-// JSON-lines file. A nil *deadLetter drops nothing: records are still logged
-// and counted by the caller.
-type deadLetter struct {
-	mu sync.Mutex
-	f  *os.File
-	w  *bufio.Writer
+// DeadLetterRecord is one dead letter: see sinks/deadletter.
+type DeadLetterRecord = deadletter.Record
+
+// BadInputError stops a source whose on_bad_input (or on_truncate) is fail:
+// it names the source, the record's position and the reason. No offset at or
+// past the record is committed.
+type BadInputError struct {
+	Source   string
+	Position record.Position
+	Reason   string
+	Err      error
 }
 
-// DeadLetterRecord is one line of the dead-letter file.
-type DeadLetterRecord struct {
-	Reason   string          `json:"reason"`
-	Error    string          `json:"error"`
-	Position record.Position `json:"position"`
-	Raw      string          `json:"raw"`
+func (e *BadInputError) Error() string {
+	return fmt.Sprintf("bad input in source %s at %s: %s: %v (on_bad_input: fail)", e.Source, e.Position, e.Reason, e.Err)
 }
 
-func openDeadLetter(spec *job.Spec) (*deadLetter, error) {
-	if spec.DeadLetter == "" {
+func (e *BadInputError) Unwrap() error { return e.Err }
+
+// openDeadLetter opens the job's dead-letter output; nil when it names none.
+func openDeadLetter(ctx context.Context, spec *job.Spec) (deadletter.Writer, error) {
+	dl := spec.DeadLetter
+	var w deadletter.Writer
+	var err error
+	switch dl.Type {
+	case "":
 		return nil, nil
+	case "file":
+		w, err = deadletter.OpenFile(spec.Resolve(dl.Path))
+	case "redis-stream":
+		w, err = deadletter.OpenRedisStream(ctx, redisstream.Config{Addr: dl.Redis.Addr, Username: dl.Redis.Username,
+			Password: dl.Redis.Password, DB: dl.Redis.DB, Stream: dl.Stream})
+	case "kafka":
+		w, err = deadletter.OpenKafka(ctx, sinkkafka.Config{Brokers: dl.Kafka.Brokers, Topic: dl.Kafka.Topic,
+			ClientID: dl.Kafka.ClientID, TLS: kafkaTLS(dl.Kafka), SASL: kafkaSASL(dl.Kafka)})
+	default:
+		return nil, fmt.Errorf("dead_letter.type: unknown %q", dl.Type)
 	}
-	f, err := os.OpenFile(spec.Resolve(spec.DeadLetter), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dead_letter: %w", err)
 	}
-	return &deadLetter{f: f, w: bufio.NewWriter(f)}, nil
+	return w, nil
 }
 
-func (d *deadLetter) add(m sources.Message, reason string, err error) {
-	if d == nil {
-		return
-	}
-	b, _ := json.Marshal(DeadLetterRecord{Reason: reason, Error: err.Error(), Position: m.Pos, Raw: string(m.Value)})
-	d.mu.Lock()
-	d.w.Write(append(b, '\n'))
-	d.mu.Unlock()
+// badLogLimit is how many bad records a source logs at warn level per
+// badLogWindow; the rest are logged at debug level and summed up in the next
+// warning.
+const (
+	badLogLimit  = 10
+	badLogWindow = 10 * time.Second
+)
+
+// logLimiter rate-limits the warnings of one source.
+type logLimiter struct {
+	mu         sync.Mutex
+	start      time.Time
+	n          int
+	suppressed int
 }
 
-func (d *deadLetter) flush() error {
-	if d == nil {
-		return nil
+// allow reports whether a warning may be logged now, and how many were
+// suppressed since the last one that was.
+func (l *logLimiter) allow(now time.Time) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.start) >= badLogWindow {
+		l.start, l.n = now, 0
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err := d.w.Flush(); err != nil {
-		return err
+	if l.n >= badLogLimit {
+		l.suppressed++
+		return false, 0
 	}
-	return d.f.Sync()
+	l.n++
+	s := l.suppressed
+	l.suppressed = 0
+	return true, s
 }
 
-func (d *deadLetter) close() {
-	if d == nil {
-		return
+// bad handles a record the source cannot use, by policy: dead-letter (count,
+// log, and add a dead letter to the batch), skip (count, log) or fail (the
+// returned error stops the source).
+func (r *reader) bad(b *batch, m sources.Message, policy, reason string, err error) error {
+	n := r.n
+	n.stats.addBad(r.cfg.Name, reason)
+	if policy == job.PolicyFail {
+		n.log.Error("bad input record; stopping the source", "source", r.cfg.Name, "position", m.Pos.String(), "reason", reason, "err", err)
+		return &BadInputError{Source: r.cfg.Name, Position: m.Pos, Reason: reason, Err: err}
 	}
-	_ = d.flush()
-	_ = d.f.Close()
+	if policy == job.PolicySkip || policy == job.PolicyIgnore {
+		n.stats.SkippedBad.Add(1)
+	}
+	now := time.Now()
+	if ok, suppressed := r.logs.allow(now); ok {
+		args := []any{"source", r.cfg.Name, "position", m.Pos.String(), "reason", reason, "policy", policy, "err", err}
+		if suppressed > 0 {
+			args = append(args, "suppressed", suppressed)
+		}
+		n.log.Warn("bad input record", args...)
+	} else {
+		n.log.Debug("bad input record", "source", r.cfg.Name, "position", m.Pos.String(), "reason", reason, "policy", policy, "err", err)
+	}
+	if policy == job.PolicyDeadLetter && r.dl != nil {
+		b.dead = append(b.dead, deadletter.New(reason, err, m.Pos, m.Value, now))
+	}
+	return nil
 }

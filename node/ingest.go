@@ -1,9 +1,7 @@
 package node
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +18,7 @@ import (
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter"
 	"github.com/joinery/joinery/sources"
 	"github.com/joinery/joinery/sources/file"
 	srckafka "github.com/joinery/joinery/sources/kafka"
@@ -42,11 +41,13 @@ const drainTimeout = 20 * time.Second
 func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dl, err := openDeadLetter(n.spec)
+	dl, err := openDeadLetter(ctx, n.spec)
 	if err != nil {
 		return err
 	}
-	defer dl.close()
+	if dl != nil {
+		defer dl.Close()
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(n.spec.Sources))
 	for i, cfg := range n.spec.Sources {
@@ -77,7 +78,9 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 			return nil, fmt.Errorf("committed offsets: %w", err)
 		}
 		start := committed[record.Position{Source: cfg.Name}.PartitionID()]
-		fc := file.Config{Name: cfg.Name, Path: n.spec.Resolve(cfg.Path), StartAfter: start}
+		// A line over the record limit is cut one byte past it, so it is
+		// rejected as too-large.
+		fc := file.Config{Name: cfg.Name, Path: n.spec.Resolve(cfg.Path), StartAfter: start, MaxLineBytes: cfg.RecordLimit() + 1}
 		if cfg.Path == "-" {
 			fc.Reader = n.opts.Stdin
 		}
@@ -107,6 +110,7 @@ type batch struct {
 	last    map[string]record.Position // partition id -> highest position in the batch
 	calls   []call
 	records int
+	dead    []deadletter.Record // dead letters, written before the offsets are committed
 }
 
 type call struct {
@@ -126,7 +130,8 @@ type reader struct {
 	n    *Node
 	cfg  job.Source
 	src  sources.Source
-	dl   *deadLetter
+	dl   deadletter.Writer // nil without a dead-letter output
+	logs logLimiter
 	next uint64
 
 	mu        sync.Mutex
@@ -139,7 +144,7 @@ type reader struct {
 	wg       sync.WaitGroup      // batches queued and not completed
 }
 
-func (n *Node) runSource(ctx context.Context, cfg job.Source, dl *deadLetter) error {
+func (n *Node) runSource(ctx context.Context, cfg job.Source, dl deadletter.Writer) error {
 	src, err := n.openSource(ctx, cfg)
 	if err != nil {
 		return err
@@ -250,10 +255,20 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 		if p, ok := b.last[part]; !ok || m.Pos.Offset > p.Offset {
 			b.last[part] = m.Pos
 		}
+		if len(m.Value) > r.cfg.RecordLimit() {
+			err := fmt.Errorf("record of %d bytes is over max_record_bytes %d", len(m.Value), r.cfg.RecordLimit())
+			if err := r.bad(b, m, r.cfg.BadInputPolicy(), ReasonTooLarge, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if n.evt != nil {
 			r.parts[part] = struct{}{}
-			k, pe, ok := r.timedEvent(m)
-			if !ok {
+			k, pe, err := r.timedEvent(b, m)
+			if err != nil {
+				return nil, err
+			}
+			if pe == nil {
 				continue
 			}
 			a, found := applies[k]
@@ -267,41 +282,19 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 			n.stats.Events.Add(1)
 			continue
 		}
-		ch, err := debezium.Decode(m.Value, m.Pos)
-		if errors.Is(err, debezium.ErrTombstone) {
-			n.stats.Tombs.Add(1)
-			continue
-		}
+		evs, srcPos, err := r.cdcEvents(b, m)
 		if err != nil {
-			var de *debezium.DecodeError
-			reason := "decode"
-			if errors.As(err, &de) {
-				reason = de.Reason
-			}
-			r.reject(m, reason, err)
-			continue
-		}
-		side, err := r.side(m.Value)
-		if err != nil {
-			r.reject(m, "unknown-table", err)
-			continue
-		}
-		evs, err := n.cdc.Route(side, ch)
-		if err != nil {
-			reason := "route"
-			var re *joins.RouteError
-			if errors.As(err, &re) {
-				reason = re.Reason
-			}
-			r.reject(m, reason, err)
-			continue
+			return nil, err
 		}
 		for _, e := range evs {
 			pe, err := actors.EncodeEvent(e)
 			if err != nil {
-				r.reject(m, "encode", err)
+				if err := r.reject(b, m, "encode", err); err != nil {
+					return nil, err
+				}
 				continue
 			}
+			pe.SrcPos = srcPos
 			a, ok := applies[e.Key]
 			if !ok {
 				a = &keypb.Apply{Key: string(e.Key)}
@@ -376,8 +369,9 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 			return err
 		}
 		n.stats.addSkipped(int(ap.Skipped))
+		n.stats.Duplicates.Add(int64(ap.Duplicates))
 		for _, l := range ap.Late {
-			r.late(c.key, l)
+			r.late(b, c.key, l)
 		}
 		for _, po := range ap.Outputs {
 			o, err := actors.DecodeOutput(po)
@@ -398,8 +392,15 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 		return fmt.Errorf("sink: %w", err)
 	}
 	n.stats.addOut(len(outs))
-	if err := r.dl.flush(); err != nil {
-		return fmt.Errorf("dead letter: %w", err)
+	if len(b.dead) > 0 && r.dl != nil {
+		// Like the outputs, dead letters are durable before the offsets
+		// that pass their records are committed.
+		if err := n.retry(ctx, "write dead letters", func(ctx context.Context) error {
+			return r.dl.Write(ctx, b.dead)
+		}); err != nil {
+			return fmt.Errorf("dead letter: %w", err)
+		}
+		n.stats.DeadLettered.Add(int64(len(b.dead)))
 	}
 	positions := make([]record.Position, 0, len(b.last))
 	offsets := make(map[string]int64, len(b.last))
@@ -480,25 +481,89 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, error) {
 	}
 }
 
-// side finds the join side of a raw record: the source's fixed side, or the
-// side bound to its Debezium source.table.
-func (r *reader) side(raw []byte) (record.Side, error) {
+// Reasons a record is rejected, besides the decoder's (formats/debezium
+// Reason…): stable words, the "reason" of dead letters and metrics.
+const (
+	ReasonTooLarge     = "too-large"         // over the source's max_record_bytes
+	ReasonMissingKey   = "missing-key"       // the join key field is absent or null
+	ReasonMissingPK    = "missing-pk"        // a cdc row's primary key is absent or null
+	ReasonMissingTs    = "missing-ts"        // an event-time record's timestamp is absent or null
+	ReasonWrongType    = "wrong-type"        // a key, primary key or timestamp of the wrong JSON type
+	ReasonBadTs        = "bad-ts"            // a timestamp string that is not RFC 3339
+	ReasonUnknownTable = "unknown-table"     // source.table not bound in sources[].tables
+	ReasonUnroutable   = "unroutable-delete" // a delete whose before lacks the join column
+	ReasonTruncate     = "truncate"          // a Debezium truncate (on_truncate: dead-letter)
+)
+
+// routeReason maps a joins.RouteError reason to a reject reason.
+func routeReason(reason string) string {
+	switch reason {
+	case joins.ReasonJoinMissing, joins.ReasonJoinNull:
+		return ReasonMissingKey
+	case joins.ReasonPKMissing, joins.ReasonPKNull:
+		return ReasonMissingPK
+	case joins.ReasonJoinNotScalar, joins.ReasonPKNotScalar:
+		return ReasonWrongType
+	case joins.ReasonDeleteUnroutable:
+		return ReasonUnroutable
+	case joins.ReasonUnknownOp:
+		return debezium.ReasonUnknownOp
+	case joins.ReasonMissingAfter:
+		return debezium.ReasonMissingAfter
+	case joins.ReasonMissingBefore:
+		return debezium.ReasonMissingBefore
+	}
+	return "route"
+}
+
+// cdcEvents decodes a Debezium record and routes it to its join keys. It
+// returns no events for a record it counted and set aside (tombstone, bad
+// input, truncate) and an error only when a fail policy stops the source.
+// srcPos is the record's source position when duplicates are dropped.
+func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, srcPos string, err error) {
+	n := r.n
+	env, err := debezium.DecodeEnvelope(m.Value, m.Pos)
+	switch {
+	case errors.Is(err, debezium.ErrTombstone):
+		n.stats.Tombs.Add(1)
+		return nil, "", nil
+	case errors.Is(err, debezium.ErrTruncate):
+		n.stats.Truncates.Add(1)
+		return nil, "", r.bad(b, m, r.cfg.TruncatePolicy(), ReasonTruncate,
+			fmt.Errorf("truncate of table %q: the join state keeps its rows; re-snapshot the table to rebuild it", env.Table))
+	case err != nil:
+		var de *debezium.DecodeError
+		reason := "decode"
+		if errors.As(err, &de) {
+			reason = de.Reason
+		}
+		return nil, "", r.reject(b, m, reason, err)
+	}
+	side, err := r.side(env.Table)
+	if err != nil {
+		return nil, "", r.reject(b, m, ReasonUnknownTable, err)
+	}
+	evs, err = n.cdc.Route(side, env.Change)
+	if err != nil {
+		reason := "route"
+		var re *joins.RouteError
+		if errors.As(err, &re) {
+			reason = routeReason(re.Reason)
+		}
+		return nil, "", r.reject(b, m, reason, err)
+	}
+	if r.cfg.DedupOn() {
+		srcPos = env.SourcePos
+	}
+	return evs, srcPos, nil
+}
+
+// side finds the join side of a record: the source's fixed side, or the side
+// bound to its Debezium source.table.
+func (r *reader) side(table string) (record.Side, error) {
 	if r.cfg.Side != "" {
 		s, _ := r.n.spec.SideOf(r.cfg.Side)
 		return s, nil
-	}
-	var env struct {
-		Source  struct{ Table string } `json:"source"`
-		Payload struct {
-			Source struct{ Table string } `json:"source"`
-		} `json:"payload"`
-	}
-	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&env); err != nil {
-		return 0, err
-	}
-	table := env.Source.Table
-	if table == "" {
-		table = env.Payload.Source.Table
 	}
 	binding, ok := r.cfg.Tables[table]
 	if !ok {
@@ -508,10 +573,9 @@ func (r *reader) side(raw []byte) (record.Side, error) {
 	return s, nil
 }
 
-func (r *reader) reject(m sources.Message, reason string, err error) {
-	r.n.stats.addBad(r.cfg.Name, reason)
-	r.n.log.Warn("bad input record", "source", m.Pos.Source, "position", m.Pos.String(), "reason", reason, "err", err)
-	r.dl.add(m, reason, err)
+// reject handles bad input by the source's on_bad_input policy (see bad).
+func (r *reader) reject(b *batch, m sources.Message, reason string, err error) error {
+	return r.bad(b, m, r.cfg.BadInputPolicy(), reason, err)
 }
 
 // retry runs f until it succeeds, backing off up to a second between tries,
@@ -544,9 +608,9 @@ func (n *Node) retry(ctx context.Context, what string, f func(context.Context) e
 }
 
 // late counts an input an event-time join found late and, when the job names
-// a dead-letter file, writes it there with the reason ("late: …"). Late data
+// a dead-letter output, writes it there with the reason ("late: …"). Late data
 // is never dropped silently.
-func (r *reader) late(key record.Key, l *keypb.Late) {
+func (r *reader) late(b *batch, key record.Key, l *keypb.Late) {
 	n := r.n
 	n.stats.Late.Add(1)
 	n.metrics.Late.WithLabelValues(n.spec.Name).Inc()
@@ -556,5 +620,7 @@ func (r *reader) late(key record.Key, l *keypb.Late) {
 	}
 	pos := record.Position{Source: e.Source, Partition: e.Partition, Offset: e.Offset}
 	n.log.Debug("late input", "key", key, "position", pos.String(), "ts", e.Ts, "reason", l.Reason)
-	r.dl.add(sources.Message{Pos: pos, Value: e.After}, "late: "+l.Reason, fmt.Errorf("key %s, event time %d", key, e.Ts))
+	if r.dl != nil {
+		b.dead = append(b.dead, deadletter.New("late: "+l.Reason, fmt.Errorf("key %s, event time %d", key, e.Ts), pos, e.After, time.Now()))
+	}
 }

@@ -18,24 +18,34 @@ type Stats struct {
 	Late    atomic.Int64 // inputs event-time joins found late
 	Retries atomic.Int64 // key requests sent again (actor moved, passivated, timed out)
 
+	DeadLettered atomic.Int64 // records written to the dead-letter output
+	SkippedBad   atomic.Int64 // bad records skipped by policy (on_bad_input: skip, on_truncate: ignore)
+	Truncates    atomic.Int64 // Debezium truncate events seen
+	Duplicates   atomic.Int64 // Debezium changes dropped as replays (source position not newer)
+
 	Activations  atomic.Int64 // key actors activated on this node
 	Passivations atomic.Int64 // key actors stopped on this node (idle or shutdown)
 	FencedWrites atomic.Int64 // state writes refused: a newer activation owned the key
 
-	mu  sync.Mutex
-	bad map[string]int64 // reason -> count of records that could not be decoded or routed
+	mu       sync.Mutex
+	bad      map[string]int64            // reason -> count of records that could not be decoded or routed
+	badBySrc map[string]map[string]int64 // source -> reason -> count
 
 	job string
 	m   *admin.Metrics // the same counts for Prometheus
 }
 
 func newStats(job string, m *admin.Metrics) *Stats {
-	return &Stats{bad: map[string]int64{}, job: job, m: m}
+	return &Stats{bad: map[string]int64{}, badBySrc: map[string]map[string]int64{}, job: job, m: m}
 }
 
 func (s *Stats) addBad(source, reason string) {
 	s.mu.Lock()
 	s.bad[reason]++
+	if s.badBySrc[source] == nil {
+		s.badBySrc[source] = map[string]int64{}
+	}
+	s.badBySrc[source][reason]++
 	s.mu.Unlock()
 	s.m.Rejected.WithLabelValues(s.job, source, reason).Inc()
 }
@@ -60,6 +70,18 @@ func (s *Stats) Bad() map[string]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.bad)
+}
+
+// BadBySource returns the count of rejected records per source and reason
+// (the same counts as joinery_rejected_total{source,reason}).
+func (s *Stats) BadBySource() map[string]map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]map[string]int64, len(s.badBySrc))
+	for src, m := range s.badBySrc {
+		out[src] = maps.Clone(m)
+	}
+	return out
 }
 
 // BadTotal is the number of rejected records.

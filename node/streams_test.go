@@ -72,7 +72,7 @@ func TestNodeDeadLetter(t *testing.T) {
 	}
 	spec.Sources[0].Rate = 0
 	dl := filepath.Join(t.TempDir(), "dead.jsonl")
-	spec.DeadLetter = dl
+	spec.DeadLetter = job.DeadLetter{Type: "file", Path: dl}
 	n := start(t, spec)
 	run(t, n)
 	f, err := os.Open(dl)
@@ -92,7 +92,7 @@ func TestNodeDeadLetter(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("%d:%s", r.Position.Offset, r.Reason))
 	}
-	want := []string{"11:not-json", "12:missing-op", "14:unknown-op", "16:join column missing"}
+	want := []string{"11:not-json", "12:missing-op", "14:unknown-op", "16:missing-key"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("dead letters = %v, want %v", got, want)
 	}
