@@ -1,6 +1,7 @@
 package node
 
 import (
+	"container/heap"
 	"slices"
 	"sync"
 	"time"
@@ -18,7 +19,8 @@ type hotKeys struct {
 	capacity int
 	window   time.Duration
 	start    time.Time
-	counts   map[record.Key]int64
+	counts   map[record.Key]*hotEntry
+	heap     hotHeap    // the same entries, smallest count first: eviction in O(log k)
 	last     []hotCount // previous window, sorted by count descending
 	lastSpan time.Duration
 }
@@ -28,27 +30,60 @@ type hotCount struct {
 	count int64
 }
 
-func newHotKeys(capacity int, window time.Duration, now time.Time) *hotKeys {
-	return &hotKeys{capacity: capacity, window: window, start: now, counts: make(map[record.Key]int64, capacity)}
+type hotEntry struct {
+	hotCount
+	idx int // position in the heap
 }
 
-// add counts n events of key at time now.
+// hotHeap is a min-heap of entries by count (container/heap).
+type hotHeap []*hotEntry
+
+func (h hotHeap) Len() int           { return len(h) }
+func (h hotHeap) Less(i, j int) bool { return h[i].count < h[j].count }
+func (h hotHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *hotHeap) Push(x any) {
+	e := x.(*hotEntry)
+	e.idx = len(*h)
+	*h = append(*h, e)
+}
+func (h *hotHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
+
+func newHotKeys(capacity int, window time.Duration, now time.Time) *hotKeys {
+	return &hotKeys{capacity: capacity, window: window, start: now, counts: make(map[record.Key]*hotEntry, capacity)}
+}
+
+// add counts n events of key.
 func (h *hotKeys) add(key record.Key, n int64, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.rollLocked(now)
-	if _, ok := h.counts[key]; !ok && len(h.counts) >= h.capacity {
-		var minKey record.Key
-		minCount := int64(-1)
-		for k, c := range h.counts {
-			if minCount < 0 || c < minCount {
-				minKey, minCount = k, c
-			}
-		}
-		delete(h.counts, minKey)
-		h.counts[key] = minCount
+	if e, ok := h.counts[key]; ok {
+		e.count += n
+		heap.Fix(&h.heap, e.idx)
+		return
 	}
-	h.counts[key] += n
+	if len(h.counts) < h.capacity {
+		e := &hotEntry{hotCount: hotCount{key, n}}
+		h.counts[key] = e
+		heap.Push(&h.heap, e)
+		return
+	}
+	// Full: the smallest entry makes room and the new key inherits its count.
+	e := h.heap[0]
+	delete(h.counts, e.key)
+	e.key = key
+	e.count += n
+	h.counts[key] = e
+	heap.Fix(&h.heap, 0)
 }
 
 func (h *hotKeys) rollLocked(now time.Time) {
@@ -56,8 +91,8 @@ func (h *hotKeys) rollLocked(now time.Time) {
 		return
 	}
 	h.last = h.last[:0]
-	for k, c := range h.counts {
-		h.last = append(h.last, hotCount{k, c})
+	for _, e := range h.heap {
+		h.last = append(h.last, e.hotCount)
 	}
 	slices.SortFunc(h.last, func(a, b hotCount) int {
 		if a.count != b.count {
@@ -77,6 +112,8 @@ func (h *hotKeys) rollLocked(now time.Time) {
 	h.lastSpan = now.Sub(h.start)
 	h.start = now
 	clear(h.counts)
+	clear(h.heap)
+	h.heap = h.heap[:0]
 }
 
 // top returns the n busiest keys of the last complete window with their
