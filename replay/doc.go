@@ -47,4 +47,31 @@
 //
 //	spec, err := replay.ParseSpec(yamlBytes)
 //	sum, err := replay.Run(spec, scriptReader, os.Stdout)
+//
+// # The events mode
+//
+// RunEvents is the external contract of joinery replay --job JOB.yaml
+// --input EVENTS.jsonl (docs/replay.md has the whole format, every join
+// type and the differences from Flink, Spark and Kafka Streams). ParseJob
+// reads either a node job file (its join: section, plus an optional
+// replay: {end_of_input: hold}) or a bare Spec (plus end_of_input). Input
+// lines carry their own key, time and value:
+//
+//	{"side":"left","key":"k","ts":5,"value":{"any":"json"}}
+//	{"side":"right","key":"EUR","ts":7,"value":{"rate":1.1},"op":"+U"}   temporal versioned side: +I/+U, -U/-D end a version
+//	{"side":"users","op":"u","before":{…},"after":{…}}                   cdc: c/r/u/d or +I/-U/+U/-D
+//	{"watermark":10}
+//
+// and each output is the pair of matched input values, as given:
+//
+//	{"left":V|null,"right":V|null,"ts":T|null[,"op":"+I|-U|+U|-D"]}
+//
+// It runs on the same driver as Run: an event-time row is {"\x00ref": "n"},
+// a reference to line n's value text, and a cdc row is the input object plus
+// that column, so outputs show the inputs byte for byte (white space aside).
+// Late and dropped inputs go to Options.Late; at the end the watermark goes
+// to +infinity unless the job says hold.
+//
+//	jb, err := replay.ParseJob(yamlBytes)
+//	sum, err := replay.RunEvents(jb, input, os.Stdout, replay.Options{Late: os.Stderr})
 package replay
