@@ -27,7 +27,8 @@ const (
 type Options struct {
 	// Late receives one JSON line per late or dropped input:
 	// {"side","key","ts","value"[,"op"],"line","reason"}. Nil discards them;
-	// they are counted either way.
+	// they are counted either way. Late may be the output writer itself:
+	// late lines then come in order among the outputs.
 	Late io.Writer
 	// EndOfInput, when not empty, overrides Job.EndOfInput.
 	EndOfInput string
@@ -106,7 +107,11 @@ func RunEvents(jb *Job, in io.Reader, out io.Writer, opts Options) (EventsSummar
 	bw := bufio.NewWriter(out)
 	r := &eventsRun{d: d, out: bw, refs: map[string]json.RawMessage{},
 		ops: opts.Ops == OpsAlways || !spec.eventTime()}
-	if opts.Late != nil {
+	switch {
+	case opts.Late == nil:
+	case opts.Late == out:
+		r.late = bw // one stream: late lines in order among the outputs
+	default:
 		r.late = bufio.NewWriter(opts.Late)
 	}
 	d.w = bw

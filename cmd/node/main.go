@@ -214,7 +214,11 @@ func replayEvents(jobPath, inputPath, latePath, end, ops string, stdout, stderr 
 		in = f
 	}
 	late := stderr
-	if latePath != "" {
+	switch latePath {
+	case "", "/dev/stderr":
+	case "-", "/dev/stdout":
+		late = stdout // interleaved with the outputs, in order
+	default:
 		f, err := os.Create(latePath)
 		if err != nil {
 			fmt.Fprintf(stderr, "--late: %v\n", err)

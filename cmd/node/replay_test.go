@@ -44,6 +44,16 @@ func TestNodeReplayEvents(t *testing.T) {
 	if !strings.HasPrefix(errOut.String(), string(wantLate)+`{"summary":`) {
 		t.Fatalf("stderr: %s", errOut.String())
 	}
+
+	// --late - puts the late line on stdout, in order: after the window
+	// [1,6) firings it missed, before the end-of-input firing.
+	out.Reset()
+	errOut.Reset()
+	code = run([]string{"replay", "--job", filepath.Join(dir, "job.yaml"), "--input", filepath.Join(dir, "input.jsonl"), "--late", "-"}, &out, &errOut)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if code != 0 || len(lines) != 5 || lines[3]+"\n" != string(wantLate) {
+		t.Fatalf("exit %d\nstdout:\n%s", code, out.String())
+	}
 }
 
 // TestNodeReplayErrors: usage and job errors exit 2, input errors exit 1
