@@ -39,10 +39,41 @@ type outboxEntry struct {
 	Part    string          `json:"p"`
 	Offset  int64           `json:"n"`
 	Outputs []record.Output `json:"out"`
+	// enc caches the entry's JSON: an entry never changes once made, and
+	// it is written with every state write until its offset is committed.
+	enc json.RawMessage
 }
 
+// keyStateWire is keyState as encodeState writes it, with the outbox
+// entries already encoded.
+type keyStateWire struct {
+	Join   []byte            `json:"j,omitempty"`
+	Outbox []json.RawMessage `json:"o,omitempty"`
+	Timers []int64           `json:"t,omitempty"`
+	Wm     *int64            `json:"w,omitempty"`
+	Src    map[string]string `json:"s,omitempty"`
+}
+
+// encodeState encodes s. It caches each outbox entry's encoding in place
+// (s.Outbox shares its array with the actor's outbox), so an entry is
+// encoded once however many state writes carry it.
 func encodeState(s keyState) ([]byte, error) {
-	b, err := json.Marshal(s)
+	w := keyStateWire{Join: s.Join, Timers: s.Timers, Wm: s.Wm, Src: s.Src}
+	if len(s.Outbox) > 0 {
+		w.Outbox = make([]json.RawMessage, len(s.Outbox))
+		for i := range s.Outbox {
+			e := &s.Outbox[i]
+			if e.enc == nil {
+				b, err := json.Marshal(e)
+				if err != nil {
+					return nil, err
+				}
+				e.enc = b
+			}
+			w.Outbox[i] = e.enc
+		}
+	}
+	b, err := json.Marshal(w)
 	if err != nil {
 		return nil, err
 	}

@@ -18,14 +18,16 @@ import (
 // events it is given, and the rows it returns or puts in outputs are shared
 // with its state: treat them as read-only.
 type CDC struct {
-	spec   *CDCSpec
-	left   record.Row
-	rights []rightRow // sorted by pk
+	spec    *CDCSpec
+	left    record.Row
+	leftEnc []byte     // left's JSON, cached by Snapshot; nil when not yet encoded
+	rights  []rightRow // sorted by pk
 }
 
 type rightRow struct {
 	pk  string
 	row record.Row
+	enc []byte // row's JSON, cached by Snapshot: rows are never modified in place
 }
 
 // NewCDC returns the empty state of one key. spec must be valid (see
@@ -132,7 +134,7 @@ func (j *CDC) leftUpsert(em *emitter, row record.Row) {
 	case old == nil && t.outer():
 		em.emit(record.Insert, row, nil)
 	}
-	j.left = row
+	j.left, j.leftEnc = row, nil
 }
 
 // leftDelete removes the stored left row if its primary key is pk. Another
@@ -154,7 +156,7 @@ func (j *CDC) leftDelete(em *emitter, pk string) {
 	case j.spec.Type.outer():
 		em.emit(record.Delete, old, nil)
 	}
-	j.left = nil
+	j.left, j.leftEnc = nil, nil
 }
 
 func (j *CDC) find(pk string) (int, bool) {
@@ -181,7 +183,7 @@ func (j *CDC) rightUpsert(em *emitter, pk string, row record.Row) {
 		em.emit(record.Insert, nil, row)
 	}
 	if found {
-		j.rights[i].row = row
+		j.rights[i].row, j.rights[i].enc = row, nil
 		return
 	}
 	j.rights = slices.Insert(j.rights, i, rightRow{pk: pk, row: row})

@@ -1,6 +1,8 @@
 package joins
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -286,10 +288,34 @@ func (r *runner) apply(t *testing.T, rng *rand.Rand, side record.Side, c record.
 	return all
 }
 
+// referenceSnapshot encodes j's state the plain way (encoding/json of the
+// whole cdcSnap), which Snapshot's cached encoding must equal byte for byte.
+func referenceSnapshot(t *testing.T, j *CDC) []byte {
+	t.Helper()
+	s := cdcSnap{L: j.left}
+	if len(j.rights) > 0 {
+		s.R = map[string]record.Row{}
+		for _, r := range j.rights {
+			s.R[r.pk] = r.row
+		}
+	}
+	var buf bytes.Buffer
+	buf.WriteByte(SnapshotVersion)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&s); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
 func (r *runner) restore(t *testing.T, k record.Key) {
 	t.Helper()
 	old := r.keys[k]
 	b := old.Snapshot()
+	if want := referenceSnapshot(t, old); string(b) != string(want) {
+		t.Fatalf("key %s: cached snapshot encoding differs from encoding/json's:\n%q\n%q", k, b, want)
+	}
 	fresh := NewCDC(r.spec)
 	if err := fresh.Restore(b); err != nil {
 		t.Fatalf("restore key %s: %v", k, err)

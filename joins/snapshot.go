@@ -24,22 +24,53 @@ type cdcSnap struct {
 	R map[string]record.Row `json:"r,omitempty"`
 }
 
-// Snapshot encodes the state: one version byte (SnapshotVersion) then JSON.
-// Equal states encode to equal bytes. Rows must be JSON-encodable, as rows
-// decoded from JSON always are; Snapshot panics otherwise (a broken invariant).
+// Snapshot encodes the state: one version byte (SnapshotVersion) then JSON,
+// exactly as encoding/json encodes a cdcSnap (sorted keys, no HTML
+// escaping). Equal states encode to equal bytes. Each row's JSON is cached
+// until the row changes, so a snapshot after one change encodes one row,
+// not the whole key. Rows must be JSON-encodable, as rows decoded from JSON
+// always are; Snapshot panics otherwise (a broken invariant).
 func (j *CDC) Snapshot() []byte {
-	s := cdcSnap{L: j.left}
-	if len(j.rights) > 0 {
-		s.R = make(map[string]record.Row, len(j.rights))
-		for _, r := range j.rights {
-			s.R[r.pk] = r.row
-		}
+	size := 16 + len(j.leftEnc)
+	for i := range j.rights {
+		size += len(j.rights[i].pk) + len(j.rights[i].enc) + 4
 	}
+	buf := make([]byte, 0, size)
+	buf = append(buf, SnapshotVersion)
+	buf = append(buf, `{"l":`...)
+	if j.left == nil {
+		buf = append(buf, "null"...)
+	} else {
+		if j.leftEnc == nil {
+			j.leftEnc = mustJSON(j.left)
+		}
+		buf = append(buf, j.leftEnc...)
+	}
+	if len(j.rights) > 0 {
+		buf = append(buf, `,"r":{`...)
+		for i := range j.rights {
+			r := &j.rights[i]
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, mustJSON(r.pk)...)
+			buf = append(buf, ':')
+			if r.enc == nil {
+				r.enc = mustJSON(r.row)
+			}
+			buf = append(buf, r.enc...)
+		}
+		buf = append(buf, '}')
+	}
+	return append(buf, '}')
+}
+
+// mustJSON encodes v as encoding/json does with HTML escaping off.
+func mustJSON(v any) []byte {
 	var buf bytes.Buffer
-	buf.WriteByte(SnapshotVersion)
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&s); err != nil {
+	if err := enc.Encode(v); err != nil {
 		panic(fmt.Sprintf("joins: CDC state is not JSON-encodable: %v", err))
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))

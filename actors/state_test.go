@@ -1,0 +1,38 @@
+package actors
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/joinery/joinery/record"
+)
+
+// TestEncodeStateCachedOutbox: the cached outbox encoding writes exactly
+// the bytes encoding/json writes for the whole state, before and after the
+// cache is filled, and the state decodes back.
+func TestEncodeStateCachedOutbox(t *testing.T) {
+	wm := int64(42)
+	out := record.Output{ID: "x|1", Kind: record.Insert, PK: `["1"]`, Row: record.Row{"a": json.Number("1"), "b": "<&>"}}
+	s := keyState{Join: []byte{1, '{', '}'}, Timers: []int64{5, 9}, Wm: &wm, Src: map[string]string{"l/1": "p"},
+		Outbox: []outboxEntry{{Part: "cdc/0", Offset: 3, Outputs: []record.Output{out}}, {Part: "cdc/0", Offset: 4}}}
+	plain, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		b, err := encodeState(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b[1:]) != string(plain) {
+			t.Fatalf("write %d:\n%s\nwant\n%s", i, b[1:], plain)
+		}
+		if s.Outbox[0].enc == nil {
+			t.Fatal("outbox entry not cached")
+		}
+		back, err := decodeState(b)
+		if err != nil || len(back.Outbox) != 2 || back.Outbox[0].Outputs[0].ID != "x|1" || *back.Wm != 42 {
+			t.Fatalf("decode: %+v %v", back, err)
+		}
+	}
+}
