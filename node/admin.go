@@ -88,15 +88,9 @@ func (b backend) Locate(_ context.Context, job, key string) (admin.Location, err
 // Inspect asks the key's actor for its live state (activating it from the
 // store if it was passivated).
 func (b backend) Inspect(_ context.Context, job, key string) (admin.KeyState, error) {
-	if err := b.job(job); err != nil {
-		return admin.KeyState{}, err
-	}
-	ks, err := b.n.Inspect(record.Key(key))
+	ks, err := b.inspect(job, key)
 	if err != nil {
 		return admin.KeyState{}, err
-	}
-	if len(ks.Offsets) == 0 && len(ks.Left) == 0 && len(ks.Rights) == 0 && len(ks.Timed) == 0 {
-		return admin.KeyState{}, fmt.Errorf("%w: key %q has no state", admin.ErrNotFound, key)
 	}
 	out := admin.KeyState{Job: job, Key: key, Node: ks.Node, Offsets: ks.Offsets, Epoch: ks.Epoch,
 		Timers: ks.Timers, Watermark: ks.Watermark, Outbox: int(ks.Outbox), State: timedJSON(ks.Timed)}
@@ -110,6 +104,22 @@ func (b backend) Inspect(_ context.Context, job, key string) (admin.KeyState, er
 		out.Rights = append(out.Rights, json.RawMessage(r))
 	}
 	return out, nil
+}
+
+// inspect asks key's actor for its live state; ErrNotFound for another job
+// or a key without any state.
+func (b backend) inspect(job, key string) (*keypb.KeyState, error) {
+	if err := b.job(job); err != nil {
+		return nil, err
+	}
+	ks, err := b.n.Inspect(record.Key(key))
+	if err != nil {
+		return nil, err
+	}
+	if len(ks.Offsets) == 0 && len(ks.Left) == 0 && len(ks.Rights) == 0 && len(ks.Timed) == 0 {
+		return nil, fmt.Errorf("%w: key %q has no state", admin.ErrNotFound, key)
+	}
+	return ks, nil
 }
 
 // timedJSON is an event-time join's snapshot as JSON: the snapshot minus
@@ -157,15 +167,9 @@ func watermarksOf(parts []timers.PartitionWatermark) []admin.Watermark {
 // lists (restored from the live actor's snapshot), against this node's
 // watermark and the partition holding it back.
 func (b backend) Why(_ context.Context, job, key string) (admin.Why, error) {
-	if err := b.job(job); err != nil {
-		return admin.Why{}, err
-	}
-	ks, err := b.n.Inspect(record.Key(key))
+	ks, err := b.inspect(job, key)
 	if err != nil {
 		return admin.Why{}, err
-	}
-	if len(ks.Offsets) == 0 && len(ks.Left) == 0 && len(ks.Rights) == 0 && len(ks.Timed) == 0 {
-		return admin.Why{}, fmt.Errorf("%w: key %q has no state", admin.ErrNotFound, key)
 	}
 	why := admin.Why{Job: job, Key: key, Node: ks.Node, Watermark: math.MinInt64, KeyWatermark: math.MinInt64}
 	if b.n.timed == nil {
