@@ -115,7 +115,8 @@ type Watermark struct {
 	Watermark int64 `json:"watermark"`
 	// MaxTs is the greatest event timestamp seen; math.MinInt64 before any.
 	MaxTs int64 `json:"max_ts"`
-	// LagMs is how far, in milliseconds, the watermark is behind now.
+	// LagMs is how far, in event-time milliseconds, the partition's watermark is
+	// behind the newest event any partition of the job has seen.
 	LagMs int64 `json:"lag_ms"`
 	// Idle reports whether the partition is idle (left out of the combined
 	// watermark).

@@ -163,7 +163,7 @@ func whyTable(w io.Writer, why admin.Why) {
 	case h == nil:
 		fmt.Fprintf(w, "Held back by:\t-\n")
 	default:
-		state := fmt.Sprintf("lagging: newest event %s, %s behind the wall clock", ts(h.MaxTs), (time.Duration(h.LagMs) * time.Millisecond).String())
+		state := fmt.Sprintf("lagging: its newest event %s, %s behind the newest of all partitions", ts(h.MaxTs), (time.Duration(h.LagMs) * time.Millisecond).String())
 		if h.Idle {
 			state = "idle"
 		}
