@@ -188,6 +188,23 @@ func TestNodeBadInputDedupOff(t *testing.T) {
 	}
 }
 
+// TestNodeBadInputDedupPassivated: the last source position per row is
+// part of the key's durable state, so a replay is still dropped after the
+// key passivated and was reloaded from Redis.
+func TestNodeBadInputDedupPassivated(t *testing.T) {
+	dir := t.TempDir()
+	writeMixed(t, dir)
+	rs := testutil.StartRedis(t)
+	n := start(t, parse(t, dir, "name: mixed\n"+joinYAML+fmt.Sprintf(mixedSource, ", rate: 100")+
+		fmt.Sprintf("state: {store: redis, redis: {addr: %q}, passivate_after: 2ms}\n", rs.Addr)))
+	run(t, n)
+	diff(t, "dedup passivated", tableMap(n.Table()), mixedWant)
+	st := n.Stats()
+	if st.Duplicates.Load() != 2 || st.Passivations.Load() == 0 {
+		t.Errorf("duplicates %d, passivations %d; want 2 and some", st.Duplicates.Load(), st.Passivations.Load())
+	}
+}
+
 // TestNodeBadInputFail: the first bad record stops the job with an error
 // naming source, position and reason, and no offset at or past it is
 // committed.
