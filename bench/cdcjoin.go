@@ -42,43 +42,52 @@ func (j *cdcJob) change(i int, line []byte) (record.Side, record.Change, bool) {
 	return side, ch, true
 }
 
-// core is the engine's hot path without actors: decode, route, and one
-// joins.CDC per key in a map, in one goroutine. probe weighs the live state
-// at the end.
-func (j *cdcJob) core(lines [][]byte, probe func(live int)) RunResult {
-	keys := map[record.Key]*joins.CDC{}
-	var out []record.Output
-	var h Hasher
-	var res RunResult
-	for i, line := range lines {
-		side, ch, ok := j.change(i, line)
-		if !ok {
-			continue
+// cdcCore is the engine's hot path without actors: decode, route, and one
+// joins.CDC per key in a map, in one goroutine.
+type cdcCore struct {
+	j    *cdcJob
+	keys map[record.Key]*joins.CDC
+	out  []record.Output
+	h    Hasher
+	res  RunResult
+}
+
+func (j *cdcJob) engine() Stepper { return &cdcCore{j: j, keys: map[record.Key]*joins.CDC{}} }
+
+func (c *cdcCore) Step(i int, line []byte) int {
+	side, ch, ok := c.j.change(i, line)
+	if !ok {
+		return 0
+	}
+	evs, err := c.j.spec.Route(side, ch)
+	if err != nil {
+		c.res.Rejected++
+		return 0
+	}
+	n := 0
+	for _, e := range evs {
+		st := c.keys[e.Key]
+		if st == nil {
+			st = joins.NewCDC(c.j.spec)
+			c.keys[e.Key] = st
 		}
-		evs, err := j.spec.Route(side, ch)
-		if err != nil {
-			res.Rejected++
-			continue
+		c.out = st.OnEvent(e, c.out[:0])
+		for _, o := range c.out {
+			c.res.Check.Add(o.Kind, c.h.HashOutput(o, true))
 		}
-		for _, e := range evs {
-			st := keys[e.Key]
-			if st == nil {
-				st = joins.NewCDC(j.spec)
-				keys[e.Key] = st
-			}
-			out = st.OnEvent(e, out[:0])
-			for _, o := range out {
-				res.Check.Add(o.Kind, h.HashOutput(o, true))
-			}
-			if st.Empty() {
-				delete(keys, e.Key)
-			}
+		n += len(c.out)
+		if st.Empty() {
+			delete(c.keys, e.Key)
 		}
 	}
-	res.LiveKeys = len(keys)
-	probe(len(keys))
-	runtime.KeepAlive(keys)
-	return res
+	return n
+}
+
+func (c *cdcCore) Live() int { return len(c.keys) }
+
+func (c *cdcCore) Finish() RunResult {
+	runtime.KeepAlive(c.keys)
+	return c.res
 }
 
 // baseline is the same join as a plain Go hash join: maps of rows by join

@@ -47,69 +47,88 @@ func (w *windowJob) element(i int, line []byte) (joins.Element, string, bool) {
 	return joins.Element{Side: side, Ts: num(ch.After, "dateTime"), Row: ch.After, Pos: pos}, key, true
 }
 
-func (w *windowJob) core(lines [][]byte, probe func(live int)) RunResult {
+// winCore is q8 on the engine's pieces: one joins.Windowed per key in a
+// map, a timers.TimerService, and the watermark max(ts) - bound - 1 advanced
+// as events arrive, firing due windows.
+type winCore struct {
+	w     *windowJob
+	keys  map[record.Key]*joins.Windowed
+	ts    *timers.TimerService
+	fx    joins.Effects
+	h     Hasher
+	res   RunResult
+	wm    int64
+	maxTs int64
+	n     int // outputs of the current step
+}
+
+func (w *windowJob) engine() Stepper {
 	if err := q8Spec.Validate(); err != nil {
 		panic(err)
 	}
-	keys := map[record.Key]*joins.Windowed{}
-	ts := timers.NewTimerService()
-	var fx joins.Effects
-	var h Hasher
-	var res RunResult
-	wm := int64(math.MinInt64)
-	maxTs := int64(math.MinInt64)
-	apply := func(k record.Key, st *joins.Windowed) {
-		for _, o := range fx.Out {
-			res.Check.Add(o.Kind, h.HashOutput(o, false))
-		}
-		for _, t := range fx.SetTimers {
-			ts.Register(k, t)
-		}
-		for _, t := range fx.DelTimers {
-			ts.Delete(k, t)
-		}
-		res.Late += len(fx.Late)
-		if st.Empty() {
-			delete(keys, k)
-		}
+	return &winCore{w: w, keys: map[record.Key]*joins.Windowed{}, ts: timers.NewTimerService(),
+		wm: math.MinInt64, maxTs: math.MinInt64}
+}
+
+func (c *winCore) apply(k record.Key, st *joins.Windowed) {
+	for _, o := range c.fx.Out {
+		c.res.Check.Add(o.Kind, c.h.HashOutput(o, false))
 	}
-	advance := func(to int64) {
-		wm = to
-		for _, t := range ts.Advance(wm) {
-			st := keys[t.Key]
-			if st == nil {
-				continue
-			}
-			fx.Reset()
-			st.OnTimer(t.Ts, wm, &fx)
-			apply(t.Key, st)
-		}
+	c.n += len(c.fx.Out)
+	for _, t := range c.fx.SetTimers {
+		c.ts.Register(k, t)
 	}
-	for i, line := range lines {
-		e, key, ok := w.element(i, line)
-		if !ok {
+	for _, t := range c.fx.DelTimers {
+		c.ts.Delete(k, t)
+	}
+	c.res.Late += len(c.fx.Late)
+	if st.Empty() {
+		delete(c.keys, k)
+	}
+}
+
+func (c *winCore) advance(to int64) {
+	c.wm = to
+	for _, t := range c.ts.Advance(c.wm) {
+		st := c.keys[t.Key]
+		if st == nil {
 			continue
 		}
-		k := record.Key(key)
-		st := keys[k]
-		if st == nil {
-			st = joins.NewWindowJoin(q8Spec)
-			keys[k] = st
-		}
-		fx.Reset()
-		st.OnElement(e, wm, &fx)
-		apply(k, st)
-		if e.Ts > maxTs {
-			maxTs = e.Ts
-			if next := maxTs - w.bound - 1; next > wm {
-				advance(next)
-			}
+		c.fx.Reset()
+		st.OnTimer(t.Ts, c.wm, &c.fx)
+		c.apply(t.Key, st)
+	}
+}
+
+func (c *winCore) Step(i int, line []byte) int {
+	e, key, ok := c.w.element(i, line)
+	if !ok {
+		return 0
+	}
+	c.n = 0
+	k := record.Key(key)
+	st := c.keys[k]
+	if st == nil {
+		st = joins.NewWindowJoin(q8Spec)
+		c.keys[k] = st
+	}
+	c.fx.Reset()
+	st.OnElement(e, c.wm, &c.fx)
+	c.apply(k, st)
+	if e.Ts > c.maxTs {
+		c.maxTs = e.Ts
+		if next := c.maxTs - c.w.bound - 1; next > c.wm {
+			c.advance(next)
 		}
 	}
-	res.LiveKeys = len(keys) // before the end-of-input flush
-	probe(len(keys))
-	advance(math.MaxInt64)
-	return res
+	return c.n
+}
+
+func (c *winCore) Live() int { return len(c.keys) }
+
+func (c *winCore) Finish() RunResult {
+	c.advance(math.MaxInt64)
+	return c.res
 }
 
 type baseWin struct {

@@ -55,6 +55,9 @@ type Workload struct {
 	Name     string
 	Doc      string
 	Generate func(s Scale, seed uint64) Input
+	// Engine makes the engine's core loop (Core runs it as fast as it
+	// goes; the latency run paces it).
+	Engine   func() Stepper
 	Core     func(lines [][]byte, probe func(live int)) RunResult
 	Baseline func(lines [][]byte, probe func(live int)) RunResult
 	// NodeJob is the job file's join and source tables (YAML), "" when the
@@ -65,7 +68,7 @@ type Workload struct {
 }
 
 // Workloads in report order.
-var Workloads = []*Workload{q3, q8, q20, cdcW, cdcSkew}
+var Workloads = []*Workload{q3, q8, q9, q20, cdcW, cdcSkew}
 
 // Find returns the named workload.
 func Find(name string) (*Workload, error) {
@@ -135,7 +138,8 @@ var q3 = &Workload{
 			return false
 		})
 	},
-	Core:     q3Job.core,
+	Engine:   q3Job.engine,
+	Core:     coreOf(q3Job.engine),
 	Baseline: q3Job.baseline,
 	NodeJob: `join:
   type: cdc
@@ -178,7 +182,8 @@ var q20 = &Workload{
 			return e.Kind == nexmark.KindBid || e.Kind == nexmark.KindAuction && e.Auction.Category == 10
 		})
 	},
-	Core:     q20Job.core,
+	Engine:   q20Job.engine,
+	Core:     coreOf(q20Job.engine),
 	Baseline: q20Job.baseline,
 	NodeJob: `join:
   type: cdc
@@ -212,9 +217,27 @@ var q8 = &Workload{
 	Generate: func(s Scale, seed uint64) Input {
 		return nexmarkInput(s, seed, nil)
 	},
-	Core:     q8Job.core,
+	Engine:   q8Job.engine,
+	Core:     coreOf(q8Job.engine),
 	Baseline: q8Job.baseline,
 	NodeSkip: "the node runs changelog joins only (job.Join.Type cdc); event-time joins have no node wiring yet",
+}
+
+var q9Job = func() *bidJob {
+	c := nexmark.Config{}.Defaults()
+	return &bidJob{bound: c.MaxOutOfOrderMs, maxLife: 2*int64(c.AuctionEvents)*c.InterEventUs/1000 + 1}
+}()
+
+var q9 = &Workload{
+	Name: "q9",
+	Doc:  "Nexmark q9: winning bid per auction within its lifetime (joins.NewInterval per auction id + a max reducer on timers)",
+	Generate: func(s Scale, seed uint64) Input {
+		return nexmarkInput(s, seed, nil)
+	},
+	Engine:   q9Job.engine,
+	Core:     coreOf(q9Job.engine),
+	Baseline: q9Job.baseline,
+	NodeSkip: "the node has no reducer after a join (q9 needs the interval join's pairs reduced to a max per auction)",
 }
 
 const usersDomainsJob = `join:
@@ -248,7 +271,8 @@ var cdcW = &Workload{
 		h := cdcgen.Generate(cdcgen.Config{Seed: seed, Users: s.Users, Domains: s.Domains, Changes: s.Changes})
 		return Input{Lines: h.Lines}
 	},
-	Core:     usersDomains.core,
+	Engine:   usersDomains.engine,
+	Core:     coreOf(usersDomains.engine),
 	Baseline: usersDomains.baseline,
 	NodeJob:  usersDomainsJob,
 }
@@ -259,7 +283,8 @@ var cdcSkew = &Workload{
 	Generate: func(s Scale, seed uint64) Input {
 		return Input{Lines: GenerateSkew(SkewConfig{Seed: seed, Users: s.Users, Domains: s.Domains, Changes: s.Changes})}
 	},
-	Core:     usersDomains.core,
+	Engine:   usersDomains.engine,
+	Core:     coreOf(usersDomains.engine),
 	Baseline: usersDomains.baseline,
 	NodeJob:  usersDomainsJob,
 }
