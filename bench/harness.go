@@ -33,6 +33,8 @@ type Options struct {
 	Seed      uint64
 	Dir       string    // temp files; empty: a fresh os.MkdirTemp
 	Log       io.Writer // progress; nil: silent
+	// NoLatency skips the open-loop latency runs.
+	NoLatency bool
 }
 
 // Figures are one system's measurements, medians over the rounds.
@@ -77,8 +79,34 @@ type Result struct {
 	// (redis-server's CPU included); SnapshotCostWall the same on wall time.
 	SnapshotCost     *float64 `json:"snapshot_cost,omitempty"`
 	SnapshotCostWall *float64 `json:"snapshot_cost_wall,omitempty"`
-	Latency          string   `json:"latency"`
-	Notes            string   `json:"notes,omitempty"`
+	// Redis (node+redis): what the node wrote to Redis and the RDB
+	// snapshots the server took meanwhile.
+	Redis *RedisFigures `json:"redis,omitempty"`
+	// Latency is the open-loop run's (nil with LatencySkipped saying why).
+	Latency        *Latency `json:"latency,omitempty"`
+	LatencySkipped string   `json:"latency_skipped,omitempty"`
+	// SkewOf names the unskewed workload this one skews; SkewRatio is this
+	// run's engine events/CPU-s over that one's on the same system, and
+	// HotKeyShare the share of the stream's events on the hottest key.
+	SkewOf      string   `json:"skew_of,omitempty"`
+	SkewRatio   *float64 `json:"skew_ratio,omitempty"`
+	HotKeyShare float64  `json:"hot_key_share,omitempty"`
+	Notes       string   `json:"notes,omitempty"`
+
+	want Checksum // the baseline's, for the latency run's check
+}
+
+// RedisFigures are a node+redis run's writes to Redis, medians over the
+// rounds: StateBytesPerSec is the bytes the node sent the server
+// (total_net_input_bytes: the pipelined key snapshots with their offsets and
+// outboxes, plus the commands around them) per second of node.Run, and per
+// event; RDBSaves the background RDB snapshots (save 1 1) taken during a
+// run and RDBDumpBytes the RDB file's size after the last one.
+type RedisFigures struct {
+	StateBytesPerSec   float64 `json:"state_bytes_per_sec"`
+	StateBytesPerEvent float64 `json:"state_bytes_per_event"`
+	RDBSaves           float64 `json:"rdb_saves_per_run"`
+	RDBDumpBytes       int64   `json:"rdb_dump_bytes"`
 }
 
 // Report is the whole run.
@@ -90,9 +118,9 @@ type Report struct {
 	LoadAvg   string    `json:"load_avg_at_start"`
 	Started   time.Time `json:"started"`
 	Results   []Result  `json:"results"`
+	// Targets compares the figures with the issue's targets.
+	Targets []Target `json:"targets"`
 }
-
-const latencyMissing = "not measured: no open-loop latency run yet"
 
 type sample struct {
 	res  RunResult
@@ -263,7 +291,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		byEngine := map[string]*Result{}
 		for _, sys := range o.Systems {
 			r := Result{Workload: w.Name, System: sys, Doc: w.Doc, Events: len(in.Lines), InputLines: len(in.Lines),
-				Rounds: o.Rounds, GenCPUSec: gen.Seconds(), Latency: latencyMissing}
+				Rounds: o.Rounds, GenCPUSec: gen.Seconds(), SkewOf: w.SkewOf, HotKeyShare: in.HotKeyShare}
 			lines := in.Lines
 			var err error
 			switch sys {
@@ -305,10 +333,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 								return RunResult{}, err
 							}
 						}
-						var res RunResult
-						var rerr error
-						res, rerr = nodeRun(ctx, w, dir, inPath, addr, runID, func(f func() error) error { return f() })
-						return res, rerr
+						var c0 redisCounters
+						if rs != nil {
+							var err error
+							if c0, err = rs.counters(); err != nil {
+								return RunResult{}, err
+							}
+						}
+						res, err := nodeRun(ctx, w, dir, inPath, addr, runID, func(f func() error) error { return f() })
+						if err == nil && rs != nil {
+							c1, cerr := rs.counters()
+							if cerr != nil {
+								return res, cerr
+							}
+							res.RedisInBytes, res.RDBSaves = c1.inBytes-c0.inBytes, c1.saves-c0.saves
+						}
+						return res, err
 					},
 					func(p func(int)) (RunResult, error) { return w.Baseline(lines, p), nil })
 				os.Remove(inPath)
@@ -328,10 +368,64 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if sys != SysCore {
 				r.Engine.HeapBytes, r.Engine.LiveKeys, r.Engine.BytesPerLiveKey = 0, 0, 0
 			}
+			if sys == SysNodeRedis && r.Skipped == "" {
+				r.Redis.RDBDumpBytes = redis.dumpBytes()
+			}
+			if r.Skipped == "" {
+				switch {
+				case o.NoLatency:
+					r.LatencySkipped = "not asked for (-latency=false)"
+				case sys == SysCore && w.Engine != nil:
+					logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
+					runtime.GC()
+					lat, res := OpenLoop(w.Engine(), lines, LoadShare*r.Engine.EventsPerWallSec)
+					if !res.Check.Equal(r.want) {
+						lat.Invalid = fmt.Sprintf("output %v, baseline %v", res.Check, r.want)
+					}
+					r.Latency = &lat
+				case sys != SysCore && w.NodeLatency:
+					logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
+					runID++
+					var rs *redisServer
+					if sys == SysNodeRedis {
+						rs = redis
+						if err := rs.Flush(); err != nil {
+							return nil, err
+						}
+					}
+					addr := ""
+					if rs != nil {
+						addr = rs.Addr
+					}
+					lat, check, err := nodeLatency(ctx, w, lines, addr, runID, LoadShare*r.Engine.EventsPerWallSec)
+					if err != nil {
+						return nil, fmt.Errorf("%s/%s latency: %w", w.Name, sys, err)
+					}
+					if !check.Equal(r.want) {
+						lat.Invalid = fmt.Sprintf("output %v, baseline %v", check, r.want)
+					}
+					r.Latency = &lat
+				default:
+					r.LatencySkipped = "no latency run for this workload on this system (core level: every workload; node levels: cdc)"
+				}
+				if r.Latency != nil {
+					r.Latency.MaxRate = r.Engine.EventsPerWallSec
+					r.Latency.Measures = "from " + w.LatencyFrom + " to the output"
+				}
+			}
+			if r.SkewOf != "" && r.Skipped == "" {
+				for _, u := range rep.Results {
+					if u.Workload == r.SkewOf && u.System == sys && u.Skipped == "" {
+						x := ratio(r.Engine.EventsPerCPUSec, u.Engine.EventsPerCPUSec)
+						r.SkewRatio = &x
+					}
+				}
+			}
 			byEngine[sys] = &r
 			rep.Results = append(rep.Results, r)
 		}
 	}
+	rep.Targets = targets(rep)
 	return rep, nil
 }
 
@@ -377,12 +471,21 @@ func runRounds(r *Result, rounds int, gen time.Duration, logf func(string, ...an
 			break
 		}
 	}
-	r.Checksum = es[0].res.Check.String()
+	r.Checksum, r.want = es[0].res.Check.String(), want
 	r.Outputs, r.ResultRows = es[0].res.Check.Outs, es[0].res.Check.Rows
 	r.Engine = figures(es, r.Events, gen)
 	r.Baseline = figures(bs, r.Events, gen)
 	r.Ratio = ratio(r.Engine.EventsPerCPUSec, r.Baseline.EventsPerCPUSec)
 	r.RatioWithGen = ratio(r.Engine.EventsPerCPUSecWithGen, r.Baseline.EventsPerCPUSecWithGen)
+	if redis != nil {
+		var bps, bpe, saves []float64
+		for _, s := range es {
+			bps = append(bps, s.res.RedisInBytes/max(s.wall.Seconds(), 1e-9))
+			bpe = append(bpe, s.res.RedisInBytes/float64(r.Events))
+			saves = append(saves, s.res.RDBSaves)
+		}
+		r.Redis = &RedisFigures{StateBytesPerSec: median(bps), StateBytesPerEvent: median(bpe), RDBSaves: median(saves)}
+	}
 	return nil
 }
 
@@ -393,31 +496,44 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(rep)
 }
 
-// WriteTable prints the report as a table.
+// WriteTable prints the report as a table, then the notes, the latency
+// runs and the targets.
 func (rep *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "scale %s, %d rounds (medians), %s, %d CPUs, load at start %s; events/s per CPU-second of this process (+ redis-server)\n",
 		rep.Scale, rep.Rounds, rep.GoVersion, rep.NumCPU, rep.LoadAvg)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tsystem\tevents\tengine ev/cpu-s\tbaseline ev/cpu-s\tratio\tengine +gen\tratio +gen\tengine ev/wall-s\tpeak RSS MB\tB/live key\tsnap cost\tvalid\t")
+	fmt.Fprintln(tw, "workload\tsystem\tevents\tengine ev/cpu-s\tbaseline ev/cpu-s\tratio\tengine +gen\tratio +gen\tengine ev/wall-s\tp50 ms\tp99 ms\tpeak RSS MB\tB/live key\tsnap cost\tredis MB/s\tskew ratio\tvalid\t")
 	for _, r := range rep.Results {
 		if r.Skipped != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\tskipped\t\n", r.Workload, r.System, r.Events)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\tskipped\t\n", r.Workload, r.System, r.Events)
 			continue
 		}
-		bpk, snap := "-", "-"
+		bpk, snap, p50, p99, rmb, skew := "-", "-", "-", "-", "-", "-"
 		if r.Engine.BytesPerLiveKey > 0 {
 			bpk = fmt.Sprintf("%.0f", r.Engine.BytesPerLiveKey)
 		}
 		if r.SnapshotCost != nil {
 			snap = fmt.Sprintf("%.0f%%", *r.SnapshotCost*100)
 		}
+		if r.Latency != nil {
+			p50, p99 = fmt.Sprintf("%.3f", r.Latency.P50Ms), fmt.Sprintf("%.3f", r.Latency.P99Ms)
+			if r.Latency.Invalid != "" {
+				p99 += "!"
+			}
+		}
+		if r.Redis != nil {
+			rmb = fmt.Sprintf("%.1f", r.Redis.StateBytesPerSec/1e6)
+		}
+		if r.SkewRatio != nil {
+			skew = fmt.Sprintf("%.3f", *r.SkewRatio)
+		}
 		valid := "ok"
 		if !r.Valid {
 			valid = "INVALID"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.3f\t%.0f\t%.3f\t%.0f\t%.0f\t%s\t%s\t%s\t\n", r.Workload, r.System, r.Events,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.3f\t%.0f\t%.3f\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", r.Workload, r.System, r.Events,
 			r.Engine.EventsPerCPUSec, r.Baseline.EventsPerCPUSec, r.Ratio, r.Engine.EventsPerCPUSecWithGen, r.RatioWithGen,
-			r.Engine.EventsPerWallSec, r.Engine.PeakRSSMB, bpk, snap, valid)
+			r.Engine.EventsPerWallSec, p50, p99, r.Engine.PeakRSSMB, bpk, snap, rmb, skew, valid)
 	}
 	tw.Flush()
 	for _, r := range rep.Results {
@@ -430,6 +546,20 @@ func (rep *Report) WriteTable(w io.Writer) {
 		if r.Notes != "" {
 			fmt.Fprintf(w, "  %s/%s: %s\n", r.Workload, r.System, r.Notes)
 		}
+		if r.Redis != nil {
+			fmt.Fprintf(w, "  %s/%s: Redis received %.0f B/event (%.1f MB/s of node.Run); %.0f RDB saves per run, RDB file %.1f MB at the end\n",
+				r.Workload, r.System, r.Redis.StateBytesPerEvent, r.Redis.StateBytesPerSec/1e6, r.Redis.RDBSaves, float64(r.Redis.RDBDumpBytes)/1e6)
+		}
 	}
-	fmt.Fprintf(w, "  latency p50/p99: %s\n", latencyMissing)
+	fmt.Fprintf(w, "latency p50/p99: open loop at %.0f%% of the closed-loop rate measured first (events released on a schedule; latency from release to output)\n", LoadShare*100)
+	for _, r := range rep.Results {
+		if l := r.Latency; l != nil {
+			fmt.Fprintf(w, "  %s/%s: p50 %.3f ms, p99 %.3f ms, max %.3f ms over %d outputs; offered %.0f ev/s (max %.0f), achieved %.0f; from %s\n",
+				r.Workload, r.System, l.P50Ms, l.P99Ms, l.MaxMs, l.Outputs, l.Rate, l.MaxRate, l.Achieved, strings.TrimPrefix(l.Measures, "from "))
+			if l.Invalid != "" {
+				fmt.Fprintf(w, "  %s/%s latency run INVALID: %s\n", r.Workload, r.System, l.Invalid)
+			}
+		}
+	}
+	writeTargets(w, rep.Targets)
 }

@@ -32,17 +32,9 @@ import (
 func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr string, run int, measure func(f func() error) error) (RunResult, error) {
 	name := fmt.Sprintf("bench-%s-%d", strings.ReplaceAll(w.Name, "-", ""), run)
 	outPath := filepath.Join(dir, name+".out.jsonl")
-	join, tables, _ := strings.Cut(w.NodeJob, "tables:")
-	yml := "name: " + name + "\n" + join +
-		fmt.Sprintf("sources: [{name: in, type: file, path: %q, tables: %s}]\n", inPath, strings.TrimSpace(tables)) +
-		fmt.Sprintf("sinks: [{type: file, path: %q, format: changelog}]\n", outPath) +
-		"cluster: {profile: local}\n"
-	if redisAddr != "" {
-		yml += fmt.Sprintf("state: {store: redis, redis: {addr: %q}}\n", redisAddr)
-	}
-	spec, err := job.Parse([]byte(yml))
+	spec, err := nodeSpec(w, name, inPath, fmt.Sprintf("{type: file, path: %q, format: changelog}", outPath), redisAddr)
 	if err != nil {
-		return RunResult{}, fmt.Errorf("job: %w\n%s", err, yml)
+		return RunResult{}, err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	n, err := node.Start(ctx, spec, node.Options{Logger: log, Stdout: io.Discard, Stdin: strings.NewReader("")})
@@ -69,6 +61,101 @@ func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr string, ru
 	res.Rejected = int(n.Stats().BadTotal())
 	res.Wall = runWall
 	return res, nil
+}
+
+// nodeSpec is w's node job: a cluster of one reading the file source inPath
+// ("-": the node's stdin) into sink, on Redis when redisAddr is set.
+func nodeSpec(w *Workload, name, inPath, sink, redisAddr string) (*job.Spec, error) {
+	join, tables, _ := strings.Cut(w.NodeJob, "tables:")
+	yml := "name: " + name + "\n" + join +
+		fmt.Sprintf("sources: [{name: in, type: file, path: %q, tables: %s}]\n", inPath, strings.TrimSpace(tables)) +
+		"sinks: [" + sink + "]\n" +
+		"cluster: {profile: local}\n"
+	if redisAddr != "" {
+		yml += fmt.Sprintf("state: {store: redis, redis: {addr: %q}}\n", redisAddr)
+	}
+	spec, err := job.Parse([]byte(yml))
+	if err != nil {
+		return nil, fmt.Errorf("job: %w\n%s", err, yml)
+	}
+	return spec, nil
+}
+
+// nodeLatency is the node's open-loop latency run: the node reads its stdin
+// (a file source on "-") from a pipe that a feeder goroutine writes at rate
+// events per second, event i (offset i+1) due at start + i/rate, in one
+// write per wake-up of whatever is due; the stdout sink writes to a
+// stampWriter. An output's latency is the time the sink wrote it minus its
+// event's due time, the event found by the source offset in the output's
+// id. The outputs are checksummed too.
+func nodeLatency(ctx context.Context, w *Workload, lines [][]byte, redisAddr string, run int, rate float64) (Latency, Checksum, error) {
+	name := fmt.Sprintf("bench-%s-lat-%d", strings.ReplaceAll(w.Name, "-", ""), run)
+	spec, err := nodeSpec(w, name, "-", "{type: stdout, format: changelog}", redisAddr)
+	if err != nil {
+		return Latency{}, Checksum{}, err
+	}
+	out := &stampWriter{}
+	pr, pw := io.Pipe()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	n, err := node.Start(ctx, spec, node.Options{Logger: log, Stdout: out, Stdin: pr})
+	if err != nil {
+		return Latency{}, Checksum{}, fmt.Errorf("node start: %w", err)
+	}
+	defer n.Close(context.Background())
+	gap := float64(time.Second) / rate
+	t0 := time.Now()
+	due := func(i int) time.Time { return t0.Add(time.Duration(float64(i) * gap)) }
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		var buf []byte
+		sent := 0
+		for sent < len(lines) {
+			if d := time.Until(due(sent)); d > 0 {
+				time.Sleep(d)
+			}
+			upTo := min(len(lines), int(time.Since(t0).Seconds()*rate)+1)
+			buf = buf[:0]
+			for ; sent < upTo; sent++ {
+				buf = append(append(buf, lines[sent]...), '\n')
+			}
+			if _, err := pw.Write(buf); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	runErr := n.Run(ctx)
+	wall := time.Since(t0)
+	pr.CloseWithError(io.ErrClosedPipe)
+	<-fed
+	if runErr != nil {
+		return Latency{}, Checksum{}, fmt.Errorf("node run: %w", runErr)
+	}
+	if err := n.Close(ctx); err != nil {
+		return Latency{}, Checksum{}, fmt.Errorf("node close: %w", err)
+	}
+	var l latencies
+	var check Checksum
+	var h Hasher
+	var decErr error
+	out.lines(func(line []byte, at time.Time, off int64) {
+		o, err := changelog.DecodeChangelog(line)
+		if err != nil {
+			decErr = err
+			return
+		}
+		check.Add(o.Kind, h.HashOutput(o, true))
+		if off >= 1 && off <= int64(len(lines)) {
+			l.add(at.Sub(due(int(off-1))), 1)
+		}
+	})
+	if decErr != nil {
+		return Latency{}, check, fmt.Errorf("sink output: %w", decErr)
+	}
+	lat := Latency{Rate: rate, Achieved: float64(len(lines)) / wall.Seconds()}
+	l.summary(&lat)
+	return lat, check, nil
 }
 
 // checksumFile reads a changelog file sink's output back.
@@ -112,6 +199,7 @@ func writeLines(path string, lines [][]byte) error {
 // redisServer is a redis-server the harness started, RDB snapshots on.
 type redisServer struct {
 	Addr string
+	dir  string
 	cmd  *exec.Cmd
 }
 
@@ -136,7 +224,7 @@ func startRedis(dir string) (*redisServer, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	r := &redisServer{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd}
+	r := &redisServer{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, cmd: cmd}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c := goredis.NewClient(&goredis.Options{Addr: r.Addr})
@@ -181,6 +269,51 @@ func (r *redisServer) CPU() time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// Info returns the fields of the server's INFO section as numbers (those
+// that parse as one).
+func (r *redisServer) Info(section string) (map[string]float64, error) {
+	c := goredis.NewClient(&goredis.Options{Addr: r.Addr})
+	defer c.Close()
+	txt, err := c.Info(context.Background(), section).Result()
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]float64{}
+	for _, l := range strings.Split(txt, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(l), ":")
+		if !ok {
+			continue
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			m[k] = f
+		}
+	}
+	return m, nil
+}
+
+// redisCounters are the server counters a node+redis run reports.
+type redisCounters struct {
+	inBytes float64 // total_net_input_bytes: what clients sent, i.e. the key snapshots
+	saves   float64 // rdb_saves: background RDB snapshots taken
+}
+
+func (r *redisServer) counters() (redisCounters, error) {
+	m, err := r.Info("all")
+	if err != nil {
+		return redisCounters{}, err
+	}
+	return redisCounters{inBytes: m["total_net_input_bytes"], saves: m["rdb_saves"]}, nil
+}
+
+// dumpBytes is the size of the server's RDB file (0 before the first save).
+func (r *redisServer) dumpBytes() int64 {
+	fi, err := os.Stat(filepath.Join(r.dir, "dump.rdb"))
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 // Stop terminates the server and waits for it.

@@ -23,7 +23,9 @@ type SkewConfig struct {
 // changes: one in five on a uniformly chosen user (insert, rename or
 // delete), the rest on a uniformly chosen domain (insert, rename, move to a
 // new Zipf/hot owner, or delete). The same config gives the same lines.
-func GenerateSkew(c SkewConfig) [][]byte {
+// hot is the share of the lines on user 1's join key (its own rows, and
+// domain rows it owns before or after the change).
+func GenerateSkew(c SkewConfig) (lines [][]byte, hot float64) {
 	if c.ZipfS == 0 {
 		c.ZipfS = 1.2
 	}
@@ -32,8 +34,15 @@ func GenerateSkew(c SkewConfig) [][]byte {
 	}
 	r := rand.New(rand.NewPCG(c.Seed, c.Seed^0xbb67ae8584caa73b))
 	zipf := rand.NewZipf(r, c.ZipfS, 1, uint64(c.Users-1))
-	var lines [][]byte
+	onHot := 0
 	emit := func(table, op string, before, after map[string]any) {
+		col := "user_id"
+		if table == "users" {
+			col = "id"
+		}
+		if before != nil && before[col] == 1 || after != nil && after[col] == 1 {
+			onHot++
+		}
 		env := map[string]any{"op": op, "before": before, "after": after,
 			"source": map[string]any{"table": table}, "ts_ms": 1_700_000_000_000 + len(lines)}
 		b, err := json.Marshal(env)
@@ -98,5 +107,5 @@ func GenerateSkew(c SkewConfig) [][]byte {
 			emit("domains", "u", old, domains[id])
 		}
 	}
-	return lines
+	return lines, float64(onHot) / float64(len(lines))
 }
