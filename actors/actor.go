@@ -71,6 +71,7 @@ type keyActor struct {
 	offsets  map[string]int64  // partition id -> highest applied offset
 	src      map[string]string // changelog join: "side/pk" -> last applied source position
 	outbox   []outboxEntry
+	seq      uint64 // the Seq of the key's last output
 	loaded   bool
 	epoch    int64 // owner epoch from Store.Acquire; 0 until acquired
 	node     string
@@ -151,6 +152,18 @@ func (a *keyActor) maybeStop(ctx actor.Context) {
 	}
 }
 
+// stamp gives new outputs the key's next sequence numbers (record.Output.
+// Seq): one above the last, and never below the wall clock in milliseconds
+// shifted left 12 bits, so a key whose state was dropped when it emptied
+// still numbers above its earlier outputs when it comes back.
+func (a *keyActor) stamp(outs []record.Output) {
+	floor := uint64(time.Now().UnixMilli()) << 12
+	for i := range outs {
+		a.seq = max(a.seq+1, floor)
+		outs[i].Seq = a.seq
+	}
+}
+
 func (a *keyActor) load() error {
 	if a.loaded {
 		return nil
@@ -187,6 +200,7 @@ func (a *keyActor) load() error {
 		}
 		a.outbox = st.Outbox
 		a.src = st.Src
+		a.seq = st.Seq
 		a.offsets = maps.Clone(snap.Offsets)
 		if a.offsets == nil {
 			a.offsets = map[string]int64{}
@@ -246,6 +260,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 			return
 		}
 		if len(outs) > n {
+			a.stamp(outs[n:])
 			a.outbox = append(a.outbox, outboxEntry{Part: part, Offset: pe.Offset, Outputs: outs[n:len(outs):len(outs)]})
 		}
 		a.offsets[part] = pe.Offset
@@ -259,6 +274,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 			n := len(outs)
 			outs = a.advance(m.Watermark, outs, reply)
 			if len(outs) > n {
+				a.stamp(outs[n:])
 				a.outbox = append(a.outbox, outboxEntry{Part: firePart, Offset: m.Watermark, Outputs: outs[n:len(outs):len(outs)]})
 			}
 			changed = true
@@ -278,7 +294,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 	}
 	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.key, Epoch: a.epoch, Offsets: maps.Clone(a.offsets)}
 	if !a.machineEmpty() || len(a.outbox) > 0 || len(a.timers) > 0 || len(a.src) > 0 {
-		st := keyState{Outbox: a.outbox, Timers: a.timers, Src: a.src}
+		st := keyState{Outbox: a.outbox, Timers: a.timers, Src: a.src, Seq: a.seq}
 		if !a.machineEmpty() {
 			st.Join = a.machineSnapshot()
 		}

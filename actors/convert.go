@@ -51,7 +51,7 @@ func EncodeOutput(o record.Output) (*keypb.Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &keypb.Output{Id: o.ID, Kind: int32(o.Kind), Pk: o.PK, Row: row}, nil
+	return &keypb.Output{Id: o.ID, Kind: int32(o.Kind), Pk: o.PK, Row: row, Ts: o.Ts, Seq: o.Seq}, nil
 }
 
 // DecodeOutput is the inverse of EncodeOutput.
@@ -60,7 +60,7 @@ func DecodeOutput(po *keypb.Output) (record.Output, error) {
 	if err != nil {
 		return record.Output{}, err
 	}
-	return record.Output{ID: po.Id, Kind: record.Kind(po.Kind), PK: po.Pk, Row: row}, nil
+	return record.Output{ID: po.Id, Kind: record.Kind(po.Kind), PK: po.Pk, Row: row, Ts: po.Ts, Seq: po.Seq}, nil
 }
 
 func encodeRow(r record.Row) ([]byte, error) {

@@ -33,6 +33,8 @@ type keyState struct {
 	// row, "side/pk" -> position (see keypb.Event.SrcPos). Deleted rows keep
 	// theirs, so a replayed older create cannot bring them back.
 	Src map[string]string `json:"s,omitempty"`
+	// Seq is the Seq of the key's last output.
+	Seq uint64 `json:"q,omitempty"`
 }
 
 type outboxEntry struct {
@@ -52,13 +54,14 @@ type keyStateWire struct {
 	Timers []int64           `json:"t,omitempty"`
 	Wm     *int64            `json:"w,omitempty"`
 	Src    map[string]string `json:"s,omitempty"`
+	Seq    uint64            `json:"q,omitempty"`
 }
 
 // encodeState encodes s. It caches each outbox entry's encoding in place
 // (s.Outbox shares its array with the actor's outbox), so an entry is
 // encoded once however many state writes carry it.
 func encodeState(s keyState) ([]byte, error) {
-	w := keyStateWire{Join: s.Join, Timers: s.Timers, Wm: s.Wm, Src: s.Src}
+	w := keyStateWire{Join: s.Join, Timers: s.Timers, Wm: s.Wm, Src: s.Src, Seq: s.Seq}
 	if len(s.Outbox) > 0 {
 		w.Outbox = make([]json.RawMessage, len(s.Outbox))
 		for i := range s.Outbox {

@@ -14,7 +14,7 @@ func TestEncodeStateCachedOutbox(t *testing.T) {
 	wm := int64(42)
 	out := record.Output{ID: "x|1", Kind: record.Insert, PK: `["1"]`, Row: record.Row{"a": json.Number("1"), "b": "<&>"}}
 	s := keyState{Join: []byte{1, '{', '}'}, Timers: []int64{5, 9}, Wm: &wm, Src: map[string]string{"l/1": "p"},
-		Outbox: []outboxEntry{{Part: "cdc/0", Offset: 3, Outputs: []record.Output{out}}, {Part: "cdc/0", Offset: 4}}}
+		Outbox: []outboxEntry{{Part: "cdc/0", Offset: 3, Outputs: []record.Output{out}}, {Part: "cdc/0", Offset: 4}}, Seq: 77}
 	plain, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)

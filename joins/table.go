@@ -56,6 +56,18 @@ func (t *Table) Apply(o record.Output) error {
 	return nil
 }
 
+// Put applies o without checking it against the table: +I and +U set the
+// row, -U and -D remove it. For outputs ordered by Seq, where a later change
+// of a row may arrive before an earlier one and the newest decides.
+func (t *Table) Put(o record.Output) {
+	switch o.Kind {
+	case record.Insert, record.UpdateAfter:
+		t.rows[o.PK] = o.Row
+	default:
+		delete(t.rows, o.PK)
+	}
+}
+
 // Rows returns the rows sorted by primary key (as strings).
 func (t *Table) Rows() []TableRow {
 	out := make([]TableRow, 0, len(t.rows))

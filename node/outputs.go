@@ -24,9 +24,10 @@ type outputs struct {
 	sinks  []sinks.Sink
 	stdout io.Writer
 	mu     sync.Mutex
-	table  *joins.Table    // nil without a table sink
-	seen   map[string]bool // output ids the table applied: outputs are at least once
-	errs   []error         // inconsistencies the table saw
+	table  *joins.Table      // nil without a table sink
+	seen   map[string]bool   // output ids the table applied: outputs are at least once
+	seqs   map[string]uint64 // output PK -> Seq of the change the table holds (ordered outputs)
+	errs   []error           // inconsistencies the table saw
 	print  bool
 }
 
@@ -60,7 +61,7 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 				ClientID: s.Kafka.ClientID, TLS: kafkaTLS(s.Kafka), SASL: kafkaSASL(s.Kafka)})
 		case "table":
 			o.table = joins.NewTable()
-			o.seen = map[string]bool{}
+			o.seen, o.seqs = map[string]bool{}, map[string]uint64{}
 			o.print = true
 			continue
 		}
@@ -89,6 +90,17 @@ func (o *outputs) write(ctx context.Context, batch []record.Output) error {
 				continue // a re-sent output (replay, late firing): same id, same row
 			}
 			o.seen[out.ID] = true
+			if out.Seq > 0 {
+				// Ordered by the key's output sequence, as the Redis hash sink
+				// does: outputs of one key may arrive out of order (two
+				// sources), and the newest change of a row decides it.
+				if out.Seq <= o.seqs[out.PK] {
+					continue
+				}
+				o.seqs[out.PK] = out.Seq
+				o.table.Put(out)
+				continue
+			}
 			if err := o.table.Apply(out); err != nil {
 				o.errs = append(o.errs, err)
 			}

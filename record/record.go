@@ -150,6 +150,14 @@ type Output struct {
 	// Ts is the event time of an event-time join's output (ms); 0 for the
 	// changelog join, whose outputs carry no event time.
 	Ts int64 `json:"ts,omitempty"`
+	// Seq orders the outputs of one join key: it grows with every output the
+	// key makes (a re-sent output keeps its Seq). Every output primary key
+	// belongs to one join key, so Seq also orders the changes of one output
+	// row. Outputs of one key can reach a sink out of order — two sources or
+	// two nodes write their replies separately — so sinks that keep rows by
+	// primary key apply an output only when its Seq is above the row's (0:
+	// unordered, always applied).
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // OutputID builds the deterministic id of the n-th output made by event e.

@@ -351,13 +351,15 @@ func sortedKeys[V any](m map[record.Key]V) []record.Key {
 // output writes one output line: the changelog line, plus "ts" for an
 // event-time join.
 func (d *driver) output(o record.Output) error {
+	ts := o.Ts
+	o.Ts = 0 // written below, for event-time joins even when 0
 	line, _, err := changelog.Changelog.Marshal(o)
 	if err != nil {
 		return err
 	}
 	if d.spec.eventTime() {
 		line = append(line[:len(line)-1], `,"ts":`...)
-		line = strconv.AppendInt(line, o.Ts, 10)
+		line = strconv.AppendInt(line, ts, 10)
 		line = append(line, '}')
 	}
 	d.sum.Outputs++

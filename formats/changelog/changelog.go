@@ -62,6 +62,8 @@ type changelogLine struct {
 	Op  record.Kind     `json:"op"`
 	PK  json.RawMessage `json:"pk"`
 	Row record.Row      `json:"row"`
+	Ts  int64           `json:"ts,omitempty"`  // event time (event-time joins)
+	Seq uint64          `json:"seq,omitempty"` // the key's output sequence: order a row's changes by it
 }
 
 type debeziumLine struct {
@@ -75,6 +77,8 @@ type debeziumSource struct {
 	Connector string          `json:"connector"`
 	ID        string          `json:"id"`
 	PK        json.RawMessage `json:"pk"`
+	Seq       uint64          `json:"seq,omitempty"`
+	TsMs      int64           `json:"ts_ms,omitempty"`
 }
 
 // DebeziumConnector is the source.connector of envelopes Debezium.Marshal writes.
@@ -84,6 +88,7 @@ type upsertLine struct {
 	ID    string          `json:"id"`
 	Key   json.RawMessage `json:"key"`
 	Value record.Row      `json:"value"`
+	Seq   uint64          `json:"seq,omitempty"`
 }
 
 // Marshal encodes o as one line (no trailing newline) in format f. ok is
@@ -106,22 +111,22 @@ func (f Format) Marshal(o record.Output) (line []byte, ok bool, err error) {
 	var v any
 	switch f {
 	case Changelog:
-		v = changelogLine{ID: o.ID, Op: o.Kind, PK: pk, Row: o.Row}
+		v = changelogLine{ID: o.ID, Op: o.Kind, PK: pk, Row: o.Row, Ts: o.Ts, Seq: o.Seq}
 	case Upsert:
 		switch o.Kind {
 		case record.UpdateBefore:
 			return nil, false, nil
 		case record.Delete:
-			v = upsertLine{ID: o.ID, Key: pk}
+			v = upsertLine{ID: o.ID, Key: pk, Seq: o.Seq}
 		default:
-			v = upsertLine{ID: o.ID, Key: pk, Value: o.Row}
+			v = upsertLine{ID: o.ID, Key: pk, Value: o.Row, Seq: o.Seq}
 			if o.Row == nil {
 				// A nil row would read back as a tombstone.
-				v = upsertLine{ID: o.ID, Key: pk, Value: record.Row{}}
+				v = upsertLine{ID: o.ID, Key: pk, Value: record.Row{}, Seq: o.Seq}
 			}
 		}
 	case Debezium:
-		src := debeziumSource{Connector: DebeziumConnector, ID: o.ID, PK: pk}
+		src := debeziumSource{Connector: DebeziumConnector, ID: o.ID, PK: pk, Seq: o.Seq, TsMs: o.Ts}
 		row := o.Row
 		if row == nil {
 			row = record.Row{} // a null row would not decode as a change
@@ -172,6 +177,8 @@ func DecodeChangelog(line []byte) (record.Output, error) {
 		Op  *record.Kind    `json:"op"`
 		PK  json.RawMessage `json:"pk"`
 		Row record.Row      `json:"row"`
+		Ts  int64           `json:"ts"`
+		Seq uint64          `json:"seq"`
 	}
 	if err := dec.Decode(&l); err != nil {
 		return record.Output{}, fmt.Errorf("changelog: decode: %w", err)
@@ -182,7 +189,7 @@ func DecodeChangelog(line []byte) (record.Output, error) {
 	if l.ID == nil || l.Op == nil {
 		return record.Output{}, fmt.Errorf("changelog: decode: missing id or op")
 	}
-	o := record.Output{ID: *l.ID, Kind: *l.Op, Row: l.Row}
+	o := record.Output{ID: *l.ID, Kind: *l.Op, Row: l.Row, Ts: l.Ts, Seq: l.Seq}
 	if len(l.PK) > 0 && string(l.PK) != "null" {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, l.PK); err != nil {

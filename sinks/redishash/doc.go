@@ -11,23 +11,28 @@
 //   - -U outputs are skipped (the +U that follows overwrites the row).
 //
 // Next to each row it stores the id of the output that wrote it, in the hash
-// Config.IDsKey (default <Key>:ids), PK → output id; a -D removes both.
+// Config.IDsKey (default <Key>:ids), PK → output id; a -D removes both. And
+// it keeps, in Config.SeqsKey (default <Key>:seq), the Seq of the last output
+// applied to each PK (record.Output.Seq, zero-padded to 20 digits), also
+// after a delete: an output whose Seq is not above it is skipped, so the
+// view does not depend on the order in which outputs arrive.
 //
 // # Replays
 //
-// A batch is applied in one round trip as a MULTI/EXEC transaction, so
-// readers never see half a batch. Every command overwrites: applying an
+// A batch is applied in one round trip by a Lua script, so readers never see
+// half a batch. Every command overwrites: applying an
 // output whose id is the one stored for its PK writes the same row and id
 // again, so a replay of the same output (a Write retried after a timeout,
 // outputs re-emitted after a restart) changes nothing; a replayed sequence of
 // outputs, applied in order, ends in the same view. HGET <IDsKey> <PK> tells
 // which output a row comes from, so a reader can check whether an output id
-// has been applied. The sink never dedupes by itself: while an older
-// sequence is replayed the view can briefly show an older row for a PK until
-// the replay reaches the newest output.
+// has been applied. Outputs with a Seq are ordered by it: a
+// replayed older output is skipped. Outputs without one (Seq 0) are applied
+// as they come, so while an older sequence of those is replayed the view can
+// briefly show an older row for a PK.
 //
-// Both hashes are on one server; with Redis Cluster, give Key a hash tag
-// ({view}) and set IDsKey to one with the same tag. go-redis types stay
+// The three hashes are on one server; with Redis Cluster, give Key a hash
+// tag ({view}): the default IDsKey and SeqsKey share it. go-redis types stay
 // inside this package.
 //
 // Usage:

@@ -18,6 +18,10 @@ import (
 // empty.
 const IDsSuffix = ":ids"
 
+// SeqsSuffix is appended to Key to name the sequence hash when
+// Config.SeqsKey is empty.
+const SeqsSuffix = ":seq"
+
 // ErrClosed is returned by Write after Close.
 var ErrClosed = errors.New("redishash: sink closed")
 
@@ -36,6 +40,10 @@ type Config struct {
 	// IDsKey is the hash holding PK → id of the output that wrote the row.
 	// Default Key + IDsSuffix. It must differ from Key.
 	IDsKey string
+	// SeqsKey is the hash holding PK → Seq of the output that last changed
+	// the row (kept after a delete, so a late older output cannot bring the
+	// row back). Default Key + SeqsSuffix.
+	SeqsKey string
 }
 
 // Validate reports every problem with c at once, naming each field.
@@ -52,6 +60,9 @@ func (c Config) Validate() error {
 	}
 	if c.IDsKey != "" && c.IDsKey == c.Key {
 		errs = append(errs, fmt.Errorf("redishash: IDsKey %q must differ from Key", c.IDsKey))
+	}
+	if c.SeqsKey != "" && (c.SeqsKey == c.Key || c.SeqsKey == c.IDsKey) {
+		errs = append(errs, fmt.Errorf("redishash: SeqsKey %q must differ from Key and IDsKey", c.SeqsKey))
 	}
 	return errors.Join(errs...)
 }
@@ -77,6 +88,9 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	if cfg.IDsKey == "" {
 		cfg.IDsKey = cfg.Key + IDsSuffix
 	}
+	if cfg.SeqsKey == "" {
+		cfg.SeqsKey = cfg.Key + SeqsSuffix
+	}
 	client := redis.NewClient(&redis.Options{
 		Addr:                  cfg.Addr,
 		Username:              cfg.Username,
@@ -89,13 +103,6 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 		return nil, fmt.Errorf("redishash: ping %s: %w", cfg.Addr, err)
 	}
 	return &Sink{cfg: cfg, client: client}, nil
-}
-
-// change is one command of a batch: a row to set, or a delete when row is
-// nil.
-type change struct {
-	pk, id string
-	row    []byte
 }
 
 // encodeRow encodes a row as a JSON object (null rows as {}), keys sorted,
@@ -113,55 +120,75 @@ func encodeRow(r record.Row) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// Write applies the batch in order in one MULTI/EXEC round trip: HSET of the
-// row and of the output id for +I and +U, HDEL of both for -D; -U is
-// skipped. It returns once Redis has executed the transaction. An output that
-// cannot be encoded (a row encoding/json rejects, an unknown kind) fails the
-// batch before anything is sent. If the round trip fails, the transaction
-// either ran completely or not at all; a retry applies it again, which is
-// harmless (see the package doc).
+// Write applies the batch in order in one round trip (a Lua script, atomic
+// like MULTI/EXEC): HSET of the row and of the output id for +I and +U, HDEL
+// of both for -D; -U is skipped. An output with a Seq (record.Output.Seq) is
+// applied only when its Seq is above the one the view holds for its PK, and
+// its Seq is kept (in SeqsKey, also after a delete), so outputs that arrive
+// out of order — two sources or two nodes writing one key's outputs — never
+// leave an older row in the view. It returns once Redis has run the script.
+// An output that cannot be encoded (a row encoding/json rejects, an unknown
+// kind) fails the batch before anything is sent. A retry applies the batch
+// again, which is harmless (see the package doc).
 func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
-	changes := make([]change, 0, len(batch))
+	args := make([]any, 0, 4*len(batch))
 	for _, o := range batch {
+		var row []byte
 		switch o.Kind {
 		case record.UpdateBefore:
+			continue
 		case record.Delete:
-			changes = append(changes, change{pk: o.PK, id: o.ID})
 		case record.Insert, record.UpdateAfter:
-			row, err := encodeRow(o.Row)
-			if err != nil {
+			var err error
+			if row, err = encodeRow(o.Row); err != nil {
 				return fmt.Errorf("redishash: output %s: %w", o.ID, err)
 			}
-			changes = append(changes, change{pk: o.PK, id: o.ID, row: row})
 		default:
 			return fmt.Errorf("redishash: output %s: unknown kind %v", o.ID, o.Kind)
 		}
+		seq := ""
+		if o.Seq > 0 {
+			seq = fmt.Sprintf("%020d", o.Seq) // fixed width: compares as a string
+		}
+		args = append(args, o.PK, o.ID, seq, row)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
-	if len(changes) == 0 {
+	if len(args) == 0 {
 		return nil
 	}
-	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, c := range changes {
-			if c.row == nil {
-				p.HDel(ctx, s.cfg.Key, c.pk)
-				p.HDel(ctx, s.cfg.IDsKey, c.pk)
-				continue
-			}
-			p.HSet(ctx, s.cfg.Key, c.pk, c.row)
-			p.HSet(ctx, s.cfg.IDsKey, c.pk, c.id)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("redishash: apply %d outputs to %s: %w", len(changes), s.cfg.Key, err)
+	if err := applyScript.Run(ctx, s.client, []string{s.cfg.Key, s.cfg.IDsKey, s.cfg.SeqsKey}, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("redishash: apply %d outputs to %s: %w", len(args)/4, s.cfg.Key, err)
 	}
 	return nil
 }
+
+// applyScript applies (pk, id, seq, row) quadruples in order: an empty row
+// deletes, an empty seq applies unconditionally.
+var applyScript = redis.NewScript(`
+for i = 1, #ARGV, 4 do
+  local pk, id, seq, row = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3]
+  local newer = true
+  if seq ~= "" then
+    local cur = redis.call('HGET', KEYS[3], pk)
+    if cur and cur >= seq then newer = false end
+  end
+  if newer then
+    if row == "" then
+      redis.call('HDEL', KEYS[1], pk)
+      redis.call('HDEL', KEYS[2], pk)
+    else
+      redis.call('HSET', KEYS[1], pk, row)
+      redis.call('HSET', KEYS[2], pk, id)
+    end
+    if seq ~= "" then redis.call('HSET', KEYS[3], pk, seq) end
+  end
+end
+return 0
+`)
 
 // Close closes the connection pool after any Write in progress. It is
 // idempotent.

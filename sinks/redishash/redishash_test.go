@@ -154,3 +154,56 @@ func TestRedisHashSinkNewFails(t *testing.T) {
 		t.Fatal("New with empty config succeeded")
 	}
 }
+
+// TestRedisHashSinkOrdersBySeq writes one key's outputs out of order, in
+// separate batches as two sources would: the view ends with the newest row,
+// a delete is not undone by an older insert arriving after it, and outputs
+// without a Seq still apply as they come.
+func TestRedisHashSinkOrdersBySeq(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	s, err := New(ctx, Config{Addr: r.Addr, Key: "view"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rc := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rc.Close()
+	v1 := record.Output{ID: "a", Kind: record.Insert, PK: "[1,7]", Row: row("a", "v1"), Seq: 10}
+	v2 := record.Output{ID: "b", Kind: record.UpdateAfter, PK: "[1,7]", Row: row("a", "v2"), Seq: 11}
+	del := record.Output{ID: "c", Kind: record.Delete, PK: "[1,8]", Seq: 13}
+	ins := record.Output{ID: "d", Kind: record.Insert, PK: "[1,8]", Row: row("a", "old"), Seq: 12}
+	for _, b := range [][]record.Output{{v2}, {v1}, {del}, {ins}, {v1}} {
+		if err := s.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := rc.HGetAll(ctx, "view").Val()
+	if len(got) != 1 || !strings.Contains(got["[1,7]"], `"v2"`) {
+		t.Errorf("view %v: want only [1,7] at v2 (the older v1 and the insert before the delete skipped)", got)
+	}
+	if id := rc.HGet(ctx, "view:ids", "[1,7]").Val(); id != "b" {
+		t.Errorf("id of [1,7] = %q, want b", id)
+	}
+	if seq := rc.HGet(ctx, "view:seq", "[1,8]").Val(); seq != fmt.Sprintf("%020d", 13) {
+		t.Errorf("seq of deleted [1,8] = %q, want 13 kept", seq)
+	}
+	// Unordered outputs (Seq 0) apply in arrival order.
+	if err := s.Write(ctx, []record.Output{{ID: "e", Kind: record.Insert, PK: "[2,null]", Row: row("b", nil)}}); err != nil {
+		t.Fatal(err)
+	}
+	if rc.HExists(ctx, "view", "[2,null]").Val() != true {
+		t.Error("an output without Seq was not applied")
+	}
+	// A Seq above 2^53 still compares exactly (strings, not Lua doubles).
+	big := uint64(1) << 60
+	for _, o := range []record.Output{{ID: "f", Kind: record.Insert, PK: "[3,null]", Row: row("c", "new"), Seq: big + 1},
+		{ID: "g", Kind: record.Insert, PK: "[3,null]", Row: row("c", "old"), Seq: big}} {
+		if err := s.Write(ctx, []record.Output{o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := rc.HGet(ctx, "view", "[3,null]").Val(); !strings.Contains(v, `"new"`) {
+		t.Errorf("[3,null] = %s, want the row of the higher Seq", v)
+	}
+}
