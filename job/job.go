@@ -14,6 +14,7 @@ import (
 
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/transform"
 )
 
 // Spec is a whole job file.
@@ -167,6 +168,21 @@ type Source struct {
 	// false for connectors whose positions are not ordered (a MySQL
 	// failover to a server with other binlog file names).
 	Dedup *bool `yaml:"dedup,omitempty"`
+	// Filter keeps only the records for which this expr-lang expression is
+	// true (transform package), e.g. `status == "active" && amount > 10`.
+	// It sees a row's columns, and _table (a CDC record's source table). A
+	// CDC change is filtered per row image, so the changelog stays one: an
+	// update that leaves the filter becomes a delete, one that enters it an
+	// insert. A record whose filter fails (a wrong type) is bad input.
+	Filter string `yaml:"filter,omitempty"`
+}
+
+// CompiledFilter compiles the source's filter; nil without one.
+func (s Source) CompiledFilter() (*transform.Filter, error) {
+	if s.Filter == "" {
+		return nil, nil
+	}
+	return transform.CompileFilter(s.Filter)
 }
 
 // DefaultMaxRecordBytes is the record size limit of a source without
@@ -483,6 +499,9 @@ func (s *Spec) Validate() error {
 		names[src.Name] = true
 		if src.Format != "" && src.Format != "debezium" && src.Format != "json" {
 			bad(f+".format", "must be debezium or json (got %q)", src.Format)
+		}
+		if _, err := src.CompiledFilter(); err != nil {
+			bad(f+".filter", "%v", err)
 		}
 		if src.Watermark.MaxOutOfOrderness < 0 {
 			bad(f+".watermark.max_out_of_orderness", "must not be negative")

@@ -23,6 +23,7 @@ import (
 	"github.com/joinery/joinery/sources/file"
 	srckafka "github.com/joinery/joinery/sources/kafka"
 	"github.com/joinery/joinery/sources/redisstream"
+	"github.com/joinery/joinery/transform"
 )
 
 // readBatch is the most records one dispatch reads from a source.
@@ -133,6 +134,8 @@ type reader struct {
 	dl   deadletter.Writer // nil without a dead-letter output
 	logs logLimiter
 	next uint64
+	// filter is the source's filter expression (sources[].filter), or nil.
+	filter *transform.Filter
 
 	mu        sync.Mutex
 	inflight  map[record.Key]sent // last unanswered request per key
@@ -152,6 +155,9 @@ func (n *Node) runSource(ctx context.Context, cfg job.Source, dl deadletter.Writ
 	defer src.Close()
 	r := &reader{n: n, cfg: cfg, src: src, dl: dl, inflight: map[record.Key]sent{}, committed: map[string]int64{},
 		lastFire: math.MinInt64, parts: map[string]struct{}{}}
+	if r.filter, err = cfg.CompiledFilter(); err != nil {
+		return fmt.Errorf("source %s: %w", cfg.Name, err) // job validation compiled it already
+	}
 	queue := make(chan *batch, maxInflight)
 	collectErr := make(chan error, 1)
 	// Reading stops when ctx ends; the batches already sent are still
@@ -493,6 +499,7 @@ const (
 	ReasonUnknownTable = "unknown-table"     // source.table not bound in sources[].tables
 	ReasonUnroutable   = "unroutable-delete" // a delete whose before lacks the join column
 	ReasonTruncate     = "truncate"          // a Debezium truncate (on_truncate: dead-letter)
+	ReasonFilter       = "filter-error"      // the source's filter failed on the record (e.g. a wrong type)
 )
 
 // routeReason maps a joins.RouteError reason to a reject reason.
@@ -542,6 +549,17 @@ func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, src
 	side, err := r.side(env.Table)
 	if err != nil {
 		return nil, "", r.reject(b, m, ReasonUnknownTable, err)
+	}
+	if r.filter != nil {
+		c, keep, err := r.filter.FilterChange(env.Change, map[string]any{"_table": env.Table})
+		if err != nil {
+			return nil, "", r.reject(b, m, ReasonFilter, err)
+		}
+		if !keep {
+			n.stats.Filtered.Add(1)
+			return nil, "", nil
+		}
+		env.Change = c
 	}
 	evs, err = n.cdc.Route(side, env.Change)
 	if err != nil {

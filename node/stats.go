@@ -22,6 +22,7 @@ type Stats struct {
 	SkippedBad   atomic.Int64 // bad records skipped by policy (on_bad_input: skip, on_truncate: ignore)
 	Truncates    atomic.Int64 // Debezium truncate events seen
 	Duplicates   atomic.Int64 // Debezium changes dropped as replays (source position not newer)
+	Filtered     atomic.Int64 // records (or CDC changes) the source's filter dropped
 
 	Activations  atomic.Int64 // key actors activated on this node
 	Passivations atomic.Int64 // key actors stopped on this node (idle or shutdown)

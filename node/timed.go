@@ -137,6 +137,16 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 	if err != nil {
 		return "", nil, r.reject(b, m, reason, fmt.Errorf("field %q: %w", ss.Ts, err))
 	}
+	if r.filter != nil {
+		keep, err := r.filter.Keep(row)
+		if err != nil {
+			return "", nil, r.reject(b, m, ReasonFilter, err)
+		}
+		if !keep {
+			n.stats.Filtered.Add(1)
+			return "", nil, nil
+		}
+	}
 	after, err := json.Marshal(row)
 	if err != nil {
 		return "", nil, r.reject(b, m, "encode", err)

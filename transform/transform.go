@@ -58,7 +58,13 @@ func (f *Filter) String() string { return f.src }
 // string with a number) is returned, never a panic; the caller dead-letters
 // the record with it.
 func (f *Filter) Keep(row record.Row) (bool, error) {
-	out, err := expr.Run(f.prog, Env(row))
+	return f.KeepEnv(Env(row))
+}
+
+// KeepEnv is Keep over prepared variables (see Env), for callers that add
+// their own, such as _table.
+func (f *Filter) KeepEnv(env map[string]any) (bool, error) {
+	out, err := expr.Run(f.prog, env)
 	if err != nil {
 		return false, fmt.Errorf("filter %q: %w", f.src, err)
 	}
@@ -73,16 +79,25 @@ func (f *Filter) Keep(row record.Row) (bool, error) {
 // apply and whether there is one: inserts and deletes are kept or dropped
 // whole; an update becomes an insert (only the new image passes), a delete
 // (only the old one passes), stays an update (both) or is dropped (none).
-func (f *Filter) FilterChange(c record.Change) (record.Change, bool, error) {
+//
+// extra variables (e.g. _table), when not nil, are added to each image's.
+func (f *Filter) FilterChange(c record.Change, extra map[string]any) (record.Change, bool, error) {
 	var keepB, keepA bool
 	var err error
+	keep := func(row record.Row) (bool, error) {
+		env := Env(row)
+		for k, v := range extra {
+			env[k] = v
+		}
+		return f.KeepEnv(env)
+	}
 	if c.Before != nil {
-		if keepB, err = f.Keep(c.Before); err != nil {
+		if keepB, err = keep(c.Before); err != nil {
 			return c, false, err
 		}
 	}
 	if c.After != nil {
-		if keepA, err = f.Keep(c.After); err != nil {
+		if keepA, err = keep(c.After); err != nil {
 			return c, false, err
 		}
 	}

@@ -86,7 +86,7 @@ func TestFilterChange(t *testing.T) {
 		{"delete in", record.Change{Op: record.OpDelete, Before: on}, record.OpDelete, true},
 		{"delete out", record.Change{Op: record.OpDelete, Before: off}, 0, false},
 	} {
-		got, kept, err := f.FilterChange(c.in)
+		got, kept, err := f.FilterChange(c.in, nil)
 		if err != nil || kept != c.kept || (kept && got.Op != c.wantOp) {
 			t.Errorf("%s: %+v kept=%v err=%v; want op %c kept=%v", c.name, got, kept, err, c.wantOp, c.kept)
 		}
