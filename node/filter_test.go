@@ -1,11 +1,18 @@
 package node_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 // TestNodeSourceFilter runs a random users ⋈ domains history through a
@@ -54,4 +61,53 @@ sinks: [{type: table}]
 			t.Errorf("row %s passed the filter: %v", row.PK, row.Row)
 		}
 	}
+}
+
+// TestNodeTwoSourcesRedisHash reads users and domains from two files (two
+// sources, so one key's outputs come back to two collectors and reach the
+// sinks in no fixed order) into a Redis hash view: ordered by the outputs'
+// Seq, the view must equal the true join, row for row.
+func TestNodeTwoSourcesRedisHash(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	h := cdcgen.Generate(cdcgen.Config{Seed: 21, Users: 20, Domains: 60, Changes: 3000})
+	dir := t.TempDir()
+	var users, domains [][]byte
+	for _, l := range h.Lines {
+		if bytes.Contains(l, []byte(`"table":"users"`)) {
+			users = append(users, l)
+		} else {
+			domains = append(domains, l)
+		}
+	}
+	writeLines(t, filepath.Join(dir, "users.jsonl"), users)
+	writeLines(t, filepath.Join(dir, "domains.jsonl"), domains)
+	n := start(t, parse(t, dir, "name: two\n"+joinYAML+fmt.Sprintf(`
+sources:
+  - {name: users, type: file, path: users.jsonl, tables: {users: left}}
+  - {name: domains, type: file, path: domains.jsonl, tables: {domains: right}}
+sinks:
+  - {type: redis-hash, redis: {addr: %q}, key: view}
+  - {type: table}
+`, rs.Addr)))
+	run(t, n)
+	want := h.LeftJoin()
+	diff(t, "table", tableMap(n.Table()), want)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	got := map[string]string{}
+	for pk, v := range rc.HGetAll(context.Background(), "view").Val() {
+		var row map[string]any
+		if err := json.Unmarshal([]byte(v), &row); err != nil {
+			t.Fatal(err)
+		}
+		var k []any
+		_ = json.Unmarshal([]byte(pk), &k)
+		name := row["domain_name"]
+		if name == nil {
+			name = ""
+		}
+		key := strings.ReplaceAll(fmt.Sprintf("%v,%v", k[0], k[1]), "<nil>", "null")
+		got[key] = fmt.Sprintf("%v|%v|%v", row["firstname"], row["lastname"], name)
+	}
+	diff(t, "redis hash view", got, want)
 }
