@@ -54,6 +54,7 @@ func TestReportShape(t *testing.T) {
 		Scale   string           `json:"scale"`
 		Rounds  int              `json:"rounds"`
 		Results []map[string]any `json:"results"`
+		Targets []map[string]any `json:"targets"`
 	}
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatal(err)
@@ -95,10 +96,24 @@ func TestReportShape(t *testing.T) {
 		if s := eng["events_per_cpu_sec_samples"].([]any); len(s) != 2 {
 			t.Errorf("%s: %d samples, want 2 (one per round)", name, len(s))
 		}
+		lat, _ := r["latency"].(map[string]any)
+		p50, _ := lat["p50_ms"].(float64)
+		p99, _ := lat["p99_ms"].(float64)
+		if !(p50 > 0 && p50 <= p99) || lat["invalid"] != nil {
+			t.Errorf("%s: latency %v", name, r["latency"])
+		}
+	}
+	if len(got.Targets) == 0 {
+		t.Error("no targets in the report")
+	}
+	for _, tg := range got.Targets {
+		if st := tg["status"]; st != "met" && st != "not met" && st != "not measured" {
+			t.Errorf("target %v: status %v", tg["target"], st)
+		}
 	}
 	var table bytes.Buffer
 	rep.WriteTable(&table)
-	if !bytes.Contains(table.Bytes(), []byte("cdc")) {
+	if !bytes.Contains(table.Bytes(), []byte("cdc")) || !bytes.Contains(table.Bytes(), []byte("targets (issue 7)")) {
 		t.Errorf("table lacks the workload:\n%s", table.String())
 	}
 }

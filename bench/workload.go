@@ -256,7 +256,9 @@ var q20Skew = &Workload{
 	Baseline:    q20Job.baseline,
 	LatencyFrom: eventToOutput,
 	SkewOf:      "q20",
-	NodeJob:     q20.NodeJob,
+	// The node runs it (set NodeJob: q20.NodeJob) but slowly, see NodeSkip.
+	NodeSkip: "skipped to keep `make bench` short: the hot key's state grows to half of all bids, kept in a pk-sorted slice " +
+		"(joins.CDC: O(n) per insert) and persisted whole per batch; a node round at the small scale ran at ~3.7K ev/cpu-s",
 }
 
 var q8Job = &windowJob{size: 10_000, bound: nexmark.Config{}.Defaults().MaxOutOfOrderMs}

@@ -26,6 +26,9 @@ func TestCoreMatchesBaseline(t *testing.T) {
 					t.Errorf("pushed-down input gives %v, full input %v", nc.Check, core.Check)
 				}
 			}
+			if w.SkewOf != "" && (in.HotKeyShare < 0.4 || in.HotKeyShare > 0.7) {
+				t.Errorf("hot key share %.2f, want about half", in.HotKeyShare)
+			}
 			t.Logf("%s: %d lines, result %v, %d outputs, %d live keys", w.Name, len(in.Lines), core.Check, core.Check.Outs, core.LiveKeys)
 		})
 	}

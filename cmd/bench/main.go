@@ -1,12 +1,15 @@
 // Command bench runs Joinery's benchmark harness (bench/): Nexmark q3, q8,
-// q20 and the users ⋈ domains CDC join (plain and skewed), each on the
-// engine's core loop, the full node in-process and the node on Redis, side
-// by side with a plain Go baseline over the same events in the same run.
+// q9, q20 (plain and with a pinned hot auction) and the users ⋈ domains CDC
+// join (plain and skewed), each on the engine's core loop, the full node
+// in-process and the node on Redis, side by side with a plain Go baseline
+// over the same events in the same run, then an open-loop latency run at
+// half the measured rate.
 //
-//	go run ./cmd/bench -scale small -out /tmp/bench.json -rounds 3 -workloads q3,q8,q20,cdc,cdc-skew
+//	go run ./cmd/bench -scale small -out /tmp/bench.json -rounds 3 -workloads q3,q8,q9,q20,q20-skew,cdc,cdc-skew
 //
-// It prints a table and writes the report as JSON to -out. A result whose
-// engine and baseline checksums differ is marked INVALID (exit status 1).
+// It prints a table, the latency runs and the targets (met or not),
+// and writes the report as JSON to -out. A result whose engine and baseline
+// checksums differ is marked INVALID (exit status 1).
 package main
 
 import (
@@ -24,9 +27,10 @@ func main() {
 	scale := flag.String("scale", "small", "tiny, small or full")
 	out := flag.String("out", "", "write the JSON report here (default: none)")
 	rounds := flag.Int("rounds", 3, "engine/baseline alternations; medians are reported")
-	workloads := flag.String("workloads", "", "comma-separated workloads (default all: q3,q8,q20,cdc,cdc-skew)")
+	workloads := flag.String("workloads", "", "comma-separated workloads (default all: q3,q8,q9,q20,q20-skew,cdc,cdc-skew)")
 	systems := flag.String("systems", "", "comma-separated systems (default all: core,node,node+redis)")
 	seed := flag.Uint64("seed", 1, "generator seed")
+	latency := flag.Bool("latency", true, "run the open-loop latency runs")
 	flag.Parse()
 	sc, ok := bench.Scales[*scale]
 	if !ok {
@@ -36,7 +40,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rep, err := bench.Run(ctx, bench.Options{Scale: sc, Rounds: *rounds, Workloads: split(*workloads),
-		Systems: split(*systems), Seed: *seed, Log: os.Stderr})
+		Systems: split(*systems), Seed: *seed, Log: os.Stderr, NoLatency: !*latency})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
