@@ -41,6 +41,9 @@ type Store struct {
 		closed bool
 		jobs   map[string]*jobState
 	}
+
+	// wms holds the published node watermarks (watermarks.go).
+	wms watermarkBoard
 }
 
 // jobState is one job's data. Snapshots in it are owned by the store: their
