@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 
@@ -19,6 +20,7 @@ type redisOptions struct {
 	username, password string
 	db                 int
 	maxLen             int64
+	tls                *tls.Config
 }
 
 type redisOpt func(*redisOptions)
@@ -33,6 +35,15 @@ func RedisAuth(username, password string) RedisOption {
 
 // RedisDB selects the database number. Default 0.
 func RedisDB(db int) RedisOption { return redisOpt(func(o *redisOptions) { o.db = db }) }
+
+// RedisTLS connects with TLS using c (cloned). Default: plain TCP.
+func RedisTLS(c *tls.Config) RedisOption {
+	return redisOpt(func(o *redisOptions) {
+		if c != nil {
+			o.tls = c.Clone()
+		}
+	})
+}
 
 // RedisMaxLen trims the stream to about n entries on each XADD (MAXLEN ~).
 // Default 0: no trimming.
@@ -78,6 +89,7 @@ func RedisStream(addr, stream string, opts ...RedisOption) (*RedisStreamAppender
 		Username:              o.username,
 		Password:              o.password,
 		DB:                    o.db,
+		TLSConfig:             o.tls,
 		ContextTimeoutEnabled: true,
 	})
 	return &RedisStreamAppender{client: client, stream: stream, maxLen: o.maxLen}, nil

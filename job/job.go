@@ -333,6 +333,8 @@ type Redis struct {
 	// Password; ${VAR} is expanded from the environment.
 	Password string `yaml:"password"`
 	DB       int    `yaml:"db"`
+	// TLS connects with TLS (see RedisTLS).
+	TLS RedisTLS `yaml:"tls,omitempty"`
 }
 
 // State names the state store.
@@ -685,6 +687,11 @@ func (s *Spec) Validate() error {
 	}
 	if s.Cluster.RequestTimeout < 0 {
 		bad("cluster.request_timeout", "must not be negative")
+	}
+	for _, r := range s.redisBlocks() {
+		if _, err := s.RedisTLSConfig(r.cfg); err != nil {
+			bad(r.field+".tls", "%v", err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"sync"
 	"time"
@@ -44,8 +45,11 @@ func openDeadLetter(ctx context.Context, spec *job.Spec) (deadletter.Writer, err
 	case "file":
 		w, err = deadletter.OpenFile(spec.Resolve(dl.Path))
 	case "redis-stream":
-		w, err = deadletter.OpenRedisStream(ctx, redisstream.Config{Addr: dl.Redis.Addr, Username: dl.Redis.Username,
-			Password: dl.Redis.Password, DB: dl.Redis.DB, Stream: dl.Stream})
+		var tc *tls.Config
+		if tc, err = spec.RedisTLSConfig(dl.Redis); err == nil {
+			w, err = deadletter.OpenRedisStream(ctx, redisstream.Config{Addr: dl.Redis.Addr, Username: dl.Redis.Username,
+				Password: dl.Redis.Password, DB: dl.Redis.DB, Stream: dl.Stream, TLS: tc})
+		}
 	case "kafka":
 		w, err = deadletter.OpenKafka(ctx, sinkkafka.Config{Brokers: dl.Kafka.Brokers, Topic: dl.Kafka.Topic,
 			ClientID: dl.Kafka.ClientID, TLS: kafkaTLS(dl.Kafka), SASL: kafkaSASL(dl.Kafka)})

@@ -45,7 +45,12 @@ func startIngest(spec *job.Spec) (*httpIngest, error) {
 	var app ingest.Appender
 	switch src.Type {
 	case "redis-stream":
-		a, err := ingest.RedisStream(src.Redis.Addr, src.Stream, ingest.RedisAuth(src.Redis.Username, src.Redis.Password), ingest.RedisDB(src.Redis.DB))
+		tc, err := spec.RedisTLSConfig(src.Redis)
+		if err != nil {
+			return nil, fmt.Errorf("ingest source %s: redis.tls: %w", src.Name, err)
+		}
+		a, err := ingest.RedisStream(src.Redis.Addr, src.Stream, ingest.RedisAuth(src.Redis.Username, src.Redis.Password),
+			ingest.RedisDB(src.Redis.DB), ingest.RedisTLS(tc))
 		if err != nil {
 			return nil, err
 		}

@@ -94,8 +94,12 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		if consumer == "" {
 			consumer = n.system.ID
 		}
+		tc, err := n.spec.RedisTLSConfig(cfg.Redis)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: redis.tls: %w", cfg.Name, err)
+		}
 		return redisstream.New(ctx, redisstream.Config{Name: cfg.Name, Addr: cfg.Redis.Addr, Username: cfg.Redis.Username,
-			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer})
+			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer, TLS: tc})
 	case "kafka":
 		return srckafka.New(ctx, srckafka.Config{Name: cfg.Name, Brokers: cfg.Kafka.Brokers, Topic: cfg.Kafka.Topic,
 			Group: cfg.Kafka.Group, StartOffset: cfg.Kafka.StartOffset, ClientID: cfg.Kafka.ClientID,

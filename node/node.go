@@ -101,9 +101,10 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	if n.timeout == 0 {
 		n.timeout = 30 * time.Second
 	}
+	self := n // the results are nil by the time a failed Start's defer runs
 	defer func() {
 		if err != nil {
-			n.Close(context.Background())
+			self.Close(context.Background())
 		}
 	}()
 	if n.store, err = openStore(ctx, spec); err != nil {
@@ -135,9 +136,21 @@ func openStore(ctx context.Context, spec *job.Spec) (persistence.Store, error) {
 	switch spec.State.Store {
 	case "redis":
 		r := spec.State.Redis
-		return redisstore.New(ctx, redisstore.Config{Addr: r.Addr, Username: r.Username, Password: r.Password, DB: r.DB})
+		tc, err := spec.RedisTLSConfig(r)
+		if err != nil {
+			return nil, fmt.Errorf("state.redis.tls: %w", err)
+		}
+		st, err := redisstore.New(ctx, redisstore.Config{Addr: r.Addr, Username: r.Username, Password: r.Password, DB: r.DB, TLS: tc})
+		if err != nil {
+			return nil, err // not a typed nil in the interface: Close checks for nil
+		}
+		return st, nil
 	default:
-		return embedded.New(embedded.Options{Path: spec.Resolve(spec.State.Path)})
+		st, err := embedded.New(embedded.Options{Path: spec.Resolve(spec.State.Path)})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
 	}
 }
 

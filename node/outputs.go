@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -51,11 +52,17 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 		case "file":
 			sk, err = jsonl.Create(spec.Resolve(s.Path), format)
 		case "redis-stream":
-			sk, err = redisstream.New(ctx, redisstream.Config{Addr: s.Redis.Addr, Username: s.Redis.Username,
-				Password: s.Redis.Password, DB: s.Redis.DB, Stream: s.Stream, Format: format})
+			var tc *tls.Config
+			if tc, err = spec.RedisTLSConfig(s.Redis); err == nil {
+				sk, err = redisstream.New(ctx, redisstream.Config{Addr: s.Redis.Addr, Username: s.Redis.Username,
+					Password: s.Redis.Password, DB: s.Redis.DB, Stream: s.Stream, Format: format, TLS: tc})
+			}
 		case "redis-hash":
-			sk, err = redishash.New(ctx, redishash.Config{Addr: s.Redis.Addr, Username: s.Redis.Username,
-				Password: s.Redis.Password, DB: s.Redis.DB, Key: s.Key})
+			var tc *tls.Config
+			if tc, err = spec.RedisTLSConfig(s.Redis); err == nil {
+				sk, err = redishash.New(ctx, redishash.Config{Addr: s.Redis.Addr, Username: s.Redis.Username,
+					Password: s.Redis.Password, DB: s.Redis.DB, Key: s.Key, TLS: tc})
+			}
 		case "kafka":
 			sk, err = sinkkafka.New(ctx, sinkkafka.Config{Brokers: s.Kafka.Brokers, Topic: s.Kafka.Topic, Format: format,
 				ClientID: s.Kafka.ClientID, TLS: kafkaTLS(s.Kafka), SASL: kafkaSASL(s.Kafka)})

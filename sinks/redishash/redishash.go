@@ -3,6 +3,7 @@ package redishash
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,8 @@ type Config struct {
 	// the row (kept after a delete, so a late older output cannot bring the
 	// row back). Default Key + SeqsSuffix.
 	SeqsKey string
+	// TLS, when not nil, connects with TLS using this configuration.
+	TLS *tls.Config
 }
 
 // Validate reports every problem with c at once, naming each field.
@@ -96,6 +99,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 		Username:              cfg.Username,
 		Password:              cfg.Password,
 		DB:                    cfg.DB,
+		TLSConfig:             cloneTLS(cfg.TLS),
 		ContextTimeoutEnabled: true,
 	})
 	if err := client.Ping(ctx).Err(); err != nil {
@@ -204,4 +208,11 @@ func (s *Sink) Close() error {
 		return fmt.Errorf("redishash: close: %w", err)
 	}
 	return nil
+}
+
+func cloneTLS(c *tls.Config) *tls.Config {
+	if c == nil {
+		return nil
+	}
+	return c.Clone()
 }

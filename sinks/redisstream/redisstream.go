@@ -2,6 +2,7 @@ package redisstream
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -39,6 +40,8 @@ type Config struct {
 	// MaxLen, when positive, trims the stream to about MaxLen entries on each
 	// XADD (MAXLEN ~). Default 0: no trimming.
 	MaxLen int64
+	// TLS, when not nil, connects with TLS using this configuration.
+	TLS *tls.Config
 }
 
 // Validate reports every problem with c at once.
@@ -85,6 +88,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 		Username:              cfg.Username,
 		Password:              cfg.Password,
 		DB:                    cfg.DB,
+		TLSConfig:             cloneTLS(cfg.TLS),
 		ContextTimeoutEnabled: true,
 	})
 	if err := client.Ping(ctx).Err(); err != nil {
@@ -163,4 +167,11 @@ func (s *Sink) Close() error {
 		return fmt.Errorf("redisstream: close: %w", err)
 	}
 	return nil
+}
+
+func cloneTLS(c *tls.Config) *tls.Config {
+	if c == nil {
+		return nil
+	}
+	return c.Clone()
 }

@@ -2,6 +2,7 @@ package redisstream
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
@@ -70,6 +71,8 @@ type Config struct {
 	// DefaultClaimMinIdle; negative disables claiming. See Read for when
 	// claims happen.
 	ClaimMinIdle time.Duration
+	// TLS, when not nil, connects with TLS using this configuration.
+	TLS *tls.Config
 }
 
 // Validate reports every problem with c at once.
@@ -172,6 +175,7 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 		Username:              cfg.Username,
 		Password:              cfg.Password,
 		DB:                    cfg.DB,
+		TLSConfig:             cloneTLS(cfg.TLS),
 		ContextTimeoutEnabled: true,
 	})
 	err := client.XGroupCreateMkStream(ctx, cfg.Stream, cfg.Group, cfg.StartID).Err()
@@ -507,4 +511,11 @@ func (s *Source) Close() error {
 		return fmt.Errorf("redisstream: close: %w", err)
 	}
 	return nil
+}
+
+func cloneTLS(c *tls.Config) *tls.Config {
+	if c == nil {
+		return nil
+	}
+	return c.Clone()
 }
