@@ -40,6 +40,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
 func trials(short int) int {
 	if v, err := strconv.Atoi(os.Getenv("CHAOS_TRIALS")); err == nil && v > 0 {
 		return v

@@ -25,7 +25,13 @@ type fleet struct {
 	out        string
 }
 
-const inputChanges = 20000
+// inputChanges is the size of the CDC input: CHAOS_CHANGES, default 20000
+// (CI); `make chaos` runs 200000.
+var inputChanges = envInt("CHAOS_CHANGES", 20000)
+
+// moment picks a random number of output lines to wait for before a fault:
+// somewhere in the first n/20000 of the run's output (n scaled to the input).
+func moment(r *rand.Rand, n int) int { return 1 + r.IntN(n*inputChanges/20000) }
 
 func newFleet(t *testing.T, seed uint64) *fleet {
 	t.Helper()
@@ -62,7 +68,7 @@ cluster: {node_name: n%d, gossip: "127.0.0.1:%d", remote: "127.0.0.1:0", seeds: 
 `, f.redis.Addr, i+1, ports[i], seedAddr)
 		if i == 0 {
 			// Paced so a fault lands mid-stream: about 4 seconds of input.
-			job += "sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains: right}, rate: 6000}]\n"
+			job += "sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains: right}, rate: " + fmt.Sprint(max(6000, inputChanges/4)) + "}]\n"
 			job += "sinks: [{type: file, path: out.jsonl, format: changelog}]\n"
 		}
 		if err := os.WriteFile(filepath.Join(f.dir, fmt.Sprintf("n%d.yaml", i+1)), []byte(job), 0o644); err != nil {
@@ -113,7 +119,7 @@ func TestChaosKillActorNode(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
 			f := newFleet(t, seed)
 			f.startIngest(t)
-			waitLines(t, f.out, 1+r.IntN(20000), time.Minute)
+			waitLines(t, f.out, moment(r, 20000), time.Minute)
 			f.n2.kill()
 			t.Logf("killed n2 with %d output lines written", lineCount(f.out))
 			f.finish(t)
@@ -132,7 +138,7 @@ func TestChaosKillIngestNode(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
 			f := newFleet(t, seed)
 			f.startIngest(t)
-			waitLines(t, f.out, 1+r.IntN(20000), time.Minute)
+			waitLines(t, f.out, moment(r, 20000), time.Minute)
 			f.n1.kill()
 			t.Logf("killed n1 with %d output lines written", lineCount(f.out))
 			f.startIngest(t)
@@ -152,7 +158,7 @@ func TestChaosKillRedis(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
 			f := newFleet(t, seed)
 			f.startIngest(t)
-			waitLines(t, f.out, 1+r.IntN(20000), time.Minute)
+			waitLines(t, f.out, moment(r, 20000), time.Minute)
 			f.redis.Kill()
 			t.Logf("killed redis with %d output lines written", lineCount(f.out))
 			time.Sleep(time.Duration(500+r.IntN(1500)) * time.Millisecond) // the outage itself, not a wait for a condition
@@ -173,7 +179,7 @@ func TestChaosPauseActorNode(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
 			f := newFleet(t, seed)
 			f.startIngest(t)
-			waitLines(t, f.out, 1+r.IntN(15000), time.Minute)
+			waitLines(t, f.out, moment(r, 15000), time.Minute)
 			if err := f.n2.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
@@ -203,13 +209,13 @@ func TestChaosRebalance(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
 			f := newFleet(t, seed)
 			f.startIngest(t)
-			waitLines(t, f.out, 1+r.IntN(5000), time.Minute)
+			waitLines(t, f.out, moment(r, 5000), time.Minute)
 			f.n4 = startProc(t, f.dir, "n4", "n4.yaml")
 			t.Logf("n4 joined with %d output lines written", lineCount(f.out))
-			waitLines(t, f.out, lineCount(f.out)+1+r.IntN(4000), time.Minute)
+			waitLines(t, f.out, lineCount(f.out)+moment(r, 4000), time.Minute)
 			f.n3.term()
 			t.Logf("n3 left gracefully with %d output lines written", lineCount(f.out))
-			waitLines(t, f.out, lineCount(f.out)+1+r.IntN(3000), time.Minute)
+			waitLines(t, f.out, lineCount(f.out)+moment(r, 3000), time.Minute)
 			f.n3 = startProc(t, f.dir, "n3", "n3.yaml")
 			t.Logf("n3 rejoined with %d output lines written", lineCount(f.out))
 			f.finish(t)
@@ -227,7 +233,7 @@ func TestChaosGracefulRestartIngest(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, seed))
 	f := newFleet(t, seed)
 	f.startIngest(t)
-	waitLines(t, f.out, 1+r.IntN(20000), time.Minute)
+	waitLines(t, f.out, moment(r, 20000), time.Minute)
 	f.n1.term()
 	t.Logf("stopped n1 with %d output lines written", lineCount(f.out))
 	f.startIngest(t)
