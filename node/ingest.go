@@ -49,6 +49,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if dl != nil {
 		defer dl.Close()
 	}
+	n.syncWatermarks(ctx) // learn the peers that started since Start
 	var wg sync.WaitGroup
 	errs := make([]error, len(n.spec.Sources))
 	for i, cfg := range n.spec.Sources {
@@ -227,6 +228,7 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 				select {
 				case queue <- b:
 				case <-ctx.Done():
+					r.n.evt.release(b)
 					r.wg.Done()
 					return ctx.Err()
 				}
@@ -322,7 +324,7 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	if n.evt != nil {
 		n.evt.mu.Lock()
 		defer n.evt.mu.Unlock() // until the batch is sent: see observeLocked
-		wm := n.evt.observeLocked(arrivals, now)
+		wm := n.evt.observeLocked(b, arrivals, now)
 		var err error
 		if order, err = r.addFires(ctx, applies, order, wm); err != nil {
 			return nil, err
@@ -364,6 +366,7 @@ func (r *reader) collect(ctx context.Context, queue <-chan *batch) error {
 			}
 		}
 		// Drain after a failure so the reader never blocks.
+		n.evt.release(b)
 		r.wg.Done()
 	}
 	_ = n

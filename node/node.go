@@ -39,6 +39,8 @@ type Options struct {
 	Stdout io.Writer
 	// Stdin is what a file source with path "-" reads. Default os.Stdin.
 	Stdin io.Reader
+	// WatermarkSharing configures how an event-time job's ingest nodes share watermarks.
+	WatermarkSharing WatermarkSharing
 }
 
 // Node is one running Joinery node.
@@ -63,6 +65,7 @@ type Node struct {
 	started  time.Time
 	hot      *hotKeys
 	evt      *eventTime         // event-time joins only
+	wms      *wmShare           // event-time joins with sources: the fleet's watermarks (wmshare.go)
 	timed    func() joins.Timed // event-time joins only
 	draining atomic.Bool
 	closed   sync.Once
@@ -116,6 +119,9 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	}
 	if err = n.startCluster(); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if err = n.startWmShare(ctx); err != nil {
+		return nil, fmt.Errorf("watermark sharing: %w", err)
 	}
 	if spec.Ingest.Addr != "" {
 		if n.ingest, err = startIngest(spec); err != nil {
@@ -283,6 +289,7 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.ingest != nil {
 			errs = append(errs, n.ingest.shutdown(ctx)) // stop intake
 		}
+		n.stopWmShare(ctx)
 		if n.cluster != nil {
 			n.cluster.Shutdown(true)
 		}

@@ -21,7 +21,10 @@ import (
 )
 
 // eventTime holds the node's event-time state for an event-time join: the
-// watermarks of every source partition this node reads, combined (minimum).
+// watermarks of every source partition this node reads, combined (minimum),
+// and, when several nodes ingest the job, the other nodes' published
+// watermarks (wmshare.go). The watermark the node stamps and fires with is
+// the global one: the minimum of its own and the live, active peers'.
 //
 // Each element is sent with the watermark as it was before the element, so
 // lateness is decided the same way in every run of the same arrival order.
@@ -30,6 +33,17 @@ import (
 type eventTime struct {
 	mu sync.Mutex
 	wm *timers.Watermarks
+	// global is the watermark last used: never decreases.
+	global int64
+	// peers is the other ingest nodes' watermarks at the last refresh.
+	peers peerView
+	// inflight holds, per batch sent with elements and not yet complete, the
+	// local watermark before it: the node publishes no more than that, so
+	// no peer fires past an element still on its way (see published).
+	inflight map[*batch]int64
+	// nudge asks the publisher to publish soon; it must not block. Nil
+	// without sharing.
+	nudge func()
 }
 
 func newEventTime(spec *job.Spec) (*eventTime, error) {
@@ -53,46 +67,124 @@ func newEventTime(spec *job.Spec) (*eventTime, error) {
 	for _, s := range spec.Sources {
 		w.AddPartition(record.Position{Source: s.Name}.PartitionID(), now)
 	}
-	return &eventTime{wm: w}, nil
+	return &eventTime{wm: w, global: math.MinInt64, peers: peerView{min: math.MaxInt64}, inflight: map[*batch]int64{}}, nil
 }
 
-// observeLocked records the elements of a batch in arrival order, stamping
-// each with the watermark before it, and returns the watermark after them.
-// The caller holds t.mu until it has sent the batch: another source reads
-// the watermark only after the elements it covers are on their way, so a
-// key never advances past an element still to arrive from another source.
-func (t *eventTime) observeLocked(evs []*keypb.Event, now time.Time) int64 {
+// observeLocked records the elements of batch b in arrival order, stamping
+// each with the (global) watermark before it, and returns the watermark
+// after them. The caller holds t.mu until it has sent the batch: another
+// source reads the watermark only after the elements it covers are on their
+// way, so a key never advances past an element still to arrive from another
+// source. A batch with elements stays in flight, holding back what the node
+// publishes to its peers, until release.
+func (t *eventTime) observeLocked(b *batch, evs []*keypb.Event, now time.Time) int64 {
+	if b != nil && len(evs) > 0 {
+		t.inflight[b] = t.wm.Current()
+	}
 	for _, e := range evs {
-		e.Watermark = t.wm.Current()
+		e.Watermark = t.globalLocked()
 		t.wm.Observe(record.Position{Source: e.Source, Partition: e.Partition}.PartitionID(), e.Ts, now)
 	}
 	t.wm.Advance(now)
-	return t.wm.Current()
+	return t.globalLocked()
 }
 
+// release ends batch b's flight: it completed, or will never be. It is a
+// no-op on a nil eventTime (a changelog job) and for a batch without elements.
+func (t *eventTime) release(b *batch) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	_, ok := t.inflight[b]
+	delete(t.inflight, b)
+	nudge := t.nudge
+	t.mu.Unlock()
+	if ok && nudge != nil {
+		nudge()
+	}
+}
+
+// globalLocked combines the local watermark with the peers' and records it.
+func (t *eventTime) globalLocked() int64 {
+	t.global = combineWatermarks(t.global, t.wm.Current(), t.wm.Holder() != "", t.peers.min, t.peers.active)
+	return t.global
+}
+
+// combineWatermarks is the global watermark rule: the minimum of the local
+// watermark (when some local partition is active) and the peers' (when some
+// live peer is active), never below prev; prev when nothing is active.
+func combineWatermarks(prev, local int64, localActive bool, peers int64, peersActive bool) int64 {
+	switch {
+	case localActive && peersActive:
+		return max(prev, min(local, peers))
+	case localActive:
+		return max(prev, local)
+	case peersActive:
+		return max(prev, peers)
+	}
+	return prev
+}
+
+// published is what the node tells its peers: its local watermark, but no
+// more than the local watermark before any batch still in flight (a peer
+// firing at a higher one could overtake the batch's elements on their way
+// to their keys), and whether it holds nothing back (every partition idle,
+// nothing in flight).
+func (t *eventTime) published(now time.Time) (int64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.wm.Advance(now)
+	wm := t.wm.Current()
+	for _, before := range t.inflight {
+		wm = min(wm, before)
+	}
+	return wm, t.wm.Holder() == "" && len(t.inflight) == 0
+}
+
+// setPeers installs the peers' watermarks read from the board.
+func (t *eventTime) setPeers(p peerView) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.peers = p
+	t.globalLocked()
+}
+
+// current is the global watermark, advanced to now.
 func (t *eventTime) current(now time.Time) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.wm.Advance(now)
-	return t.wm.Current()
+	return t.globalLocked()
 }
 
 // finish moves partitions of an ended source to the end of time.
 func (t *eventTime) finish(parts []string, now time.Time) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	for _, p := range parts {
 		t.wm.ObserveWatermark(p, math.MaxInt64, now)
 	}
+	nudge := t.nudge
+	t.mu.Unlock()
+	if nudge != nil {
+		nudge()
+	}
 }
 
-// view returns every partition's state, the combined watermark and the
-// partition holding it back ("" when none does), advanced to now.
+// view returns every partition's state followed by one row per peer node
+// ("node:NAME"; idle when it is idle or no longer live), the global
+// watermark and the partition or node holding it back ("" when none does),
+// advanced to now.
 func (t *eventTime) view(now time.Time) ([]timers.PartitionWatermark, int64, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.wm.Advance(now)
-	return t.wm.Partitions(), t.wm.Current(), t.wm.Holder()
+	g := t.globalLocked()
+	holder := t.wm.Holder()
+	if t.peers.active && (holder == "" || t.peers.min < t.wm.Current()) {
+		holder = t.peers.holder
+	}
+	return append(t.wm.Partitions(), t.peers.rows...), g, holder
 }
 
 // timedEvent decodes a plain JSON event of an event-time join into its key
@@ -212,9 +304,12 @@ func (r *reader) addFires(ctx context.Context, applies map[record.Key]*keypb.App
 func (r *reader) flushTimers(ctx context.Context, queue chan<- *batch) error {
 	for range 1000 {
 		r.wg.Wait()
+		// Publish this node's end of input and read the peers' before
+		// deciding: of two nodes ending together, at least one sees both.
+		r.n.syncWatermarks(ctx)
 		wm := r.n.evt.current(time.Now())
 		if wm != math.MaxInt64 {
-			return nil // another source still runs; it fires what is due
+			return nil // another source or node still runs; it fires what is due
 		}
 		r.lastFire = math.MinInt64 // ask the index again: earlier fires may have set new timers
 		b, err := r.dispatch(ctx, nil)
@@ -228,6 +323,7 @@ func (r *reader) flushTimers(ctx context.Context, queue chan<- *batch) error {
 		select {
 		case queue <- b:
 		case <-ctx.Done():
+			r.n.evt.release(b)
 			r.wg.Done()
 			return ctx.Err()
 		}
