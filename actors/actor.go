@@ -267,15 +267,16 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 		changed = true
 	}
 	if m.Fire && a.timed != nil {
-		if m.Watermark <= a.wm {
-			// Already advanced (a resent request): send its outputs again.
-			outs = append(outs, a.kept(firePart, m.Watermark)...)
-		} else {
+		// Outputs of earlier firings that are kept (not yet committed) and
+		// that this sender's session has not been sent: a restarted sender
+		// may have lost them. A resent request gets them all again.
+		outs = a.resendFired(min(m.Watermark, a.wm), m.Session, m.Resend, outs)
+		if m.Watermark > a.wm {
 			n := len(outs)
 			outs = a.advance(m.Watermark, outs, reply)
 			if len(outs) > n {
 				a.stamp(outs[n:])
-				a.outbox = append(a.outbox, outboxEntry{Part: firePart, Offset: m.Watermark, Outputs: outs[n:len(outs):len(outs)]})
+				a.outbox = append(a.outbox, outboxEntry{Part: firePart, Offset: m.Watermark, Outputs: outs[n:len(outs):len(outs)], sentTo: m.Session})
 			}
 			changed = true
 		}
@@ -375,6 +376,20 @@ func (a *keyActor) prune(committed map[string]int64) bool {
 	clear(a.outbox[len(kept):])
 	a.outbox = kept
 	return dropped
+}
+
+// resendFired appends the kept outputs of firings at or below wm that were
+// not sent to session yet (all of them when resend), and records them sent.
+func (a *keyActor) resendFired(wm int64, session string, resend bool, outs []record.Output) []record.Output {
+	for i := range a.outbox {
+		e := &a.outbox[i]
+		if e.Part != firePart || e.Offset > wm || (!resend && e.sentTo == session) {
+			continue
+		}
+		outs = append(outs, e.Outputs...)
+		e.sentTo = session
+	}
+	return outs
 }
 
 // kept returns the outputs the outbox holds for an input.

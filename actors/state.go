@@ -44,6 +44,9 @@ type outboxEntry struct {
 	// enc caches the entry's JSON: an entry never changes once made, and
 	// it is written with every state write until its offset is committed.
 	enc json.RawMessage
+	// sentTo is the sender session (Apply.session) the outputs were last
+	// sent to; memory only: a reloaded key re-sends them once.
+	sentTo string
 }
 
 // keyStateWire is keyState as encodeState writes it, with the outbox

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/actors/keypb"
@@ -343,6 +344,7 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 		}
 		// A key that cannot be resolved now (membership changing) is retried
 		// by the collector, in order.
+		a.Session = n.session
 		fut, err := n.client.RequestFuture(string(k), a, n.timeout)
 		b.calls = append(b.calls, call{key: k, apply: a, fut: fut, sendErr: err})
 		offs := map[string]int64{}
@@ -490,7 +492,11 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, error) {
 		}
 		backoff = min(2*backoff, time.Second)
 		n.client.Forget(string(c.key))
-		fut, sendErr = n.client.RequestFuture(string(c.key), c.apply, n.timeout)
+		// Its answer may have been lost: ask for the kept outputs again. A
+		// copy, as the first send may still be in a local actor's mailbox.
+		again := proto.Clone(c.apply).(*keypb.Apply)
+		again.Resend = true
+		fut, sendErr = n.client.RequestFuture(string(c.key), again, n.timeout)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -60,6 +61,10 @@ type Node struct {
 	out      *outputs
 	stats    *Stats
 	metrics  *admin.Metrics
+	// session identifies this run of the node to key actors (Apply.session):
+	// kept outputs are re-sent once to a new session, as a restarted node
+	// may have lost them, and not again with every request.
+	session  string
 	admin    *admin.Server
 	ingest   *httpIngest
 	started  time.Time
@@ -96,7 +101,8 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	} else if cdc, err = spec.CDCSpec(); err != nil {
 		return nil, err
 	}
-	n = &Node{spec: spec, cdc: cdc, log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics()}
+	n = &Node{spec: spec, cdc: cdc, log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics(),
+		session: fmt.Sprintf("%x", rand.Uint64())}
 	n.stats = newStats(spec.Name, n.metrics)
 	n.hot = newHotKeys(1024, 10*time.Second, time.Now())
 	n.timed, n.evt = timedF, evt
