@@ -50,7 +50,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if dl != nil {
 		defer dl.Close()
 	}
-	n.syncWatermarks(ctx) // learn the peers that started since Start
+	stopTick := n.startTimerTick(ctx) // watermarks shared: wake due timers while sources run (wmshare.go)
 	var wg sync.WaitGroup
 	errs := make([]error, len(n.spec.Sources))
 	for i, cfg := range n.spec.Sources {
@@ -64,6 +64,7 @@ func (n *Node) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	stopTick()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

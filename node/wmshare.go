@@ -2,13 +2,17 @@ package node
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/joinery/joinery/cluster"
+	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sources"
 	"github.com/joinery/joinery/timers"
 )
 
@@ -262,3 +266,63 @@ func (s *wmShare) syncNow(ctx context.Context) error {
 	s.evt.setPeers(combinePeers(entries, s.self, time.Now(), s.cfg.TTL, s.seen, alive))
 	return nil
 }
+
+// timerTickSource names the timer tick's reader (its metrics label).
+const timerTickSource = "~timers"
+
+// startTimerTick exchanges watermarks once (learning the peers that started
+// since Start) and, while the node shares watermarks, runs a reader without
+// input beside the sources until the returned stop is called: every
+// Interval it wakes the keys whose timers the global watermark made due. A
+// source's own reads do that too, but a source whose read blocks until input
+// comes (Kafka) does not, and a timer may become due only because a peer's
+// watermark moved. Firing is idempotent at the key, so the tick and the
+// sources may fire the same keys. stop waits for the fires already sent to
+// complete (their outputs written).
+func (n *Node) startTimerTick(ctx context.Context) (stop func()) {
+	n.syncWatermarks(ctx)
+	if n.wms == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	r := &reader{n: n, cfg: job.Source{Name: timerTickSource}, src: tickSource{every: n.wms.cfg.Interval},
+		inflight: map[record.Key]sent{}, committed: map[string]int64{}, lastFire: math.MinInt64, parts: map[string]struct{}{}}
+	go func() {
+		defer close(done)
+		queue := make(chan *batch, maxInflight)
+		collectErr := make(chan error, 1)
+		drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopDrain()
+		go func() { collectErr <- r.collect(drainCtx, queue) }()
+		err := r.read(ctx, queue)
+		close(queue)
+		// Like a source's, the fires already sent complete, for a while.
+		defer time.AfterFunc(drainTimeout, stopDrain).Stop()
+		err = errors.Join(err, <-collectErr)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			n.log.Warn("timer tick stopped", "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// tickSource is the timer tick's input: nothing, every interval.
+type tickSource struct{ every time.Duration }
+
+func (s tickSource) Read(ctx context.Context, _ int) ([]sources.Message, error) {
+	t := time.NewTimer(s.every)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (tickSource) Commit(context.Context, []record.Position) error { return nil }
+func (tickSource) Close() error                                    { return nil }

@@ -345,6 +345,11 @@ cluster: {node_name: b, seeds: [%q]}
 // wmStart starts a node from a job file written to dir.
 func wmStart(t *testing.T, dir, yml string, share WatermarkSharing) *Node {
 	t.Helper()
+	return wmStartOpts(t, dir, yml, Options{WatermarkSharing: share})
+}
+
+func wmStartOpts(t *testing.T, dir, yml string, opts Options) *Node {
+	t.Helper()
 	p := filepath.Join(dir, fmt.Sprintf("job-%d.yaml", time.Now().UnixNano()))
 	if err := os.WriteFile(p, []byte(yml), 0o644); err != nil {
 		t.Fatal(err)
@@ -354,10 +359,129 @@ func wmStart(t *testing.T, dir, yml string, share WatermarkSharing) *Node {
 		t.Fatalf("job: %v\n%s", err, yml)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := Start(context.Background(), spec, Options{Logger: log, Stdout: io.Discard, WatermarkSharing: share})
+	opts.Logger, opts.Stdout = log, io.Discard
+	n, err := Start(context.Background(), spec, opts)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	t.Cleanup(func() { _ = n.Close(context.Background()) })
 	return n
+}
+
+// TestWmTimerTickFiresForPeer makes a window due only because another
+// node's watermark moved, while this node reads nothing: node A reads the
+// left side from a pipe that stays open after its last line (its read
+// blocks), node B then reads the right side, whose last window [90s, 100s)
+// becomes due only when B's input ends and the global watermark jumps to
+// A's. B's end-of-input flush leaves it to A (A has not ended), and A's
+// source delivers nothing more: only A's timer tick can fire it.
+func TestWmTimerTickFiresForPeer(t *testing.T) {
+	dir := t.TempDir()
+	rs := testutil.StartRedis(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	type ev struct {
+		K  string `json:"k"`
+		Ts int64  `json:"ts"`
+		V  string `json:"v"`
+	}
+	var left, right []ev
+	for i := range 600 {
+		e := ev{K: fmt.Sprint("k", r.IntN(6)), Ts: int64(i)*250 + int64(r.IntN(200)), V: fmt.Sprint("e", i)}
+		switch {
+		case r.IntN(2) == 0:
+			left = append(left, e)
+		case e.Ts < 98000: // B's last watermark (ts - 1001) stays below 99999
+			right = append(right, e)
+		}
+	}
+	lines := func(evs []ev) []byte {
+		var sb strings.Builder
+		for _, e := range evs {
+			b, _ := json.Marshal(e)
+			sb.Write(append(b, '\n'))
+		}
+		return []byte(sb.String())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "right.jsonl"), lines(right), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, l := range left {
+		for _, rr := range right {
+			if l.K == rr.K && l.Ts/10000 == rr.Ts/10000 {
+				want[l.V+"|"+rr.V] = true
+			}
+		}
+	}
+	common := fmt.Sprintf(`name: wmtick
+join:
+  type: window
+  mode: inner
+  left:  {name: l, key: k, ts: ts}
+  right: {name: r, key: k, ts: ts}
+  window: {type: tumbling, size: 10s}
+  project: [{name: lv, from: l.v}, {name: rv, from: r.v}]
+sinks: [{type: table}]
+state: {store: redis, redis: {addr: %q}}
+`, rs.Addr)
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() })
+	a := wmStartOpts(t, dir, common+`
+sources: [{name: ls, type: file, path: "-", side: left, watermark: {max_out_of_orderness: 1s}}]
+cluster: {node_name: a}
+`, Options{Stdin: pr})
+	b := wmStart(t, dir, common+fmt.Sprintf(`
+sources: [{name: rs, type: file, path: right.jsonl, side: right, watermark: {max_out_of_orderness: 1s}}]
+cluster: {node_name: b, seeds: [%q]}
+`, a.GossipAddr()), WatermarkSharing{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.Run(ctx) }()
+	go func() { _, _ = pw.Write(lines(left)) }()
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		if in := a.Stats().In.Load(); in != int64(len(left)) {
+			return fmt.Errorf("node a read %d of %d records", in, len(left))
+		}
+		return nil
+	})
+	if err := b.Run(ctx); err != nil {
+		t.Fatalf("run b: %v", err)
+	}
+	result := func() (map[string]bool, error) {
+		got := map[string]bool{}
+		for _, n := range []*Node{a, b} {
+			for _, row := range n.Table() {
+				got[fmt.Sprintf("%v|%v", row.Row["lv"], row.Row["rv"])] = true
+			}
+		}
+		missing, extra := 0, 0
+		for p := range want {
+			if !got[p] {
+				missing++
+			}
+		}
+		for p := range got {
+			if !want[p] {
+				extra++
+			}
+		}
+		if missing+extra > 0 {
+			return got, fmt.Errorf("%d pairs, want %d (%d missing, %d extra)", len(got), len(want), missing, extra)
+		}
+		return got, nil
+	}
+	// A's input is still open: every pair comes from fires, the last
+	// window's from A's tick.
+	testutil.WaitFor(t, 15*time.Second, func() error { _, err := result(); return err })
+	pw.Close()
+	if err := <-aDone; err != nil {
+		t.Fatalf("run a: %v", err)
+	}
+	if _, err := result(); err != nil {
+		t.Error(err)
+	}
+	if late := a.Stats().Late.Load() + b.Stats().Late.Load(); late != 0 || len(want) == 0 {
+		t.Errorf("late %d, want 0 (%d pairs expected)", late, len(want))
+	}
 }
