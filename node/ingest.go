@@ -107,6 +107,8 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		return srckafka.New(ctx, srckafka.Config{Name: cfg.Name, Brokers: cfg.Kafka.Brokers, Topic: cfg.Kafka.Topic,
 			Group: cfg.Kafka.Group, StartOffset: cfg.Kafka.StartOffset, ClientID: cfg.Kafka.ClientID,
 			TLS: kafkaTLS(cfg.Kafka), SASL: kafkaSASL(cfg.Kafka)})
+	case timerTickType: // wmshare.go
+		return tickSource{every: n.wms.cfg.Interval}, nil
 	}
 	return nil, fmt.Errorf("unknown source type %q", cfg.Type)
 }

@@ -63,6 +63,7 @@ type wmShare struct {
 	mu      sync.Mutex
 	seen    map[string]seenEntry
 	failing bool // the last exchange failed (logged once per outage)
+	stopped bool // the entry was taken off the board: publish no more
 }
 
 // seenEntry is the last heartbeat read from a peer's entry and when, by
@@ -201,6 +202,7 @@ func (n *Node) stopWmShare(ctx context.Context) {
 	defer cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.stopped = true
 	if err := s.board.DeleteWatermark(cctx, s.job, s.self); err != nil {
 		s.log.Warn("cannot remove this node's watermark entry; it expires", "err", err)
 	}
@@ -241,6 +243,9 @@ func (s *wmShare) run() {
 func (s *wmShare) syncNow(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
 	now := time.Now()
 	wm, idle := s.evt.published(now)
 	err := s.board.PublishWatermark(ctx, s.job, persistence.NodeWatermark{Node: s.self, Watermark: wm, Heartbeat: now, Idle: idle})
@@ -267,8 +272,12 @@ func (s *wmShare) syncNow(ctx context.Context) error {
 	return nil
 }
 
-// timerTickSource names the timer tick's reader (its metrics label).
-const timerTickSource = "~timers"
+// timerTickSource names the timer tick's reader (its metrics label), and
+// timerTickType is its source type, which only openSource knows.
+const (
+	timerTickSource = "~timers"
+	timerTickType   = "~timer-tick"
+)
 
 // startTimerTick exchanges watermarks once (learning the peers that started
 // since Start) and, while the node shares watermarks, runs a reader without
@@ -286,20 +295,11 @@ func (n *Node) startTimerTick(ctx context.Context) (stop func()) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	r := &reader{n: n, cfg: job.Source{Name: timerTickSource}, src: tickSource{every: n.wms.cfg.Interval},
-		inflight: map[record.Key]sent{}, committed: map[string]int64{}, lastFire: math.MinInt64, parts: map[string]struct{}{}}
 	go func() {
 		defer close(done)
-		queue := make(chan *batch, maxInflight)
-		collectErr := make(chan error, 1)
-		drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
-		defer stopDrain()
-		go func() { collectErr <- r.collect(drainCtx, queue) }()
-		err := r.read(ctx, queue)
-		close(queue)
-		// Like a source's, the fires already sent complete, for a while.
-		defer time.AfterFunc(drainTimeout, stopDrain).Stop()
-		err = errors.Join(err, <-collectErr)
+		// A reader like a source's: its fires complete (outputs written)
+		// before it returns, for up to drainTimeout after stop.
+		err := n.runSource(ctx, job.Source{Name: timerTickSource, Type: timerTickType}, nil)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			n.log.Warn("timer tick stopped", "err", err)
 		}
