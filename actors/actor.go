@@ -102,7 +102,9 @@ func (a *keyActor) Receive(ctx actor.Context) {
 			a.deps.Events.Activated(a.deps.Job, a.key)
 		}
 	case *keypb.Apply:
-		a.apply(ctx, m)
+		a.apply(ctx, m, nil)
+	case *LocalApply:
+		a.apply(ctx, m.Apply, m.Rows)
 	case *keypb.Inspect:
 		ctx.Respond(a.inspect())
 	case *writeDone:
@@ -210,7 +212,10 @@ func (a *keyActor) load() error {
 	return nil
 }
 
-func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
+// apply applies a request. rows, when not nil (a LocalApply from this
+// process), holds the events' decoded rows, and the answer is a
+// LocalApplied with decoded outputs: nothing is encoded to JSON and back.
+func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows) {
 	a.stop = false // a request cancels a pending passivation
 	if a.deps.PassivateAfter > 0 {
 		// protoactor cancels the receive timeout once it fires: arm it again
@@ -230,7 +235,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 	changed := a.prune(m.Committed)
 	reply := &keypb.Applied{}
 	var outs []record.Output
-	for _, pe := range m.Events {
+	for i, pe := range m.Events {
 		part := record.Position{Source: pe.Source, Partition: pe.Partition}.PartitionID()
 		// One input reaches one key at most once (a moved row goes to two
 		// different keys), so "offset <= applied" means "already applied":
@@ -244,10 +249,22 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 		n := len(outs)
 		var err error
 		if a.timed != nil {
-			outs, err = a.applyTimed(pe, outs, reply)
+			var row record.Row
+			if rows != nil {
+				row = rows[i].After
+			} else if row, err = DecodeRow(pe.After); err != nil {
+				ctx.Respond(&keypb.Applied{Error: err.Error()})
+				return
+			}
+			outs = a.applyTimed(pe, row, outs, reply)
 		} else {
 			var e record.Event
-			if e, err = DecodeEvent(a.key, pe); err == nil {
+			if rows != nil {
+				e, err = eventOf(a.key, pe, rows[i])
+			} else {
+				e, err = DecodeEvent(a.key, pe)
+			}
+			if err == nil {
 				if a.duplicate(e, pe.SrcPos) {
 					reply.Duplicates++
 				} else {
@@ -281,16 +298,21 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 			changed = true
 		}
 	}
-	for _, o := range outs {
-		po, err := EncodeOutput(o)
-		if err != nil {
-			ctx.Respond(&keypb.Applied{Error: err.Error()})
-			return
+	var answer any = reply
+	if rows != nil {
+		answer = &LocalApplied{Applied: reply, Outputs: outs}
+	} else {
+		for _, o := range outs {
+			po, err := EncodeOutput(o)
+			if err != nil {
+				ctx.Respond(&keypb.Applied{Error: err.Error()})
+				return
+			}
+			reply.Outputs = append(reply.Outputs, po)
 		}
-		reply.Outputs = append(reply.Outputs, po)
 	}
 	if !changed {
-		ctx.Respond(reply)
+		ctx.Respond(answer)
 		return
 	}
 	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.key, Epoch: a.epoch, Offsets: maps.Clone(a.offsets)}
@@ -319,10 +341,10 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply) {
 	sender, self, root := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root
 	a.deps.Writer.Submit(snap, func(err error) {
 		if err != nil {
-			reply = &keypb.Applied{Error: "write state: " + err.Error()}
+			answer = &keypb.Applied{Error: "write state: " + err.Error()}
 		}
 		if sender != nil {
-			root.Send(sender, reply)
+			root.Send(sender, answer)
 		}
 		root.Send(self, &writeDone{err: err})
 	})

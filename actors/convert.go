@@ -25,6 +25,64 @@ func EncodeEvent(e record.Event) (*keypb.Event, error) {
 	}, nil
 }
 
+// EventRows are the decoded rows of one event of a LocalApply.
+type EventRows struct{ Before, After record.Row }
+
+// LocalApply is an Apply for a key actor in this process: Rows[i] holds
+// the rows of Apply.Events[i], whose JSON (before, after) may be empty.
+// Local sends pass pointers, so the rows need no encoding; the actor answers
+// with a LocalApplied. The rows are the actor's from then on: read-only.
+type LocalApply struct {
+	Apply *keypb.Apply
+	Rows  []EventRows
+}
+
+// LocalApplied answers a LocalApply: Applied without its Outputs, which are
+// in Outputs, decoded. They share rows with the actor's state: read-only.
+type LocalApplied struct {
+	Applied *keypb.Applied
+	Outputs []record.Output
+}
+
+// EventShell is EncodeEvent without the rows (for a LocalApply), and the
+// rows.
+func EventShell(e record.Event) (*keypb.Event, EventRows) {
+	return &keypb.Event{
+		Side: int32(e.Side), Op: e.Op.String(),
+		Source: e.Pos.Source, Partition: e.Pos.Partition, Offset: e.Pos.Offset, Seq: int32(e.Seq),
+	}, EventRows{Before: e.Before, After: e.After}
+}
+
+// FillRows encodes rows into the events of a (made by EventShell), for a
+// request that goes to another process after all.
+func FillRows(a *keypb.Apply, rows []EventRows) error {
+	for i, pe := range a.Events {
+		if i >= len(rows) || pe.Before != nil || pe.After != nil {
+			continue
+		}
+		var err error
+		if pe.Before, err = encodeRow(rows[i].Before); err != nil {
+			return err
+		}
+		if pe.After, err = encodeRow(rows[i].After); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eventOf is DecodeEvent with the rows given.
+func eventOf(key record.Key, pe *keypb.Event, rows EventRows) (record.Event, error) {
+	op, ok := record.ParseOp(pe.Op)
+	if !ok {
+		return record.Event{}, fmt.Errorf("actors: unknown op %q", pe.Op)
+	}
+	return record.Event{
+		Key: key, Side: record.Side(pe.Side), Op: op, Before: rows.Before, After: rows.After,
+		Pos: record.Position{Source: pe.Source, Partition: pe.Partition, Offset: pe.Offset}, Seq: int(pe.Seq),
+	}, nil
+}
+
 // DecodeEvent is the inverse of EncodeEvent for the actor with key.
 func DecodeEvent(key record.Key, pe *keypb.Event) (record.Event, error) {
 	op, ok := record.ParseOp(pe.Op)

@@ -1,10 +1,12 @@
 package actors
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/joinery/joinery/record"
 )
@@ -49,41 +51,79 @@ type outboxEntry struct {
 	sentTo string
 }
 
-// keyStateWire is keyState as encodeState writes it, with the outbox
-// entries already encoded.
-type keyStateWire struct {
-	Join   []byte            `json:"j,omitempty"`
-	Outbox []json.RawMessage `json:"o,omitempty"`
-	Timers []int64           `json:"t,omitempty"`
-	Wm     *int64            `json:"w,omitempty"`
-	Src    map[string]string `json:"s,omitempty"`
-	Seq    uint64            `json:"q,omitempty"`
-}
-
-// encodeState encodes s. It caches each outbox entry's encoding in place
-// (s.Outbox shares its array with the actor's outbox), so an entry is
-// encoded once however many state writes carry it.
+// encodeState encodes s exactly as encoding/json encodes a keyState, but
+// by hand: each outbox entry's encoding is cached in place (s.Outbox shares
+// its array with the actor's outbox), so an entry is encoded once however
+// many state writes carry it, and nothing already encoded is re-scanned.
 func encodeState(s keyState) ([]byte, error) {
-	w := keyStateWire{Join: s.Join, Timers: s.Timers, Wm: s.Wm, Src: s.Src, Seq: s.Seq}
-	if len(s.Outbox) > 0 {
-		w.Outbox = make([]json.RawMessage, len(s.Outbox))
-		for i := range s.Outbox {
-			e := &s.Outbox[i]
-			if e.enc == nil {
-				b, err := json.Marshal(e)
-				if err != nil {
-					return nil, err
-				}
-				e.enc = b
+	for i := range s.Outbox {
+		if e := &s.Outbox[i]; e.enc == nil {
+			b, err := json.Marshal(e)
+			if err != nil {
+				return nil, err
 			}
-			w.Outbox[i] = e.enc
+			e.enc = b
 		}
 	}
-	b, err := json.Marshal(w)
-	if err != nil {
-		return nil, err
+	size := 64 + base64.StdEncoding.EncodedLen(len(s.Join)) + 12*len(s.Timers)
+	for i := range s.Outbox {
+		size += len(s.Outbox[i].enc) + 1
 	}
-	return append([]byte{stateVersion}, b...), nil
+	b := make([]byte, 0, size)
+	b = append(b, stateVersion, '{')
+	field := func(name string) {
+		if len(b) > 2 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+	}
+	if len(s.Join) > 0 {
+		field("j")
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, s.Join)
+		b = append(b, '"')
+	}
+	if len(s.Outbox) > 0 {
+		field("o")
+		b = append(b, '[')
+		for i := range s.Outbox {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, s.Outbox[i].enc...)
+		}
+		b = append(b, ']')
+	}
+	if len(s.Timers) > 0 {
+		field("t")
+		b = append(b, '[')
+		for i, t := range s.Timers {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, t, 10)
+		}
+		b = append(b, ']')
+	}
+	if s.Wm != nil {
+		field("w")
+		b = strconv.AppendInt(b, *s.Wm, 10)
+	}
+	if len(s.Src) > 0 {
+		field("s")
+		m, err := json.Marshal(s.Src)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, m...)
+	}
+	if s.Seq != 0 {
+		field("q")
+		b = strconv.AppendUint(b, s.Seq, 10)
+	}
+	return append(b, '}'), nil
 }
 
 var errBadState = errors.New("actors: bad key state")

@@ -36,3 +36,29 @@ func TestEncodeStateCachedOutbox(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeStateShapes: the hand-written encoding equals encoding/json's
+// for states with any subset of fields.
+func TestEncodeStateShapes(t *testing.T) {
+	wm := int64(-5)
+	for _, s := range []keyState{
+		{},
+		{Seq: 1},
+		{Wm: &wm},
+		{Timers: []int64{-1, 0, 1 << 62}},
+		{Join: []byte{0, 1, 2, 250}, Src: map[string]string{"r/2": "\"x\\u003c", "l/1": "a"}},
+		{Outbox: []outboxEntry{{Part: "p", Offset: -1}}, Seq: 18446744073709551615},
+	} {
+		plain, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := encodeState(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b[1:]) != string(plain) {
+			t.Errorf("encodeState:\n%s\nwant\n%s", b[1:], plain)
+		}
+	}
+}

@@ -20,17 +20,13 @@ const FirePart = firePart
 
 // applyTimed applies one input of an event-time join: first the watermark
 // that preceded it (firing due timers), then the element itself.
-func (a *keyActor) applyTimed(pe *keypb.Event, outs []record.Output, reply *keypb.Applied) ([]record.Output, error) {
-	row, err := DecodeRow(pe.After)
-	if err != nil {
-		return outs, err
-	}
+func (a *keyActor) applyTimed(pe *keypb.Event, row record.Row, outs []record.Output, reply *keypb.Applied) []record.Output {
 	outs = a.advance(pe.Watermark, outs, reply)
 	el := joins.Element{Side: record.Side(pe.Side), Ts: pe.Ts, Row: row,
 		Pos: record.Position{Source: pe.Source, Partition: pe.Partition, Offset: pe.Offset}}
 	a.fx.Reset()
 	a.timed.OnElement(el, a.wm, &a.fx)
-	return a.take(outs, reply), nil
+	return a.take(outs, reply)
 }
 
 // advance moves the key's watermark to wm and fires, in timestamp order, the

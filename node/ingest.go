@@ -126,7 +126,8 @@ type batch struct {
 type call struct {
 	key     record.Key
 	apply   *keypb.Apply
-	fut     *actor.Future // nil when sending failed (sendErr)
+	rows    []actors.EventRows // the events' rows, when apply's events carry none (CDC)
+	fut     *actor.Future      // nil when sending failed (sendErr)
 	sendErr error
 }
 
@@ -147,8 +148,7 @@ type reader struct {
 	filter *transform.Filter
 
 	mu        sync.Mutex
-	inflight  map[record.Key]sent // last unanswered request per key
-	committed map[string]int64    // partition id -> committed offset
+	committed map[string]int64 // partition id -> committed offset
 
 	// Event-time joins.
 	lastFire int64               // watermark up to which due timers were asked for
@@ -162,7 +162,7 @@ func (n *Node) runSource(ctx context.Context, cfg job.Source, dl deadletter.Writ
 		return err
 	}
 	defer src.Close()
-	r := &reader{n: n, cfg: cfg, src: src, dl: dl, inflight: map[record.Key]sent{}, committed: map[string]int64{},
+	r := &reader{n: n, cfg: cfg, src: src, dl: dl, committed: map[string]int64{},
 		lastFire: math.MinInt64, parts: map[string]struct{}{}}
 	if r.filter, err = cfg.CompiledFilter(); err != nil {
 		return fmt.Errorf("source %s: %w", cfg.Name, err) // job validation compiled it already
@@ -263,6 +263,7 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	b := &batch{seq: r.next, last: map[string]record.Position{}, records: len(msgs), fireWm: math.MinInt64}
 	r.next++
 	applies := map[record.Key]*keypb.Apply{}
+	rows := map[record.Key][]actors.EventRows{} // changelog joins: the events' rows, by key
 	var order []record.Key
 	var arrivals []*keypb.Event // event-time inputs in arrival order
 	n.stats.addIn(r.cfg.Name, len(msgs))
@@ -303,13 +304,9 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 			return nil, err
 		}
 		for _, e := range evs {
-			pe, err := actors.EncodeEvent(e)
-			if err != nil {
-				if err := r.reject(b, m, "encode", err); err != nil {
-					return nil, err
-				}
-				continue
-			}
+			// The rows travel decoded to a local key actor; FillRows
+			// encodes them only for one in another process.
+			pe, er := actors.EventShell(e)
 			pe.SrcPos = srcPos
 			a, ok := applies[e.Key]
 			if !ok {
@@ -318,6 +315,7 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 				order = append(order, e.Key)
 			}
 			a.Events = append(a.Events, pe)
+			rows[e.Key] = append(rows[e.Key], er)
 			n.stats.Events.Add(1)
 		}
 	}
@@ -337,26 +335,76 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	n.inflight.mu.Lock()
+	defer n.inflight.mu.Unlock() // until sent: see inflightKeys
 	for _, k := range order {
 		a := applies[k]
-		if prev, ok := r.inflight[k]; ok {
-			a.Prev = maps.Clone(prev.offsets)
-		}
+		a.Prev = n.inflight.prev(k)
 		if len(r.committed) > 0 {
 			a.Committed = maps.Clone(r.committed)
 		}
 		// A key that cannot be resolved now (membership changing) is retried
 		// by the collector, in order.
 		a.Session = n.session
-		fut, err := n.client.RequestFuture(string(k), a, n.timeout)
-		b.calls = append(b.calls, call{key: k, apply: a, fut: fut, sendErr: err})
+		fut, err := r.send(k, a, rows[k])
+		b.calls = append(b.calls, call{key: k, apply: a, rows: rows[k], fut: fut, sendErr: err})
 		offs := map[string]int64{}
 		for _, e := range a.Events {
 			offs[record.Position{Source: e.Source, Partition: e.Partition}.PartitionID()] = e.Offset
 		}
-		r.inflight[k] = sent{offsets: offs, seq: b.seq}
+		n.inflight.add(k, r, sent{offsets: offs, seq: b.seq})
 	}
 	return b, nil
+}
+
+// inflightKeys holds, per key, the last unanswered request of each reader
+// of the node (every source, and the timer tick). A request's Prev is the
+// union of the offsets they carry, so the key refuses it (a gap) until the
+// requests sent before it — by any reader — are applied: a request that
+// is retried after a failover cannot be overtaken by a later one, such as a
+// firing from another source that would make its elements late. Prev is
+// computed and the request sent under mu, so no other reader sends between.
+type inflightKeys struct {
+	mu   sync.Mutex
+	keys map[record.Key]map[*reader]sent
+}
+
+func (f *inflightKeys) prev(k record.Key) map[string]int64 {
+	var prev map[string]int64
+	for _, s := range f.keys[k] {
+		for part, off := range s.offsets {
+			if prev == nil {
+				prev = map[string]int64{}
+			}
+			prev[part] = max(prev[part], off)
+		}
+	}
+	return prev
+}
+
+func (f *inflightKeys) add(k record.Key, r *reader, s sent) {
+	if f.keys == nil {
+		f.keys = map[record.Key]map[*reader]sent{}
+	}
+	byReader := f.keys[k]
+	if byReader == nil {
+		byReader = map[*reader]sent{}
+		f.keys[k] = byReader
+	}
+	byReader[r] = s
+}
+
+// done forgets r's request to k of batch seq once it is answered, unless a
+// later one replaced it.
+func (f *inflightKeys) done(k record.Key, r *reader, seq uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.keys[k][r]; ok && s.seq == seq {
+		delete(f.keys[k], r)
+		if len(f.keys[k]) == 0 {
+			delete(f.keys, k)
+		}
+	}
 }
 
 // collect waits for each batch's answers in order, writes outputs, then
@@ -382,7 +430,7 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 	n := r.n
 	var outs []record.Output
 	for _, c := range b.calls {
-		ap, err := r.await(ctx, c)
+		ap, kouts, err := r.await(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -391,21 +439,11 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 		for _, l := range ap.Late {
 			r.late(b, c.key, l)
 		}
-		for _, po := range ap.Outputs {
-			o, err := actors.DecodeOutput(po)
-			if err != nil {
-				return fmt.Errorf("key %q: %w", c.key, err)
-			}
-			outs = append(outs, o)
-		}
+		outs = append(outs, kouts...)
 	}
-	r.mu.Lock()
 	for _, c := range b.calls {
-		if s, ok := r.inflight[c.key]; ok && s.seq == b.seq {
-			delete(r.inflight, c.key)
-		}
+		n.inflight.done(c.key, r, b.seq)
 	}
-	r.mu.Unlock()
 	if err := n.out.write(ctx, outs); err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
@@ -463,7 +501,7 @@ const retryFor = 2 * time.Minute
 // complete in order), or could not write its state — is sent again to the
 // key's current activation. Resending is safe: the actor skips events it
 // already applied and re-sends their outputs from its outbox.
-func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, error) {
+func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Output, error) {
 	n := r.n
 	fut, sendErr := c.fut, c.sendErr
 	backoff := 10 * time.Millisecond
@@ -472,26 +510,41 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, error) {
 		why := sendErr
 		if fut != nil {
 			res, err := fut.Result()
-			switch ap, ok := res.(*keypb.Applied); {
+			var ap *keypb.Applied
+			var outs []record.Output
+			switch x := res.(type) {
+			case *actors.LocalApplied:
+				ap, outs = x.Applied, x.Outputs
+			case *keypb.Applied:
+				ap = x
+			}
+			switch {
 			case err != nil:
 				why = err
-			case !ok:
+			case ap == nil:
 				why = fmt.Errorf("unexpected answer %T", res)
 			case ap.Error != "":
 				why = errors.New(ap.Error)
 			default:
-				return ap, nil
+				for _, po := range ap.Outputs {
+					o, err := actors.DecodeOutput(po)
+					if err != nil {
+						return nil, nil, fmt.Errorf("key %q: %w", c.key, err)
+					}
+					outs = append(outs, o)
+				}
+				return ap, outs, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("key %q: giving up after %d attempts: %w", c.key, attempt, why)
+			return nil, nil, fmt.Errorf("key %q: giving up after %d attempts: %w", c.key, attempt, why)
 		}
 		n.stats.Retries.Add(1)
 		n.log.Debug("key request failed; retrying", "key", c.key, "attempt", attempt, "err", why)
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		backoff = min(2*backoff, time.Second)
 		n.client.Forget(string(c.key))
@@ -499,8 +552,27 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, error) {
 		// copy, as the first send may still be in a local actor's mailbox.
 		again := proto.Clone(c.apply).(*keypb.Apply)
 		again.Resend = true
-		fut, sendErr = n.client.RequestFuture(string(c.key), again, n.timeout)
+		fut, sendErr = r.send(c.key, again, c.rows)
 	}
+}
+
+// send sends a to key's actor: to one in this process as a LocalApply with
+// the rows decoded (no JSON either way), to one in another process with the
+// rows encoded into a (which must not be shared yet: a fresh request or a
+// copy).
+func (r *reader) send(key record.Key, a *keypb.Apply, rows []actors.EventRows) (*actor.Future, error) {
+	n := r.n
+	pid, err := n.client.PID(string(key))
+	if err != nil {
+		return nil, err
+	}
+	if rows != nil && pid.Address == n.system.Address() {
+		return n.system.Root.RequestFuture(pid, &actors.LocalApply{Apply: a, Rows: rows}, n.timeout), nil
+	}
+	if err := actors.FillRows(a, rows); err != nil {
+		return nil, err
+	}
+	return n.system.Root.RequestFuture(pid, a, n.timeout), nil
 }
 
 // Reasons a record is rejected, besides the decoder's (formats/debezium

@@ -65,6 +65,7 @@ type Node struct {
 	// kept outputs are re-sent once to a new session, as a restarted node
 	// may have lost them, and not again with every request.
 	session  string
+	inflight inflightKeys // every reader's unanswered key requests (ingest.go)
 	admin    *admin.Server
 	ingest   *httpIngest
 	started  time.Time
