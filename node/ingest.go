@@ -382,6 +382,11 @@ func (f *inflightKeys) prev(k record.Key) map[string]int64 {
 	return prev
 }
 
+// add records r's new request to k. Its offsets merge with those of r's
+// earlier unanswered requests to k: a request without events (a firing)
+// must not hide an earlier one's events from the Prev of later requests.
+// When the newest completes, every earlier one of r has (batches complete
+// in order), so done may then forget them all.
 func (f *inflightKeys) add(k record.Key, r *reader, s sent) {
 	if f.keys == nil {
 		f.keys = map[record.Key]map[*reader]sent{}
@@ -390,6 +395,11 @@ func (f *inflightKeys) add(k record.Key, r *reader, s sent) {
 	if byReader == nil {
 		byReader = map[*reader]sent{}
 		f.keys[k] = byReader
+	}
+	for part, off := range byReader[r].offsets {
+		if s.offsets[part] < off {
+			s.offsets[part] = off
+		}
 	}
 	byReader[r] = s
 }
