@@ -327,6 +327,9 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 		n.evt.mu.Lock()
 		defer n.evt.mu.Unlock() // until the batch is sent: see observeLocked
 		wm := n.evt.observeLocked(b, arrivals, now)
+		if len(arrivals) > 0 {
+			n.exportLag(n.evt.wm.Partitions(), now)
+		}
 		var err error
 		if order, err = r.addFires(ctx, applies, order, wm); err != nil {
 			return nil, err

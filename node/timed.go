@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -168,6 +169,19 @@ func (t *eventTime) finish(parts []string, now time.Time) {
 	t.mu.Unlock()
 	if nudge != nil {
 		nudge()
+	}
+}
+
+// exportLag sets joinery_watermark_lag_seconds: how far each partition's
+// watermark is behind the wall clock (the usual freshness signal of a live
+// stream; for a replay of old data it is large by nature).
+func (n *Node) exportLag(parts []timers.PartitionWatermark, now time.Time) {
+	for _, p := range parts {
+		if p.Watermark == math.MinInt64 || p.Watermark == math.MaxInt64 {
+			continue
+		}
+		src, _, _ := strings.Cut(p.Partition, "/")
+		n.metrics.WatermarkLag.WithLabelValues(n.spec.Name, src, p.Partition).Set(float64(now.UnixMilli()-p.Watermark) / 1000)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +81,16 @@ admin: {addr: "127.0.0.1:0"}
 	}
 	if l, r := parts["ls/0"], parts["rs/0"]; l.Watermark != 1999 || l.LagMs != 23001 || r.Watermark != 23999 || r.LagMs != 1001 || r.Source != "rs" {
 		t.Errorf("partitions %+v: want ls/0 at 1999 lagging 23001 ms behind the newest event (25000), rs/0 at 23999", wm.Partitions)
+	}
+
+	resp, err := http.Get("http://" + n.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `joinery_watermark_lag_seconds{job="why",partition="ls/0",source="ls"}`) {
+		t.Errorf("/metrics has no watermark lag for ls/0")
 	}
 
 	ks, err := c.Inspect(ctx, "why", "a")
