@@ -78,6 +78,18 @@ type Side struct {
 	// (Ts holds epoch milliseconds or an RFC 3339 string).
 	Key string `yaml:"key"`
 	Ts  string `yaml:"ts"`
+	// KeyExpr computes the join key with an expr-lang expression over the
+	// input's fields instead of Key (re-keying), e.g. `lower(email)` or
+	// `country + "/" + string(user_id)`. Set one of key and key_expr.
+	KeyExpr string `yaml:"key_expr,omitempty"`
+}
+
+// CompiledKeyExpr compiles the side's key_expr; nil without one.
+func (s Side) CompiledKeyExpr() (*transform.Value, error) {
+	if s.KeyExpr == "" {
+		return nil, nil
+	}
+	return transform.CompileValue(s.KeyExpr)
 }
 
 // Window is a window assigner: tumbling (size, offset), sliding (size,

@@ -35,8 +35,14 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		if side.Name == "" {
 			bad(name+".name", "must not be empty")
 		}
-		if side.Key == "" {
-			bad(name+".key", "must name the join-key field of an event-time input")
+		switch {
+		case side.Key == "" && side.KeyExpr == "":
+			bad(name+".key", "must name the join-key field of an event-time input (or set key_expr)")
+		case side.Key != "" && side.KeyExpr != "":
+			bad(name+".key_expr", "set one of key and key_expr")
+		}
+		if _, err := side.CompiledKeyExpr(); err != nil {
+			bad(name+".key_expr", "%v", err)
 		}
 		if side.Ts == "" {
 			bad(name+".ts", "must name the event-time field of an event-time input")

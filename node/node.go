@@ -30,6 +30,7 @@ import (
 	"github.com/joinery/joinery/persistence/embedded"
 	"github.com/joinery/joinery/persistence/redisstore"
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/transform"
 )
 
 // Options are the process-level settings of a node that are not in the job file.
@@ -65,7 +66,8 @@ type Node struct {
 	// kept outputs are re-sent once to a new session, as a restarted node
 	// may have lost them, and not again with every request.
 	session  string
-	inflight inflightKeys // every reader's unanswered key requests (ingest.go)
+	inflight inflightKeys        // every reader's unanswered key requests (ingest.go)
+	keyExprs [2]*transform.Value // event-time sides' key_expr, by side; nil: the key field
 	admin    *admin.Server
 	ingest   *httpIngest
 	started  time.Time
@@ -107,6 +109,13 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	n.stats = newStats(spec.Name, n.metrics)
 	n.hot = newHotKeys(1024, 10*time.Second, time.Now())
 	n.timed, n.evt = timedF, evt
+	if evt != nil {
+		for _, side := range []record.Side{record.Left, record.Right} {
+			if n.keyExprs[side], err = spec.SideSpec(side).CompiledKeyExpr(); err != nil {
+				return nil, fmt.Errorf("join key_expr: %w", err) // validated already
+			}
+		}
+	}
 	n.timeout = spec.Cluster.RequestTimeout
 	if n.timeout == 0 {
 		n.timeout = 30 * time.Second

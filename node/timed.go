@@ -19,6 +19,7 @@ import (
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sources"
 	"github.com/joinery/joinery/timers"
+	"github.com/joinery/joinery/transform"
 )
 
 // eventTime holds the node's event-time state for an event-time join: the
@@ -232,6 +233,13 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 	}
 	ss := n.spec.SideSpec(side)
 	kv, present := row[ss.Key]
+	if ke := n.keyExprs[side]; ke != nil {
+		v, err := ke.Eval(transform.Env(row))
+		if err != nil {
+			return "", nil, r.reject(b, m, ReasonFilter, fmt.Errorf("key_expr: %w", err))
+		}
+		kv, present = v, true
+	}
 	if !present || kv == nil {
 		return "", nil, r.reject(b, m, ReasonMissingKey, fmt.Errorf("field %q missing or null", ss.Key))
 	}

@@ -6,9 +6,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/joinery/joinery/internal/testutil"
+	"github.com/joinery/joinery/job"
 )
 
 // TestNodeWindowJoin runs a 10-second tumbling window join of two event
@@ -227,4 +229,42 @@ func head(s []string) []string {
 		return s[:5]
 	}
 	return s
+}
+
+// TestNodeKeyExpr re-keys an input with key_expr: left events carry the user
+// in upper case, right ones in lower case; lower(user) joins them.
+func TestNodeKeyExpr(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "left.jsonl"), []byte(`{"user":"ALICE","ts":1000,"v":"l1"}
+{"user":"Bob","ts":2000,"v":"l2"}
+{"user":"CAROL","ts":3000,"v":"l3"}
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "right.jsonl"), []byte(`{"u":"alice","ts":1500,"v":"r1"}
+{"u":"bob","ts":2500,"v":"r2"}
+{"u":"dave","ts":3000,"v":"r3"}
+`), 0o644)
+	n := start(t, parse(t, dir, `name: rekey
+join:
+  type: interval
+  lower: -1s
+  upper: 1s
+  left:  {name: l, key_expr: 'lower(user)', ts: ts}
+  right: {name: r, key: u, ts: ts}
+  project: [{name: lv, from: l.v}, {name: rv, from: r.v}]
+sources:
+  - {name: ls, type: file, path: left.jsonl, side: left}
+  - {name: rs, type: file, path: right.jsonl, side: right}
+sinks: [{type: table}]
+`))
+	run(t, n)
+	got := map[string]bool{}
+	for _, row := range n.Table() {
+		got[fmt.Sprintf("%v|%v", row.Row["lv"], row.Row["rv"])] = true
+	}
+	if len(got) != 2 || !got["l1|r1"] || !got["l2|r2"] {
+		t.Errorf("pairs %v, want l1|r1 and l2|r2", got)
+	}
+	if _, err := job.Parse([]byte("name: x\njoin: {type: interval, lower: 0s, upper: 1s, left: {name: l, key: a, key_expr: 'b', ts: ts}, right: {name: r, key: u, ts: ts}}\nsources: [{name: s, type: file, path: x, side: left}]\n")); err == nil || !strings.Contains(err.Error(), "key_expr") {
+		t.Errorf("key and key_expr together: %v", err)
+	}
 }
