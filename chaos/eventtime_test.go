@@ -102,14 +102,17 @@ dead_letter: dead.jsonl
 			n1 := startProc(t, dir, "n1", "n1.yaml")
 			out := filepath.Join(dir, "out.jsonl")
 			waitLines(t, out, 1+r.IntN(len(want)/2), time.Minute)
+			rec := watchRecovery(out)
+			t.Cleanup(func() { rec.done() })
 			n2.kill()
 			t.Logf("killed n2 with %d output lines written", lineCount(out))
 			if err := n1.wait(3 * time.Minute); err != nil {
 				logs, _ := os.ReadFile(filepath.Join(dir, "n1.log"))
 				t.Fatalf("ingest node: %v\n%s", err, tail(logs, 3000))
 			}
+			recMS := rec.done().Milliseconds()
 			n3.term()
-			got, lines, dups := pairs(t, out)
+			got, lines, dups, dupIDs := pairs(t, out)
 			missing, extra := 0, 0
 			for p := range want {
 				if !got[p] {
@@ -121,6 +124,9 @@ dead_letter: dead.jsonl
 					extra++
 				}
 			}
+			record1(summaryRow{Scenario: "WindowJoinKillActorNode", Trial: trial + 1, Trials: trials(1),
+				EventsIn: 30000, Outputs: lines, Equal: missing+extra == 0, Lost: missing,
+				DupIDs: dupIDs, Fenced: fencedWrites(dir), RecoveryMS: recMS})
 			if missing+extra > 0 {
 				dl, _ := os.ReadFile(filepath.Join(dir, "dead.jsonl"))
 				t.Logf("dead letters (late elements explain missing pairs): %s", tail(dl, 2000))
@@ -132,15 +138,16 @@ dead_letter: dead.jsonl
 }
 
 // pairs reads a window join's changelog ({lv, rv} rows, insert-only) into
-// the set of "lv|rv", keeping the first line of every output id.
-func pairs(t *testing.T, path string) (map[string]bool, int, int) {
+// the set of "lv|rv", keeping the first line of every output id; dupIDs
+// counts pairs written again under a different id.
+func pairs(t *testing.T, path string) (got map[string]bool, lines, dups, dupIDs int) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, seen := map[string]bool{}, map[string]bool{}
-	lines, dups := 0, 0
+	got = map[string]bool{}
+	seen := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -154,7 +161,11 @@ func pairs(t *testing.T, path string) (map[string]bool, int, int) {
 			continue
 		}
 		seen[o.ID] = true
-		got[fmt.Sprintf("%v|%v", o.Row["lv"], o.Row["rv"])] = true
+		p := fmt.Sprintf("%v|%v", o.Row["lv"], o.Row["rv"])
+		if got[p] {
+			dupIDs++
+		}
+		got[p] = true
 	}
-	return got, lines, dups
+	return got, lines, dups, dupIDs
 }

@@ -36,6 +36,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if err := printSummary(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos summary:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -62,11 +68,13 @@ type proc struct {
 	cmd  *exec.Cmd
 	log  *os.File
 	done chan error
+
+	exitErr error // what wait returned
 }
 
 func startProc(t *testing.T, dir, name, config string) *proc {
 	t.Helper()
-	p := &proc{t: t, name: name, args: []string{"run", "--config", config, "--log-level", "warn"}}
+	p := &proc{t: t, name: name, args: []string{"run", "--config", config, "--log-level", envStr("CHAOS_LOG_LEVEL", "warn")}}
 	p.start(dir)
 	t.Cleanup(func() { p.kill() })
 	return p
@@ -115,11 +123,16 @@ func (p *proc) term() {
 	p.log.Close()
 }
 
-// wait waits for the process to exit by itself and returns its error.
+// wait waits for the process to exit by itself and returns its error (again
+// when it has already been waited for).
 func (p *proc) wait(d time.Duration) error {
+	if p.cmd == nil {
+		return p.exitErr
+	}
 	select {
 	case err := <-p.done:
 		p.cmd = nil
+		p.exitErr = err
 		p.log.Close()
 		return err
 	case <-time.After(d):
@@ -170,7 +183,8 @@ func table(t *testing.T, path string) (map[string]string, int, int) {
 	return m, lines, dups
 }
 
-func compare(t *testing.T, got, want map[string]string) {
+// compare reports the rows of got that differ from want and returns how many.
+func compare(t *testing.T, got, want map[string]string) int {
 	t.Helper()
 	bad := 0
 	for k, v := range want {
@@ -192,6 +206,7 @@ func compare(t *testing.T, got, want map[string]string) {
 	if bad > 0 {
 		t.Errorf("%d rows differ (of %d expected)", bad, len(want))
 	}
+	return bad
 }
 
 // lineCount counts the lines of a file (0 when it does not exist yet).

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +24,30 @@ type fleet struct {
 	n4         *proc // not started by newFleet: the node that joins mid-stream
 	want       map[string]string
 	out        string
+
+	opts  fleetOpts
+	recs  []*recovery // one per fault, watching the output grow again
+	admin [4]string   // http://host:port of each node's admin endpoint (withAdmin)
+}
+
+// fleetOpts change a fleet from the default one of newFleet.
+type fleetOpts struct {
+	state         string // extra state settings, e.g. "passivate_after: 50ms"
+	admin         bool   // serve each node's admin endpoint (/metrics)
+	trial, trials int    // for the summary row (default 1 of 1)
+}
+
+type fleetOpt func(*fleetOpts)
+
+// withState adds settings to every node's state: block.
+func withState(s string) fleetOpt { return func(o *fleetOpts) { o.state = s } }
+
+// withAdmin serves every node's admin endpoint (f.admin) for /metrics.
+func withAdmin() fleetOpt { return func(o *fleetOpts) { o.admin = true } }
+
+// inTrial names the trial (0-based) of n for the summary row.
+func inTrial(trial, n int) fleetOpt {
+	return func(o *fleetOpts) { o.trial, o.trials = trial+1, n }
 }
 
 // inputChanges is the size of the CDC input: CHAOS_CHANGES, default 20000
@@ -33,9 +58,26 @@ var inputChanges = envInt("CHAOS_CHANGES", 20000)
 // somewhere in the first n/20000 of the run's output (n scaled to the input).
 func moment(r *rand.Rand, n int) int { return 1 + r.IntN(n*inputChanges/20000) }
 
-func newFleet(t *testing.T, seed uint64) *fleet {
+func newFleet(t *testing.T, seed uint64, opts ...fleetOpt) *fleet {
 	t.Helper()
-	f := &fleet{dir: t.TempDir()}
+	f := &fleet{dir: t.TempDir(), opts: fleetOpts{trial: 1, trials: 1}}
+	t.Cleanup(func() { // after the nodes stopped, before the directory goes
+		if keep := os.Getenv("CHAOS_KEEP"); keep != "" && t.Failed() {
+			dst := filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_"))
+			if err := os.CopyFS(dst, os.DirFS(f.dir)); err != nil {
+				t.Logf("CHAOS_KEEP: %v", err)
+			} else {
+				t.Logf("kept the fleet's files in %s", dst)
+			}
+		}
+	})
+	for _, o := range opts {
+		o(&f.opts)
+	}
+	extraState := ""
+	if f.opts.state != "" {
+		extraState = ", " + f.opts.state
+	}
 	f.redis = testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	h := cdcgen.Generate(cdcgen.Config{Seed: seed, Users: 300, Domains: 900, Changes: inputChanges})
 	f.want = h.LeftJoin()
@@ -63,9 +105,14 @@ join:
     - {name: lastname,    from: users.lastname}
     - {name: domain_id,   from: domains.id}
     - {name: domain_name, from: domains.domain_name}
-state: {store: redis, redis: {addr: %q}}
+state: {store: redis, redis: {addr: %q}%s}
 cluster: {node_name: n%d, gossip: "127.0.0.1:%d", remote: "127.0.0.1:0", seeds: [%q], profile: local, request_timeout: 2s}
-`, f.redis.Addr, i+1, ports[i], seedAddr)
+`, f.redis.Addr, extraState, i+1, ports[i], seedAddr)
+		if f.opts.admin {
+			port := testutil.FreePort(t)
+			f.admin[i] = fmt.Sprintf("http://127.0.0.1:%d", port)
+			job += fmt.Sprintf("admin: {addr: \"127.0.0.1:%d\", pprof: true}\n", port)
+		}
 		if i == 0 {
 			// Paced so a fault lands mid-stream: about 4 seconds of input.
 			job += "sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains: right}, rate: " + fmt.Sprint(max(6000, inputChanges/4)) + "}]\n"
@@ -82,17 +129,36 @@ cluster: {node_name: n%d, gossip: "127.0.0.1:%d", remote: "127.0.0.1:0", seeds: 
 
 func (f *fleet) startIngest(t *testing.T) { f.n1 = startProc(t, f.dir, "n1", "n1.yaml") }
 
+// fault marks the moment of a fault: the summary's recovery time is the
+// longest wait, over the faults, until the output grew again.
+func (f *fleet) fault() { f.recs = append(f.recs, watchRecovery(f.out)) }
+
 func (f *fleet) finish(t *testing.T) {
 	t.Helper()
-	if err := f.n1.wait(3 * time.Minute); err != nil {
+	row := summaryRow{
+		Scenario: strings.TrimPrefix(strings.SplitN(t.Name(), "/", 2)[0], "TestChaos"),
+		Trial:    f.opts.trial, Trials: f.opts.trials,
+		EventsIn: inputChanges, Lost: len(f.want), RecoveryMS: -1,
+	}
+	defer func() { record1(row) }() // also when a check below fails the test
+	err := f.n1.wait(3 * time.Minute)
+	for _, rc := range f.recs {
+		if d := rc.done(); d >= 0 && d.Milliseconds() > row.RecoveryMS {
+			row.RecoveryMS = d.Milliseconds()
+		}
+	}
+	row.Outputs, row.Fenced, row.DupIDs = lineCount(f.out), fencedWrites(f.dir), dupOutputs(f.out)
+	if err != nil {
 		logs, _ := os.ReadFile(filepath.Join(f.dir, "n1.log"))
 		t.Fatalf("ingest node: %v\n%s", err, tail(logs, 3000))
 	}
 	got, lines, dups := table(t, f.out)
-	compare(t, got, f.want)
+	bad := compare(t, got, f.want)
+	row.Equal, row.Lost = bad == 0, rowsLost(got, f.want)
 	t.Logf("changelog: %d lines, %d repeated ids (at-least-once re-emissions)", lines, dups)
 	f.n2.term()
 	f.n3.term()
+	row.Fenced = fencedWrites(f.dir)
 }
 
 func tail(b []byte, n int) string {
@@ -117,9 +183,10 @@ func TestChaosKillActorNode(t *testing.T) {
 		seed := uint64(100 + trial)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
-			f := newFleet(t, seed)
+			f := newFleet(t, seed, inTrial(trial, trials(3)))
 			f.startIngest(t)
 			waitLines(t, f.out, moment(r, 20000), time.Minute)
+			f.fault()
 			f.n2.kill()
 			t.Logf("killed n2 with %d output lines written", lineCount(f.out))
 			f.finish(t)
@@ -136,9 +203,10 @@ func TestChaosKillIngestNode(t *testing.T) {
 		seed := uint64(200 + trial)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
-			f := newFleet(t, seed)
+			f := newFleet(t, seed, inTrial(trial, trials(2)))
 			f.startIngest(t)
 			waitLines(t, f.out, moment(r, 20000), time.Minute)
+			f.fault()
 			f.n1.kill()
 			t.Logf("killed n1 with %d output lines written", lineCount(f.out))
 			f.startIngest(t)
@@ -156,9 +224,10 @@ func TestChaosKillRedis(t *testing.T) {
 		seed := uint64(300 + trial)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
-			f := newFleet(t, seed)
+			f := newFleet(t, seed, inTrial(trial, trials(1)))
 			f.startIngest(t)
 			waitLines(t, f.out, moment(r, 20000), time.Minute)
+			f.fault()
 			f.redis.Kill()
 			t.Logf("killed redis with %d output lines written", lineCount(f.out))
 			time.Sleep(time.Duration(500+r.IntN(1500)) * time.Millisecond) // the outage itself, not a wait for a condition
@@ -177,12 +246,13 @@ func TestChaosPauseActorNode(t *testing.T) {
 		seed := uint64(400 + trial)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
-			f := newFleet(t, seed)
+			f := newFleet(t, seed, inTrial(trial, trials(1)))
 			f.startIngest(t)
 			waitLines(t, f.out, moment(r, 15000), time.Minute)
 			if err := f.n2.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
+			f.fault()
 			t.Logf("stopped n2 with %d output lines written", lineCount(f.out))
 			// Past memberlist's failure detection (profile local): the fleet
 			// declares n2 dead and its keys reactivate elsewhere.
@@ -207,15 +277,18 @@ func TestChaosRebalance(t *testing.T) {
 		seed := uint64(600 + trial)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
-			f := newFleet(t, seed)
+			f := newFleet(t, seed, inTrial(trial, trials(1)))
 			f.startIngest(t)
 			waitLines(t, f.out, moment(r, 5000), time.Minute)
+			f.fault()
 			f.n4 = startProc(t, f.dir, "n4", "n4.yaml")
 			t.Logf("n4 joined with %d output lines written", lineCount(f.out))
 			waitLines(t, f.out, lineCount(f.out)+moment(r, 4000), time.Minute)
+			f.fault()
 			f.n3.term()
 			t.Logf("n3 left gracefully with %d output lines written", lineCount(f.out))
 			waitLines(t, f.out, lineCount(f.out)+moment(r, 3000), time.Minute)
+			f.fault()
 			f.n3 = startProc(t, f.dir, "n3", "n3.yaml")
 			t.Logf("n3 rejoined with %d output lines written", lineCount(f.out))
 			f.finish(t)
@@ -234,6 +307,7 @@ func TestChaosGracefulRestartIngest(t *testing.T) {
 	f := newFleet(t, seed)
 	f.startIngest(t)
 	waitLines(t, f.out, moment(r, 20000), time.Minute)
+	f.fault()
 	f.n1.term()
 	t.Logf("stopped n1 with %d output lines written", lineCount(f.out))
 	f.startIngest(t)

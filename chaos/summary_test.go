@@ -1,0 +1,176 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/record"
+)
+
+// summaryRow is one scenario trial's outcome, printed in a table at the end
+// of the package run (TestMain) and written as JSON to CHAOS_OUT when set.
+type summaryRow struct {
+	Scenario string `json:"scenario"`
+	Trial    int    `json:"trial"`  // 1-based
+	Trials   int    `json:"trials"` // trials of this scenario in this run
+	EventsIn int    `json:"events_in"`
+	Outputs  int    `json:"output_lines"`
+	Equal    bool   `json:"final_state_equal"`
+	// Lost counts expected rows missing or wrong in the final table.
+	Lost int `json:"outputs_lost"`
+	// DupIDs counts rows written twice under different ids: an insert (+I
+	// or +U) of a primary key the table already holds with the same row,
+	// replaying first lines per id (see dupOutputs).
+	DupIDs int `json:"duplicate_outputs_differing_ids"`
+	// Fenced counts "key write fenced" lines in all the nodes' logs.
+	Fenced int `json:"fenced_writes_refused"`
+	// Recovery is the time from the (last) fault until the output file grew
+	// again, by polling every 5 ms; -1 without a fault or when it never grew.
+	RecoveryMS int64 `json:"recovery_ms"`
+}
+
+var summary struct {
+	sync.Mutex
+	rows []summaryRow
+}
+
+func record1(r summaryRow) {
+	summary.Lock()
+	defer summary.Unlock()
+	summary.rows = append(summary.rows, r)
+}
+
+// printSummary prints the rows as a table on w and, when CHAOS_OUT names a
+// file, writes them there as JSON.
+func printSummary(w io.Writer) error {
+	summary.Lock()
+	defer summary.Unlock()
+	if len(summary.rows) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n%-34s %7s %9s %8s %6s %5s %7s %7s %11s\n", "scenario", "trial", "events in", "outputs", "equal", "lost", "dup-ids", "fenced", "recovery")
+	for _, r := range summary.rows {
+		eq, rec := "no", "-"
+		if r.Equal {
+			eq = "yes"
+		}
+		if r.RecoveryMS >= 0 {
+			rec = fmt.Sprint(time.Duration(r.RecoveryMS) * time.Millisecond)
+		}
+		fmt.Fprintf(w, "%-34s %7s %9d %8d %6s %5d %7d %7d %11s\n", r.Scenario, fmt.Sprintf("%d/%d", r.Trial, r.Trials), r.EventsIn, r.Outputs, eq, r.Lost, r.DupIDs, r.Fenced, rec)
+	}
+	if path := os.Getenv("CHAOS_OUT"); path != "" {
+		b, err := json.MarshalIndent(summary.rows, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(path, append(b, '\n'), 0o644)
+	}
+	return nil
+}
+
+// recovery watches an output file from the moment of a fault: done returns
+// how long until it had more lines than at the fault (-1 if it never grew
+// before done was called).
+type recovery struct {
+	stop chan struct{}
+	res  chan time.Duration
+	once sync.Once
+	d    time.Duration
+}
+
+func watchRecovery(path string) *recovery {
+	rc := &recovery{stop: make(chan struct{}), res: make(chan time.Duration, 1)}
+	start, n := time.Now(), lineCount(path)
+	go func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-rc.stop:
+				rc.res <- -1
+				return
+			case <-tick.C:
+				if lineCount(path) > n {
+					rc.res <- time.Since(start)
+					return
+				}
+			}
+		}
+	}()
+	return rc
+}
+
+func (rc *recovery) done() time.Duration {
+	if rc == nil {
+		return -1
+	}
+	rc.once.Do(func() {
+		close(rc.stop)
+		rc.d = <-rc.res
+	})
+	return rc.d
+}
+
+// dupOutputs replays a changelog keeping the first line per id, like table,
+// without failing: it counts inserts (+I, +U) of a primary key already held
+// with the same row — one row written twice under different ids.
+func dupOutputs(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	rows := map[string]record.Row{}
+	seen := map[string]bool{}
+	dups := 0
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		o, err := changelog.DecodeChangelog(sc.Bytes())
+		if err != nil || seen[o.ID] {
+			continue
+		}
+		seen[o.ID] = true
+		switch o.Kind {
+		case record.Insert, record.UpdateAfter:
+			if old, ok := rows[o.PK]; ok && reflect.DeepEqual(old, o.Row) {
+				dups++
+			}
+			rows[o.PK] = o.Row
+		default:
+			delete(rows, o.PK)
+		}
+	}
+	return dups
+}
+
+// fencedWrites counts "key write fenced" lines in the node logs of dir.
+func fencedWrites(dir string) int {
+	logs, _ := filepath.Glob(filepath.Join(dir, "n*.log"))
+	n := 0
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		n += bytes.Count(b, []byte("key write fenced"))
+	}
+	return n
+}
+
+// rowsLost counts the expected rows missing or wrong in got.
+func rowsLost(got, want map[string]string) int {
+	n := 0
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			n++
+		}
+	}
+	return n
+}
