@@ -6,4 +6,13 @@
 //
 //	go test ./chaos/                        # the short version CI runs (3 trials per scenario)
 //	CHAOS_TRIALS=20 go test ./chaos/ -v     # make chaos
+//
+// At the end of the run TestMain prints a summary table, one row per
+// scenario trial (events in, output lines, final state equal, rows lost,
+// rows written twice under different ids, fenced writes refused, recovery
+// time after the fault); CHAOS_OUT=FILE also writes the rows there as JSON.
+// Other knobs: CHAOS_CHANGES (input size), CHAOS_KEEP=DIR (copy each fleet's
+// files, logs included, there), CHAOS_LOG_LEVEL (the nodes' --log-level),
+// CHAOS_PAUSE (the pause scenario's SIGSTOP length), CHAOS_PASSIVATE (the
+// passivation scenario's passivate_after; setting it runs that scenario).
 package chaos

@@ -62,7 +62,7 @@ func newFleet(t *testing.T, seed uint64, opts ...fleetOpt) *fleet {
 	t.Helper()
 	f := &fleet{dir: t.TempDir(), opts: fleetOpts{trial: 1, trials: 1}}
 	t.Cleanup(func() { // after the nodes stopped, before the directory goes
-		if keep := os.Getenv("CHAOS_KEEP"); keep != "" && t.Failed() {
+		if keep := os.Getenv("CHAOS_KEEP"); keep != "" {
 			dst := filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_"))
 			if err := os.CopyFS(dst, os.DirFS(f.dir)); err != nil {
 				t.Logf("CHAOS_KEEP: %v", err)
@@ -240,7 +240,13 @@ func TestChaosKillRedis(t *testing.T) {
 // TestChaosPauseActorNode stops (SIGSTOP) a node that hosts key actors past
 // failure detection, lets its keys move, then continues it (SIGCONT): the
 // paused node wakes up with stale activations, and their state writes must be
-// refused (fenced) — the result equals the fault-free one.
+// refused (fenced) — the result equals the fault-free one, and at least one
+// write was refused. The pause is 12 s: memberlist (profile local) marks n2
+// failed about 5 s into it, so its keys live elsewhere (a newer epoch writes
+// them) for ~7 s before n2 wakes with its pending writes; with the earlier
+// 6 s pause that window was under a second and no write was ever fenced
+// (seed 400: 0 refused at 6 s; seeds 400-402: 3, 4 and 2 at 12 s, with the
+// same trial time). CHAOS_PAUSE overrides it.
 func TestChaosPauseActorNode(t *testing.T) {
 	for trial := range trials(1) {
 		seed := uint64(400 + trial)
@@ -256,13 +262,21 @@ func TestChaosPauseActorNode(t *testing.T) {
 			t.Logf("stopped n2 with %d output lines written", lineCount(f.out))
 			// Past memberlist's failure detection (profile local): the fleet
 			// declares n2 dead and its keys reactivate elsewhere.
-			time.Sleep(6 * time.Second) // the pause itself, not a wait for a condition
+			pause, err := time.ParseDuration(envStr("CHAOS_PAUSE", "12s"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(pause) // the pause itself, not a wait for a condition
 			if err := f.n2.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
 			}
 			f.finish(t)
 			logs, _ := os.ReadFile(filepath.Join(f.dir, "n2.log"))
-			t.Logf("n2 logged %d fenced writes after waking", bytes.Count(logs, []byte("key write fenced")))
+			fenced := bytes.Count(logs, []byte("key write fenced"))
+			t.Logf("n2 logged %d fenced writes after waking", fenced)
+			if fenced < 1 {
+				t.Errorf("n2 logged no refused (fenced) state write after a %v pause, want >= 1: its stale activations were not fenced out, or had nothing to write", pause)
+			}
 		})
 	}
 }
