@@ -316,7 +316,11 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows) {
 		return
 	}
 	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.key, Epoch: a.epoch, Offsets: maps.Clone(a.offsets)}
-	if !a.machineEmpty() || len(a.outbox) > 0 || len(a.timers) > 0 || len(a.src) > 0 {
+	// A key whose join state emptied still writes a (small) state, so its
+	// applied offsets survive passivation and failover: a request's Prev
+	// names offsets that an emptied key must still know it applied, or it
+	// would refuse the request as a gap for ever after reloading.
+	if !a.machineEmpty() || len(a.outbox) > 0 || len(a.timers) > 0 || len(a.src) > 0 || len(a.offsets) > 0 {
 		st := keyState{Outbox: a.outbox, Timers: a.timers, Src: a.src, Seq: a.seq}
 		if !a.machineEmpty() {
 			st.Join = a.machineSnapshot()

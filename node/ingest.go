@@ -554,12 +554,17 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Ou
 		}
 		n.stats.Retries.Add(1)
 		n.log.Debug("key request failed; retrying", "key", c.key, "attempt", attempt, "err", why)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+		if errors.Is(why, actor.ErrDeadLetter) && attempt <= 3 {
+			// The actor had just passivated (or moved): resolve the key
+			// again at once; a new activation answers.
+		} else {
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			backoff = min(2*backoff, time.Second)
 		}
-		backoff = min(2*backoff, time.Second)
 		n.client.Forget(string(c.key))
 		// Its answer may have been lost: ask for the kept outputs again. A
 		// copy, as the first send may still be in a local actor's mailbox.
