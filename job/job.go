@@ -385,6 +385,23 @@ type Cluster struct {
 	// Profile is the gossip timing preset: lan (default), wan, or local
 	// (fast failure detection, for one machine and tests).
 	Profile string `yaml:"profile"`
+	// Watermarks sets how the ingest nodes of an event-time job share their
+	// watermarks through the state store (the global watermark is the
+	// minimum over live, active nodes).
+	Watermarks WatermarkSharing `yaml:"watermarks,omitempty"`
+}
+
+// WatermarkSharing configures watermark sharing between ingest nodes.
+type WatermarkSharing struct {
+	// Disabled makes each node use its own watermark only: right only for
+	// a job with a single ingest node.
+	Disabled bool `yaml:"disabled,omitempty"`
+	// Interval is how often a node publishes its watermark and reads its
+	// peers' (default 100ms).
+	Interval time.Duration `yaml:"interval,omitempty"`
+	// TTL is how long a peer's entry counts after its last heartbeat unless
+	// the peer is an alive cluster member (default 3s).
+	TTL time.Duration `yaml:"ttl,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
@@ -699,6 +716,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Cluster.RequestTimeout < 0 {
 		bad("cluster.request_timeout", "must not be negative")
+	}
+	if w := s.Cluster.Watermarks; w.Interval < 0 || w.TTL < 0 {
+		bad("cluster.watermarks", "interval and ttl must not be negative")
 	}
 	for _, r := range s.redisBlocks() {
 		if _, err := s.RedisTLSConfig(r.cfg); err != nil {

@@ -131,6 +131,10 @@ func combinePeers(entries []persistence.NodeWatermark, self string, now time.Tim
 // before returning, so a node is visible to its peers once Start returns.
 func (n *Node) startWmShare(ctx context.Context) error {
 	cfg := n.opts.WatermarkSharing
+	if cfg == (WatermarkSharing{}) {
+		w := n.spec.Cluster.Watermarks // the job file's, unless the embedder set Options
+		cfg = WatermarkSharing{Disabled: w.Disabled, Interval: w.Interval, TTL: w.TTL}
+	}
 	board, ok := n.store.(persistence.WatermarkStore)
 	if n.evt == nil || len(n.spec.Sources) == 0 || cfg.Disabled || !ok {
 		return nil

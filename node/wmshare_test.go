@@ -256,15 +256,16 @@ join:
 sinks: [{type: table}]
 state: {store: redis, redis: {addr: %q}}
 `, rs.Addr)
-			opts := WatermarkSharing{Disabled: !shared}
-			a := wmStart(t, dir, common+`
+			// Sharing is set in the job file (cluster.watermarks), as users do.
+			opts := WatermarkSharing{}
+			a := wmStart(t, dir, common+fmt.Sprintf(`
 sources: [{name: ls, type: file, path: left.jsonl, side: left, watermark: {max_out_of_orderness: 1s}}]
-cluster: {node_name: a}
-`, opts)
+cluster: {node_name: a, watermarks: {disabled: %v}}
+`, !shared), opts)
 			b := wmStart(t, dir, common+fmt.Sprintf(`
 sources: [{name: rs, type: file, path: right.jsonl, side: right, watermark: {max_out_of_orderness: 1s}, rate: 400}]
-cluster: {node_name: b, seeds: [%q]}
-`, a.GossipAddr()), opts)
+cluster: {node_name: b, seeds: [%q], watermarks: {disabled: %v}}
+`, a.GossipAddr(), !shared), opts)
 			for _, n := range []*Node{a, b} {
 				testutil.WaitFor(t, 20*time.Second, func() error {
 					alive := 0
