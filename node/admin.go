@@ -233,6 +233,11 @@ func (b backend) Ready(ctx context.Context) error {
 	if _, err := b.n.store.CommittedOffsets(ctx, b.n.spec.Name); err != nil {
 		return fmt.Errorf("state store unreachable: %w", err)
 	}
+	for _, s := range b.n.spec.Sources {
+		if _, ok := b.n.opened.Load(s.Name); !ok {
+			return fmt.Errorf("source %s is not open yet", s.Name)
+		}
+	}
 	return nil
 }
 

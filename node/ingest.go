@@ -162,6 +162,7 @@ func (n *Node) runSource(ctx context.Context, cfg job.Source, dl deadletter.Writ
 		return err
 	}
 	defer src.Close()
+	n.opened.Store(cfg.Name, true) // readiness: this source is assigned and reading
 	r := &reader{n: n, cfg: cfg, src: src, dl: dl, committed: map[string]int64{},
 		lastFire: math.MinInt64, parts: map[string]struct{}{}}
 	if r.filter, err = cfg.CompiledFilter(); err != nil {

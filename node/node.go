@@ -68,6 +68,7 @@ type Node struct {
 	session  string
 	inflight inflightKeys        // every reader's unanswered key requests (ingest.go)
 	keyExprs [2]*transform.Value // event-time sides' key_expr, by side; nil: the key field
+	opened   sync.Map            // names of the job's sources that opened (readiness)
 	admin    *admin.Server
 	ingest   *httpIngest
 	started  time.Time

@@ -51,6 +51,16 @@ sources:
 sinks: [{type: table}]
 admin: {addr: "127.0.0.1:0"}
 `, rs.Addr)))
+	// Not ready before its sources open (Run opens them).
+	if resp, err := http.Get("http://" + n.AdminAddr() + "/readyz"); err != nil {
+		t.Fatal(err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "not open yet") {
+			t.Errorf("/readyz before Run = %d %q, want 503 naming a source not open yet", resp.StatusCode, body)
+		}
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- n.Run(runCtx) }()
@@ -83,6 +93,11 @@ admin: {addr: "127.0.0.1:0"}
 		t.Errorf("partitions %+v: want ls/0 at 1999 lagging 23001 ms behind the newest event (25000), rs/0 at 23999", wm.Partitions)
 	}
 
+	if resp, err := http.Get("http://" + n.AdminAddr() + "/readyz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("/readyz with its sources reading = %v, %v; want 200", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	resp, err := http.Get("http://" + n.AdminAddr() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
