@@ -21,7 +21,7 @@ type CDC struct {
 	spec    *CDCSpec
 	left    record.Row
 	leftEnc []byte     // left's JSON, cached by Snapshot; nil when not yet encoded
-	rights  []rightRow // sorted by pk
+	rights  []*rightRow // sorted by pk; pointers, so an insert into a hot key moves 8 bytes a row
 }
 
 type rightRow struct {
@@ -186,7 +186,7 @@ func (j *CDC) rightUpsert(em *emitter, pk string, row record.Row) {
 		j.rights[i].row, j.rights[i].enc = row, nil
 		return
 	}
-	j.rights = slices.Insert(j.rights, i, rightRow{pk: pk, row: row})
+	j.rights = slices.Insert(j.rights, i, &rightRow{pk: pk, row: row})
 }
 
 func (j *CDC) rightDelete(em *emitter, pk string) {
@@ -287,6 +287,6 @@ func rowValue(r record.Row) any {
 	return r
 }
 
-func sortRights(rs []rightRow) {
-	slices.SortFunc(rs, func(a, b rightRow) int { return strings.Compare(a.pk, b.pk) })
+func sortRights(rs []*rightRow) {
+	slices.SortFunc(rs, func(a, b *rightRow) int { return strings.Compare(a.pk, b.pk) })
 }

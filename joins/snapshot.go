@@ -49,7 +49,7 @@ func (j *CDC) Snapshot() []byte {
 	if len(j.rights) > 0 {
 		buf = append(buf, `,"r":{`...)
 		for i := range j.rights {
-			r := &j.rights[i]
+			r := j.rights[i]
 			if i > 0 {
 				buf = append(buf, ',')
 			}
@@ -102,13 +102,13 @@ func (j *CDC) Restore(b []byte) error {
 			return fmt.Errorf("%w: left row lacks a scalar %q", ErrBadSnapshot, j.spec.Left.PK)
 		}
 	}
-	rights := make([]rightRow, 0, len(s.R))
+	rights := make([]*rightRow, 0, len(s.R))
 	for pk, row := range s.R {
 		got, ok := j.pkOf(record.Right, row)
 		if !ok || got != pk {
 			return fmt.Errorf("%w: right row %q: %q is not its primary key", ErrBadSnapshot, pk, j.spec.Right.PK)
 		}
-		rights = append(rights, rightRow{pk: pk, row: row})
+		rights = append(rights, &rightRow{pk: pk, row: row})
 	}
 	if len(rights) == 0 {
 		rights = nil
