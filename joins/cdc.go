@@ -20,7 +20,7 @@ import (
 type CDC struct {
 	spec    *CDCSpec
 	left    record.Row
-	leftEnc []byte     // left's JSON, cached by Snapshot; nil when not yet encoded
+	leftEnc []byte      // left's JSON, cached by Snapshot; nil when not yet encoded
 	rights  []*rightRow // sorted by pk; pointers, so an insert into a hot key moves 8 bytes a row
 }
 
