@@ -11,6 +11,7 @@ import (
 
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/job"
+	"github.com/joinery/joinery/node"
 )
 
 // TestNodeWindowJoin runs a 10-second tumbling window join of two event
@@ -74,23 +75,10 @@ sources:
 sinks: [{type: table}]
 `+state))
 			run(t, n)
-			got := map[string]bool{}
-			for _, row := range n.Table() {
-				got[fmt.Sprintf("%v|%v", row.Row["lv"], row.Row["rv"])] = true
-			}
-			missing, extra := 0, 0
-			for p := range want {
-				if !got[p] {
-					missing++
-				}
-			}
-			for p := range got {
-				if !want[p] {
-					extra++
-				}
-			}
-			if missing+extra > 0 || len(want) == 0 {
-				t.Errorf("window join: %d pairs, want %d (%d missing, %d extra); late %d", len(got), len(want), missing, extra, n.Stats().Late.Load())
+			got := node.PairsOf(n.Table())
+			missing, extra := node.DiffSets(got, want)
+			if len(missing)+len(extra) > 0 || len(want) == 0 {
+				t.Errorf("window join: %d pairs, want %d (%d missing, %d extra); late %d", len(got), len(want), len(missing), len(extra), n.Stats().Late.Load())
 			}
 			if variant != "embedded" && n.Stats().Passivations.Load() == 0 {
 				t.Errorf("no key passivated: the timer index was not exercised")
@@ -236,22 +224,9 @@ sources:
 sinks: [{type: table}]
 `))
 			run(t, n)
-			got := map[string]bool{}
-			for _, row := range n.Table() {
-				got[fmt.Sprintf("%v|%v", row.Row["lv"], row.Row["rv"])] = true
-			}
+			got := node.PairsOf(n.Table())
 			want := c.want()
-			var missing, extra []string
-			for p := range want {
-				if !got[p] {
-					missing = append(missing, p)
-				}
-			}
-			for p := range got {
-				if !want[p] {
-					extra = append(extra, p)
-				}
-			}
+			missing, extra := node.DiffSets(got, want)
 			if len(missing)+len(extra) > 0 || len(want) == 0 {
 				t.Errorf("%s: %d outputs, want %d; missing %v; extra %v; late %d", c.name, len(got), len(want), head(missing), head(extra), n.Stats().Late.Load())
 			}

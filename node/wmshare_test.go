@@ -308,25 +308,10 @@ cluster: {node_name: b, seeds: [%q], watermarks: {disabled: %v}}
 					t.Errorf("node b's watermarks %v have no row for node a", parts)
 				}
 			}
-			got := map[string]bool{}
-			rows := 0
-			for _, n := range []*Node{a, b} {
-				for _, row := range n.Table() {
-					got[fmt.Sprintf("%v|%v", row.Row["lv"], row.Row["rv"])] = true
-					rows++
-				}
-			}
-			missing, extra := 0, 0
-			for p := range want {
-				if !got[p] {
-					missing++
-				}
-			}
-			for p := range got {
-				if !want[p] {
-					extra++
-				}
-			}
+			got := PairsOf(a.Table(), b.Table())
+			rows := len(a.Table()) + len(b.Table())
+			ms, ex := DiffSets(got, want)
+			missing, extra := len(ms), len(ex)
 			late := a.Stats().Late.Load() + b.Stats().Late.Load()
 			t.Logf("%d pairs (%d rows: a %d, b %d), want %d; %d missing, %d extra; late %d", len(got), rows,
 				len(a.Table()), len(b.Table()), len(want), missing, extra, late)
@@ -450,25 +435,9 @@ cluster: {node_name: b, seeds: [%q]}
 		t.Fatalf("run b: %v", err)
 	}
 	result := func() (map[string]bool, error) {
-		got := map[string]bool{}
-		for _, n := range []*Node{a, b} {
-			for _, row := range n.Table() {
-				got[fmt.Sprintf("%v|%v", row.Row["lv"], row.Row["rv"])] = true
-			}
-		}
-		missing, extra := 0, 0
-		for p := range want {
-			if !got[p] {
-				missing++
-			}
-		}
-		for p := range got {
-			if !want[p] {
-				extra++
-			}
-		}
-		if missing+extra > 0 {
-			return got, fmt.Errorf("%d pairs, want %d (%d missing, %d extra)", len(got), len(want), missing, extra)
+		got := PairsOf(a.Table(), b.Table())
+		if missing, extra := DiffSets(got, want); len(missing)+len(extra) > 0 {
+			return got, fmt.Errorf("%d pairs, want %d (%d missing, %d extra)", len(got), len(want), len(missing), len(extra))
 		}
 		return got, nil
 	}
