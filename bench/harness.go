@@ -22,6 +22,10 @@ const (
 	SysCore      = "core"       // decode + route + joins state machines, one goroutine
 	SysNode      = "node"       // the full node in-process, embedded store
 	SysNodeRedis = "node+redis" // the full node on a redis-server with RDB snapshots on
+	// SysNode3Redis is node+redis with two more nodes in the same process:
+	// keys spread over three nodes, most requests remote (issue 7: three
+	// nodes on one machine >= 0.6 x one node). Not in the default systems.
+	SysNode3Redis = "3nodes+redis"
 )
 
 // Options configure a harness run.
@@ -79,6 +83,9 @@ type Result struct {
 	// (redis-server's CPU included); SnapshotCostWall the same on wall time.
 	SnapshotCost     *float64 `json:"snapshot_cost,omitempty"`
 	SnapshotCostWall *float64 `json:"snapshot_cost_wall,omitempty"`
+	// ThreeNodesRatio (3nodes+redis): its events/CPU-s over node+redis's on
+	// the same workload (both on Redis, the process's CPU: all three nodes').
+	ThreeNodesRatio *float64 `json:"three_nodes_ratio,omitempty"`
 	// Redis (node+redis): what the node wrote to Redis and the RDB
 	// snapshots the server took meanwhile.
 	Redis *RedisFigures `json:"redis,omitempty"`
@@ -299,14 +306,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				err = runRounds(&r, o.Rounds, gen, logf, nil,
 					func(p func(int)) (RunResult, error) { return w.Core(lines, p), nil },
 					func(p func(int)) (RunResult, error) { return w.Baseline(lines, p), nil })
-			case SysNode, SysNodeRedis:
-				addr := ""
+			case SysNode, SysNodeRedis, SysNode3Redis:
+				addr, peers := "", 0
+				if sys == SysNode3Redis {
+					peers = 2
+				}
 				switch {
 				case w.NodeJob == "":
 					r.Skipped = w.NodeSkip
-				case sys == SysNodeRedis && redis == nil:
+				case sys != SysNode && redis == nil:
 					r.Skipped = "redis-server not found in PATH"
-				case sys == SysNodeRedis:
+				case sys != SysNode:
 					addr = redis.Addr
 				}
 				if r.Skipped != "" {
@@ -340,7 +350,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 								return RunResult{}, err
 							}
 						}
-						res, err := nodeRun(ctx, w, dir, inPath, addr, runID, func(f func() error) error { return f() })
+						res, err := nodeRun(ctx, w, dir, inPath, addr, runID, peers, func(f func() error) error { return f() })
 						if err == nil && rs != nil {
 							c1, cerr := rs.counters()
 							if cerr != nil {
@@ -363,6 +373,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 					c := math.Round((1-r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec)*1000) / 1000
 					cw := math.Round((1-r.Engine.EventsPerWallSec/n.Engine.EventsPerWallSec)*1000) / 1000
 					r.SnapshotCost, r.SnapshotCostWall = &c, &cw
+				}
+			}
+			if sys == SysNode3Redis && r.Skipped == "" {
+				if n := byEngine[SysNodeRedis]; n != nil && n.Skipped == "" {
+					x := math.Round(r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec*1000) / 1000
+					r.ThreeNodesRatio = &x
 				}
 			}
 			if sys != SysCore {

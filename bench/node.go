@@ -29,19 +29,44 @@ import (
 // writes) for CPU time; the wall time is node.Run's alone (Close spends ~2 s
 // idle in the graceful cluster leave). The job file, node start and reading
 // the sink back are outside.
-func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr string, run int, measure func(f func() error) error) (RunResult, error) {
+//
+// With peers > 0 (on Redis only) that many more nodes run in the same
+// process, without sources: the ingesting node's keys spread over all of
+// them, so most key requests take a remote hop over protoactor remoting,
+// and the process's CPU counts every node's.
+func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr string, run, peers int, measure func(f func() error) error) (RunResult, error) {
 	name := fmt.Sprintf("bench-%s-%d", strings.ReplaceAll(w.Name, "-", ""), run)
 	outPath := filepath.Join(dir, name+".out.jsonl")
-	spec, err := nodeSpec(w, name, inPath, fmt.Sprintf("{type: file, path: %q, format: changelog}", outPath), redisAddr)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	var seeds string
+	for i := range peers {
+		spec, err := nodeSpec(&Workload{Name: w.Name, NodeJob: w.NodeJob}, name, "", "", redisAddr, seeds)
+		if err != nil {
+			return RunResult{}, err
+		}
+		p, err := node.Start(ctx, spec, node.Options{Logger: log, Stdout: io.Discard, Stdin: strings.NewReader("")})
+		if err != nil {
+			return RunResult{}, fmt.Errorf("peer %d start: %w", i+1, err)
+		}
+		defer p.Close(context.Background())
+		if seeds == "" {
+			seeds = p.GossipAddr()
+		}
+	}
+	spec, err := nodeSpec(w, name, inPath, fmt.Sprintf("{type: file, path: %q, format: changelog}", outPath), redisAddr, seeds)
 	if err != nil {
 		return RunResult{}, err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	n, err := node.Start(ctx, spec, node.Options{Logger: log, Stdout: io.Discard, Stdin: strings.NewReader("")})
 	if err != nil {
 		return RunResult{}, fmt.Errorf("node start: %w", err)
 	}
 	defer n.Close(context.Background())
+	for deadline := time.Now().Add(30 * time.Second); len(n.Members()) < peers+1; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return RunResult{}, fmt.Errorf("only %d of %d nodes joined", len(n.Members()), peers+1)
+		}
+	}
 	var runWall time.Duration
 	if err := measure(func() error {
 		t0 := time.Now()
@@ -63,14 +88,22 @@ func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr string, ru
 	return res, nil
 }
 
-// nodeSpec is w's node job: a cluster of one reading the file source inPath
-// ("-": the node's stdin) into sink, on Redis when redisAddr is set.
-func nodeSpec(w *Workload, name, inPath, sink, redisAddr string) (*job.Spec, error) {
+// nodeSpec is w's node job: a node reading the file source inPath ("-":
+// the node's stdin; "": no source, a node that only hosts key actors) into
+// sink, on Redis when redisAddr is set, joining the nodes at seeds (a
+// gossip address; "": a cluster of its own).
+func nodeSpec(w *Workload, name, inPath, sink, redisAddr, seeds string) (*job.Spec, error) {
 	join, tables, _ := strings.Cut(w.NodeJob, "tables:")
-	yml := "name: " + name + "\n" + join +
-		fmt.Sprintf("sources: [{name: in, type: file, path: %q, tables: %s}]\n", inPath, strings.TrimSpace(tables)) +
-		"sinks: [" + sink + "]\n" +
-		"cluster: {profile: local}\n"
+	yml := "name: " + name + "\n" + join
+	if inPath != "" {
+		yml += fmt.Sprintf("sources: [{name: in, type: file, path: %q, tables: %s}]\n", inPath, strings.TrimSpace(tables)) +
+			"sinks: [" + sink + "]\n"
+	}
+	if seeds != "" {
+		yml += fmt.Sprintf("cluster: {profile: local, seeds: [%q]}\n", seeds)
+	} else {
+		yml += "cluster: {profile: local}\n"
+	}
 	if redisAddr != "" {
 		yml += fmt.Sprintf("state: {store: redis, redis: {addr: %q}}\n", redisAddr)
 	}
@@ -90,7 +123,7 @@ func nodeSpec(w *Workload, name, inPath, sink, redisAddr string) (*job.Spec, err
 // id. The outputs are checksummed too.
 func nodeLatency(ctx context.Context, w *Workload, lines [][]byte, redisAddr string, run int, rate float64) (Latency, Checksum, error) {
 	name := fmt.Sprintf("bench-%s-lat-%d", strings.ReplaceAll(w.Name, "-", ""), run)
-	spec, err := nodeSpec(w, name, "-", "{type: stdout, format: changelog}", redisAddr)
+	spec, err := nodeSpec(w, name, "-", "{type: stdout, format: changelog}", redisAddr, "")
 	if err != nil {
 		return Latency{}, Checksum{}, err
 	}

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +91,74 @@ sinks: [{type: file, path: /dev/null}]
 		t.Errorf("heap grew from %.1f MiB at 25%% to %.1f MiB at 100%% of %d keys: it tracks keys seen, not live keys",
 			mib(heapAt[0]), mib(heapAt[3]), keys)
 	}
+}
+
+// TestNodeMemoryLiveKeys keeps every key live (no passivation, embedded
+// store): the heap then grows with the keys, and the figure that matters
+// is the bytes per live key (issue 7: engine overhead <= 1 KB per live key,
+// 1M live keys in <= 2 GiB). JOINERY_LIVE_KEYS sets the number of keys (CI:
+// 50,000). Logged: heap and RSS after GC, bytes per live key, the share
+// of it that is protoactor's per-actor cost (measured here as the heap
+// of the key actors minus the join state they hold, see below).
+func TestNodeMemoryLiveKeys(t *testing.T) {
+	keys := 50000
+	if v, err := strconv.Atoi(os.Getenv("JOINERY_LIVE_KEYS")); err == nil && v > 0 {
+		keys = v
+	}
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "users.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := 1; i <= keys; i++ {
+		fmt.Fprintf(w, `{"before":null,"after":{"id":%d,"firstname":"f%d","lastname":"l"},"op":"c","source":{"table":"users"}}`+"\n", i, i)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	n := start(t, parse(t, dir, "name: livekeys\n"+joinYAML+`
+sources: [{name: cdc, type: file, path: users.jsonl, tables: {users: left, domains: right}}]
+sinks: [{type: file, path: /dev/null}]
+`))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	if err := n.Run(ctx); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	live := n.Stats().ActiveKeys()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if p := os.Getenv("JOINERY_HEAP_PROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+	heap := int64(after.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("%d keys, %d live at the end; heap in use after GC grew by %.1f MiB: %d B per live key; RSS %s",
+		keys, live, mib(uint64(max(heap, 0))), heap/max(live, 1), rss())
+	if live < int64(keys) {
+		t.Errorf("only %d of %d keys live without passivation", live, keys)
+	}
+}
+
+// rss reads this process's resident set size from /proc (Linux), or "?".
+func rss() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			return strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:"))
+		}
+	}
+	return "?"
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }

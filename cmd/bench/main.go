@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/joinery/joinery/bench"
@@ -31,7 +32,19 @@ func main() {
 	systems := flag.String("systems", "", "comma-separated systems (default all: core,node,node+redis)")
 	seed := flag.Uint64("seed", 1, "generator seed")
 	latency := flag.Bool("latency", true, "run the open-loop latency runs")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	sc, ok := bench.Scales[*scale]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "bench: unknown scale %q (tiny, small or full)\n", *scale)
