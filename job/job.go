@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/joinery/joinery/internal/gctune"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/transform"
@@ -39,6 +40,8 @@ type Spec struct {
 	Ingest Ingest `yaml:"ingest"`
 	// Admin is the node's HTTP endpoint: /healthz, /readyz, /metrics and the admin API joinctl uses.
 	Admin Admin `yaml:"admin"`
+	// Runtime tunes the Go runtime of the process (internal/gctune).
+	Runtime Runtime `yaml:"runtime,omitempty"`
 
 	dir string // directory of the job file; relative paths are resolved against it
 }
@@ -404,6 +407,24 @@ type WatermarkSharing struct {
 	TTL time.Duration `yaml:"ttl,omitempty"`
 }
 
+// Runtime holds the process's garbage collector settings; GOGC and
+// GOMEMLIMIT in the environment win over both.
+type Runtime struct {
+	// GCPercent is Go's GC percent (default 400: internal/gctune).
+	GCPercent int `yaml:"gc_percent,omitempty"`
+	// MemoryLimit is the soft memory limit, e.g. "3GiB" (default: 80% of
+	// the container's memory limit, if it has one).
+	MemoryLimit string `yaml:"memory_limit,omitempty"`
+}
+
+// MemoryLimitBytes is MemoryLimit in bytes (0: not set).
+func (r Runtime) MemoryLimitBytes() (int64, error) {
+	if r.MemoryLimit == "" {
+		return 0, nil
+	}
+	return gctune.ParseBytes(r.MemoryLimit)
+}
+
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 // Load reads, parses and validates a job file. Unknown fields are errors.
@@ -506,6 +527,12 @@ func (s *Spec) Validate() error {
 	}
 	if !nameRE.MatchString(s.Name) {
 		bad("name", "must be non-empty and use only letters, digits, '-', '_' and '.' (got %q)", s.Name)
+	}
+	if s.Runtime.GCPercent < 0 {
+		bad("runtime.gc_percent", "must be positive (got %d)", s.Runtime.GCPercent)
+	}
+	if _, err := s.Runtime.MemoryLimitBytes(); err != nil {
+		bad("runtime.memory_limit", "%v", err)
 	}
 	switch s.Join.Type {
 	case "cdc":

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/joinery/joinery/bench"
+	"github.com/joinery/joinery/internal/gctune"
 )
 
 func main() {
@@ -50,6 +51,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: unknown scale %q (tiny, small or full)\n", *scale)
 		os.Exit(2)
 	}
+	// Every system and the baseline run with the GC settings the node
+	// binary uses (internal/gctune), unless GOGC/GOMEMLIMIT say otherwise.
+	gc := gctune.Apply(0, 0)
+	fmt.Fprintf(os.Stderr, "bench: GC percent %d (%s), memory limit %d (%s)\n", gc.Percent, gc.PercentFrom, gc.Limit, gc.LimitFrom)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rep, err := bench.Run(ctx, bench.Options{Scale: sc, Rounds: *rounds, Workloads: split(*workloads),

@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/joinery/joinery/internal/gctune"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/node"
 	"github.com/joinery/joinery/replay"
@@ -84,6 +85,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		h = slog.NewJSONHandler(stderr, hopts)
 	}
 	log := slog.New(h)
+
+	limit, _ := spec.Runtime.MemoryLimitBytes() // validated by job.Load
+	gc := gctune.Apply(spec.Runtime.GCPercent, limit)
+	log.Debug("garbage collector", "gc_percent", gc.Percent, "from", gc.PercentFrom, "memory_limit", gc.Limit, "limit_from", gc.LimitFrom)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

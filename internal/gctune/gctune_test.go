@@ -1,0 +1,81 @@
+package gctune
+
+import (
+	"math"
+	"runtime/debug"
+	"testing"
+)
+
+func TestParseBytes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{"1024", 1024, false},
+		{"512MiB", 512 << 20, false},
+		{"2GiB", 2 << 30, false},
+		{"1.5G", 3 << 29, false},
+		{"3 GB", 3e9, false},
+		{"10B", 10, false},
+		{"", 0, true},
+		{"-1GiB", 0, true},
+		{"lots", 0, true},
+		{"1e30TiB", 0, true},
+	} {
+		got, err := ParseBytes(c.in)
+		if (err != nil) != c.bad || got != c.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d, error %v", c.in, got, err, c.want, c.bad)
+		}
+	}
+}
+
+func TestParseLimit(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"max\n", 0, false},
+		{"9223372036854771712\n", 0, false}, // cgroup v1 "unlimited"
+		{"2147483648\n", 2 << 30, true},
+		{"0", 0, false},
+	} {
+		got, ok := parseLimit(c.in)
+		if ok != c.ok || got != c.want {
+			t.Errorf("parseLimit(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestApply(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	s := Apply(0, 1<<30)
+	if s.Percent != DefaultPercent || s.PercentFrom != "default" || s.Limit != 1<<30 || s.LimitFrom != "job" {
+		t.Fatalf("Apply(0, 1GiB) = %+v", s)
+	}
+	if got := debug.SetGCPercent(-1); got != DefaultPercent {
+		t.Errorf("GC percent in force %d, want %d", got, DefaultPercent)
+	}
+	debug.SetGCPercent(DefaultPercent)
+	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
+		t.Errorf("memory limit in force %d, want 1GiB", got)
+	}
+	t.Setenv("GOGC", "150")
+	t.Setenv("GOMEMLIMIT", "3GiB")
+	debug.SetGCPercent(150) // what the runtime read from GOGC at start
+	debug.SetMemoryLimit(3 << 30)
+	s = Apply(800, 1<<20)
+	if s.Percent != 150 || s.PercentFrom != "GOGC" || s.Limit != 3<<30 || s.LimitFrom != "GOMEMLIMIT" {
+		t.Errorf("with GOGC and GOMEMLIMIT set, Apply = %+v; the environment must win", s)
+	}
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	s = Apply(250, 0)
+	if s.Percent != 250 || (s.LimitFrom != "cgroup" && s.LimitFrom != "none") || (s.LimitFrom == "none" && s.Limit != math.MaxInt64) {
+		t.Errorf("Apply(250, 0) = %+v", s)
+	}
+}
