@@ -413,7 +413,7 @@ type Runtime struct {
 	// GCPercent is Go's GC percent (default 400: internal/gctune).
 	GCPercent int `yaml:"gc_percent,omitempty"`
 	// MemoryLimit is the soft memory limit, e.g. "3GiB" (default: 80% of
-	// the container's memory limit, if it has one).
+	// the container's memory limit, or of the machine's memory).
 	MemoryLimit string `yaml:"memory_limit,omitempty"`
 }
 

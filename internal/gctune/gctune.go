@@ -27,7 +27,8 @@ import (
 const DefaultPercent = 400
 
 // LimitShare is the share of the container's memory limit (cgroup
-// memory.max) used as the soft memory limit when none is configured.
+// memory.max) or, outside a limited container, of the machine's memory,
+// used as the soft memory limit when none is configured.
 const LimitShare = 0.8
 
 // Settings are the outcome of Apply, for the start-up log.
@@ -35,7 +36,7 @@ type Settings struct {
 	Percent     int    // the GC percent in force
 	Limit       int64  // the soft memory limit in force (math.MaxInt64: none)
 	PercentFrom string // "GOGC", "job" or "default"
-	LimitFrom   string // "GOMEMLIMIT", "job", "cgroup" or "none"
+	LimitFrom   string // "GOMEMLIMIT", "job", "cgroup", "machine" or "none"
 }
 
 // Apply sets the GC percent (percent <= 0: DefaultPercent) and the soft
@@ -61,6 +62,9 @@ func Apply(percent int, limitBytes int64) Settings {
 		if c, ok := cgroupLimit(); ok {
 			s.Limit, s.LimitFrom = int64(float64(c)*LimitShare), "cgroup"
 			debug.SetMemoryLimit(s.Limit)
+		} else if m, ok := machineMemory(); ok {
+			s.Limit, s.LimitFrom = int64(float64(m)*LimitShare), "machine"
+			debug.SetMemoryLimit(s.Limit)
 		} else {
 			s.Limit, s.LimitFrom = math.MaxInt64, "none"
 		}
@@ -74,6 +78,30 @@ func cgroupLimit() (int64, bool) {
 		if b, err := os.ReadFile(p); err == nil {
 			if v, ok := parseLimit(string(b)); ok {
 				return v, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// machineMemory reads MemTotal from /proc/meminfo.
+func machineMemory() (int64, bool) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	return parseMemTotal(string(b))
+}
+
+// parseMemTotal finds "MemTotal: N kB" in a /proc/meminfo text.
+func parseMemTotal(s string) (int64, bool) {
+	for _, line := range strings.Split(s, "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if v, err := strconv.ParseInt(f[0], 10, 64); err == nil && v > 0 {
+					return v << 10, true
+				}
 			}
 		}
 	}

@@ -48,6 +48,23 @@ func TestParseLimit(t *testing.T) {
 	}
 }
 
+func TestParseMemTotal(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"MemTotal:       24567892 kB\nMemFree: 1 kB\n", 24567892 << 10, true},
+		{"MemFree: 1 kB\n", 0, false},
+		{"MemTotal: lots kB\n", 0, false},
+	} {
+		got, ok := parseMemTotal(c.in)
+		if ok != c.ok || got != c.want {
+			t.Errorf("parseMemTotal(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 func TestApply(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
@@ -75,7 +92,7 @@ func TestApply(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
 	s = Apply(250, 0)
-	if s.Percent != 250 || (s.LimitFrom != "cgroup" && s.LimitFrom != "none") || (s.LimitFrom == "none" && s.Limit != math.MaxInt64) {
+	if s.Percent != 250 || (s.LimitFrom != "cgroup" && s.LimitFrom != "machine" && s.LimitFrom != "none") || (s.LimitFrom == "none" && s.Limit != math.MaxInt64) {
 		t.Errorf("Apply(250, 0) = %+v", s)
 	}
 }
