@@ -111,6 +111,9 @@ func (f Format) Marshal(o record.Output) (line []byte, ok bool, err error) {
 	var v any
 	switch f {
 	case Changelog:
+		if line, ok := appendChangelog(make([]byte, 0, 256), o, pk); ok {
+			return line, true, nil
+		}
 		v = changelogLine{ID: o.ID, Op: o.Kind, PK: pk, Row: o.Row, Ts: o.Ts, Seq: o.Seq}
 	case Upsert:
 		switch o.Kind {
