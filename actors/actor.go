@@ -102,9 +102,9 @@ func (a *keyActor) Receive(ctx actor.Context) {
 			a.deps.Events.Activated(a.deps.Job, a.key)
 		}
 	case *keypb.Apply:
-		a.apply(ctx, m, nil)
+		a.apply(ctx, m, nil, nil)
 	case *LocalApply:
-		a.apply(ctx, m.Apply, m.Rows)
+		a.apply(ctx, m.Apply, m.Rows, m.Reply)
 	case *keypb.Inspect:
 		ctx.Respond(a.inspect())
 	case *writeDone:
@@ -215,7 +215,18 @@ func (a *keyActor) load() error {
 // apply applies a request. rows, when not nil (a LocalApply from this
 // process), holds the events' decoded rows, and the answer is a
 // LocalApplied with decoded outputs: nothing is encoded to JSON and back.
-func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows) {
+// The answer goes to replyTo when it is set, else to the sender.
+func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, replyTo chan<- any) {
+	respond := func(x any) {
+		if replyTo == nil {
+			ctx.Respond(x)
+			return
+		}
+		select {
+		case replyTo <- x:
+		default: // one answer per request: never block the actor
+		}
+	}
 	a.stop = false // a request cancels a pending passivation
 	if a.deps.PassivateAfter > 0 {
 		// protoactor cancels the receive timeout once it fires: arm it again
@@ -223,12 +234,12 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows) {
 		ctx.SetReceiveTimeout(a.deps.PassivateAfter)
 	}
 	if err := a.load(); err != nil {
-		ctx.Respond(&keypb.Applied{Error: "load state: " + err.Error()})
+		respond(&keypb.Applied{Error: "load state: " + err.Error()})
 		return
 	}
 	for part, off := range m.Prev {
 		if a.offsets[part] < off {
-			ctx.Respond(&keypb.Applied{Gap: true, Error: "gap: an earlier request for this key was not applied"})
+			respond(&keypb.Applied{Gap: true, Error: "gap: an earlier request for this key was not applied"})
 			return
 		}
 	}
@@ -253,7 +264,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows) {
 			if rows != nil {
 				row = rows[i].After
 			} else if row, err = DecodeRow(pe.After); err != nil {
-				ctx.Respond(&keypb.Applied{Error: err.Error()})
+				respond(&keypb.Applied{Error: err.Error()})
 				return
 			}
 			outs = a.applyTimed(pe, row, outs, reply)
@@ -273,7 +284,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows) {
 			}
 		}
 		if err != nil {
-			ctx.Respond(&keypb.Applied{Error: err.Error()})
+			respond(&keypb.Applied{Error: err.Error()})
 			return
 		}
 		if len(outs) > n {
@@ -305,14 +316,14 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows) {
 		for _, o := range outs {
 			po, err := EncodeOutput(o)
 			if err != nil {
-				ctx.Respond(&keypb.Applied{Error: err.Error()})
+				respond(&keypb.Applied{Error: err.Error()})
 				return
 			}
 			reply.Outputs = append(reply.Outputs, po)
 		}
 	}
 	if !changed {
-		ctx.Respond(answer)
+		respond(answer)
 		return
 	}
 	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.key, Epoch: a.epoch, Offsets: maps.Clone(a.offsets)}
@@ -331,7 +342,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows) {
 		}
 		b, err := encodeState(st)
 		if err != nil {
-			ctx.Respond(&keypb.Applied{Error: "encode state: " + err.Error()})
+			respond(&keypb.Applied{Error: "encode state: " + err.Error()})
 			return
 		}
 		snap.State = b
@@ -347,7 +358,13 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows) {
 		if err != nil {
 			answer = &keypb.Applied{Error: "write state: " + err.Error()}
 		}
-		if sender != nil {
+		switch {
+		case replyTo != nil:
+			select {
+			case replyTo <- answer:
+			default:
+			}
+		case sender != nil:
 			root.Send(sender, answer)
 		}
 		root.Send(self, &writeDone{err: err})

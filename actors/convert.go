@@ -32,9 +32,15 @@ type EventRows struct{ Before, After record.Row }
 // the rows of Apply.Events[i], whose JSON (before, after) may be empty.
 // Local sends pass pointers, so the rows need no encoding; the actor answers
 // with a LocalApplied. The rows are the actor's from then on: read-only.
+//
+// With Reply set, the answer goes to Reply instead of to the sender: the
+// node waits on a channel rather than on a protoactor future (a process
+// registered and removed, and a timer, per request). Reply must have room
+// for one answer; the actor never blocks on it.
 type LocalApply struct {
 	Apply *keypb.Apply
 	Rows  []EventRows
+	Reply chan<- any
 }
 
 // LocalApplied answers a LocalApply: Applied without its Outputs, which are

@@ -127,7 +127,7 @@ type call struct {
 	key     record.Key
 	apply   *keypb.Apply
 	rows    []actors.EventRows // the events' rows, when apply's events carry none (CDC)
-	fut     *actor.Future      // nil when sending failed (sendErr)
+	fut     answer             // nil when sending failed (sendErr)
 	sendErr error
 }
 
@@ -576,22 +576,75 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Ou
 }
 
 // send sends a to key's actor: to one in this process as a LocalApply with
-// the rows decoded (no JSON either way), to one in another process with the
-// rows encoded into a (which must not be shared yet: a fresh request or a
-// copy).
-func (r *reader) send(key record.Key, a *keypb.Apply, rows []actors.EventRows) (*actor.Future, error) {
+// the rows decoded (no JSON either way) that answers on a channel, to one
+// in another process with the rows encoded into a (which must not be
+// shared yet: a fresh request or a copy) and a future.
+func (r *reader) send(key record.Key, a *keypb.Apply, rows []actors.EventRows) (answer, error) {
 	n := r.n
 	pid, err := n.client.PID(string(key))
 	if err != nil {
 		return nil, err
 	}
-	if rows != nil && pid.Address == n.system.Address() {
-		return n.system.Root.RequestFuture(pid, &actors.LocalApply{Apply: a, Rows: rows}, n.timeout), nil
+	if pid.Address == n.system.Address() {
+		ch := make(chan any, 1)
+		n.system.Root.Send(pid, &actors.LocalApply{Apply: a, Rows: rows, Reply: ch})
+		return &localAnswer{ch: ch, deadline: time.Now().Add(n.timeout)}, nil
 	}
 	if err := actors.FillRows(a, rows); err != nil {
 		return nil, err
 	}
 	return n.system.Root.RequestFuture(pid, a, n.timeout), nil
+}
+
+// answer is a key request's answer to come: a protoactor future (a remote
+// actor) or a localAnswer.
+type answer interface {
+	Result() (any, error)
+}
+
+// localAnswer waits for a local key actor's answer to a LocalApply on its
+// Reply channel. A LocalApply that reaches no actor (it passivated or
+// moved) comes back as deadLetter (see watchDeadLetters), as a future's
+// request would.
+type localAnswer struct {
+	ch       chan any
+	deadline time.Time
+}
+
+type deadLetter struct{}
+
+func (l *localAnswer) Result() (any, error) {
+	var x any
+	select {
+	case x = <-l.ch:
+	default:
+		t := time.NewTimer(time.Until(l.deadline))
+		defer t.Stop()
+		select {
+		case x = <-l.ch:
+		case <-t.C:
+			return nil, actor.ErrTimeout
+		}
+	}
+	if _, ok := x.(deadLetter); ok {
+		return nil, actor.ErrDeadLetter
+	}
+	return x, nil
+}
+
+// watchDeadLetters answers, with deadLetter, every LocalApply that
+// protoactor could not deliver (no actor under its PID any more).
+func watchDeadLetters(system *actor.ActorSystem) {
+	system.EventStream.Subscribe(func(msg any) {
+		if d, ok := msg.(*actor.DeadLetterEvent); ok {
+			if la, ok := d.Message.(*actors.LocalApply); ok && la.Reply != nil {
+				select {
+				case la.Reply <- deadLetter{}:
+				default:
+				}
+			}
+		}
+	})
 }
 
 // Reasons a record is rejected, besides the decoder's (formats/debezium

@@ -230,6 +230,7 @@ func (n *Node) startCluster() (err error) {
 	n.system = actor.NewActorSystemWithConfig(actor.Configure(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return plog }),
 	))
+	watchDeadLetters(n.system)
 	var ropts []remote.ConfigOption
 	if cc.Advertise != "" && rport != 0 {
 		ropts = append(ropts, remote.WithAdvertisedHost(net.JoinHostPort(cc.Advertise, strconv.Itoa(rport))))
