@@ -52,9 +52,10 @@ type Config struct {
 	TLS *tls.Config
 	// SASL, when set, authenticates with SASL/PLAIN or SCRAM.
 	SASL *SASL
-	// OnPartitions, when set, is told of every change of this member's
-	// assignment of Topic: the partitions it gains (assigned) and those it
-	// gives up (revoked, or lost with the group session). An event-time
+	// OnPartitions, when set, is told of this member's assignment of Topic:
+	// after each rebalance, the partitions it gains (assigned, possibly none:
+	// the first call tells a member that got no partition so), and when it
+	// gives partitions up, those (revoked, or lost with the group session). An event-time
 	// ingest declares the assigned partitions in its watermarks, so that each
 	// holds the watermark back from its assignment rather than from its first
 	// record, and removes the revoked ones. It is called from the client's
@@ -62,7 +63,7 @@ type Config struct {
 	// partitions before any of their records is fetched, and not after Close
 	// (the leaving member's partitions are not reported revoked: its watermark
 	// stays as it was). It must not call the Source; it must not block long
-	// (the group waits for it). Either slice may be empty, not both.
+	// (the group waits for it). The slices are sorted.
 	OnPartitions func(assigned, revoked []int32)
 }
 
@@ -191,14 +192,23 @@ func (s *Source) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 	}
 	closed := s.mu.closed
 	s.mu.Unlock()
-	s.report(closed, assigned[s.cfg.Topic], nil)
+	mine := assigned[s.cfg.Topic]
+	if mine == nil {
+		mine = []int32{} // a rebalance that gave nothing: still reported
+	}
+	s.report(closed, mine, nil)
 }
 
 // report calls Config.OnPartitions, outside the source's locks, unless the
-// source is closed or nothing changed.
+// source is closed or it is a revocation of nothing. (The client calls
+// onAssigned after every rebalance, even when it assigns nothing new, and
+// onRevoked at the end of every group session.)
 func (s *Source) report(closed bool, assigned, revoked []int32) {
-	if s.cfg.OnPartitions == nil || closed || len(assigned)+len(revoked) == 0 {
+	if s.cfg.OnPartitions == nil || closed || (assigned == nil && len(revoked) == 0) {
 		return
+	}
+	if assigned == nil {
+		assigned = []int32{}
 	}
 	slices.Sort(assigned)
 	slices.Sort(revoked)
