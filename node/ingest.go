@@ -106,7 +106,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 	case "kafka":
 		return srckafka.New(ctx, srckafka.Config{Name: cfg.Name, Brokers: cfg.Kafka.Brokers, Topic: cfg.Kafka.Topic,
 			Group: cfg.Kafka.Group, StartOffset: cfg.Kafka.StartOffset, ClientID: cfg.Kafka.ClientID,
-			TLS: kafkaTLS(cfg.Kafka), SASL: kafkaSASL(cfg.Kafka)})
+			TLS: kafkaTLS(cfg.Kafka), SASL: kafkaSASL(cfg.Kafka), OnPartitions: n.kafkaPartitions(cfg.Name)})
 	case timerTickType: // wmshare.go
 		return tickSource{every: n.wms.cfg.Interval}, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -63,8 +64,9 @@ func newEventTime(spec *job.Spec) (*eventTime, error) {
 		return nil, err
 	}
 	// Every source holds the watermark back from the start (partition 0 of
-	// each; further Kafka partitions join when first seen), so a source that
-	// starts first cannot run the watermark ahead of one that starts later.
+	// each; a Kafka source replaces it by the partitions it is assigned, see
+	// kafkaPartitions), so a source that starts first cannot run the
+	// watermark ahead of one that starts later.
 	now := time.Now()
 	for _, s := range spec.Sources {
 		w.AddPartition(record.Position{Source: s.Name}.PartitionID(), now)
@@ -170,6 +172,45 @@ func (t *eventTime) finish(parts []string, now time.Time) {
 	t.mu.Unlock()
 	if nudge != nil {
 		nudge()
+	}
+}
+
+// kafkaPartitions returns the OnPartitions hook of Kafka source source for
+// an event-time job (nil for a changelog job). Each partition assigned to
+// this node is declared in the watermarks, so it holds the watermark back
+// from its assignment (start-up or rebalance) rather than from its first
+// record, which could otherwise come after the other partitions ran the
+// watermark past it (late). A revoked or lost partition is removed: it no
+// longer holds the watermark back (as in Flink), and its records still on
+// their way do not bring it back. With an idle timeout, a declared partition
+// that stays empty goes idle as any other. The first report replaces the
+// placeholder partition 0 declared at start when 0 is not assigned here.
+func (n *Node) kafkaPartitions(source string) func(assigned, revoked []int32) {
+	t := n.evt
+	if t == nil {
+		return nil
+	}
+	first := true
+	id := func(p int32) string { return record.Position{Source: source, Partition: p}.PartitionID() }
+	return func(assigned, revoked []int32) {
+		now := time.Now()
+		t.mu.Lock()
+		if first && !slices.Contains(assigned, 0) {
+			t.wm.RemovePartition(id(0))
+		}
+		first = false
+		for _, p := range revoked {
+			t.wm.RemovePartition(id(p))
+		}
+		for _, p := range assigned {
+			t.wm.AddPartition(id(p), now)
+		}
+		t.globalLocked()
+		nudge := t.nudge
+		t.mu.Unlock()
+		if nudge != nil {
+			nudge()
+		}
 	}
 }
 

@@ -120,6 +120,7 @@ type partition struct {
 type Watermarks struct {
 	cfg     WatermarkConfig
 	parts   map[string]*partition
+	removed map[string]struct{} // partitions removed and not declared again
 	current int64
 	holder  string
 }
@@ -133,6 +134,7 @@ func NewWatermarks(cfg WatermarkConfig) (*Watermarks, error) {
 	return &Watermarks{
 		cfg:     cfg,
 		parts:   make(map[string]*partition),
+		removed: make(map[string]struct{}),
 		current: math.MinInt64,
 	}, nil
 }
@@ -150,22 +152,30 @@ func (w *Watermarks) part(name string, now time.Time) *partition {
 }
 
 // AddPartition declares a partition before its first event, so that under
-// the min combine it holds the combined watermark at math.MinInt64 until it
-// sends an event or, with idleness enabled, goes idle IdleTimeout after now.
-// (A source assigned a partition should declare it: otherwise the combined
-// watermark could pass data the partition has not delivered yet.) Declaring a
-// known partition does nothing.
+// the min combine it holds the combined watermark back (at its value now,
+// which never decreases) until it sends an event or, with idleness enabled,
+// goes idle IdleTimeout after now. A source assigned a partition should
+// declare it: otherwise the combined watermark could pass data the partition
+// has not delivered yet. Declaring a known partition does nothing; declaring
+// a removed one starts it afresh, with no watermark.
 func (w *Watermarks) AddPartition(partition string, now time.Time) {
 	if _, ok := w.parts[partition]; ok {
 		return
 	}
+	delete(w.removed, partition)
 	w.part(partition, now)
 	w.recompute()
 }
 
 // RemovePartition forgets a partition, for instance when its source is
-// unassigned from this node. The combined watermark does not go backwards.
+// unassigned from this node (a Kafka rebalance revoked it): it stops holding
+// the combined watermark back, as in Flink. The combined watermark does not go
+// backwards. Until AddPartition declares it again, Observe and
+// ObserveWatermark ignore the partition, so a record of it delivered before
+// the revocation and processed after it cannot bring it back. Removing an
+// unknown partition does only that.
 func (w *Watermarks) RemovePartition(partition string) {
+	w.removed[partition] = struct{}{}
 	if _, ok := w.parts[partition]; !ok {
 		return
 	}
@@ -175,8 +185,12 @@ func (w *Watermarks) RemovePartition(partition string) {
 
 // Observe records an event of partition with event timestamp eventTs, seen
 // at processing time now. The partition becomes active (if it was idle) and
-// its watermark becomes max seen ts - MaxOutOfOrderness - 1.
+// its watermark becomes max seen ts - MaxOutOfOrderness - 1. An event of a
+// removed partition is ignored (see RemovePartition).
 func (w *Watermarks) Observe(partition string, eventTs int64, now time.Time) {
+	if _, gone := w.removed[partition]; gone {
+		return
+	}
 	p := w.part(partition, now)
 	if eventTs > p.maxTs {
 		p.maxTs = eventTs
@@ -189,8 +203,12 @@ func (w *Watermarks) Observe(partition string, eventTs int64, now time.Time) {
 
 // ObserveWatermark records that partition's watermark is at least watermark,
 // as learnt at processing time now, for instance from another node's gossip.
-// The partition becomes active; its watermark never goes backwards.
+// The partition becomes active; its watermark never goes backwards. It is
+// ignored for a removed partition (see RemovePartition).
 func (w *Watermarks) ObserveWatermark(partition string, watermark int64, now time.Time) {
+	if _, gone := w.removed[partition]; gone {
+		return
+	}
 	p := w.part(partition, now)
 	p.wm = max(p.wm, watermark)
 	p.lastSeen = now

@@ -13,13 +13,15 @@ var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
 // step is one input to a Watermarks: an event (ts set), a declared partition
-// (add), a gossiped watermark (wm) or an Advance (part empty). want is
+// (add), a removed one (remove), a gossiped watermark (gossip) or an Advance
+// (part empty). want is
 // Current() afterwards, holder Holder().
 type step struct {
 	now    int // processing time, ms after t0
 	part   string
 	ts     int64
 	add    bool
+	remove bool
 	gossip bool
 	want   int64
 	holder string
@@ -37,6 +39,8 @@ func runSteps(t *testing.T, cfg WatermarkConfig, steps []step) *Watermarks {
 			w.Advance(at(s.now))
 		case s.add:
 			w.AddPartition(s.part, at(s.now))
+		case s.remove:
+			w.RemovePartition(s.part)
 		case s.gossip:
 			w.ObserveWatermark(s.part, s.ts, at(s.now))
 		default:
@@ -173,6 +177,143 @@ func TestWatermarkSteps(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) { runSteps(t, tc.cfg, tc.steps) })
+	}
+}
+
+// TestWatermarkDeclareRemove covers the partition life cycle a Kafka source
+// reports: declared on assignment (holding the watermark back before its first
+// record), removed on revocation (no longer holding it back, and not brought
+// back by its records still being processed), declared again on a later
+// assignment.
+func TestWatermarkDeclareRemove(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   WatermarkConfig
+		steps []step
+		parts []string // Partitions() names at the end
+	}{
+		{
+			name: "declared partition holds back from assignment, not from its first event",
+			steps: []step{
+				{part: "t/0", add: true, want: minWM, holder: "t/0"},
+				{part: "t/1", add: true, want: minWM, holder: "t/0"},
+				{part: "t/0", ts: 1000, want: minWM, holder: "t/1"},
+				{part: "t/0", ts: 5000, want: minWM, holder: "t/1"}, // t/1 empty: still held
+				{part: "t/1", ts: 100, want: 99, holder: "t/1"},     // t/1's record is not late
+				{part: "t/1", ts: 6000, want: 4999, holder: "t/0"},
+			},
+			parts: []string{"t/0", "t/1"},
+		},
+		{
+			name: "without declaration the first event of a partition comes too late",
+			steps: []step{
+				{part: "t/0", ts: 1000, want: 999, holder: "t/0"},
+				{part: "t/1", ts: 100, want: 999, holder: "t/1"}, // 100 < 999: late
+			},
+			parts: []string{"t/0", "t/1"},
+		},
+		{
+			name: "removing a declared empty partition releases the watermark",
+			steps: []step{
+				{part: "t/0", add: true, want: minWM, holder: "t/0"},
+				{part: "t/1", add: true, want: minWM, holder: "t/0"},
+				{part: "t/0", ts: 100, want: minWM, holder: "t/1"},
+				{part: "t/1", remove: true, want: 99, holder: "t/0"},
+			},
+			parts: []string{"t/0"},
+		},
+		{
+			name: "removing the slowest partition lets the others advance",
+			steps: []step{
+				{part: "t/0", ts: 100, want: 99, holder: "t/0"},
+				{part: "t/1", ts: 50, want: 99, holder: "t/1"},
+				{part: "t/0", ts: 300, want: 99, holder: "t/1"},
+				{part: "t/1", remove: true, want: 299, holder: "t/0"},
+			},
+			parts: []string{"t/0"},
+		},
+		{
+			name: "a removed partition's late-processed events and watermarks are ignored",
+			steps: []step{
+				{part: "t/0", ts: 100, want: 99, holder: "t/0"},
+				{part: "t/1", ts: 200, want: 99, holder: "t/0"},
+				{part: "t/1", remove: true, want: 99, holder: "t/0"},
+				{part: "t/1", ts: 50, want: 99, holder: "t/0"},               // would hold back at 49 for ever
+				{part: "t/1", ts: 50, gossip: true, want: 99, holder: "t/0"}, // likewise
+				{part: "t/0", ts: 500, want: 499, holder: "t/0"},
+			},
+			parts: []string{"t/0"},
+		},
+		{
+			name: "declared again after removal: starts afresh, holding back at the current value",
+			steps: []step{
+				{part: "t/0", ts: 300, want: 299, holder: "t/0"},
+				{part: "t/1", ts: 900, want: 299, holder: "t/0"},
+				{part: "t/1", remove: true, want: 299, holder: "t/0"},
+				{part: "t/0", ts: 1000, want: 999, holder: "t/0"},
+				{part: "t/1", add: true, want: 999, holder: "t/1"}, // no watermark of its own yet
+				{part: "t/0", ts: 2000, want: 999, holder: "t/1"},
+				{part: "t/1", ts: 1500, want: 1499, holder: "t/1"},
+			},
+			parts: []string{"t/0", "t/1"},
+		},
+		{
+			name: "removing an unknown partition ignores it until declared",
+			steps: []step{
+				{part: "t/0", ts: 100, want: 99, holder: "t/0"},
+				{part: "t/9", remove: true, want: 99, holder: "t/0"},
+				{part: "t/9", ts: 10, want: 99, holder: "t/0"},
+				{part: "t/9", add: true, want: 99, holder: "t/9"},
+			},
+			parts: []string{"t/0", "t/9"},
+		},
+		{
+			name: "removing every partition keeps the last value, holder none",
+			steps: []step{
+				{part: "t/0", ts: 100, want: 99, holder: "t/0"},
+				{part: "t/0", remove: true, want: 99, holder: ""},
+				{part: "t/0", remove: true, want: 99, holder: ""}, // twice: no-op
+			},
+			parts: []string{},
+		},
+		{
+			name: "idleness: a declared empty partition holds back only until IdleTimeout",
+			cfg:  WatermarkConfig{IdleTimeout: time.Second},
+			steps: []step{
+				{now: 0, part: "t/0", add: true, want: minWM, holder: "t/0"},
+				{now: 0, part: "t/1", add: true, want: minWM, holder: "t/0"},
+				{now: 100, part: "t/0", ts: 500, want: minWM, holder: "t/1"},
+				{now: 999, want: minWM, holder: "t/1"},
+				{now: 1000, want: 499, holder: "t/0"}, // t/1 idle since its declaration
+				{now: 1100, part: "t/1", ts: 100, want: 499, holder: "t/1"},
+			},
+			parts: []string{"t/0", "t/1"},
+		},
+		{
+			name: "idleness: a redeclared partition's idle clock starts at its declaration",
+			cfg:  WatermarkConfig{IdleTimeout: time.Second},
+			steps: []step{
+				{now: 0, part: "t/0", ts: 100, want: 99, holder: "t/0"},
+				{now: 0, part: "t/1", ts: 100, want: 99, holder: "t/0"},
+				{now: 500, part: "t/1", remove: true, want: 99, holder: "t/0"},
+				{now: 1400, part: "t/1", add: true, want: 99, holder: "t/1"},
+				{now: 1500, part: "t/0", ts: 900, want: 99, holder: "t/1"},
+				{now: 2399, want: 99, holder: "t/1"},
+				{now: 2400, want: 899, holder: "t/0"},
+			},
+			parts: []string{"t/0", "t/1"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := runSteps(t, tc.cfg, tc.steps)
+			got := []string{}
+			for _, p := range w.Partitions() {
+				got = append(got, p.Partition)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.parts, ",") {
+				t.Errorf("Partitions() = %v, want %v", got, tc.parts)
+			}
+		})
 	}
 }
 

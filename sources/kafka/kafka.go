@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -51,6 +52,19 @@ type Config struct {
 	TLS *tls.Config
 	// SASL, when set, authenticates with SASL/PLAIN or SCRAM.
 	SASL *SASL
+	// OnPartitions, when set, is told of this member's assignment of Topic:
+	// after each rebalance, the partitions it gains (assigned, possibly none:
+	// the first call tells a member that got no partition so), and when it
+	// gives partitions up, those (revoked, or lost with the group session). An event-time
+	// ingest declares the assigned partitions in its watermarks, so that each
+	// holds the watermark back from its assignment rather than from its first
+	// record, and removes the revoked ones. It is called from the client's
+	// group goroutine, never concurrently with itself, for assigned
+	// partitions before any of their records is fetched, and not after Close
+	// (the leaving member's partitions are not reported revoked: its watermark
+	// stays as it was). It must not call the Source; it must not block long
+	// (the group waits for it). The slices are sorted.
+	OnPartitions func(assigned, revoked []int32)
 }
 
 // Validate reports every problem with c at once, naming each field.
@@ -173,22 +187,46 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 
 func (s *Source) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, p := range assigned[s.cfg.Topic] {
 		s.mu.owned[p] = &owned{lo: -1, hi: -1, committed: -1}
 	}
+	closed := s.mu.closed
+	s.mu.Unlock()
+	mine := assigned[s.cfg.Topic]
+	if mine == nil {
+		mine = []int32{} // a rebalance that gave nothing: still reported
+	}
+	s.report(closed, mine, nil)
+}
+
+// report calls Config.OnPartitions, outside the source's locks, unless the
+// source is closed or it is a revocation of nothing. (The client calls
+// onAssigned after every rebalance, even when it assigns nothing new, and
+// onRevoked at the end of every group session.)
+func (s *Source) report(closed bool, assigned, revoked []int32) {
+	if s.cfg.OnPartitions == nil || closed || (assigned == nil && len(revoked) == 0) {
+		return
+	}
+	if assigned == nil {
+		assigned = []int32{}
+	}
+	slices.Sort(assigned)
+	slices.Sort(revoked)
+	s.cfg.OnPartitions(assigned, revoked)
 }
 
 // onRevoked runs for revoked and for lost partitions: they are no longer
 // committed by this member. It waits for a commit in flight.
 func (s *Source) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, p := range revoked[s.cfg.Topic] {
 		delete(s.mu.owned, p)
 	}
+	closed := s.mu.closed
+	s.mu.Unlock()
+	s.commitMu.Unlock()
+	s.report(closed, nil, revoked[s.cfg.Topic])
 }
 
 // Read blocks until records are available and returns up to max of them, in

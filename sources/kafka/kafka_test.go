@@ -376,3 +376,130 @@ func TestKafkaSourceNewFails(t *testing.T) {
 		t.Fatal("New with empty config succeeded")
 	}
 }
+
+// assignments records what Config.OnPartitions reports: the partitions a
+// member holds, and the history of changes.
+type assignments struct {
+	mu      sync.Mutex
+	held    map[int32]bool
+	changes []string
+}
+
+func (a *assignments) on(assigned, revoked []int32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.held == nil {
+		a.held = map[int32]bool{}
+	}
+	for _, p := range assigned {
+		a.held[p] = true
+	}
+	for _, p := range revoked {
+		delete(a.held, p)
+	}
+	a.changes = append(a.changes, fmt.Sprintf("+%v-%v", assigned, revoked))
+}
+
+func (a *assignments) partitions() []int32 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []int32
+	for p := range a.held {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func (a *assignments) has(p int32) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held[p]
+}
+
+// TestKafkaSourceOnPartitions checks that OnPartitions reports each partition
+// as assigned before any of its records is read, follows a rebalance (the
+// partitions moved are reported revoked by one member and assigned to the
+// other), and reports nothing once the source is closed.
+func TestKafkaSourceOnPartitions(t *testing.T) {
+	brokers := startKafka(t)
+	produce(t, brokers, "v", 0, 30)
+	var asgA, asgB assignments
+	cfg := Config{Name: "in", Brokers: brokers, Topic: topic, Group: "g"}
+	cfgA, cfgB := cfg, cfg
+	cfgA.OnPartitions, cfgB.OnPartitions = asgA.on, asgB.on
+
+	a := open(t, cfgA)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for n := 0; n < 30; {
+		msgs, err := a.Read(ctx, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if !asgA.has(m.Pos.Partition) {
+				t.Fatalf("record %s read before its partition was reported assigned (reports %v)", m.Pos, asgA.changes)
+			}
+		}
+		n += len(msgs)
+	}
+	if got := asgA.partitions(); fmt.Sprint(got) != fmt.Sprint(all) {
+		t.Fatalf("a reported %v, want %v", got, all)
+	}
+
+	// b joins: a keeps reading (polls let the rebalance run), and each
+	// member's reports follow its ownership.
+	b := open(t, cfgB)
+	bCtx, bCancel := context.WithCancel(context.Background())
+	defer bCancel()
+	readLoop := func(s *Source) chan error {
+		done := make(chan error, 1)
+		go func() {
+			for {
+				if _, err := s.Read(bCtx, 100); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+		return done
+	}
+	doneA, doneB := readLoop(a), readLoop(b)
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		ownedA, ownedB := a.ownedPartitions(), b.ownedPartitions()
+		repA, repB := asgA.partitions(), asgB.partitions()
+		if len(ownedA) == 0 || len(ownedB) == 0 || len(ownedA)+len(ownedB) != 3 ||
+			fmt.Sprint(repA) != fmt.Sprint(ownedA) || fmt.Sprint(repB) != fmt.Sprint(ownedB) {
+			return fmt.Errorf("a owns %v, reported %v; b owns %v, reported %v", ownedA, repA, ownedB, repB)
+		}
+		return nil
+	})
+	asgA.mu.Lock()
+	revokedSome := false
+	for _, c := range asgA.changes[1:] {
+		revokedSome = revokedSome || !strings.HasSuffix(c, "-[]")
+	}
+	asgA.mu.Unlock()
+	if !revokedSome {
+		t.Fatalf("a's partitions moved to b, but a reported no revocation: %v", asgA.changes)
+	}
+
+	// a leaves: b is assigned everything; a's closed source reports nothing.
+	repA := asgA.partitions()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		if got := asgB.partitions(); fmt.Sprint(got) != fmt.Sprint(all) {
+			return fmt.Errorf("b reported %v", got)
+		}
+		return nil
+	})
+	if got := asgA.partitions(); fmt.Sprint(got) != fmt.Sprint(repA) {
+		t.Errorf("a reported changes after Close: %v", asgA.changes)
+	}
+	bCancel()
+	<-doneA
+	<-doneB
+}
