@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
 )
 
@@ -58,9 +60,12 @@ type outboxEntry struct {
 func encodeState(s keyState) ([]byte, error) {
 	for i := range s.Outbox {
 		if e := &s.Outbox[i]; e.enc == nil {
-			b, err := json.Marshal(e)
-			if err != nil {
-				return nil, err
+			b, ok := appendOutboxEntry(nil, e)
+			if !ok {
+				var err error
+				if b, err = json.Marshal(e); err != nil {
+					return nil, err
+				}
 			}
 			e.enc = b
 		}
@@ -124,6 +129,57 @@ func encodeState(s keyState) ([]byte, error) {
 		b = strconv.AppendUint(b, s.Seq, 10)
 	}
 	return append(b, '}'), nil
+}
+
+// appendOutboxEntry appends e as encoding/json encodes it (json.Marshal,
+// HTML escaping on: outputs' ids, pks and rows go through jsonenc, which
+// writes them with HTML escaping off, so an entry whose strings hold
+// '<', '>' or '&' falls back — ok false — to keep the bytes identical to
+// what json.Marshal wrote before). ok is false, too, for rows outside
+// jsonenc's types.
+func appendOutboxEntry(b []byte, e *outboxEntry) ([]byte, bool) {
+	b = append(b, `{"p":`...)
+	b = jsonenc.AppendString(b, e.Part)
+	b = append(b, `,"n":`...)
+	b = strconv.AppendInt(b, e.Offset, 10)
+	b = append(b, `,"out":`...)
+	if e.Outputs == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range e.Outputs {
+			o := &e.Outputs[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":`...)
+			b = jsonenc.AppendString(b, o.ID)
+			b = append(b, `,"op":"`...)
+			b = append(b, o.Kind.String()...)
+			b = append(b, `","pk":`...)
+			b = jsonenc.AppendString(b, o.PK)
+			b = append(b, `,"row":`...)
+			var ok bool
+			if b, ok = jsonenc.AppendValue(b, map[string]any(o.Row)); !ok {
+				return b, false
+			}
+			if o.Ts != 0 {
+				b = append(b, `,"ts":`...)
+				b = strconv.AppendInt(b, o.Ts, 10)
+			}
+			if o.Seq != 0 {
+				b = append(b, `,"seq":`...)
+				b = strconv.AppendUint(b, o.Seq, 10)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, '}')
+	if bytes.ContainsAny(b, "<>&") {
+		return b, false
+	}
+	return b, true
 }
 
 var errBadState = errors.New("actors: bad key state")

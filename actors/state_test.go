@@ -37,6 +37,31 @@ func TestEncodeStateCachedOutbox(t *testing.T) {
 	}
 }
 
+// TestOutboxEntryFastPath: entries of decoded JSON rows take the
+// reflection-free path, byte-equal to json.Marshal; others fall back.
+func TestOutboxEntryFastPath(t *testing.T) {
+	for _, c := range []struct {
+		e    outboxEntry
+		fast bool
+	}{
+		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "i", PK: "[1]", Row: record.Row{"a": "b", "n": 1.25}, Seq: 3}}}, true},
+		{outboxEntry{Part: "p", Offset: 1}, true},
+		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "<", PK: "[1]"}}}, false},
+		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "i", PK: "[1]", Row: record.Row{"x": int64(1)}}}}, false},
+	} {
+		b, ok := appendOutboxEntry(nil, &c.e)
+		if ok != c.fast {
+			t.Errorf("%+v: fast path %v, want %v", c.e, ok, c.fast)
+		}
+		if ok {
+			want, _ := json.Marshal(&c.e)
+			if string(b) != string(want) {
+				t.Errorf("\n got %s\nwant %s", b, want)
+			}
+		}
+	}
+}
+
 // TestEncodeStateShapes: the hand-written encoding equals encoding/json's
 // for states with any subset of fields.
 func TestEncodeStateShapes(t *testing.T) {
@@ -48,6 +73,13 @@ func TestEncodeStateShapes(t *testing.T) {
 		{Timers: []int64{-1, 0, 1 << 62}},
 		{Join: []byte{0, 1, 2, 250}, Src: map[string]string{"r/2": "\"x\\u003c", "l/1": "a"}},
 		{Outbox: []outboxEntry{{Part: "p", Offset: -1}}, Seq: 18446744073709551615},
+		{Outbox: []outboxEntry{{Part: "cdc/é", Offset: 9, Outputs: []record.Output{
+			{ID: "a/1", Kind: record.UpdateBefore, PK: `[1,"x"]`, Row: record.Row{"f": 1.5e-9, "s": "tab\t\u2028", "n": nil, "l": []any{true, 2.0}}, Ts: -3, Seq: 4},
+			{ID: "a/2", Kind: record.Delete, PK: `[null]`},
+		}}, {Part: "cdc/é", Offset: 10, Outputs: []record.Output{
+			{ID: "a/3", Kind: record.Insert, PK: `[2]`, Row: record.Row{"m": map[string]any{"z": "<b>"}}},
+			{ID: "a/4", Kind: record.UpdateAfter, PK: `[3]`, Row: record.Row{"i": 7}}, // not a decoded JSON type: falls back
+		}}}},
 	} {
 		plain, err := json.Marshal(s)
 		if err != nil {

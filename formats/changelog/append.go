@@ -2,11 +2,9 @@ package changelog
 
 import (
 	"encoding/json"
-	"math"
-	"slices"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
 )
 
@@ -20,14 +18,14 @@ import (
 // way.
 func appendChangelog(b []byte, o record.Output, pk []byte) ([]byte, bool) {
 	b = append(b, `{"id":`...)
-	b = appendString(b, o.ID)
+	b = jsonenc.AppendString(b, o.ID)
 	b = append(b, `,"op":"`...)
 	b = append(b, o.Kind.String()...)
 	b = append(b, `","pk":`...)
 	b = appendCompact(b, pk)
 	b = append(b, `,"row":`...)
 	var ok bool
-	if b, ok = appendValue(b, map[string]any(o.Row)); !ok {
+	if b, ok = jsonenc.AppendValue(b, map[string]any(o.Row)); !ok {
 		return b, false
 	}
 	if o.Ts != 0 {
@@ -58,154 +56,4 @@ func appendCompactSlow(b, raw []byte) []byte {
 		return append(b, raw...) // cannot happen: raw was checked valid
 	}
 	return append(b, out...)
-}
-
-func appendValue(b []byte, v any) ([]byte, bool) {
-	switch x := v.(type) {
-	case nil:
-		return append(b, "null"...), true
-	case bool:
-		return strconv.AppendBool(b, x), true
-	case string:
-		return appendString(b, x), true
-	case float64:
-		return appendFloat(b, x)
-	case json.Number:
-		if x == "" {
-			return append(b, '0'), true
-		}
-		if !json.Valid([]byte(x)) {
-			return b, false
-		}
-		return append(b, x...), true
-	case map[string]any:
-		if x == nil {
-			return append(b, "null"...), true
-		}
-		return appendObject(b, x)
-	case record.Row:
-		if x == nil {
-			return append(b, "null"...), true
-		}
-		return appendObject(b, x)
-	case []any:
-		if x == nil {
-			return append(b, "null"...), true
-		}
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendValue(b, e); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
-	}
-	return b, false
-}
-
-func appendObject(b []byte, m map[string]any) ([]byte, bool) {
-	var arr [16]string
-	keys := arr[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, k)
-		b = append(b, ':')
-		var ok bool
-		if b, ok = appendValue(b, m[k]); !ok {
-			return b, false
-		}
-	}
-	return append(b, '}'), true
-}
-
-// appendFloat formats like encoding/json: shortest representation, 'e'
-// format outside [1e-6, 1e21), exponents without a leading zero.
-func appendFloat(b []byte, f float64) ([]byte, bool) {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return b, false
-	}
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	start := len(b)
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		n := len(b) - start
-		if n >= 4 && b[len(b)-4] == 'e' && b[len(b)-3] == '-' && b[len(b)-2] == '0' {
-			b[len(b)-2] = b[len(b)-1]
-			b = b[:len(b)-1]
-		}
-	}
-	return b, true
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString quotes s as encoding/json does with HTML escaping off:
-// '"', '\\' and control characters escaped, invalid UTF-8 as \ufffd, and
-// U+2028/U+2029 escaped.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

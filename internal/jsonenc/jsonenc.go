@@ -1,0 +1,175 @@
+// Package jsonenc owns Joinery's reflection-free JSON encoding of decoded
+// JSON values (rows): byte for byte what encoding/json writes with HTML
+// escaping off, for the value types encoding/json decodes into. Outputs
+// are encoded twice per event on the hot path (the sink line and the key's
+// outbox in its state), and encoding/json's reflection was 8% and 8% of a
+// node's CPU there (docs/benchmarks.md). Equality with encoding/json is
+// checked by table and fuzz tests.
+package jsonenc
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/joinery/joinery/record"
+)
+
+// AppendValue appends v as encoding/json (HTML escaping off) encodes it,
+// for the types encoding/json decodes into — nil, bool, float64, string,
+// json.Number, []any, map[string]any — and record.Row. ok is false for
+// any other type, NaN and infinities, and an invalid json.Number: the
+// caller then encodes the value the slow way (and gets encoding/json's
+// error, if any).
+func AppendValue(b []byte, v any) ([]byte, bool) {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case bool:
+		return strconv.AppendBool(b, x), true
+	case string:
+		return AppendString(b, x), true
+	case float64:
+		return AppendFloat(b, x)
+	case json.Number:
+		if x == "" {
+			return append(b, '0'), true
+		}
+		if !json.Valid([]byte(x)) {
+			return b, false
+		}
+		return append(b, x...), true
+	case map[string]any:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		return AppendObject(b, x)
+	case record.Row:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		return AppendObject(b, x)
+	case []any:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = AppendValue(b, e); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	}
+	return b, false
+}
+
+// AppendObject is AppendValue for a map: keys sorted, as encoding/json.
+func AppendObject(b []byte, m map[string]any) ([]byte, bool) {
+	var arr [16]string
+	keys := arr[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendString(b, k)
+		b = append(b, ':')
+		var ok bool
+		if b, ok = AppendValue(b, m[k]); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// AppendFloat formats like encoding/json: shortest representation, 'e'
+// format outside [1e-6, 1e21), exponents without a leading zero.
+func AppendFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		n := len(b) - start
+		if n >= 4 && b[len(b)-4] == 'e' && b[len(b)-3] == '-' && b[len(b)-2] == '0' {
+			b[len(b)-2] = b[len(b)-1]
+			b = b[:len(b)-1]
+		}
+	}
+	return b, true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString quotes s as encoding/json does with HTML escaping off:
+// '"', '\\' and control characters escaped, invalid UTF-8 as \ufffd, and
+// U+2028/U+2029 escaped.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

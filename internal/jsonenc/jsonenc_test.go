@@ -1,0 +1,65 @@
+package jsonenc
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/joinery/joinery/record"
+)
+
+func stdEncode(t testing.TB, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatalf("encoding/json: %v", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+func TestAppendValueEqualsEncodingJSON(t *testing.T) {
+	for i, v := range []any{
+		nil, true, false, "", "plain", "<a href=\"x\">&</a>", "\x00\x01\b\f\n\r\t\x1f\x7f\\",
+		"a\xffb\xc3", "x\u2028y\u2029z", "héllo ☃ 🎉",
+		0.0, math.Copysign(0, -1), 1e-7, 1e-6, 123456789.0, 1e20, 1e21, 1.5e300, -2.5e-10, 0.1, math.MaxFloat64, math.SmallestNonzeroFloat64,
+		json.Number("12.50"), json.Number(""),
+		[]any{}, []any{"x", nil, 1.0}, []any(nil),
+		map[string]any{}, map[string]any(nil), map[string]any{"z": 1.0, "a": []any{map[string]any{"k": "v"}}, "m": "x"},
+		record.Row{"k": "v", "b": record.Row{"c": nil}}, record.Row(nil),
+	} {
+		got, ok := AppendValue(nil, v)
+		if !ok {
+			t.Errorf("%d: AppendValue(%#v) refused", i, v)
+			continue
+		}
+		if want := stdEncode(t, v); !bytes.Equal(got, want) {
+			t.Errorf("%d: AppendValue(%#v)\n got %s\nwant %s", i, v, got, want)
+		}
+	}
+	for _, v := range []any{3, int64(4), math.NaN(), math.Inf(-1), json.Number("1x"), struct{}{}, []string{"a"}, map[string]any{"a": 1}} {
+		if _, ok := AppendValue(nil, v); ok {
+			t.Errorf("AppendValue(%#v) took a value outside the fast path", v)
+		}
+	}
+}
+
+func FuzzAppendValue(f *testing.F) {
+	f.Add("v<>&\u2028", 1.5)
+	f.Add("\xff\x00", 1e-9)
+	f.Fuzz(func(t *testing.T, s string, x float64) {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return
+		}
+		v := map[string]any{s: s, "x": x, "l": []any{s, x, nil, true}}
+		got, ok := AppendValue(nil, v)
+		if !ok {
+			t.Fatal("refused")
+		}
+		if want := stdEncode(t, v); !bytes.Equal(got, want) {
+			t.Errorf("\n got %s\nwant %s", got, want)
+		}
+	})
+}
