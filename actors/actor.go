@@ -51,7 +51,7 @@ func NewKind(d *Deps) *cluster.Kind {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d} })
+	props := actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d} }, actor.WithDispatcher(keyDispatcher()))
 	return cluster.NewKind(KindName(d.Job), props)
 }
 

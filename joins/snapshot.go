@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
 )
 
@@ -53,7 +54,7 @@ func (j *CDC) Snapshot() []byte {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = append(buf, mustJSON(r.pk)...)
+			buf = jsonenc.AppendString(buf, r.pk)
 			buf = append(buf, ':')
 			if r.enc == nil {
 				r.enc = mustJSON(r.row)
@@ -65,8 +66,12 @@ func (j *CDC) Snapshot() []byte {
 	return append(buf, '}')
 }
 
-// mustJSON encodes v as encoding/json does with HTML escaping off.
+// mustJSON encodes v as encoding/json does with HTML escaping off
+// (jsonenc's reflection-free path for decoded JSON values).
 func mustJSON(v any) []byte {
+	if b, ok := jsonenc.AppendValue(nil, v); ok {
+		return b
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
