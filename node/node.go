@@ -47,6 +47,9 @@ type Options struct {
 
 // Node is one running Joinery node.
 type Node struct {
+	// revokeGraceForTest, when set, replaces revokeGrace.
+	revokeGraceForTest time.Duration
+
 	spec     *job.Spec
 	cdc      *joins.CDCSpec
 	log      *slog.Logger

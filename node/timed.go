@@ -180,9 +180,14 @@ func (t *eventTime) finish(parts []string, now time.Time) {
 // this node is declared in the watermarks, so it holds the watermark back
 // from its assignment (start-up or rebalance) rather than from its first
 // record, which could otherwise come after the other partitions ran the
-// watermark past it (late). A revoked or lost partition is removed: it no
-// longer holds the watermark back (as in Flink), and its records still on
-// their way do not bring it back. With an idle timeout, a declared partition
+// watermark past it (late). A revoked or lost partition keeps holding the
+// watermark at its last value for a grace period (revokeGrace), then is
+// removed: it no longer holds the watermark back, and its records still on
+// their way do not bring it back. The grace covers a cooperative
+// rebalance, where a partition is revoked from one node a round before it
+// is assigned to another: in between, neither would hold the (shared)
+// watermark back, and it could pass the partition's unread records. A
+// partition assigned again within the grace simply stays. With an idle timeout, a declared partition
 // that stays empty goes idle as any other. The first report replaces the
 // placeholder partition 0 declared at start when 0 is not assigned here.
 func (n *Node) kafkaPartitions(source string) func(assigned, revoked []int32) {
@@ -192,6 +197,9 @@ func (n *Node) kafkaPartitions(source string) func(assigned, revoked []int32) {
 	}
 	first := true
 	id := func(p int32) string { return record.Position{Source: source, Partition: p}.PartitionID() }
+	grace := n.revokeGrace()
+	revoking := map[string]uint64{} // partition -> the revocation that will remove it
+	var gen uint64
 	return func(assigned, revoked []int32) {
 		now := time.Now()
 		t.mu.Lock()
@@ -200,9 +208,26 @@ func (n *Node) kafkaPartitions(source string) func(assigned, revoked []int32) {
 		}
 		first = false
 		for _, p := range revoked {
-			t.wm.RemovePartition(id(p))
+			part := id(p)
+			gen++
+			revoking[part] = gen
+			mine := gen
+			time.AfterFunc(grace, func() {
+				t.mu.Lock()
+				if revoking[part] == mine {
+					delete(revoking, part)
+					t.wm.RemovePartition(part)
+					t.globalLocked()
+				}
+				nudge := t.nudge
+				t.mu.Unlock()
+				if nudge != nil {
+					nudge()
+				}
+			})
 		}
 		for _, p := range assigned {
+			delete(revoking, id(p))
 			t.wm.AddPartition(id(p), now)
 		}
 		t.globalLocked()
@@ -212,6 +237,21 @@ func (n *Node) kafkaPartitions(source string) func(assigned, revoked []int32) {
 			nudge()
 		}
 	}
+}
+
+// revokeGrace is how long a revoked Kafka partition keeps holding the
+// watermark (see kafkaPartitions): twice the watermark board's TTL, the
+// time within which a peer that took the partition has published its
+// declaration of it.
+func (n *Node) revokeGrace() time.Duration {
+	if n.revokeGraceForTest > 0 {
+		return n.revokeGraceForTest
+	}
+	ttl := n.spec.Cluster.Watermarks.TTL
+	if ttl <= 0 {
+		ttl = defaultShareTTL
+	}
+	return 2 * ttl
 }
 
 // exportLag sets joinery_watermark_lag_seconds: how far each partition's
