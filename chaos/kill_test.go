@@ -152,6 +152,7 @@ func (f *fleet) host(i int) string {
 
 // start starts node n (1-based) from its nN.yaml, in its namespace if any.
 func (f *fleet) start(t *testing.T, n int) *proc {
+	t.Helper()
 	var wrap []string
 	if f.opts.net != nil {
 		wrap = f.opts.net.exec(n)
