@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/joinery/joinery/internal/failpoint"
 	"github.com/joinery/joinery/persistence"
 )
 
@@ -143,6 +144,9 @@ func (w *Writer) run() {
 			snaps = append(snaps, r.snap)
 		}
 		err := w.save(snaps)
+		if err == nil {
+			failpoint.StateWritten() // chaos tests only: may exit here (internal/failpoint)
+		}
 		fenced := map[string]error{}
 		for _, fe := range persistence.Fenced(err) {
 			fenced[fe.Job+"\x00"+string(fe.Key)] = fe

@@ -65,6 +65,7 @@ type proc struct {
 	t    *testing.T
 	name string
 	args []string
+	wrap []string // a command that execs the binary, e.g. ip netns exec NS (nil: none)
 	cmd  *exec.Cmd
 	log  *os.File
 	done chan error
@@ -72,9 +73,12 @@ type proc struct {
 	exitErr error // what wait returned
 }
 
-func startProc(t *testing.T, dir, name, config string) *proc {
+// startProc starts a node; wrap, when given, is a command that execs the
+// binary in place (ip netns exec NS: the process keeps its pid, so signals
+// reach the node itself).
+func startProc(t *testing.T, dir, name, config string, wrap ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, name: name, args: []string{"run", "--config", config, "--log-level", envStr("CHAOS_LOG_LEVEL", "warn")}}
+	p := &proc{t: t, name: name, wrap: wrap, args: []string{"run", "--config", config, "--log-level", envStr("CHAOS_LOG_LEVEL", "warn")}}
 	p.start(dir)
 	t.Cleanup(func() { p.kill() })
 	return p
@@ -87,7 +91,11 @@ func (p *proc) start(dir string) {
 		p.t.Fatal(err)
 	}
 	p.log = f
-	p.cmd = exec.Command(binary, p.args...)
+	if len(p.wrap) > 0 {
+		p.cmd = exec.Command(p.wrap[0], append(append(p.wrap[1:len(p.wrap):len(p.wrap)], binary), p.args...)...)
+	} else {
+		p.cmd = exec.Command(binary, p.args...)
+	}
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	if err := p.cmd.Start(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,9 +33,10 @@ type fleet struct {
 
 // fleetOpts change a fleet from the default one of newFleet.
 type fleetOpts struct {
-	state         string // extra state settings, e.g. "passivate_after: 50ms"
-	admin         bool   // serve each node's admin endpoint (/metrics)
-	trial, trials int    // for the summary row (default 1 of 1)
+	state         string  // extra state settings, e.g. "passivate_after: 50ms"
+	admin         bool    // serve each node's admin endpoint (/metrics)
+	net           *netLab // run each node in its own network namespace (withNetns)
+	trial, trials int     // for the summary row (default 1 of 1)
 }
 
 type fleetOpt func(*fleetOpts)
@@ -44,6 +46,10 @@ func withState(s string) fleetOpt { return func(o *fleetOpts) { o.state = s } }
 
 // withAdmin serves every node's admin endpoint (f.admin) for /metrics.
 func withAdmin() fleetOpt { return func(o *fleetOpts) { o.admin = true } }
+
+// withNetns runs node i in lab's namespace i, bound to its address there,
+// with Redis reachable on lab's Redis address (see netLab).
+func withNetns(lab *netLab) fleetOpt { return func(o *fleetOpts) { o.net = lab } }
 
 // inTrial names the trial (0-based) of n for the summary row.
 func inTrial(trial, n int) fleetOpt {
@@ -78,7 +84,16 @@ func newFleet(t *testing.T, seed uint64, opts ...fleetOpt) *fleet {
 	if f.opts.state != "" {
 		extraState = ", " + f.opts.state
 	}
-	f.redis = testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	redisArgs := []string{"--appendonly", "yes", "--appendfsync", "always"}
+	if f.opts.net != nil { // also on the address the namespaces route to
+		redisArgs = append(redisArgs, "--bind", "127.0.0.1", f.opts.net.redisIP())
+	}
+	f.redis = testutil.StartRedis(t, redisArgs...)
+	redisAddr := f.redis.Addr
+	if f.opts.net != nil {
+		_, port, _ := net.SplitHostPort(f.redis.Addr)
+		redisAddr = net.JoinHostPort(f.opts.net.redisIP(), port)
+	}
 	h := cdcgen.Generate(cdcgen.Config{Seed: seed, Users: 300, Domains: 900, Changes: inputChanges})
 	f.want = h.LeftJoin()
 	in, err := os.Create(filepath.Join(f.dir, "in.jsonl"))
@@ -91,7 +106,7 @@ func newFleet(t *testing.T, seed uint64, opts ...fleetOpt) *fleet {
 	in.Close()
 	f.out = filepath.Join(f.dir, "out.jsonl")
 	ports := [4]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
-	seedAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	seedAddr := fmt.Sprintf("%s:%d", f.host(0), ports[0])
 	for i := range 4 {
 		job := fmt.Sprintf(`name: chaos
 join:
@@ -106,12 +121,12 @@ join:
     - {name: domain_id,   from: domains.id}
     - {name: domain_name, from: domains.domain_name}
 state: {store: redis, redis: {addr: %q}%s}
-cluster: {node_name: n%d, gossip: "127.0.0.1:%d", remote: "127.0.0.1:0", seeds: [%q], profile: local, request_timeout: 2s}
-`, f.redis.Addr, extraState, i+1, ports[i], seedAddr)
+cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile: local, request_timeout: 2s}
+`, redisAddr, extraState, i+1, f.host(i), ports[i], f.host(i), seedAddr)
 		if f.opts.admin {
 			port := testutil.FreePort(t)
-			f.admin[i] = fmt.Sprintf("http://127.0.0.1:%d", port)
-			job += fmt.Sprintf("admin: {addr: \"127.0.0.1:%d\", pprof: true}\n", port)
+			f.admin[i] = fmt.Sprintf("http://%s:%d", f.host(i), port)
+			job += fmt.Sprintf("admin: {addr: \"%s:%d\", pprof: true}\n", f.host(i), port)
 		}
 		if i == 0 {
 			// Paced so a fault lands mid-stream: about 4 seconds of input.
@@ -122,12 +137,30 @@ cluster: {node_name: n%d, gossip: "127.0.0.1:%d", remote: "127.0.0.1:0", seeds: 
 			t.Fatal(err)
 		}
 	}
-	f.n2 = startProc(t, f.dir, "n2", "n2.yaml")
-	f.n3 = startProc(t, f.dir, "n3", "n3.yaml")
+	f.n2 = f.start(t, 2)
+	f.n3 = f.start(t, 3)
 	return f
 }
 
-func (f *fleet) startIngest(t *testing.T) { f.n1 = startProc(t, f.dir, "n1", "n1.yaml") }
+// host is the address node i (0-based) binds: loopback, or its namespace's.
+func (f *fleet) host(i int) string {
+	if f.opts.net != nil {
+		return f.opts.net.nodeIP(i + 1)
+	}
+	return "127.0.0.1"
+}
+
+// start starts node n (1-based) from its nN.yaml, in its namespace if any.
+func (f *fleet) start(t *testing.T, n int) *proc {
+	t.Helper()
+	var wrap []string
+	if f.opts.net != nil {
+		wrap = f.opts.net.exec(n)
+	}
+	return startProc(t, f.dir, fmt.Sprint("n", n), fmt.Sprintf("n%d.yaml", n), wrap...)
+}
+
+func (f *fleet) startIngest(t *testing.T) { f.n1 = f.start(t, 1) }
 
 // fault marks the moment of a fault: the summary's recovery time is the
 // longest wait, over the faults, until the output grew again.
@@ -295,7 +328,7 @@ func TestChaosRebalance(t *testing.T) {
 			f.startIngest(t)
 			waitLines(t, f.out, moment(r, 5000), time.Minute)
 			f.fault()
-			f.n4 = startProc(t, f.dir, "n4", "n4.yaml")
+			f.n4 = f.start(t, 4)
 			t.Logf("n4 joined with %d output lines written", lineCount(f.out))
 			waitLines(t, f.out, lineCount(f.out)+moment(r, 4000), time.Minute)
 			f.fault()
@@ -303,7 +336,7 @@ func TestChaosRebalance(t *testing.T) {
 			t.Logf("n3 left gracefully with %d output lines written", lineCount(f.out))
 			waitLines(t, f.out, lineCount(f.out)+moment(r, 3000), time.Minute)
 			f.fault()
-			f.n3 = startProc(t, f.dir, "n3", "n3.yaml")
+			f.n3 = f.start(t, 3)
 			t.Logf("n3 rejoined with %d output lines written", lineCount(f.out))
 			f.finish(t)
 			f.n4.term()
