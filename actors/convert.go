@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
 )
 
@@ -127,9 +128,14 @@ func DecodeOutput(po *keypb.Output) (record.Output, error) {
 	return record.Output{ID: po.Id, Kind: record.Kind(po.Kind), PK: po.Pk, Row: row, Ts: po.Ts, Seq: po.Seq}, nil
 }
 
+// encodeRow encodes a row for the wire (jsonenc's reflection-free path for
+// decoded JSON values; encoding/json otherwise).
 func encodeRow(r record.Row) ([]byte, error) {
 	if r == nil {
 		return nil, nil
+	}
+	if b, ok := jsonenc.AppendValue(nil, map[string]any(r)); ok {
+		return b, nil
 	}
 	return json.Marshal(r)
 }
