@@ -322,7 +322,13 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 			reply.Outputs = append(reply.Outputs, po)
 		}
 	}
-	if !changed {
+	if !changed && a.pending == 0 {
+		// Nothing new, and everything applied so far is durable: a re-sent
+		// request's skipped events are covered by the writes already done.
+		// With writes still pending, the answer waits for a write of the
+		// state as it is (it carries the skipped events, and is refused if
+		// a newer activation took the key): an answer must never come
+		// before what it covers is durable.
 		respond(answer)
 		return
 	}

@@ -3,11 +3,13 @@ package actors
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/joinery/joinery/internal/failpoint"
 	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
 )
 
 // WriterOptions configures a Writer. A zero field means the default.
@@ -131,11 +133,16 @@ func (w *Writer) run() {
 				break fill
 			}
 		}
-		// Coalesce: the last snapshot of a key wins.
+		// Coalesce: the last snapshot of a key's activation wins. Two
+		// activations of one key (a stale one still draining while a new
+		// one owns the key) are written separately, so the store's epoch
+		// check refuses the stale one's: had its snapshot been dropped in
+		// favour of the other's, its callback would report success for
+		// changes that were never written.
 		snaps = snaps[:0]
 		clear(index)
 		for _, r := range batch {
-			id := r.snap.Job + "\x00" + string(r.snap.Key)
+			id := activationID(r.snap.Job, r.snap.Key, r.snap.Epoch)
 			if i, ok := index[id]; ok {
 				snaps[i] = r.snap
 				continue
@@ -149,17 +156,22 @@ func (w *Writer) run() {
 		}
 		fenced := map[string]error{}
 		for _, fe := range persistence.Fenced(err) {
-			fenced[fe.Job+"\x00"+string(fe.Key)] = fe
+			fenced[activationID(fe.Job, fe.Key, fe.Epoch)] = fe
 		}
 		for _, r := range batch {
 			if len(fenced) > 0 {
 				// The batch was written except the fenced snapshots.
-				r.done(fenced[r.snap.Job+"\x00"+string(r.snap.Key)])
+				r.done(fenced[activationID(r.snap.Job, r.snap.Key, r.snap.Epoch)])
 				continue
 			}
 			r.done(err)
 		}
 	}
+}
+
+// activationID names one activation's snapshots of a key: job, key, epoch.
+func activationID(job string, key record.Key, epoch int64) string {
+	return job + "\x00" + string(key) + "\x00" + strconv.FormatInt(epoch, 10)
 }
 
 // save retries Store.Save with exponential backoff until it succeeds or the

@@ -156,3 +156,58 @@ func TestWriterCloseGivesUp(t *testing.T) {
 	}
 	w.Close(context.Background()) // idempotent
 }
+
+// gateStore holds every Save until the gate opens (a fault injector around
+// the real embedded store), so that later submissions queue into one batch.
+type gateStore struct {
+	persistence.Store
+	gate chan struct{}
+}
+
+func (s *gateStore) Save(ctx context.Context, b []persistence.Snapshot) error {
+	<-s.gate
+	return s.Store.Save(ctx, b)
+}
+
+// TestWriterTwoActivationsInOneBatch: snapshots of one key from two
+// activations (a stale epoch and the owner's) that meet in one batch are
+// not coalesced: the stale one is refused (fenced) and its callback says
+// so, the owner's is written. Coalescing them would report the stale
+// activation's changes written when they were not.
+func TestWriterTwoActivationsInOneBatch(t *testing.T) {
+	ctx := context.Background()
+	inner := newEmbedded(t)
+	stale, err := inner.Acquire(ctx, "j", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := inner.Acquire(ctx, "j", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := &gateStore{Store: inner, gate: make(chan struct{})}
+	w := NewWriter(gs, WriterOptions{MaxBatch: 16})
+	defer w.Close(ctx)
+	first := make(chan error, 1)
+	w.Submit(persistence.Snapshot{Job: "j", Key: "other", State: []byte("x")}, func(err error) { first <- err })
+	time.Sleep(50 * time.Millisecond) // the writer is now blocked in the first Save
+	ownerSnap := persistence.Snapshot{Job: "j", Key: "k", Epoch: owner, State: []byte("owner"), Offsets: map[string]int64{"s/0": 5}}
+	staleSnap := persistence.Snapshot{Job: "j", Key: "k", Epoch: stale, State: []byte("stale"), Offsets: map[string]int64{"s/0": 9}}
+	ownerDone, staleDone := make(chan error, 1), make(chan error, 1)
+	w.Submit(ownerSnap, func(err error) { ownerDone <- err })
+	w.Submit(staleSnap, func(err error) { staleDone <- err }) // last in the batch
+	close(gs.gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ownerDone; err != nil {
+		t.Errorf("owner's snapshot: %v, want written", err)
+	}
+	if err := <-staleDone; len(persistence.Fenced(err)) != 1 {
+		t.Errorf("stale activation's snapshot: %v, want a fenced error (it was not written)", err)
+	}
+	got, err := inner.Load(ctx, "j", "k")
+	if err != nil || string(got.State) != "owner" {
+		t.Errorf("stored %q, %v; want the owner's", got.State, err)
+	}
+}
