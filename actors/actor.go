@@ -85,13 +85,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *cluster.ClusterInit:
 		a.key = record.Key(m.Identity.Identity)
 		a.node = ctx.ActorSystem().Address()
-		if a.deps.NewTimed != nil {
-			a.timed = a.deps.NewTimed()
-			a.wm = math.MinInt64
-		} else {
-			a.join = joins.NewCDC(a.deps.Spec)
-		}
-		a.offsets = map[string]int64{}
+		a.fresh()
 		if err := a.load(); err != nil {
 			a.deps.Logger.Warn("key state load failed; will retry on next request", "job", a.deps.Job, "key", a.key, "err", err)
 		}
@@ -166,6 +160,32 @@ func (a *keyActor) stamp(outs []record.Output) {
 	}
 }
 
+// fresh empties the activation's state and forgets its epoch: the next
+// load takes the key (a new owner epoch) and reads its durable state.
+func (a *keyActor) fresh() {
+	a.join, a.timed = nil, nil
+	if a.deps.NewTimed != nil {
+		a.timed = a.deps.NewTimed()
+		a.wm = math.MinInt64
+	} else {
+		a.join = joins.NewCDC(a.deps.Spec)
+	}
+	a.offsets = map[string]int64{}
+	a.timers, a.outbox, a.src, a.seq = nil, nil, nil, 0
+	a.loaded, a.epoch = false, 0
+}
+
+// gap reports whether an earlier request (prev: the partition offsets of
+// the sender's earlier unanswered requests) is missing from the state.
+func (a *keyActor) gap(prev map[string]int64) bool {
+	for part, off := range prev {
+		if a.offsets[part] < off {
+			return true
+		}
+	}
+	return false
+}
+
 func (a *keyActor) load() error {
 	if a.loaded {
 		return nil
@@ -237,11 +257,23 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 		respond(&keypb.Applied{Error: "load state: " + err.Error()})
 		return
 	}
-	for part, off := range m.Prev {
-		if a.offsets[part] < off {
-			respond(&keypb.Applied{Gap: true, Error: "gap: an earlier request for this key was not applied"})
+	if a.gap(m.Prev) && a.pending == 0 {
+		// This activation may be stale: a topology change can activate a
+		// key twice, and one that has not written since the other took
+		// the key is never fenced out — it would refuse every request
+		// that builds on the other's writes, for ever. Take the key again
+		// and reload its durable state: if the earlier request was applied
+		// anywhere, it is there now.
+		a.deps.Logger.Debug("gap: reloading the key's durable state", "job", a.deps.Job, "key", a.key, "epoch", a.epoch)
+		a.fresh()
+		if err := a.load(); err != nil {
+			respond(&keypb.Applied{Error: "load state: " + err.Error()})
 			return
 		}
+	}
+	if a.gap(m.Prev) {
+		respond(&keypb.Applied{Gap: true, Error: "gap: an earlier request for this key was not applied"})
+		return
 	}
 	changed := a.prune(m.Committed)
 	reply := &keypb.Applied{}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -77,5 +78,76 @@ func TestKeyActorAnswersOnlyWhenDurable(t *testing.T) {
 	}
 	if _, err := inner.Load(ctx, "j", "7"); err != persistence.ErrNotFound {
 		t.Errorf("the stale activation's state was written: %v", err)
+	}
+}
+
+// TestKeyActorStaleActivationReloadsOnGap: two activations of one key (a
+// topology change activated it twice); the newer one applies and writes
+// more of the key's changes; a request that builds on them then reaches
+// the older one, which has not written since and so was never fenced out.
+// It must not refuse that request as a gap for ever: it takes the key again,
+// reloads the durable state and applies the request.
+func TestKeyActorStaleActivationReloadsOnGap(t *testing.T) {
+	ctx := context.Background()
+	store := newEmbedded(t)
+	w := NewWriter(store, WriterOptions{})
+	defer w.Close(ctx)
+	spec := &joins.CDCSpec{Type: joins.Inner,
+		Left:  joins.SideSpec{Name: "users", PK: "id", JoinOn: "id"},
+		Right: joins.SideSpec{Name: "domains", PK: "id", JoinOn: "user_id"}}
+	deps := &Deps{Job: "j", Spec: spec, Store: store, Writer: w, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	system := actor.NewActorSystem()
+	defer system.Shutdown()
+	spawn := func() *actor.PID {
+		pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: deps} }))
+		system.Root.Send(pid, &cluster.ClusterInit{Identity: &cluster.ClusterIdentity{Identity: "7", Kind: "k"}})
+		return pid
+	}
+	apply := func(pid *actor.PID, off int64, prev map[string]int64) *keypb.Applied {
+		t.Helper()
+		ev := record.Event{Key: "7", Side: record.Right, Op: record.OpCreate,
+			After: record.Row{"id": fmt.Sprint(off), "user_id": "7"}, Pos: record.Position{Source: "s", Partition: 0, Offset: off}}
+		pe, rows := EventShell(ev)
+		ch := make(chan any, 1)
+		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}, Prev: prev}, Rows: []EventRows{rows}, Reply: ch})
+		select {
+		case x := <-ch:
+			switch a := x.(type) {
+			case *LocalApplied:
+				return a.Applied
+			case *keypb.Applied:
+				return a
+			}
+			t.Fatalf("answer %T", x)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no answer")
+		}
+		return nil
+	}
+	part := record.Position{Source: "s", Partition: 0}.PartitionID()
+	stale := spawn()
+	if ap := apply(stale, 1, nil); ap.Error != "" {
+		t.Fatal(ap.Error)
+	}
+	owner := spawn() // the same key activated again: it takes a newer epoch
+	for off := int64(2); off <= 5; off++ {
+		if ap := apply(owner, off, map[string]int64{part: off - 1}); ap.Error != "" {
+			t.Fatalf("owner, offset %d: %s", off, ap.Error)
+		}
+	}
+	// The next request builds on offset 5 and reaches the stale activation.
+	if ap := apply(stale, 6, map[string]int64{part: 5}); ap.Error != "" {
+		t.Fatalf("stale activation refused a request building on the owner's durable writes: %s", ap.Error)
+	}
+	snap, err := store.Load(ctx, "j", "7")
+	if err != nil || snap.Offsets[part] != 6 {
+		t.Fatalf("durable offsets %v, %v; want %s at 6", snap.Offsets, err, part)
+	}
+	// The other activation, now behind, does the same with the next one.
+	if ap := apply(owner, 7, map[string]int64{part: 6}); ap.Error != "" {
+		t.Fatalf("offset 7: %s", ap.Error)
+	}
+	if snap, err := store.Load(ctx, "j", "7"); err != nil || snap.Offsets[part] != 7 {
+		t.Fatalf("durable offsets %v, %v; want %s at 7", snap.Offsets, err, part)
 	}
 }
