@@ -212,11 +212,11 @@ func TestChaosFaultFree(t *testing.T) {
 // moment; its keys move to the others through Redis, requests to it are
 // retried, and the result equals the fault-free one.
 func TestChaosKillActorNode(t *testing.T) {
-	for trial := range trials(3) {
+	for trial := range killTrials(3) {
 		seed := uint64(100 + trial)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
-			f := newFleet(t, seed, inTrial(trial, trials(3)))
+			f := newFleet(t, seed, inTrial(trial, killTrials(3)))
 			f.startIngest(t)
 			waitLines(t, f.out, moment(r, 20000), time.Minute)
 			f.fault()
