@@ -24,7 +24,7 @@ const (
 	SysNodeRedis = "node+redis" // the full node on a redis-server with RDB snapshots on
 	// SysNode3Redis is node+redis with two more nodes in the same process:
 	// keys spread over three nodes, most requests remote (issue 7: three
-	// nodes on one machine >= 0.6 x one node). Not in the default systems.
+	// nodes on one machine >= 0.6 x one node).
 	SysNode3Redis = "3nodes+redis"
 )
 
@@ -33,7 +33,7 @@ type Options struct {
 	Scale     Scale
 	Rounds    int      // engine/baseline alternations; the median is reported
 	Workloads []string // names; empty: all
-	Systems   []string // empty: core, node, node+redis
+	Systems   []string // empty: core, node, node+redis, 3nodes+redis
 	Seed      uint64
 	Dir       string    // temp files; empty: a fresh os.MkdirTemp
 	Log       io.Writer // progress; nil: silent
@@ -245,7 +245,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Rounds = 3
 	}
 	if len(o.Systems) == 0 {
-		o.Systems = []string{SysCore, SysNode, SysNodeRedis}
+		o.Systems = []string{SysCore, SysNode, SysNodeRedis, SysNode3Redis}
 	}
 	logf := func(format string, args ...any) {
 		if o.Log != nil {
