@@ -17,6 +17,23 @@ import (
 	"github.com/joinery/joinery/record"
 )
 
+// keyActors starts a local actor system (stopped with the test) and returns
+// it and a function that spawns a key actor of a users ⋈ domains join on
+// store and w, initialised as the cluster would for key: a new activation.
+func keyActors(t *testing.T, store persistence.Store, w *Writer) (*actor.ActorSystem, func(key string) *actor.PID) {
+	spec := &joins.CDCSpec{Type: joins.Inner,
+		Left:  joins.SideSpec{Name: "users", PK: "id", JoinOn: "id"},
+		Right: joins.SideSpec{Name: "domains", PK: "id", JoinOn: "user_id"}}
+	deps := &Deps{Job: "j", Spec: spec, Store: store, Writer: w, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	system := actor.NewActorSystem()
+	t.Cleanup(system.Shutdown)
+	return system, func(key string) *actor.PID {
+		pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: deps} }))
+		system.Root.Send(pid, &cluster.ClusterInit{Identity: &cluster.ClusterIdentity{Identity: key, Kind: "k"}})
+		return pid
+	}
+}
+
 // TestKeyActorAnswersOnlyWhenDurable: a re-sent request whose events the
 // key already applied, arriving while the write of those events is still
 // pending, is not answered before that write: when the write is then
@@ -29,14 +46,8 @@ func TestKeyActorAnswersOnlyWhenDurable(t *testing.T) {
 	gs := &gateStore{Store: inner, gate: make(chan struct{})}
 	w := NewWriter(gs, WriterOptions{})
 	defer w.Close(ctx)
-	spec := &joins.CDCSpec{Type: joins.Inner,
-		Left:  joins.SideSpec{Name: "users", PK: "id", JoinOn: "id"},
-		Right: joins.SideSpec{Name: "domains", PK: "id", JoinOn: "user_id"}}
-	deps := &Deps{Job: "j", Spec: spec, Store: inner, Writer: w, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	system := actor.NewActorSystem()
-	defer system.Shutdown()
-	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: deps} }))
-	system.Root.Send(pid, &cluster.ClusterInit{Identity: &cluster.ClusterIdentity{Identity: "7", Kind: "k"}})
+	system, spawn := keyActors(t, inner, w)
+	pid := spawn("7")
 
 	ev := record.Event{Key: "7", Side: record.Left, Op: record.OpCreate,
 		After: record.Row{"id": "7", "name": "x"}, Pos: record.Position{Source: "s", Partition: 0, Offset: 1}}
@@ -92,17 +103,7 @@ func TestKeyActorStaleActivationReloadsOnGap(t *testing.T) {
 	store := newEmbedded(t)
 	w := NewWriter(store, WriterOptions{})
 	defer w.Close(ctx)
-	spec := &joins.CDCSpec{Type: joins.Inner,
-		Left:  joins.SideSpec{Name: "users", PK: "id", JoinOn: "id"},
-		Right: joins.SideSpec{Name: "domains", PK: "id", JoinOn: "user_id"}}
-	deps := &Deps{Job: "j", Spec: spec, Store: store, Writer: w, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	system := actor.NewActorSystem()
-	defer system.Shutdown()
-	spawn := func() *actor.PID {
-		pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: deps} }))
-		system.Root.Send(pid, &cluster.ClusterInit{Identity: &cluster.ClusterIdentity{Identity: "7", Kind: "k"}})
-		return pid
-	}
+	system, spawn := keyActors(t, store, w)
 	apply := func(pid *actor.PID, off int64, prev map[string]int64) *keypb.Applied {
 		t.Helper()
 		ev := record.Event{Key: "7", Side: record.Right, Op: record.OpCreate,
@@ -125,11 +126,11 @@ func TestKeyActorStaleActivationReloadsOnGap(t *testing.T) {
 		return nil
 	}
 	part := record.Position{Source: "s", Partition: 0}.PartitionID()
-	stale := spawn()
+	stale := spawn("7")
 	if ap := apply(stale, 1, nil); ap.Error != "" {
 		t.Fatal(ap.Error)
 	}
-	owner := spawn() // the same key activated again: it takes a newer epoch
+	owner := spawn("7") // the same key activated again: it takes a newer epoch
 	for off := int64(2); off <= 5; off++ {
 		if ap := apply(owner, off, map[string]int64{part: off - 1}); ap.Error != "" {
 			t.Fatalf("owner, offset %d: %s", off, ap.Error)

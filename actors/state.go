@@ -148,30 +148,13 @@ func appendOutboxEntry(b []byte, e *outboxEntry) ([]byte, bool) {
 	} else {
 		b = append(b, '[')
 		for i := range e.Outputs {
-			o := &e.Outputs[i]
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"id":`...)
-			b = jsonenc.AppendString(b, o.ID)
-			b = append(b, `,"op":"`...)
-			b = append(b, o.Kind.String()...)
-			b = append(b, `","pk":`...)
-			b = jsonenc.AppendString(b, o.PK)
-			b = append(b, `,"row":`...)
 			var ok bool
-			if b, ok = jsonenc.AppendValue(b, map[string]any(o.Row)); !ok {
+			if b, ok = jsonenc.AppendOutput(b, &e.Outputs[i], nil); !ok {
 				return b, false
 			}
-			if o.Ts != 0 {
-				b = append(b, `,"ts":`...)
-				b = strconv.AppendInt(b, o.Ts, 10)
-			}
-			if o.Seq != 0 {
-				b = append(b, `,"seq":`...)
-				b = strconv.AppendUint(b, o.Seq, 10)
-			}
-			b = append(b, '}')
 		}
 		b = append(b, ']')
 	}

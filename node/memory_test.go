@@ -30,18 +30,7 @@ func TestNodeMemoryBoundedByPassivation(t *testing.T) {
 	}
 	rs := testutil.StartRedis(t)
 	dir := t.TempDir()
-	f, err := os.Create(filepath.Join(dir, "users.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := bufio.NewWriter(f)
-	for i := 1; i <= keys; i++ {
-		fmt.Fprintf(w, `{"before":null,"after":{"id":%d,"firstname":"f%d","lastname":"l"},"op":"c","source":{"table":"users"}}`+"\n", i, i)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	writeUsers(t, filepath.Join(dir, "users.jsonl"), keys)
 	n := start(t, parse(t, dir, "name: memory\n"+joinYAML+fmt.Sprintf(`
 state: {store: redis, redis: {addr: %q}, passivate_after: 200ms}
 sources: [{name: cdc, type: file, path: users.jsonl, tables: {users: left, domains: right}}]
@@ -106,18 +95,7 @@ func TestNodeMemoryLiveKeys(t *testing.T) {
 		keys = v
 	}
 	dir := t.TempDir()
-	f, err := os.Create(filepath.Join(dir, "users.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := bufio.NewWriter(f)
-	for i := 1; i <= keys; i++ {
-		fmt.Fprintf(w, `{"before":null,"after":{"id":%d,"firstname":"f%d","lastname":"l"},"op":"c","source":{"table":"users"}}`+"\n", i, i)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	writeUsers(t, filepath.Join(dir, "users.jsonl"), keys)
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -159,6 +137,23 @@ func rss() string {
 		}
 	}
 	return "?"
+}
+
+// writeUsers writes a Debezium file of n users inserts, ids 1..n: n keys.
+func writeUsers(t *testing.T, path string, n int) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(w, `{"before":null,"after":{"id":%d,"firstname":"f%d","lastname":"l"},"op":"c","source":{"table":"users"}}`+"\n", i, i)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }

@@ -2,7 +2,6 @@ package changelog
 
 import (
 	"encoding/json"
-	"strconv"
 
 	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
@@ -17,43 +16,20 @@ import (
 // json.Number, []any, map[string]any), and the caller encodes it the slow
 // way.
 func appendChangelog(b []byte, o record.Output, pk []byte) ([]byte, bool) {
-	b = append(b, `{"id":`...)
-	b = jsonenc.AppendString(b, o.ID)
-	b = append(b, `,"op":"`...)
-	b = append(b, o.Kind.String()...)
-	b = append(b, `","pk":`...)
-	b = appendCompact(b, pk)
-	b = append(b, `,"row":`...)
-	var ok bool
-	if b, ok = jsonenc.AppendValue(b, map[string]any(o.Row)); !ok {
-		return b, false
-	}
-	if o.Ts != 0 {
-		b = append(b, `,"ts":`...)
-		b = strconv.AppendInt(b, o.Ts, 10)
-	}
-	if o.Seq != 0 {
-		b = append(b, `,"seq":`...)
-		b = strconv.AppendUint(b, o.Seq, 10)
-	}
-	return append(b, '}'), true
+	return jsonenc.AppendOutput(b, &o, compact(pk))
 }
 
-// appendCompact appends valid JSON text without insignificant space, as
-// encoding/json does for a json.RawMessage.
-func appendCompact(b, raw []byte) []byte {
+// compact returns valid JSON text without insignificant space, as
+// encoding/json writes a json.RawMessage (raw itself when it has none).
+func compact(raw []byte) []byte {
 	for _, c := range raw {
 		if c == ' ' || c == '\n' || c == '\t' || c == '\r' {
-			return appendCompactSlow(b, raw)
+			out, err := json.Marshal(json.RawMessage(raw))
+			if err != nil {
+				return raw // cannot happen: raw was checked valid
+			}
+			return out
 		}
 	}
-	return append(b, raw...)
-}
-
-func appendCompactSlow(b, raw []byte) []byte {
-	out, err := json.Marshal(json.RawMessage(raw))
-	if err != nil {
-		return append(b, raw...) // cannot happen: raw was checked valid
-	}
-	return append(b, out...)
+	return raw
 }

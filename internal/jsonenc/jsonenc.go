@@ -173,3 +173,35 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// AppendOutput appends o as encoding/json (HTML escaping off) encodes a
+// record.Output: {"id","op","pk","row"} then "ts" and "seq" when not zero.
+// The pk is o.PK as a JSON string, or — when pk is not nil — pk itself,
+// which must be compact, valid JSON text (the changelog format writes the
+// key's JSON array there). ok is false as for AppendValue.
+func AppendOutput(b []byte, o *record.Output, pk []byte) ([]byte, bool) {
+	b = append(b, `{"id":`...)
+	b = AppendString(b, o.ID)
+	b = append(b, `,"op":"`...)
+	b = append(b, o.Kind.String()...)
+	b = append(b, `","pk":`...)
+	if pk != nil {
+		b = append(b, pk...)
+	} else {
+		b = AppendString(b, o.PK)
+	}
+	b = append(b, `,"row":`...)
+	var ok bool
+	if b, ok = AppendValue(b, map[string]any(o.Row)); !ok {
+		return b, false
+	}
+	if o.Ts != 0 {
+		b = append(b, `,"ts":`...)
+		b = strconv.AppendInt(b, o.Ts, 10)
+	}
+	if o.Seq != 0 {
+		b = append(b, `,"seq":`...)
+		b = strconv.AppendUint(b, o.Seq, 10)
+	}
+	return append(b, '}'), true
+}
