@@ -57,7 +57,7 @@ tidy-check:
 ## About 75 minutes on 2 cores. CHAOS_TRIALS / CHAOS_KILL_TRIALS override.
 CHAOS_TRIALS ?= 3
 CHAOS_KILL_TRIALS ?= 20
-chaos: build
+chaos: redis build
 	CHAOS_TRIALS=$(CHAOS_TRIALS) CHAOS_KILL_TRIALS=$(CHAOS_KILL_TRIALS) CHAOS_CHANGES=200000 $(GO) test -count=1 -v -timeout 180m ./chaos/
 
 ## fuzz: a short run of every fuzz target (FUZZTIME each).

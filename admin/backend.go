@@ -39,6 +39,16 @@ type Backend interface {
 	Ready(ctx context.Context) error
 }
 
+// Liveness is implemented by a Backend that can tell when its process must be
+// restarted although it still runs. /healthz answers 503 with Live's reason
+// then (so a Kubernetes liveness probe restarts the pod), and 200 otherwise.
+type Liveness interface {
+	// Live returns nil while the node is healthy, or why it needs a
+	// restart (e.g. its peers declared it dead and no longer place keys on
+	// it). It is polled by probes, so it must be cheap.
+	Live(ctx context.Context) error
+}
+
 // Watermarker is implemented by a Backend that tracks event-time watermarks.
 type Watermarker interface {
 	// Watermarks returns the per-partition watermarks of job on this node,

@@ -20,7 +20,7 @@
 //
 // Routes (JSON; errors are {"error": "..."}):
 //
-//	GET  /healthz                               200 "ok" while the process lives
+//	GET  /healthz                               200 "ok" while the process lives, or 503 with Liveness.Live's reason
 //	GET  /readyz                                200 "ok", or 503 with Backend.Ready's reason
 //	GET  /metrics                               the Metrics registry (Prometheus text format)
 //	GET  /v1/members                            []Member

@@ -51,6 +51,9 @@ type Metrics struct {
 	// ClusterMembers is the number of alive members this node sees:
 	// joinery_cluster_members.
 	ClusterMembers prometheus.Gauge
+	// DeclaredDead is 1 once this node learned its peers declared it dead
+	// (it must be restarted to be placed on again): joinery_cluster_declared_dead.
+	DeclaredDead prometheus.Gauge
 	// WatermarkLag is how far each partition's watermark is behind now:
 	// joinery_watermark_lag_seconds{job,source,partition}.
 	WatermarkLag *prometheus.GaugeVec
@@ -89,12 +92,14 @@ func NewMetrics() *Metrics {
 			Help: "Failed Redis calls."}),
 		ClusterMembers: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "cluster_members",
 			Help: "Alive cluster members this node sees."}),
+		DeclaredDead: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "cluster_declared_dead",
+			Help: "1 once this node's peers declared it dead: they no longer place keys on it until it restarts."}),
 		WatermarkLag: gaugeVec("watermark_lag_seconds", "How far each partition's watermark is behind the wall clock.", "job", "source", "partition"),
 		reg:          prometheus.NewRegistry(),
 	}
 	m.reg.MustRegister(m.RecordsIn, m.Outputs, m.Rejected, m.Late, m.SkippedReplayed, m.KeysActive,
 		m.StateBytes, m.SnapshotSeconds, m.SnapshotBytes, m.FencedWrites, m.RedisErrors,
-		m.ClusterMembers, m.WatermarkLag)
+		m.ClusterMembers, m.DeclaredDead, m.WatermarkLag)
 	return m
 }
 

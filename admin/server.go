@@ -180,8 +180,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if l, ok := s.cfg.Backend.(Liveness); ok {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		err := l.Live(ctx)
+		cancel()
+		if err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "restart needed: "+err.Error()+"\n")
+			return
+		}
+	}
 	_, _ = io.WriteString(w, "ok\n")
 }
 

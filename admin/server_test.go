@@ -23,6 +23,7 @@ import (
 // job "j" and records key actions. The real Backend is the node.
 type fakeBackend struct {
 	readyErr error
+	liveErr  error
 
 	mu      sync.Mutex
 	actions []string // "passivate j/k", ...
@@ -34,7 +35,10 @@ var (
 	_ admin.Explainer   = (*fakeBackend)(nil)
 	_ admin.HotKeys     = (*fakeBackend)(nil)
 	_ admin.KeyActions  = (*fakeBackend)(nil)
+	_ admin.Liveness    = (*fakeBackend)(nil)
 )
+
+func (f *fakeBackend) Live(context.Context) error { return f.liveErr }
 
 func (f *fakeBackend) job(job string) error {
 	if job != "j" {
@@ -197,6 +201,14 @@ func TestAdminHealthz(t *testing.T) {
 	wantCode(t, a, 200)
 	if strings.TrimSpace(a.body) != "ok" {
 		t.Fatalf("body %q", a.body)
+	}
+	ts = newTestServer(t, admin.ServerConfig{Backend: &fakeBackend{}})
+	wantCode(t, call(t, "GET", ts.URL+"/healthz", ""), 200)
+	ts = newTestServer(t, admin.ServerConfig{Backend: &fakeBackend{liveErr: errors.New("declared dead by n1")}, Token: "s"})
+	a = call(t, "GET", ts.URL+"/healthz", "") // probes need no token
+	wantCode(t, a, 503)
+	if !strings.Contains(a.body, "declared dead by n1") {
+		t.Fatalf("body %q lacks the reason", a.body)
 	}
 }
 

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -303,6 +304,15 @@ func TestChaosPauseActorNode(t *testing.T) {
 			if err := f.n2.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
 			}
+			// n1 and n3 declared n2 dead: n2 learns it from their gossip
+			// and reports that it needs a restart (cluster.DeadNotice).
+			testutil.WaitFor(t, 45*time.Second, func() error {
+				logs, _ := os.ReadFile(filepath.Join(f.dir, "n2.log"))
+				if !bytes.Contains(logs, []byte("declared dead by its live peers")) {
+					return errors.New("n2 has not logged that it was declared dead")
+				}
+				return nil
+			})
 			f.finish(t)
 			logs, _ := os.ReadFile(filepath.Join(f.dir, "n2.log"))
 			fenced := bytes.Count(logs, []byte("key write fenced"))

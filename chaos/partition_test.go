@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -124,10 +125,37 @@ func partitionTrial(t *testing.T, seed uint64, trial, trials int) int {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("healed after %v; n2 refused %d writes (metric) within %v of the heal", healed.Sub(start).Round(time.Millisecond), fencedMetric, time.Since(healed).Round(time.Millisecond))
+	// After the heal the views merge (the Provider rejoins members it saw
+	// die), and n2 learns that n1 and n3 declared it dead: protoactor on
+	// them blocks its member ID for good, so n2's /healthz fails and a
+	// supervisor would restart it. n3, on the majority side, stays healthy
+	// although n2 declared it dead too.
+	testutil.WaitFor(t, 45*time.Second, func() error {
+		if code, body := healthz(f.admin[1]); code != http.StatusServiceUnavailable || !strings.Contains(body, "declared dead") {
+			return fmt.Errorf("n2 /healthz = %d %q, want 503 declared dead", code, body)
+		}
+		return nil
+	})
+	if code, body := healthz(f.admin[2]); code != http.StatusOK {
+		t.Errorf("n3 (majority side) /healthz = %d %q, want 200", code, body)
+	}
+	t.Logf("n2 reports itself declared dead %v after the heal; n3 healthy", time.Since(healed).Round(time.Millisecond))
 	f.finish(t)
 	logged := fencedWrites(f.dir)
 	t.Logf("refused (fenced) writes: %d in the nodes' logs, %d by n2's joinery_fenced_writes_total", logged, fencedMetric)
 	return min(logged, fencedMetric)
+}
+
+// healthz is a node's /healthz status and body (0 when it does not answer).
+func healthz(base string) (int, string) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(base + "/healthz")
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // aliveMembers is how many members a node's admin API lists as alive (-1

@@ -103,6 +103,24 @@ type Config struct {
 	// or died (status "left"/"dead") after they departed. Default: 5m.
 	DepartedRetention time.Duration
 
+	// ReconnectInterval is how often the Provider tries to rejoin the
+	// gossip addresses of members it saw die (within DepartedRetention),
+	// as serf's reconnect does: memberlist never contacts a dead node
+	// again, so without it the two sides of a healed partition would stay
+	// split. Rejoining merges the views, and a node that finds it was
+	// declared dead learns it (see Provider.DeclaredDead). Default: 10s.
+	ReconnectInterval time.Duration
+
+	// OnDeclaredDead, when set, is called once when this node learns that
+	// its live peers declared it dead (see DeadNotice). It runs with the
+	// Provider's lock held: it must return at once and not call the
+	// Provider. Optional; Provider.DeclaredDead can be polled instead.
+	OnDeclaredDead func(DeadNotice)
+
+	// tune, when set (tests only), adjusts memberlist's Config before
+	// memberlist starts: a test wraps the transport to cut and heal links.
+	tune func(*memberlist.Config) error
+
 	// Logger receives the provider's and memberlist's logs (memberlist's
 	// [DEBUG]/[INFO]/[WARN]/[ERR] lines map to slog levels).
 	// Default: the actor system's logger.
@@ -119,6 +137,7 @@ func DefaultConfig() Config {
 		JoinRetryMax:      5 * time.Second,
 		LeaveTimeout:      5 * time.Second,
 		DepartedRetention: 5 * time.Minute,
+		ReconnectInterval: 10 * time.Second,
 	}
 }
 
@@ -142,6 +161,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DepartedRetention == 0 {
 		c.DepartedRetention = d.DepartedRetention
+	}
+	if c.ReconnectInterval == 0 {
+		c.ReconnectInterval = d.ReconnectInterval
 	}
 	c.Seeds = append([]string(nil), c.Seeds...)
 	c.SecretKey = append([]byte(nil), c.SecretKey...)
@@ -209,6 +231,7 @@ func (c Config) Validate() error {
 		{"JoinRetryMax", c.JoinRetryMax},
 		{"LeaveTimeout", c.LeaveTimeout},
 		{"DepartedRetention", c.DepartedRetention},
+		{"ReconnectInterval", c.ReconnectInterval},
 	} {
 		if d.v < 0 {
 			bad(d.name, "%v is negative", d.v)

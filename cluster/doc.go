@@ -65,8 +65,16 @@
 //     system's EventStream instead.
 //   - A member that left or was declared dead is blocked forever by its ID.
 //     A restarted process gets a new ID, so restarts are fine, but a node
-//     wrongly declared dead (a long pause) stays out of placement until it
-//     restarts, although memberlist lists it alive again.
+//     wrongly declared dead (a long pause, a partition) stays out of
+//     placement until it restarts, although memberlist lists it alive
+//     again. The Provider therefore gossips the IDs it saw die
+//     (nodeMeta.Dead) and leaves them out of its own topology too, so
+//     OwnerOf agrees with protoactor; the node that finds its ID in most
+//     of its live peers' lists reports DeclaredDead (the node's /healthz
+//     then fails, and its supervisor restarts it). memberlist never
+//     contacts a dead node again, so the Provider also rejoins, every
+//     ReconnectInterval, the members it saw die: without that the two
+//     sides of a healed partition would stay split for good.
 //   - protoactor has data races under -race: Remote.Start sets gRPC's
 //     global logger (several nodes per process), BlockList reads without
 //     its lock, Remote.Shutdown races its endpoint manager, and disthash

@@ -25,11 +25,22 @@ type nodeMeta struct {
 	// from a failure (memberlist's Node.State cannot: nodeState shadows
 	// it and memberlist never updates Node.State).
 	Leaving bool `json:"leaving,omitempty"`
+	// Dead lists the member IDs this node saw declared dead (failed, not
+	// left) within Config.DepartedRetention, newest first. protoactor
+	// blocks such an ID for good, so a node that finds its own ID here,
+	// gossiped by most of its live peers, knows they will never place a key
+	// on it again (Provider.DeclaredDead). encodeMeta drops the oldest
+	// entries that do not fit memberlist's meta limit.
+	Dead []string `json:"dead,omitempty"`
 }
 
 func encodeMeta(m nodeMeta) ([]byte, error) {
 	m.V = metaVersion
 	b, err := json.Marshal(m)
+	for err == nil && len(b) > memberlist.MetaMaxSize && len(m.Dead) > 0 {
+		m.Dead = m.Dead[:len(m.Dead)-1]
+		b, err = json.Marshal(m)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: encode node meta: %w", err)
 	}

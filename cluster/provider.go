@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,72 @@ type nodeView struct {
 	departed   time.Time // when status became left/dead
 }
 
+// DeadNotice says that this node was declared dead while it still runs: a
+// long pause (GC, VM stall, SIGSTOP) or a partition made its peers fail it.
+// memberlist lets it refute and lists it alive again, but protoactor on
+// every peer that saw it dead has blocked its member ID for good and never
+// places a key on it again. Only a restart (a new member ID) brings the node
+// back into placement; until then its stale key activations are harmless,
+// because their state writes are fenced.
+//
+// A node concludes it is the one declared dead when more of its live peers
+// gossip its ID in their dead list (nodeMeta.Dead) than there are nodes on
+// its side (itself and the live peers that do not); on an even split, the
+// side holding the lowest node name keeps going. So after a
+// partition heals only the cut-off side reports it: the majority, which the
+// cut-off side also declared dead, does not.
+type DeadNotice struct {
+	By []string  // memberlist names of the live peers that declared it dead
+	At time.Time // when this node learned it
+}
+
+func (d DeadNotice) Error() string {
+	return fmt.Sprintf("declared dead by %s (learned %s): peers no longer place keys on this node; restart it to rejoin placement",
+		strings.Join(d.By, ", "), d.At.UTC().Format(time.RFC3339))
+}
+
+// DeclaredDead returns the notice that this node was declared dead by its
+// live peers, or nil. Once set it stays set until the process restarts.
+func (p *Provider) DeclaredDead() *DeadNotice { return p.declaredDead.Load() }
+
+// checkDeclaredDeadLocked applies DeadNotice's rule to the current view.
+func (p *Provider) checkDeclaredDeadLocked() {
+	if p.declaredDead.Load() != nil || p.ownMeta.ID == "" {
+		return
+	}
+	var blockers, others []string
+	for _, n := range p.mu.nodes {
+		if n.status != StatusAlive || n.metaErr != nil || n.meta.Client || n.meta.ID == p.ownMeta.ID {
+			continue
+		}
+		if slices.Contains(n.meta.Dead, p.ownMeta.ID) {
+			blockers = append(blockers, n.name)
+		} else {
+			others = append(others, n.name)
+		}
+	}
+	if len(blockers) == 0 {
+		return
+	}
+	others = append(others, p.mu.self) // this node's side: itself and the peers that did not
+	out := len(blockers) > len(others)
+	if len(blockers) == len(others) { // an even split: the side with the lowest name stays
+		out = slices.Min(blockers) < slices.Min(others)
+	}
+	if !out {
+		return
+	}
+	slices.Sort(blockers)
+	d := &DeadNotice{By: blockers, At: time.Now()}
+	if p.declaredDead.CompareAndSwap(nil, d) {
+		if p.cfg.OnDeclaredDead != nil {
+			p.cfg.OnDeclaredDead(*d)
+		}
+		p.logNow().Error("this node was declared dead by its live peers, which no longer place keys on it; restart it (its /healthz fails from now on)",
+			slog.Any("by", blockers))
+	}
+}
+
 // Provider is a protoactor cluster.ClusterProvider backed by
 // hashicorp/memberlist gossip. Create it with New, hand it to
 // cluster.Configure, and let the protoactor Cluster call StartMember (or
@@ -100,7 +167,13 @@ type Provider struct {
 	ownMeta nodeMeta                    // written once in start before memberlist exists
 
 	joinFailures atomic.Int64 // failed join rounds; read by tests
-	publishing   atomic.Bool  // true while UpdateClusterTopology runs; read by tests
+	reconnects   atomic.Int64 // rejoin rounds that reached a departed member; read by tests
+
+	declaredDead atomic.Pointer[DeadNotice] // set once: see DeadNotice
+	metaChanged  chan struct{}              // cap 1: the dead list changed; metaLoop regossips the meta
+	metaMu       sync.Mutex                 // serialises building and storing meta
+	leaving      bool                       // under metaMu: a graceful Shutdown began
+	publishing   atomic.Bool                // true while UpdateClusterTopology runs; read by tests
 
 	mu struct {
 		sync.Mutex
@@ -109,6 +182,10 @@ type Provider struct {
 		self       string // own memberlist node name
 		gossipAddr string
 		nodes      map[string]*nodeView // by memberlist node name
+		// deadIDs are the member IDs of nodes seen declared dead, with
+		// when: excluded from topology for good (protoactor blocks them
+		// too), gossiped in the meta within DepartedRetention.
+		deadIDs map[string]time.Time
 	}
 }
 
@@ -121,12 +198,14 @@ func New(cfg Config) (*Provider, error) {
 		return nil, err
 	}
 	p := &Provider{
-		cfg:     cfg.withDefaults(),
-		changed: make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		cfg:         cfg.withDefaults(),
+		changed:     make(chan struct{}, 1),
+		metaChanged: make(chan struct{}, 1),
+		stop:        make(chan struct{}),
+		done:        make(chan struct{}),
 	}
 	p.mu.nodes = make(map[string]*nodeView)
+	p.mu.deadIDs = make(map[string]time.Time)
 	return p, nil
 }
 
@@ -192,6 +271,9 @@ func (p *Provider) start(c *protocluster.Cluster, client bool) error {
 		p.wg.Add(1)
 		go p.joinLoop(ml, seeds)
 	}
+	p.wg.Add(2)
+	go p.reconnectLoop(ml)
+	go p.metaLoop(ml)
 	p.mu.Unlock()
 
 	p.signal()
@@ -232,6 +314,11 @@ func (p *Provider) createMemberlist(c *protocluster.Cluster, client bool) (*memb
 	mc.Delegate = metaDelegate{p: p}
 	mc.Events = eventDelegate{p: p}
 	mc.Logger = newMemberlistLogger(p.logNow())
+	if p.cfg.tune != nil {
+		if err := p.cfg.tune(mc); err != nil {
+			return nil, err
+		}
+	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: start memberlist on %s: %w",
@@ -290,6 +377,9 @@ func (p *Provider) topology() protocluster.Members {
 		if n.status != StatusAlive || n.metaErr != nil || n.meta.Client {
 			continue
 		}
+		if _, dead := p.mu.deadIDs[n.meta.ID]; dead {
+			continue // blocked by protoactor for good: see DeadNotice
+		}
 		members = append(members, &protocluster.Member{
 			Id:    n.meta.ID,
 			Host:  n.meta.Host,
@@ -344,6 +434,101 @@ func (p *Provider) joinLoop(ml *memberlist.Memberlist, seeds []string) {
 	}
 }
 
+// storeMetaLocked encodes the meta memberlist serves: this node's own,
+// the leaving flag and the dead list (newest first, within retention).
+// Caller holds metaMu.
+func (p *Provider) storeMetaLocked() error {
+	m := p.ownMeta
+	m.Leaving = p.leaving
+	type dead struct {
+		id string
+		at time.Time
+	}
+	var ds []dead
+	now := time.Now()
+	p.mu.Lock()
+	for id, at := range p.mu.deadIDs {
+		if now.Sub(at) <= p.cfg.DepartedRetention {
+			ds = append(ds, dead{id, at})
+		}
+	}
+	p.mu.Unlock()
+	slices.SortFunc(ds, func(a, b dead) int { return b.at.Compare(a.at) })
+	for _, d := range ds {
+		m.Dead = append(m.Dead, d.id)
+	}
+	b, err := encodeMeta(m)
+	if err != nil {
+		return err
+	}
+	p.meta.Store(&b)
+	return nil
+}
+
+// metaLoop regossips this node's meta whenever its dead list changes, and
+// once per DepartedRetention so expired entries drop out.
+func (p *Provider) metaLoop(ml *memberlist.Memberlist) {
+	defer p.wg.Done()
+	ticker := time.NewTicker(p.cfg.DepartedRetention)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.metaChanged:
+		case <-ticker.C:
+		}
+		p.metaMu.Lock()
+		err := p.storeMetaLocked()
+		p.metaMu.Unlock()
+		if err != nil {
+			p.logNow().Warn("updating node meta", slog.Any("error", err))
+			continue
+		}
+		// Waits for the broadcast to go out at most a second; peers that
+		// miss it get the meta with the next push/pull sync.
+		if err := ml.UpdateNode(time.Second); err != nil {
+			p.logNow().Debug("gossiping node meta", slog.Any("error", err))
+		}
+	}
+}
+
+// reconnectLoop rejoins, every Config.ReconnectInterval, the gossip
+// addresses of members this node saw die. memberlist itself never contacts
+// a dead node again (it probes and syncs with live ones only), so a node
+// cut off by a partition, or paused past failure detection, would otherwise
+// stay split from the fleet after the fault ends. A rejoin that reaches the
+// node merges both views; a dead node stays unreachable and costs one
+// failed dial per round until DepartedRetention forgets it.
+func (p *Provider) reconnectLoop(ml *memberlist.Memberlist) {
+	defer p.wg.Done()
+	ticker := time.NewTicker(p.cfg.ReconnectInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-ticker.C:
+		}
+		var addrs []string
+		p.mu.Lock()
+		p.pruneDepartedLocked(time.Now())
+		for _, n := range p.mu.nodes {
+			if n.status == StatusDead && n.gossipAddr != "" {
+				addrs = append(addrs, n.gossipAddr)
+			}
+		}
+		p.mu.Unlock()
+		if len(addrs) == 0 {
+			continue
+		}
+		if n, _ := ml.Join(addrs); n > 0 {
+			p.reconnects.Add(1)
+			p.logNow().Info("reached members that were declared dead; merging views", slog.Any("addresses", addrs), slog.Int("reached", n))
+		}
+	}
+}
+
 // logNow returns the logger resolved at start (a discarding one before).
 func (p *Provider) logNow() *slog.Logger {
 	if l := p.log.Load(); l != nil {
@@ -391,10 +576,11 @@ func (p *Provider) shutdown(graceful bool) error {
 // most Config.LeaveTimeout for its broadcast; a timeout, e.g. because all
 // peers are leaving too, is logged, not returned: shutdown goes on.
 func (p *Provider) leave(ml *memberlist.Memberlist) {
-	m := p.ownMeta
-	m.Leaving = true
-	if b, err := encodeMeta(m); err == nil {
-		p.meta.Store(&b)
+	p.metaMu.Lock()
+	p.leaving = true
+	err := p.storeMetaLocked()
+	p.metaMu.Unlock()
+	if err == nil {
 		if err := ml.UpdateNode(p.cfg.LeaveTimeout); err != nil {
 			p.logNow().Warn("announcing leave", slog.Any("error", err))
 		}
@@ -488,9 +674,23 @@ func (p *Provider) recordNode(n *memberlist.Node, departed bool) {
 	if departed {
 		v.departed = time.Now()
 	}
+	newDead := false
 	p.mu.Lock()
 	p.mu.nodes[n.Name] = v
+	if v.status == StatusDead && v.metaErr == nil && !v.meta.Client && v.meta.ID != p.ownMeta.ID {
+		if _, seen := p.mu.deadIDs[v.meta.ID]; !seen {
+			p.mu.deadIDs[v.meta.ID] = v.departed
+			newDead = true
+		}
+	}
+	p.checkDeclaredDeadLocked()
 	p.mu.Unlock()
+	if newDead {
+		select {
+		case p.metaChanged <- struct{}{}:
+		default:
+		}
+	}
 	if v.metaErr != nil && !departed {
 		p.logNow().Warn("ignoring node with unreadable meta", slog.String("node", n.Name), slog.Any("error", v.metaErr))
 	}

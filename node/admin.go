@@ -27,6 +27,7 @@ var (
 	_ admin.HotKeys     = backend{}
 	_ admin.Watermarker = backend{}
 	_ admin.Explainer   = backend{}
+	_ admin.Liveness    = backend{}
 )
 
 // Hot lists the busiest keys this node routed in the last complete 10 s
@@ -214,11 +215,26 @@ func (b backend) Why(_ context.Context, job, key string) (admin.Why, error) {
 	return why, nil
 }
 
+// Live reports whether the node must be restarted: its peers declared it
+// dead (a long pause, a partition) and protoactor on them no longer places
+// keys on it, for good (cluster.DeadNotice). /healthz fails with the reason,
+// so a liveness probe restarts it under a new member ID.
+func (b backend) Live(context.Context) error {
+	if d := b.n.provider.DeclaredDead(); d != nil {
+		b.n.metrics.DeclaredDead.Set(1)
+		return d
+	}
+	return nil
+}
+
 // Ready reports whether the node can do its work: membership started and the
 // store reachable.
 func (b backend) Ready(ctx context.Context) error {
 	if b.n.draining.Load() {
 		return errors.New("draining")
+	}
+	if err := b.Live(ctx); err != nil {
+		return err
 	}
 	alive := 0
 	for _, m := range b.n.provider.Members() {

@@ -216,6 +216,7 @@ func (n *Node) startCluster() (err error) {
 	pcfg.Label = cc.Label
 	pcfg.Profile = cc.Profile
 	pcfg.Logger = libLogger(n.log, "memberlist")
+	pcfg.OnDeclaredDead = func(cluster.DeadNotice) { n.metrics.DeclaredDead.Set(1) }
 	if cc.Advertise != "" {
 		pcfg.AdvertiseAddr = cc.Advertise
 	}
