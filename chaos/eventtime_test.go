@@ -110,7 +110,7 @@ dead_letter: dead.jsonl
 				logs, _ := os.ReadFile(filepath.Join(dir, "n1.log"))
 				t.Fatalf("ingest node: %v\n%s", err, tail(logs, 3000))
 			}
-			recMS := rec.done().Milliseconds()
+			rt := rec.done()
 			n3.term()
 			got, lines, dups, dupIDs := pairs(t, out)
 			missing, extra := 0, 0
@@ -126,7 +126,7 @@ dead_letter: dead.jsonl
 			}
 			record1(summaryRow{Scenario: "WindowJoinKillActorNode", Trial: trial + 1, Trials: trials(1),
 				EventsIn: 30000, Outputs: lines, Equal: missing+extra == 0, Lost: missing,
-				DupIDs: dupIDs, Fenced: fencedWrites(dir), RecoveryMS: recMS})
+				DupIDs: dupIDs, Fenced: fencedWrites(dir), RecoveryMS: ms(rt.first), MaxStallMS: ms(rt.stall)})
 			if missing+extra > 0 {
 				dl, _ := os.ReadFile(filepath.Join(dir, "dead.jsonl"))
 				t.Logf("dead letters (late elements explain missing pairs): %s", tail(dl, 2000))

@@ -172,14 +172,14 @@ func (f *fleet) finish(t *testing.T) {
 	row := summaryRow{
 		Scenario: strings.TrimPrefix(strings.SplitN(t.Name(), "/", 2)[0], "TestChaos"),
 		Trial:    f.opts.trial, Trials: f.opts.trials,
-		EventsIn: inputChanges, Lost: len(f.want), RecoveryMS: -1,
+		EventsIn: inputChanges, Lost: len(f.want), RecoveryMS: -1, MaxStallMS: -1,
 	}
 	defer func() { record1(row) }() // also when a check below fails the test
 	err := f.n1.wait(3 * time.Minute)
 	for _, rc := range f.recs {
-		if d := rc.done(); d >= 0 && d.Milliseconds() > row.RecoveryMS {
-			row.RecoveryMS = d.Milliseconds()
-		}
+		rt := rc.done()
+		row.RecoveryMS = max(row.RecoveryMS, ms(rt.first))
+		row.MaxStallMS = max(row.MaxStallMS, ms(rt.stall))
 	}
 	row.Outputs, row.Fenced, row.DupIDs = lineCount(f.out), fencedWrites(f.dir), dupOutputs(f.out)
 	if err != nil {

@@ -36,6 +36,13 @@ type summaryRow struct {
 	// Recovery is the time from the (last) fault until the output file grew
 	// again, by polling every 5 ms; -1 without a fault or when it never grew.
 	RecoveryMS int64 `json:"recovery_ms"`
+	// MaxStallMS is the longest time, from a fault until the ingest node
+	// finished, that the output stood still (a gap closed by new output;
+	// the idle tail after the input ended does not count). Outputs are
+	// written in batch order, so a key stuck on a dead node stalls all
+	// output behind it: this is the fault's real recovery time, where
+	// Recovery may be a batch of unaffected keys. -1 without a fault.
+	MaxStallMS int64 `json:"max_stall_ms"`
 }
 
 var summary struct {
@@ -57,16 +64,19 @@ func printSummary(w io.Writer) error {
 	if len(summary.rows) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\n%-34s %7s %9s %8s %6s %5s %7s %7s %11s\n", "scenario", "trial", "events in", "outputs", "equal", "lost", "dup-ids", "fenced", "recovery")
+	fmt.Fprintf(w, "\n%-34s %7s %9s %8s %6s %5s %7s %7s %11s %11s\n", "scenario", "trial", "events in", "outputs", "equal", "lost", "dup-ids", "fenced", "recovery", "max stall")
+	str := func(v int64) string {
+		if v < 0 {
+			return "-"
+		}
+		return fmt.Sprint(time.Duration(v) * time.Millisecond)
+	}
 	for _, r := range summary.rows {
-		eq, rec := "no", "-"
+		eq := "no"
 		if r.Equal {
 			eq = "yes"
 		}
-		if r.RecoveryMS >= 0 {
-			rec = fmt.Sprint(time.Duration(r.RecoveryMS) * time.Millisecond)
-		}
-		fmt.Fprintf(w, "%-34s %7s %9d %8d %6s %5d %7d %7d %11s\n", r.Scenario, fmt.Sprintf("%d/%d", r.Trial, r.Trials), r.EventsIn, r.Outputs, eq, r.Lost, r.DupIDs, r.Fenced, rec)
+		fmt.Fprintf(w, "%-34s %7s %9d %8d %6s %5d %7d %7d %11s %11s\n", r.Scenario, fmt.Sprintf("%d/%d", r.Trial, r.Trials), r.EventsIn, r.Outputs, eq, r.Lost, r.DupIDs, r.Fenced, str(r.RecoveryMS), str(r.MaxStallMS))
 	}
 	if path := os.Getenv("CHAOS_OUT"); path != "" {
 		b, err := json.MarshalIndent(summary.rows, "", "  ")
@@ -78,31 +88,56 @@ func printSummary(w io.Writer) error {
 	return nil
 }
 
-// recovery watches an output file from the moment of a fault: done returns
-// how long until it had more lines than at the fault (-1 if it never grew
-// before done was called).
+// recovery watches an output file from the moment of a fault, polling its
+// size every 5 ms: done returns how long until it first grew (-1 if it
+// never did before done was called) and the longest standstill from the
+// fault on that new output ended.
 type recovery struct {
 	stop chan struct{}
-	res  chan time.Duration
+	res  chan recoveryTimes
 	once sync.Once
-	d    time.Duration
+	d    recoveryTimes
+}
+
+type recoveryTimes struct{ first, stall time.Duration }
+
+// ms is d in milliseconds, -1 for "none" (a negative d).
+func ms(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 func watchRecovery(path string) *recovery {
-	rc := &recovery{stop: make(chan struct{}), res: make(chan time.Duration, 1)}
-	start, n := time.Now(), lineCount(path)
+	rc := &recovery{stop: make(chan struct{}), res: make(chan recoveryTimes, 1)}
+	start, size := time.Now(), fileSize(path)
 	go func() {
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
+		r := recoveryTimes{first: -1, stall: -1}
+		last := start
 		for {
 			select {
 			case <-rc.stop:
-				rc.res <- -1
+				rc.res <- r
 				return
-			case <-tick.C:
-				if lineCount(path) > n {
-					rc.res <- time.Since(start)
-					return
+			case now := <-tick.C:
+				if n := fileSize(path); n > size {
+					size = n
+					if r.first < 0 {
+						r.first = now.Sub(start)
+					}
+					r.stall = max(r.stall, now.Sub(last))
+					last = now
 				}
 			}
 		}
@@ -110,9 +145,9 @@ func watchRecovery(path string) *recovery {
 	return rc
 }
 
-func (rc *recovery) done() time.Duration {
+func (rc *recovery) done() recoveryTimes {
 	if rc == nil {
-		return -1
+		return recoveryTimes{-1, -1}
 	}
 	rc.once.Do(func() {
 		close(rc.stop)
