@@ -18,8 +18,12 @@
 //
 // At the end of the run TestMain prints a summary table, one row per
 // scenario trial (events in, output lines, final state equal, rows lost,
-// rows written twice under different ids, fenced writes refused, recovery
-// time after the fault); CHAOS_OUT=FILE also writes the rows there as JSON.
+// rows written twice under different ids, fenced writes refused, recovery:
+// the time until the output first grew after the fault, and max stall: the
+// longest standstill of the output from the fault until the input ended —
+// outputs are written in batch order, so a key stuck on a dead node holds
+// back all output behind it); CHAOS_OUT=FILE also writes the rows there as
+// JSON.
 // Other knobs: CHAOS_CHANGES (input size), CHAOS_KEEP=DIR (copy each fleet's
 // files, logs included, there), CHAOS_LOG_LEVEL (the nodes' --log-level),
 // CHAOS_PAUSE (the pause scenario's SIGSTOP length), CHAOS_PASSIVATE (the
