@@ -35,7 +35,7 @@ func TestChaosKillIngestNodeAfterStateWrite(t *testing.T) {
 			n := 20 + r.IntN(2000*inputChanges/20000) // n1 writes ~14000 batches per 20000 changes
 			f := newFleet(t, seed, inTrial(trial, trials(1)))
 			f.n1 = startProc(t, f.dir, "n1", "n1.yaml", "env", fmt.Sprintf("%s=exit-after-state-write:%d", failpoint.Env, n))
-			err := f.n1.wait(2 * time.Minute)
+			err := f.n1.wait(scaled(2 * time.Minute))
 			f.fault()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != failpoint.ExitCode {

@@ -6,11 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -230,17 +232,63 @@ func compare(t *testing.T, got, want map[string]string) int {
 }
 
 // lineCount counts the lines of a file (0 when it does not exist yet).
+// lineCount is how many lines path holds. The output files grow to tens of
+// megabytes and the harness polls them every few milliseconds, so each call
+// reads only what was appended since the last call for that path (a file
+// that shrank is counted again from the start): reading the whole file each
+// time took a good part of a core from the nodes under test.
 func lineCount(path string) int {
-	b, err := os.ReadFile(path)
+	lineCounts.Lock()
+	defer lineCounts.Unlock()
+	c := lineCounts.m[path]
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
-	return bytes.Count(b, []byte("\n"))
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Size() < c.off {
+		c = counted{}
+	}
+	if _, err := f.Seek(c.off, io.SeekStart); err != nil {
+		return 0
+	}
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := f.Read(buf)
+		c.off += int64(n)
+		c.lines += bytes.Count(buf[:n], []byte("\n"))
+		if err != nil {
+			break
+		}
+	}
+	if lineCounts.m == nil {
+		lineCounts.m = make(map[string]counted)
+	}
+	lineCounts.m[path] = c
+	return c.lines
 }
 
+type counted struct {
+	off   int64
+	lines int
+}
+
+var lineCounts struct {
+	sync.Mutex
+	m map[string]counted
+}
+
+// scaled stretches a deadline sized for the CI input (20,000 changes) to
+// the input of this run: `make chaos` runs ten times as many changes, and a
+// slow disk under appendfsync always makes a run take minutes.
+func scaled(d time.Duration) time.Duration {
+	return d * time.Duration(max(1, inputChanges/20000))
+}
+
+// waitLines waits until path holds n lines, for at most scaled(d).
 func waitLines(t *testing.T, path string, n int, d time.Duration) {
 	t.Helper()
-	testutil.WaitFor(t, d, func() error {
+	testutil.WaitFor(t, scaled(d), func() error {
 		if c := lineCount(path); c < n {
 			return fmt.Errorf("%s has %d lines, want >= %d", path, c, n)
 		}

@@ -175,7 +175,7 @@ func (f *fleet) finish(t *testing.T) {
 		EventsIn: inputChanges, Lost: len(f.want), RecoveryMS: -1, MaxStallMS: -1,
 	}
 	defer func() { record1(row) }() // also when a check below fails the test
-	err := f.n1.wait(3 * time.Minute)
+	err := f.n1.wait(scaled(3 * time.Minute))
 	for _, rc := range f.recs {
 		rt := rc.done()
 		row.RecoveryMS = max(row.RecoveryMS, ms(rt.first))
