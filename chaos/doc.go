@@ -24,7 +24,10 @@
 // outputs are written in batch order, so a key stuck on a dead node holds
 // back all output behind it); CHAOS_OUT=FILE also writes the rows there as
 // JSON.
-// Other knobs: CHAOS_CHANGES (input size), CHAOS_KEEP=DIR (copy each fleet's
+// Each fleet's files (input, outputs, logs, Redis's AOF) live on /dev/shm
+// when it exists, or under CHAOS_TMPDIR: Redis still fsyncs every write,
+// but a disk's fsync no longer sets the pace. Other knobs: CHAOS_CHANGES
+// (input size), CHAOS_KEEP=DIR (copy each fleet's
 // files, logs included, there), CHAOS_LOG_LEVEL (the nodes' --log-level),
 // CHAOS_PAUSE (the pause scenario's SIGSTOP length), CHAOS_PASSIVATE (the
 // passivation scenario's passivate_after; setting it runs that scenario).
