@@ -158,6 +158,21 @@ func (p *proc) term() {
 	p.log.Close()
 }
 
+// running reports whether the process has not exited yet.
+func (p *proc) running() bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case err := <-p.done:
+		p.cmd, p.exitErr = nil, err
+		p.log.Close()
+		return false
+	default:
+		return true
+	}
+}
+
 // wait waits for the process to exit by itself and returns its error (again
 // when it has already been waited for).
 func (p *proc) wait(d time.Duration) error {

@@ -19,8 +19,8 @@ import (
 // from the other nodes with a real network partition (each node in its own
 // network namespace; policy rules in the root namespace silently drop the
 // packets between n2's subnet and the others', both ways; see netLab),
-// keeps it cut off until n1 and n3 have declared it dead and carried on
-// without it, then heals the partition. n2 keeps its route to Redis
+// keeps it cut off until n1, n3 and n4 have declared it dead and carried
+// on without it, then heals the partition. n2 keeps its route to Redis
 // throughout, so its stale activations can still try to write.
 //
 // Why a refused write is certain: n1, the ingesting node, keeps sending
@@ -29,8 +29,8 @@ import (
 // never arrive: they sit unacknowledged in n1's TCP connection to n2, and
 // the kernel retransmits them, with backoff, even after n1 closes that
 // connection when it declares n2 dead (about 5 s in, memberlist profile
-// local; n1 and n3 confirm each other's suspicion). Then the keys move:
-// n1 and n3 activate them with newer owner epochs from Redis and re-apply
+// local; the others confirm each other's suspicion). Then the keys move:
+// n1, n3 and n4 activate them with newer owner epochs from Redis and re-apply
 // those requests there. When the partition heals, the kernel's next
 // retransmission delivers the old requests to n2, whose activations of
 // those keys (older epochs; nobody stopped them — n2 is healed before it
@@ -77,23 +77,28 @@ const partitionExtraTrials = 4
 // joinery_fenced_writes_total).
 func partitionTrial(t *testing.T, seed uint64, trial, trials int) int {
 	r := rand.New(rand.NewPCG(seed, seed))
-	lab := newNetLab(t, 3)
+	// Four nodes: n2 is cut off from three, so it stays the minority even
+	// when n1, the ingesting node, finishes the input and leaves before n2
+	// learns it was declared dead (with n2 and n3 alone that would be an
+	// even split; see cluster.DeadNotice).
+	lab := newNetLab(t, 4)
 	f := newFleet(t, seed, withNetns(lab), withAdmin(), inTrial(trial, max(trials, trial+1)))
+	f.n4 = f.start(t, 4)
 	f.startIngest(t)
 	waitLines(t, f.out, moment(r, 10000), time.Minute)
-	if f.n1.wait(0) == nil && f.n1.cmd == nil {
+	if !f.n1.running() {
 		t.Fatalf("n1 finished the input before the partition: nothing in flight to cut")
 	}
 	start := time.Now()
 	lab.partition(2)
 	f.fault()
 	cutAt := lineCount(f.out)
-	t.Logf("cut n2 off from n1 and n3 with %d output lines written", cutAt)
-	// n1 and n3 declare n2 dead (memberlist, profile local)...
+	t.Logf("cut n2 off from n1, n3 and n4 with %d output lines written", cutAt)
+	// n1, n3 and n4 declare n2 dead (memberlist, profile local)...
 	testutil.WaitFor(t, time.Minute, func() error {
-		for _, i := range []int{0, 2} {
-			if n := aliveMembers(f.admin[i]); n != 2 {
-				return fmt.Errorf("n%d sees %d alive members, want 2 (n2 dead)", i+1, n)
+		for _, i := range []int{0, 2, 3} {
+			if n := aliveMembers(f.admin[i]); n != 3 {
+				return fmt.Errorf("n%d sees %d alive members, want 3 (n2 dead)", i+1, n)
 			}
 		}
 		return nil
@@ -107,7 +112,7 @@ func partitionTrial(t *testing.T, seed uint64, trial, trials int) int {
 	lines := lineCount(f.out)
 	time.Sleep(3 * time.Second) // one request_timeout and a margin, not a wait for a condition
 	waitLines(t, f.out, lines+1, time.Minute)
-	t.Logf("n1 and n3 saw n2 dead after %v; output grew again (%d lines) after %v; n2 sees %d alive members",
+	t.Logf("n1, n3 and n4 saw n2 dead after %v; output grew again (%d lines) after %v; n2 sees %d alive members",
 		split.Round(time.Millisecond), lineCount(f.out), time.Since(start).Round(time.Millisecond), aliveMembers(f.admin[1]))
 	if err := lab.heal(); err != nil {
 		t.Fatal(err)
@@ -126,21 +131,24 @@ func partitionTrial(t *testing.T, seed uint64, trial, trials int) int {
 	}
 	t.Logf("healed after %v; n2 refused %d writes (metric) within %v of the heal", healed.Sub(start).Round(time.Millisecond), fencedMetric, time.Since(healed).Round(time.Millisecond))
 	// After the heal the views merge (the Provider rejoins members it saw
-	// die), and n2 learns that n1 and n3 declared it dead: protoactor on
+	// die), and n2 learns that the others declared it dead: protoactor on
 	// them blocks its member ID for good, so n2's /healthz fails and a
-	// supervisor would restart it. n3, on the majority side, stays healthy
-	// although n2 declared it dead too.
+	// supervisor would restart it. n3 and n4, on the majority side, stay
+	// healthy although n2 may have declared them dead too.
 	testutil.WaitFor(t, 45*time.Second, func() error {
 		if code, body := healthz(f.admin[1]); code != http.StatusServiceUnavailable || !strings.Contains(body, "declared dead") {
 			return fmt.Errorf("n2 /healthz = %d %q, want 503 declared dead", code, body)
 		}
 		return nil
 	})
-	if code, body := healthz(f.admin[2]); code != http.StatusOK {
-		t.Errorf("n3 (majority side) /healthz = %d %q, want 200", code, body)
+	for _, i := range []int{2, 3} {
+		if code, body := healthz(f.admin[i]); code != http.StatusOK {
+			t.Errorf("n%d (majority side) /healthz = %d %q, want 200", i+1, code, body)
+		}
 	}
-	t.Logf("n2 reports itself declared dead %v after the heal; n3 healthy", time.Since(healed).Round(time.Millisecond))
+	t.Logf("n2 reports itself declared dead %v after the heal; n3 and n4 healthy", time.Since(healed).Round(time.Millisecond))
 	f.finish(t)
+	f.n4.term()
 	logged := fencedWrites(f.dir)
 	t.Logf("refused (fenced) writes: %d in the nodes' logs, %d by n2's joinery_fenced_writes_total", logged, fencedMetric)
 	return min(logged, fencedMetric)

@@ -69,9 +69,11 @@
 //     placement until it restarts, although memberlist lists it alive
 //     again. The Provider therefore gossips the IDs it saw die
 //     (nodeMeta.Dead) and leaves them out of its own topology too, so
-//     OwnerOf agrees with protoactor; the node that finds its ID in most
-//     of its live peers' lists reports DeclaredDead (the node's /healthz
-//     then fails, and its supervisor restarts it). memberlist never
+//     OwnerOf agrees with protoactor. From those lists every node works
+//     out the same smallest set of nodes whose restart ends every such
+//     block (restartSet: the cut-off side of a partition, whichever way
+//     the declarations went); a node in it reports DeclaredDead (the
+//     node's /healthz then fails, and its supervisor restarts it). memberlist never
 //     contacts a dead node again, so the Provider also rejoins, every
 //     ReconnectInterval, the members it saw die: without that the two
 //     sides of a healed partition would stay split for good.

@@ -73,69 +73,136 @@ type nodeView struct {
 	departed   time.Time // when status became left/dead
 }
 
-// DeadNotice says that this node was declared dead while it still runs: a
-// long pause (GC, VM stall, SIGSTOP) or a partition made its peers fail it.
-// memberlist lets it refute and lists it alive again, but protoactor on
-// every peer that saw it dead has blocked its member ID for good and never
-// places a key on it again. Only a restart (a new member ID) brings the node
-// back into placement; until then its stale key activations are harmless,
-// because their state writes are fenced.
+// DeadNotice says that this node must restart to rejoin placement: its
+// view of the fleet and its live peers' views conflict for good. A long
+// pause (GC, VM stall, SIGSTOP) or a partition made peers fail it, or made
+// it fail them. memberlist lets a failed node refute and lists it alive
+// again, but protoactor on every node that saw a member die has blocked that
+// member's ID for good and never places a key on it again. Only a restart (a
+// new member ID, a fresh blocklist) ends the conflict; until then the stale
+// key activations of a node its peers blocked are harmless, because their
+// state writes are fenced.
 //
-// A node concludes it is the one declared dead when more of its live peers
-// gossip its ID in their dead list (nodeMeta.Dead) than there are nodes on
-// its side (itself and the live peers that do not); on an even split, the
-// side holding the lowest node name keeps going. So after a
-// partition heals only the cut-off side reports it: the majority, which the
-// cut-off side also declared dead, does not.
+// Which nodes restart is decided by restartSet, the same way on every node
+// from the dead lists the live nodes gossip: as few as end every conflict,
+// preferring the nodes that were declared dead. So after a partition heals
+// only the cut-off side reports it; the majority, which the cut-off side may
+// also have declared dead, does not.
 type DeadNotice struct {
-	By []string  // memberlist names of the live peers that declared it dead
-	At time.Time // when this node learned it
+	By      []string  // memberlist names of the live peers that declared this node dead
+	Blocked []string  // memberlist names of live peers this node declared dead (and blocks)
+	At      time.Time // when this node learned it
 }
 
 func (d DeadNotice) Error() string {
-	return fmt.Sprintf("declared dead by %s (learned %s): peers no longer place keys on this node; restart it to rejoin placement",
-		strings.Join(d.By, ", "), d.At.UTC().Format(time.RFC3339))
+	var what string
+	switch {
+	case len(d.By) > 0:
+		what = "declared dead by " + strings.Join(d.By, ", ")
+	default:
+		what = "this node declared its live peers " + strings.Join(d.Blocked, ", ") + " dead"
+	}
+	return fmt.Sprintf("%s (learned %s): peers no longer place keys on this node, or it no longer places keys on them; restart it to rejoin placement",
+		what, d.At.UTC().Format(time.RFC3339))
 }
 
-// DeclaredDead returns the notice that this node was declared dead by its
-// live peers, or nil. Once set it stays set until the process restarts.
+// DeclaredDead returns the notice that this node must restart because its
+// view and its live peers' views conflict (see DeadNotice), or nil. Once
+// set it stays set until the process restarts.
 func (p *Provider) DeclaredDead() *DeadNotice { return p.declaredDead.Load() }
 
-// checkDeclaredDeadLocked applies DeadNotice's rule to the current view.
+// restartSet picks the live nodes that must restart so that no live node
+// blocks another. nodes are the live nodes' names; declared maps a node to
+// the live nodes it declared dead (from its gossiped dead list). A restart
+// ends every conflict the node is in (it gets a new member ID and an empty
+// blocklist), so the set is a cover of the "declared dead" edges, built
+// greedily: the node in the most remaining conflicts first; among those,
+// the one declared dead by the most; then the highest name (so on an even
+// split the side holding the lowest name stays). A partition's cut-off side
+// is in the most conflicts and goes; the majority stays, whichever way the
+// declarations went. Every node runs this on the same gossip and so reaches
+// the same set.
+func restartSet(nodes []string, declared map[string][]string) []string {
+	type edge struct{ from, to string }
+	edges := map[edge]bool{}
+	for from, tos := range declared {
+		for _, to := range tos {
+			if from != to && slices.Contains(nodes, from) && slices.Contains(nodes, to) {
+				edges[edge{from, to}] = true
+			}
+		}
+	}
+	var out []string
+	for len(edges) > 0 {
+		deg, in := map[string]int{}, map[string]int{}
+		for e := range edges {
+			deg[e.from]++
+			deg[e.to]++
+			in[e.to]++
+		}
+		best := ""
+		for n := range deg {
+			if best == "" || deg[n] > deg[best] ||
+				deg[n] == deg[best] && (in[n] > in[best] || in[n] == in[best] && n > best) {
+				best = n
+			}
+		}
+		out = append(out, best)
+		for e := range edges {
+			if e.from == best || e.to == best {
+				delete(edges, e)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkDeclaredDeadLocked applies restartSet to the current view and sets
+// the DeadNotice when this node is in it.
 func (p *Provider) checkDeclaredDeadLocked() {
 	if p.declaredDead.Load() != nil || p.ownMeta.ID == "" {
 		return
 	}
-	var blockers, others []string
+	names := map[string]string{p.ownMeta.ID: p.mu.self} // member ID -> name, live nodes
+	var live []*nodeView
 	for _, n := range p.mu.nodes {
 		if n.status != StatusAlive || n.metaErr != nil || n.meta.Client || n.meta.ID == p.ownMeta.ID {
 			continue
 		}
-		if slices.Contains(n.meta.Dead, p.ownMeta.ID) {
-			blockers = append(blockers, n.name)
-		} else {
-			others = append(others, n.name)
+		names[n.meta.ID] = n.name
+		live = append(live, n)
+	}
+	nodes := []string{p.mu.self}
+	declared := map[string][]string{}
+	var by, blocked []string
+	for _, n := range live {
+		nodes = append(nodes, n.name)
+		for _, id := range n.meta.Dead {
+			if name, ok := names[id]; ok {
+				declared[n.name] = append(declared[n.name], name)
+				if name == p.mu.self {
+					by = append(by, n.name)
+				}
+			}
+		}
+		if _, ok := p.mu.deadIDs[n.meta.ID]; ok {
+			declared[p.mu.self] = append(declared[p.mu.self], n.name)
+			blocked = append(blocked, n.name)
 		}
 	}
-	if len(blockers) == 0 {
+	if len(by) == 0 && len(blocked) == 0 || !slices.Contains(restartSet(nodes, declared), p.mu.self) {
 		return
 	}
-	others = append(others, p.mu.self) // this node's side: itself and the peers that did not
-	out := len(blockers) > len(others)
-	if len(blockers) == len(others) { // an even split: the side with the lowest name stays
-		out = slices.Min(blockers) < slices.Min(others)
-	}
-	if !out {
-		return
-	}
-	slices.Sort(blockers)
-	d := &DeadNotice{By: blockers, At: time.Now()}
+	slices.Sort(by)
+	slices.Sort(blocked)
+	d := &DeadNotice{By: by, Blocked: blocked, At: time.Now()}
 	if p.declaredDead.CompareAndSwap(nil, d) {
 		if p.cfg.OnDeclaredDead != nil {
 			p.cfg.OnDeclaredDead(*d)
 		}
-		p.logNow().Error("this node was declared dead by its live peers, which no longer place keys on it; restart it (its /healthz fails from now on)",
-			slog.Any("by", blockers))
+		p.logNow().Error("this node must restart: it was declared dead by its live peers, or declared them dead, and protoactor blocks those member IDs for good (its /healthz fails from now on)",
+			slog.Any("declared_dead_by", d.By), slog.Any("declared_dead_here", d.Blocked))
 	}
 }
 

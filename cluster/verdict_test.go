@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRestartSet checks which nodes of a fleet restart given who declared
+// whom dead: the cut-off side, whichever way the declarations went, and
+// never both nodes of a conflict staying.
+func TestRestartSet(t *testing.T) {
+	tests := []struct {
+		name  string
+		nodes []string
+		lists []string // "a>b": a declared b dead (a's dead list holds b's ID)
+		want  []string // the nodes that must restart
+	}{
+		{"no conflict", []string{"n1", "n2", "n3"}, nil, nil},
+		{"minority declared dead by the majority", []string{"n1", "n2", "n3"}, []string{"n1>n2", "n3>n2"}, []string{"n2"}},
+		{"minority and majority declared each other dead", []string{"n1", "n2", "n3"}, []string{"n1>n2", "n3>n2", "n2>n1", "n2>n3"}, []string{"n2"}},
+		{"declared dead by one peer only, other peer unaware", []string{"n1", "n2", "n3"}, []string{"n3>n2"}, []string{"n2"}},
+		{"two nodes, one declared the other dead", []string{"n2", "n3"}, []string{"n3>n2"}, []string{"n2"}},
+		{"two nodes, the lower name declared dead by the higher", []string{"n2", "n3"}, []string{"n2>n3"}, []string{"n3"}},
+		{"two nodes declared each other dead: lowest name stays", []string{"n2", "n3"}, []string{"n2>n3", "n3>n2"}, []string{"n3"}},
+		{"a minority node declared the majority dead, unnoticed", []string{"n1", "n2", "n3", "n4", "n5"}, []string{"n5>n1", "n5>n2", "n5>n3", "n5>n4"}, []string{"n5"}},
+		{"even split declared each other dead", []string{"n1", "n2", "n3", "n4"}, []string{"n1>n3", "n1>n4", "n2>n3", "n2>n4", "n3>n1", "n3>n2", "n4>n1", "n4>n2"}, []string{"n3", "n4"}},
+		{"even split, one side declared the other dead", []string{"n1", "n2", "n3", "n4"}, []string{"n3>n1", "n3>n2", "n4>n1", "n4>n2"}, []string{"n1", "n2"}},
+		{"a chain: n1 declared n2 dead, n2 declared n3 dead", []string{"n1", "n2", "n3"}, []string{"n1>n2", "n2>n3"}, []string{"n2"}},
+		{"dead lists naming nodes that are gone are ignored", []string{"n1", "n2"}, []string{"n1>old", "n2>gone"}, nil},
+		{"paused node back, its peers declared it dead", []string{"a", "b", "c"}, []string{"a>c", "b>c"}, []string{"c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lists := map[[2]string]bool{}
+			declared := map[string][]string{}
+			for _, l := range tt.lists {
+				a, b, _ := strings.Cut(l, ">")
+				lists[[2]string{a, b}] = true
+				declared[a] = append(declared[a], b)
+			}
+			got := restartSet(tt.nodes, declared)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("restart %v, want %v", got, tt.want)
+			}
+			// Whatever the rule picks, no conflict may survive: of every
+			// pair where one blocks the other, one restarts.
+			for pair := range lists {
+				if !slices.Contains(tt.nodes, pair[0]) || !slices.Contains(tt.nodes, pair[1]) {
+					continue // not a live node: no conflict
+				}
+				if !slices.Contains(got, pair[0]) && !slices.Contains(got, pair[1]) {
+					t.Errorf("%s declared %s dead and neither restarts: %s stays out of %s's placement for good", pair[0], pair[1], pair[1], pair[0])
+				}
+			}
+		})
+	}
+}
+
+// TestRestartSetCovers checks on random fleets that restartSet ends every
+// conflict between live nodes and restarts nobody who is in none.
+func TestRestartSetCovers(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		nodes := []string{"n1", "n2", "n3", "n4", "n5", "n6"}[:1+r.IntN(6)]
+		declared := map[string][]string{}
+		inConflict := map[string]bool{}
+		for _, a := range nodes {
+			for _, b := range nodes {
+				if a != b && r.IntN(5) == 0 {
+					declared[a] = append(declared[a], b)
+					inConflict[a], inConflict[b] = true, true
+				}
+			}
+		}
+		got := restartSet(nodes, declared)
+		for a, bs := range declared {
+			for _, b := range bs {
+				if !slices.Contains(got, a) && !slices.Contains(got, b) {
+					t.Fatalf("%v, declared %v: restart %v leaves %s blocking %s", nodes, declared, got, a, b)
+				}
+			}
+		}
+		for _, n := range got {
+			if !inConflict[n] {
+				t.Fatalf("%v, declared %v: restart %v includes %s, in no conflict", nodes, declared, got, n)
+			}
+		}
+		if len(got) == len(nodes) && len(nodes) > 1 {
+			t.Fatalf("%v, declared %v: every node restarts", nodes, declared)
+		}
+	}
+}
