@@ -102,11 +102,12 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 			return nil, fmt.Errorf("source %s: redis.tls: %w", cfg.Name, err)
 		}
 		return redisstream.New(ctx, redisstream.Config{Name: cfg.Name, Addr: cfg.Redis.Addr, Username: cfg.Redis.Username,
-			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer, TLS: tc})
+			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer, TLS: tc,
+			OnPartitions: n.sourcePartitions(cfg.Name)})
 	case "kafka":
 		return srckafka.New(ctx, srckafka.Config{Name: cfg.Name, Brokers: cfg.Kafka.Brokers, Topic: cfg.Kafka.Topic,
 			Group: cfg.Kafka.Group, StartOffset: cfg.Kafka.StartOffset, ClientID: cfg.Kafka.ClientID,
-			TLS: kafkaTLS(cfg.Kafka), SASL: kafkaSASL(cfg.Kafka), OnPartitions: n.kafkaPartitions(cfg.Name)})
+			TLS: kafkaTLS(cfg.Kafka), SASL: kafkaSASL(cfg.Kafka), OnPartitions: n.sourcePartitions(cfg.Name)})
 	case timerTickType: // wmshare.go
 		return tickSource{every: n.wms.cfg.Interval}, nil
 	}

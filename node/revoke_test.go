@@ -27,7 +27,7 @@ sinks: [{type: stdout}]
 	}
 	const grace = 150 * time.Millisecond
 	n := &Node{spec: spec, evt: evt, revokeGraceForTest: grace}
-	hook := n.kafkaPartitions("k")
+	hook := n.sourcePartitions("k")
 	part := func(p int32) string { return record.Position{Source: "k", Partition: p}.PartitionID() }
 	observe := func(p int32, ts int64) {
 		evt.mu.Lock()

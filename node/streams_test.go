@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,111 @@ func TestNodeDeadLetter(t *testing.T) {
 	want := []string{"11:not-json", "12:missing-op", "14:unknown-op", "16:missing-key"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("dead letters = %v, want %v", got, want)
+	}
+}
+
+// TestClusterRedisStreamOneReader runs two nodes with the same Redis
+// Streams source, as a Helm fleet does (one job file for every pod): only
+// one reads the stream at a time (the stream's lease), since consumers
+// reading at once would give key actors entries out of offset order, and
+// their skip rule would drop some. When the reader stops, the other takes
+// over where it left off; the Redis hash view must equal the true join and
+// every entry must end acknowledged.
+func TestClusterRedisStreamOneReader(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	h := cdcgen.Generate(cdcgen.Config{Seed: 31, Users: 20, Domains: 60, Changes: 3000})
+	ctx := context.Background()
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	add := func(lines [][]byte) {
+		for _, l := range lines {
+			if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: "cdc", Values: map[string]any{"value": string(l)}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	half := len(h.Lines) / 2
+	add(h.Lines[:half])
+	dir := t.TempDir()
+	yml := "name: onereader\n" + joinYAML + fmt.Sprintf(`
+state: {store: redis, redis: {addr: %[1]q}}
+sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, group: joinery, tables: {users: left, domains: right}}]
+sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
+`, rs.Addr)
+	n1 := start(t, parse(t, dir, yml+"cluster: {node_name: n1}\n"))
+	n2 := start(t, parse(t, dir, yml+fmt.Sprintf("cluster: {node_name: n2, seeds: [%q]}\n", n1.GossipAddr())))
+	nodes := []*node.Node{n1, n2}
+	for _, n := range nodes {
+		testutil.WaitFor(t, 20*time.Second, func() error {
+			if m := len(n.Members()); m != 2 {
+				return fmt.Errorf("%s sees %d members", n.Address(), m)
+			}
+			return nil
+		})
+	}
+	var cancels [2]context.CancelFunc
+	var dones [2]chan error
+	for i, n := range nodes {
+		runCtx, cancel := context.WithCancel(ctx)
+		cancels[i], dones[i] = cancel, make(chan error, 1)
+		go func() { dones[i] <- n.Run(runCtx) }()
+	}
+	acked := func(want int64) func() error {
+		return func() error {
+			in := n1.Stats().In.Load() + n2.Stats().In.Load()
+			if in < want {
+				return fmt.Errorf("%d records read, want %d", in, want)
+			}
+			if p, err := rc.XPending(ctx, "cdc", "joinery").Result(); err != nil || p.Count != 0 {
+				return fmt.Errorf("pending entries: %+v %v", p, err)
+			}
+			return nil
+		}
+	}
+	testutil.WaitFor(t, 60*time.Second, acked(int64(half)))
+	in1, in2 := n1.Stats().In.Load(), n2.Stats().In.Load()
+	if in1 != 0 && in2 != 0 {
+		t.Fatalf("both nodes read the stream (n1 %d, n2 %d records): want one reader at a time", in1, in2)
+	}
+	reader, other := 0, 1
+	if in2 > 0 {
+		reader, other = 1, 0
+	}
+	t.Logf("n%d read the first %d entries; n%d waited", reader+1, half, other+1)
+	cancels[reader]()
+	if err := <-dones[reader]; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("n%d run: %v", reader+1, err)
+	}
+	if err := nodes[reader].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := nodes[reader].Stats().In.Load()
+	add(h.Lines[half:])
+	testutil.WaitFor(t, 60*time.Second, acked(int64(len(h.Lines))))
+	if got := nodes[other].Stats().In.Load(); got != int64(len(h.Lines)-half) {
+		t.Errorf("n%d read %d records after taking over, want %d", other+1, got, len(h.Lines)-half)
+	}
+	if nodes[reader].Stats().In.Load() != before {
+		t.Errorf("n%d read after it stopped", reader+1)
+	}
+	got := map[string]string{}
+	for pk, v := range rc.HGetAll(ctx, "view").Val() {
+		var row map[string]any
+		if err := json.Unmarshal([]byte(v), &row); err != nil {
+			t.Fatal(err)
+		}
+		var k []any
+		_ = json.Unmarshal([]byte(pk), &k)
+		name := row["domain_name"]
+		if name == nil {
+			name = ""
+		}
+		key := strings.ReplaceAll(fmt.Sprintf("%v,%v", k[0], k[1]), "<nil>", "null")
+		got[key] = fmt.Sprintf("%v|%v|%v", row["firstname"], row["lastname"], name)
+	}
+	diff(t, "redis hash view", got, h.LeftJoin())
+	cancels[other]()
+	if err := <-dones[other]; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("n%d run: %v", other+1, err)
 	}
 }

@@ -65,7 +65,7 @@ func newEventTime(spec *job.Spec) (*eventTime, error) {
 	}
 	// Every source holds the watermark back from the start (partition 0 of
 	// each; a Kafka source replaces it by the partitions it is assigned, see
-	// kafkaPartitions), so a source that starts first cannot run the
+	// sourcePartitions), so a source that starts first cannot run the
 	// watermark ahead of one that starts later.
 	now := time.Now()
 	for _, s := range spec.Sources {
@@ -175,8 +175,9 @@ func (t *eventTime) finish(parts []string, now time.Time) {
 	}
 }
 
-// kafkaPartitions returns the OnPartitions hook of Kafka source source for
-// an event-time job (nil for a changelog job). Each partition assigned to
+// sourcePartitions returns the OnPartitions hook of a Kafka or Redis Streams
+// source for an event-time job (nil for a changelog job); a Redis stream is
+// partition 0, assigned to the source that holds the stream's lease. Each partition assigned to
 // this node is declared in the watermarks, so it holds the watermark back
 // from its assignment (start-up or rebalance) rather than from its first
 // record, which could otherwise come after the other partitions ran the
@@ -190,7 +191,7 @@ func (t *eventTime) finish(parts []string, now time.Time) {
 // partition assigned again within the grace simply stays. With an idle timeout, a declared partition
 // that stays empty goes idle as any other. The first report replaces the
 // placeholder partition 0 declared at start when 0 is not assigned here.
-func (n *Node) kafkaPartitions(source string) func(assigned, revoked []int32) {
+func (n *Node) sourcePartitions(source string) func(assigned, revoked []int32) {
 	t := n.evt
 	if t == nil {
 		return nil
@@ -240,7 +241,7 @@ func (n *Node) kafkaPartitions(source string) func(assigned, revoked []int32) {
 }
 
 // revokeGrace is how long a revoked Kafka partition keeps holding the
-// watermark (see kafkaPartitions): twice the watermark board's TTL, the
+// watermark (see sourcePartitions): twice the watermark board's TTL, the
 // time within which a peer that took the partition has published its
 // declaration of it.
 func (n *Node) revokeGrace() time.Duration {

@@ -19,9 +19,19 @@
 // source starts, merged in ID order with its own pending entries and before
 // new ones; then, every ClaimMinIdle/2, those after the last entry the
 // source delivered, so offsets keep growing. An idle entry older than that
-// stays pending until a consumer starts. Caveat: with several consumers
-// reading one stream at once, entries reach Joinery out of offset order
-// across consumers, claimed or not.
+// stays pending until a consumer starts.
+//
+// One source of a group reads the stream at a time: it holds the stream's
+// lease (Config.Lease, default 10 s, renewed every third of it), and the
+// others wait as hot standbys. Several consumers reading at once would give
+// key actors entries out of offset order, and their skip rule (an offset not
+// above the highest applied is a replay) would drop some. A source that
+// takes the lease over first claims everything its predecessors left
+// pending, whatever its idle time, and delivers it in ID order before new
+// entries; each read of new entries checks the lease in the same script, so
+// a holder paused past its lease cannot read once it wakes (Read returns
+// ErrLeaseLost; open a new source). Close releases the lease, so a standby
+// takes over at once after a graceful stop.
 //
 // go-redis types stay inside this package.
 //

@@ -73,6 +73,20 @@ type Config struct {
 	ClaimMinIdle time.Duration
 	// TLS, when not nil, connects with TLS using this configuration.
 	TLS *tls.Config
+	// Lease is how long this source's lease on the stream lasts unless
+	// renewed (every Lease/3): one source of the group reads at a time,
+	// the others wait and take over when the holder closes or its lease
+	// runs out (see lease). Default DefaultLease. Negative: no lease, every
+	// consumer reads at once — which delivers entries out of offset order
+	// across consumers and breaks the key actors' skip rule; only for
+	// tests of the claim machinery.
+	Lease time.Duration
+	// OnPartitions, when set, is told when this source starts reading the
+	// stream (assigned [0], once it holds the lease) and, once, that it
+	// waits for another holder (assigned and revoked empty). An event-time
+	// ingest declares the stream's partition in its watermarks only while
+	// it reads it. Called from Read; it must not call the Source.
+	OnPartitions func(assigned, revoked []int32)
 }
 
 // Validate reports every problem with c at once.
@@ -90,6 +104,9 @@ func (c Config) Validate() error {
 	}
 	if c.DB < 0 {
 		errs = append(errs, fmt.Errorf("redisstream: DB %d is negative", c.DB))
+	}
+	if c.Lease > 0 && c.Lease < 30*time.Millisecond {
+		errs = append(errs, fmt.Errorf("redisstream: Lease %v is below 30ms", c.Lease))
 	}
 	return errors.Join(errs...)
 }
@@ -129,6 +146,7 @@ type delivered struct {
 type Source struct {
 	cfg    Config
 	client *redis.Client
+	lease  *lease // nil: no lease (Config.Lease negative)
 
 	// State touched by Read alone.
 	startClaimed bool             // the claim at start ran
@@ -140,6 +158,7 @@ type Source struct {
 	nextClaim    time.Time        // when the next periodic claim scan starts
 	tombstones   []delivered      // deleted pending entries found at start
 	queue        []redis.XMessage // entries to deliver before reading more
+	waitReported bool             // OnPartitions was told this source waits
 
 	commitMu sync.Mutex // serialises Commit
 	mu       struct {
@@ -186,7 +205,15 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 		_ = client.Close()
 		return nil, fmt.Errorf("redisstream: create group %s on %s: %w", cfg.Group, cfg.Stream, err)
 	}
-	return &Source{cfg: cfg, client: client, pendingFrom: "0"}, nil
+	if cfg.Lease == 0 {
+		cfg.Lease = DefaultLease
+	}
+	src := &Source{cfg: cfg, client: client, pendingFrom: "0"}
+	if cfg.Lease > 0 {
+		src.lease = &lease{ttl: cfg.Lease}
+		src.lease.key, src.lease.epochKey = leaseKeys(cfg.Stream, cfg.Group)
+	}
+	return src, nil
 }
 
 // Read returns up to max entries in stream order; the caller owns their
@@ -211,13 +238,18 @@ func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
+	if s.lease != nil {
+		if ok, err := s.holdLease(ctx); !ok || err != nil {
+			return []sources.Message{}, err
+		}
+	}
 	if len(s.queue) > 0 {
 		n := min(max, len(s.queue))
 		entries := s.queue[:n:n]
 		s.queue = s.queue[n:]
 		return s.deliver(entries)
 	}
-	if !s.startClaimed && s.cfg.ClaimMinIdle > 0 {
+	if !s.startClaimed && (s.cfg.ClaimMinIdle > 0 || s.lease != nil) {
 		if err := s.claimAtStart(ctx); err != nil {
 			return nil, s.readErr(ctx, err)
 		}
@@ -239,6 +271,9 @@ func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
 		Consumer: s.cfg.Consumer,
 		Count:    int64(max),
 		Block:    -1, // pending reads never block
+	}
+	if s.pendingDone && s.lease != nil {
+		return s.readLeased(ctx, max)
 	}
 	if s.pendingDone {
 		args.Streams = []string{s.cfg.Stream, ">"}
@@ -348,10 +383,14 @@ func (s *Source) readErr(ctx context.Context, err error) error {
 // delivered in ID order with a nil Value, as a pending re-read delivers them.
 func (s *Source) claimAtStart(ctx context.Context) error {
 	start := "0-0"
+	minIdle := s.cfg.ClaimMinIdle
+	if s.lease != nil {
+		minIdle = 0 // the lease holder claims whatever its predecessors left pending
+	}
 	for {
 		_, next, gone, err := s.client.XAutoClaimWithDeleted(ctx, &redis.XAutoClaimArgs{
 			Stream: s.cfg.Stream, Group: s.cfg.Group, Consumer: s.cfg.Consumer,
-			MinIdle: s.cfg.ClaimMinIdle, Start: start, Count: claimCount,
+			MinIdle: minIdle, Start: start, Count: claimCount,
 		}).Result()
 		if err != nil {
 			return fmt.Errorf("redisstream: claim idle entries of %s: %w", s.cfg.Stream, err)
@@ -505,12 +544,77 @@ func (s *Source) Close() error {
 		s.mu.Lock()
 		s.mu.closed = true
 		s.mu.Unlock()
+		if s.lease != nil {
+			s.lease.release(s.client)
+		}
 		err = s.client.Close()
 	})
 	if err != nil {
 		return fmt.Errorf("redisstream: close: %w", err)
 	}
 	return nil
+}
+
+// holdLease makes sure this source holds the stream's lease before it
+// reads: it takes it when free, and otherwise waits a little (up to Block or
+// a tenth of the lease) and reports false. ErrLeaseLost when another source
+// took it from this one.
+func (s *Source) holdLease(ctx context.Context) (bool, error) {
+	held, lost := s.lease.held()
+	if lost {
+		return false, ErrLeaseLost
+	}
+	if held {
+		return true, nil
+	}
+	ok, err := s.lease.tryAcquire(ctx, s.client, s.cfg.Consumer)
+	if err != nil {
+		return false, s.readErr(ctx, err)
+	}
+	if ok {
+		if s.cfg.OnPartitions != nil {
+			s.cfg.OnPartitions([]int32{0}, nil)
+		}
+		return true, nil
+	}
+	if !s.waitReported && s.cfg.OnPartitions != nil {
+		s.cfg.OnPartitions(nil, nil)
+	}
+	s.waitReported = true
+	t := time.NewTimer(max(s.cfg.Block, s.cfg.Lease/10))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-t.C:
+		return false, nil
+	}
+}
+
+// readLeased reads new entries with the lease checked in the same script;
+// when there are none it waits up to Block for the stream to grow (a plain
+// XREAD, which reads nothing for the group) and tries once more.
+func (s *Source) readLeased(ctx context.Context, max int) ([]sources.Message, error) {
+	for try := 0; ; try++ {
+		entries, lastID, lost, err := s.lease.read(ctx, s.client, s.cfg.Stream, s.cfg.Group, s.cfg.Consumer, max)
+		switch {
+		case err != nil:
+			return nil, s.readErr(ctx, err)
+		case lost:
+			return nil, ErrLeaseLost
+		case len(entries) > 0:
+			return s.deliver(entries)
+		case try > 0:
+			return []sources.Message{}, nil
+		}
+		err = s.client.XRead(ctx, &redis.XReadArgs{Streams: []string{s.cfg.Stream, lastID}, Count: 1, Block: s.cfg.Block}).Err()
+		if errors.Is(err, redis.Nil) {
+			return []sources.Message{}, nil
+		}
+		if err != nil {
+			return nil, s.readErr(ctx, fmt.Errorf("redisstream: wait for %s: %w", s.cfg.Stream, err))
+		}
+	}
 }
 
 func cloneTLS(c *tls.Config) *tls.Config {
