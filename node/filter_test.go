@@ -94,8 +94,14 @@ sinks:
 	diff(t, "table", tableMap(n.Table()), want)
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rc.Close()
+	diff(t, "redis hash view", hashView(t, rc, "view"), want)
+}
+
+// hashView renders the Redis hash view at key as tableMap does a table.
+func hashView(t *testing.T, rc *redis.Client, key string) map[string]string {
+	t.Helper()
 	got := map[string]string{}
-	for pk, v := range rc.HGetAll(context.Background(), "view").Val() {
+	for pk, v := range rc.HGetAll(context.Background(), key).Val() {
 		var row map[string]any
 		if err := json.Unmarshal([]byte(v), &row); err != nil {
 			t.Fatal(err)
@@ -109,5 +115,5 @@ sinks:
 		key := strings.ReplaceAll(fmt.Sprintf("%v,%v", k[0], k[1]), "<nil>", "null")
 		got[key] = fmt.Sprintf("%v|%v|%v", row["firstname"], row["lastname"], name)
 	}
-	diff(t, "redis hash view", got, want)
+	return got
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,11 +30,7 @@ func TestNodeRedisStreams(t *testing.T) {
 	ctx := context.Background()
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rc.Close()
-	for _, l := range h.Lines {
-		if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: "cdc", Values: map[string]any{"value": string(l)}}).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	xadd(t, rc, "cdc", h.Lines)
 	dir := t.TempDir()
 	n := start(t, parse(t, dir, "name: streams\n"+joinYAML+fmt.Sprintf(`
 state: {store: redis, redis: {addr: %[1]q}}
@@ -112,13 +107,7 @@ func TestClusterRedisStreamOneReader(t *testing.T) {
 	ctx := context.Background()
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rc.Close()
-	add := func(lines [][]byte) {
-		for _, l := range lines {
-			if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: "cdc", Values: map[string]any{"value": string(l)}}).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	add := func(lines [][]byte) { xadd(t, rc, "cdc", lines) }
 	half := len(h.Lines) / 2
 	add(h.Lines[:half])
 	dir := t.TempDir()
@@ -183,24 +172,19 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 	if nodes[reader].Stats().In.Load() != before {
 		t.Errorf("n%d read after it stopped", reader+1)
 	}
-	got := map[string]string{}
-	for pk, v := range rc.HGetAll(ctx, "view").Val() {
-		var row map[string]any
-		if err := json.Unmarshal([]byte(v), &row); err != nil {
-			t.Fatal(err)
-		}
-		var k []any
-		_ = json.Unmarshal([]byte(pk), &k)
-		name := row["domain_name"]
-		if name == nil {
-			name = ""
-		}
-		key := strings.ReplaceAll(fmt.Sprintf("%v,%v", k[0], k[1]), "<nil>", "null")
-		got[key] = fmt.Sprintf("%v|%v|%v", row["firstname"], row["lastname"], name)
-	}
-	diff(t, "redis hash view", got, h.LeftJoin())
+	diff(t, "redis hash view", hashView(t, rc, "view"), h.LeftJoin())
 	cancels[other]()
 	if err := <-dones[other]; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("n%d run: %v", other+1, err)
+	}
+}
+
+// xadd appends lines to stream, one entry each (field "value").
+func xadd(t *testing.T, rc *redis.Client, stream string, lines [][]byte) {
+	t.Helper()
+	for _, l := range lines {
+		if err := rc.XAdd(context.Background(), &redis.XAddArgs{Stream: stream, Values: map[string]any{"value": string(l)}}).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
