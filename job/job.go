@@ -157,6 +157,10 @@ type Source struct {
 	Redis  Redis  `yaml:"redis"`
 	Stream string `yaml:"stream"`
 	Group  string `yaml:"group"`
+	// Lease of a redis-stream source: one node of the fleet reads the
+	// stream at a time and renews its lease every third of this; another
+	// takes over when it lapses (default 10s; see sources/redisstream).
+	Lease time.Duration `yaml:"lease"`
 	// Kafka settings for type kafka (group: the consumer group).
 	Kafka Kafka `yaml:"kafka"`
 	// Consumer is this node's consumer name in the group (default: the node name).
@@ -613,6 +617,9 @@ func (s *Spec) Validate() error {
 			}
 			if src.Group == "" {
 				bad(f+".group", "must be set for a redis-stream source")
+			}
+			if src.Lease != 0 && src.Lease < 100*time.Millisecond {
+				bad(f+".lease", "must be at least 100ms (default 10s)")
 			}
 		case "kafka":
 			if len(src.Kafka.Brokers) == 0 {

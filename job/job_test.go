@@ -64,6 +64,7 @@ func TestJobValidateNamesField(t *testing.T) {
 		{"dead letter redis", "sinks:", "dead_letter: {type: redis-stream, stream: dlq}\nsinks:", "dead_letter.redis.addr"},
 		{"dead letter topic", "sinks:", "dead_letter: {type: kafka, kafka: {brokers: [k:9092]}}\nsinks:", "dead_letter.kafka.topic"},
 		{"dead letter brokers", "sinks:", "dead_letter: {type: kafka, kafka: {topic: dlq}}\nsinks:", "dead_letter.kafka.brokers"},
+		{"redis-stream lease", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, lease: 10ms,", "sources[0].lease"},
 		{"dead letter unknown field", "sinks:", "dead_letter: {type: file, path: x, paht: y}\nsinks:", "paht"},
 	}
 	for _, c := range cases {

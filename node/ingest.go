@@ -103,7 +103,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		}
 		return redisstream.New(ctx, redisstream.Config{Name: cfg.Name, Addr: cfg.Redis.Addr, Username: cfg.Redis.Username,
 			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer, TLS: tc,
-			OnPartitions: n.sourcePartitions(cfg.Name)})
+			Lease: cfg.Lease, OnPartitions: n.sourcePartitions(cfg.Name)})
 	case "kafka":
 		return srckafka.New(ctx, srckafka.Config{Name: cfg.Name, Brokers: cfg.Kafka.Brokers, Topic: cfg.Kafka.Topic,
 			Group: cfg.Kafka.Group, StartOffset: cfg.Kafka.StartOffset, ClientID: cfg.Kafka.ClientID,
