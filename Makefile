@@ -54,7 +54,7 @@ tidy-check:
 
 ## chaos: the fault-injection suite on 200000 changes: 20 trials of scenario 1
 ## (kill -9 of an actor node), 3 of every other (CI: 1-3 trials on 20000).
-## About 80 minutes on 2 cores. CHAOS_TRIALS / CHAOS_KILL_TRIALS override.
+## About 85 minutes on 2 cores. CHAOS_TRIALS / CHAOS_KILL_TRIALS override.
 CHAOS_TRIALS ?= 3
 CHAOS_KILL_TRIALS ?= 20
 chaos: redis build

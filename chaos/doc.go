@@ -5,8 +5,10 @@
 // between a state write and its offset commit, by the failpoint of
 // internal/failpoint; a SIGSTOP pause; a network partition of an actor
 // node, with each node in its own network namespace — that scenario needs
-// root and iproute2, and fails without them), and the final joined result
-// compared with the fault-free answer.
+// root and iproute2, and fails without them; kill -9 of the node reading a
+// Redis stream that every node of the fleet has as its source, as the Helm
+// chart runs them), and the final joined result compared with the
+// fault-free answer.
 // It has no code of its own outside tests.
 //
 //	go test ./chaos/                        # the short version CI runs (1-3 trials per scenario, 20,000 changes)

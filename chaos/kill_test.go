@@ -68,16 +68,7 @@ func moment(r *rand.Rand, n int) int { return 1 + r.IntN(n*inputChanges/20000) }
 func newFleet(t *testing.T, seed uint64, opts ...fleetOpt) *fleet {
 	t.Helper()
 	f := &fleet{dir: t.TempDir(), opts: fleetOpts{trial: 1, trials: 1}}
-	t.Cleanup(func() { // after the nodes stopped, before the directory goes
-		if keep := os.Getenv("CHAOS_KEEP"); keep != "" {
-			dst := filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_"))
-			if err := os.CopyFS(dst, os.DirFS(f.dir)); err != nil {
-				t.Logf("CHAOS_KEEP: %v", err)
-			} else {
-				t.Logf("kept the fleet's files in %s", dst)
-			}
-		}
-	})
+	t.Cleanup(func() { keepFiles(t, f.dir) }) // after the nodes stopped, before the directory goes
 	for _, o := range opts {
 		o(&f.opts)
 	}
@@ -109,19 +100,7 @@ func newFleet(t *testing.T, seed uint64, opts ...fleetOpt) *fleet {
 	ports := [4]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
 	seedAddr := fmt.Sprintf("%s:%d", f.host(0), ports[0])
 	for i := range 4 {
-		job := fmt.Sprintf(`name: chaos
-join:
-  type: cdc
-  mode: left
-  left:  {name: users,   pk: id, join_on: id}
-  right: {name: domains, pk: id, join_on: user_id}
-  project:
-    - {name: user_id,     from: users.id}
-    - {name: firstname,   from: users.firstname}
-    - {name: lastname,    from: users.lastname}
-    - {name: domain_id,   from: domains.id}
-    - {name: domain_name, from: domains.domain_name}
-state: {store: redis, redis: {addr: %q}%s}
+		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: {addr: %q}%s}
 cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile: local, request_timeout: 2s}
 `, redisAddr, extraState, i+1, f.host(i), ports[i], f.host(i), seedAddr)
 		if f.opts.admin {
@@ -141,6 +120,33 @@ cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile:
 	f.n2 = f.start(t, 2)
 	f.n3 = f.start(t, 3)
 	return f
+}
+
+// jobYAML is the chaos job's name and join, users ⋈ domains (left).
+const jobYAML = `name: chaos
+join:
+  type: cdc
+  mode: left
+  left:  {name: users,   pk: id, join_on: id}
+  right: {name: domains, pk: id, join_on: user_id}
+  project:
+    - {name: user_id,     from: users.id}
+    - {name: firstname,   from: users.firstname}
+    - {name: lastname,    from: users.lastname}
+    - {name: domain_id,   from: domains.id}
+    - {name: domain_name, from: domains.domain_name}
+`
+
+// keepFiles copies a fleet's directory under CHAOS_KEEP, when set.
+func keepFiles(t *testing.T, dir string) {
+	if keep := os.Getenv("CHAOS_KEEP"); keep != "" {
+		dst := filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_"))
+		if err := os.CopyFS(dst, os.DirFS(dir)); err != nil {
+			t.Logf("CHAOS_KEEP: %v", err)
+		} else {
+			t.Logf("kept the fleet's files in %s", dst)
+		}
+	}
 }
 
 // host is the address node i (0-based) binds: loopback, or its namespace's.

@@ -117,9 +117,16 @@ func fileSize(path string) int64 {
 	return fi.Size()
 }
 
-func watchRecovery(path string) *recovery {
+func watchRecovery(paths ...string) *recovery {
 	rc := &recovery{stop: make(chan struct{}), res: make(chan recoveryTimes, 1)}
-	start, size := time.Now(), fileSize(path)
+	sizes := func() int64 {
+		n := int64(0)
+		for _, p := range paths {
+			n += fileSize(p)
+		}
+		return n
+	}
+	start, size := time.Now(), sizes()
 	go func() {
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
@@ -131,7 +138,7 @@ func watchRecovery(path string) *recovery {
 				rc.res <- r
 				return
 			case now := <-tick.C:
-				if n := fileSize(path); n > size {
+				if n := sizes(); n > size {
 					size = n
 					if r.first < 0 {
 						r.first = now.Sub(start)

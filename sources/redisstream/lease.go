@@ -53,6 +53,14 @@ type lease struct {
 	stopped chan struct{}
 }
 
+// LeaseKey is the key of the lease on stream for group: while a source
+// reads, it holds "consumer|epoch" (operators and tests read it to see
+// which node reads the stream).
+func LeaseKey(stream, group string) string {
+	key, _ := leaseKeys(stream, group)
+	return key
+}
+
 // leaseKeys returns the lease's keys, in the stream's hash slot (so the
 // scripts work on Redis Cluster): the stream's own hash tag when it has one,
 // else the stream name made into one.
