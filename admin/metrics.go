@@ -54,6 +54,10 @@ type Metrics struct {
 	// DeclaredDead is 1 once this node learned its peers declared it dead
 	// (it must be restarted to be placed on again): joinery_cluster_declared_dead.
 	DeclaredDead prometheus.Gauge
+	// SourceReading is 1 while this node reads a source and 0 while it
+	// waits for another node to stop reading it (a Redis stream has one
+	// reader at a time): joinery_source_reading{job,source}.
+	SourceReading *prometheus.GaugeVec
 	// WatermarkLag is how far each partition's watermark is behind now:
 	// joinery_watermark_lag_seconds{job,source,partition}.
 	WatermarkLag *prometheus.GaugeVec
@@ -94,12 +98,13 @@ func NewMetrics() *Metrics {
 			Help: "Alive cluster members this node sees."}),
 		DeclaredDead: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "cluster_declared_dead",
 			Help: "1 once this node's peers declared it dead: they no longer place keys on it until it restarts."}),
-		WatermarkLag: gaugeVec("watermark_lag_seconds", "How far each partition's watermark is behind the wall clock.", "job", "source", "partition"),
-		reg:          prometheus.NewRegistry(),
+		SourceReading: gaugeVec("source_reading", "1 while this node reads the source, 0 while another node does (a Redis stream's lease).", "job", "source"),
+		WatermarkLag:  gaugeVec("watermark_lag_seconds", "How far each partition's watermark is behind the wall clock.", "job", "source", "partition"),
+		reg:           prometheus.NewRegistry(),
 	}
 	m.reg.MustRegister(m.RecordsIn, m.Outputs, m.Rejected, m.Late, m.SkippedReplayed, m.KeysActive,
 		m.StateBytes, m.SnapshotSeconds, m.SnapshotBytes, m.FencedWrites, m.RedisErrors,
-		m.ClusterMembers, m.DeclaredDead, m.WatermarkLag)
+		m.ClusterMembers, m.DeclaredDead, m.SourceReading, m.WatermarkLag)
 	return m
 }
 

@@ -103,7 +103,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		}
 		return redisstream.New(ctx, redisstream.Config{Name: cfg.Name, Addr: cfg.Redis.Addr, Username: cfg.Redis.Username,
 			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer, TLS: tc,
-			Lease: cfg.Lease, OnPartitions: n.sourcePartitions(cfg.Name)})
+			Lease: cfg.Lease, OnPartitions: n.readingHook(cfg.Name, n.sourcePartitions(cfg.Name))})
 	case "kafka":
 		return srckafka.New(ctx, srckafka.Config{Name: cfg.Name, Brokers: cfg.Kafka.Brokers, Topic: cfg.Kafka.Topic,
 			Group: cfg.Kafka.Group, StartOffset: cfg.Kafka.StartOffset, ClientID: cfg.Kafka.ClientID,
@@ -112,6 +112,23 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		return tickSource{every: n.wms.cfg.Interval}, nil
 	}
 	return nil, fmt.Errorf("unknown source type %q", cfg.Type)
+}
+
+// readingHook wraps a Redis stream source's OnPartitions hook (next, may be
+// nil) to set joinery_source_reading: 1 once the source holds the stream's
+// lease, 0 while it waits for it.
+func (n *Node) readingHook(source string, next func(assigned, revoked []int32)) func(assigned, revoked []int32) {
+	g := n.metrics.SourceReading.WithLabelValues(n.spec.Name, source)
+	return func(assigned, revoked []int32) {
+		if len(assigned) > 0 {
+			g.Set(1)
+		} else {
+			g.Set(0)
+		}
+		if next != nil {
+			next(assigned, revoked)
+		}
+	}
 }
 
 // batch is one dispatched read: the key requests it sent and the offsets it covers.

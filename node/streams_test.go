@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,6 +159,11 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 		reader, other = 1, 0
 	}
 	t.Logf("n%d read the first %d entries; n%d waited", reader+1, half, other+1)
+	for i, want := range map[int]float64{reader: 1, other: 0} {
+		if got := sourceReading(t, nodes[i]); got != want {
+			t.Errorf("n%d joinery_source_reading = %v, want %v", i+1, got, want)
+		}
+	}
 	cancels[reader]()
 	if err := <-dones[reader]; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("n%d run: %v", reader+1, err)
@@ -168,6 +176,9 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 	testutil.WaitFor(t, 60*time.Second, acked(int64(len(h.Lines))))
 	if got := nodes[other].Stats().In.Load(); got != int64(len(h.Lines)-half) {
 		t.Errorf("n%d read %d records after taking over, want %d", other+1, got, len(h.Lines)-half)
+	}
+	if got := sourceReading(t, nodes[other]); got != 1 {
+		t.Errorf("n%d joinery_source_reading = %v after taking over, want 1", other+1, got)
 	}
 	if nodes[reader].Stats().In.Load() != before {
 		t.Errorf("n%d read after it stopped", reader+1)
@@ -187,4 +198,23 @@ func xadd(t *testing.T, rc *redis.Client, stream string, lines [][]byte) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// sourceReading is the node's joinery_source_reading for source cdc, as
+// its /metrics serves it (-1 when absent).
+func sourceReading(t *testing.T, n *node.Node) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	n.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(l, "joinery_source_reading{") && strings.Contains(l, `source="cdc"`) {
+			f := strings.Fields(l)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				t.Fatalf("metric line %q: %v", l, err)
+			}
+			return v
+		}
+	}
+	return -1
 }
