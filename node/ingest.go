@@ -168,6 +168,11 @@ type reader struct {
 	mu        sync.Mutex
 	committed map[string]int64 // partition id -> committed offset
 
+	// Transient read errors (sources.Transient): since when, the next wait, how many.
+	transientSince   time.Time
+	transientBackoff time.Duration
+	transientRetries int
+
 	// Event-time joins.
 	lastFire int64               // watermark up to which due timers were asked for
 	parts    map[string]struct{} // partitions this source delivered
@@ -239,6 +244,16 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 			}
 		}
 		msgs, err := r.src.Read(ctx, max)
+		if sources.IsTransient(err) {
+			// The source's system is unreachable or restarting (Redis down):
+			// stall, retrying with backoff, as state writes do; give up only
+			// after retryFor.
+			if err = r.waitTransient(ctx, err); err == nil {
+				continue
+			}
+		} else if err == nil || len(msgs) > 0 {
+			r.transientSince, r.transientRetries = time.Time{}, 0
+		}
 		if len(msgs) > 0 || (timed && err == nil) {
 			// An empty read of an event-time job still advances idle
 			// partitions' watermark and wakes due timers.
@@ -274,6 +289,30 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 			return err
 		}
 	}
+}
+
+// waitTransient waits before the next Read after a transient error: nil
+// to read again, or the error once the source has failed for retryFor (or
+// ctx.Err()). It logs the first failure and every tenth retry.
+func (r *reader) waitTransient(ctx context.Context, err error) error {
+	now := time.Now()
+	if r.transientSince.IsZero() {
+		r.transientSince, r.transientBackoff = now, 10*time.Millisecond
+	}
+	if now.Sub(r.transientSince) > retryFor {
+		return fmt.Errorf("source unavailable for %v: %w", retryFor, err)
+	}
+	r.n.stats.Retries.Add(1)
+	if r.transientRetries++; r.transientRetries%10 == 1 {
+		r.n.log.Warn("source read failed; retrying", "source", r.cfg.Name, "backoff", r.transientBackoff, "err", err)
+	}
+	select {
+	case <-time.After(r.transientBackoff):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.transientBackoff = min(2*r.transientBackoff, time.Second)
+	return nil
 }
 
 // dispatch decodes and routes msgs and sends one Apply per key.
@@ -476,7 +515,7 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 	for _, c := range b.calls {
 		n.inflight.done(c.key, r, b.seq)
 	}
-	if err := n.out.write(ctx, outs); err != nil {
+	if err := n.out.write(ctx, outs, n.retry); err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
 	n.stats.addOut(len(outs))

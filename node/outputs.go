@@ -81,12 +81,16 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 	return o, nil
 }
 
-func (o *outputs) write(ctx context.Context, batch []record.Output) error {
+// write writes batch to every sink, each through retry (a failed write is
+// tried again whole: outputs carry stable ids, so a sink that got part of
+// the batch gets those outputs twice under the same ids), then applies it
+// to the table.
+func (o *outputs) write(ctx context.Context, batch []record.Output, retry func(context.Context, string, func(context.Context) error) error) error {
 	if len(batch) == 0 {
 		return nil
 	}
 	for _, s := range o.sinks {
-		if err := s.Write(ctx, batch); err != nil {
+		if err := retry(ctx, "write outputs", func(ctx context.Context) error { return s.Write(ctx, batch) }); err != nil {
 			return err
 		}
 	}

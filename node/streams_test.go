@@ -43,16 +43,7 @@ sinks: [{type: redis-stream, redis: {addr: %[1]q}, stream: joined}, {type: table
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- n.Run(runCtx) }()
-	want := h.LeftJoin()
-	testutil.WaitFor(t, 60*time.Second, func() error {
-		if got := tableMap(n.Table()); !reflect.DeepEqual(got, want) {
-			return fmt.Errorf("table has %d rows, want %d", len(got), len(want))
-		}
-		if p, err := rc.XPending(ctx, "cdc", "joinery").Result(); err != nil || p.Count != 0 {
-			return fmt.Errorf("pending entries: %+v %v", p, err)
-		}
-		return nil
-	})
+	testutil.WaitFor(t, 60*time.Second, joinedAndAcked(n, rc, h.LeftJoin()))
 	cancel()
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("run: %v", err)
@@ -217,4 +208,68 @@ func sourceReading(t *testing.T, n *node.Node) float64 {
 		}
 	}
 	return -1
+}
+
+// TestNodeRedisStreamsRedisRestart kills Redis — the node's state store, its
+// Redis Streams source and one of its sinks — half-way, and restarts it from its
+// append-only file: the node stalls and retries instead of failing, then
+// reads on; the joined table equals the true join and every entry ends
+// acknowledged.
+func TestNodeRedisStreamsRedisRestart(t *testing.T) {
+	rs := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	h := cdcgen.Generate(cdcgen.Config{Seed: 37, Users: 20, Domains: 60, Changes: 1500})
+	ctx := context.Background()
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	half := len(h.Lines) / 2
+	xadd(t, rc, "cdc", h.Lines[:half])
+	n := start(t, parse(t, t.TempDir(), "name: restart\n"+joinYAML+fmt.Sprintf(`
+state: {store: redis, redis: {addr: %[1]q}}
+sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, group: joinery, tables: {users: left, domains: right}}]
+sinks: [{type: table}, {type: redis-stream, redis: {addr: %[1]q}, stream: joined}]
+`, rs.Addr)))
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- n.Run(runCtx) }()
+	testutil.WaitFor(t, 60*time.Second, func() error {
+		if in := n.Stats().In.Load(); in < int64(half) {
+			return fmt.Errorf("%d records read, want %d", in, half)
+		}
+		return nil
+	})
+	rs.Kill()
+	time.Sleep(1500 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the node stopped while Redis was down: %v", err)
+	default:
+	}
+	rs.Start()
+	xadd(t, rc, "cdc", h.Lines[half:])
+	testutil.WaitFor(t, 60*time.Second, joinedAndAcked(n, rc, h.LeftJoin()))
+	if n.Stats().Retries.Load() == 0 {
+		t.Error("no retry counted while Redis was down")
+	}
+	if got, wrote := rc.XLen(ctx, "joined").Val(), n.Stats().Out.Load(); got < wrote {
+		t.Errorf("output stream has %d entries, node wrote %d outputs", got, wrote)
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v", err)
+	}
+}
+
+// joinedAndAcked is a WaitFor condition: n's table equals want and no entry
+// of stream cdc is pending in group joinery.
+func joinedAndAcked(n *node.Node, rc *redis.Client, want map[string]string) func() error {
+	return func() error {
+		if got := tableMap(n.Table()); !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("table has %d rows, want %d", len(got), len(want))
+		}
+		if p, err := rc.XPending(context.Background(), "cdc", "joinery").Result(); err != nil || p.Count != 0 {
+			return fmt.Errorf("pending entries: %+v %v", p, err)
+		}
+		return nil
+	}
 }

@@ -5,6 +5,7 @@ package sources
 
 import (
 	"context"
+	"errors"
 
 	"github.com/joinery/joinery/record"
 )
@@ -30,3 +31,25 @@ type Source interface {
 	// Close stops the source. It is idempotent.
 	Close() error
 }
+
+// Transient marks err as a read error worth retrying: the external system
+// is unreachable or restarting, and the same Read may succeed later. The
+// node retries such errors (stalling its input, with backoff) instead of
+// stopping; any other Read error stops the source.
+func Transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	return transientError{err}
+}
+
+// IsTransient reports whether err, or an error it wraps, was marked by
+// Transient.
+func IsTransient(err error) bool {
+	var te transientError
+	return errors.As(err, &te)
+}
+
+type transientError struct{ error }
+
+func (e transientError) Unwrap() error { return e.error }

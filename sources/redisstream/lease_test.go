@@ -3,6 +3,7 @@ package redisstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -187,5 +188,49 @@ func TestRedisStreamSourceLeaseKeys(t *testing.T) {
 		if !strings.HasPrefix(key, tt.wantTag+":") || !strings.HasPrefix(epoch, key) {
 			t.Errorf("leaseKeys(%q) = %q, %q; want hash tag %s", tt.stream, key, epoch, tt.wantTag)
 		}
+	}
+}
+
+// TestRedisStreamSourceRedisRestart: while Redis is down Read fails with a
+// transient error (the node retries those), and after Redis restarts from
+// its append-only file the source reads on where it was, still holding
+// its lease.
+func TestRedisStreamSourceRedisRestart(t *testing.T) {
+	r := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer admin.Close()
+	var log partitionLog
+	cfg := leaseConfig(r.Addr, "a", &log)
+	cfg.Lease = 2 * time.Second
+	a, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	appendValues(t, admin, "in", "a", "b")
+	if got := values(readN(t, a, 2, 10)); got != "a,b" {
+		t.Fatalf("read %s", got)
+	}
+	r.Kill()
+	if msgs, err := a.Read(ctx, 10); !sources.IsTransient(err) || len(msgs) != 0 {
+		t.Fatalf("Read with Redis down = %q, %v; want a transient error", values(msgs), err)
+	}
+	r.Start()
+	appendValues(t, admin, "in", "c")
+	var got []sources.Message
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		msgs, err := a.Read(ctx, 10)
+		if err != nil && !sources.IsTransient(err) {
+			t.Fatalf("Read after the restart: %v", err)
+		}
+		got = append(got, msgs...)
+		if len(got) == 0 {
+			return fmt.Errorf("nothing read yet (%v)", err)
+		}
+		return nil
+	})
+	if values(got) != "c" {
+		t.Fatalf("read %s after the restart, want c", values(got))
 	}
 }

@@ -5,9 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -364,7 +367,8 @@ func tombstonesOf(ids []string) []delivered {
 	return out
 }
 
-// readErr prefers ctx.Err() and ErrClosed to err.
+// readErr prefers ctx.Err() and ErrClosed to err, and marks err transient
+// (sources.Transient) when Redis is unreachable or not serving yet.
 func (s *Source) readErr(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
@@ -372,7 +376,29 @@ func (s *Source) readErr(ctx context.Context, err error) error {
 	if s.isClosed() {
 		return ErrClosed
 	}
+	if transient(err) {
+		return sources.Transient(err)
+	}
 	return err
+}
+
+// transient reports whether err says Redis is unreachable (a network error,
+// a closed or refused connection, no free connection) or not serving yet
+// (loading its data, busy with a script, a failover under way): retrying
+// the same call later may succeed.
+func transient(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, redis.ErrPoolTimeout) {
+		return true
+	}
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "READONLY"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // claimAtStart moves every entry pending longer than ClaimMinIdle on other
