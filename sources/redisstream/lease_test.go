@@ -45,6 +45,17 @@ func leaseConfig(addr, consumer string, log *partitionLog) Config {
 		Lease: 300 * time.Millisecond, OnPartitions: log.hook}
 }
 
+// newLeased opens a source with cfg, closed when the test ends.
+func newLeased(t *testing.T, cfg Config) *Source {
+	t.Helper()
+	s, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // increasing fails unless the messages' offsets grow strictly.
 func increasing(t *testing.T, msgs []sources.Message) {
 	t.Helper()
@@ -61,19 +72,11 @@ func increasing(t *testing.T, msgs []sources.Message) {
 // stream order.
 func TestRedisStreamSourceLeaseOneReader(t *testing.T) {
 	r := testutil.StartRedis(t)
-	ctx := context.Background()
 	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer admin.Close()
 	var logA, logB partitionLog
-	a, err := New(ctx, leaseConfig(r.Addr, "a", &logA))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(ctx, leaseConfig(r.Addr, "b", &logB))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a := newLeased(t, leaseConfig(r.Addr, "a", &logA))
+	b := newLeased(t, leaseConfig(r.Addr, "b", &logB))
 	appendValues(t, admin, "in", "a", "b", "c", "d", "e", "f")
 	if got := values(readN(t, a, 3, 3)); got != "a,b,c" {
 		t.Fatalf("a read %s", got)
@@ -107,11 +110,7 @@ func TestRedisStreamSourceLeaseLost(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer admin.Close()
 	var logA, logB partitionLog
-	a, err := New(ctx, leaseConfig(r.Addr, "a", &logA))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := newLeased(t, leaseConfig(r.Addr, "a", &logA))
 	appendValues(t, admin, "in", "a", "b", "c")
 	if got := values(readN(t, a, 2, 2)); got != "a,b" {
 		t.Fatalf("a read %s", got)
@@ -124,11 +123,7 @@ func TestRedisStreamSourceLeaseLost(t *testing.T) {
 	close(stop)
 	<-stopped
 
-	b, err := New(ctx, leaseConfig(r.Addr, "b", &logB))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newLeased(t, leaseConfig(r.Addr, "b", &logB))
 	msgs := readN(t, b, 3, 10) // waits for a's lease to run out
 	if got := values(msgs); got != "a,b,c" {
 		t.Fatalf("b read %s, want a's in-flight entries, then c", got)
@@ -154,11 +149,7 @@ func TestRedisStreamSourceLeaseExpiredNotTaken(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer admin.Close()
 	var logA partitionLog
-	a, err := New(ctx, leaseConfig(r.Addr, "a", &logA))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := newLeased(t, leaseConfig(r.Addr, "a", &logA))
 	appendValues(t, admin, "in", "a")
 	readN(t, a, 1, 1)
 	if err := admin.Del(ctx, a.lease.key).Err(); err != nil {
@@ -203,11 +194,7 @@ func TestRedisStreamSourceRedisRestart(t *testing.T) {
 	var log partitionLog
 	cfg := leaseConfig(r.Addr, "a", &log)
 	cfg.Lease = 2 * time.Second
-	a, err := New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := newLeased(t, cfg)
 	appendValues(t, admin, "in", "a", "b")
 	if got := values(readN(t, a, 2, 10)); got != "a,b" {
 		t.Fatalf("read %s", got)
