@@ -3,9 +3,9 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
 )
@@ -51,49 +52,43 @@ func NewKind(d *Deps) *cluster.Kind {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d} }, actor.WithDispatcher(keyDispatcher()))
+	cfg := &keycore.Config{Machine: keycore.MachineSpec{CDC: d.Spec, NewTimed: d.NewTimed}}
+	props := actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d, cfg: cfg} }, actor.WithDispatcher(keyDispatcher()))
 	return cluster.NewKind(KindName(d.Job), props)
 }
 
 // writeDone tells a key actor that one of its snapshots is durable (or not).
 type writeDone struct{ err error }
 
-// keyActor holds one join key's state. Its mailbox is the only goroutine that
-// touches the fields, so they need no lock.
+// keyActor is the protoactor shell around one key's keycore.Core: it owns
+// the mailbox, loads and persists (Store, Writer), answers, and passivates.
+// The per-key protocol and the join are the core's. Its mailbox is the
+// only goroutine that touches the fields, so they need no lock.
 type keyActor struct {
 	deps     *Deps
-	key      record.Key
-	join     *joins.CDC  // the changelog join, or nil
-	timed    joins.Timed // an event-time join, or nil
-	timers   []int64     // pending event-time timers, ascending, unique
-	wm       int64       // the watermark this key has advanced to
-	fx       joins.Effects
-	offsets  map[string]int64  // partition id -> highest applied offset
-	src      map[string]string // changelog join: "side/pk" -> last applied source position
-	outbox   []outboxEntry
-	seq      uint64 // the Seq of the key's last output
-	loaded   bool
-	epoch    int64 // owner epoch from Store.Acquire; 0 until acquired
+	cfg      *keycore.Config
+	core     *keycore.Core
 	node     string
-	pending  int  // snapshots handed to the Writer and not yet durable
-	stop     bool // passivation requested: stop once pending is 0
+	stop     bool // passivation requested: stop once nothing is pending
 	poisoned bool // the poison pill is sent
 }
 
 func (a *keyActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *cluster.ClusterInit:
-		a.key = record.Key(m.Identity.Identity)
+		if a.cfg == nil {
+			a.cfg = &keycore.Config{Machine: keycore.MachineSpec{CDC: a.deps.Spec, NewTimed: a.deps.NewTimed}}
+		}
+		a.core = keycore.New(a.cfg, record.Key(m.Identity.Identity))
 		a.node = ctx.ActorSystem().Address()
-		a.fresh()
 		if err := a.load(); err != nil {
-			a.deps.Logger.Warn("key state load failed; will retry on next request", "job", a.deps.Job, "key", a.key, "err", err)
+			a.deps.Logger.Warn("key state load failed; will retry on next request", "job", a.deps.Job, "key", a.core.Key(), "err", err)
 		}
 		if a.deps.PassivateAfter > 0 {
 			ctx.SetReceiveTimeout(a.deps.PassivateAfter)
 		}
 		if a.deps.Events != nil {
-			a.deps.Events.Activated(a.deps.Job, a.key)
+			a.deps.Events.Activated(a.deps.Job, a.core.Key())
 		}
 	case *keypb.Apply:
 		a.apply(ctx, m, nil, nil)
@@ -102,20 +97,20 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *keypb.Inspect:
 		ctx.Respond(a.inspect())
 	case *writeDone:
-		a.pending--
+		a.core.Durable()
 		if m.err != nil {
 			// Memory is now ahead of the store: stop, so the next activation
 			// reloads the durable state. A fenced write means another
 			// activation owns the key: this one is stale and must stop too.
 			if len(persistence.Fenced(m.err)) > 0 {
-				a.deps.Logger.Warn("key write fenced: a newer activation owns the key; stopping this one", "job", a.deps.Job, "key", a.key, "epoch", a.epoch, "err", m.err)
+				a.deps.Logger.Warn("key write fenced: a newer activation owns the key; stopping this one", "job", a.deps.Job, "key", a.core.Key(), "epoch", a.core.Epoch(), "err", m.err)
 				if a.deps.Events != nil {
-					a.deps.Events.Fenced(a.deps.Job, a.key)
+					a.deps.Events.Fenced(a.deps.Job, a.core.Key())
 				}
 				ctx.Stop(ctx.Self())
 				return
 			}
-			a.deps.Logger.Error("key state write failed; stopping the activation", "job", a.deps.Job, "key", a.key, "err", m.err)
+			a.deps.Logger.Error("key state write failed; stopping the activation", "job", a.deps.Job, "key", a.core.Key(), "err", m.err)
 			ctx.Stop(ctx.Self())
 			return
 		}
@@ -128,8 +123,8 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		a.maybeStop(ctx)
 		ctx.Respond(&keypb.Passivate{})
 	case *actor.Stopped:
-		if a.deps.Events != nil && (a.join != nil || a.timed != nil) {
-			a.deps.Events.Passivated(a.deps.Job, a.key)
+		if a.deps.Events != nil && a.core != nil {
+			a.deps.Events.Passivated(a.deps.Job, a.core.Key())
 		}
 	}
 }
@@ -142,94 +137,74 @@ func (a *keyActor) Receive(ctx actor.Context) {
 // one acquires a newer epoch first, so the old write is fenced and its sender
 // resends.
 func (a *keyActor) maybeStop(ctx actor.Context) {
-	if a.stop && a.pending == 0 && !a.poisoned {
+	if a.stop && a.core.Pending() == 0 && !a.poisoned {
 		a.poisoned = true
 		ctx.Poison(ctx.Self())
 	}
 }
 
-// stamp gives new outputs the key's next sequence numbers (record.Output.
-// Seq): one above the last, and never below the wall clock in milliseconds
-// shifted left 12 bits, so a key whose state was dropped when it emptied
-// still numbers above its earlier outputs when it comes back.
-func (a *keyActor) stamp(outs []record.Output) {
-	floor := uint64(time.Now().UnixMilli()) << 12
-	for i := range outs {
-		a.seq = max(a.seq+1, floor)
-		outs[i].Seq = a.seq
-	}
-}
-
-// fresh empties the activation's state and forgets its epoch: the next
-// load takes the key (a new owner epoch) and reads its durable state.
-func (a *keyActor) fresh() {
-	a.join, a.timed = nil, nil
-	if a.deps.NewTimed != nil {
-		a.timed = a.deps.NewTimed()
-		a.wm = math.MinInt64
-	} else {
-		a.join = joins.NewCDC(a.deps.Spec)
-	}
-	a.offsets = map[string]int64{}
-	a.timers, a.outbox, a.src, a.seq = nil, nil, nil, 0
-	a.loaded, a.epoch = false, 0
-}
-
-// gap reports whether an earlier request (prev: the partition offsets of
-// the sender's earlier unanswered requests) is missing from the state.
-func (a *keyActor) gap(prev map[string]int64) bool {
-	for part, off := range prev {
-		if a.offsets[part] < off {
-			return true
-		}
-	}
-	return false
-}
-
+// load takes the key (an owner epoch) if this activation has not, and
+// restores its durable state into the core, unless the core is loaded.
 func (a *keyActor) load() error {
-	if a.loaded {
+	c := a.core
+	if c.Loaded() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if a.epoch == 0 {
+	if c.Epoch() == 0 {
 		// Become the owner before reading: a stale activation's later write
 		// is then refused, so what this one loads stays what it will extend.
-		epoch, err := a.deps.Store.Acquire(ctx, a.deps.Job, a.key)
+		epoch, err := a.deps.Store.Acquire(ctx, a.deps.Job, c.Key())
 		if err != nil {
 			return err
 		}
-		a.epoch = epoch
+		c.SetEpoch(epoch)
 	}
-	snap, err := a.deps.Store.Load(ctx, a.deps.Job, a.key)
+	snap, err := a.deps.Store.Load(ctx, a.deps.Job, c.Key())
 	switch {
 	case errors.Is(err, persistence.ErrNotFound):
+		c.Init()
+		return nil
 	case err != nil:
 		return err
-	default:
-		st, err := decodeState(snap.State)
-		if err != nil {
-			return err
-		}
-		if len(st.Join) > 0 {
-			if err := a.machineRestore(st.Join); err != nil {
-				return err
+	}
+	return c.Restore(snap.Offsets, snap.State)
+}
+
+// request turns an Apply (rows, when not nil, holding its events' decoded
+// rows) into the core's request.
+func (a *keyActor) request(m *keypb.Apply, rows []EventRows) (*keycore.Request, error) {
+	req := &keycore.Request{Events: make([]keycore.Event, len(m.Events)), Prev: m.Prev, Committed: m.Committed,
+		Fire: m.Fire, Watermark: m.Watermark, Session: m.Session, Resend: m.Resend}
+	timed := a.deps.NewTimed != nil
+	for i, pe := range m.Events {
+		e := keycore.Event{Side: record.Side(pe.Side), Pos: record.Position{Source: pe.Source, Partition: pe.Partition, Offset: pe.Offset},
+			Seq: int(pe.Seq), Ts: pe.Ts, Watermark: pe.Watermark, SrcPos: pe.SrcPos}
+		var err error
+		switch {
+		case rows != nil:
+			e.Before, e.After = rows[i].Before, rows[i].After
+		case timed:
+			e.After, err = DecodeRow(pe.After)
+		default:
+			if e.Before, err = DecodeRow(pe.Before); err == nil {
+				e.After, err = DecodeRow(pe.After)
 			}
 		}
-		a.timers = st.Timers
-		if st.Wm != nil {
-			a.wm = *st.Wm
+		if err != nil {
+			return nil, err
 		}
-		a.outbox = st.Outbox
-		a.src = st.Src
-		a.seq = st.Seq
-		a.offsets = maps.Clone(snap.Offsets)
-		if a.offsets == nil {
-			a.offsets = map[string]int64{}
+		if !timed {
+			op, ok := record.ParseOp(pe.Op)
+			if !ok {
+				return nil, fmt.Errorf("actors: unknown op %q", pe.Op)
+			}
+			e.Op = op
 		}
+		req.Events[i] = e
 	}
-	a.loaded = true
-	return nil
+	return req, nil
 }
 
 // apply applies a request. rows, when not nil (a LocalApply from this
@@ -257,95 +232,49 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 		respond(&keypb.Applied{Error: "load state: " + err.Error()})
 		return
 	}
-	if a.gap(m.Prev) && a.pending == 0 {
+	req, err := a.request(m, rows)
+	if err != nil {
+		respond(&keypb.Applied{Error: err.Error()})
+		return
+	}
+	r := a.core.Step(req, time.Now().UnixMilli())
+	if r.Reload {
 		// This activation may be stale: a topology change can activate a
 		// key twice, and one that has not written since the other took
 		// the key is never fenced out — it would refuse every request
 		// that builds on the other's writes, for ever. Take the key again
 		// and reload its durable state: if the earlier request was applied
 		// anywhere, it is there now.
-		a.deps.Logger.Debug("gap: reloading the key's durable state", "job", a.deps.Job, "key", a.key, "epoch", a.epoch)
-		a.fresh()
+		a.deps.Logger.Debug("gap: reloading the key's durable state", "job", a.deps.Job, "key", a.core.Key(), "epoch", a.core.Epoch())
+		a.core.Reset()
 		if err := a.load(); err != nil {
 			respond(&keypb.Applied{Error: "load state: " + err.Error()})
 			return
 		}
+		r = a.core.Step(req, time.Now().UnixMilli())
 	}
-	if a.gap(m.Prev) {
-		respond(&keypb.Applied{Gap: true, Error: "gap: an earlier request for this key was not applied"})
+	switch {
+	case r.Gap:
+		respond(&keypb.Applied{Gap: true, Error: r.Err.Error()})
+		return
+	case r.Err != nil:
+		respond(&keypb.Applied{Error: "encode state: " + r.Err.Error()})
 		return
 	}
-	changed := a.prune(m.Committed)
-	reply := &keypb.Applied{}
-	var outs []record.Output
-	for i, pe := range m.Events {
-		part := record.Position{Source: pe.Source, Partition: pe.Partition}.PartitionID()
-		// One input reaches one key at most once (a moved row goes to two
-		// different keys), so "offset <= applied" means "already applied":
-		// skip it, and send its outputs again if they may not have reached
-		// the sinks yet.
-		if last, ok := a.offsets[part]; ok && pe.Offset <= last {
-			reply.Skipped++
-			outs = append(outs, a.kept(part, pe.Offset)...)
+	reply := &keypb.Applied{Skipped: int32(r.Skipped), Duplicates: int32(r.Duplicates)}
+	for _, l := range r.Late {
+		pe, err := EncodeEvent(record.Event{Key: a.core.Key(), Side: l.Element.Side, Op: record.OpCreate, After: l.Element.Row, Pos: l.Element.Pos})
+		if err != nil {
 			continue
 		}
-		n := len(outs)
-		var err error
-		if a.timed != nil {
-			var row record.Row
-			if rows != nil {
-				row = rows[i].After
-			} else if row, err = DecodeRow(pe.After); err != nil {
-				respond(&keypb.Applied{Error: err.Error()})
-				return
-			}
-			outs = a.applyTimed(pe, row, outs, reply)
-		} else {
-			var e record.Event
-			if rows != nil {
-				e, err = eventOf(a.key, pe, rows[i])
-			} else {
-				e, err = DecodeEvent(a.key, pe)
-			}
-			if err == nil {
-				if a.duplicate(e, pe.SrcPos) {
-					reply.Duplicates++
-				} else {
-					outs = a.join.OnEvent(e, outs)
-				}
-			}
-		}
-		if err != nil {
-			respond(&keypb.Applied{Error: err.Error()})
-			return
-		}
-		if len(outs) > n {
-			a.stamp(outs[n:])
-			a.outbox = append(a.outbox, outboxEntry{Part: part, Offset: pe.Offset, Outputs: outs[n:len(outs):len(outs)]})
-		}
-		a.offsets[part] = pe.Offset
-		changed = true
-	}
-	if m.Fire && a.timed != nil {
-		// Outputs of earlier firings that are kept (not yet committed) and
-		// that this sender's session has not been sent: a restarted sender
-		// may have lost them. A resent request gets them all again.
-		outs = a.resendFired(min(m.Watermark, a.wm), m.Session, m.Resend, outs)
-		if m.Watermark > a.wm {
-			n := len(outs)
-			outs = a.advance(m.Watermark, outs, reply)
-			if len(outs) > n {
-				a.stamp(outs[n:])
-				a.outbox = append(a.outbox, outboxEntry{Part: firePart, Offset: m.Watermark, Outputs: outs[n:len(outs):len(outs)], sentTo: m.Session})
-			}
-			changed = true
-		}
+		pe.Ts = l.Element.Ts
+		reply.Late = append(reply.Late, &keypb.Late{Event: pe, Reason: l.Reason})
 	}
 	var answer any = reply
 	if rows != nil {
-		answer = &LocalApplied{Applied: reply, Outputs: outs}
+		answer = &LocalApplied{Applied: reply, Outputs: r.Outputs}
 	} else {
-		for _, o := range outs {
+		for _, o := range r.Outputs {
 			po, err := EncodeOutput(o)
 			if err != nil {
 				respond(&keypb.Applied{Error: err.Error()})
@@ -354,43 +283,16 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 			reply.Outputs = append(reply.Outputs, po)
 		}
 	}
-	if !changed && a.pending == 0 {
-		// Nothing new, and everything applied so far is durable: a re-sent
-		// request's skipped events are covered by the writes already done.
-		// With writes still pending, the answer waits for a write of the
-		// state as it is (it carries the skipped events, and is refused if
-		// a newer activation took the key): an answer must never come
-		// before what it covers is durable.
+	if r.Write == nil {
 		respond(answer)
 		return
 	}
-	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.key, Epoch: a.epoch, Offsets: maps.Clone(a.offsets)}
-	// A key whose join state emptied still writes a (small) state, so its
-	// applied offsets survive passivation and failover: a request's Prev
-	// names offsets that an emptied key must still know it applied, or it
-	// would refuse the request as a gap for ever after reloading.
-	if !a.machineEmpty() || len(a.outbox) > 0 || len(a.timers) > 0 || len(a.src) > 0 || len(a.offsets) > 0 {
-		st := keyState{Outbox: a.outbox, Timers: a.timers, Src: a.src, Seq: a.seq}
-		if !a.machineEmpty() {
-			st.Join = a.machineSnapshot()
-		}
-		if a.timed != nil {
-			wm := a.wm
-			st.Wm = &wm
-		}
-		b, err := encodeState(st)
-		if err != nil {
-			respond(&keypb.Applied{Error: "encode state: " + err.Error()})
-			return
-		}
-		snap.State = b
-	}
-	if t, ok := a.nextTimer(); ok {
+	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.core.Key(), Epoch: a.core.Epoch(), Offsets: r.Write.Offsets, State: r.Write.State}
+	if r.Write.HasTimer {
 		// The store's timer index wakes this key when the watermark reaches
 		// its next timer, even if it is passivated by then.
-		snap.HasTimer, snap.NextTimer = true, max(persistence.MinTimer, min(t, persistence.MaxTimer))
+		snap.HasTimer, snap.NextTimer = true, max(persistence.MinTimer, min(r.Write.NextTimer, persistence.MaxTimer))
 	}
-	a.pending++
 	sender, self, root := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root
 	a.deps.Writer.Submit(snap, func(err error) {
 		if err != nil {
@@ -409,97 +311,22 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 	})
 }
 
-// duplicate reports whether e, a changelog-join change at source position
-// pos, is not newer than the last change applied to the same row (a
-// Debezium at-least-once replay arriving at a new offset), and otherwise
-// records pos as the row's last. Changes without a position, or whose row
-// has no usable primary key, are never duplicates.
-func (a *keyActor) duplicate(e record.Event, pos string) bool {
-	if pos == "" {
-		return false
-	}
-	row, pkCol := e.After, a.deps.Spec.Left.PK
-	if e.Op == record.OpDelete {
-		row = e.Before
-	}
-	if e.Side == record.Right {
-		pkCol = a.deps.Spec.Right.PK
-	}
-	pk, ok := record.KeyOf(row[pkCol])
-	if !ok {
-		return false
-	}
-	id := e.Side.String() + "/" + string(pk)
-	if last, ok := a.src[id]; ok && pos <= last {
-		return true
-	}
-	if a.src == nil {
-		a.src = map[string]string{}
-	}
-	a.src[id] = pos
-	return false
-}
-
-// prune drops outbox entries the sender has committed. It reports whether it
-// dropped any.
-func (a *keyActor) prune(committed map[string]int64) bool {
-	if len(committed) == 0 || len(a.outbox) == 0 {
-		return false
-	}
-	kept := a.outbox[:0]
-	for _, e := range a.outbox {
-		if c, ok := committed[e.Part]; ok && e.Offset <= c {
-			continue
-		}
-		kept = append(kept, e)
-	}
-	dropped := len(kept) != len(a.outbox)
-	clear(a.outbox[len(kept):])
-	a.outbox = kept
-	return dropped
-}
-
-// resendFired appends the kept outputs of firings at or below wm that were
-// not sent to session yet (all of them when resend), and records them sent.
-func (a *keyActor) resendFired(wm int64, session string, resend bool, outs []record.Output) []record.Output {
-	for i := range a.outbox {
-		e := &a.outbox[i]
-		if e.Part != firePart || e.Offset > wm || (!resend && e.sentTo == session) {
-			continue
-		}
-		outs = append(outs, e.Outputs...)
-		e.sentTo = session
-	}
-	return outs
-}
-
-// kept returns the outputs the outbox holds for an input.
-func (a *keyActor) kept(part string, offset int64) []record.Output {
-	for _, e := range a.outbox {
-		if e.Part == part && e.Offset == offset {
-			return e.Outputs
-		}
-	}
-	return nil
-}
-
 func (a *keyActor) inspect() *keypb.KeyState {
-	ks := &keypb.KeyState{Key: string(a.key), Offsets: maps.Clone(a.offsets), Node: a.node, Outbox: int32(len(a.outbox)), Epoch: a.epoch}
-	if a.timed != nil {
-		ks.Timers = append([]int64(nil), a.timers...)
-		ks.Watermark = a.wm
-		if !a.timed.Empty() {
-			ks.Timed = a.timed.Snapshot()
+	c := a.core
+	m := c.Machine()
+	ks := &keypb.KeyState{Key: string(c.Key()), Offsets: maps.Clone(c.Offsets()), Node: a.node, Outbox: int32(c.OutboxLen()), Epoch: c.Epoch()}
+	if m.EventTime() {
+		ks.Timers = append([]int64(nil), m.Timers()...)
+		ks.Watermark = m.Watermark()
+		if !m.Empty() {
+			ks.Timed = m.Timed().Snapshot()
 		}
 		return ks
 	}
-	if a.join == nil {
-		return ks
-	}
-	if l := a.join.Left(); l != nil {
+	if l := m.CDC().Left(); l != nil {
 		ks.Left, _ = encodeRow(l)
 	}
-	for _, r := range a.join.Rights() {
+	for _, r := range m.CDC().Rights() {
 		b, _ := encodeRow(r)
 		ks.Rights = append(ks.Rights, b)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/timers"
 )
@@ -78,18 +80,19 @@ func Run(spec *Spec, script io.Reader, out io.Writer) (Summary, error) {
 	return d.summary(), bw.Flush()
 }
 
-// driver is the key actor of every key at once: it keys inputs, keeps one
-// state machine per key, the timers and the watermark.
+// driver is the key actors of every key at once: it keys inputs and drives
+// one keycore.Core per key — the per-key protocol a key actor runs, with
+// every write durable at once and every input committed once the next one
+// comes — plus the index of the keys' next timers and the watermark.
 type driver struct {
 	spec  *Spec
 	b     *built
-	cdc   map[record.Key]*joins.CDC
-	timed map[record.Key]joins.Timed
-	tm    timers.TimerService
+	cfg   *keycore.Config
+	cores map[record.Key]*keycore.Core
+	tm    timers.TimerService // each key's next timer
+	next  map[record.Key]int64
 	wm    int64
 	seen  map[record.Key]struct{}
-	fx    joins.Effects
-	outs  []record.Output
 	w     io.Writer
 	werr  error
 	sum   Summary
@@ -104,7 +107,11 @@ func newDriver(spec *Spec) (*driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &driver{spec: spec, b: b, cdc: map[record.Key]*joins.CDC{}, timed: map[record.Key]joins.Timed{},
+	cfg := &keycore.Config{Machine: keycore.MachineSpec{CDC: b.cdc}, NoSeq: true}
+	if b.cdc == nil {
+		cfg.Machine.NewTimed = b.fresh
+	}
+	d := &driver{spec: spec, b: b, cfg: cfg, cores: map[record.Key]*keycore.Core{}, next: map[record.Key]int64{},
 		wm: math.MinInt64, seen: map[record.Key]struct{}{}}
 	d.emit, d.emitLate = d.output, d.late
 	return d, nil
@@ -189,20 +196,9 @@ func (d *driver) applyChange(side record.Side, c record.Change) error {
 	d.sum.Inputs++
 	for _, e := range evs {
 		d.seen[e.Key] = struct{}{}
-		j := d.cdc[e.Key]
-		if j == nil {
-			j = joins.NewCDC(d.b.cdc)
-		}
-		d.outs = j.OnEvent(e, d.outs[:0])
-		if j.Empty() {
-			delete(d.cdc, e.Key)
-		} else {
-			d.cdc[e.Key] = j
-		}
-		for _, o := range d.outs {
-			if err := d.emit(o); err != nil {
-				return err
-			}
+		ev := keycore.Event{Side: e.Side, Op: e.Op, Before: e.Before, After: e.After, Pos: e.Pos, Seq: e.Seq}
+		if err := d.step(e.Key, &keycore.Request{Events: []keycore.Event{ev}}); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -245,44 +241,61 @@ func (d *driver) element(side record.Side, st step, pos record.Position) error {
 func (d *driver) feed(key record.Key, e joins.Element) error {
 	d.sum.Inputs++
 	d.seen[key] = struct{}{}
-	j := d.machine(key)
-	d.fx.Reset()
-	j.OnElement(e, d.wm, &d.fx)
-	return d.effects(key, j)
+	ev := keycore.Event{Side: e.Side, After: e.Row, Pos: e.Pos, Ts: e.Ts, Watermark: d.wm}
+	return d.step(key, &keycore.Request{Events: []keycore.Event{ev}})
 }
 
-func (d *driver) machine(key record.Key) joins.Timed {
-	j := d.timed[key]
-	if j == nil {
-		j = d.b.fresh()
-		d.timed[key] = j
+// step runs req on key's core: the inputs it names are committed (their
+// outbox entries dropped) with the key's next request, as a sender whose
+// sinks took the outputs would; the write is durable at once. It emits the
+// outputs and late elements, re-indexes the key's next timer, and forgets
+// a key that holds nothing.
+func (d *driver) step(key record.Key, req *keycore.Request) error {
+	c := d.cores[key]
+	if c == nil {
+		c = keycore.New(d.cfg, key)
+		c.Init()
+		d.cores[key] = c
 	}
-	return j
-}
-
-// effects applies d.fx of key's machine j: timers, outputs, late elements;
-// then drops the machine if it holds nothing and waits for no timer.
-func (d *driver) effects(key record.Key, j joins.Timed) error {
-	for _, ts := range d.fx.SetTimers {
-		d.tm.Register(key, ts)
+	req.Committed = maps.Clone(c.Offsets())
+	if req.Committed == nil {
+		req.Committed = map[string]int64{}
 	}
-	for _, ts := range d.fx.DelTimers {
-		d.tm.Delete(key, ts)
+	req.Committed[keycore.FirePart] = d.wm
+	r := c.Step(req, 0)
+	if r.Err != nil {
+		return r.Err
 	}
-	for _, o := range d.fx.Out {
+	if r.Write != nil {
+		c.Durable()
+	}
+	for _, o := range r.Outputs {
 		if err := d.emit(o); err != nil {
 			return err
 		}
 	}
-	for _, l := range d.fx.Late {
+	for _, l := range r.Late {
 		if err := d.emitLate(key, l); err != nil {
 			return err
 		}
 	}
-	if j.Empty() && d.tm.Pending(key) == nil {
-		delete(d.timed, key)
-	}
+	d.index(key, c)
 	return nil
+}
+
+// index records key's next timer in d.tm and forgets an idle key.
+func (d *driver) index(key record.Key, c *keycore.Core) {
+	if ts, ok := d.next[key]; ok {
+		d.tm.Delete(key, ts)
+		delete(d.next, key)
+	}
+	if ts, ok := c.Machine().NextTimer(); ok {
+		d.tm.Register(key, ts)
+		d.next[key] = ts
+	}
+	if c.Machine().Idle() {
+		delete(d.cores, key)
+	}
 }
 
 // watermark advances the watermark to wm (a lower one changes nothing) and
@@ -298,43 +311,32 @@ func (d *driver) watermark(wm int64) error {
 		if !ok || t.Ts > wm {
 			return nil
 		}
-		d.tm.Delete(t.Key, t.Ts)
-		j := d.machine(t.Key)
-		d.fx.Reset()
-		j.OnTimer(t.Ts, wm, &d.fx)
-		if err := d.effects(t.Key, j); err != nil {
+		req := &keycore.Request{Fire: true, Watermark: wm, Limited: true, FireLimit: t.Ts}
+		if err := d.step(t.Key, req); err != nil {
 			return err
 		}
 	}
 }
 
-// snapshot replaces every key's state by a restored copy of its snapshot,
-// checking that the copy snapshots to the same bytes.
+// snapshot replaces every key's core by one restored from the state a key
+// actor would persist, checking that the restored join snapshots to the
+// same bytes.
 func (d *driver) snapshot() error {
-	if d.b.cdc != nil {
-		for _, k := range sortedKeys(d.cdc) {
-			snap := d.cdc[k].Snapshot()
-			j := joins.NewCDC(d.b.cdc)
-			if err := j.Restore(snap); err != nil {
-				return fmt.Errorf("snapshot: key %q: %w", k, err)
-			}
-			if again := j.Snapshot(); !bytes.Equal(again, snap) {
-				return fmt.Errorf("snapshot: key %q: restored state snapshots differently:\n%q\n%q", k, snap, again)
-			}
-			d.cdc[k] = j
-		}
-		return nil
-	}
-	for _, k := range sortedKeys(d.timed) {
-		snap := d.timed[k].Snapshot()
-		j := d.b.fresh()
-		if err := j.Restore(snap); err != nil {
+	for _, k := range sortedKeys(d.cores) {
+		c := d.cores[k]
+		state, err := c.Encode()
+		if err != nil {
 			return fmt.Errorf("snapshot: key %q: %w", k, err)
 		}
-		if again := j.Snapshot(); !bytes.Equal(again, snap) {
-			return fmt.Errorf("snapshot: key %q: restored state snapshots differently:\n%q\n%q", k, snap, again)
+		again := keycore.New(d.cfg, k)
+		if err := again.Restore(c.Offsets(), state); err != nil {
+			return fmt.Errorf("snapshot: key %q: %w", k, err)
 		}
-		d.timed[k] = j
+		was, is := c.Machine().Snapshot(), again.Machine().Snapshot()
+		if !bytes.Equal(was, is) {
+			return fmt.Errorf("snapshot: key %q: restored state snapshots differently:\n%q\n%q", k, was, is)
+		}
+		d.cores[k] = again
 	}
 	return nil
 }

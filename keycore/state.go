@@ -1,4 +1,4 @@
-package actors
+package keycore
 
 import (
 	"bytes"
@@ -165,7 +165,7 @@ func appendOutboxEntry(b []byte, e *outboxEntry) ([]byte, bool) {
 	return b, true
 }
 
-var errBadState = errors.New("actors: bad key state")
+var errBadState = errors.New("keycore: bad key state")
 
 func decodeState(b []byte) (keyState, error) {
 	var s keyState
@@ -200,7 +200,7 @@ func renumber(r record.Row) (record.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	return DecodeRow(b)
+	return decodeRow(b)
 }
 
 // DecodeState splits a key actor's persisted state into the join snapshot and
@@ -236,4 +236,19 @@ func DecodeStateInfo(b []byte) (StateInfo, error) {
 // empty outbox): for tools and tests that write state directly.
 func EncodeJoinState(join []byte) ([]byte, error) {
 	return encodeState(keyState{Join: join})
+}
+
+// decodeRow decodes a JSON row, keeping numbers as json.Number; empty input
+// is a nil row.
+func decodeRow(b []byte) (record.Row, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var r record.Row
+	if err := d.Decode(&r); err != nil {
+		return nil, fmt.Errorf("keycore: bad row: %w", err)
+	}
+	return r, nil
 }

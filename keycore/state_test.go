@@ -1,4 +1,4 @@
-package actors
+package keycore
 
 import (
 	"encoding/json"

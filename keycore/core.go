@@ -1,0 +1,413 @@
+package keycore
+
+import (
+	"errors"
+	"maps"
+	"math"
+
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+)
+
+// FirePart is the outbox partition of outputs made by advancing the
+// watermark (timers firing) rather than by an input; its offsets are
+// watermarks. A sender reports the watermark of its last completed fire
+// under this name in Request.Committed.
+const FirePart = "~watermark"
+
+// Event is one input of a Request: a change of the changelog join, or an
+// element of an event-time join, with its source position.
+type Event struct {
+	Side          record.Side
+	Op            record.Op  // changelog join: the change's op
+	Before, After record.Row // changelog join: both rows; event-time join: After
+	Pos           record.Position
+	Seq           int    // record.Event.Seq: which of an input's events this is
+	Ts            int64  // event-time join: the element's time (ms)
+	Watermark     int64  // event-time join: the watermark before this input
+	SrcPos        string // changelog join: the Debezium source position (dedup); "" = none
+}
+
+// Request is what a sender asks of a key: apply Events in order, after
+// checking that the earlier unanswered requests it names in Prev are
+// applied; drop outbox entries at or below Committed; and, with Fire, advance
+// the watermark to Watermark.
+type Request struct {
+	Events []Event
+	// Prev: partition id -> offset of the sender's earlier unanswered
+	// requests to this key. A request that builds on one the key never
+	// applied is refused (Ready.Gap).
+	Prev map[string]int64
+	// Committed: partition id -> offset the sender has committed; FirePart
+	// -> the watermark of its last completed fire.
+	Committed map[string]int64
+	Fire      bool
+	Watermark int64
+	// Limited, with Fire, fires only the timers at or below FireLimit (see
+	// Machine.Advance): for a driver that fires many keys' timers in (time,
+	// key) order.
+	Limited   bool
+	FireLimit int64
+	// Session names the sender's session: a fire re-sends kept outputs of
+	// earlier fires that this session was not sent; Resend sends them all.
+	Session string
+	Resend  bool
+}
+
+// Write is what must be made durable before a Ready is answered: the key's
+// applied offsets and its encoded state (nil: the key holds nothing and its
+// stored state may be deleted), and its earliest timer for the store's
+// timer index.
+type Write struct {
+	Offsets   map[string]int64
+	State     []byte
+	HasTimer  bool
+	NextTimer int64
+}
+
+// Ready is what one Step decided.
+type Ready struct {
+	// Reload: the request names an earlier one this activation has not
+	// applied, and nothing of this activation is waiting to be written. It
+	// may be stale (another activation took the key since): the driver
+	// should Reset, load the durable state, and Step the request again.
+	Reload bool
+	// Gap: the request was refused because an earlier one is missing.
+	Gap bool
+	// Err: the request was refused (bad input, state that cannot be
+	// encoded); the state is as it was before the Step.
+	Err error
+	// Skipped counts events already applied; Duplicates changes dropped as
+	// Debezium replays.
+	Skipped, Duplicates int
+	// Outputs are the request's outputs: new ones, stamped with the key's
+	// sequence, then kept ones re-sent. They share rows with the state:
+	// read-only.
+	Outputs []record.Output
+	// Late are the event-time inputs the join found late.
+	Late []joins.Late
+	// Write, when not nil, must be durable before the answer is given;
+	// call Durable once it is (or failed). Nil: answer at once.
+	Write *Write
+}
+
+// Config is what every key of one job shares.
+type Config struct {
+	Machine MachineSpec
+	// NoSeq leaves outputs' Seq at 0 (replay's outputs carry none).
+	NoSeq bool
+}
+
+// ErrGap is Ready.Err of a request refused for a gap.
+var ErrGap = errors.New("gap: an earlier request for this key was not applied")
+
+// Core is the per-key exactly-once protocol as a pure value: it applies
+// requests to one key's join machine, skips inputs it applied (its state
+// holds the highest applied offset per source partition), refuses requests
+// that build on one it never applied, drops Debezium replays, keeps the
+// outbox of outputs not yet committed and re-sends them, stamps outputs
+// with the key's sequence, and says what to persist. It does no I/O, reads
+// no clock (Step takes the time), starts no goroutine; it is not safe for
+// concurrent use.
+//
+// Lifecycle: New, then Restore (the durable state) or Init (none), then Step
+// per request. When a Ready carries a Write, the driver persists it and
+// calls Durable; an answer is given only once what it covers is durable.
+type Core struct {
+	cfg     *Config
+	key     record.Key
+	m       *Machine
+	offsets map[string]int64  // partition id -> highest applied offset
+	src     map[string]string // changelog join: "side/pk" -> last applied source position
+	outbox  []outboxEntry
+	seq     uint64 // the Seq of the key's last output
+	epoch   int64
+	loaded  bool
+	fresh   bool // loaded, and no request stepped since
+	pending int  // writes handed out and not yet durable
+}
+
+// New returns key's core, not loaded.
+func New(cfg *Config, key record.Key) *Core {
+	c := &Core{cfg: cfg, key: key}
+	c.Reset()
+	return c
+}
+
+// Reset empties the core and forgets its epoch: the driver takes the key
+// again (a new owner epoch) and restores its durable state before the next
+// Step. Writes already pending stay counted (Pending).
+func (c *Core) Reset() {
+	c.m = NewMachine(c.cfg.Machine)
+	c.offsets = map[string]int64{}
+	c.outbox, c.src, c.seq = nil, nil, 0
+	c.loaded, c.fresh, c.epoch = false, false, 0
+}
+
+// Key is the core's join key.
+func (c *Core) Key() record.Key { return c.key }
+
+// Loaded reports whether Restore or Init ran since New or Reset.
+func (c *Core) Loaded() bool { return c.loaded }
+
+// Epoch is the owner epoch the driver took the key with (0: none yet).
+func (c *Core) Epoch() int64 { return c.epoch }
+
+// SetEpoch records the owner epoch the driver took the key with.
+func (c *Core) SetEpoch(e int64) { c.epoch = e }
+
+// Init marks the core loaded with no durable state.
+func (c *Core) Init() { c.loaded, c.fresh = true, true }
+
+// Restore loads durable state: the applied offsets and the state bytes of
+// a Write. On error the core stays not loaded.
+func (c *Core) Restore(offsets map[string]int64, state []byte) error {
+	st, err := decodeState(state)
+	if err != nil {
+		return err
+	}
+	if len(st.Join) > 0 {
+		if err := c.m.Restore(st.Join); err != nil {
+			return err
+		}
+	}
+	c.m.restoreTimers(st.Timers, st.Wm)
+	c.outbox, c.src, c.seq = st.Outbox, st.Src, st.Seq
+	c.offsets = maps.Clone(offsets)
+	if c.offsets == nil {
+		c.offsets = map[string]int64{}
+	}
+	c.Init()
+	return nil
+}
+
+// Pending is the number of Writes handed out and not yet reported Durable.
+func (c *Core) Pending() int { return c.pending }
+
+// Durable reports one Write durable, or failed: after a failure the core is
+// ahead of the store and the driver must Reset it (or stop) before the next
+// Step.
+func (c *Core) Durable() { c.pending-- }
+
+// Machine is the key's join machine; read-only for callers.
+func (c *Core) Machine() *Machine { return c.m }
+
+// Offsets are the applied offsets; read-only.
+func (c *Core) Offsets() map[string]int64 { return c.offsets }
+
+// OutboxLen is the number of inputs whose outputs are kept for re-sending.
+func (c *Core) OutboxLen() int { return len(c.outbox) }
+
+func (c *Core) gap(prev map[string]int64) bool {
+	for part, off := range prev {
+		if c.offsets[part] < off {
+			return true
+		}
+	}
+	return false
+}
+
+// Step applies req at time now (Unix ms; it floors output sequences) and
+// says what to persist, emit and answer. The Ready's slices are new for
+// every Step; their rows are shared with the state (read-only).
+func (c *Core) Step(req *Request, now int64) Ready {
+	fresh := c.fresh
+	c.fresh = false
+	if c.gap(req.Prev) {
+		if c.pending == 0 && !fresh {
+			return Ready{Reload: true}
+		}
+		return Ready{Gap: true, Err: ErrGap}
+	}
+	changed := c.prune(req.Committed)
+	var r Ready
+	var outs []record.Output
+	var late []joins.Late
+	for i := range req.Events {
+		e := &req.Events[i]
+		part := e.Pos.PartitionID()
+		// One input reaches one key at most once (a moved row goes to two
+		// different keys), so "offset <= applied" means "already applied":
+		// skip it, and send its outputs again if they may not have reached
+		// the sinks yet.
+		if last, ok := c.offsets[part]; ok && e.Pos.Offset <= last {
+			r.Skipped++
+			outs = append(outs, c.kept(part, e.Pos.Offset)...)
+			continue
+		}
+		n := len(outs)
+		if c.m.EventTime() {
+			el := joins.Element{Side: e.Side, Ts: e.Ts, Row: e.After, Pos: e.Pos}
+			outs, late = c.m.OnElement(el, e.Watermark, outs, late)
+		} else {
+			ev := record.Event{Key: c.key, Side: e.Side, Op: e.Op, Before: e.Before, After: e.After, Pos: e.Pos, Seq: e.Seq}
+			if c.duplicate(ev, e.SrcPos) {
+				r.Duplicates++
+			} else {
+				outs = c.m.OnEvent(ev, outs)
+			}
+		}
+		if len(outs) > n {
+			c.stamp(outs[n:], now)
+			c.outbox = append(c.outbox, outboxEntry{Part: part, Offset: e.Pos.Offset, Outputs: outs[n:len(outs):len(outs)]})
+		}
+		c.offsets[part] = e.Pos.Offset
+		changed = true
+	}
+	if req.Fire && c.m.EventTime() {
+		// Outputs of earlier firings that are kept (not yet committed) and
+		// that this sender's session has not been sent: a restarted sender
+		// may have lost them. A resent request gets them all again.
+		outs = c.resendFired(min(req.Watermark, c.m.Watermark()), req.Session, req.Resend, outs)
+		limit := int64(math.MaxInt64)
+		if req.Limited {
+			limit = req.FireLimit
+		}
+		if req.Watermark > c.m.Watermark() || (c.m.firing && req.Watermark == c.m.Watermark()) {
+			n := len(outs)
+			outs, late = c.m.Advance(req.Watermark, limit, outs, late)
+			if len(outs) > n {
+				c.stamp(outs[n:], now)
+				c.outbox = append(c.outbox, outboxEntry{Part: FirePart, Offset: req.Watermark, Outputs: outs[n:len(outs):len(outs)], sentTo: req.Session})
+			}
+			changed = true
+		}
+	}
+	r.Outputs, r.Late = outs, late
+	if !changed && c.pending == 0 {
+		// Nothing new, and everything applied so far is durable: a re-sent
+		// request's skipped events are covered by the writes already done.
+		// With writes still pending, the answer waits for a write of the
+		// state as it is (it carries the skipped events, and is refused if
+		// a newer activation took the key): an answer must never come
+		// before what it covers is durable.
+		return r
+	}
+	w := &Write{Offsets: maps.Clone(c.offsets)}
+	// A key whose join state emptied still writes a (small) state, so its
+	// applied offsets survive passivation and failover: a request's Prev
+	// names offsets that an emptied key must still know it applied, or it
+	// would refuse the request as a gap for ever after reloading.
+	if !c.m.Empty() || len(c.outbox) > 0 || c.m.timers.Len() > 0 || len(c.src) > 0 || len(c.offsets) > 0 {
+		b, err := c.Encode()
+		if err != nil {
+			return Ready{Err: err}
+		}
+		w.State = b
+	}
+	w.NextTimer, w.HasTimer = c.m.NextTimer()
+	c.pending++
+	r.Write = w
+	return r
+}
+
+// Encode returns what a Write of the key's state now would hold: its
+// applied offsets are Offsets.
+func (c *Core) Encode() ([]byte, error) {
+	st := keyState{Outbox: c.outbox, Timers: c.m.Timers(), Src: c.src, Seq: c.seq}
+	if !c.m.Empty() {
+		st.Join = c.m.Snapshot()
+	}
+	if c.m.EventTime() {
+		wm := c.m.Watermark()
+		st.Wm = &wm
+	}
+	return encodeState(st)
+}
+
+// Idle reports whether the key holds nothing a driver must keep: no join
+// state, no timer, no kept output, nothing pending. (Its applied offsets
+// and Debezium positions are forgotten with it.)
+func (c *Core) Idle() bool {
+	return c.m.Idle() && len(c.outbox) == 0 && c.pending == 0
+}
+
+// stamp gives new outputs the key's next sequence numbers (record.Output.
+// Seq): one above the last, and never below now (Unix ms) shifted left 12
+// bits, so a key whose state was dropped when it emptied still numbers
+// above its earlier outputs when it comes back.
+func (c *Core) stamp(outs []record.Output, now int64) {
+	if c.cfg.NoSeq {
+		return
+	}
+	floor := uint64(max(now, 0)) << 12
+	for i := range outs {
+		c.seq = max(c.seq+1, floor)
+		outs[i].Seq = c.seq
+	}
+}
+
+// duplicate reports whether e, a changelog-join change at source position
+// pos, is not newer than the last change applied to the same row (a
+// Debezium at-least-once replay arriving at a new offset), and otherwise
+// records pos as the row's last. Changes without a position, or whose row
+// has no usable primary key, are never duplicates.
+func (c *Core) duplicate(e record.Event, pos string) bool {
+	if pos == "" {
+		return false
+	}
+	spec := c.cfg.Machine.CDC
+	row, pkCol := e.After, spec.Left.PK
+	if e.Op == record.OpDelete {
+		row = e.Before
+	}
+	if e.Side == record.Right {
+		pkCol = spec.Right.PK
+	}
+	pk, ok := record.KeyOf(row[pkCol])
+	if !ok {
+		return false
+	}
+	id := e.Side.String() + "/" + string(pk)
+	if last, ok := c.src[id]; ok && pos <= last {
+		return true
+	}
+	if c.src == nil {
+		c.src = map[string]string{}
+	}
+	c.src[id] = pos
+	return false
+}
+
+// prune drops outbox entries the sender has committed. It reports whether it
+// dropped any.
+func (c *Core) prune(committed map[string]int64) bool {
+	if len(committed) == 0 || len(c.outbox) == 0 {
+		return false
+	}
+	kept := c.outbox[:0]
+	for _, e := range c.outbox {
+		if n, ok := committed[e.Part]; ok && e.Offset <= n {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	dropped := len(kept) != len(c.outbox)
+	clear(c.outbox[len(kept):])
+	c.outbox = kept
+	return dropped
+}
+
+// resendFired appends the kept outputs of firings at or below wm that were
+// not sent to session yet (all of them when resend), and records them sent.
+func (c *Core) resendFired(wm int64, session string, resend bool, outs []record.Output) []record.Output {
+	for i := range c.outbox {
+		e := &c.outbox[i]
+		if e.Part != FirePart || e.Offset > wm || (!resend && e.sentTo == session) {
+			continue
+		}
+		outs = append(outs, e.Outputs...)
+		e.sentTo = session
+	}
+	return outs
+}
+
+// kept returns the outputs the outbox holds for an input.
+func (c *Core) kept(part string, offset int64) []record.Output {
+	for _, e := range c.outbox {
+		if e.Part == part && e.Offset == offset {
+			return e.Outputs
+		}
+	}
+	return nil
+}
