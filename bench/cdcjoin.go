@@ -6,6 +6,7 @@ import (
 
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
 )
 
@@ -43,16 +44,18 @@ func (j *cdcJob) change(i int, line []byte) (record.Side, record.Change, bool) {
 }
 
 // cdcCore is the engine's hot path without actors: decode, route, and one
-// joins.CDC per key in a map, in one goroutine.
+// keycore.Machine (the changelog join) per key, in one goroutine.
 type cdcCore struct {
-	j    *cdcJob
-	keys map[record.Key]*joins.CDC
-	out  []record.Output
-	h    Hasher
-	res  RunResult
+	j   *cdcJob
+	ms  *keycore.Machines
+	out []record.Output
+	h   Hasher
+	res RunResult
 }
 
-func (j *cdcJob) engine() Stepper { return &cdcCore{j: j, keys: map[record.Key]*joins.CDC{}} }
+func (j *cdcJob) engine() Stepper {
+	return &cdcCore{j: j, ms: keycore.NewMachines(keycore.MachineSpec{CDC: j.spec})}
+}
 
 func (c *cdcCore) Step(i int, line []byte) int {
 	side, ch, ok := c.j.change(i, line)
@@ -66,27 +69,21 @@ func (c *cdcCore) Step(i int, line []byte) int {
 	}
 	n := 0
 	for _, e := range evs {
-		st := c.keys[e.Key]
-		if st == nil {
-			st = joins.NewCDC(c.j.spec)
-			c.keys[e.Key] = st
-		}
+		st := c.ms.Get(e.Key)
 		c.out = st.OnEvent(e, c.out[:0])
 		for _, o := range c.out {
 			c.res.Check.Add(o.Kind, c.h.HashOutput(o, true))
 		}
 		n += len(c.out)
-		if st.Empty() {
-			delete(c.keys, e.Key)
-		}
+		c.ms.Stepped(e.Key, st)
 	}
 	return n
 }
 
-func (c *cdcCore) Live() int { return len(c.keys) }
+func (c *cdcCore) Live() int { return c.ms.Len() }
 
 func (c *cdcCore) Finish() RunResult {
-	runtime.KeepAlive(c.keys)
+	runtime.KeepAlive(c.ms)
 	return c.res
 }
 

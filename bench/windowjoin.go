@@ -6,8 +6,8 @@ import (
 
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
-	"github.com/joinery/joinery/timers"
 )
 
 // windowJob is Nexmark q8 as a window join: persons (by id) and auctions
@@ -47,14 +47,15 @@ func (w *windowJob) element(i int, line []byte) (joins.Element, string, bool) {
 	return joins.Element{Side: side, Ts: num(ch.After, "dateTime"), Row: ch.After, Pos: pos}, key, true
 }
 
-// winCore is q8 on the engine's pieces: one joins.Windowed per key in a
-// map, a timers.TimerService, and the watermark max(ts) - bound - 1 advanced
-// as events arrive, firing due windows.
+// winCore is q8 on the engine's pieces: a keycore.Machines (one window
+// join machine per key with its timers, as a key actor's core holds it),
+// and the watermark max(ts) - bound - 1 advanced as events arrive, firing
+// due windows in (time, key) order.
 type winCore struct {
 	w     *windowJob
-	keys  map[record.Key]*joins.Windowed
-	ts    *timers.TimerService
-	fx    joins.Effects
+	ms    *keycore.Machines
+	outs  []record.Output
+	late  []joins.Late
 	h     Hasher
 	res   RunResult
 	wm    int64
@@ -66,37 +67,28 @@ func (w *windowJob) engine() Stepper {
 	if err := q8Spec.Validate(); err != nil {
 		panic(err)
 	}
-	return &winCore{w: w, keys: map[record.Key]*joins.Windowed{}, ts: timers.NewTimerService(),
+	return &winCore{w: w, ms: keycore.NewMachines(keycore.MachineSpec{NewTimed: func() joins.Timed { return joins.NewWindowJoin(q8Spec) }}),
 		wm: math.MinInt64, maxTs: math.MinInt64}
 }
 
-func (c *winCore) apply(k record.Key, st *joins.Windowed) {
-	for _, o := range c.fx.Out {
+// take counts a step's outputs and late elements.
+func (c *winCore) take(outs []record.Output, late []joins.Late) {
+	for _, o := range outs {
 		c.res.Check.Add(o.Kind, c.h.HashOutput(o, false))
 	}
-	c.n += len(c.fx.Out)
-	for _, t := range c.fx.SetTimers {
-		c.ts.Register(k, t)
-	}
-	for _, t := range c.fx.DelTimers {
-		c.ts.Delete(k, t)
-	}
-	c.res.Late += len(c.fx.Late)
-	if st.Empty() {
-		delete(c.keys, k)
-	}
+	c.n += len(outs)
+	c.res.Late += len(late)
+	c.outs, c.late = outs[:0], late[:0]
 }
 
 func (c *winCore) advance(to int64) {
 	c.wm = to
-	for _, t := range c.ts.Advance(c.wm) {
-		st := c.keys[t.Key]
-		if st == nil {
-			continue
+	for {
+		_, outs, late, _, ok := c.ms.FireNext(to, c.outs, c.late)
+		if !ok {
+			return
 		}
-		c.fx.Reset()
-		st.OnTimer(t.Ts, c.wm, &c.fx)
-		c.apply(t.Key, st)
+		c.take(outs, late)
 	}
 }
 
@@ -107,14 +99,9 @@ func (c *winCore) Step(i int, line []byte) int {
 	}
 	c.n = 0
 	k := record.Key(key)
-	st := c.keys[k]
-	if st == nil {
-		st = joins.NewWindowJoin(q8Spec)
-		c.keys[k] = st
-	}
-	c.fx.Reset()
-	st.OnElement(e, c.wm, &c.fx)
-	c.apply(k, st)
+	m := c.ms.Get(k)
+	c.take(m.OnElement(e, c.wm, c.outs, c.late))
+	c.ms.Stepped(k, m)
 	if e.Ts > c.maxTs {
 		c.maxTs = e.Ts
 		if next := c.maxTs - c.w.bound - 1; next > c.wm {
@@ -124,7 +111,7 @@ func (c *winCore) Step(i int, line []byte) int {
 	return c.n
 }
 
-func (c *winCore) Live() int { return len(c.keys) }
+func (c *winCore) Live() int { return c.ms.Len() }
 
 func (c *winCore) Finish() RunResult {
 	c.advance(math.MaxInt64)

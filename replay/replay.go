@@ -17,7 +17,6 @@ import (
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
-	"github.com/joinery/joinery/timers"
 )
 
 // Source is the source name of every replayed input's Position: line n of
@@ -89,8 +88,7 @@ type driver struct {
 	b     *built
 	cfg   *keycore.Config
 	cores map[record.Key]*keycore.Core
-	tm    timers.TimerService // each key's next timer
-	next  map[record.Key]int64
+	idx   keycore.Index // each key's next timer
 	wm    int64
 	seen  map[record.Key]struct{}
 	w     io.Writer
@@ -111,7 +109,7 @@ func newDriver(spec *Spec) (*driver, error) {
 	if b.cdc == nil {
 		cfg.Machine.NewTimed = b.fresh
 	}
-	d := &driver{spec: spec, b: b, cfg: cfg, cores: map[record.Key]*keycore.Core{}, next: map[record.Key]int64{},
+	d := &driver{spec: spec, b: b, cfg: cfg, cores: map[record.Key]*keycore.Core{},
 		wm: math.MinInt64, seen: map[record.Key]struct{}{}}
 	d.emit, d.emitLate = d.output, d.late
 	return d, nil
@@ -283,16 +281,10 @@ func (d *driver) step(key record.Key, req *keycore.Request) error {
 	return nil
 }
 
-// index records key's next timer in d.tm and forgets an idle key.
+// index records key's next timer and forgets an idle key.
 func (d *driver) index(key record.Key, c *keycore.Core) {
-	if ts, ok := d.next[key]; ok {
-		d.tm.Delete(key, ts)
-		delete(d.next, key)
-	}
-	if ts, ok := c.Machine().NextTimer(); ok {
-		d.tm.Register(key, ts)
-		d.next[key] = ts
-	}
+	ts, ok := c.Machine().NextTimer()
+	d.idx.Set(key, ts, ok)
 	if c.Machine().Idle() {
 		delete(d.cores, key)
 	}
@@ -307,12 +299,12 @@ func (d *driver) watermark(wm int64) error {
 	}
 	d.wm = wm
 	for {
-		t, ok := d.tm.Next()
-		if !ok || t.Ts > wm {
+		key, ts, ok := d.idx.Due(wm)
+		if !ok {
 			return nil
 		}
-		req := &keycore.Request{Fire: true, Watermark: wm, Limited: true, FireLimit: t.Ts}
-		if err := d.step(t.Key, req); err != nil {
+		req := &keycore.Request{Fire: true, Watermark: wm, Limited: true, FireLimit: ts}
+		if err := d.step(key, req); err != nil {
 			return err
 		}
 	}

@@ -4,11 +4,12 @@ import (
 	"fmt"
 
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
-	"github.com/joinery/joinery/timers"
 )
 
-// keyedOp drives one joins.Timed machine per key with a timer service, as
+// keyedOp drives one keycore.Machine per key (the join with its timers, as
+// a key actor's core holds it) and an index of the keys' next timers, as
 // replay/ does: it is the key actor of every key of one join or window.
 //
 // Keys of type K get record.Keys "k" + a 20-digit sequence number in order
@@ -16,23 +17,22 @@ import (
 // whose machine is empty and has no timer is forgotten (and numbered anew
 // if it comes back).
 type keyedOp[K comparable] struct {
-	env      *Env
-	fresh    func() joins.Timed
-	machines map[record.Key]joins.Timed
-	ids      map[K]record.Key
-	keys     map[record.Key]K
-	next     uint64
-	tm       timers.TimerService
-	wm       *combiner
-	fx       joins.Effects
-	seq      int64
-	out      func(o record.Output)
-	late     func(l joins.Late)
-	forward  func(w int64)
+	env     *Env
+	ms      *keycore.Machines
+	ids     map[K]record.Key
+	keys    map[record.Key]K
+	next    uint64
+	wm      *combiner
+	outs    []record.Output
+	lates   []joins.Late
+	seq     int64
+	out     func(o record.Output)
+	late    func(l joins.Late)
+	forward func(w int64)
 }
 
 func newKeyedOp[K comparable](env *Env, inputs int, fresh func() joins.Timed) *keyedOp[K] {
-	return &keyedOp[K]{env: env, fresh: fresh, machines: map[record.Key]joins.Timed{},
+	return &keyedOp[K]{env: env, ms: keycore.NewMachines(keycore.MachineSpec{NewTimed: fresh}),
 		ids: map[K]record.Key{}, keys: map[record.Key]K{}, wm: newCombiner(inputs)}
 }
 
@@ -50,36 +50,27 @@ func (op *keyedOp[K]) idOf(key K) record.Key {
 // element applies one element of side to its key's machine.
 func (op *keyedOp[K]) element(side record.Side, key K, row record.Row, ts int64) {
 	id := op.idOf(key)
-	j := op.machines[id]
-	if j == nil {
-		j = op.fresh()
-		op.machines[id] = j
-	}
+	j := op.ms.Get(id)
 	op.seq++
 	e := joins.Element{Side: side, Ts: ts, Row: row,
 		Pos: record.Position{Source: "stream", Partition: int32(side), Offset: op.seq}}
-	op.fx.Reset()
-	j.OnElement(e, op.wm.cur, &op.fx)
-	op.effects(id, j)
+	op.outs, op.lates = j.OnElement(e, op.wm.cur, op.outs[:0], op.lates[:0])
+	op.effects(id, op.ms.Stepped(id, j))
 }
 
-// effects applies op.fx of key id's machine j.
-func (op *keyedOp[K]) effects(id record.Key, j joins.Timed) {
-	for _, ts := range op.fx.SetTimers {
-		op.tm.Register(id, ts)
-	}
-	for _, ts := range op.fx.DelTimers {
-		op.tm.Delete(id, ts)
-	}
-	for _, o := range op.fx.Out {
+// effects hands on key id's outputs and late elements of its last step,
+// and forgets its id once its machine is gone.
+func (op *keyedOp[K]) effects(id record.Key, forgotten bool) {
+	for _, o := range op.outs {
 		op.out(o)
 	}
-	for _, l := range op.fx.Late {
+	for _, l := range op.lates {
 		op.env.late++
 		op.late(l)
 	}
-	if j.Empty() && op.tm.Pending(id) == nil {
-		delete(op.machines, id)
+	clear(op.outs)
+	clear(op.lates)
+	if forgotten {
 		delete(op.ids, op.keys[id])
 		delete(op.keys, id)
 	}
@@ -94,18 +85,12 @@ func (op *keyedOp[K]) watermark(i int, w int64) {
 	}
 	cur := op.wm.cur
 	for {
-		t, ok := op.tm.Next()
-		if !ok || t.Ts > cur {
+		id, outs, lates, forgotten, ok := op.ms.FireNext(cur, op.outs[:0], op.lates[:0])
+		if !ok {
 			break
 		}
-		op.tm.Delete(t.Key, t.Ts)
-		j := op.machines[t.Key]
-		if j == nil {
-			continue // cannot happen: a key with a timer keeps its machine
-		}
-		op.fx.Reset()
-		j.OnTimer(t.Ts, cur, &op.fx)
-		op.effects(t.Key, j)
+		op.outs, op.lates = outs, lates
+		op.effects(id, forgotten)
 	}
 	op.forward(cur)
 }

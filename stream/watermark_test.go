@@ -86,7 +86,7 @@ func TestStreamKeysForgotten(t *testing.T) {
 	pairs, most := 0, 0
 	ForEach(out, func(int, int64) {
 		pairs++
-		most = max(most, len(op.machines), len(op.ids), op.tm.Len())
+		most = max(most, op.ms.Len(), len(op.ids), op.ms.Timers())
 	})
 	if err := env.Execute(); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestStreamKeysForgotten(t *testing.T) {
 	if most > 3 {
 		t.Errorf("up to %d keys or timers held at once, want <= 3", most)
 	}
-	if len(op.machines) != 0 || len(op.ids) != 0 || len(op.keys) != 0 || op.tm.Len() != 0 {
-		t.Errorf("left %d machines, %d ids, %d keys, %d timers", len(op.machines), len(op.ids), len(op.keys), op.tm.Len())
+	if op.ms.Len() != 0 || len(op.ids) != 0 || len(op.keys) != 0 || op.ms.Timers() != 0 {
+		t.Errorf("left %d machines, %d ids, %d keys, %d timers", op.ms.Len(), len(op.ids), len(op.keys), op.ms.Timers())
 	}
 }
