@@ -1,0 +1,4 @@
+// Package lint holds the repository's import-graph test (lint_test.go):
+// each package's doc says what it must not import, and the test fails when
+// one does. It has no code of its own.
+package lint
