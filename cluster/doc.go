@@ -7,7 +7,7 @@
 // optional encryption and fleet label), translating memberlist membership
 // into protoactor topology (MemberList.UpdateClusterTopology), and Owner.
 // It must not: hold join state, talk to the store, or leak memberlist or
-// protoactor types beyond this package and actors/ (see STYLE.md §2).
+// protoactor types beyond this package and actors/ (see docs/architecture.md, "Layers").
 //
 // # How membership flows
 //

@@ -4,12 +4,12 @@
 // embedded (the no-server default, in memory and optionally on a file).
 // storetest holds the conformance suite every implementation passes.
 //
-// Writes are fenced by owner epochs (DESIGN.md §4, invariant 3): an
+// Writes are fenced by owner epochs (docs/architecture.md, invariant 3): an
 // activation calls Store.Acquire once when it starts, stamps the epoch on
 // every Snapshot it saves, and stops when Save reports a *FencedError,
 // because a newer activation of the key exists.
 //
-// Keys with pending event-time timers are indexed per job (DESIGN.md §4:
+// Keys with pending event-time timers are indexed per job (docs/architecture.md, invariant 4:
 // timers survive passivation and node loss): a snapshot saved with HasTimer
 // puts its key in the job's timer index at NextTimer, one saved without it
 // (or deleted) takes it out, atomically with the snapshot and under the same
