@@ -1,6 +1,6 @@
-// Command node runs a Joinery node: `node run --config job.yaml` runs the job
+// Command node is the joinery binary (make build writes bin/joinery): `joinery run --config job.yaml` runs the job
 // until its sources end or the process is signalled, then drains and exits.
-// `node check --config job.yaml` validates the job file and prints it.
+// `joinery check --config job.yaml` validates the job file and prints it.
 package main
 
 import (
@@ -25,10 +25,10 @@ import (
 )
 
 const usage = `usage:
-  node run    --config job.yaml [--log-format text|json] [--log-level info]
-  node check  --config job.yaml
-  node replay --job job.yaml --input events.jsonl [--late late.jsonl] [--end-of-input flush|hold] [--ops auto|always]
-  node replay --spec spec.yaml --script script.jsonl
+  joinery run    --config job.yaml [--log-format text|json] [--log-level info]
+  joinery check  --config job.yaml
+  joinery replay --job job.yaml --input events.jsonl [--late late.jsonl] [--end-of-input flush|hold] [--ops auto|always]
+  joinery replay --spec spec.yaml --script script.jsonl
 
 run    runs the job until its sources end (files) or SIGINT/SIGTERM, then
        drains: pending state writes are flushed and the node leaves the cluster.
