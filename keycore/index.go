@@ -52,6 +52,7 @@ type Machines struct {
 	spec MachineSpec
 	m    map[record.Key]*Machine
 	idx  Index
+	fx   joins.Effects // the machines' shared scratch (one goroutine)
 }
 
 // NewMachines returns an empty set of machines for spec.
@@ -63,7 +64,7 @@ func NewMachines(spec MachineSpec) *Machines {
 func (ms *Machines) Get(key record.Key) *Machine {
 	m := ms.m[key]
 	if m == nil {
-		m = NewMachine(ms.spec)
+		m = newMachine(ms.spec, &ms.fx)
 		ms.m[key] = m
 	}
 	return m

@@ -31,12 +31,16 @@ type Machine struct {
 	// firing: the watermark rose to wm and its due timers may not all have
 	// fired yet (an Advance with a limit below wm).
 	firing bool
-	fx     joins.Effects
+	fx     *joins.Effects // scratch; shared by the machines of one Machines
 }
 
 // NewMachine returns an empty machine for spec.
 func NewMachine(spec MachineSpec) *Machine {
-	m := &Machine{wm: math.MinInt64}
+	return newMachine(spec, &joins.Effects{})
+}
+
+func newMachine(spec MachineSpec, fx *joins.Effects) *Machine {
+	m := &Machine{wm: math.MinInt64, fx: fx}
 	if spec.NewTimed != nil {
 		m.timed = spec.NewTimed()
 	} else {
@@ -76,7 +80,7 @@ func (m *Machine) OnEvent(e record.Event, outs []record.Output) []record.Output 
 func (m *Machine) OnElement(el joins.Element, wm int64, outs []record.Output, late []joins.Late) ([]record.Output, []joins.Late) {
 	outs, late = m.Advance(wm, wm, outs, late)
 	m.fx.Reset()
-	m.timed.OnElement(el, m.wm, &m.fx)
+	m.timed.OnElement(el, m.wm, m.fx)
 	return m.take(outs, late)
 }
 
@@ -101,7 +105,7 @@ func (m *Machine) Advance(wm, limit int64, outs []record.Output, late []joins.La
 			break
 		}
 		m.fx.Reset()
-		m.timed.OnTimer(ts, m.wm, &m.fx)
+		m.timed.OnTimer(ts, m.wm, m.fx)
 		outs, late = m.take(outs, late)
 	}
 	if limit >= m.wm {
