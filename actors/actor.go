@@ -32,6 +32,23 @@ type Deps struct {
 	PassivateAfter time.Duration
 	// Events, when set, is told about activations and passivations (metrics).
 	Events Events
+	// Budget, when set, keeps the node's live key actors within a memory
+	// budget by passivating the least recently used.
+	Budget *Budget
+}
+
+// Passivation causes, for EventsWithCause.
+const (
+	CauseIdle    = "idle"    // PassivateAfter elapsed
+	CauseBudget  = "budget"  // the memory budget was exceeded
+	CauseRequest = "request" // a Passivate message (admin, drain)
+	CauseStopped = "stopped" // the activation stopped otherwise (a failed or fenced write, shutdown)
+)
+
+// EventsWithCause is an Events that also wants to know why a key actor
+// passivated; it is called just before Passivated.
+type EventsWithCause interface {
+	PassivatedBecause(job string, cause string)
 }
 
 // Events receives key actor lifecycle events. Methods are called from actor
@@ -69,8 +86,24 @@ type keyActor struct {
 	cfg      *keycore.Config
 	core     *keycore.Core
 	node     string
-	stop     bool // passivation requested: stop once nothing is pending
-	poisoned bool // the poison pill is sent
+	stop     bool   // passivation requested: stop once nothing is pending
+	cause    string // why it was requested
+	poisoned bool   // the poison pill is sent
+	budget   *budgetEntry
+	bytes    int64 // what the budget accounts this activation
+}
+
+// account tells the budget that the key was just used and what it holds
+// (state: its encoded state, when the request wrote one; nil keeps the
+// last figure).
+func (a *keyActor) account(ctx actor.Context, state []byte, wrote bool) {
+	if a.deps.Budget == nil {
+		return
+	}
+	if wrote || a.bytes == 0 {
+		a.bytes = int64(ActivationBytes + StateFactor*len(state))
+	}
+	a.budget = a.deps.Budget.touch(a.budget, ctx.Self(), a.bytes)
 }
 
 func (a *keyActor) Receive(ctx actor.Context) {
@@ -90,6 +123,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		if a.deps.Events != nil {
 			a.deps.Events.Activated(a.deps.Job, a.core.Key())
 		}
+		a.account(ctx, nil, true)
 	case *keypb.Apply:
 		a.apply(ctx, m, nil, nil)
 	case *LocalApply:
@@ -116,14 +150,30 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		}
 		a.maybeStop(ctx)
 	case *actor.ReceiveTimeout:
-		a.stop = true
+		a.stop, a.cause = true, CauseIdle
+		a.maybeStop(ctx)
+	case budgetPassivate:
+		if !a.deps.Budget.evicted(a.budget) {
+			return // used again since: it is among the most recent now
+		}
+		if !a.stop {
+			a.stop, a.cause = true, CauseBudget
+		}
 		a.maybeStop(ctx)
 	case *keypb.Passivate:
-		a.stop = true
+		a.stop, a.cause = true, CauseRequest
 		a.maybeStop(ctx)
 		ctx.Respond(&keypb.Passivate{})
 	case *actor.Stopped:
+		a.deps.Budget.remove(a.budget)
 		if a.deps.Events != nil && a.core != nil {
+			if ec, ok := a.deps.Events.(EventsWithCause); ok {
+				cause := a.cause
+				if !a.poisoned || cause == "" {
+					cause = CauseStopped
+				}
+				ec.PassivatedBecause(a.deps.Job, cause)
+			}
 			a.deps.Events.Passivated(a.deps.Job, a.core.Key())
 		}
 	}
@@ -222,7 +272,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 		default: // one answer per request: never block the actor
 		}
 	}
-	a.stop = false // a request cancels a pending passivation
+	a.stop, a.cause = false, "" // a request cancels a pending passivation
 	if a.deps.PassivateAfter > 0 {
 		// protoactor cancels the receive timeout once it fires: arm it again
 		// (a no-op while it is armed).
@@ -284,9 +334,11 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 		}
 	}
 	if r.Write == nil {
+		a.account(ctx, nil, false)
 		respond(answer)
 		return
 	}
+	a.account(ctx, r.Write.State, true)
 	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.core.Key(), Epoch: a.core.Epoch(), Offsets: r.Write.Offsets, State: r.Write.State}
 	if r.Write.HasTimer {
 		// The store's timer index wakes this key when the watermark reaches

@@ -35,6 +35,13 @@ type Metrics struct {
 	// KeysActive is the number of activated key actors on this node:
 	// joinery_keys_active{job}.
 	KeysActive *prometheus.GaugeVec
+	// Passivations counts key actors stopped on this node, by cause (idle,
+	// budget, request, stopped): joinery_passivations_total{job,cause}.
+	Passivations *prometheus.CounterVec
+	// KeysBudgetBytes is the memory budget of this node's live key actors
+	// (0: none) and KeysAccountedBytes what they are accounted now:
+	// joinery_keys_budget_bytes{job}, joinery_keys_accounted_bytes{job}.
+	KeysBudgetBytes, KeysAccountedBytes *prometheus.GaugeVec
 	// StateBytes is the size of the key state held on this node:
 	// joinery_state_bytes{job}.
 	StateBytes *prometheus.GaugeVec
@@ -77,13 +84,16 @@ func NewMetrics() *Metrics {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
 	}
 	m := &Metrics{
-		RecordsIn:       counterVec("records_in_total", "Records read from sources.", "job", "source"),
-		Outputs:         counterVec("outputs_total", "Records written to sinks.", "job", "sink"),
-		Rejected:        counterVec("rejected_total", "Records rejected (not decodable or routable), by reason.", "job", "source", "reason"),
-		Late:            counterVec("late_total", "Events dropped because they arrived behind the watermark.", "job"),
-		SkippedReplayed: counterVec("skipped_replayed_total", "Replayed events key actors had already applied.", "job"),
-		KeysActive:      gaugeVec("keys_active", "Key actors activated on this node.", "job"),
-		StateBytes:      gaugeVec("state_bytes", "Bytes of key state held on this node.", "job"),
+		RecordsIn:          counterVec("records_in_total", "Records read from sources.", "job", "source"),
+		Outputs:            counterVec("outputs_total", "Records written to sinks.", "job", "sink"),
+		Rejected:           counterVec("rejected_total", "Records rejected (not decodable or routable), by reason.", "job", "source", "reason"),
+		Late:               counterVec("late_total", "Events dropped because they arrived behind the watermark.", "job"),
+		SkippedReplayed:    counterVec("skipped_replayed_total", "Replayed events key actors had already applied.", "job"),
+		KeysActive:         gaugeVec("keys_active", "Key actors activated on this node.", "job"),
+		StateBytes:         gaugeVec("state_bytes", "Bytes of key state held on this node.", "job"),
+		Passivations:       counterVec("passivations_total", "Key actors stopped on this node, by cause: idle, budget (the memory budget), request, stopped (a failed or fenced write, shutdown).", "job", "cause"),
+		KeysBudgetBytes:    gaugeVec("keys_budget_bytes", "Memory budget of the live key actors on this node (0: none).", "job"),
+		KeysAccountedBytes: gaugeVec("keys_accounted_bytes", "Memory the live key actors on this node are accounted (activation + state estimate).", "job"),
 		SnapshotSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "snapshot_seconds",
 			Help:    "Latency of one snapshot batch write to the store.",
@@ -103,7 +113,7 @@ func NewMetrics() *Metrics {
 		reg:           prometheus.NewRegistry(),
 	}
 	m.reg.MustRegister(m.RecordsIn, m.Outputs, m.Rejected, m.Late, m.SkippedReplayed, m.KeysActive,
-		m.StateBytes, m.SnapshotSeconds, m.SnapshotBytes, m.FencedWrites, m.RedisErrors,
+		m.Passivations, m.KeysBudgetBytes, m.KeysAccountedBytes, m.StateBytes, m.SnapshotSeconds, m.SnapshotBytes, m.FencedWrites, m.RedisErrors,
 		m.ClusterMembers, m.DeclaredDead, m.SourceReading, m.WatermarkLag)
 	return m
 }

@@ -369,6 +369,11 @@ type State struct {
 	// durable); the next event reactivates it from the store. 0 = never.
 	// Memory then stays bounded by the keys active in that window.
 	PassivateAfter time.Duration `yaml:"passivate_after"`
+	// MemoryBudget bounds the memory of the node's live key actors (e.g.
+	// "256MiB"); past it the least recently used passivate. Default: 35% of
+	// the soft memory limit (runtime.memory_limit, GOMEMLIMIT, or 80% of the
+	// container's or machine's memory). "0" turns the budget off.
+	MemoryBudget string `yaml:"memory_budget,omitempty"`
 }
 
 // Cluster holds membership (memberlist) and remoting (protoactor) settings.
@@ -427,6 +432,18 @@ func (r Runtime) MemoryLimitBytes() (int64, error) {
 		return 0, nil
 	}
 	return gctune.ParseBytes(r.MemoryLimit)
+}
+
+// MemoryBudgetBytes is MemoryBudget in bytes: -1 when it is "0" (no
+// budget), 0 when not set (the default budget).
+func (s State) MemoryBudgetBytes() (int64, error) {
+	switch strings.TrimSpace(s.MemoryBudget) {
+	case "":
+		return 0, nil
+	case "0":
+		return -1, nil
+	}
+	return gctune.ParseBytes(s.MemoryBudget)
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
@@ -537,6 +554,9 @@ func (s *Spec) Validate() error {
 	}
 	if _, err := s.Runtime.MemoryLimitBytes(); err != nil {
 		bad("runtime.memory_limit", "%v", err)
+	}
+	if _, err := s.State.MemoryBudgetBytes(); err != nil {
+		bad("state.memory_budget", "%v", err)
 	}
 	switch s.Join.Type {
 	case "cdc":

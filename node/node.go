@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/joinery/joinery/internal/gctune"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -51,6 +52,7 @@ type Node struct {
 	revokeGraceForTest time.Duration
 
 	spec     *job.Spec
+	budget   *actors.Budget // the live key actors' memory budget
 	cdc      *joins.CDCSpec
 	log      *slog.Logger
 	opts     Options
@@ -239,8 +241,11 @@ func (n *Node) startCluster() (err error) {
 	if cc.Advertise != "" && rport != 0 {
 		ropts = append(ropts, remote.WithAdvertisedHost(net.JoinHostPort(cc.Advertise, strconv.Itoa(rport))))
 	}
+	if err := n.startBudget(); err != nil {
+		return err
+	}
 	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, NewTimed: n.timed, Store: n.store, Writer: n.writer, Logger: n.log,
-		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats})
+		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats, Budget: n.budget})
 	n.kind = actors.KindName(n.spec.Name)
 	cfg := pcluster.Configure("joinery-"+n.spec.Name, n.provider, disthash.New(),
 		remote.Configure(rhost, rport, ropts...),
@@ -256,6 +261,27 @@ func (n *Node) startCluster() (err error) {
 	n.client = actors.NewClient(n.cluster, n.kind)
 	return nil
 }
+
+// startBudget makes the memory budget of the node's live key actors:
+// state.memory_budget, or 35% of the soft memory limit (internal/gctune).
+func (n *Node) startBudget() error {
+	override, err := n.spec.State.MemoryBudgetBytes()
+	if err != nil {
+		return fmt.Errorf("state.memory_budget: %w", err)
+	}
+	limit, from := int64(0), "off"
+	if override >= 0 {
+		limit, from = gctune.MemoryBudget(override)
+	}
+	n.budget = actors.NewBudget(limit, n.system.Root)
+	n.stats.budget = n.budget
+	n.metrics.KeysBudgetBytes.WithLabelValues(n.spec.Name).Set(float64(limit))
+	n.log.Info("key memory budget", "bytes", limit, "from", from, "per_key_estimate", actors.ActivationBytes)
+	return nil
+}
+
+// Budget is the memory budget of the node's live key actors.
+func (n *Node) Budget() actors.BudgetStats { return n.budget.Stats() }
 
 // AdminAddr is the bound address of the admin HTTP server ("" without one).
 func (n *Node) AdminAddr() string {

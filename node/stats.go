@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/record"
 	"maps"
@@ -26,7 +27,10 @@ type Stats struct {
 
 	Activations  atomic.Int64 // key actors activated on this node
 	Passivations atomic.Int64 // key actors stopped on this node (idle or shutdown)
-	FencedWrites atomic.Int64 // state writes refused: a newer activation owned the key
+	// BudgetPassivations counts those the memory budget stopped.
+	BudgetPassivations atomic.Int64
+	budget             *actors.Budget // set once at start, before any key actor
+	FencedWrites       atomic.Int64   // state writes refused: a newer activation owned the key
 
 	mu       sync.Mutex
 	bad      map[string]int64            // reason -> count of records that could not be decoded or routed
@@ -98,12 +102,30 @@ func (s *Stats) BadTotal() int64 {
 func (s *Stats) Activated(string, record.Key) {
 	s.Activations.Add(1)
 	s.m.KeysActive.WithLabelValues(s.job).Inc()
+	s.accounted()
+}
+
+// accounted refreshes joinery_keys_accounted_bytes (on activations and
+// passivations, not per event).
+func (s *Stats) accounted() {
+	if b := s.budget; b != nil {
+		s.m.KeysAccountedBytes.WithLabelValues(s.job).Set(float64(b.Stats().Bytes))
+	}
 }
 
 // Passivated implements actors.Events.
 func (s *Stats) Passivated(string, record.Key) {
 	s.Passivations.Add(1)
 	s.m.KeysActive.WithLabelValues(s.job).Dec()
+}
+
+// PassivatedBecause implements actors.EventsWithCause.
+func (s *Stats) PassivatedBecause(_ string, cause string) {
+	s.m.Passivations.WithLabelValues(s.job, cause).Inc()
+	s.accounted()
+	if cause == actors.CauseBudget {
+		s.BudgetPassivations.Add(1)
+	}
 }
 
 // ActiveKeys is the number of key actors active on this node.

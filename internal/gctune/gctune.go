@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -72,16 +74,79 @@ func Apply(percent int, limitBytes int64) Settings {
 	return s
 }
 
-// cgroupLimit reads the memory limit of this process's cgroup (v2, then v1).
-func cgroupLimit() (int64, bool) {
-	for _, p := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		if b, err := os.ReadFile(p); err == nil {
-			if v, ok := parseLimit(string(b)); ok {
-				return v, true
+// cgroupLimit reads the memory limit of this process's own cgroup (the
+// path in /proc/self/cgroup, v2 then v1) and of every cgroup above it, and
+// returns the smallest: a node started in a sub-cgroup outside a container
+// has its limit there, not at the root.
+func cgroupLimit() (int64, bool) { return cgroupLimitAt("/", readSelfCgroup()) }
+
+func readSelfCgroup() string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// cgroupLimitAt is cgroupLimit with the file system rooted at root and the
+// text of /proc/self/cgroup given.
+func cgroupLimitAt(root, selfCgroup string) (int64, bool) {
+	var v2, v1 string
+	for _, line := range strings.Split(selfCgroup, "\n") {
+		f := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		switch {
+		case f[0] == "0" && f[1] == "":
+			v2 = f[2]
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			v1 = f[2]
+		}
+	}
+	best, found := int64(0), false
+	consider := func(path string) {
+		if b, err := os.ReadFile(filepath.Join(root, path)); err == nil {
+			if v, ok := parseLimit(string(b)); ok && (!found || v < best) {
+				best, found = v, true
 			}
 		}
 	}
-	return 0, false
+	walk := func(base, rel, file string) {
+		for dir := filepath.Clean("/" + rel); ; dir = filepath.Dir(dir) {
+			consider(filepath.Join(base, dir, file))
+			if dir == "/" {
+				return
+			}
+		}
+	}
+	walk("/sys/fs/cgroup", v2, "memory.max")
+	walk("/sys/fs/cgroup/memory", v1, "memory.limit_in_bytes")
+	return best, found
+}
+
+// BudgetShare is the share of the soft memory limit that a node's live key
+// actors may take (the rest: in-flight batches, sinks, the GC's headroom).
+const BudgetShare = 0.35
+
+// MemoryBudget is the memory a node's live key actors may take: override
+// when positive, else BudgetShare of the soft memory limit in force (as
+// Apply set it, or GOMEMLIMIT), else of LimitShare of the process's cgroup
+// limit or of the machine's memory. from says which.
+func MemoryBudget(override int64) (budget int64, from string) {
+	if override > 0 {
+		return override, "job"
+	}
+	if l := debug.SetMemoryLimit(-1); l > 0 && l < math.MaxInt64 {
+		return int64(float64(l) * BudgetShare), "memory limit"
+	}
+	if c, ok := cgroupLimit(); ok {
+		return int64(float64(c) * LimitShare * BudgetShare), "cgroup"
+	}
+	if m, ok := machineMemory(); ok {
+		return int64(float64(m) * LimitShare * BudgetShare), "machine"
+	}
+	return 0, "none"
 }
 
 // machineMemory reads MemTotal from /proc/meminfo.

@@ -2,6 +2,8 @@ package gctune
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"testing"
 )
@@ -94,5 +96,45 @@ func TestApply(t *testing.T) {
 	s = Apply(250, 0)
 	if s.Percent != 250 || (s.LimitFrom != "cgroup" && s.LimitFrom != "machine" && s.LimitFrom != "none") || (s.LimitFrom == "none" && s.Limit != math.MaxInt64) {
 		t.Errorf("Apply(250, 0) = %+v", s)
+	}
+}
+
+// TestCgroupLimitOwnCgroup: the limit is read from the process's own
+// cgroup (and those above it; the smallest wins), v1 and v2, not only from
+// the root — a node in a sub-cgroup outside a container got no limit.
+func TestCgroupLimitOwnCgroup(t *testing.T) {
+	write := func(root, path, v string) {
+		t.Helper()
+		p := filepath.Join(root, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v1 := t.TempDir()
+	write(v1, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712") // root: no limit
+	write(v1, "sys/fs/cgroup/memory/joinery/n1/memory.limit_in_bytes", "1073741824")
+	v2 := t.TempDir()
+	write(v2, "sys/fs/cgroup/memory.max", "max")
+	write(v2, "sys/fs/cgroup/pods/memory.max", "2147483648")
+	write(v2, "sys/fs/cgroup/pods/n1/memory.max", "max")
+	for _, c := range []struct {
+		name, root, self string
+		want             int64
+		ok               bool
+	}{
+		{"v1 own cgroup", v1, "12:memory:/joinery/n1\n3:cpu,cpuacct:/x\n", 1 << 30, true},
+		{"v1 combined controllers", v1, "5:memory,hugetlb:/joinery/n1\n", 1 << 30, true},
+		{"v1 root only", v1, "12:memory:/\n", 0, false},
+		{"v2 limit on a parent", v2, "0::/pods/n1\n", 2 << 30, true},
+		{"v2 none", v2, "0::/\n", 0, false},
+		{"no cgroup file", v2, "", 0, false},
+	} {
+		got, ok := cgroupLimitAt(c.root, c.self)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: got %d %v, want %d %v", c.name, got, ok, c.want, c.ok)
+		}
 	}
 }

@@ -1,0 +1,139 @@
+package actors
+
+import (
+	"container/list"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// ActivationBytes is what a live key actor is accounted beyond its state:
+// protoactor's activation (process, mailbox, identity maps), the actor and
+// its core, allocator overhead. Measured by node's TestNodeMemoryLiveKeys
+// (docs/benchmarks.md): about 4 KB of heap per live key beyond its rows.
+const ActivationBytes = 4096
+
+// StateFactor is how many bytes of heap a key's state takes per byte of its
+// encoded state: decoded rows (maps of interface values) and the outbox's
+// outputs are several times their JSON.
+const StateFactor = 4
+
+// Budget keeps the live key actors of a node within a memory budget: each
+// activation is accounted ActivationBytes plus StateFactor × its encoded
+// state, and when the total passes the limit the least recently used
+// activations are asked to passivate (their state is durable; the next
+// request reactivates them from the store) until it is back under the low
+// water mark (90% of the limit). Methods are safe for concurrent use; the
+// key actors call them from their mailboxes.
+type Budget struct {
+	limit int64
+	root  *actor.RootContext
+
+	mu    sync.Mutex
+	lru   *list.List // of *budgetEntry, most recent first
+	bytes int64      // accounted bytes of the entries in lru
+
+	evictions atomic.Int64 // passivations the budget asked for
+}
+
+type budgetEntry struct {
+	pid   *actor.PID
+	bytes int64
+	elem  *list.Element // nil once evicted or removed
+}
+
+// budgetPassivate asks a key actor to passivate because of the budget.
+type budgetPassivate struct{}
+
+// NewBudget returns a budget of limit bytes (<= 0: no limit, only
+// accounting) whose evictions are sent through root.
+func NewBudget(limit int64, root *actor.RootContext) *Budget {
+	return &Budget{limit: limit, root: root, lru: list.New()}
+}
+
+// BudgetStats are a budget's figures.
+type BudgetStats struct {
+	Limit     int64 // bytes (0: none)
+	Live      int   // activations accounted
+	Bytes     int64 // their accounted bytes
+	Evictions int64 // passivations asked for by the budget, ever
+}
+
+// Stats returns the budget's figures.
+func (b *Budget) Stats() BudgetStats {
+	if b == nil {
+		return BudgetStats{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return BudgetStats{Limit: max(b.limit, 0), Live: b.lru.Len(), Bytes: b.bytes, Evictions: b.evictions.Load()}
+}
+
+// touch records that the activation e (nil: a new one, for pid) was just
+// used and is now accounted bytes, and returns its entry. It evicts the
+// least recently used activations when the budget is exceeded.
+func (b *Budget) touch(e *budgetEntry, pid *actor.PID, bytes int64) *budgetEntry {
+	if b == nil {
+		return nil
+	}
+	var evict []*actor.PID
+	b.mu.Lock()
+	if e == nil {
+		e = &budgetEntry{pid: pid}
+	}
+	if e.elem == nil {
+		e.elem = b.lru.PushFront(e)
+		e.bytes = 0
+	} else {
+		b.lru.MoveToFront(e.elem)
+	}
+	b.bytes += bytes - e.bytes
+	e.bytes = bytes
+	if b.limit > 0 && b.bytes > b.limit {
+		low := b.limit / 10 * 9
+		for b.bytes > low && b.lru.Len() > 1 {
+			last := b.lru.Back()
+			v := last.Value.(*budgetEntry)
+			if v == e {
+				break
+			}
+			b.lru.Remove(last)
+			v.elem = nil
+			b.bytes -= v.bytes
+			v.bytes = 0
+			evict = append(evict, v.pid)
+		}
+	}
+	b.mu.Unlock()
+	for _, p := range evict {
+		b.evictions.Add(1)
+		b.root.Send(p, budgetPassivate{})
+	}
+	return e
+}
+
+// remove stops accounting e (the activation stopped).
+func (b *Budget) remove(e *budgetEntry) {
+	if b == nil || e == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e.elem != nil {
+		b.lru.Remove(e.elem)
+		e.elem = nil
+		b.bytes -= e.bytes
+		e.bytes = 0
+	}
+}
+
+// evicted reports whether e was evicted and not used since.
+func (b *Budget) evicted(e *budgetEntry) bool {
+	if b == nil || e == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return e.elem == nil
+}

@@ -1,0 +1,212 @@
+package node_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joinery/joinery/internal/testutil"
+)
+
+// TestNodeMemoryBudget runs many distinct CDC keys through one node with
+// the default job settings (no passivate_after, no memory_budget), state in
+// Redis, under a soft memory limit (GOMEMLIMIT's in-process equivalent;
+// the node's default budget is 35% of it): the memory budget must
+// passivate the least recently used keys so the process stays within the
+// limit, and the joined table must equal the brute-force join.
+// JOINERY_BUDGET_KEYS (default 100,000) and JOINERY_BUDGET_LIMIT (default
+// 256MiB) size it; the figures are logged, among them "N B per live key".
+func TestNodeMemoryBudget(t *testing.T) {
+	keys := 100000
+	if v, err := strconv.Atoi(os.Getenv("JOINERY_BUDGET_KEYS")); err == nil && v > 0 {
+		keys = v
+	}
+	limit := int64(256 << 20)
+	if v := os.Getenv("JOINERY_BUDGET_LIMIT"); v != "" {
+		b, err := parseSize(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		limit = b
+	}
+	rs := testutil.StartRedis(t)
+	dir := t.TempDir()
+	writeUsersDomains(t, filepath.Join(dir, "in.jsonl"), keys)
+	runtime.GC()
+	old := debug.SetMemoryLimit(limit)
+	t.Cleanup(func() { debug.SetMemoryLimit(old) })
+	out := filepath.Join(dir, "out.jsonl")
+	n := start(t, parse(t, dir, "name: budget\n"+joinYAML+fmt.Sprintf(`
+state: {store: redis, redis: {addr: %q}}
+sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains: right}}]
+sinks: [{type: file, path: %q}]
+`, rs.Addr, out)))
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer cancel()
+		done <- n.Run(ctx)
+	}()
+	var maxRSS, maxHeap uint64
+	var maxLive int64
+	var ms runtime.MemStats
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	perKey := ""
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			running = false
+		case <-tick.C:
+		}
+		maxRSS = max(maxRSS, rssBytes())
+		runtime.ReadMemStats(&ms)
+		maxHeap = max(maxHeap, ms.HeapInuse)
+		if live := n.Stats().ActiveKeys(); live > maxLive {
+			maxLive = live
+			b := n.Budget()
+			if b.Live > 0 {
+				perKey = fmt.Sprintf("%d B per live key accounted (%d live, %.1f MiB)", b.Bytes/int64(b.Live), b.Live, float64(b.Bytes)/(1<<20))
+			}
+		}
+	}
+	st, b := n.Stats(), n.Budget()
+	t.Logf("%d keys (2 changes each) under a %.0f MiB soft limit, budget %.0f MiB: at most %d keys live at once; %d passivations by the budget; max RSS %.1f MiB, max heap in use %.1f MiB",
+		keys, mib(uint64(limit)), mib(uint64(b.Limit)), maxLive, st.BudgetPassivations.Load(), mib(maxRSS), mib(maxHeap))
+	t.Logf("%s", perKey)
+	if b.Limit <= 0 || b.Limit > limit {
+		t.Errorf("budget %d B: want the default, 35%% of the %d B limit", b.Limit, limit)
+	}
+	if st.BudgetPassivations.Load() == 0 {
+		t.Errorf("the budget passivated no key: it did not bound the live keys")
+	}
+	if maxLive >= int64(keys) {
+		t.Errorf("%d keys live at once of %d", maxLive, keys)
+	}
+	if maxRSS > uint64(limit) {
+		t.Errorf("RSS reached %.1f MiB, over the %.0f MiB limit", mib(maxRSS), mib(uint64(limit)))
+	}
+	got := foldChangelog(t, out)
+	if len(got) != keys {
+		t.Errorf("joined table has %d rows, want %d", len(got), keys)
+	}
+	bad := 0
+	for i := 1; i <= keys; i++ {
+		pk := fmt.Sprintf("[%d,%d]", i, i)
+		want := fmt.Sprintf("%d|f%d|l|%d|d%d", i, i, i, i)
+		if i%10 == 0 {
+			want = fmt.Sprintf("%d|g%d|l|%d|d%d", i, i, i, i)
+		}
+		if got[pk] != want {
+			if bad++; bad <= 5 {
+				t.Errorf("row %s = %q, want %q", pk, got[pk], want)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d rows differ from the brute-force join", bad, keys)
+	}
+}
+
+// writeUsersDomains writes, for each id 1..n, a users insert and a domains
+// insert (domain id = user id), and for every tenth id a users update
+// after its domain: the left join's table has n rows.
+func writeUsersDomains(t *testing.T, path string, n int) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(w, `{"before":null,"after":{"id":%d,"firstname":"f%d","lastname":"l"},"op":"c","source":{"table":"users"}}`+"\n", i, i)
+		fmt.Fprintf(w, `{"before":null,"after":{"id":%d,"user_id":%d,"domain_name":"d%d"},"op":"c","source":{"table":"domains"}}`+"\n", i, i, i)
+		if i%10 == 0 {
+			fmt.Fprintf(w, `{"before":{"id":%d,"firstname":"f%d","lastname":"l"},"after":{"id":%d,"firstname":"g%d","lastname":"l"},"op":"u","source":{"table":"users"}}`+"\n", i, i, i, i)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// foldChangelog applies a changelog file (+I/+U set a pk's row, -U/-D
+// delete it) and returns pk -> "user_id|firstname|lastname|domain_id|domain_name".
+func foldChangelog(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	table := map[string]string{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Op  string          `json:"op"`
+			PK  json.RawMessage `json:"pk"`
+			Row map[string]any  `json:"row"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("changelog line %q: %v", sc.Text(), err)
+		}
+		pk := string(l.PK)
+		switch l.Op {
+		case "+I", "+U":
+			s := func(k string) string {
+				if v, ok := l.Row[k]; ok && v != nil {
+					return fmt.Sprint(v)
+				}
+				return "null"
+			}
+			table[pk] = strings.Join([]string{s("user_id"), s("firstname"), s("lastname"), s("domain_id"), s("domain_name")}, "|")
+		case "-U", "-D":
+			delete(table, pk)
+		default:
+			t.Fatalf("changelog op %q", l.Op)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return table
+}
+
+// rssBytes is this process's resident set size (Linux /proc), 0 if unknown.
+func rssBytes() uint64 {
+	s := rss() // "123456 kB"
+	f := strings.Fields(s)
+	if len(f) != 2 || f[1] != "kB" {
+		return 0
+	}
+	v, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v << 10
+}
+
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	for suf, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if strings.HasSuffix(s, suf) {
+			s, mult = strings.TrimSuffix(s, suf), m
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	return v * mult, err
+}
