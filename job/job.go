@@ -69,6 +69,15 @@ type Join struct {
 	Right Side `yaml:"right"`
 	// Project lists the output columns; empty means {left name: row, right name: row}.
 	Project []Column `yaml:"project"`
+	// Condition, LeftCondition and RightCondition are the residual
+	// (non-equi) join condition of a window, interval or time-bounded join,
+	// expr-lang expressions applied after the key match (see
+	// CompileCondition and docs/replay.md).
+	Condition      string `yaml:"condition,omitempty"`
+	LeftCondition  string `yaml:"left_condition,omitempty"`
+	RightCondition string `yaml:"right_condition,omitempty"`
+	// Late is the late-data rule of a window, interval or time-bounded join.
+	Late Late `yaml:"late,omitempty"`
 }
 
 // Side describes one input of the join.
@@ -543,6 +552,7 @@ func (s *Spec) Validate() error {
 		if _, err := s.CDCSpec(); err != nil {
 			errs = append(errs, err)
 		}
+		errs = append(errs, s.Join.streamOnly()...)
 	case "window", "interval", "time-bounded", "temporal":
 		if _, err := s.TimedFactory(); err != nil {
 			errs = append(errs, err)
