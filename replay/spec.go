@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +12,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/transform"
 )
 
 // Join types a Spec names.
@@ -59,6 +62,19 @@ type Spec struct {
 	// Project lists the output columns; empty means
 	// {left name: left row, right name: right row}.
 	Project []Column `yaml:"project"`
+	// Condition, LeftCondition and RightCondition are the residual join
+	// condition of a window, cogroup-outer, interval or time-bounded join
+	// (job.CompileCondition): expr-lang expressions over the rows, each
+	// under its side's name. In the events mode a side's name stands for the
+	// input's value (`left.price > right.min_price`, or `left < right` for
+	// numbers); in a script, for its row.
+	Condition      string `yaml:"condition"`
+	LeftCondition  string `yaml:"left_condition"`
+	RightCondition string `yaml:"right_condition"`
+	// Late is the late-data rule of those joins: {rule: "ts<wm"} (the
+	// default), "ts<=wm" (Spark) or "none" (Kafka Streams; interval and
+	// time-bounded only).
+	Late job.Late `yaml:"late"`
 }
 
 // Side describes one input.
@@ -163,6 +179,38 @@ func (s *Spec) Validate() error {
 type built struct {
 	cdc   *joins.CDCSpec
 	fresh func() joins.Timed
+	// conditioned: the join has a residual condition, so an events row
+	// carries its decoded value (eventRow).
+	conditioned bool
+}
+
+// valueCol holds, in an events row of a join with a residual condition,
+// the input's value decoded (json.Number numbers), for the condition to
+// read; no output shows it.
+const valueCol = "\x00value"
+
+// eventRow is the row of an events input at ref with value text v: the
+// reference to the text, plus the decoded value when a condition needs it.
+func (b *built) eventRow(ref string, v json.RawMessage) record.Row {
+	row := record.Row{refCol: ref}
+	if b.conditioned {
+		var x any
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.UseNumber()
+		if dec.Decode(&x) == nil {
+			row[valueCol] = x
+		}
+	}
+	return row
+}
+
+// conditionView is what a condition sees of a row under its side's name:
+// an events row's decoded value, or a script row's columns.
+func conditionView(r record.Row) any {
+	if _, ok := r[refCol]; ok {
+		return transform.Env(record.Row{"v": r[valueCol]})["v"]
+	}
+	return transform.Env(r)
 }
 
 func (s *Spec) build() (*built, error) {
@@ -232,6 +280,28 @@ func (s *Spec) build() (*built, error) {
 	case !bounded && s.Interval != nil:
 		bad("interval", "only for interval and time-bounded joins")
 	}
+	stream := windowed || bounded
+	for _, f := range []struct{ name, v string }{
+		{"condition", s.Condition}, {"left_condition", s.LeftCondition}, {"right_condition", s.RightCondition}, {"late.rule", s.Late.Rule},
+	} {
+		if f.v != "" && !stream {
+			bad(f.name, "only for window, cogroup-outer, interval and time-bounded joins")
+		}
+	}
+	var where joins.Condition
+	var late joins.LateRule
+	if stream {
+		var err error
+		where, err = job.CompileCondition(s.Condition, s.LeftCondition, s.RightCondition, s.Left.Name, s.Right.Name, conditionView)
+		for _, e := range unjoin(err) {
+			if e != nil {
+				errs = append(errs, fmt.Errorf("replay: spec: %w", e))
+			}
+		}
+		if late, err = joins.ParseLateRule(s.Late.Rule); err != nil {
+			bad("late.rule", "must be ts<wm, ts<=wm or none (got %q)", s.Late.Rule)
+		}
+	}
 	if s.Type == TypeTimeBounded && s.Interval != nil && (s.Interval.LowerExclusive || s.Interval.UpperExclusive) {
 		bad("interval", "exclusive bounds are for interval joins only")
 	}
@@ -276,7 +346,7 @@ func (s *Spec) build() (*built, error) {
 	if windowed && s.Window == nil || bounded && s.Interval == nil {
 		return nil, errors.Join(errs...)
 	}
-	b, err := s.joinsSpec(mode, cols)
+	b, err := s.joinsSpec(mode, cols, where, late)
 	if err != nil {
 		// Add the joins spec's problems not already reported.
 		seen := make(map[string]bool, len(errs))
@@ -304,8 +374,8 @@ func unjoin(err error) []error {
 
 // joinsSpec builds and validates the joins spec; its field names are
 // translated to the YAML ones.
-func (s *Spec) joinsSpec(mode string, cols []joins.Column) (*built, error) {
-	var b built
+func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition, late joins.LateRule) (*built, error) {
+	b := built{conditioned: !where.IsZero()}
 	var err error
 	typ, _ := joins.ParseTimedJoinType(mode)
 	l, r := s.Left.Name, s.Right.Name
@@ -323,18 +393,18 @@ func (s *Spec) joinsSpec(mode string, cols []joins.Column) (*built, error) {
 			return nil, aerr
 		}
 		js := &joins.WindowJoinSpec{Type: typ, Left: l, Right: r, Assigner: a,
-			AllowedLateness: int64(s.AllowedLateness), Project: cols}
+			AllowedLateness: int64(s.AllowedLateness), Project: cols, Where: where, Late: late}
 		err = js.Validate()
 		b.fresh = func() joins.Timed { return joins.NewWindowJoin(js) }
 	case TypeInterval:
 		iv := s.Interval
 		js := &joins.IntervalSpec{Left: l, Right: r, Lower: int64(iv.Lower), Upper: int64(iv.Upper),
-			LowerExclusive: iv.LowerExclusive, UpperExclusive: iv.UpperExclusive, Project: cols}
+			LowerExclusive: iv.LowerExclusive, UpperExclusive: iv.UpperExclusive, Project: cols, Where: where, Late: late}
 		err = js.Validate()
 		b.fresh = func() joins.Timed { return joins.NewInterval(js) }
 	case TypeTimeBounded:
 		js := &joins.TimeBoundedSpec{Type: typ, Left: l, Right: r,
-			Lower: int64(s.Interval.Lower), Upper: int64(s.Interval.Upper), Project: cols}
+			Lower: int64(s.Interval.Lower), Upper: int64(s.Interval.Upper), Project: cols, Where: where, Late: late}
 		err = js.Validate()
 		b.fresh = func() joins.Timed { return joins.NewTimeBounded(js) }
 	case TypeTemporal, TypeTemporalLatest:
@@ -387,7 +457,7 @@ func (w *Window) assigner() (joins.Assigner, error) {
 var fieldNames = map[string]string{
 	"lower": "interval.lower", "upper": "interval.upper",
 	"lower_exclusive": "interval.lower_exclusive", "upper_exclusive": "interval.upper_exclusive",
-	"left": "left.name", "right": "right.name",
+	"left": "left.name", "right": "right.name", "late": "late.rule",
 }
 
 // translate rewrites the "field: msg" errors of a joins Validate to name the
