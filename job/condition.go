@@ -124,10 +124,16 @@ func checkNames(src string, names []string) error {
 	if len(unknown) > 0 {
 		return fmt.Errorf("%q names %s; it may name only %s", src, strings.Join(unknown, ", "), strings.Join(names, " and "))
 	}
+	if v.clock {
+		return fmt.Errorf("%q reads the clock (now()): a join condition must give the same answer when replayed", src)
+	}
 	return nil
 }
 
-type identifiers struct{ used, declared, callees []string }
+type identifiers struct {
+	used, declared, callees []string
+	clock                   bool
+}
 
 func (v *identifiers) Visit(n *ast.Node) {
 	switch x := (*n).(type) {
@@ -138,6 +144,9 @@ func (v *identifiers) Visit(n *ast.Node) {
 	case *ast.CallNode:
 		if id, ok := x.Callee.(*ast.IdentifierNode); ok {
 			v.callees = append(v.callees, id.Value)
+			v.clock = v.clock || id.Value == "now"
 		}
+	case *ast.BuiltinNode:
+		v.clock = v.clock || x.Name == "now"
 	}
 }

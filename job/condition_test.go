@@ -91,6 +91,7 @@ func TestJobConditionErrors(t *testing.T) {
 		{`  condition: 'ads.price > vists.min_price'`, `join.condition: "ads.price > vists.min_price" names vists; it may name only visits and ads`},
 		{`  left_condition: 'ads.price > 1'`, "join.left_condition: \"ads.price > 1\" names ads; it may name only visits"},
 		{`  right_condition: 'visits.x'`, "join.right_condition:"},
+		{`  condition: 'ads.ts > now().Unix()'`, "join.condition: \"ads.ts > now().Unix()\" reads the clock"},
 		{`  late: {rule: "ts<watermark"}`, "join.late.rule: must be ts<wm, ts<=wm or none"},
 		{`  type: window
   window: {type: tumbling, size: 1s}
@@ -109,6 +110,17 @@ func TestJobConditionErrors(t *testing.T) {
 		_, err := Parse([]byte(yml))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s:\n error %v\n want one containing %q", c.yaml, err, c.want)
+		}
+	}
+	// Builtins, let-bound names, closures and nil-safe access are not side names.
+	for _, ok := range []string{
+		`  condition: 'len(ads.tags) > 0 && lower(visits.country) == "nl"'`,
+		`  condition: 'let p = ads.price; p > visits.min_price'`,
+		`  condition: 'any(ads.tags, # == visits.country)'`,
+		`  left_condition: '(visits?.country ?? "") != ""'`,
+	} {
+		if _, err := Parse([]byte(fmt.Sprintf(condJob, ok))); err != nil {
+			t.Errorf("%s: %v", ok, err)
 		}
 	}
 	// A condition on a cdc join is refused, not ignored.
