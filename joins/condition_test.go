@@ -302,10 +302,10 @@ func TestJoinConditionOracle(t *testing.T) {
 		}
 	}()
 	rng := rand.New(rand.NewSource(seed))
-	for iter := range 300 {
+	for iter := range 400 {
 		cond, condName := randomCond(rng)
 		typ := TimedJoinType(rng.Intn(4))
-		kind := []string{"interval", "time-bounded", "window"}[iter%3]
+		kind := []string{"interval", "time-bounded", "window", "unbounded"}[iter%4]
 		rule := LateRule(rng.Intn(3))
 		if kind == "window" {
 			rule = LateRule(rng.Intn(2))
@@ -330,6 +330,11 @@ func TestJoinConditionOracle(t *testing.T) {
 		case "time-bounded":
 			s := &TimeBoundedSpec{Type: typ, Left: "l", Right: "r", Lower: lower, Upper: upper, Where: cond, Late: rule}
 			specErr, fresh = s.Validate(), func() Timed { return NewTimeBounded(s) }
+		case "unbounded":
+			upper = 1 + int64(rng.Intn(8)) // the TTL
+			lower = -upper
+			s := &UnboundedSpec{Type: typ, Left: "l", Right: "r", TTL: upper, Where: cond, Late: rule}
+			specErr, fresh = s.Validate(), func() Timed { return NewUnbounded(s) }
 		default:
 			s := &WindowJoinSpec{Type: typ, Left: "l", Right: "r", Assigner: a, Where: cond, Late: rule}
 			specErr, fresh = s.Validate(), func() Timed { return NewWindowJoin(s) }
@@ -421,6 +426,7 @@ func TestJoinConditionOracle(t *testing.T) {
 			}
 		} else {
 			lo, hi := lower, upper
+			outKind := map[string]string{"interval": "interval", "time-bounded": "outer", "unbounded": "unbounded"}[kind]
 			onTime := func(e oracleElem) bool {
 				switch rule {
 				case LateAtWatermark:
@@ -459,7 +465,8 @@ func TestJoinConditionOracle(t *testing.T) {
 			for i := range ls {
 				for k := range rs {
 					l, r := ls[i], rs[k]
-					if !onTime(l) || !onTime(r) || !passes(l) || !passes(r) || r.ts < l.ts+lo || r.ts > l.ts+hi {
+					inRange := kind == "unbounded" || r.ts >= l.ts+lo && r.ts <= l.ts+hi
+					if !onTime(l) || !onTime(r) || !passes(l) || !passes(r) || !inRange {
 						continue
 					}
 					if order[l.name] < order[r.name] && !buffered(l, r) || order[r.name] < order[l.name] && !buffered(r, l) {
@@ -469,18 +476,18 @@ func TestJoinConditionOracle(t *testing.T) {
 						continue
 					}
 					ts := max(l.ts, r.ts)
-					want = append(want, oracleVOut(map[string]string{"interval": "interval", "time-bounded": "outer"}[kind], &ls[i], &rs[k], ts, ts))
+					want = append(want, oracleVOut(outKind, &ls[i], &rs[k], ts, ts))
 					lm[i], rm[k] = true, true
 				}
 			}
 			for i := range ls {
 				if onTime(ls[i]) && !lm[i] && typ.padLeft() {
-					want = append(want, oracleVOut("outer", &ls[i], nil, ls[i].ts, ls[i].ts))
+					want = append(want, oracleVOut(outKind, &ls[i], nil, ls[i].ts, ls[i].ts))
 				}
 			}
 			for k := range rs {
 				if onTime(rs[k]) && !rm[k] && typ.padRight() {
-					want = append(want, oracleVOut("outer", nil, &rs[k], rs[k].ts, rs[k].ts))
+					want = append(want, oracleVOut(outKind, nil, &rs[k], rs[k].ts, rs[k].ts))
 				}
 			}
 		}
