@@ -34,8 +34,11 @@ func (j Join) streamOnly() []error {
 		{"condition", j.Condition}, {"left_condition", j.LeftCondition}, {"right_condition", j.RightCondition}, {"late.rule", j.Late.Rule},
 	} {
 		if f.v != "" {
-			errs = append(errs, fmt.Errorf("join.%s: only for window, interval and time-bounded joins (got type %s)", f.name, j.Type))
+			errs = append(errs, fmt.Errorf("join.%s: only for window, interval, time-bounded and unbounded joins (got type %s)", f.name, j.Type))
 		}
+	}
+	if j.Type == "cdc" && j.TTL != 0 {
+		errs = append(errs, fmt.Errorf("join.ttl: only for unbounded joins"))
 	}
 	return errs
 }

@@ -97,11 +97,11 @@ func TestJobConditionErrors(t *testing.T) {
   window: {type: tumbling, size: 1s}
   lower: 0s
   upper: 0s
-  late: {rule: none}`, "join.late: rule none is for interval and time-bounded joins"},
+  late: {rule: none}`, "join.late: rule none is for interval, time-bounded and unbounded joins"},
 		{`  type: temporal
   lower: 0s
   upper: 0s
-  condition: 'true'`, "join.condition: only for window, interval and time-bounded joins"},
+  condition: 'true'`, "join.condition: only for window, interval, time-bounded and unbounded joins"},
 	} {
 		yml := fmt.Sprintf(condJob, c.yaml)
 		if strings.Contains(c.yaml, "type:") { // replace the join type and bounds
@@ -125,7 +125,28 @@ func TestJobConditionErrors(t *testing.T) {
 	}
 	// A condition on a cdc join is refused, not ignored.
 	_, err := Parse([]byte(strings.Replace(good, "join:\n", "join:\n  condition: 'users.id > 1'\n", 1)))
-	if err == nil || !strings.Contains(err.Error(), "join.condition: only for window, interval and time-bounded joins") {
+	if err == nil || !strings.Contains(err.Error(), "join.condition: only for window, interval, time-bounded and unbounded joins") {
 		t.Errorf("cdc with condition: %v", err)
+	}
+}
+
+// TestJobUnbounded: type unbounded needs a positive ttl; ttl belongs to it
+// alone.
+func TestJobUnbounded(t *testing.T) {
+	base := strings.Replace(strings.Replace(condJob, "type: time-bounded", "type: unbounded", 1), "  lower: 0s\n  upper: 2m\n", "", 1)
+	s, err := Parse([]byte(fmt.Sprintf(base, "  ttl: 1h\n  condition: 'ads.price > 1'")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := s.TimedFactory(); err != nil || f() == nil {
+		t.Fatalf("factory: %v", err)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{fmt.Sprintf(base, ""), "join.ttl: must be positive"},
+		{fmt.Sprintf(condJob, "  ttl: 1h"), "join.ttl: only for unbounded joins"},
+	} {
+		if _, err := Parse([]byte(c.yaml)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want one containing %q", err, c.want)
+		}
 	}
 }

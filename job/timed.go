@@ -80,6 +80,9 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 			bad("late.rule", "must be ts<wm, ts<=wm or none (got %q)", j.Late.Rule)
 		}
 	}
+	if j.TTL != 0 && j.Type != "unbounded" {
+		bad("ttl", "only for unbounded joins")
+	}
 	ms := func(d interface{ Milliseconds() int64 }) int64 { return d.Milliseconds() }
 	var factory func() joins.Timed
 	var verr error
@@ -113,6 +116,11 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 			Where: where, Late: late}
 		verr = spec.Validate()
 		factory = func() joins.Timed { return joins.NewTimeBounded(spec) }
+	case "unbounded":
+		spec := &joins.UnboundedSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, TTL: ms(j.TTL), Project: project,
+			Where: where, Late: late}
+		verr = spec.Validate()
+		factory = func() joins.Timed { return joins.NewUnbounded(spec) }
 	case "temporal":
 		spec := &joins.TemporalSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Project: project}
 		verr = spec.Validate()

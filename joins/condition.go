@@ -140,6 +140,6 @@ func validateLate(c *collector, r LateRule, never bool) {
 	case !r.valid():
 		c.bad("late", "unknown late rule %d (want ts<wm, ts<=wm or none)", uint8(r))
 	case r == LateNever && !never:
-		c.bad("late", "rule none is for interval and time-bounded joins (Kafka Streams' stream-stream join)")
+		c.bad("late", "rule none is for interval, time-bounded and unbounded joins (Kafka Streams' stream-stream join)")
 	}
 }

@@ -227,7 +227,7 @@ func TestJoinWindowLateRules(t *testing.T) {
 		})
 	}
 	if err := (&WindowJoinSpec{Left: "l", Right: "r", Assigner: Tumbling(5, 0), Late: LateNever}).Validate(); err == nil ||
-		!strings.Contains(err.Error(), "late: rule none is for interval and time-bounded joins") {
+		!strings.Contains(err.Error(), "late: rule none is for interval, time-bounded and unbounded joins") {
 		t.Errorf("window join with rule none: %v", err)
 	}
 	if err := (&IntervalSpec{Left: "l", Right: "r", Late: LateRule(9)}).Validate(); err == nil || !strings.Contains(err.Error(), "late: unknown late rule") {

@@ -52,17 +52,45 @@ func TestReplayConditionErrors(t *testing.T) {
 		{"join: {type: interval, condition: 'left.x > rigth.y'}\n", `replay: job: join.condition: "left.x > rigth.y" names rigth`},
 		{"join: {type: interval, left_condition: 'right.x'}\n", "replay: job: join.left_condition:"},
 		{"join: {type: interval, late: {rule: 'ts<=watermark'}}\n", "join.late.rule: must be ts<wm, ts<=wm or none"},
-		{"join: {type: window, window: {type: tumbling, size: 2ms}, late: {rule: none}}\n", "join.late: rule none is for interval and time-bounded joins"},
-		{"join: {type: temporal, condition: 'true'}\n", "join.condition: only for window, interval and time-bounded joins"},
-		{"join: {type: temporal-latest, late: {rule: none}}\n", "join.late.rule: only for window, interval and time-bounded joins"},
-		{"join: {type: cdc, condition: 'true', left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "condition: only for window, cogroup-outer, interval and time-bounded joins"},
+		{"join: {type: window, window: {type: tumbling, size: 2ms}, late: {rule: none}}\n", "join.late: rule none is for interval, time-bounded and unbounded joins"},
+		{"join: {type: temporal, condition: 'true'}\n", "join.condition: only for window, interval, time-bounded and unbounded joins"},
+		{"join: {type: temporal-latest, late: {rule: none}}\n", "join.late.rule: only for window, interval, time-bounded and unbounded joins"},
+		{"join: {type: cdc, condition: 'true', left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "condition: only for window, cogroup-outer, interval, time-bounded and unbounded joins"},
 		{"type: interval\ninterval: {lower: 0, upper: 1}\ncondition: 'left.x >'\n", "replay: spec: condition:"},
 		{"type: interval\ninterval: {lower: 0, upper: 1}\nright_condition: 'left.x'\n", `replay: spec: right_condition: "left.x" names left; it may name only right`},
-		{"type: window\nwindow: {assigner: tumbling, size: 2}\nlate: {rule: none}\n", "replay: spec: late.rule: rule none is for interval and time-bounded joins"},
+		{"type: window\nwindow: {assigner: tumbling, size: 2}\nlate: {rule: none}\n", "replay: spec: late.rule: rule none is for interval, time-bounded and unbounded joins"},
 		{"type: temporal\ncondition: 'true'\n", "replay: spec: condition: only for window"},
 	} {
 		_, err := ParseJob([]byte(c.yaml))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s error %v\nwant one containing %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+// TestReplayUnbounded runs the unbounded join in both file forms and checks
+// that ttl is required there and refused elsewhere.
+func TestReplayUnbounded(t *testing.T) {
+	in := elems("k", "left:0", "right:100") + `{"watermark":111}` + "\n" + elems("k", "left:120") + `{"watermark":131}` + "\n" + elems("k", "right:200")
+	for _, job := range []string{
+		"join: {type: unbounded, mode: left, ttl: 10ms}\n",
+		"type: unbounded\nmode: left\nttl: 10\n",
+	} {
+		out, late, _ := runEvents(t, job, in, Options{})
+		// 0 and 100 meet (100 ms apart, both kept); 120 expires (watermark
+		// 131 > 120 + 10) before 200 comes: padded.
+		if w := pairs([3]any{0, 100, 100}, [3]any{120, "null", 120}); !slices.Equal(out, w) || len(late) != 0 {
+			t.Errorf("%s out %v, want %v; late %v", job, out, w, late)
+		}
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"join: {type: unbounded}\n", "join.ttl: must be positive"},
+		{"type: unbounded\n", "replay: spec: ttl: must be positive"},
+		{"join: {type: interval, ttl: 1s}\n", "join.ttl: only for unbounded joins"},
+		{"join: {type: cdc, ttl: 1s, left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "ttl: only for unbounded joins"},
+		{"type: window\nwindow: {assigner: tumbling, size: 2}\nttl: 5\n", "replay: spec: ttl: only for unbounded joins"},
+	} {
+		if _, err := ParseJob([]byte(c.yaml)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s error %v\nwant one containing %q", c.yaml, err, c.want)
 		}
 	}

@@ -25,11 +25,12 @@ const (
 	TypeCoGroupOuter   = "cogroup-outer"   // left/right/full outer window join on the coGroup
 	TypeInterval       = "interval"        // interval join (Flink intervalJoin().between())
 	TypeTimeBounded    = "time-bounded"    // Spark-style time-range join with outer variants
+	TypeUnbounded      = "unbounded"       // regular join, state bounded by an event-time TTL
 	TypeTemporal       = "temporal"        // event-time as-of join; right is the versioned side
 	TypeTemporalLatest = "temporal-latest" // join against the latest version on arrival
 )
 
-var types = []string{TypeCDC, TypeWindow, TypeCoGroupOuter, TypeInterval, TypeTimeBounded, TypeTemporal, TypeTemporalLatest}
+var types = []string{TypeCDC, TypeWindow, TypeCoGroupOuter, TypeInterval, TypeTimeBounded, TypeUnbounded, TypeTemporal, TypeTemporalLatest}
 
 // Spec describes the one join a replay runs. It is decoded from YAML
 // (ParseSpec) or filled in Go; Validate checks it. Run does not modify it.
@@ -40,12 +41,12 @@ var types = []string{TypeCDC, TypeWindow, TypeCoGroupOuter, TypeInterval, TypeTi
 //	interval: {lower: -2ms, upper: 1ms}
 //	project: [{name: o, from: orange.v}, {name: g, from: green.v}]
 type Spec struct {
-	// Type is cdc, window, cogroup-outer, interval, time-bounded, temporal or
-	// temporal-latest.
+	// Type is cdc, window, cogroup-outer, interval, time-bounded, unbounded,
+	// temporal or temporal-latest.
 	Type string `yaml:"type"`
 	// Mode is inner (the default when empty), left, right or full, as the
 	// type allows: cdc inner/left/full; window inner; cogroup-outer
-	// left/right/full; interval inner; time-bounded any; temporal and
+	// left/right/full; interval inner; time-bounded and unbounded any; temporal and
 	// temporal-latest inner/left.
 	Mode string `yaml:"mode"`
 	// Left and Right describe the inputs. For temporal joins the left side
@@ -59,6 +60,9 @@ type Spec struct {
 	AllowedLateness Millis `yaml:"allowed_lateness"`
 	// Interval bounds r.ts - l.ts for interval and time-bounded joins.
 	Interval *Bounds `yaml:"interval"`
+	// TTL keeps each row of an unbounded join until the watermark passes
+	// its time + TTL (required there, > 0; only there).
+	TTL Millis `yaml:"ttl"`
 	// Project lists the output columns; empty means
 	// {left name: left row, right name: right row}.
 	Project []Column `yaml:"project"`
@@ -280,12 +284,15 @@ func (s *Spec) build() (*built, error) {
 	case !bounded && s.Interval != nil:
 		bad("interval", "only for interval and time-bounded joins")
 	}
-	stream := windowed || bounded
+	stream := windowed || bounded || s.Type == TypeUnbounded
+	if s.Type != TypeUnbounded && s.TTL != 0 {
+		bad("ttl", "only for unbounded joins")
+	}
 	for _, f := range []struct{ name, v string }{
 		{"condition", s.Condition}, {"left_condition", s.LeftCondition}, {"right_condition", s.RightCondition}, {"late.rule", s.Late.Rule},
 	} {
 		if f.v != "" && !stream {
-			bad(f.name, "only for window, cogroup-outer, interval and time-bounded joins")
+			bad(f.name, "only for window, cogroup-outer, interval, time-bounded and unbounded joins")
 		}
 	}
 	var where joins.Condition
@@ -312,7 +319,7 @@ func (s *Spec) build() (*built, error) {
 	}
 	allowed := map[string][]string{
 		TypeCDC: {"inner", "left", "full"}, TypeWindow: {"inner"}, TypeCoGroupOuter: {"left", "right", "full"},
-		TypeInterval: {"inner"}, TypeTimeBounded: {"inner", "left", "right", "full"},
+		TypeInterval: {"inner"}, TypeTimeBounded: {"inner", "left", "right", "full"}, TypeUnbounded: {"inner", "left", "right", "full"},
 		TypeTemporal: {"inner", "left"}, TypeTemporalLatest: {"inner", "left"},
 	}[s.Type]
 	modeOK := false
@@ -407,6 +414,10 @@ func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition
 			Lower: int64(s.Interval.Lower), Upper: int64(s.Interval.Upper), Project: cols, Where: where, Late: late}
 		err = js.Validate()
 		b.fresh = func() joins.Timed { return joins.NewTimeBounded(js) }
+	case TypeUnbounded:
+		js := &joins.UnboundedSpec{Type: typ, Left: l, Right: r, TTL: int64(s.TTL), Project: cols, Where: where, Late: late}
+		err = js.Validate()
+		b.fresh = func() joins.Timed { return joins.NewUnbounded(js) }
 	case TypeTemporal, TypeTemporalLatest:
 		js := &joins.TemporalSpec{Type: typ, Left: l, Right: r, Project: cols}
 		err = js.Validate()
