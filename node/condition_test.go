@@ -11,7 +11,8 @@ import (
 	"github.com/joinery/joinery/node"
 )
 
-// TestNodeJoinCondition runs event-time joins with a residual condition
+// TestNodeJoinCondition runs event-time joins (time-bounded, interval,
+// window, unbounded) with a residual condition
 // (join.condition, left_condition, right_condition) through the key actors
 // from two files and compares the outputs with a brute-force join: a pair
 // is emitted iff the keys match, the times are in range (or window) and
@@ -49,6 +50,9 @@ func TestNodeJoinCondition(t *testing.T) {
 			func(l, r *ev) bool { return l.K == r.K && r.Ts >= l.Ts-1000 && r.Ts <= l.Ts+1000 }, false, false},
 		{"window full outer", "type: window\n  mode: full\n  window: {type: tumbling, size: 5s}\n",
 			func(l, r *ev) bool { return l.K == r.K && l.Ts/5000 == r.Ts/5000 }, true, true},
+		// A TTL far longer than the 80 s of events: every row is kept to the end.
+		{"unbounded right", "type: unbounded\n  mode: right\n  ttl: 1h\n",
+			func(l, r *ev) bool { return l.K == r.K }, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			want := map[string]bool{}
