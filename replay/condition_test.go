@@ -95,3 +95,25 @@ func TestReplayUnbounded(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayScriptCondition: in the script mode a side's name stands for its
+// row's columns.
+func TestReplayScriptCondition(t *testing.T) {
+	spec := `type: interval
+left:  {name: orange, key: k, ts: ts}
+right: {name: green, key: k, ts: ts}
+interval: {lower: -5, upper: 5}
+condition: 'orange.v < green.v'
+right_condition: 'green.v != 7'
+project: [{name: o, from: orange.v}, {name: g, from: green.v}]
+`
+	script := `{"side":"orange","row":{"k":"a","ts":1,"v":5}}
+{"side":"green","row":{"k":"a","ts":2,"v":4}}
+{"side":"green","row":{"k":"a","ts":3,"v":6}}
+{"side":"green","row":{"k":"a","ts":4,"v":7}}
+`
+	out, _ := replayLines(t, spec, script)
+	if len(out) != 1 || !strings.Contains(out[0], `"row":{"g":6,"o":5}`) {
+		t.Fatalf("outputs %v, want the one pair 5,6", out)
+	}
+}
