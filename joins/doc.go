@@ -15,7 +15,7 @@
 //     Flink's streaming join conventions. Snapshot and Restore give its
 //     versioned, deterministic encoding.
 //   - The event-time joins (Timed: window and coGroup, interval,
-//     time-bounded outer, temporal) are per-key machines driven by
+//     time-bounded outer, unbounded with a TTL, temporal) are per-key machines driven by
 //     OnElement and OnTimer. The stream-stream ones take a residual
 //     Condition (a pair predicate plus one-sided ones, with Spark's early
 //     state exclusion) and a LateRule (ts < watermark, ts <= watermark, or

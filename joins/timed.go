@@ -35,7 +35,7 @@ func (e *Effects) Reset() {
 }
 
 // Timed is the per-key state machine of an event-time join (window,
-// coGroup, interval, time-bounded outer, temporal). It is driven by one key
+// coGroup, interval, time-bounded outer, unbounded, temporal). It is driven by one key
 // actor: never concurrently, never reading the clock. watermark is the
 // current combined watermark of the job's inputs (math.MinInt64 before any).
 type Timed interface {
