@@ -50,7 +50,8 @@ type Spec struct {
 type Join struct {
 	// Type is the join family: cdc (the changelog join over Debezium
 	// changes), or an event-time join over plain JSON events: window,
-	// interval, time-bounded (Spark-style, with outer modes) or temporal.
+	// interval, time-bounded (Spark-style, with outer modes), unbounded (a
+	// regular join whose state is bounded by ttl) or temporal.
 	Type string `yaml:"type"`
 	// Mode is inner, left, right or full (what the type supports).
 	Mode string `yaml:"mode"`
@@ -69,6 +70,19 @@ type Join struct {
 	Right Side `yaml:"right"`
 	// Project lists the output columns; empty means {left name: row, right name: row}.
 	Project []Column `yaml:"project"`
+	// Condition, LeftCondition and RightCondition are the residual
+	// (non-equi) join condition of a window, interval or time-bounded join,
+	// expr-lang expressions applied after the key match (see
+	// CompileCondition and docs/replay.md).
+	Condition      string `yaml:"condition,omitempty"`
+	LeftCondition  string `yaml:"left_condition,omitempty"`
+	RightCondition string `yaml:"right_condition,omitempty"`
+	// Late is the late-data rule of a window, interval, time-bounded or
+	// unbounded join.
+	Late Late `yaml:"late,omitempty"`
+	// TTL bounds the state of an unbounded join: a row is kept until the
+	// watermark passes its time + TTL (required for type unbounded).
+	TTL time.Duration `yaml:"ttl,omitempty"`
 }
 
 // Side describes one input of the join.
@@ -563,12 +577,13 @@ func (s *Spec) Validate() error {
 		if _, err := s.CDCSpec(); err != nil {
 			errs = append(errs, err)
 		}
-	case "window", "interval", "time-bounded", "temporal":
+		errs = append(errs, s.Join.streamOnly()...)
+	case "window", "interval", "time-bounded", "unbounded", "temporal":
 		if _, err := s.TimedFactory(); err != nil {
 			errs = append(errs, err)
 		}
 	default:
-		bad("join.type", "must be cdc, window, interval, time-bounded or temporal (got %q)", s.Join.Type)
+		bad("join.type", "must be cdc, window, interval, time-bounded, unbounded or temporal (got %q)", s.Join.Type)
 	}
 	names := map[string]bool{}
 	for i, src := range s.Sources {

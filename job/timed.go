@@ -65,6 +65,24 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		}
 		project = append(project, col)
 	}
+	var where joins.Condition
+	var late joins.LateRule
+	if j.Type == "temporal" {
+		errs = append(errs, j.streamOnly()...)
+	} else {
+		var err error
+		if where, err = CompileCondition(j.Condition, j.LeftCondition, j.RightCondition, j.Left.Name, j.Right.Name, nil); err != nil {
+			for _, e := range unjoin(err) {
+				errs = append(errs, fmt.Errorf("join.%w", e))
+			}
+		}
+		if late, err = joins.ParseLateRule(j.Late.Rule); err != nil {
+			bad("late.rule", "must be ts<wm, ts<=wm or none (got %q)", j.Late.Rule)
+		}
+	}
+	if j.TTL != 0 && j.Type != "unbounded" {
+		bad("ttl", "only for unbounded joins")
+	}
 	ms := func(d interface{ Milliseconds() int64 }) int64 { return d.Milliseconds() }
 	var factory func() joins.Timed
 	var verr error
@@ -82,7 +100,7 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 			bad("window.type", "must be tumbling, sliding or session (got %q)", j.Window.Type)
 		}
 		spec := &joins.WindowJoinSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Assigner: a,
-			AllowedLateness: ms(j.AllowedLateness), Project: project}
+			AllowedLateness: ms(j.AllowedLateness), Project: project, Where: where, Late: late}
 		verr = spec.Validate()
 		factory = func() joins.Timed { return joins.NewWindowJoin(spec) }
 	case "interval":
@@ -90,13 +108,19 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 			bad("mode", "an interval join is inner; use type time-bounded for outer modes")
 		}
 		spec := &joins.IntervalSpec{Left: j.Left.Name, Right: j.Right.Name, Lower: ms(j.Lower), Upper: ms(j.Upper),
-			LowerExclusive: j.LowerExclusive, UpperExclusive: j.UpperExclusive, Project: project}
+			LowerExclusive: j.LowerExclusive, UpperExclusive: j.UpperExclusive, Project: project, Where: where, Late: late}
 		verr = spec.Validate()
 		factory = func() joins.Timed { return joins.NewInterval(spec) }
 	case "time-bounded":
-		spec := &joins.TimeBoundedSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Lower: ms(j.Lower), Upper: ms(j.Upper), Project: project}
+		spec := &joins.TimeBoundedSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Lower: ms(j.Lower), Upper: ms(j.Upper), Project: project,
+			Where: where, Late: late}
 		verr = spec.Validate()
 		factory = func() joins.Timed { return joins.NewTimeBounded(spec) }
+	case "unbounded":
+		spec := &joins.UnboundedSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, TTL: ms(j.TTL), Project: project,
+			Where: where, Late: late}
+		verr = spec.Validate()
+		factory = func() joins.Timed { return joins.NewUnbounded(spec) }
 	case "temporal":
 		spec := &joins.TemporalSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Project: project}
 		verr = spec.Validate()
@@ -111,6 +135,13 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		return nil, errors.Join(errs...)
 	}
 	return factory, nil
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // SideSpec returns the join side's settings.

@@ -21,6 +21,8 @@ type CoGroupSpec struct {
 	AllowedLateness int64
 	// Func is called once per window firing, even when one side is empty.
 	Func CoGroupFunc
+	// Late as in WindowJoinSpec (LateBeforeWatermark or LateAtWatermark).
+	Late LateRule
 }
 
 // Validate reports every problem of the spec, joined, each naming its field.
@@ -33,6 +35,7 @@ func (s *CoGroupSpec) Validate() error {
 	if s.AllowedLateness < 0 {
 		c.bad("allowed_lateness", "must not be negative, got %d", s.AllowedLateness)
 	}
+	validateLate(&c, s.Late, false)
 	if s.Func == nil {
 		c.bad("func", "must be set")
 	}
@@ -54,6 +57,7 @@ func NewCoGroup(spec *CoGroupSpec) *Windowed {
 	return &Windowed{
 		assigner: spec.Assigner,
 		lateness: spec.AllowedLateness,
+		rule:     spec.Late,
 		fire: func(w *winState, fx *Effects) {
 			left, right := make([]record.Row, len(w.L)), make([]record.Row, len(w.R))
 			for i := range w.L {

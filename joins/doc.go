@@ -14,6 +14,13 @@
 //     appends the resulting changelog records (+I, -U, +U, -D), following
 //     Flink's streaming join conventions. Snapshot and Restore give its
 //     versioned, deterministic encoding.
+//   - The event-time joins (Timed: window and coGroup, interval,
+//     time-bounded outer, unbounded with a TTL, temporal) are per-key
+//     machines driven by OnElement and OnTimer. The stream-stream ones take
+//     a residual Condition (a pair predicate plus one-sided ones, with
+//     Spark's early state exclusion) and a LateRule (ts < watermark,
+//     ts <= watermark, or never: Flink's, Spark's and Kafka Streams' rules)
+//     in their specs.
 //   - Table materializes a changelog strictly, for tests, the demo and the
 //     oracle: it refuses to retract what was never emitted.
 //

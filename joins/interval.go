@@ -34,6 +34,11 @@ type IntervalSpec struct {
 	FlatJoin FlatJoinFunc
 	// Project lists the output columns; only without Join and FlatJoin.
 	Project []Column
+	// Where is the residual condition of a pair, after the key and the
+	// range (zero: none). A row failing its own side's part is not buffered.
+	Where Condition
+	// Late is the late-data rule (zero: ts < watermark, Flink's).
+	Late LateRule
 }
 
 // Validate reports every problem of the spec, joined with errors.Join, each
@@ -44,6 +49,7 @@ func (s *IntervalSpec) Validate() error {
 	}
 	var c collector
 	validateBounds(&c, s.Lower, s.Upper, s.LowerExclusive, s.UpperExclusive)
+	validateLate(&c, s.Late, true)
 	validateShape(c.bad, s.Left, s.Right, s.Project, s.Join, s.FlatJoin)
 	return c.err()
 }
@@ -75,7 +81,7 @@ func effectiveBounds(lower, upper int64, lowerEx, upperEx bool) (lo, hi int64) {
 // must be valid and must not change while the join is in use.
 func NewInterval(spec *IntervalSpec) *Interval {
 	lo, hi := effectiveBounds(spec.Lower, spec.Upper, spec.LowerExclusive, spec.UpperExclusive)
-	return &Interval{lo: lo, hi: hi,
+	return &Interval{lo: lo, hi: hi, where: spec.Where, rule: spec.Late,
 		shape: &pairShape{left: spec.Left, right: spec.Right, project: spec.Project, join: spec.Join, flat: spec.FlatJoin}}
 }
 
@@ -84,7 +90,10 @@ func NewInterval(spec *IntervalSpec) *Interval {
 // Timed.
 //
 // An element whose time is below the watermark on arrival is Late
-// (LateBehindWatermark), as in Flink. An arriving element joins every
+// (LateBehindWatermark), as in Flink (IntervalSpec.Late: at or below it,
+// Spark's rule; never, Kafka Streams'). An element failing its own side's
+// part of IntervalSpec.Where is dropped (it cannot match); pairs must pass
+// the whole condition. An arriving element joins every
 // buffered element of the other side in range, in that side's order; each
 // pair is one +I (or FlatJoin's rows) stamped max(l.ts, r.ts), with id
 // interval|leftPos|rightPos|ts|n. It is then buffered while a later element
@@ -97,6 +106,8 @@ func NewInterval(spec *IntervalSpec) *Interval {
 // and shares them with its outputs: treat them as read-only.
 type Interval struct {
 	lo, hi      int64
+	where       Condition
+	rule        LateRule
 	shape       *pairShape
 	left, right []elem
 }
@@ -107,42 +118,50 @@ func (j *Interval) OnElement(e Element, watermark int64, fx *Effects) {
 		fx.Late = append(fx.Late, Late{Element: e, Reason: LateUnknownSide})
 		return
 	}
-	if e.Ts < watermark {
+	if j.rule.late(e.Ts, watermark) {
 		fx.Late = append(fx.Late, Late{Element: e, Reason: LateBehindWatermark})
 		return
+	}
+	if !j.where.side(e.Side, e.Row) {
+		return // early state exclusion: it can never match
 	}
 	el := elemOf(e)
 	if e.Side == record.Left {
 		from, to := firstAtLeast(j.right, addSat(e.Ts, j.lo)), firstAbove(j.right, addSat(e.Ts, j.hi))
 		for k := from; k < to; k++ {
-			emitPair(fx, j.shape, "interval", max(e.Ts, j.right[k].Ts), &el, &j.right[k], max(e.Ts, j.right[k].Ts))
+			if r := &j.right[k]; j.where.pair(el.Row, r.Row) {
+				emitPair(fx, j.shape, "interval", max(e.Ts, r.Ts), &el, r, max(e.Ts, r.Ts))
+			}
 		}
-		if end := addSat(e.Ts, j.hi); end >= watermark {
+		if end := addSat(e.Ts, j.hi); j.rule.open(end, watermark) {
 			j.left = insertByTs(j.left, el)
-			fx.SetTimers = append(fx.SetTimers, addSat(end, 1))
+			fx.SetTimers = append(fx.SetTimers, j.rule.expiry(end))
 		}
 		return
 	}
 	from, to := firstAtLeast(j.left, subSat(e.Ts, j.hi)), firstAbove(j.left, subSat(e.Ts, j.lo))
 	for k := from; k < to; k++ {
-		emitPair(fx, j.shape, "interval", max(e.Ts, j.left[k].Ts), &j.left[k], &el, max(e.Ts, j.left[k].Ts))
+		if l := &j.left[k]; j.where.pair(l.Row, el.Row) {
+			emitPair(fx, j.shape, "interval", max(e.Ts, l.Ts), l, &el, max(e.Ts, l.Ts))
+		}
 	}
-	if end := subSat(e.Ts, j.lo); end >= watermark {
+	if end := subSat(e.Ts, j.lo); j.rule.open(end, watermark) {
 		j.right = insertByTs(j.right, el)
-		fx.SetTimers = append(fx.SetTimers, addSat(end, 1))
+		fx.SetTimers = append(fx.SetTimers, j.rule.expiry(end))
 	}
 }
 
 // OnTimer drops the left elements with l.ts + upper < ts and the right ones
-// with r.ts - lower < ts: no element on time at ts can match them.
+// with r.ts - lower < ts (<= ts under LateAtWatermark): no element on time at
+// ts can match them.
 func (j *Interval) OnTimer(ts int64, watermark int64, fx *Effects) {
 	n := 0
-	for n < len(j.left) && addSat(j.left[n].Ts, j.hi) < ts {
+	for n < len(j.left) && !j.rule.open(addSat(j.left[n].Ts, j.hi), ts) {
 		n++
 	}
 	j.left = trim(j.left, n)
 	n = 0
-	for n < len(j.right) && subSat(j.right[n].Ts, j.lo) < ts {
+	for n < len(j.right) && !j.rule.open(subSat(j.right[n].Ts, j.lo), ts) {
 		n++
 	}
 	j.right = trim(j.right, n)

@@ -27,6 +27,13 @@ type TimeBoundedSpec struct {
 	Lower, Upper int64
 	// Project lists the output columns; a padded side's columns are null.
 	Project []Column
+	// Where is the residual condition of a pair, after the key and the
+	// range (zero: none). A row failing its own side's part is never
+	// buffered: on an outer side it is padded at once (Spark's early state
+	// exclusion).
+	Where Condition
+	// Late is the late-data rule (zero: ts < watermark).
+	Late LateRule
 }
 
 // Validate reports every problem of the spec, joined with errors.Join, each
@@ -40,6 +47,7 @@ func (s *TimeBoundedSpec) Validate() error {
 		c.bad("type", "unknown join type %d (want inner, left, right or full)", int(s.Type))
 	}
 	validateBounds(&c, s.Lower, s.Upper, false, false)
+	validateLate(&c, s.Late, true)
 	validateShape(c.bad, s.Left, s.Right, s.Project, nil, nil)
 	return c.err()
 }
@@ -47,7 +55,7 @@ func (s *TimeBoundedSpec) Validate() error {
 // NewTimeBounded returns the empty state of one key of a time-bounded join.
 // spec must be valid and must not change while the join is in use.
 func NewTimeBounded(spec *TimeBoundedSpec) *TimeBounded {
-	return &TimeBounded{typ: spec.Type, lo: spec.Lower, hi: spec.Upper,
+	return &TimeBounded{typ: spec.Type, lo: spec.Lower, hi: spec.Upper, where: spec.Where, rule: spec.Late, kind: "outer",
 		shape: &pairShape{left: spec.Left, right: spec.Right, project: spec.Project}}
 }
 
@@ -56,7 +64,13 @@ func NewTimeBounded(spec *TimeBoundedSpec) *TimeBounded {
 // implements Timed.
 //
 //   - An element below the watermark on arrival is Late
-//     (LateBehindWatermark), and takes no part in the join.
+//     (LateBehindWatermark), and takes no part in the join (TimeBoundedSpec.Late:
+//     at or below it, Spark's rule; never, Kafka Streams').
+//   - An element failing its own side's part of TimeBoundedSpec.Where is
+//     never buffered: on an outer side it is emitted padded at once, stamped
+//     with its own time; on an inner side it is dropped.
+//   - Only a pair passing the whole condition is a match; a row that matched
+//     is never padded (SPARK-26187).
 //   - A match is emitted as soon as both rows are there: +I stamped
 //     max(l.ts, r.ts), id outer|leftPos|rightPos|ts|0.
 //   - A row of an outer side that never matched is emitted padded with nulls,
@@ -70,8 +84,15 @@ func NewTimeBounded(spec *TimeBoundedSpec) *TimeBounded {
 // A TimeBounded is not safe for concurrent use; it keeps the rows it is given
 // and shares them with its outputs: treat them as read-only.
 type TimeBounded struct {
-	typ         TimedJoinType
-	lo, hi      int64
+	typ    TimedJoinType
+	lo, hi int64
+	// all (an unbounded join): every buffered row of the other side is in
+	// range; lo = -ttl and hi = ttl then only time the rows' expiry.
+	all  bool
+	kind string // output id kind
+
+	where       Condition
+	rule        LateRule
 	shape       *pairShape
 	left, right []matchElem
 }
@@ -114,46 +135,72 @@ func insertMatch(es []matchElem, e matchElem) []matchElem {
 	return es
 }
 
+// span is the part of a buffer with times in [lo, hi]: all of it in an
+// unbounded join.
+func (j *TimeBounded) span(es []matchElem, lo, hi int64) (from, to int) {
+	if j.all {
+		return 0, len(es)
+	}
+	return firstMatchAtLeast(es, lo), firstMatchAbove(es, hi)
+}
+
 // OnElement emits e's matches with the other side's buffer and buffers it
-// (or pads it at once when its range has already passed).
+// (or pads it at once when its range has already passed or it fails its
+// side's condition).
 func (j *TimeBounded) OnElement(e Element, watermark int64, fx *Effects) {
 	if e.Side != record.Left && e.Side != record.Right {
 		fx.Late = append(fx.Late, Late{Element: e, Reason: LateUnknownSide})
 		return
 	}
-	if e.Ts < watermark {
+	if j.rule.late(e.Ts, watermark) {
 		fx.Late = append(fx.Late, Late{Element: e, Reason: LateBehindWatermark})
 		return
 	}
 	me := matchElem{elem: elemOf(e)}
-	if e.Side == record.Left {
-		from, to := firstMatchAtLeast(j.right, addSat(e.Ts, j.lo)), firstMatchAbove(j.right, addSat(e.Ts, j.hi))
-		for k := from; k < to; k++ {
-			r := &j.right[k]
-			r.Matched, me.Matched = true, true
-			ts := max(e.Ts, r.Ts)
-			emitPair(fx, j.shape, "outer", ts, &me.elem, &r.elem, ts)
-		}
-		if end := addSat(e.Ts, j.hi); end >= watermark {
-			j.left = insertMatch(j.left, me)
-			fx.SetTimers = append(fx.SetTimers, addSat(end, 1))
-		} else if !me.Matched && j.typ.padLeft() {
-			emitPair(fx, j.shape, "outer", e.Ts, &me.elem, nil, e.Ts)
+	if !j.where.side(e.Side, e.Row) {
+		// Early state exclusion: it can never match.
+		switch {
+		case e.Side == record.Left && j.typ.padLeft():
+			emitPair(fx, j.shape, j.kind, e.Ts, &me.elem, nil, e.Ts)
+		case e.Side == record.Right && j.typ.padRight():
+			emitPair(fx, j.shape, j.kind, e.Ts, nil, &me.elem, e.Ts)
 		}
 		return
 	}
-	from, to := firstMatchAtLeast(j.left, subSat(e.Ts, j.hi)), firstMatchAbove(j.left, subSat(e.Ts, j.lo))
+	if e.Side == record.Left {
+		from, to := j.span(j.right, addSat(e.Ts, j.lo), addSat(e.Ts, j.hi))
+		for k := from; k < to; k++ {
+			r := &j.right[k]
+			if !j.where.pair(me.Row, r.Row) {
+				continue
+			}
+			r.Matched, me.Matched = true, true
+			ts := max(e.Ts, r.Ts)
+			emitPair(fx, j.shape, j.kind, ts, &me.elem, &r.elem, ts)
+		}
+		if end := addSat(e.Ts, j.hi); j.rule.open(end, watermark) {
+			j.left = insertMatch(j.left, me)
+			fx.SetTimers = append(fx.SetTimers, j.rule.expiry(end))
+		} else if !me.Matched && j.typ.padLeft() {
+			emitPair(fx, j.shape, j.kind, e.Ts, &me.elem, nil, e.Ts)
+		}
+		return
+	}
+	from, to := j.span(j.left, subSat(e.Ts, j.hi), subSat(e.Ts, j.lo))
 	for k := from; k < to; k++ {
 		l := &j.left[k]
+		if !j.where.pair(l.Row, me.Row) {
+			continue
+		}
 		l.Matched, me.Matched = true, true
 		ts := max(e.Ts, l.Ts)
-		emitPair(fx, j.shape, "outer", ts, &l.elem, &me.elem, ts)
+		emitPair(fx, j.shape, j.kind, ts, &l.elem, &me.elem, ts)
 	}
-	if end := subSat(e.Ts, j.lo); end >= watermark {
+	if end := subSat(e.Ts, j.lo); j.rule.open(end, watermark) {
 		j.right = insertMatch(j.right, me)
-		fx.SetTimers = append(fx.SetTimers, addSat(end, 1))
+		fx.SetTimers = append(fx.SetTimers, j.rule.expiry(end))
 	} else if !me.Matched && j.typ.padRight() {
-		emitPair(fx, j.shape, "outer", e.Ts, nil, &me.elem, e.Ts)
+		emitPair(fx, j.shape, j.kind, e.Ts, nil, &me.elem, e.Ts)
 	}
 }
 
@@ -162,16 +209,16 @@ func (j *TimeBounded) OnElement(e Element, watermark int64, fx *Effects) {
 // an outer side.
 func (j *TimeBounded) OnTimer(ts int64, watermark int64, fx *Effects) {
 	n := 0
-	for ; n < len(j.left) && addSat(j.left[n].Ts, j.hi) < ts; n++ {
+	for ; n < len(j.left) && !j.rule.open(addSat(j.left[n].Ts, j.hi), ts); n++ {
 		if l := &j.left[n]; !l.Matched && j.typ.padLeft() {
-			emitPair(fx, j.shape, "outer", l.Ts, &l.elem, nil, l.Ts)
+			emitPair(fx, j.shape, j.kind, l.Ts, &l.elem, nil, l.Ts)
 		}
 	}
 	j.left = trimMatch(j.left, n)
 	n = 0
-	for ; n < len(j.right) && subSat(j.right[n].Ts, j.lo) < ts; n++ {
+	for ; n < len(j.right) && !j.rule.open(subSat(j.right[n].Ts, j.lo), ts); n++ {
 		if r := &j.right[n]; !r.Matched && j.typ.padRight() {
-			emitPair(fx, j.shape, "outer", r.Ts, nil, &r.elem, r.Ts)
+			emitPair(fx, j.shape, j.kind, r.Ts, nil, &r.elem, r.Ts)
 		}
 	}
 	j.right = trimMatch(j.right, n)

@@ -35,9 +35,10 @@ func (e *Effects) Reset() {
 }
 
 // Timed is the per-key state machine of an event-time join (window,
-// coGroup, interval, time-bounded outer, temporal). It is driven by one key
-// actor: never concurrently, never reading the clock. watermark is the
-// current combined watermark of the job's inputs (math.MinInt64 before any).
+// coGroup, interval, time-bounded outer, unbounded, temporal). It is driven
+// by one key actor: never concurrently, never reading the clock. watermark
+// is the current combined watermark of the job's inputs (math.MinInt64
+// before any).
 type Timed interface {
 	// OnElement applies one element.
 	OnElement(e Element, watermark int64, fx *Effects)

@@ -357,7 +357,7 @@ func firstAtLeast(es []elem, t int64) int {
 var (
 	_ Timed = (*Windowed)(nil)
 	_ Timed = (*Interval)(nil)
-	_ Timed = (*TimeBounded)(nil)
+	_ Timed = (*TimeBounded)(nil) // and NewUnbounded
 	_ Timed = (*Temporal)(nil)
 	_ Timed = (*TemporalLatest)(nil)
 )

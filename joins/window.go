@@ -36,6 +36,20 @@ type WindowJoinSpec struct {
 	FlatJoin FlatJoinFunc
 	// Project lists the output columns; only without Join and FlatJoin.
 	Project []Column
+	// Where is the residual condition of a pair, after the key and the
+	// window (zero: none). With one, a window emits the pairs that pass it
+	// and, on an outer side, pads each row that matched none of the
+	// window's other-side rows. A row failing its own side's part is not
+	// buffered (tumbling and sliding windows): on an outer side it is
+	// emitted padded at once for each of its open windows, stamped end - 1;
+	// in session windows it is buffered, since it still shapes the session,
+	// and padded when the window fires.
+	Where Condition
+	// Late is the late-data rule: LateBeforeWatermark (zero; a window fires
+	// when the watermark reaches end - 1, Flink's) or LateAtWatermark (it
+	// fires when the watermark reaches end, Spark's: a window is complete
+	// once end <= watermark). Outputs are stamped end - 1 either way.
+	Late LateRule
 }
 
 // Validate reports every problem of the spec, joined with errors.Join, each
@@ -52,6 +66,7 @@ func (s *WindowJoinSpec) Validate() error {
 	if s.AllowedLateness < 0 {
 		c.bad("allowed_lateness", "must not be negative, got %d", s.AllowedLateness)
 	}
+	validateLate(&c, s.Late, false)
 	validateShape(c.bad, s.Left, s.Right, s.Project, s.Join, s.FlatJoin)
 	return c.err()
 }
@@ -60,7 +75,9 @@ func (s *WindowJoinSpec) Validate() error {
 // must be valid and must not change while the join is in use.
 //
 // Outputs: the pairs of a window in left arrival order × right arrival
-// order, windows in (end, start) order, each +I stamped MaxTimestamp, with
+// order (with a Where condition, each left row's pairs followed by the row
+// padded when it matched none, then the unmatched right rows padded),
+// windows in (end, start) order, each +I stamped MaxTimestamp, with
 // id window|leftPos|rightPos|end|n (n: index among FlatJoin's rows; see
 // outputID). A late firing re-emits every pair of the window, old and new,
 // with the same ids as before, as Flink re-fires the whole window; a
@@ -69,10 +86,15 @@ func (s *WindowJoinSpec) Validate() error {
 func NewWindowJoin(spec *WindowJoinSpec) *Windowed {
 	shape := &pairShape{left: spec.Left, right: spec.Right, project: spec.Project, join: spec.Join, flat: spec.FlatJoin}
 	t := spec.Type
-	return &Windowed{
+	j := &Windowed{
 		assigner: spec.Assigner,
 		lateness: spec.AllowedLateness,
-		fire: func(w *winState, fx *Effects) {
+		rule:     spec.Late,
+		typ:      t,
+		shape:    shape,
+	}
+	if spec.Where.IsZero() {
+		j.fire = func(w *winState, fx *Effects) {
 			ts, end := w.W.MaxTimestamp(), w.W.End
 			switch {
 			case len(w.L) > 0 && len(w.R) > 0:
@@ -90,8 +112,35 @@ func NewWindowJoin(spec *WindowJoinSpec) *Windowed {
 					emitPair(fx, shape, "window", ts, nil, &w.R[k], end)
 				}
 			}
-		},
+		}
+		return j
 	}
+	where := spec.Where
+	j.where = &where
+	j.fire = func(w *winState, fx *Effects) {
+		ts, end := w.W.MaxTimestamp(), w.W.End
+		matchedR := make([]bool, len(w.R))
+		for i := range w.L {
+			matched := false
+			for k := range w.R {
+				if where.match(w.L[i].Row, w.R[k].Row) {
+					matched, matchedR[k] = true, true
+					emitPair(fx, shape, "window", ts, &w.L[i], &w.R[k], end)
+				}
+			}
+			if !matched && t.padLeft() {
+				emitPair(fx, shape, "window", ts, &w.L[i], nil, end)
+			}
+		}
+		if t.padRight() {
+			for k := range w.R {
+				if !matchedR[k] {
+					emitPair(fx, shape, "window", ts, nil, &w.R[k], end)
+				}
+			}
+		}
+	}
+	return j
 }
 
 // Windowed is the per-key state of a window join or a window coGroup: per
@@ -99,13 +148,14 @@ func NewWindowJoin(spec *WindowJoinSpec) *Windowed {
 // fired. Windows are kept sorted by (end, start). It implements Timed.
 //
 // Timers: a window registers MaxTimestamp (fire) and MaxTimestamp +
-// AllowedLateness (cleanup; the same timer when the lateness is 0). Timers
+// AllowedLateness (cleanup; the same timer when the lateness is 0); under
+// LateAtWatermark, End and End + AllowedLateness. Timers
 // are a set per key: a time registered twice is one timer, and OnTimer(ts)
 // does everything due at or before ts. Session merges delete the timers of
 // the windows they replace unless another window still needs them.
 //
-// Late data: an element all of whose windows satisfy MaxTimestamp +
-// AllowedLateness <= watermark is reported Late with LateWindowClosed (in a
+// Late data: an element all of whose windows satisfy MaxTimestamp (End
+// under LateAtWatermark) + AllowedLateness <= watermark is reported Late with LateWindowClosed (in a
 // sliding assigner, windows already closed are skipped silently while one is
 // open, as in Flink); a time that falls in no window (a slide larger than the
 // size) is reported with LateNoWindow.
@@ -115,9 +165,15 @@ func NewWindowJoin(spec *WindowJoinSpec) *Windowed {
 type Windowed struct {
 	assigner Assigner
 	lateness int64
+	rule     LateRule
 	fire     func(w *winState, fx *Effects)
-	wins     []*winState
-	scratch  []Window
+	// where, typ and shape: a window join with a residual condition (nil
+	// where: none, or a coGroup).
+	where   *Condition
+	typ     TimedJoinType
+	shape   *pairShape
+	wins    []*winState
+	scratch []Window
 }
 
 // LateNoWindow: the element's time lies in no window of the assigner.
@@ -133,21 +189,30 @@ type winState struct {
 	R     []elem          `json:"r,omitempty"`
 }
 
-func (j *Windowed) cleanupAt(w Window) int64 { return addSat(w.MaxTimestamp(), j.lateness) }
+// fireAt is the watermark that fires window w: MaxTimestamp, or End under
+// LateAtWatermark.
+func (j *Windowed) fireAt(w Window) int64 {
+	if j.rule == LateAtWatermark {
+		return w.End
+	}
+	return w.MaxTimestamp()
+}
+
+func (j *Windowed) cleanupAt(w Window) int64 { return addSat(j.fireAt(w), j.lateness) }
 
 // timersOf returns the timers window w needs.
 func (j *Windowed) timersOf(w *winState) []int64 {
 	c := j.cleanupAt(w.W)
-	if w.Fired || c == w.W.MaxTimestamp() {
+	if w.Fired || c == j.fireAt(w.W) {
 		return []int64{c}
 	}
-	return []int64{w.W.MaxTimestamp(), c}
+	return []int64{j.fireAt(w.W), c}
 }
 
 // needed reports whether any window still needs timer ts.
 func (j *Windowed) needed(ts int64) bool {
 	for _, w := range j.wins {
-		if j.cleanupAt(w.W) == ts || !w.Fired && w.W.MaxTimestamp() == ts {
+		if j.cleanupAt(w.W) == ts || !w.Fired && j.fireAt(w.W) == ts {
 			return true
 		}
 	}
@@ -211,12 +276,23 @@ func (j *Windowed) OnElement(e Element, watermark int64, fx *Effects) {
 		fx.Late = append(fx.Late, Late{Element: e, Reason: LateNoWindow})
 		return
 	}
+	excluded := j.where != nil && !j.where.side(e.Side, e.Row)
 	added := false
 	for _, w := range j.scratch {
 		if j.cleanupAt(w) <= watermark {
 			continue
 		}
 		added = true
+		if excluded {
+			// Early state exclusion: it can never match in this window.
+			switch {
+			case e.Side == record.Left && j.typ.padLeft():
+				emitPair(fx, j.shape, "window", w.MaxTimestamp(), &el, nil, w.End)
+			case e.Side == record.Right && j.typ.padRight():
+				emitPair(fx, j.shape, "window", w.MaxTimestamp(), nil, &el, w.End)
+			}
+			continue
+		}
 		i, ok := j.find(w)
 		var ws *winState
 		if ok {
@@ -225,12 +301,12 @@ func (j *Windowed) OnElement(e Element, watermark int64, fx *Effects) {
 		} else {
 			ws = &winState{W: w, First: e.Pos}
 			add(ws, e.Side, el)
-			if w.MaxTimestamp() <= watermark {
+			if j.fireAt(w) <= watermark {
 				ws.Fired = true // fires below; only the cleanup timer is needed
 			}
 			j.insert(ws, fx)
 		}
-		if w.MaxTimestamp() <= watermark {
+		if j.fireAt(w) <= watermark {
 			j.fire(ws, fx)
 			ws.Fired = true
 		}
@@ -276,7 +352,7 @@ func (j *Windowed) onSession(e Element, el elem, watermark int64, fx *Effects) {
 		j.wins = slices.Delete(j.wins, parts[k], parts[k]+1)
 	}
 	add(ws, e.Side, el)
-	late := merged.MaxTimestamp() <= watermark
+	late := j.fireAt(merged) <= watermark
 	ws.Fired = late
 	// Register the new window's timers (unless an old one stays), then
 	// delete the old windows' timers nobody needs any more.
@@ -300,10 +376,10 @@ func (j *Windowed) onSession(e Element, el elem, watermark int64, fx *Effects) {
 }
 
 // OnTimer fires, in (end, start) order, every window not yet fired whose
-// MaxTimestamp is <= ts, then drops every window whose cleanup time is <= ts.
+// MaxTimestamp (End under LateAtWatermark) is <= ts, then drops every window whose cleanup time is <= ts.
 func (j *Windowed) OnTimer(ts int64, watermark int64, fx *Effects) {
 	for _, ws := range j.wins {
-		if !ws.Fired && ws.W.MaxTimestamp() <= ts {
+		if !ws.Fired && j.fireAt(ws.W) <= ts {
 			j.fire(ws, fx)
 			ws.Fired = true
 		}

@@ -13,7 +13,7 @@
 //
 // The spec (YAML, see Spec):
 //
-//	type: window            # cdc, window, cogroup-outer, interval, time-bounded, temporal, temporal-latest
+//	type: window            # cdc, window, cogroup-outer, interval, time-bounded, unbounded, temporal, temporal-latest
 //	mode: inner             # inner (default), left, right, full, as the type allows
 //	left:  {name: orange, key: k, ts: ts}   # cdc: {name: users, pk: id, join_on: id}
 //	right: {name: green,  key: k, ts: ts}
@@ -21,6 +21,10 @@
 //	allowed_lateness: 0
 //	interval: {lower: -2ms, upper: 1ms, lower_exclusive: false, upper_exclusive: false}
 //	project: [{name: o, from: orange.v}, {name: g, from: green.v}]
+//	condition: 'orange.v < green.v'          # residual conditions (stream-stream joins): expr-lang
+//	left_condition: 'orange.v != 0'          # over one side only
+//	late: {rule: "ts<=wm"}                   # ts<wm (default), ts<=wm (Spark), none (Kafka Streams)
+//	ttl: 1h                                  # unbounded joins: rows kept until the watermark passes ts + ttl
 //
 // The script, one JSON object per line, in arrival order:
 //

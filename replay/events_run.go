@@ -279,7 +279,7 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 			v = json.RawMessage("null")
 		}
 		r.refs[ref] = v
-		e.Row = record.Row{refCol: ref}
+		e.Row = r.d.b.eventRow(ref, v)
 	}
 	r.sum.Inputs++
 	return r.d.feed(record.Key(ev.key), e)

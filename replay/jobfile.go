@@ -173,7 +173,7 @@ func parseJobFile(b []byte) (*Job, error) {
 		if _, err := js.CDCSpec(); err != nil {
 			addAll(err)
 		}
-	case "window", "interval", "time-bounded", "temporal", "temporal-latest":
+	case "window", "interval", "time-bounded", "unbounded", "temporal", "temporal-latest":
 		for _, sd := range []*job.Side{&j.Left, &j.Right} {
 			sd.Key, sd.Ts = "key", "ts" // events lines carry them
 		}
@@ -185,7 +185,7 @@ func parseJobFile(b []byte) (*Job, error) {
 			addAll(err)
 		}
 	default:
-		bad("type", "must be cdc, window, interval, time-bounded, temporal or temporal-latest (got %q)", j.Type)
+		bad("type", "must be cdc, window, interval, time-bounded, unbounded, temporal or temporal-latest (got %q)", j.Type)
 		return nil, errors.Join(errs...)
 	}
 	ms := func(field string, d time.Duration) Millis {
@@ -194,7 +194,7 @@ func parseJobFile(b []byte) (*Job, error) {
 		}
 		return Millis(d.Milliseconds())
 	}
-	s := Spec{Mode: j.Mode,
+	s := Spec{Mode: j.Mode, Condition: j.Condition, LeftCondition: j.LeftCondition, RightCondition: j.RightCondition, Late: j.Late,
 		Left:  Side{Name: j.Left.Name, PK: j.Left.PK, JoinOn: j.Left.JoinOn},
 		Right: Side{Name: j.Right.Name, PK: j.Right.PK, JoinOn: j.Right.JoinOn}}
 	if j.Type != "cdc" {
@@ -226,11 +226,14 @@ func parseJobFile(b []byte) (*Job, error) {
 		s.Type = TypeInterval
 	case "time-bounded":
 		s.Type = TypeTimeBounded
+	case "unbounded":
+		s.Type = TypeUnbounded
 	case "temporal":
 		s.Type = TypeTemporal
 	case "temporal-latest":
 		s.Type = TypeTemporalLatest
 	}
+	s.TTL = ms("ttl", j.TTL)
 	if bounded {
 		s.Interval = &Bounds{Lower: ms("lower", j.Lower), Upper: ms("upper", j.Upper),
 			LowerExclusive: j.LowerExclusive, UpperExclusive: j.UpperExclusive}

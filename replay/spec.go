@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +12,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/transform"
 )
 
 // Join types a Spec names.
@@ -22,11 +25,12 @@ const (
 	TypeCoGroupOuter   = "cogroup-outer"   // left/right/full outer window join on the coGroup
 	TypeInterval       = "interval"        // interval join (Flink intervalJoin().between())
 	TypeTimeBounded    = "time-bounded"    // Spark-style time-range join with outer variants
+	TypeUnbounded      = "unbounded"       // regular join, state bounded by an event-time TTL
 	TypeTemporal       = "temporal"        // event-time as-of join; right is the versioned side
 	TypeTemporalLatest = "temporal-latest" // join against the latest version on arrival
 )
 
-var types = []string{TypeCDC, TypeWindow, TypeCoGroupOuter, TypeInterval, TypeTimeBounded, TypeTemporal, TypeTemporalLatest}
+var types = []string{TypeCDC, TypeWindow, TypeCoGroupOuter, TypeInterval, TypeTimeBounded, TypeUnbounded, TypeTemporal, TypeTemporalLatest}
 
 // Spec describes the one join a replay runs. It is decoded from YAML
 // (ParseSpec) or filled in Go; Validate checks it. Run does not modify it.
@@ -37,12 +41,12 @@ var types = []string{TypeCDC, TypeWindow, TypeCoGroupOuter, TypeInterval, TypeTi
 //	interval: {lower: -2ms, upper: 1ms}
 //	project: [{name: o, from: orange.v}, {name: g, from: green.v}]
 type Spec struct {
-	// Type is cdc, window, cogroup-outer, interval, time-bounded, temporal or
-	// temporal-latest.
+	// Type is cdc, window, cogroup-outer, interval, time-bounded, unbounded,
+	// temporal or temporal-latest.
 	Type string `yaml:"type"`
 	// Mode is inner (the default when empty), left, right or full, as the
 	// type allows: cdc inner/left/full; window inner; cogroup-outer
-	// left/right/full; interval inner; time-bounded any; temporal and
+	// left/right/full; interval inner; time-bounded and unbounded any; temporal and
 	// temporal-latest inner/left.
 	Mode string `yaml:"mode"`
 	// Left and Right describe the inputs. For temporal joins the left side
@@ -56,9 +60,25 @@ type Spec struct {
 	AllowedLateness Millis `yaml:"allowed_lateness"`
 	// Interval bounds r.ts - l.ts for interval and time-bounded joins.
 	Interval *Bounds `yaml:"interval"`
+	// TTL keeps each row of an unbounded join until the watermark passes
+	// its time + TTL (required there, > 0; only there).
+	TTL Millis `yaml:"ttl"`
 	// Project lists the output columns; empty means
 	// {left name: left row, right name: right row}.
 	Project []Column `yaml:"project"`
+	// Condition, LeftCondition and RightCondition are the residual join
+	// condition of a window, cogroup-outer, interval or time-bounded join
+	// (job.CompileCondition): expr-lang expressions over the rows, each
+	// under its side's name. In the events mode a side's name stands for the
+	// input's value (`left.price > right.min_price`, or `left < right` for
+	// numbers); in a script, for its row.
+	Condition      string `yaml:"condition"`
+	LeftCondition  string `yaml:"left_condition"`
+	RightCondition string `yaml:"right_condition"`
+	// Late is the late-data rule of those joins: {rule: "ts<wm"} (the
+	// default), "ts<=wm" (Spark) or "none" (Kafka Streams; interval and
+	// time-bounded only).
+	Late job.Late `yaml:"late"`
 }
 
 // Side describes one input.
@@ -163,6 +183,38 @@ func (s *Spec) Validate() error {
 type built struct {
 	cdc   *joins.CDCSpec
 	fresh func() joins.Timed
+	// conditioned: the join has a residual condition, so an events row
+	// carries its decoded value (eventRow).
+	conditioned bool
+}
+
+// valueCol holds, in an events row of a join with a residual condition,
+// the input's value decoded (json.Number numbers), for the condition to
+// read; no output shows it.
+const valueCol = "\x00value"
+
+// eventRow is the row of an events input at ref with value text v: the
+// reference to the text, plus the decoded value when a condition needs it.
+func (b *built) eventRow(ref string, v json.RawMessage) record.Row {
+	row := record.Row{refCol: ref}
+	if b.conditioned {
+		var x any
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.UseNumber()
+		if dec.Decode(&x) == nil {
+			row[valueCol] = x
+		}
+	}
+	return row
+}
+
+// conditionView is what a condition sees of a row under its side's name:
+// an events row's decoded value, or a script row's columns.
+func conditionView(r record.Row) any {
+	if _, ok := r[refCol]; ok {
+		return transform.Env(record.Row{"v": r[valueCol]})["v"]
+	}
+	return transform.Env(r)
 }
 
 func (s *Spec) build() (*built, error) {
@@ -232,6 +284,31 @@ func (s *Spec) build() (*built, error) {
 	case !bounded && s.Interval != nil:
 		bad("interval", "only for interval and time-bounded joins")
 	}
+	stream := windowed || bounded || s.Type == TypeUnbounded
+	if s.Type != TypeUnbounded && s.TTL != 0 {
+		bad("ttl", "only for unbounded joins")
+	}
+	for _, f := range []struct{ name, v string }{
+		{"condition", s.Condition}, {"left_condition", s.LeftCondition}, {"right_condition", s.RightCondition}, {"late.rule", s.Late.Rule},
+	} {
+		if f.v != "" && !stream {
+			bad(f.name, "only for window, cogroup-outer, interval, time-bounded and unbounded joins")
+		}
+	}
+	var where joins.Condition
+	var late joins.LateRule
+	if stream {
+		var err error
+		where, err = job.CompileCondition(s.Condition, s.LeftCondition, s.RightCondition, s.Left.Name, s.Right.Name, conditionView)
+		for _, e := range unjoin(err) {
+			if e != nil {
+				errs = append(errs, fmt.Errorf("replay: spec: %w", e))
+			}
+		}
+		if late, err = joins.ParseLateRule(s.Late.Rule); err != nil {
+			bad("late.rule", "must be ts<wm, ts<=wm or none (got %q)", s.Late.Rule)
+		}
+	}
 	if s.Type == TypeTimeBounded && s.Interval != nil && (s.Interval.LowerExclusive || s.Interval.UpperExclusive) {
 		bad("interval", "exclusive bounds are for interval joins only")
 	}
@@ -242,7 +319,7 @@ func (s *Spec) build() (*built, error) {
 	}
 	allowed := map[string][]string{
 		TypeCDC: {"inner", "left", "full"}, TypeWindow: {"inner"}, TypeCoGroupOuter: {"left", "right", "full"},
-		TypeInterval: {"inner"}, TypeTimeBounded: {"inner", "left", "right", "full"},
+		TypeInterval: {"inner"}, TypeTimeBounded: {"inner", "left", "right", "full"}, TypeUnbounded: {"inner", "left", "right", "full"},
 		TypeTemporal: {"inner", "left"}, TypeTemporalLatest: {"inner", "left"},
 	}[s.Type]
 	modeOK := false
@@ -276,7 +353,7 @@ func (s *Spec) build() (*built, error) {
 	if windowed && s.Window == nil || bounded && s.Interval == nil {
 		return nil, errors.Join(errs...)
 	}
-	b, err := s.joinsSpec(mode, cols)
+	b, err := s.joinsSpec(mode, cols, where, late)
 	if err != nil {
 		// Add the joins spec's problems not already reported.
 		seen := make(map[string]bool, len(errs))
@@ -304,8 +381,8 @@ func unjoin(err error) []error {
 
 // joinsSpec builds and validates the joins spec; its field names are
 // translated to the YAML ones.
-func (s *Spec) joinsSpec(mode string, cols []joins.Column) (*built, error) {
-	var b built
+func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition, late joins.LateRule) (*built, error) {
+	b := built{conditioned: !where.IsZero()}
 	var err error
 	typ, _ := joins.ParseTimedJoinType(mode)
 	l, r := s.Left.Name, s.Right.Name
@@ -323,20 +400,24 @@ func (s *Spec) joinsSpec(mode string, cols []joins.Column) (*built, error) {
 			return nil, aerr
 		}
 		js := &joins.WindowJoinSpec{Type: typ, Left: l, Right: r, Assigner: a,
-			AllowedLateness: int64(s.AllowedLateness), Project: cols}
+			AllowedLateness: int64(s.AllowedLateness), Project: cols, Where: where, Late: late}
 		err = js.Validate()
 		b.fresh = func() joins.Timed { return joins.NewWindowJoin(js) }
 	case TypeInterval:
 		iv := s.Interval
 		js := &joins.IntervalSpec{Left: l, Right: r, Lower: int64(iv.Lower), Upper: int64(iv.Upper),
-			LowerExclusive: iv.LowerExclusive, UpperExclusive: iv.UpperExclusive, Project: cols}
+			LowerExclusive: iv.LowerExclusive, UpperExclusive: iv.UpperExclusive, Project: cols, Where: where, Late: late}
 		err = js.Validate()
 		b.fresh = func() joins.Timed { return joins.NewInterval(js) }
 	case TypeTimeBounded:
 		js := &joins.TimeBoundedSpec{Type: typ, Left: l, Right: r,
-			Lower: int64(s.Interval.Lower), Upper: int64(s.Interval.Upper), Project: cols}
+			Lower: int64(s.Interval.Lower), Upper: int64(s.Interval.Upper), Project: cols, Where: where, Late: late}
 		err = js.Validate()
 		b.fresh = func() joins.Timed { return joins.NewTimeBounded(js) }
+	case TypeUnbounded:
+		js := &joins.UnboundedSpec{Type: typ, Left: l, Right: r, TTL: int64(s.TTL), Project: cols, Where: where, Late: late}
+		err = js.Validate()
+		b.fresh = func() joins.Timed { return joins.NewUnbounded(js) }
 	case TypeTemporal, TypeTemporalLatest:
 		js := &joins.TemporalSpec{Type: typ, Left: l, Right: r, Project: cols}
 		err = js.Validate()
@@ -387,7 +468,7 @@ func (w *Window) assigner() (joins.Assigner, error) {
 var fieldNames = map[string]string{
 	"lower": "interval.lower", "upper": "interval.upper",
 	"lower_exclusive": "interval.lower_exclusive", "upper_exclusive": "interval.upper_exclusive",
-	"left": "left.name", "right": "right.name",
+	"left": "left.name", "right": "right.name", "late": "late.rule",
 }
 
 // translate rewrites the "field: msg" errors of a joins Validate to name the

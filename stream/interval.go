@@ -40,6 +40,7 @@ type IntervalJoined[O, L any, R any, K comparable] struct {
 	lower, upper     time.Duration
 	lowerEx, upperEx bool
 	late             *Stream[Late[L, R]]
+	cond             cond[L, R]
 }
 
 // LowerBoundExclusive excludes the lower bound.
@@ -72,6 +73,7 @@ func (j *IntervalJoined[O, L, R, K]) Process(fn func(l L, r R, c PairContext, em
 		Upper:          env.millis("interval join: upper bound", j.upper),
 		LowerExclusive: j.lowerEx,
 		UpperExclusive: j.upperEx,
+		Where:          j.cond.joins(),
 		FlatJoin: func(lr, rr record.Row) []record.Row {
 			l, r := unbox[L](lr), unbox[R](rr)
 			var rows []record.Row
@@ -123,6 +125,7 @@ type TimeBoundedJoined[O, L any, R any, K comparable] struct {
 	lower, upper time.Duration
 	typ          joins.TimedJoinType
 	late         *Stream[Late[L, R]]
+	cond         cond[L, R]
 }
 
 // LeftOuter pads unmatched left rows.
@@ -156,6 +159,7 @@ func (j *TimeBoundedJoined[O, L, R, K]) Process(fn func(l *L, r *R) O) *Stream[O
 		Right: rightCol,
 		Lower: env.millis("time-bounded join: lower bound", j.lower),
 		Upper: env.millis("time-bounded join: upper bound", j.upper),
+		Where: j.cond.joins(),
 	}
 	if err := spec.Validate(); err != nil {
 		env.fail("time-bounded join", err)

@@ -62,6 +62,7 @@ type WindowJoin[K comparable, O, L, R any] struct {
 	assigner WindowAssigner
 	lateness time.Duration
 	late     *Stream[Late[L, R]]
+	cond     cond[L, R]
 }
 
 // AllowedLateness keeps each window d after it fired; an element for it in
@@ -117,6 +118,7 @@ func (w *WindowJoin[K, O, L, R]) build(t joins.TimedJoinType, fn func(l *L, r *R
 		Assigner:        w.assigner.assigner(env, "window join"),
 		AllowedLateness: env.millis("window join: allowed lateness", w.lateness),
 		FlatJoin:        flatJoin(fn),
+		Where:           w.cond.joins(),
 	}
 	if err := spec.Validate(); err != nil {
 		env.fail("window join", err)
