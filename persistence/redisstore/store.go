@@ -100,4 +100,3 @@ func wrap(op string, err error) error {
 	}
 	return fmt.Errorf("redisstore: %s: %w", op, err)
 }
-
