@@ -36,18 +36,19 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 	return persistence.Snapshot{Job: job, Key: key, State: state, Offsets: offsets}, nil
 }
 
-// saveScript applies the part of a Save batch that falls in one slot group.
-// KEYS[1] is the group's keys set and KEYS[2] its timers sorted set; then,
-// per snapshot j (1-based), KEYS[2j+1] is its epoch key and KEYS[2j+2] its
-// state key. ARGV[4j-3..4j] are the writer's epoch (decimal), the join key
-// (the set members), the encoded value ("" deletes) and the next timer
+// saveScript applies a Save batch, or the part of one that falls in one
+// slot group. Per snapshot i (0-based) it takes four keys,
+// KEYS[4i+1..4i+4] = epoch key, state key, keys set, timers sorted set
+// (the last two the same for every snapshot of a group), and four
+// arguments, ARGV[4i+1..4i+4] = the writer's epoch (decimal), the join key
+// (the set members), the encoded value ("" deletes), the next timer
 // (decimal; "" = no timer). It first compares every epoch key's value (a
 // missing key counts as "0") with the writer's epoch, then writes the
 // snapshots that match, in order: SET, SADD and ZADD (or ZREM without a
 // timer), or DEL, SREM and ZREM. Checking everything before writing
 // anything means a failing GET (a key of the wrong type) aborts the script
-// before it wrote. It returns a flat array of the refused snapshots: j,
-// then the holder's epoch (a decimal string).
+// before it wrote. It returns a flat array of the refused snapshots:
+// 1-based index in the call, then the holder's epoch (a decimal string).
 //
 // The epochs compare as strings: both sides are canonical decimals (INCR's
 // and strconv's), and Lua numbers are doubles. The timer goes to ZADD as
@@ -56,29 +57,27 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 var saveScript = redis.NewScript(`
 local fenced = {}
 local ok = {}
-for j = 1, #ARGV / 4 do
-  local cur = redis.call('GET', KEYS[2 * j + 1]) or '0'
-  if cur == ARGV[4 * j - 3] then
-    ok[#ok + 1] = j
+for i = 1, #ARGV, 4 do
+  local cur = redis.call('GET', KEYS[i]) or '0'
+  if cur == ARGV[i] then
+    ok[#ok + 1] = i
   else
-    fenced[#fenced + 1] = j
+    fenced[#fenced + 1] = (i + 3) / 4
     fenced[#fenced + 1] = cur
   end
 end
-for _, j in ipairs(ok) do
-  local a = 4 * j - 3
-  local key, val, timer = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  if val == '' then
-    redis.call('DEL', KEYS[2 * j + 2])
-    redis.call('SREM', KEYS[1], key)
-    redis.call('ZREM', KEYS[2], key)
+for _, i in ipairs(ok) do
+  if ARGV[i + 2] == '' then
+    redis.call('DEL', KEYS[i + 1])
+    redis.call('SREM', KEYS[i + 2], ARGV[i + 1])
+    redis.call('ZREM', KEYS[i + 3], ARGV[i + 1])
   else
-    redis.call('SET', KEYS[2 * j + 2], val)
-    redis.call('SADD', KEYS[1], key)
-    if timer == '' then
-      redis.call('ZREM', KEYS[2], key)
+    redis.call('SET', KEYS[i + 1], ARGV[i + 2])
+    redis.call('SADD', KEYS[i + 2], ARGV[i + 1])
+    if ARGV[i + 3] == '' then
+      redis.call('ZREM', KEYS[i + 3], ARGV[i + 1])
     else
-      redis.call('ZADD', KEYS[2], timer, key)
+      redis.call('ZADD', KEYS[i + 3], ARGV[i + 3], ARGV[i + 1])
     end
   end
 end
@@ -98,6 +97,14 @@ type scriptCall struct {
 // again with EVAL in a second pipeline. It returns every call's reply, or
 // the first error.
 func (s *Store) runScripts(ctx context.Context, script *redis.Script, calls []scriptCall) ([]any, error) {
+	if len(calls) == 1 {
+		// One call needs no pipeline: EVALSHA, and EVAL after NOSCRIPT.
+		v, err := script.Run(ctx, s.client, calls[0].keys, calls[0].args...).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		return []any{v}, nil
+	}
 	cmds := make([]*redis.Cmd, len(calls))
 	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range calls {
@@ -136,19 +143,20 @@ type saveGroup struct {
 	idx  []int // batch index of each snapshot of the call
 }
 
-// Save implements persistence.Store. The batch is split by slot group (job
-// and group of the key, see the package doc) keeping batch order within
-// each; each part is one call of a Lua script (EVALSHA, falling back to
-// EVAL), which checks every snapshot's epoch and writes the ones that pass,
-// snapshot, keys set and timer index together, atomically. All parts go in
-// one pipeline: one round trip on one server, one per master in parallel
-// on a cluster. A timer outside [persistence.MinTimer,
-// persistence.MaxTimer] (which a double score could not hold exactly) fails
-// the batch before anything is sent. When Save returns nil the batch is in
-// Redis; how durable that is depends on the server's persistence settings
-// (appendonly, appendfsync). On another error some parts may have been
-// applied and others not; each snapshot was applied wholly or not at all,
-// so retrying the batch is safe.
+// Save implements persistence.Store. On one server the whole batch is one
+// call of a Lua script (EVALSHA, falling back to EVAL), so one round trip.
+// On a cluster the batch is split by slot group (job and group of the key,
+// see the package doc) keeping batch order within each, and each part is
+// one call of the script, all in one pipeline (one round trip per master,
+// in parallel). The script checks every snapshot's epoch and writes the
+// ones that pass, snapshot, keys set and timer index together,
+// atomically. A timer outside [persistence.MinTimer, persistence.MaxTimer]
+// (which a double score could not hold exactly) fails the batch before
+// anything is sent. When Save returns nil the batch is in Redis; how
+// durable that is depends on the server's persistence settings
+// (appendonly, appendfsync). On another error, on a cluster, some parts
+// may have been applied and others not; each snapshot was applied wholly
+// or not at all, so retrying the batch is safe.
 func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
@@ -164,8 +172,11 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	for i, sn := range batch {
 		gp := layoutOf(s.prefix, sn.Job).keyPrefix(sn.Key)
 		part := parts[gp]
+		if !s.cluster && len(order) > 0 {
+			part = order[0] // one server: one call, whatever the slots
+		}
 		if part == nil {
-			part = &saveGroup{call: scriptCall{keys: []string{keysKey(gp), timersKey(gp)}}}
+			part = &saveGroup{}
 			parts[gp] = part
 			order = append(order, part)
 		}
@@ -177,7 +188,7 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 				timer = strconv.FormatInt(sn.NextTimer, 10)
 			}
 		}
-		part.call.keys = append(part.call.keys, epochKey(gp, sn.Key), stateKey(gp, sn.Key))
+		part.call.keys = append(part.call.keys, epochKey(gp, sn.Key), stateKey(gp, sn.Key), keysKey(gp), timersKey(gp))
 		part.call.args = append(part.call.args, strconv.FormatInt(sn.Epoch, 10), string(sn.Key), value, timer)
 		part.idx = append(part.idx, i)
 	}

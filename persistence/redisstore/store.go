@@ -21,10 +21,11 @@ var _ persistence.Store = (*Store)(nil)
 // concurrent use; each takes a context whose deadline bounds the call,
 // including connecting and retrying while Redis is unreachable.
 type Store struct {
-	client redis.UniversalClient // *redis.Client or *redis.ClusterClient
-	cfg    Config
-	prefix string
-	closed atomic.Bool
+	client  redis.UniversalClient // *redis.Client or *redis.ClusterClient
+	cfg     Config
+	cluster bool // a Redis Cluster: Save splits batches by slot group
+	prefix  string
+	closed  atomic.Bool
 }
 
 // clusterMaxRedirects is how often a cluster command follows MOVED or ASK
@@ -49,7 +50,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	noMaint := func() *maintnotifications.Config {
 		return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	}
-	s := &Store{cfg: cfg, prefix: cfg.keyPrefix()}
+	s := &Store{cfg: cfg, cluster: len(cfg.Cluster) > 0, prefix: cfg.keyPrefix()}
 	if len(cfg.Cluster) > 0 {
 		s.cfg.Cluster = slices.Clone(cfg.Cluster)
 		cc := redis.NewClusterClient(&redis.ClusterOptions{
