@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/persistence/storetest"
@@ -288,6 +290,24 @@ func TestStoreClusterSlotMigration(t *testing.T) {
 	if during.Load() == 0 {
 		t.Fatal("no Save ran during the migration")
 	}
+	// The masters answered redirections and retries, which go-redis
+	// followed: the writes did meet the moving slot.
+	redirects := map[string]int{}
+	for _, m := range c.Masters {
+		cl := redis.NewClient(&redis.Options{Addr: m.Addr})
+		info, err := cl.Info(ctx, "errorstats").Result()
+		_ = cl.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []string{"ASK", "TRYAGAIN", "MOVED"} {
+			redirects[kind] += errorCount(info, kind)
+		}
+	}
+	t.Logf("masters answered %v", redirects)
+	if redirects["ASK"]+redirects["TRYAGAIN"] == 0 {
+		t.Fatalf("no ASK or TRYAGAIN during the migration (%v): the writes did not meet the half-moved slot", redirects)
+	}
 
 	// A fresh client learns the new slot map; both see the final state.
 	fresh := newClusterStore(t, c, "mig")
@@ -335,6 +355,18 @@ func TestStoreClusterSlotMigration(t *testing.T) {
 	if fe := persistence.Fenced(err); len(fe) != 1 || fe[0].Key != k {
 		t.Fatalf("stale Save after the migration = %v, want %s fenced", err, k)
 	}
+}
+
+// errorCount reads count=N of errorstat_<kind> from INFO errorstats.
+func errorCount(info, kind string) int {
+	for line := range strings.SplitSeq(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "errorstat_"+kind+":count="); ok {
+			var n int
+			fmt.Sscanf(rest, "%d", &n)
+			return n
+		}
+	}
+	return 0
 }
 
 // TestStoreClusterConfig: a cluster store refuses a DB, and one of its
