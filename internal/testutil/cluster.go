@@ -35,7 +35,10 @@ func StartRedisCluster(t testing.TB, n int) *RedisCluster {
 	}
 	c := &RedisCluster{t: t}
 	for range n {
+		// The cluster bus gets a free port of its own (cluster-port, Redis
+		// 7): the default, port+10000, may be taken or beyond 65535.
 		c.Masters = append(c.Masters, StartRedis(t, "--cluster-enabled", "yes",
+			"--cluster-port", strconv.Itoa(FreePort(t)),
 			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"))
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
