@@ -20,8 +20,9 @@ type RedisCluster struct {
 	t       testing.TB
 }
 
-// StartRedisCluster starts n redis-server processes with cluster mode on,
-// on free loopback ports, each with its data and nodes.conf in a fresh
+// StartRedisCluster starts n redis-server processes (Redis 7 or later)
+// with cluster mode on, on free loopback ports (the cluster bus too, by
+// cluster-port), each with its data and nodes.conf in a fresh
 // temporary directory; joins them with `redis-cli --cluster create
 // --cluster-replicas 0` (slots split evenly, in address order); waits
 // until every node reports cluster_state:ok with all 16384 slots assigned;
