@@ -60,7 +60,8 @@ type jobLayout struct {
 }
 
 // layouts caches the jobLayout of every job a store has touched, by
-// "<prefix>\x00<job>" (a few hundred bytes per job).
+// "<prefix>\x00<job>": 256 prefixes, some 10 KB per job; computing one
+// takes about 65,000 CRC16s of the tag, a few milliseconds, once.
 var layouts sync.Map
 
 // layoutOf returns the (cached) layout of job under prefix.
