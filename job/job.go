@@ -368,6 +368,9 @@ type Redis struct {
 	DB       int    `yaml:"db"`
 	// TLS connects with TLS (see RedisTLS).
 	TLS RedisTLS `yaml:"tls,omitempty"`
+	// Cluster names a Redis Cluster instead of addr (state.redis only;
+	// see RedisCluster).
+	Cluster RedisCluster `yaml:"cluster,omitempty"`
 }
 
 // State names the state store.
@@ -486,6 +489,7 @@ func Parse(b []byte) (*Spec, error) {
 	}
 	s.expandEnv()
 	s.applyEnv(os.Getenv)
+	s.applyRedisClusterEnv(os.Getenv)
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -756,8 +760,8 @@ func (s *Spec) Validate() error {
 	switch s.State.Store {
 	case "", "embedded":
 	case "redis":
-		if s.State.Redis.Addr == "" {
-			bad("state.redis.addr", "must be set when state.store is redis")
+		if s.State.Redis.Addr == "" && len(s.State.Redis.Cluster.Addrs) == 0 {
+			bad("state.redis.addr", "must be set when state.store is redis (or state.redis.cluster.addrs)")
 		}
 	default:
 		bad("state.store", "must be embedded or redis (got %q)", s.State.Store)
@@ -789,6 +793,7 @@ func (s *Spec) Validate() error {
 	if w := s.Cluster.Watermarks; w.Interval < 0 || w.TTL < 0 {
 		bad("cluster.watermarks", "interval and ttl must not be negative")
 	}
+	s.checkRedisCluster(bad)
 	for _, r := range s.redisBlocks() {
 		if _, err := s.RedisTLSConfig(r.cfg); err != nil {
 			bad(r.field+".tls", "%v", err)

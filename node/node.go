@@ -168,7 +168,7 @@ func openStore(ctx context.Context, spec *job.Spec) (persistence.Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("state.redis.tls: %w", err)
 		}
-		st, err := redisstore.New(ctx, redisstore.Config{Addr: r.Addr, Username: r.Username, Password: r.Password, DB: r.DB, TLS: tc})
+		st, err := redisstore.New(ctx, redisstore.Config{Addr: r.Addr, Cluster: r.Cluster.Addrs, Username: r.Username, Password: r.Password, DB: r.DB, TLS: tc})
 		if err != nil {
 			return nil, err // not a typed nil in the interface: Close checks for nil
 		}

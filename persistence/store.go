@@ -128,8 +128,10 @@ type Store interface {
 	// Snapshots apply in batch order, so of two snapshots of one key the later
 	// wins. A deleted snapshot's Offsets are not kept; deleting a key that has
 	// no snapshot does nothing. An empty batch does nothing. On an error other
-	// than fencing the batch may have been applied or not; implementations
-	// that can apply it atomically (both in this tree do) say so.
+	// than fencing the batch may have been applied or not, or partly (each
+	// snapshot wholly or not at all: redisstore applies a batch per slot
+	// group); retrying it is safe. Implementations that apply it atomically
+	// (embedded does) say so.
 	//
 	// Each written snapshot also updates the job's timer index in the same
 	// atomic step: with HasTimer (and non-empty State) the key is indexed at
@@ -147,8 +149,9 @@ type Store interface {
 	// It is read-only: a key stays listed until a Save of it moves or clears
 	// its timer, so a caller that cannot wake every due key at once wakes
 	// the first limit, lets them save, and asks again. The returned slice is
-	// the caller's. It may run concurrently with Save and sees each Save
-	// batch wholly or not at all.
+	// the caller's. It may run concurrently with Save and sees each
+	// snapshot of a Save wholly or not at all (a store that applies a batch
+	// per shard, as redisstore does, may show part of a batch meanwhile).
 	DueTimers(ctx context.Context, job string, upTo int64, limit int) ([]TimerDue, error)
 	// Acquire makes the caller the owner of key in job: it atomically
 	// increments the key's owner epoch and returns the new value, which the

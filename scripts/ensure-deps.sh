@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Makes sure the programs the tests start are on PATH: redis-server (Redis
-# tests), kcat (a real Kafka client for the Kafka end-to-end test) and ip
+# tests), redis-cli (redis-tools: creating the Redis Cluster tests' clusters), kcat (a real Kafka client for the Kafka end-to-end test) and ip
 # (iproute2: the chaos partition scenario's network namespaces).
 # Installs Debian's packages when they are missing and we are root on Debian;
 # otherwise says how to install them.
 set -euo pipefail
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 [ ${#missing[@]} -eq 0 ] && exit 0
@@ -20,6 +21,11 @@ fi
 command -v redis-server >/dev/null 2>&1 || {
 	echo "redis-server is required by the tests and is not installed." >&2
 	echo "Install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis) and run make test again." >&2
+	exit 1
+}
+command -v redis-cli >/dev/null 2>&1 || {
+	echo "redis-cli is required by the Redis Cluster tests and is not installed." >&2
+	echo "Install it (Debian/Ubuntu: sudo apt-get install redis-tools; macOS: brew install redis) and run make test again." >&2
 	exit 1
 }
 command -v kcat >/dev/null 2>&1 || echo "note: kcat is not installed (Debian: apt-get install kcat); the Kafka end-to-end test with a real client will be skipped" >&2

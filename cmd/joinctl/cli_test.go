@@ -513,3 +513,75 @@ func mustState(t *testing.T, join []byte) []byte {
 	}
 	return b
 }
+
+// TestCLIInspectOfflineCluster reads a key's snapshot from a real
+// three-master Redis Cluster, with the nodes from --redis-cluster and from
+// the job file's state.redis.cluster.
+func TestCLIInspectOfflineCluster(t *testing.T) {
+	c := testutil.StartRedisCluster(t, 3)
+	ctx := context.Background()
+	spec := &joins.CDCSpec{
+		Type:  joins.LeftOuter,
+		Left:  joins.SideSpec{Name: "users", PK: "uid", JoinOn: "uid"},
+		Right: joins.SideSpec{Name: "domains", PK: "did", JoinOn: "user_id"},
+	}
+	store, err := redisstore.New(ctx, redisstore.Config{Cluster: c.Addrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// Keys on every master: each snapshot's key is its user id.
+	var batch []persistence.Snapshot
+	for uid := range 30 {
+		cdc := joins.NewCDC(spec)
+		evs, err := spec.Route(record.Left, record.Change{Op: record.OpCreate, After: record.Row{"uid": uid, "name": fmt.Sprint("user-", uid)}})
+		if err != nil || len(evs) != 1 {
+			t.Fatal(err)
+		}
+		cdc.OnEvent(evs[0], nil)
+		batch = append(batch, persistence.Snapshot{Job: "users-domains", Key: record.Key(fmt.Sprint(uid)),
+			State: mustState(t, cdc.Snapshot()), Offsets: map[string]int64{"cdc/0": int64(100 + uid)}})
+	}
+	if err := store.Save(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	noServer := map[string]string{envServer: "http://127.0.0.1:1"}
+	// One node is enough to find every key.
+	for _, uid := range []int{0, 7, 29} {
+		r := runCLI(t, noServer, "key", "inspect", "users-domains", fmt.Sprint(uid), "--offline",
+			"--redis-cluster", c.Addrs()[uid%3], "--left-pk", "uid", "--right-pk", "did", "-o", "json")
+		wantExit(t, r, 0)
+		var ks admin.KeyState
+		var left bytes.Buffer
+		if err := json.Unmarshal([]byte(r.stdout), &ks); err != nil || ks.Offsets["cdc/0"] != int64(100+uid) ||
+			json.Compact(&left, ks.Left) != nil || left.String() != fmt.Sprintf(`{"name":"user-%d","uid":%d}`, uid, uid) {
+			t.Fatalf("key %d: %v:\n%s", uid, err, r.stdout)
+		}
+	}
+
+	cfg := filepath.Join(t.TempDir(), "job.yaml")
+	jobYAML := fmt.Sprintf(`name: users-domains
+join:
+  type: cdc
+  mode: left
+  left:  {name: users,   pk: uid, join_on: uid}
+  right: {name: domains, pk: did, join_on: user_id}
+state:
+  store: redis
+  redis: {cluster: {addrs: [%q, %q]}}
+`, c.Addrs()[1], c.Addrs()[2])
+	if err := os.WriteFile(cfg, []byte(jobYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, noServer, "key", "inspect", "users-domains", "12", "--offline", "--config", cfg)
+	wantExit(t, r, 0)
+	wantContains(t, r.stdout, "user-12", "cdc/0", "112", "read from the store")
+	r = runCLI(t, noServer, "key", "inspect", "users-domains", "30", "--offline", "--config", cfg)
+	wantExit(t, r, 3) // not found
+
+	// --redis and --redis-cluster together are a usage error; --redis-cluster needs --offline.
+	r = runCLI(t, noServer, "key", "inspect", "users-domains", "1", "--offline", "--redis", c.Addrs()[0], "--redis-cluster", c.Addrs()[1])
+	wantExit(t, r, 2)
+	r = runCLI(t, noServer, "key", "inspect", "users-domains", "1", "--redis-cluster", c.Addrs()[1])
+	wantExit(t, r, 2)
+}

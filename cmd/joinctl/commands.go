@@ -133,6 +133,7 @@ type offlineFlags struct {
 	offline         bool
 	config          string
 	redis           string
+	redisCluster    []string
 	redisUser       string
 	redisPassword   string
 	redisDB         int
@@ -149,13 +150,15 @@ func inspectCmd(o *options, getenv func(string) string) *cobra.Command {
 partition, fencing epoch, pending timers and late/dead-letter counts.
 
 With --offline the state is read from the key's snapshot in Redis, with no node
-running: give the Redis address (--redis or the job file's state.redis) and the
-join's primary keys (--config job.yaml, or --left-pk/--right-pk).`,
+running: give the Redis address (--redis, --redis-cluster for a Redis Cluster,
+or the job file's state.redis) and the join's primary keys (--config job.yaml,
+or --left-pk/--right-pk).`,
 		Args: cobra.ExactArgs(2),
 		Example: `  joinctl key inspect users-domains 42
   joinctl key inspect users-domains 42 -o json
   joinctl key inspect users-domains 42 --offline --config job.yaml
-  joinctl key inspect users-domains 42 --offline --redis 127.0.0.1:6379 --left-pk id --right-pk id`,
+  joinctl key inspect users-domains 42 --offline --redis 127.0.0.1:6379 --left-pk id --right-pk id
+  joinctl key inspect users-domains 42 --offline --redis-cluster r0:6379,r1:6379 --left-pk id --right-pk id`,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			var ks admin.KeyState
 			var err error
@@ -183,6 +186,7 @@ join's primary keys (--config job.yaml, or --left-pk/--right-pk).`,
 	fl.BoolVar(&f.offline, "offline", false, "read the key's snapshot from Redis instead of asking a node")
 	fl.StringVar(&f.config, "config", "", "job file giving the join's primary keys and state.redis (with --offline)")
 	fl.StringVar(&f.redis, "redis", "", "Redis host:port (with --offline; default the job file's state.redis.addr)")
+	fl.StringSliceVar(&f.redisCluster, "redis-cluster", nil, "Redis Cluster nodes, host:port,... (with --offline; instead of --redis; default the job file's state.redis.cluster.addrs)")
 	fl.StringVar(&f.redisUser, "redis-username", "", "Redis ACL user (with --offline)")
 	fl.StringVar(&f.redisPassword, "redis-password", "", "Redis password (with --offline; env "+envRedisPassword+")")
 	fl.IntVar(&f.redisDB, "redis-db", 0, "Redis database number (with --offline)")
@@ -194,7 +198,7 @@ join's primary keys (--config job.yaml, or --left-pk/--right-pk).`,
 
 // onlineCheck refuses offline-only flags without --offline.
 func (f *offlineFlags) onlineCheck(cmd *cobra.Command) error {
-	for _, n := range []string{"config", "redis", "redis-username", "redis-password", "redis-db", "left-pk", "right-pk", "event-time"} {
+	for _, n := range []string{"config", "redis", "redis-cluster", "redis-username", "redis-password", "redis-db", "left-pk", "right-pk", "event-time"} {
 		if cmd.Flags().Changed(n) {
 			return usageErr("--%s needs --offline", n)
 		}
@@ -203,7 +207,10 @@ func (f *offlineFlags) onlineCheck(cmd *cobra.Command) error {
 }
 
 func inspectOffline(cmd *cobra.Command, o *options, f *offlineFlags, getenv func(string) string, jobName, key string) (admin.KeyState, error) {
-	rc := redisstore.Config{Addr: f.redis, Username: f.redisUser, Password: f.redisPassword, DB: f.redisDB}
+	if f.redis != "" && len(f.redisCluster) > 0 {
+		return admin.KeyState{}, usageErr("--redis and --redis-cluster exclude each other")
+	}
+	rc := redisstore.Config{Addr: f.redis, Cluster: f.redisCluster, Username: f.redisUser, Password: f.redisPassword, DB: f.redisDB}
 	var spec *joins.CDCSpec
 	if f.config != "" {
 		if cmd.Flags().Changed("left-pk") || cmd.Flags().Changed("right-pk") {
@@ -222,8 +229,8 @@ func inspectOffline(cmd *cobra.Command, o *options, f *offlineFlags, getenv func
 			fmt.Fprintf(cmd.ErrOrStderr(), "joinctl: note: job file %s is job %q, inspecting job %q\n", f.config, js.Name, jobName)
 		}
 		r := js.State.Redis
-		if !cmd.Flags().Changed("redis") && js.State.Store == "redis" {
-			rc.Addr = r.Addr
+		if !cmd.Flags().Changed("redis") && !cmd.Flags().Changed("redis-cluster") && js.State.Store == "redis" {
+			rc.Addr, rc.Cluster = r.Addr, r.Cluster.Addrs
 		}
 		if !cmd.Flags().Changed("redis-username") {
 			rc.Username = r.Username
@@ -240,8 +247,8 @@ func inspectOffline(cmd *cobra.Command, o *options, f *offlineFlags, getenv func
 	if rc.Password == "" {
 		rc.Password = getenv(envRedisPassword)
 	}
-	if rc.Addr == "" {
-		return admin.KeyState{}, usageErr("--offline needs --redis ADDR (or --config with a state.redis.addr)")
+	if rc.Addr == "" && len(rc.Cluster) == 0 {
+		return admin.KeyState{}, usageErr("--offline needs --redis ADDR or --redis-cluster ADDR,... (or --config with a state.redis.addr or state.redis.cluster)")
 	}
 	ctx, cancel := o.ctx(cmd)
 	defer cancel()

@@ -1,6 +1,8 @@
 // Package testutil holds test helpers shared across packages: a real
-// redis-server started on a free loopback port, and polling waits. It is
-// imported only from _test.go files.
+// redis-server started on a free loopback port, a real Redis Cluster of
+// such servers (StartRedisCluster, with slot migration for tests), and
+// polling waits. It is imported only from _test.go files, and it fakes
+// nothing: a missing redis-server or redis-cli fails the test.
 package testutil
 
 import (

@@ -11,12 +11,19 @@ import (
 // DefaultKeyPrefix is the key prefix used when Config.KeyPrefix is empty.
 const DefaultKeyPrefix = "joinery"
 
-// Config says where the Redis server is and how to talk to it. The zero
-// value of each optional field means its default. New never modifies the
-// caller's Config (it clones TLS).
+// Config says where the Redis server (or Redis Cluster) is and how to talk
+// to it. The zero value of each optional field means its default. New never
+// modifies the caller's Config (it clones TLS and Cluster).
 type Config struct {
-	// Addr is the server's host:port. Required.
+	// Addr is the server's host:port. Exactly one of Addr and Cluster is
+	// set.
 	Addr string
+	// Cluster, when not empty, makes the store a Redis Cluster client: the
+	// host:port of some of the cluster's nodes (one is enough; more survive
+	// one being down at start). The client learns the slot map from them and
+	// follows MOVED and ASK redirections. DB must be 0 with Cluster (a
+	// cluster has only database 0).
+	Cluster []string
 	// Username is the ACL user; empty means the default user.
 	Username string
 	// Password authenticates Username (or the default user); empty means no
@@ -28,8 +35,8 @@ type Config struct {
 	// configuration.
 	TLS *tls.Config
 	// KeyPrefix starts every key the store writes; DefaultKeyPrefix when
-	// empty. It must not contain "{" or "}", which would break the hash tag
-	// that keeps a job's keys in one cluster slot.
+	// empty. It must not contain "{" or "}", which would break the hash
+	// tags that place the keys in cluster slots (see the package doc).
 	KeyPrefix string
 }
 
@@ -42,12 +49,27 @@ func DefaultConfig() Config {
 // Validate reports every problem of c at once, each naming its field.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Addr == "" {
-		errs = append(errs, errors.New("redisstore: Config.Addr is required"))
-	} else if host, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
-		errs = append(errs, fmt.Errorf("redisstore: Config.Addr %q is not host:port", c.Addr))
-	} else if host == "" {
-		errs = append(errs, fmt.Errorf("redisstore: Config.Addr %q has no host", c.Addr))
+	checkAddr := func(field, addr string) {
+		if host, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+			errs = append(errs, fmt.Errorf("redisstore: %s %q is not host:port", field, addr))
+		} else if host == "" {
+			errs = append(errs, fmt.Errorf("redisstore: %s %q has no host", field, addr))
+		}
+	}
+	switch {
+	case c.Addr == "" && len(c.Cluster) == 0:
+		errs = append(errs, errors.New("redisstore: Config.Addr (or Config.Cluster) is required"))
+	case c.Addr != "" && len(c.Cluster) > 0:
+		errs = append(errs, errors.New("redisstore: Config.Addr and Config.Cluster exclude each other"))
+	case c.Addr != "":
+		checkAddr("Config.Addr", c.Addr)
+	default:
+		for i, a := range c.Cluster {
+			checkAddr(fmt.Sprintf("Config.Cluster[%d]", i), a)
+		}
+		if c.DB != 0 {
+			errs = append(errs, fmt.Errorf("redisstore: Config.DB %d with Config.Cluster: a Redis Cluster has only database 0", c.DB))
+		}
 	}
 	if c.DB < 0 {
 		errs = append(errs, fmt.Errorf("redisstore: Config.DB %d is negative", c.DB))
@@ -64,6 +86,10 @@ func (c Config) String() string {
 	pw := ""
 	if c.Password != "" {
 		pw = "<redacted>"
+	}
+	if len(c.Cluster) > 0 {
+		return fmt.Sprintf("redisstore.Config{Cluster: %q, Username: %q, Password: %q, TLS: %t, KeyPrefix: %q}",
+			c.Cluster, c.Username, pw, c.TLS != nil, c.keyPrefix())
 	}
 	return fmt.Sprintf("redisstore.Config{Addr: %q, Username: %q, Password: %q, DB: %d, TLS: %t, KeyPrefix: %q}",
 		c.Addr, c.Username, pw, c.DB, c.TLS != nil, c.keyPrefix())

@@ -5,22 +5,40 @@
 //
 // # Key layout
 //
-// Every key of one job carries the hash tag {<job>}, so all of a job's keys
-// live in one Redis Cluster slot and a multi-key transaction over them is
-// legal there:
+// The keys of a job are spread over 256 slot groups. Every key of a group
+// carries the group's hash tag, so a group lives in one Redis Cluster slot
+// and a script over its keys is legal there; the groups of a job lie in
+// 256 different slots, spread evenly over the slot range:
 //
-//	<prefix>:{<job>}:state:<key>   string: the key's snapshot (offsets and state, one value)
-//	<prefix>:{<job>}:keys          set: the keys of the job that have a snapshot
-//	<prefix>:{<job>}:offsets       hash: partition id -> committed offset (decimal)
-//	<prefix>:{<job>}:epoch:<key>   string: the key's owner epoch (decimal, by INCR); missing = 0
-//	<prefix>:{<job>}:timers        sorted set: member <key>, score its next event-time timer (ms)
+//	<prefix>:{<tag>}:state:<key>   string: the key's snapshot (offsets and state, one value)
+//	<prefix>:{<tag>}:epoch:<key>   string: the key's owner epoch (decimal, by INCR); missing = 0
+//	<prefix>:{<tag>}:keys          set: the group's keys that have a snapshot
+//	<prefix>:{<tag>}:timers        sorted set: member <key>, score its next event-time timer (ms)
+//	<prefix>:{<tag>}:offsets       hash: partition id -> committed offset (decimal), for the group's partitions
+//	<prefix>:{<tag0>}:wm           hash: the job's watermark board (group 0 only)
+//
+// A join key belongs to group FNV-1a-64(key bytes) mod 256, and so does a
+// partition id's committed offset. <tag> is "<job>:<g>:<n>": the escaped
+// job name, the group number g (0..255) in decimal, and the least n >= 0
+// (decimal) for which CRC16(tag) mod 16384 — the key's slot — lies in
+// [64g, 64g+64). The search takes some 256 tries per group; its result is
+// cached per job. So group g of every job sits in the g-th 64-slot window,
+// and a master that serves a share of the slot range, as
+// `redis-cli --cluster create` and `rebalance` assign them, serves about
+// that share of every job's groups, and so of its keys: with 1000 keys on
+// three masters each holds 33% ± 1.5% (TestStoreClusterSpread).
 //
 // <prefix> is Config.KeyPrefix ("joinery" by default; it may not contain
 // braces). <key> is the join key's bytes as they are; it comes last, so any
 // bytes are fine. <job> is escaped inside the braces so that a job name
-// cannot end the hash tag early or make two jobs' keys collide: "%" becomes
-// "%25", "{" "%7B", "}" "%7D", and the empty job name is written "%"
-// (Redis would hash an empty tag "{}" as if there were no tag).
+// cannot end the hash tag early: "%" becomes "%25", "{" "%7B", "}" "%7D".
+// The tag cannot be misread either: g and n are decimals without ":", so
+// the job name is everything before the second-to-last ":".
+//
+// The layout is the same on one server (the tags are then just part of the
+// names), so a store can move from one server to a cluster by copying its
+// keys (redis-cli --cluster import). There is no version marker: a store
+// written by the earlier one-tag-per-job layout ({<job>}) is not read.
 //
 // # Snapshot value (version 1)
 //
@@ -34,33 +52,61 @@
 //
 // # Writes
 //
-// Save sends a whole batch as one call of a Lua script (EVALSHA; EVAL the
-// first time a server lacks the script), so one round trip. The script gets
-// the epoch, state, keys-set and timers key of every snapshot as KEYS and
-// the writer's epoch, the join key, the encoded value ("" deletes) and the
-// next timer (decimal, "" for none) as ARGV. It first compares each
-// snapshot's epoch with GET of its epoch key (missing = "0", compared as
-// decimal strings), then, for the snapshots that match and in batch order,
-// runs SET, SADD and ZADD (ZREM when the snapshot has no timer), or DEL,
-// SREM and ZREM for empty state. It replies with the 1-based batch index
-// and holder epoch of each refused snapshot, which Save turns into
-// *persistence.FencedError values. A script runs atomically, so no Acquire
+// Save splits a batch by slot group, keeping batch order within a group,
+// and sends one call of a Lua script per group (EVALSHA; EVAL for the
+// calls a server answers NOSCRIPT), all in one pipeline: one round trip on
+// one server; on a cluster go-redis sends each master its part, in
+// parallel, and follows MOVED and ASK per command. A group's script gets
+// the group's keys set and timers set and, per snapshot, its epoch and
+// state key as KEYS, and the writer's epoch, the join key, the encoded
+// value ("" deletes) and the next timer (decimal, "" for none) as ARGV. It
+// first compares each snapshot's epoch with GET of its epoch key (missing
+// = "0", compared as decimal strings), then, for the snapshots that match
+// and in order, runs SET, SADD and ZADD (ZREM when the snapshot has no
+// timer), or DEL, SREM and ZREM for empty state. It replies with the
+// index and holder epoch of each refused snapshot, which Save turns into
+// *persistence.FencedError values, in batch order.
+//
+// Everything a snapshot's write touches — its epoch, its state, its
+// group's keys set and timer index — is in its group's slot, so the
+// compare-and-set and the index updates are one atomic script: no Acquire
 // falls between a check and its write, and neither the keys set nor the
-// timers set ever disagrees with the state keys; a fenced snapshot touches
-// none of them.
+// timers set ever disagrees with the state keys, also not after a crash of
+// the client or a server between two commands (there is no such "between":
+// no write of a snapshot is in another slot than the others). A fenced
+// snapshot touches none of them. Hence the indexes need no repair, and a
+// stale index entry cannot arise. What is not atomic is a batch across
+// groups: each group's part applies wholly or not at all, but on an error
+// (a master down, a timeout) some parts may be in and others not. Each
+// snapshot is an absolute write of its key, so the caller's retry of the
+// whole batch (actors.Writer retries until it succeeds) ends in the same
+// state; a reader meanwhile sees some keys new and some old, each key
+// consistent with its own offsets and timer.
+//
+// During a slot migration (resharding) a group's keys are briefly split
+// between two masters; a script over them is then answered TRYAGAIN (or
+// ASK, once all have moved), which go-redis retries with backoff, up to 12
+// times (about 5 s), before Save fails with the error and is retried by
+// its caller (TestStoreClusterSlotMigration moves a slot under writers).
 //
 // # Timer index
 //
-// The timers set holds each key with a pending event-time timer, scored by
-// Snapshot.NextTimer. Scores are doubles, exact for integers up to 2^53 in
-// magnitude, hence the contract's range [persistence.MinTimer,
+// Each group's timers set holds its keys with a pending event-time timer,
+// scored by Snapshot.NextTimer. Scores are doubles, exact for integers up
+// to 2^53 in magnitude, hence the contract's range [persistence.MinTimer,
 // persistence.MaxTimer] (±2^53 ms, about ±285,000 years): Save refuses a
 // batch with a timer beyond it (persistence.ErrTimerRange) before sending
-// anything, so every stored score is an exact integer. DueTimers is one
-// ZRANGE <timers> -inf <upTo> BYSCORE LIMIT 0 <limit> WITHSCORES; equal
-// scores come back ordered by member bytes. The set is as large as the
-// number of keys with a pending timer; it lives in the job's slot, like
-// every other key of the job.
+// anything, so every stored score is an exact integer. DueTimers merges
+// the groups: one pipeline of ZRANGE <timers> -inf <upTo> BYSCORE LIMIT 0
+// <n> WITHSCORES over all 256 groups, with n = max(16, 2*limit/256+1)
+// (capped at limit), sorted by time then key; a group that returned all n
+// and whose last entry comes before the merge's limit-th is asked again
+// with 4n. So a few due timers cost one round trip, a large backlog a few,
+// and no group returns much more than the answer needs. Equal scores come
+// back ordered by member bytes. The answer is per group a consistent
+// read; two groups are read at slightly different moments, so a Save
+// running meanwhile may show in some groups and not in others (each key's
+// entry is right for that key's state at the moment its group was read).
 //
 // Acquire is one INCR of the epoch key, and Epoch one GET. Epoch keys are
 // never deleted, also not with their snapshot: a reset to 0 would let a
@@ -72,20 +118,29 @@
 // an Acquire came between, which then correctly fences it. A retried
 // Acquire may skip an epoch, which the contract allows.
 //
-// CommitOffsets runs a Lua script that sets each hash field to the maximum
-// of its old and new value, comparing the decimal strings exactly (Lua
-// numbers are doubles and would round offsets above 2^53).
+// CommitOffsets splits the offsets by group of the partition id and runs
+// one call of a Lua script per group, in one pipeline, that sets each hash
+// field to the maximum of its old and new value, comparing the decimal
+// strings exactly (Lua numbers are doubles and would round offsets above
+// 2^53). Each group's part is atomic; after an error some partitions may
+// be committed and others not, which only means that more is replayed.
+// CommittedOffsets is one pipeline of HGETALL over the 256 groups, as Keys
+// is of SSCAN (repeated for the groups whose cursor is not done).
 //
 // # Scope
 //
-// New connects to one Redis server (or a proxy in front of a cluster). The
-// layout is ready for Redis Cluster: all keys one script call touches share
-// the job's hash tag. A Save batch spanning several jobs is still one script
-// call, which a cluster would refuse as CROSSSLOT; callers batch per job.
+// New connects to one Redis server (Config.Addr), or to a Redis Cluster
+// (Config.Cluster, some of its nodes; go-redis's ClusterClient learns the
+// slot map, follows redirections and refreshes the map after MOVED) and
+// pings every master. Replicas are not read from: every read is the
+// master's. A batch spanning several jobs is fine: it is split by group,
+// and groups are per job.
 //
 // Usage:
 //
 //	s, err := redisstore.New(ctx, redisstore.Config{Addr: "redis:6379"})
+//	// or, on a Redis Cluster:
+//	s, err := redisstore.New(ctx, redisstore.Config{Cluster: []string{"redis-0:6379", "redis-1:6379"}})
 //	if err != nil {
 //		return err
 //	}

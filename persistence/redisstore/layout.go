@@ -1,27 +1,113 @@
 package redisstore
 
 import (
+	"hash/fnv"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/joinery/joinery/record"
 )
+
+// groups is the number of slot groups of a job (see the package doc, "Key
+// layout"). It is part of the layout: data written with one value is not
+// found with another.
+const groups = 256
+
+// clusterSlots is the number of Redis Cluster hash slots.
+const clusterSlots = 16384
+
+// groupWidth is the slot window of one group: group g's tag hashes into
+// slots [g*groupWidth, (g+1)*groupWidth).
+const groupWidth = clusterSlots / groups
+
+// maxTagSearch bounds the search for a group's tag suffix. A window is
+// 1/groups of the slots, so the search takes about groups tries; no job
+// name needs more than a few thousand (TestLayoutTagSearch), and past the
+// bound the tag keeps suffix 0 (the group still works, only its slot is
+// outside its window).
+const maxTagSearch = 1 << 20
 
 // tagEscaper makes a job name safe inside a hash tag; the mapping is
 // injective because "%" itself is escaped.
 var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
-// jobPrefix returns "<prefix>:{<escaped job>}:", the start of every key of
-// job.
-func jobPrefix(prefix, job string) string {
-	tag := "%" // the escape of a non-empty name is never "%" alone
-	if job != "" {
-		tag = tagEscaper.Replace(job)
-	}
-	return prefix + ":{" + tag + "}:"
+// groupOf is the slot group of a join key or a partition id: FNV-1a (64
+// bit) of its bytes, modulo groups.
+func groupOf(s string) int {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(s))
+	return int(h.Sum64() % groups)
 }
 
-func stateKey(jp string, key record.Key) string { return jp + "state:" + string(key) }
-func keysKey(jp string) string                  { return jp + "keys" }
-func offsetsKey(jp string) string               { return jp + "offsets" }
-func timersKey(jp string) string                { return jp + "timers" }
-func epochKey(jp string, key record.Key) string { return jp + "epoch:" + string(key) }
+// groupTag returns the hash tag of group g of job: "<escaped job>:<g>:<n>"
+// with the least n >= 0 whose CRC16 slot lies in the group's window.
+func groupTag(job string, g int) string {
+	base := tagEscaper.Replace(job) + ":" + strconv.Itoa(g) + ":"
+	lo := g * groupWidth
+	for n := range maxTagSearch {
+		tag := base + strconv.Itoa(n)
+		if s := int(crc16(tag) % clusterSlots); s >= lo && s < lo+groupWidth {
+			return tag
+		}
+	}
+	return base + "0"
+}
+
+// jobLayout holds the key prefixes "<prefix>:{<tag>}:" of a job's groups.
+type jobLayout struct {
+	prefixes [groups]string
+}
+
+// layouts caches the jobLayout of every job a store has touched, by
+// "<prefix>\x00<job>": 256 prefixes, some 10 KB per job; computing one
+// takes about 65,000 CRC16s of the tag, a few milliseconds, once.
+var layouts sync.Map
+
+// layoutOf returns the (cached) layout of job under prefix.
+func layoutOf(prefix, job string) *jobLayout {
+	id := prefix + "\x00" + job
+	if l, ok := layouts.Load(id); ok {
+		return l.(*jobLayout)
+	}
+	l := new(jobLayout)
+	for g := range groups {
+		l.prefixes[g] = prefix + ":{" + groupTag(job, g) + "}:"
+	}
+	actual, _ := layouts.LoadOrStore(id, l)
+	return actual.(*jobLayout)
+}
+
+// keyPrefix returns the group prefix of key.
+func (l *jobLayout) keyPrefix(key record.Key) string { return l.prefixes[groupOf(string(key))] }
+
+func stateKey(gp string, key record.Key) string { return gp + "state:" + string(key) }
+func epochKey(gp string, key record.Key) string { return gp + "epoch:" + string(key) }
+func keysKey(gp string) string                  { return gp + "keys" }
+func timersKey(gp string) string                { return gp + "timers" }
+func offsetsKey(gp string) string               { return gp + "offsets" }
+
+// crc16 is Redis Cluster's key hash: CRC-16/XMODEM (polynomial 0x1021,
+// initial value 0), of which HASH_SLOT takes the low 14 bits.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc = crc<<8 ^ crcTable[byte(crc>>8)^s[i]]
+	}
+	return crc
+}
+
+var crcTable = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,7 @@ func TestStoreRedisConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) persistence.Store {
 		return newStore(t, testutil.StartRedis(t).Addr)
 	}, storetest.WithReopen(func(t *testing.T, old persistence.Store) persistence.Store {
-		addr := old.(*Store).client.Options().Addr
+		addr := old.(*Store).cfg.Addr
 		if err := old.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -77,42 +78,71 @@ func TestStoreRedisKeyPrefix(t *testing.T) {
 	if due, err := b.DueTimers(ctx, "job", 10, 10); err != nil || len(due) != 0 {
 		t.Fatalf("store with prefix joinery sees prefix a's timers: %v, %v", due, err)
 	}
-	n, err := a.client.Exists(ctx, "a:{job}:state:k", "a:{job}:keys", "a:{job}:epoch:k", "a:{job}:timers").Result()
+	gp := layoutOf("a", "job").keyPrefix("k")
+	if !strings.HasPrefix(gp, "a:{job:") {
+		t.Fatalf("group prefix %q does not start with the key prefix and job", gp)
+	}
+	n, err := a.client.Exists(ctx, gp+"state:k", gp+"keys", gp+"epoch:k", gp+"timers").Result()
 	if err != nil || n != 4 {
 		t.Fatalf("EXISTS of the documented keys = %d, %v; want 4", n, err)
 	}
-	if z, err := a.client.ZScore(ctx, "a:{job}:timers", "k").Result(); err != nil || z != 5 {
-		t.Fatalf("ZSCORE a:{job}:timers k = %v, %v; want 5", z, err)
+	if z, err := a.client.ZScore(ctx, gp+"timers", "k").Result(); err != nil || z != 5 {
+		t.Fatalf("ZSCORE %stimers k = %v, %v; want 5", gp, z, err)
 	}
 }
 
 func TestStoreRedisLayout(t *testing.T) {
-	for _, tc := range []struct{ job, want string }{
-		{"job", "joinery:{job}:"},
-		{"", "joinery:{%}:"},
-		{"%", "joinery:{%25}:"},
-		{"a}b{c", "joinery:{a%7Db%7Bc}:"},
-		{"работа", "joinery:{работа}:"},
+	// The tag escapes the job name and ends in the group and the suffix
+	// the search picked.
+	for _, tc := range []struct{ job, start string }{
+		{"job", "joinery:{job:7:"},
+		{"", "joinery:{:7:"},
+		{"%", "joinery:{%25:7:"},
+		{"a}b{c", "joinery:{a%7Db%7Bc:7:"},
+		{"работа", "joinery:{работа:7:"},
+		{"j:1", "joinery:{j:1:7:"},
 	} {
-		if got := jobPrefix("joinery", tc.job); got != tc.want {
-			t.Errorf("jobPrefix(%q) = %q, want %q", tc.job, got, tc.want)
+		gp := layoutOf("joinery", tc.job).prefixes[7]
+		if !strings.HasPrefix(gp, tc.start) || !strings.HasSuffix(gp, "}:") {
+			t.Errorf("group 7 prefix of job %q = %q, want %s<n>}:", tc.job, gp, tc.start)
 		}
 	}
-	jp := jobPrefix("joinery", "job")
-	if got := stateKey(jp, "k:{x}"); got != "joinery:{job}:state:k:{x}" {
-		t.Errorf("stateKey = %q", got)
+	gp := layoutOf("joinery", "job").keyPrefix("k:{x}")
+	for _, tc := range []struct{ got, want string }{
+		{stateKey(gp, "k:{x}"), gp + "state:k:{x}"},
+		{epochKey(gp, "k:{x}"), gp + "epoch:k:{x}"},
+		{keysKey(gp), gp + "keys"},
+		{offsetsKey(gp), gp + "offsets"},
+		{timersKey(gp), gp + "timers"},
+		{wmKey("joinery", "job"), layoutOf("joinery", "job").prefixes[0] + "wm"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("key %q, want %q", tc.got, tc.want)
+		}
 	}
-	if got := keysKey(jp); got != "joinery:{job}:keys" {
-		t.Errorf("keysKey = %q", got)
+	if gp != layoutOf("joinery", "job").prefixes[groupOf("k:{x}")] {
+		t.Errorf("keyPrefix is not the prefix of the key's group")
 	}
-	if got := offsetsKey(jp); got != "joinery:{job}:offsets" {
-		t.Errorf("offsetsKey = %q", got)
+	// Redis Cluster's own check value of CRC16 (cluster spec, appendix A).
+	if got := crc16("123456789"); got != 0x31C3 {
+		t.Errorf("crc16(123456789) = %#x, want 0x31c3", got)
 	}
-	if got := epochKey(jp, "k:{x}"); got != "joinery:{job}:epoch:k:{x}" {
-		t.Errorf("epochKey = %q", got)
-	}
-	if got := timersKey(jp); got != "joinery:{job}:timers" {
-		t.Errorf("timersKey = %q", got)
+}
+
+// TestLayoutTagSearch: for job names of every shape, each group's tag lands
+// in its slot window, found within a small fraction of maxTagSearch.
+func TestLayoutTagSearch(t *testing.T) {
+	for _, job := range []string{"", "job", "users-domains", "{", "}", "%", strings.Repeat("long job name ", 20), "работа", "\x00"} {
+		for g := range groups {
+			tag := groupTag(job, g)
+			if slot := int(crc16(tag) % clusterSlots); slot/groupWidth != g {
+				t.Fatalf("job %q group %d: tag %q hashes to slot %d, window [%d, %d)", job, g, tag, slot, g*groupWidth, (g+1)*groupWidth)
+			}
+			n, err := strconv.Atoi(tag[strings.LastIndex(tag, ":")+1:])
+			if err != nil || n > maxTagSearch/16 {
+				t.Fatalf("job %q group %d: tag %q, suffix %d", job, g, tag, n)
+			}
+		}
 	}
 }
 
@@ -244,10 +274,11 @@ func (h *countingHook) sent() (process []string, pipelines int64) {
 	return process, h.pipelines.Swap(0)
 }
 
-// TestStoreRedisSaveOneRoundTrip checks, on the client and on the server,
+// TestStoreRedisSaveOneRoundTrip checks, on the client and on one server,
 // that a 1000-snapshot batch, fenced snapshots and timers included, is one
 // script call: EVALSHA, plus one EVAL the first time the server lacks the
-// script; and that DueTimers is one ZRANGE.
+// script (the keys of many slot groups in one call is fine off a
+// cluster); and that DueTimers is one pipeline (of one ZRANGE per group).
 func TestStoreRedisSaveOneRoundTrip(t *testing.T) {
 	r := testutil.StartRedis(t)
 	s := newStore(t, r.Addr)
@@ -311,8 +342,8 @@ func TestStoreRedisSaveOneRoundTrip(t *testing.T) {
 	if err != nil || len(due) != 10 || due[0].At != -5 {
 		t.Fatalf("DueTimers = %v, %v", due, err)
 	}
-	if cmds, p := h.sent(); p != 0 || !slices.Equal(cmds, []string{"zrange"}) {
-		t.Fatalf("DueTimers sent %d pipelines and commands %q; want one ZRANGE", p, cmds)
+	if cmds, p := h.sent(); p != 1 || len(cmds) != 0 {
+		t.Fatalf("DueTimers sent %d pipelines and commands %q; want one pipeline", p, cmds)
 	}
 }
 
@@ -429,7 +460,7 @@ func TestStoreRedisEpochRestart(t *testing.T) {
 func TestStoreRedisCorruptEpoch(t *testing.T) {
 	s := newStore(t, testutil.StartRedis(t).Addr)
 	ctx := context.Background()
-	if err := s.client.Set(ctx, "joinery:{job}:epoch:k", "x", 0).Err(); err != nil {
+	if err := s.client.Set(ctx, epochKey(layoutOf("joinery", "job").keyPrefix("k"), "k"), "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Epoch(ctx, "job", "k"); err == nil {
@@ -488,13 +519,13 @@ func TestStoreRedisDown(t *testing.T) {
 func TestStoreRedisCorruptValue(t *testing.T) {
 	s := newStore(t, testutil.StartRedis(t).Addr)
 	ctx := context.Background()
-	if err := s.client.Set(ctx, "joinery:{job}:state:k", "\x07future format", 0).Err(); err != nil {
+	if err := s.client.Set(ctx, stateKey(layoutOf("joinery", "job").keyPrefix("k"), "k"), "\x07future format", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Load(ctx, "job", "k"); !errors.Is(err, errCorrupt) {
 		t.Fatalf("Load of an unknown version = %v, want errCorrupt", err)
 	}
-	if err := s.client.HSet(ctx, "joinery:{job}:offsets", "p/0", "x").Err(); err != nil {
+	if err := s.client.HSet(ctx, offsetsKey(layoutOf("joinery", "job").prefixes[groupOf("p/0")]), "p/0", "x").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CommittedOffsets(ctx, "job"); err == nil {
@@ -536,14 +567,14 @@ func TestStoreRedisCorruptTimers(t *testing.T) {
 	s := newStore(t, testutil.StartRedis(t).Addr)
 	ctx := context.Background()
 	for _, score := range []float64{1.5, -(1 << 60)} { // due at any upTo
-		if err := s.client.ZAdd(ctx, "joinery:{job}:timers", redis.Z{Score: score, Member: "k"}).Err(); err != nil {
+		if err := s.client.ZAdd(ctx, timersKey(layoutOf("joinery", "job").keyPrefix("k")), redis.Z{Score: score, Member: "k"}).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := s.DueTimers(ctx, "job", math.MaxInt64, 10); err == nil {
 			t.Fatalf("DueTimers with score %v = %v, want an error", score, got)
 		}
 	}
-	if err := s.client.Set(ctx, "joinery:{other}:timers", "x", 0).Err(); err != nil {
+	if err := s.client.Set(ctx, timersKey(layoutOf("joinery", "other").keyPrefix("k")), "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.DueTimers(ctx, "other", 0, 10); err == nil {

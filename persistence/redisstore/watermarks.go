@@ -12,9 +12,10 @@ import (
 
 var _ persistence.WatermarkStore = (*Store)(nil)
 
-// wmKey is the job's watermark board: a hash, field = node name, value =
-// encodeWatermark's "watermark|heartbeat unix ms|idle (0 or 1)".
-func wmKey(jp string) string { return jp + "wm" }
+// wmKey is the job's watermark board, in the job's group 0: a hash, field =
+// node name, value = encodeWatermark's "watermark|heartbeat unix ms|idle (0
+// or 1)". It holds one field per node, so one slot is plenty.
+func wmKey(prefix, job string) string { return layoutOf(prefix, job).prefixes[0] + "wm" }
 
 func encodeWatermark(w persistence.NodeWatermark) string {
 	idle := "0"
@@ -45,7 +46,7 @@ func (s *Store) PublishWatermark(ctx context.Context, job string, w persistence.
 	if s.closed.Load() {
 		return persistence.ErrClosed
 	}
-	if err := s.client.HSet(ctx, wmKey(jobPrefix(s.prefix, job)), w.Node, encodeWatermark(w)).Err(); err != nil {
+	if err := s.client.HSet(ctx, wmKey(s.prefix, job), w.Node, encodeWatermark(w)).Err(); err != nil {
 		return wrap("publish watermark", err)
 	}
 	return nil
@@ -57,7 +58,7 @@ func (s *Store) Watermarks(ctx context.Context, job string) ([]persistence.NodeW
 	if s.closed.Load() {
 		return nil, persistence.ErrClosed
 	}
-	h, err := s.client.HGetAll(ctx, wmKey(jobPrefix(s.prefix, job))).Result()
+	h, err := s.client.HGetAll(ctx, wmKey(s.prefix, job)).Result()
 	if err != nil {
 		return nil, wrap("watermarks", err)
 	}
@@ -75,7 +76,7 @@ func (s *Store) DeleteWatermark(ctx context.Context, job, node string) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
 	}
-	if err := s.client.HDel(ctx, wmKey(jobPrefix(s.prefix, job)), node).Err(); err != nil {
+	if err := s.client.HDel(ctx, wmKey(s.prefix, job), node).Err(); err != nil {
 		return wrap("delete watermark", err)
 	}
 	return nil

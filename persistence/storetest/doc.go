@@ -23,7 +23,9 @@
 // reopening. The suite checks the contract
 // written on persistence.Store and nothing implementation-specific; tests of
 // durability across restarts, round trips and faults belong to each
-// implementation. Run the suite with -race: one subtest drives a store from
+// implementation (redisstore, for one, runs the suite on one server and on
+// a real three-master Redis Cluster, and tests slot migration under writes
+// itself). Run the suite with -race: one subtest drives a store from
 // several goroutines.
 //
 // The package imports testing and is meant for _test.go files only.

@@ -1,0 +1,232 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisCluster is a Redis Cluster of masters without replicas, each a
+// redis-server process owned by a test.
+type RedisCluster struct {
+	Masters []*Redis
+	t       testing.TB
+}
+
+// StartRedisCluster starts n redis-server processes (Redis 7 or later)
+// with cluster mode on, on free loopback ports (the cluster bus too, by
+// cluster-port), each with its data and nodes.conf in a fresh
+// temporary directory; joins them with `redis-cli --cluster create
+// --cluster-replicas 0` (slots split evenly, in address order); waits
+// until every node reports cluster_state:ok with all 16384 slots assigned;
+// and stops them when the test ends. A missing redis-server or redis-cli
+// fails the test (it never skips): Debian's redis-server package brings
+// both (redis-cli is in redis-tools, a dependency), or run `make test`.
+func StartRedisCluster(t testing.TB, n int) *RedisCluster {
+	t.Helper()
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Fatalf("redis-cli not found in PATH: install it (Debian: apt-get install redis-tools, which redis-server brings) or run `make test`, which installs it")
+	}
+	c := &RedisCluster{t: t}
+	for range n {
+		// The cluster bus gets a free port of its own (cluster-port, Redis
+		// 7): the default, port+10000, may be taken or beyond 65535.
+		c.Masters = append(c.Masters, StartRedis(t, "--cluster-enabled", "yes",
+			"--cluster-port", strconv.Itoa(FreePort(t)),
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"))
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	out, err := exec.Command("redis-cli", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	c.WaitOK()
+	return c
+}
+
+// Addrs returns the masters' host:port.
+func (c *RedisCluster) Addrs() []string {
+	var out []string
+	for _, m := range c.Masters {
+		out = append(out, m.Addr)
+	}
+	return out
+}
+
+// node returns a plain client of one master (not following redirections);
+// the caller closes it.
+func node(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
+}
+
+// WaitOK waits until every master reports cluster_state:ok with all slots
+// assigned and agrees with the others on who owns every slot.
+func (c *RedisCluster) WaitOK() {
+	c.t.Helper()
+	ctx := context.Background()
+	WaitFor(c.t, 30*time.Second, func() error {
+		var first string
+		for i, m := range c.Masters {
+			cl := node(m.Addr)
+			info, err := cl.ClusterInfo(ctx).Result()
+			if err == nil && (!strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_assigned:16384")) {
+				err = fmt.Errorf("%s: cluster not ready:\n%s", m.Addr, info)
+			}
+			var slots []redis.ClusterSlot
+			if err == nil {
+				slots, err = cl.ClusterSlots(ctx).Result()
+			}
+			_ = cl.Close()
+			if err != nil {
+				return err
+			}
+			view := fmt.Sprint(slotOwners(slots))
+			if i == 0 {
+				first = view
+			} else if view != first {
+				return fmt.Errorf("%s sees slots %s, %s sees %s", c.Masters[0].Addr, first, m.Addr, view)
+			}
+		}
+		return nil
+	})
+}
+
+type slotRange struct {
+	start, end int
+	addr       string
+}
+
+func slotOwners(slots []redis.ClusterSlot) []slotRange {
+	var out []slotRange
+	for _, s := range slots {
+		if len(s.Nodes) > 0 {
+			out = append(out, slotRange{s.Start, s.End, s.Nodes[0].Addr})
+		}
+	}
+	// CLUSTER SLOTS lists ranges in no fixed order.
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j].start < out[i].start {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+// Owner returns the index in Masters of the master that serves slot,
+// as the first master sees it.
+func (c *RedisCluster) Owner(slot int) int {
+	c.t.Helper()
+	cl := node(c.Masters[0].Addr)
+	defer cl.Close()
+	slots, err := cl.ClusterSlots(context.Background()).Result()
+	if err != nil {
+		c.t.Fatalf("CLUSTER SLOTS: %v", err)
+	}
+	for _, r := range slotOwners(slots) {
+		if slot >= r.start && slot <= r.end {
+			for i, m := range c.Masters {
+				if m.Addr == r.addr {
+					return i
+				}
+			}
+		}
+	}
+	c.t.Fatalf("slot %d has no owner among %v", slot, c.Addrs())
+	return -1
+}
+
+// MigrateSlot moves slot from its owner to master to, the way
+// `redis-cli --cluster reshard` does: CLUSTER SETSLOT IMPORTING on the
+// target and MIGRATING on the source, then MIGRATE of the slot's keys in
+// batches of batch keys, calling between(i) after batch i (so a test can
+// let writes run in the middle), then CLUSTER SETSLOT NODE on every
+// master. Clients meanwhile get ASK (and TRYAGAIN for multi-key commands
+// over a half-moved slot) and, after, MOVED. It returns the number of keys
+// moved. It fails the test on any error.
+func (c *RedisCluster) MigrateSlot(slot, to, batch int, between func(i int)) int {
+	c.t.Helper()
+	ctx := context.Background()
+	from := c.Owner(slot)
+	if from == to {
+		c.t.Fatalf("slot %d is already on master %d", slot, to)
+	}
+	src, dst := node(c.Masters[from].Addr), node(c.Masters[to].Addr)
+	defer src.Close()
+	defer dst.Close()
+	must := func(what string, err error) {
+		c.t.Helper()
+		if err != nil {
+			c.t.Fatalf("migrate slot %d from %s to %s: %s: %v", slot, c.Masters[from].Addr, c.Masters[to].Addr, what, err)
+		}
+	}
+	srcID, err := src.Do(ctx, "CLUSTER", "MYID").Text()
+	must("CLUSTER MYID", err)
+	dstID, err := dst.Do(ctx, "CLUSTER", "MYID").Text()
+	must("CLUSTER MYID", err)
+	must("SETSLOT IMPORTING", dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
+	must("SETSLOT MIGRATING", src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err())
+	host, port, _ := net.SplitHostPort(c.Masters[to].Addr)
+	moved := 0
+	for i := 0; ; i++ {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, batch).Result()
+		must("GETKEYSINSLOT", err)
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		must("MIGRATE", src.Do(ctx, args...).Err())
+		moved += len(keys)
+		if between != nil {
+			between(i)
+		}
+	}
+	// The target first, as redis-cli does: once the source gives the slot
+	// up, its clients are sent to a target that already owns it.
+	must("SETSLOT NODE (target)", dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
+	must("SETSLOT NODE (source)", src.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
+	for i, m := range c.Masters {
+		if i == from || i == to {
+			continue
+		}
+		cl := node(m.Addr)
+		err := cl.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err()
+		_ = cl.Close()
+		must("SETSLOT NODE "+strconv.Itoa(i), err)
+	}
+	c.WaitOK()
+	return moved
+}
+
+// CountKeys returns, per master, the number of keys matching pattern (a
+// SCAN MATCH pattern).
+func (c *RedisCluster) CountKeys(pattern string) []int {
+	c.t.Helper()
+	ctx := context.Background()
+	out := make([]int, len(c.Masters))
+	for i, m := range c.Masters {
+		cl := node(m.Addr)
+		iter := cl.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			out[i]++
+		}
+		err := iter.Err()
+		_ = cl.Close()
+		if err != nil {
+			c.t.Fatalf("SCAN %s on %s: %v", pattern, m.Addr, err)
+		}
+	}
+	return out
+}

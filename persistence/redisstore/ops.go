@@ -1,0 +1,533 @@
+package redisstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
+)
+
+// Load implements persistence.Store with one GET. It returns
+// persistence.ErrNotFound for a key without a snapshot and an error for a
+// value it cannot decode. The returned Offsets is never nil.
+func (s *Store) Load(ctx context.Context, job string, key record.Key) (persistence.Snapshot, error) {
+	if s.closed.Load() {
+		return persistence.Snapshot{}, persistence.ErrClosed
+	}
+	b, err := s.client.Get(ctx, stateKey(layoutOf(s.prefix, job).keyPrefix(key), key)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return persistence.Snapshot{}, persistence.ErrNotFound
+	}
+	if err != nil {
+		return persistence.Snapshot{}, wrap("load", err)
+	}
+	offsets, state, err := decodeSnapshot(b)
+	if err != nil {
+		return persistence.Snapshot{}, fmt.Errorf("redisstore: load %q of job %q: %w", key, job, err)
+	}
+	return persistence.Snapshot{Job: job, Key: key, State: state, Offsets: offsets}, nil
+}
+
+// saveScript applies a Save batch, or the part of one that falls in one
+// slot group. Per snapshot i (0-based) it takes four keys,
+// KEYS[4i+1..4i+4] = epoch key, state key, keys set, timers sorted set
+// (the last two the same for every snapshot of a group), and four
+// arguments, ARGV[4i+1..4i+4] = the writer's epoch (decimal), the join key
+// (the set members), the encoded value ("" deletes), the next timer
+// (decimal; "" = no timer). It first compares every epoch key's value (a
+// missing key counts as "0") with the writer's epoch, then writes the
+// snapshots that match, in order: SET, SADD and ZADD (or ZREM without a
+// timer), or DEL, SREM and ZREM. Checking everything before writing
+// anything means a failing GET (a key of the wrong type) aborts the script
+// before it wrote. It returns a flat array of the refused snapshots:
+// 1-based index in the call, then the holder's epoch (a decimal string).
+//
+// The epochs compare as strings: both sides are canonical decimals (INCR's
+// and strconv's), and Lua numbers are doubles. The timer goes to ZADD as
+// the decimal string, which Redis parses into the double score exactly
+// because Save keeps it within ±2^53.
+var saveScript = redis.NewScript(`
+local fenced = {}
+local ok = {}
+for i = 1, #ARGV, 4 do
+  local cur = redis.call('GET', KEYS[i]) or '0'
+  if cur == ARGV[i] then
+    ok[#ok + 1] = i
+  else
+    fenced[#fenced + 1] = (i + 3) / 4
+    fenced[#fenced + 1] = cur
+  end
+end
+for _, i in ipairs(ok) do
+  if ARGV[i + 2] == '' then
+    redis.call('DEL', KEYS[i + 1])
+    redis.call('SREM', KEYS[i + 2], ARGV[i + 1])
+    redis.call('ZREM', KEYS[i + 3], ARGV[i + 1])
+  else
+    redis.call('SET', KEYS[i + 1], ARGV[i + 2])
+    redis.call('SADD', KEYS[i + 2], ARGV[i + 1])
+    if ARGV[i + 3] == '' then
+      redis.call('ZREM', KEYS[i + 3], ARGV[i + 1])
+    else
+      redis.call('ZADD', KEYS[i + 3], ARGV[i + 3], ARGV[i + 1])
+    end
+  end
+end
+return fenced
+`)
+
+// scriptCall is one call of a script: its keys and arguments.
+type scriptCall struct {
+	keys []string
+	args []any
+}
+
+// runScripts runs calls of script in one pipeline (on a cluster, one per
+// master, sent in parallel; go-redis follows MOVED and ASK and retries
+// TRYAGAIN per command). Calls answered NOSCRIPT (a node that has not seen
+// the script: a new or restarted one, or one that took over a slot) run
+// again with EVAL in a second pipeline. It returns every call's reply, or
+// the first error.
+func (s *Store) runScripts(ctx context.Context, script *redis.Script, calls []scriptCall) ([]any, error) {
+	if len(calls) == 1 {
+		// One call needs no pipeline: EVALSHA, and EVAL after NOSCRIPT.
+		v, err := script.Run(ctx, s.client, calls[0].keys, calls[0].args...).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		return []any{v}, nil
+	}
+	cmds := make([]*redis.Cmd, len(calls))
+	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range calls {
+			cmds[i] = script.EvalSha(ctx, p, c.keys, c.args...)
+		}
+		return nil
+	})
+	var again []int
+	for i, c := range cmds {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range again {
+				cmds[i] = script.Eval(ctx, p, calls[i].keys, calls[i].args...)
+			}
+			return nil
+		})
+	}
+	out := make([]any, len(cmds))
+	for i, c := range cmds {
+		v, err := c.Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// saveGroup is the part of a Save batch in one slot group of one job.
+type saveGroup struct {
+	call scriptCall
+	idx  []int // batch index of each snapshot of the call
+}
+
+// Save implements persistence.Store. On one server the whole batch is one
+// call of a Lua script (EVALSHA, falling back to EVAL), so one round trip.
+// On a cluster the batch is split by slot group (job and group of the key,
+// see the package doc) keeping batch order within each, and each part is
+// one call of the script, all in one pipeline (one round trip per master,
+// in parallel). The script checks every snapshot's epoch and writes the
+// ones that pass, snapshot, keys set and timer index together,
+// atomically. A timer outside [persistence.MinTimer, persistence.MaxTimer]
+// (which a double score could not hold exactly) fails the batch before
+// anything is sent. When Save returns nil the batch is in Redis; how
+// durable that is depends on the server's persistence settings
+// (appendonly, appendfsync). On another error, on a cluster, some parts
+// may have been applied and others not; each snapshot was applied wholly
+// or not at all, so retrying the batch is safe.
+func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
+	if s.closed.Load() {
+		return persistence.ErrClosed
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	if err := persistence.CheckTimers(batch); err != nil {
+		return fmt.Errorf("redisstore: save: %w", err)
+	}
+	parts := map[string]*saveGroup{}
+	var order []*saveGroup
+	for i, sn := range batch {
+		gp := layoutOf(s.prefix, sn.Job).keyPrefix(sn.Key)
+		part := parts[gp]
+		if !s.cluster && len(order) > 0 {
+			part = order[0] // one server: one call, whatever the slots
+		}
+		if part == nil {
+			part = &saveGroup{}
+			parts[gp] = part
+			order = append(order, part)
+		}
+		var value []byte // empty: delete
+		timer := ""      // empty: no timer
+		if len(sn.State) > 0 {
+			value = encodeSnapshot(sn.Offsets, sn.State)
+			if sn.HasTimer {
+				timer = strconv.FormatInt(sn.NextTimer, 10)
+			}
+		}
+		part.call.keys = append(part.call.keys, epochKey(gp, sn.Key), stateKey(gp, sn.Key), keysKey(gp), timersKey(gp))
+		part.call.args = append(part.call.args, strconv.FormatInt(sn.Epoch, 10), string(sn.Key), value, timer)
+		part.idx = append(part.idx, i)
+	}
+	calls := make([]scriptCall, len(order))
+	for i, p := range order {
+		calls[i] = p.call
+	}
+	replies, err := s.runScripts(ctx, saveScript, calls)
+	if err != nil {
+		return wrap("save", err)
+	}
+	var refused []refusal
+	for i, p := range order {
+		r, err := parseFenced(p.idx, replies[i])
+		if err != nil {
+			return err
+		}
+		refused = append(refused, r...)
+	}
+	slices.SortFunc(refused, func(a, b refusal) int { return cmp.Compare(a.index, b.index) })
+	var errs []error
+	for _, r := range refused {
+		sn := batch[r.index]
+		errs = append(errs, &persistence.FencedError{Job: sn.Job, Key: sn.Key, Epoch: sn.Epoch, Holder: r.holder})
+	}
+	return errors.Join(errs...)
+}
+
+// refusal is one fenced snapshot: its batch index and the holder's epoch.
+type refusal struct {
+	index  int
+	holder int64
+}
+
+// parseFenced reads saveScript's reply for a call whose snapshots have the
+// batch indexes idx.
+func parseFenced(idx []int, reply any) ([]refusal, error) {
+	res, ok := reply.([]any)
+	if !ok || len(res)%2 != 0 {
+		return nil, fmt.Errorf("redisstore: save: unexpected script reply %v", reply)
+	}
+	var out []refusal
+	for i := 0; i < len(res); i += 2 {
+		j, ok1 := res[i].(int64)
+		holder, ok2 := res[i+1].(string)
+		if !ok1 || !ok2 || j < 1 || j > int64(len(idx)) {
+			return nil, fmt.Errorf("redisstore: save: unexpected script reply %v, %v", res[i], res[i+1])
+		}
+		h, err := strconv.ParseInt(holder, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: save: owner epoch %q: %w", holder, err)
+		}
+		out = append(out, refusal{index: idx[j-1], holder: h})
+	}
+	return out, nil
+}
+
+// dueMinFetch is the least number of entries DueTimers asks of each group
+// at first.
+const dueMinFetch = 16
+
+// DueTimers implements persistence.Store by merging the job's groups'
+// timer sets. It asks every group, in one pipeline, for its first entries
+// up to upTo (ZRANGE BYSCORE -inf upTo LIMIT 0 n WITHSCORES, with n about
+// 2*limit/groups, at least 16), merges them, and asks again, with four
+// times the count, only the groups that returned all they were asked and
+// whose last entry comes before the limit-th entry of the merge (they may
+// hold more that belong in the answer); so a few due timers cost one round
+// trip and a large backlog a few, each fetching about what is returned.
+// Redis orders equal scores by member bytes, which is the contract's key
+// order. upTo is clamped to persistence.MaxTimer, the largest score Save
+// writes, so it is exact as a double. A score that is not an integer within
+// [MinTimer, MaxTimer] (a set written by something else) is an error.
+func (s *Store) DueTimers(ctx context.Context, job string, upTo int64, limit int) ([]persistence.TimerDue, error) {
+	if s.closed.Load() {
+		return nil, persistence.ErrClosed
+	}
+	if limit <= 0 || upTo < persistence.MinTimer {
+		return []persistence.TimerDue{}, nil
+	}
+	upTo = min(upTo, persistence.MaxTimer)
+	stop := strconv.FormatInt(upTo, 10)
+	l := layoutOf(s.prefix, job)
+	count := make([]int, groups)
+	got := make([][]persistence.TimerDue, groups)
+	ask := make([]int, groups)
+	for g := range ask {
+		ask[g] = g
+		count[g] = min(limit, max(dueMinFetch, 2*limit/groups+1))
+	}
+	for len(ask) > 0 {
+		cmds := make([]*redis.ZSliceCmd, len(ask))
+		_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, g := range ask {
+				cmds[i] = p.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
+					Key: timersKey(l.prefixes[g]), Start: "-inf", Stop: stop, ByScore: true, Count: int64(count[g]),
+				})
+			}
+			return nil
+		})
+		for i, g := range ask {
+			zs, err := cmds[i].Result()
+			if err != nil {
+				return nil, wrap("due timers", err)
+			}
+			got[g] = got[g][:0]
+			for _, z := range zs {
+				m, ok := z.Member.(string)
+				at := int64(z.Score)
+				if !ok || float64(at) != z.Score || at < persistence.MinTimer || at > persistence.MaxTimer {
+					return nil, fmt.Errorf("redisstore: due timers of job %q: bad entry %v with score %v", job, z.Member, z.Score)
+				}
+				got[g] = append(got[g], persistence.TimerDue{Key: record.Key(m), At: at})
+			}
+		}
+		merged := mergeDue(got)
+		var cut *persistence.TimerDue
+		if len(merged) >= limit {
+			cut = &merged[limit-1]
+		}
+		more := ask[:0]
+		for _, g := range ask {
+			if len(got[g]) < count[g] {
+				continue // the group has nothing more up to upTo
+			}
+			if cut != nil && compareDue(got[g][len(got[g])-1], *cut) >= 0 {
+				continue // what else it holds comes after the answer's last entry
+			}
+			count[g] = min(limit, 4*count[g])
+			more = append(more, g)
+		}
+		ask = more
+		if len(ask) == 0 {
+			return merged[:min(len(merged), limit)], nil
+		}
+	}
+	return []persistence.TimerDue{}, nil
+}
+
+// mergeDue returns the entries of all groups, ordered by At, then Key.
+func mergeDue(got [][]persistence.TimerDue) []persistence.TimerDue {
+	n := 0
+	for _, g := range got {
+		n += len(g)
+	}
+	out := make([]persistence.TimerDue, 0, n)
+	for _, g := range got {
+		out = append(out, g...)
+	}
+	slices.SortFunc(out, compareDue)
+	return out
+}
+
+func compareDue(a, b persistence.TimerDue) int {
+	if c := cmp.Compare(a.At, b.At); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Key, b.Key)
+}
+
+// Acquire implements persistence.Store with one INCR of the key's epoch
+// key. With appendonly and appendfsync always, an epoch Acquire returned
+// survives a crash of Redis; with weaker settings a restarted Redis may hand
+// out an epoch again, so fencing is only as durable as the server.
+func (s *Store) Acquire(ctx context.Context, job string, key record.Key) (int64, error) {
+	if s.closed.Load() {
+		return 0, persistence.ErrClosed
+	}
+	e, err := s.client.Incr(ctx, epochKey(layoutOf(s.prefix, job).keyPrefix(key), key)).Result()
+	if err != nil {
+		return 0, wrap("acquire", err)
+	}
+	return e, nil
+}
+
+// Epoch implements persistence.Store with one GET of the key's epoch key.
+func (s *Store) Epoch(ctx context.Context, job string, key record.Key) (int64, error) {
+	if s.closed.Load() {
+		return 0, persistence.ErrClosed
+	}
+	v, err := s.client.Get(ctx, epochKey(layoutOf(s.prefix, job).keyPrefix(key), key)).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, wrap("epoch", err)
+	}
+	e, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: owner epoch %q of key %q of job %q: %w", v, key, job, err)
+	}
+	return e, nil
+}
+
+// keysScanCount is the COUNT hint of each SSCAN in Keys.
+const keysScanCount = 1000
+
+// Keys implements persistence.Store. It walks the keys sets of the job's
+// groups with SSCAN, one pipeline per round over the groups not yet done,
+// so a job with millions of keys does not block a server; keys saved or
+// deleted while it runs may or may not be listed.
+func (s *Store) Keys(ctx context.Context, job string) ([]record.Key, error) {
+	if s.closed.Load() {
+		return nil, persistence.ErrClosed
+	}
+	l := layoutOf(s.prefix, job)
+	seen := make(map[string]struct{})
+	cursor := make([]uint64, groups)
+	ask := make([]int, groups)
+	for g := range ask {
+		ask[g] = g
+	}
+	for len(ask) > 0 {
+		cmds := make([]*redis.ScanCmd, len(ask))
+		_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, g := range ask {
+				cmds[i] = p.SScan(ctx, keysKey(l.prefixes[g]), cursor[g], "", keysScanCount)
+			}
+			return nil
+		})
+		more := ask[:0]
+		for i, g := range ask {
+			members, next, err := cmds[i].Result()
+			if err != nil {
+				return nil, wrap("keys", err)
+			}
+			for _, m := range members {
+				seen[m] = struct{}{} // SSCAN may return an element more than once
+			}
+			if cursor[g] = next; next != 0 {
+				more = append(more, g)
+			}
+		}
+		ask = more
+	}
+	out := make([]record.Key, 0, len(seen))
+	for m := range seen {
+		out = append(out, record.Key(m))
+	}
+	return out, nil
+}
+
+// commitScript sets each field of the hash KEYS[1] named in ARGV (pairs of
+// field, offset) to the maximum of its old and new value. Offsets are
+// compared as canonical decimal strings: Lua numbers are doubles and would
+// round offsets beyond 2^53.
+var commitScript = redis.NewScript(`
+local function less(a, b)
+  local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
+  if na ~= nb then return na end
+  if na then a, b = a:sub(2), b:sub(2) end
+  local lt
+  if #a ~= #b then lt = #a < #b else lt = a < b end
+  if na then return a ~= b and not lt end
+  return lt
+end
+for i = 1, #ARGV, 2 do
+  local old = redis.call('HGET', KEYS[1], ARGV[i])
+  if not old or less(old, ARGV[i + 1]) then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+end
+return 0
+`)
+
+// CommitOffsets implements persistence.Store: the partitions are split by
+// slot group (of the partition id), and each group's part is one call of a
+// script that never lowers a stored offset, all in one pipeline. Each
+// offset is applied atomically; on an error some groups' offsets may be
+// committed and others not, which only means more is replayed.
+func (s *Store) CommitOffsets(ctx context.Context, job string, offsets map[string]int64) error {
+	if s.closed.Load() {
+		return persistence.ErrClosed
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	l := layoutOf(s.prefix, job)
+	parts := map[int]*scriptCall{}
+	var order []int
+	for _, p := range slices.Sorted(maps.Keys(offsets)) {
+		g := groupOf(p)
+		c := parts[g]
+		if c == nil {
+			c = &scriptCall{keys: []string{offsetsKey(l.prefixes[g])}}
+			parts[g] = c
+			order = append(order, g)
+		}
+		c.args = append(c.args, p, strconv.FormatInt(offsets[p], 10))
+	}
+	calls := make([]scriptCall, len(order))
+	for i, g := range order {
+		calls[i] = *parts[g]
+	}
+	if _, err := s.runScripts(ctx, commitScript, calls); err != nil {
+		return wrap("commit offsets", err)
+	}
+	return nil
+}
+
+// CommittedOffsets implements persistence.Store with an HGETALL of every
+// group's offsets hash, in one pipeline. The returned map is never nil.
+func (s *Store) CommittedOffsets(ctx context.Context, job string) (map[string]int64, error) {
+	if s.closed.Load() {
+		return nil, persistence.ErrClosed
+	}
+	l := layoutOf(s.prefix, job)
+	cmds := make([]*redis.MapStringStringCmd, groups)
+	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for g := range cmds {
+			cmds[g] = p.HGetAll(ctx, offsetsKey(l.prefixes[g]))
+		}
+		return nil
+	})
+	out := make(map[string]int64)
+	for _, c := range cmds {
+		h, err := c.Result()
+		if err != nil {
+			return nil, wrap("committed offsets", err)
+		}
+		for p, v := range h {
+			o, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("redisstore: committed offset %q of job %q: %w", p, job, err)
+			}
+			out[p] = o
+		}
+	}
+	return out, nil
+}
+
+// Close closes the connection pool. Calls in flight fail with
+// persistence.ErrClosed. It is idempotent.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if err := s.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("redisstore: close: %w", err)
+	}
+	return nil
+}
