@@ -70,6 +70,11 @@ bench:
 	$(GO) run ./cmd/bench -scale $(or $(BENCH_SCALE),small) -rounds $(or $(BENCH_ROUNDS),3) -out $(or $(BENCH_OUT),/tmp/joinery-bench-results.json) $(if $(BENCH_WORKLOADS),-workloads $(BENCH_WORKLOADS))
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+## console-screenshots: drive the web console in headless Chromium and rewrite docs/console-*.png.
+.PHONY: console-screenshots
+console-screenshots: redis
+	$(GO) test -count=1 -run 'TestConsole' ./node/ -args -screenshots
+
 clean:
 	rm -rf $(BIN)
 

@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/console"
@@ -214,4 +216,92 @@ func TestConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#key-error", `key "999" has no state`)
+}
+
+// TestConsoleEventTime runs a window join from two Redis Streams where the
+// left stream lags (as TestNodeKeyWhy does) and checks the console's
+// event-time views: the watermarks table marks ls/0 as the partition
+// holding the job back, the fleet table shows both stream leases held, and
+// key a's page shows its window state, its timer and why it waits: the
+// window fires at watermark base+9999, 8 s ahead of the job's watermark.
+func TestConsoleEventTime(t *testing.T) {
+	ctx := browser(t)
+	rs := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	t0 := (time.Now().UnixMilli()/10_000 - 6) * 10_000 // a minute ago, at a 10 s window's start
+	at := func(ms int64) string { return time.UnixMilli(t0+ms).UTC().Format("2006-01-02 15:04:05.000") + " UTC" }
+	add := func(stream, key string, ts int64, v string) {
+		t.Helper()
+		val := fmt.Sprintf(`{"k":%q,"ts":%d,"v":%q}`, key, t0+ts, v)
+		if err := rc.XAdd(context.Background(), &redis.XAddArgs{Stream: stream, Values: map[string]any{"value": val}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("ls", "a", 1000, "l1")
+	add("ls", "b", 3000, "l2")
+	add("rs", "a", 2000, "r1")
+	for ts := int64(4000); ts <= 25000; ts += 3000 {
+		add("rs", "b", ts, fmt.Sprint("r", ts))
+	}
+	n := start(t, parse(t, t.TempDir(), fmt.Sprintf(`name: clicks
+join:
+  type: window
+  left:  {name: l, key: k, ts: ts}
+  right: {name: r, key: k, ts: ts}
+  window: {type: tumbling, size: 10s}
+state: {store: redis, redis: {addr: %[1]q}}
+sources:
+  - {name: ls, type: redis-stream, redis: {addr: %[1]q}, stream: ls, group: g, side: left, watermark: {max_out_of_orderness: 1s}}
+  - {name: rs, type: redis-stream, redis: {addr: %[1]q}, stream: rs, group: g, side: right, watermark: {max_out_of_orderness: 1s}}
+sinks: [{type: table}]
+admin: {addr: "127.0.0.1:0"}
+`, rs.Addr)))
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	base := "http://" + n.AdminAddr()
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	held := waitText(t, ctx, "#wm-table tbody tr.holding", "ls/0", "holds the job back", at(1999), "23 s")
+	all := waitText(t, ctx, "#wm-table tbody", "rs/0", at(23999))
+	if strings.Count(all, "holds the job back") != 1 {
+		t.Errorf("watermarks table %q: want exactly one partition marked as holding the job back", all)
+	}
+	t.Logf("holding row: %q", held)
+	waitText(t, ctx, "#wm-sub", "combined watermark "+at(1999))
+	waitText(t, ctx, "#members tbody tr.self td:nth-child(4)", "ls ✓ lease", "rs ✓ lease")
+	waitText(t, ctx, "#members tbody tr.self td:nth-child(5)", "ls/0", "rs/0")
+	waitText(t, ctx, "#hot-table tbody", "b")
+	screenshot(t, ctx, "watermarks")
+
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#key"), "a"+kb.Enter)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#key-timed", "Event-time join state", `"l1"`, `"r1"`)
+	waitText(t, ctx, "#key-timers", at(9999))
+	waits := waitText(t, ctx, "#why-waits", "fires: 1 left, 1 right", at(9999), "8 s")
+	waitText(t, ctx, "#why", "held back by", "ls/0")
+	// Redis stream offsets are beyond 2^53: the page shows them exactly.
+	c, err := admin.NewClient(base, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := c.Inspect(context.Background(), "clicks", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#key-offsets-table", "ls/0", fmt.Sprint(ks.Offsets["ls/0"]), "rs/0", fmt.Sprint(ks.Offsets["rs/0"]))
+	if hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('#key-sides').hidden`)); err != nil || !hidden {
+		t.Errorf("the changelog join's left/right sections show for a window join (hidden %v, %v)", hidden, err)
+	}
+	t.Logf("why: %q", waits)
+	screenshot(t, ctx, "why")
 }

@@ -38,6 +38,28 @@ function svg(tag, attrs) {
 }
 function fill(node, ...kids) { node.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined)); }
 
+// Big is an integer JSON number beyond 2^53 (a Redis stream offset, an
+// int64 bound), kept as its exact source text. valueOf makes comparisons
+// work; toString shows it exactly.
+class Big {
+  constructor(s) { this.s = s; }
+  toString() { return this.s; }
+  valueOf() { return Number(this.s); }
+}
+// parseJSON keeps big integers exact where the browser gives revivers the
+// source text (JSON.parse source text access); elsewhere they round.
+function parseJSON(text) {
+  return JSON.parse(text, function (k, v, ctx) {
+    if (typeof v === 'number' && !Number.isSafeInteger(v) && ctx && /^-?\d+$/.test(ctx.source)) return new Big(ctx.source);
+    return v;
+  });
+}
+// prettyJSON indents a parsed value, writing Bigs back as bare numbers.
+function prettyJSON(v) {
+  return JSON.stringify(v, (k, x) => (x instanceof Big ? '\u0000' + x.s + '\u0000' : x), 2)
+    .replace(/"\\u0000(-?\d+)\\u0000"/g, '$1');
+}
+
 class ApiError extends Error {
   constructor(status, msg) { super(msg); this.status = status; }
 }
@@ -52,11 +74,11 @@ async function api(path, asText) {
   if (asText) return { status: r.status, text: body.trim() };
   if (!r.ok) {
     let msg = body.trim();
-    try { msg = JSON.parse(body).error || msg; } catch (e) { /* not JSON */ }
+    try { msg = parseJSON(body).error || msg; } catch (e) { /* not JSON */ }
     if (r.status === 401) msg += ' (type the admin token in the token box)';
     throw new ApiError(r.status, msg);
   }
-  return body ? JSON.parse(body) : null;
+  return body ? parseJSON(body) : null;
 }
 const jobPath = (job) => '../v1/jobs/' + encodeURIComponent(job);
 
@@ -71,13 +93,6 @@ function fmtNum(v, digits) {
   if (v === null || v === undefined || Number.isNaN(v)) return '–';
   const d = digits === undefined ? (Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2) : digits;
   return v.toLocaleString('en-US', { maximumFractionDigits: d });
-}
-function fmtBytes(v) {
-  if (!v) return '0 B';
-  const u = ['B', 'KiB', 'MiB', 'GiB'];
-  let i = 0;
-  while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
-  return fmtNum(v, 1) + ' ' + u[i];
 }
 function fmtDuration(ns) {
   if (!ns) return '–';
@@ -185,7 +200,8 @@ function renderHealth(h, r) {
 function renderFleet(members, wm) {
   const tbody = $('#members tbody');
   if (!members) return;
-  const srcs = (st.samples ? st.samples.sources : []).filter((s) => !st.job || s.job === st.job);
+  // Sources named ~... are the node's own (the timer tick), not the job's.
+  const srcs = (st.samples ? st.samples.sources : []).filter((s) => (!st.job || s.job === st.job) && !s.source.startsWith('~'));
   const parts = wm ? wm.partitions : [];
   const alive = members.filter((m) => m.status === 'alive').length;
   $('#fleet-sub').textContent = alive + ' of ' + members.length + ' members alive, as this node sees them';
@@ -217,8 +233,8 @@ function chartDefs(job) {
     { title: 'snapshot write latency ms', series: [['p50', (s) => s.snapshot_p50_ms], ['p99', (s) => s.snapshot_p99_ms]] },
     { title: 'snapshot writes /s', series: [['writes', (s) => s.snapshot_writes_per_sec]] },
     { title: 'keys active', series: [['keys', j((x) => x.keys_active)]] },
-    { title: 'state bytes', series: [['bytes', j((x) => x.state_bytes)]], fmt: fmtBytes },
-    { title: 'max watermark lag s', series: [['lag', j((x) => x.watermark_lag_sec)]] },
+    { title: 'fenced writes + Redis errors /s', series: [['fenced', j((x) => x.fenced_per_sec)], ['redis', (s) => s.redis_errors_per_sec]] },
+    { title: 'watermark lag behind wall clock s', series: [['max', j((x) => x.watermark_lag_sec)]] },
   ];
 }
 
@@ -358,7 +374,8 @@ function rowsTable(rows, id) {
 function cell(v) {
   if (v === null) return el('span', { class: 'dim' }, 'null');
   if (v === undefined) return '';
-  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+  if (v instanceof Big) return v.s;
+  return typeof v === 'object' ? prettyJSON(v).replace(/\s*\n\s*/g, ' ') : String(v);
 }
 
 function renderKeyState(ks) {
@@ -369,11 +386,14 @@ function renderKeyState(ks) {
     return;
   }
   const l = ks.left && typeof ks.left === 'object' ? ks.left : null;
+  // An event-time join keeps its buffers in state; left and right are the
+  // changelog join's.
+  $('#key-sides').hidden = !!ks.state && !l && !(ks.rights || []).length;
   fill(left, rowsTable(l ? [l] : [], 'key-left-rows'));
   const rs = (ks.rights || []).filter((r) => r && typeof r === 'object');
   fill(rights, rowsTable(rs, 'key-right-rows'));
   $('#key-rights-count').textContent = rs.length + (rs.length === 1 ? ' row' : ' rows');
-  fill(timed, ks.state ? [el('h3', {}, 'Event-time join state'), el('pre', { class: 'json' }, JSON.stringify(ks.state, null, 2))] : []);
+  fill(timed, ks.state ? [el('h3', {}, 'Event-time join state'), el('pre', { class: 'json' }, prettyJSON(ks.state))] : []);
   const offs = Object.entries(ks.offsets || {}).sort();
   fill($('#key-offsets'), offs.length ? el('table', { class: 'rows', id: 'key-offsets-table' },
     el('thead', {}, el('tr', {}, el('th', {}, 'source partition'), el('th', {}, 'highest applied offset'))),
