@@ -18,4 +18,9 @@
 // anything: it serves GET only, has no passivate or evict buttons, and does
 // not import admin (admin imports it to mount it); it knows the node only
 // through a prometheus.Gatherer and the JSON the page fetches.
+//
+// The page is tested in a real browser (node/console_test.go): headless
+// Chromium driven with github.com/chromedp/chromedp, picked because it is a
+// pure-Go DevTools protocol client (no Node.js, WebDriver or Selenium
+// server) that runs Debian's chromium binary directly.
 package console
