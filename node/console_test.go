@@ -19,8 +19,10 @@ import (
 
 	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/console"
+	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/job"
+	"github.com/joinery/joinery/node"
 )
 
 var screenshots = flag.Bool("screenshots", false, "TestConsole*: write the console's screenshots to ../docs/console-*.png")
@@ -178,7 +180,6 @@ func TestConsole(t *testing.T) {
 		}
 		return nil
 	})
-	screenshot(t, ctx, "fleet")
 
 	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#key"), "1"+kb.Enter)); err != nil {
 		t.Fatal(err)
@@ -304,4 +305,94 @@ admin: {addr: "127.0.0.1:0"}
 	}
 	t.Logf("why: %q", waits)
 	screenshot(t, ctx, "why")
+}
+
+// TestConsoleFleet runs a three-node fleet on Redis and opens the first
+// node's console: the fleet table lists all three members alive, this node
+// first and the only one with a key count, the hot keys section lists the
+// keys its source routed, and a key held by another member shows that
+// member as its owner and as the one that answered.
+func TestConsoleFleet(t *testing.T) {
+	ctx := browser(t)
+	rs := testutil.StartRedis(t)
+	h := cdcgen.Generate(cdcgen.Config{Seed: 7, Users: 30, Domains: 90, Changes: 1500})
+	dir := t.TempDir()
+	writeLines(t, filepath.Join(dir, "in.jsonl"), h.Lines)
+	rate := ""
+	if *screenshots {
+		rate = ", rate: 300" // a few seconds of samples, for the charts
+	}
+	state := fmt.Sprintf("state: {store: redis, redis: {addr: %q}}\n", rs.Addr)
+	n1 := start(t, parse(t, dir, "name: fleet\n"+joinYAML+state+`
+sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains: right}`+rate+`}]
+sinks: [{type: table}]
+cluster: {node_name: n1}
+admin: {addr: "127.0.0.1:0"}
+`))
+	seeds := fmt.Sprintf("cluster: {seeds: [%q], node_name: %%s}\n", n1.GossipAddr())
+	n2 := start(t, parse(t, dir, "name: fleet\n"+joinYAML+state+fmt.Sprintf(seeds, "n2")))
+	n3 := start(t, parse(t, dir, "name: fleet\n"+joinYAML+state+fmt.Sprintf(seeds, "n3")))
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if m := len(n1.Members()); m != 3 {
+			return fmt.Errorf("n1 sees %d members", m)
+		}
+		return nil
+	})
+	run(t, n1)
+
+	base := "http://" + n1.AdminAddr()
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	fleet := waitText(t, ctx, "#members tbody", "n1", "n2", "n3", n1.Address(), n2.Address(), n3.Address())
+	waitText(t, ctx, "#fleet-sub", "3 of 3 members alive")
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#members tbody tr')].map(r => r.cells[0].innerText + '|' + r.cells[1].innerText + '|' + r.cells[2].innerText)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || !strings.HasPrefix(rows[0], "n1") || !strings.Contains(rows[0], "this node") {
+		t.Fatalf("fleet rows %q: want three, n1 (this node) first", rows)
+	}
+	for _, r := range rows {
+		f := strings.Split(r, "|")
+		if f[1] != "alive" {
+			t.Errorf("fleet row %q: want alive", r)
+		}
+		if self := strings.Contains(f[0], "this node"); self && (f[2] == "–" || f[2] == "0") || !self && f[2] != "–" {
+			t.Errorf("fleet row %q: want a key count for this node only", r)
+		}
+	}
+	// The hot keys of the last complete 10 s window: the keys n1's source routed.
+	waitText(t, ctx, "#hot-table tbody tr", "")
+	hot, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#hot-table tbody tr').length`))
+	if err != nil || hot != 10 {
+		t.Errorf("hot keys: %d rows (%v), want the top 10 of 30 keys", hot, err)
+	}
+	t.Logf("fleet: %q", fleet)
+	screenshot(t, ctx, "fleet")
+
+	// A key another member holds: its page names that member.
+	var key string
+	var holder *node.Node
+	for uid := 1; uid <= 30 && holder == nil; uid++ {
+		ks, err := n1.Inspect(joinsKey(uid))
+		if err != nil {
+			continue
+		}
+		for _, n := range []*node.Node{n2, n3} {
+			if ks.Node == n.Address() {
+				key, holder = fmt.Sprint(uid), n
+			}
+		}
+	}
+	if holder == nil {
+		t.Fatal("no key is held by n2 or n3")
+	}
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#key"), key+kb.Enter)); err != nil {
+		t.Fatal(err)
+	}
+	loc := waitText(t, ctx, "#key-location", "owner", "answered by")
+	if strings.Count(loc, holder.Address()) != 2 || strings.Contains(loc, n1.Address()) {
+		t.Errorf("key %s's location %q: want %s as owner and answerer, not %s", key, loc, holder.Address(), n1.Address())
+	}
 }
