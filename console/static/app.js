@@ -401,7 +401,7 @@ function renderKeyState(ks) {
   const tm = ks.timers || [];
   fill($('#key-timers'), tm.length ? el('ul', { class: 'timers' }, tm.map((t) => el('li', {}, fmtTs(t)))) : el('p', { class: 'dim' }, 'no pending timers'));
   kv($('#key-progress'), [
-    ['outbox', ks.outbox ? pill(ks.outbox + ' input(s) kept until committed', 'warn') : pill('empty', 'ok')],
+    ['outbox', ks.outbox ? pill(ks.outbox + (ks.outbox === 1 ? ' input' : ' inputs') + ' kept for re-sending', 'warn') : pill('empty', 'ok')],
     ['key watermark', fmtTs(ks.watermark)],
     ['late events', String(ks.late)],
     ['dead-lettered', String(ks.dead_lettered)],
