@@ -65,10 +65,16 @@ FUZZTIME ?= 10s
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
 
-## bench: benchmarks (figures, not pass/fail).
+## bench: benchmarks (figures, not pass/fail), then their charts: BENCH_PLOTS/bench-{throughput,ratio,latency}.png (default docs/).
 bench:
 	$(GO) run ./cmd/bench -scale $(or $(BENCH_SCALE),small) -rounds $(or $(BENCH_ROUNDS),3) -out $(or $(BENCH_OUT),/tmp/joinery-bench-results.json) $(if $(BENCH_WORKLOADS),-workloads $(BENCH_WORKLOADS))
+	$(GO) run ./cmd/benchplot -in $(or $(BENCH_OUT),/tmp/joinery-bench-results.json) -out $(or $(BENCH_PLOTS),docs)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## console-screenshots: drive the web console in headless Chromium and rewrite docs/console-*.png.
+.PHONY: console-screenshots
+console-screenshots: redis
+	$(GO) test -count=1 -run 'TestConsole' ./node/ -args -screenshots
 
 clean:
 	rm -rf $(BIN)

@@ -31,5 +31,6 @@
 //	GET  /v1/jobs/{job}/hot?n=10                []HotKey   (501 without HotKeys)
 //	POST /v1/jobs/{job}/keys/{key}/passivate    204        (501 without KeyActions)
 //	POST /v1/jobs/{job}/keys/{key}/evict        204        (501 without KeyActions)
+//	GET  /ui/                                   the read-only web console (package console)
 //	GET  /debug/pprof/...                       only with ServerConfig.Pprof
 package admin

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/joinery/joinery/console"
 )
 
 // DefaultAddr is where the admin server listens when ServerConfig.Addr is
@@ -98,6 +100,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
 	mux.HandleFunc("GET /readyz", s.handleReadyz)
 	mux.Handle("GET /metrics", s.cfg.Metrics.Handler())
+	mux.Handle("GET "+console.Prefix, console.New(s.cfg.Metrics.Registry(), console.Options{})) // the read-only web console
 
 	mux.Handle("GET /v1/members", s.read(s.handleMembers))
 	mux.Handle("GET /v1/jobs/{job}/keys/{key}/location", s.read(s.handleLocate))

@@ -135,7 +135,7 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	if n.store, err = openStore(ctx, spec); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	n.writer = actors.NewWriter(n.store, actors.WriterOptions{MaxBatch: spec.State.FlushBatch, Logger: n.log})
+	n.writer = actors.NewWriter(meteredSaves{n.store, n.metrics}, actors.WriterOptions{MaxBatch: spec.State.FlushBatch, Logger: n.log})
 	if n.out, err = openSinks(ctx, spec, opts.Stdout); err != nil {
 		return nil, err
 	}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure the programs the tests start are on PATH: redis-server (Redis
-# tests), redis-cli (redis-tools: creating the Redis Cluster tests' clusters), kcat (a real Kafka client for the Kafka end-to-end test) and ip
-# (iproute2: the chaos partition scenario's network namespaces).
+# tests), redis-cli (redis-tools: creating the Redis Cluster tests' clusters),
+# kcat (a real Kafka client for the Kafka end-to-end test), ip (iproute2: the
+# chaos partition scenario's network namespaces) and chromium (the web
+# console tests drive it headless).
 # Installs Debian's packages when they are missing and we are root on Debian;
 # otherwise says how to install them.
 set -euo pipefail
@@ -10,6 +12,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "installing Debian packages: ${missing[*]}"
@@ -29,5 +32,6 @@ command -v redis-cli >/dev/null 2>&1 || {
 	exit 1
 }
 command -v kcat >/dev/null 2>&1 || echo "note: kcat is not installed (Debian: apt-get install kcat); the Kafka end-to-end test with a real client will be skipped" >&2
+command -v chromium >/dev/null 2>&1 || echo "note: chromium is not installed (Debian: apt-get install chromium); the web console tests (node TestConsole*) will be skipped (they fail when CI=true)" >&2
 command -v ip >/dev/null 2>&1 || echo "note: ip (iproute2) is not installed (Debian: apt-get install iproute2); the chaos partition scenario will fail" >&2
 exit 0

@@ -1,0 +1,33 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/joinery/joinery/admin"
+	"github.com/joinery/joinery/persistence"
+)
+
+// meteredSaves is the store as the key actors' Writer sees it: every Save
+// (one pipelined batch) is timed into joinery_snapshot_seconds and its
+// state bytes added to joinery_snapshot_bytes_total. Only the Writer gets
+// it; the node keeps the store itself for its other uses (and their
+// optional interfaces, e.g. persistence.WatermarkStore).
+type meteredSaves struct {
+	persistence.Store
+	m *admin.Metrics
+}
+
+func (s meteredSaves) Save(ctx context.Context, snaps []persistence.Snapshot) error {
+	start := time.Now()
+	err := s.Store.Save(ctx, snaps)
+	s.m.SnapshotSeconds.Observe(time.Since(start).Seconds())
+	if err == nil {
+		n := 0
+		for _, sn := range snaps {
+			n += len(sn.State)
+		}
+		s.m.SnapshotBytes.Add(float64(n))
+	}
+	return err
+}
