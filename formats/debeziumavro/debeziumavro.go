@@ -66,9 +66,9 @@ type entry struct {
 	// decoders by schema fingerprint, and a named type referenced by name
 	// ("after": ["null","Value"]) fingerprints by its name, so two versions
 	// of one record (schema evolution) in one cache would share decoders.
-	api avro.API
-	err    error     // permanent reject (unknown-schema, bad-schema)
-	until  time.Time // for unknown-schema: ask again after this
+	api   avro.API
+	err   error     // permanent reject (unknown-schema, bad-schema)
+	until time.Time // for unknown-schema: ask again after this
 }
 
 // Decoder decodes Confluent-framed Debezium Avro values. It is safe for
