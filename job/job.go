@@ -140,9 +140,13 @@ type Source struct {
 	Name string `yaml:"name"`
 	// Type is file or redis-stream.
 	Type string `yaml:"type"`
-	// Format is the record format: debezium (default for cdc joins) or json
-	// (plain events, default for event-time joins).
+	// Format is the record format: debezium (default for cdc joins),
+	// debezium-avro (Debezium's envelope in Avro with a Schema Registry, cdc
+	// joins; needs schema_registry) or json (plain events, default for
+	// event-time joins).
 	Format string `yaml:"format"`
+	// SchemaRegistry of a debezium-avro source (see job/registry.go).
+	SchemaRegistry SchemaRegistry `yaml:"schema_registry,omitempty"`
 	// Watermark configures event-time watermarks of an event-time join's source.
 	Watermark Watermark `yaml:"watermark"`
 	// Side binds every record to one join input: left or right (or the table name of that side).
@@ -559,9 +563,12 @@ func (s *Spec) Validate() error {
 			bad(f+".name", "duplicate source name %q", src.Name)
 		}
 		names[src.Name] = true
-		if src.Format != "" && src.Format != "debezium" && src.Format != "json" {
-			bad(f+".format", "must be debezium or json (got %q)", src.Format)
+		if src.Format != "" && src.Format != "debezium" && src.Format != "json" && src.Format != FormatDebeziumAvro {
+			bad(f+".format", "must be debezium, debezium-avro or json (got %q)", src.Format)
+		} else if src.Format == FormatDebeziumAvro && s.Timed() {
+			bad(f+".format", "debezium-avro is for cdc joins")
 		}
+		errs = append(errs, validateRegistry(f+".schema_registry", src.SchemaRegistry, src.Format == FormatDebeziumAvro, s.SourceFormat(src))...)
 		if _, err := src.CompiledFilter(); err != nil {
 			bad(f+".filter", "%v", err)
 		}
