@@ -319,6 +319,12 @@ type Sink struct {
 	// Key is the Redis hash of a redis-hash sink.
 	Key   string `yaml:"key"`
 	Kafka Kafka  `yaml:"kafka"`
+	// Encoding of a kafka sink's values: json (default) or avro (the
+	// format's fields in Avro, registered in schema_registry under subject,
+	// default "<topic>-value"; see job/registry.go).
+	Encoding       string         `yaml:"encoding,omitempty"`
+	SchemaRegistry SchemaRegistry `yaml:"schema_registry,omitempty"`
+	Subject        string         `yaml:"subject,omitempty"`
 }
 
 // Kafka is a Kafka cluster and topic.
@@ -568,7 +574,7 @@ func (s *Spec) Validate() error {
 		} else if src.Format == FormatDebeziumAvro && s.Timed() {
 			bad(f+".format", "debezium-avro is for cdc joins")
 		}
-		errs = append(errs, validateRegistry(f+".schema_registry", src.SchemaRegistry, src.Format == FormatDebeziumAvro, s.SourceFormat(src))...)
+		errs = append(errs, validateRegistry(f+".schema_registry", src.SchemaRegistry, src.Format == FormatDebeziumAvro, "format "+s.SourceFormat(src))...)
 		if _, err := src.CompiledFilter(); err != nil {
 			bad(f+".filter", "%v", err)
 		}
@@ -655,6 +661,9 @@ func (s *Spec) Validate() error {
 				if src.Type != "redis-stream" && src.Type != "kafka" {
 					bad("ingest.source", "must name a redis-stream or kafka source (%q is %s)", src.Name, src.Type)
 				}
+				if src.Format == FormatDebeziumAvro {
+					bad("ingest.source", "HTTP ingest appends JSON; %q is a debezium-avro source", src.Name)
+				}
 			}
 		}
 		if !found {
@@ -694,6 +703,7 @@ func (s *Spec) Validate() error {
 		default:
 			bad(f+".format", "must be changelog, upsert or debezium (got %q)", sk.Format)
 		}
+		errs = append(errs, validateSinkEncoding(f, sk)...)
 		switch sk.Type {
 		case "stdout", "table":
 		case "file":

@@ -67,9 +67,9 @@ func validateRegistry(f string, r SchemaRegistry, need bool, format string) []er
 	var errs []error
 	switch {
 	case need && !r.Set():
-		errs = append(errs, fmt.Errorf("%s.url: must be set for format %s", f, format))
+		errs = append(errs, fmt.Errorf("%s.url: must be set for %s", f, format))
 	case !need && r != (SchemaRegistry{}):
-		errs = append(errs, fmt.Errorf("%s: only a debezium-avro source or an avro kafka sink uses a schema registry (format is %q)", f, format))
+		errs = append(errs, fmt.Errorf("%s: only a debezium-avro source or an avro kafka sink uses a schema registry (this has %s)", f, format))
 	}
 	for _, u := range strings.Split(r.URL, ",") {
 		if u = strings.TrimSpace(u); r.Set() && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
@@ -83,4 +83,29 @@ func validateRegistry(f string, r SchemaRegistry, need bool, format string) []er
 		errs = append(errs, fmt.Errorf("%s.timeout: must not be negative", f))
 	}
 	return errs
+}
+
+// Sink encodings (sinks[].encoding).
+const (
+	EncodingJSON = "json"
+	EncodingAvro = "avro"
+)
+
+// validateSinkEncoding checks a sink's encoding, schema_registry and
+// subject.
+func validateSinkEncoding(f string, sk Sink) []error {
+	var errs []error
+	switch sk.Encoding {
+	case "", EncodingJSON:
+		if sk.Subject != "" {
+			errs = append(errs, fmt.Errorf("%s.subject: only for encoding avro", f))
+		}
+	case EncodingAvro:
+		if sk.Type != "kafka" {
+			errs = append(errs, fmt.Errorf("%s.encoding: avro is for kafka sinks (this is %s)", f, sk.Type))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("%s.encoding: must be json or avro (got %q)", f, sk.Encoding))
+	}
+	return append(errs, validateRegistry(f+".schema_registry", sk.SchemaRegistry, sk.Encoding == EncodingAvro, "encoding "+sk.Encoding)...)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/job"
+	sinkkafka "github.com/joinery/joinery/sinks/kafka"
 	"github.com/joinery/joinery/sources"
 )
 
@@ -35,4 +36,23 @@ func (r *reader) resolveSchemas(ctx context.Context, msgs []sources.Message) err
 		}
 		return nil
 	})
+}
+
+// sinkAvro is the Avro setting of a kafka sink with encoding avro, nil
+// for JSON.
+func sinkAvro(spec *job.Spec, s job.Sink) (*sinkkafka.Avro, error) {
+	if s.Encoding != job.EncodingAvro {
+		return nil, nil
+	}
+	cc, err := spec.RegistryClientConfig(s.SchemaRegistry)
+	if err != nil {
+		return nil, err
+	}
+	var cols []string // a CDC join's rows have exactly the projected columns; else a map
+	for _, c := range spec.Join.Project {
+		if !spec.Timed() {
+			cols = append(cols, c.Name)
+		}
+	}
+	return &sinkkafka.Avro{Registry: cc, Subject: s.Subject, Name: spec.Name, Columns: cols}, nil
 }

@@ -33,7 +33,7 @@ import (
 // dead-lettered with their reasons), and the registry is unreachable when
 // the node starts: the source stalls and retries instead of dead-lettering.
 func TestNodeKafkaDebeziumAvro(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "json.users", "json.domains", "avro.users", "avro.domains"))
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "json.users", "json.domains", "avro.users", "avro.domains", "avro.joined"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,15 +115,16 @@ func TestNodeKafkaDebeziumAvro(t *testing.T) {
 		t.Fatalf("only %d domains changes: no schema change mid-stream", domains)
 	}
 
-	run := func(format, prefix, extra string) ([][2]any, *testNode) {
+	run := func(format, prefix, extra, sinks string, started func()) ([][2]any, *testNode) {
 		dir := t.TempDir()
 		n := start(t, parse(t, dir, "name: "+prefix+"\n"+joinYAML+fmt.Sprintf(`
 sources:
   - {name: users, type: kafka, format: %[1]s, kafka: {brokers: [%[2]q], topic: %[3]s.users, group: g}, side: left%[4]s}
   - {name: domains, type: kafka, format: %[1]s, kafka: {brokers: [%[2]q], topic: %[3]s.domains, group: g}, side: right%[4]s}
-sinks: [{type: table}]
+sinks: [{type: table}%[5]s]
 dead_letter: dead.jsonl
-`, format, brokers[0], prefix, extra)))
+`, format, brokers[0], prefix, extra, sinks)))
+		started()
 		want := h.LeftJoin()
 		runUntil(t, n, func() map[string]string { return tableMap(n.Table()) }, want)
 		var rows [][2]any
@@ -133,14 +134,17 @@ dead_letter: dead.jsonl
 		sort.Slice(rows, func(i, j int) bool { return rows[i][0].(string) < rows[j][0].(string) })
 		return rows, &testNode{dead: filepath.Join(dir, "dead.jsonl"), retries: n.Stats().Retries.Load(), tombs: n.Stats().Tombs.Load()}
 	}
-	jsonRows, _ := run("debezium", "json", "")
+	jsonRows, _ := run("debezium", "json", "", "", func() {})
 
-	reg.SetDown(true) // unreachable at start: the sources stall, retrying
-	go func() {
-		time.Sleep(2 * time.Second)
-		reg.SetDown(false)
-	}()
-	avroRows, an := run("debezium-avro", "avro", fmt.Sprintf(", schema_registry: {url: %q}", reg.URL()))
+	avroRows, an := run("debezium-avro", "avro", fmt.Sprintf(", schema_registry: {url: %q}", reg.URL()),
+		fmt.Sprintf(", {type: kafka, format: upsert, encoding: avro, kafka: {brokers: [%q], topic: avro.joined}, schema_registry: {url: %q}}", brokers[0], reg.URL()),
+		func() { // the sink registered its schema; the sources find the registry unreachable: they stall, retrying
+			reg.SetDown(true)
+			go func() {
+				time.Sleep(2 * time.Second)
+				reg.SetDown(false)
+			}()
+		})
 	if !reflect.DeepEqual(avroRows, jsonRows) {
 		t.Errorf("the Avro job's table differs from the JSON job's:\n avro %v\n json %v", avroRows, jsonRows)
 	}
@@ -156,6 +160,32 @@ dead_letter: dead.jsonl
 	}
 	if want := map[string]string{"users": debeziumavro.ReasonUnknownSchema, "domains": debeziumavro.ReasonBadHeader}; !reflect.DeepEqual(got, want) {
 		t.Errorf("dead letters by source %v, want %v", got, want)
+	}
+	// The Avro upsert topic, folded by key, is the table.
+	cl, err := debeziumavro.NewClient(debeziumavro.ClientConfig{URLs: []string{reg.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := debeziumavro.NewDecoder(cl)
+	folded := map[string]any{}
+	for _, r := range consumeAll(t, brokers, "avro.joined") {
+		if r.Value == nil {
+			delete(folded, string(r.Key))
+			continue
+		}
+		v, err := dec.DecodeValue(ctx, r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		folded[string(r.Key)] = v.(map[string]any)["value"]
+	}
+	var sunk [][2]any
+	for pk, v := range folded {
+		sunk = append(sunk, [2]any{pk, v})
+	}
+	sort.Slice(sunk, func(i, j int) bool { return sunk[i][0].(string) < sunk[j][0].(string) })
+	if !reflect.DeepEqual(sunk, avroRows) {
+		t.Errorf("the Avro upsert topic folds to\n %v\nthe table is\n %v", sunk, avroRows)
 	}
 	if an.retries == 0 {
 		t.Error("no retries while the registry was down")

@@ -230,6 +230,28 @@ func (d *Decoder) DecodeEnvelope(ctx context.Context, value []byte, pos record.P
 	return debezium.DecodeMap(env, pos)
 }
 
+// DecodeValue decodes any Confluent-framed Avro value (an output of
+// OutputEncoder, say) into the JSON values DecodeEnvelope maps Avro to.
+// Errors are as DecodeEnvelope's; an empty value is debezium.ErrTombstone.
+func (d *Decoder) DecodeValue(ctx context.Context, value []byte) (any, error) {
+	if len(value) == 0 {
+		return nil, debezium.ErrTombstone
+	}
+	id, payload, err := schemaID(value, record.Position{})
+	if err != nil {
+		return nil, err
+	}
+	e, err := d.schema(ctx, id, record.Position{})
+	if err != nil {
+		return nil, err
+	}
+	v, err := e.read(payload)
+	if err != nil {
+		return nil, &debezium.DecodeError{Reason: ReasonBadAvro, Msg: fmt.Sprintf("schema id %d: %v", id, err)}
+	}
+	return v, nil
+}
+
 // read decodes payload with the writer schema into JSON-like values.
 func (e *entry) read(payload []byte) (any, error) {
 	r := avro.NewReader(nil, 0, avro.WithReaderConfig(e.api)).Reset(payload)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -110,10 +111,15 @@ func toAvro(schema avro.Schema, v any) (any, error) {
 		return toAvro(s.Schema(), v)
 	case *avro.UnionSchema:
 		if v == nil {
-			if !s.Nullable() {
-				return nil, fmt.Errorf("null for a union without null")
+			for _, t := range s.Types() {
+				if t.Type() == avro.Null {
+					// A nil map, not a nil interface: hamba/avro's map
+					// union encoder writes it as null, while a nil
+					// interface for a ["null", record] union panics.
+					return map[string]any(nil), nil
+				}
 			}
-			return nil, nil
+			return nil, fmt.Errorf("null for a union without null")
 		}
 		var first error
 		for _, t := range s.Types() {
@@ -135,6 +141,13 @@ func toAvro(schema avro.Schema, v any) (any, error) {
 			return nil, fmt.Errorf("%s: want an object, got %T", s.FullName(), v)
 		}
 		out := make(map[string]any, len(s.Fields()))
+		if !hasFields(s, m) {
+			for k := range m {
+				if !slices.ContainsFunc(s.Fields(), func(f *avro.Field) bool { return f.Name() == k }) {
+					return nil, fmt.Errorf("%s: field %q is not in the schema", s.FullName(), k)
+				}
+			}
+		}
 		for _, f := range s.Fields() {
 			x, present := m[f.Name()]
 			if !present {
@@ -281,7 +294,10 @@ func toAvro(schema avro.Schema, v any) (any, error) {
 // defaultOf is a field's default in the form the generic encoder takes.
 func defaultOf(f *avro.Field) any {
 	d := f.Default()
-	if u, ok := f.Type().(*avro.UnionSchema); ok && d != nil {
+	if u, ok := f.Type().(*avro.UnionSchema); ok {
+		if d == nil {
+			return map[string]any(nil) // see toAvro's null
+		}
 		return map[string]any{typeName(u.Types()[0]): d}
 	}
 	return d
@@ -357,4 +373,15 @@ func logicalToAvro(schema avro.Schema, l avro.LogicalType, v any) (any, error) {
 		return time.UnixMicro(n).UTC(), nil
 	}
 	return nil, fmt.Errorf("logical type %s is not supported by Encode", l)
+}
+
+// hasFields reports whether every key of m is a field of s.
+func hasFields(s *avro.RecordSchema, m map[string]any) bool {
+	n := 0
+	for _, f := range s.Fields() {
+		if _, ok := m[f.Name()]; ok {
+			n++
+		}
+	}
+	return n == len(m)
 }
