@@ -142,7 +142,8 @@ type Source struct {
 	Type string `yaml:"type"`
 	// Format is the record format: debezium (default for cdc joins),
 	// debezium-avro (Debezium's envelope in Avro with a Schema Registry, cdc
-	// joins; needs schema_registry) or json (plain events, default for
+	// joins; needs schema_registry), debezium-jsonschema (Debezium JSON
+	// behind the registry's header) or json (plain events, default for
 	// event-time joins).
 	Format string `yaml:"format"`
 	// SchemaRegistry of a debezium-avro source (see job/registry.go).
@@ -569,10 +570,10 @@ func (s *Spec) Validate() error {
 			bad(f+".name", "duplicate source name %q", src.Name)
 		}
 		names[src.Name] = true
-		if src.Format != "" && src.Format != "debezium" && src.Format != "json" && src.Format != FormatDebeziumAvro {
-			bad(f+".format", "must be debezium, debezium-avro or json (got %q)", src.Format)
-		} else if src.Format == FormatDebeziumAvro && s.Timed() {
-			bad(f+".format", "debezium-avro is for cdc joins")
+		if src.Format != "" && src.Format != "debezium" && src.Format != "json" && src.Format != FormatDebeziumAvro && src.Format != FormatDebeziumJSONSchema {
+			bad(f+".format", "must be debezium, debezium-avro, debezium-jsonschema or json (got %q)", src.Format)
+		} else if (src.Format == FormatDebeziumAvro || src.Format == FormatDebeziumJSONSchema) && s.Timed() {
+			bad(f+".format", "%s is for cdc joins", src.Format)
 		}
 		errs = append(errs, validateRegistry(f+".schema_registry", src.SchemaRegistry, src.Format == FormatDebeziumAvro, "format "+s.SourceFormat(src))...)
 		if _, err := src.CompiledFilter(); err != nil {
@@ -661,8 +662,8 @@ func (s *Spec) Validate() error {
 				if src.Type != "redis-stream" && src.Type != "kafka" {
 					bad("ingest.source", "must name a redis-stream or kafka source (%q is %s)", src.Name, src.Type)
 				}
-				if src.Format == FormatDebeziumAvro {
-					bad("ingest.source", "HTTP ingest appends JSON; %q is a debezium-avro source", src.Name)
+				if src.Format == FormatDebeziumAvro || src.Format == FormatDebeziumJSONSchema {
+					bad("ingest.source", "HTTP ingest appends plain JSON; %q is a %s source", src.Name, src.Format)
 				}
 			}
 		}

@@ -15,6 +15,9 @@ const (
 	// Schema Registry wire format (formats/debeziumavro); the source needs
 	// schema_registry.
 	FormatDebeziumAvro = "debezium-avro"
+	// FormatDebeziumJSONSchema is Debezium JSON behind the Confluent header
+	// (JsonSchemaConverter); the schema is not needed to read it.
+	FormatDebeziumJSONSchema = "debezium-jsonschema"
 )
 
 // SchemaRegistry is a Confluent-compatible Schema Registry (Confluent,

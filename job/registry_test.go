@@ -17,7 +17,8 @@ func TestJobSchemaRegistry(t *testing.T) {
 		{", schema_registry: {url: 'http://r:8081'}", "", "sources[0].schema_registry: only a debezium-avro source or an avro kafka sink uses a schema registry"},
 		{", format: debezium-avro, schema_registry: {url: 'r:8081'}", "", "sources[0].schema_registry.url: must be http:// or https:// URLs"},
 		{", format: debezium-avro, schema_registry: {url: 'http://r', username: u, token: t}", "", "set username/password or token, not both"},
-		{", format: avro", "", "sources[0].format: must be debezium, debezium-avro or json"},
+		{", format: avro", "", "sources[0].format: must be debezium, debezium-avro, debezium-jsonschema or json"},
+		{", format: debezium-jsonschema", "", ""},
 		{"", ", encoding: avro", "sinks[1].schema_registry.url: must be set for encoding avro"},
 		{"", ", encoding: protobuf", "sinks[1].encoding: must be json or avro"},
 		{"", ", subject: s", "sinks[1].subject: only for encoding avro"},
@@ -33,7 +34,7 @@ func TestJobSchemaRegistry(t *testing.T) {
 		case c.want == "":
 			t.Setenv("P", "pw")
 			cc, err := s.RegistryClientConfig(s.Sources[0].SchemaRegistry)
-			if err != nil || len(cc.URLs) == 0 {
+			if err != nil || len(cc.URLs) == 0 != (s.Sources[0].Format != FormatDebeziumAvro) {
 				t.Errorf("%s: client config %+v, %v", c.src, cc, err)
 			}
 			if strings.Contains(c.src, "b:2") && (len(cc.URLs) != 2 || cc.Password != "pw" || cc.TLS == nil) {

@@ -32,8 +32,10 @@ import (
 // with an unknown schema id and one that is not in the wire format (both
 // dead-lettered with their reasons), and the registry is unreachable when
 // the node starts: the source stalls and retries instead of dead-lettering.
+// The job's Avro upsert sink folds to the same table, and a third copy of
+// the topics in debezium-jsonschema (the header, then JSON) too.
 func TestNodeKafkaDebeziumAvro(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "json.users", "json.domains", "avro.users", "avro.domains", "avro.joined"))
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "json.users", "json.domains", "avro.users", "avro.domains", "avro.joined", "jsch.users", "jsch.domains"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +82,7 @@ func TestNodeKafkaDebeziumAvro(t *testing.T) {
 			t.Fatal(err)
 		}
 		produce("json."+e.Table, line)
+		produce("jsch."+e.Table, append([]byte{0, 0, 0, 0, 9}, line...)) // JsonSchemaConverter: header, then JSON
 		var m map[string]any
 		d := json.NewDecoder(bytes.NewReader(line))
 		d.UseNumber()
@@ -135,6 +138,9 @@ dead_letter: dead.jsonl
 		return rows, &testNode{dead: filepath.Join(dir, "dead.jsonl"), retries: n.Stats().Retries.Load(), tombs: n.Stats().Tombs.Load()}
 	}
 	jsonRows, _ := run("debezium", "json", "", "", func() {})
+	if jschRows, _ := run("debezium-jsonschema", "jsch", "", "", func() {}); !reflect.DeepEqual(jschRows, jsonRows) {
+		t.Errorf("the debezium-jsonschema job's table differs from the JSON job's:\n %v\n %v", jschRows, jsonRows)
+	}
 
 	avroRows, an := run("debezium-avro", "avro", fmt.Sprintf(", schema_registry: {url: %q}", reg.URL()),
 		fmt.Sprintf(", {type: kafka, format: upsert, encoding: avro, kafka: {brokers: [%q], topic: avro.joined}, schema_registry: {url: %q}}", brokers[0], reg.URL()),

@@ -766,6 +766,8 @@ func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, src
 		if errors.As(err, &re) { // resolveSchemas fetched every id; not the record's fault
 			return nil, "", fmt.Errorf("source %s: %w", r.cfg.Name, err)
 		}
+	} else if r.cfg.Format == job.FormatDebeziumJSONSchema {
+		env, err = debeziumavro.DecodeJSONSchema(m.Value, m.Pos)
 	} else {
 		env, err = debezium.DecodeEnvelope(m.Value, m.Pos)
 	}
