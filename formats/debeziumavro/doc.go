@@ -20,6 +20,9 @@
 // *debezium.DecodeError. A registry that cannot be reached is not bad
 // input: those calls fail with a *RegistryError, which callers retry.
 //
+// DecodeJSONSchema reads Confluent's JsonSchemaConverter framing (the
+// header, then Debezium JSON) with formats/debezium, without the registry.
+//
 // It must not: read Kafka, decide what to do with bad input (the node
 // dead-letters), or parse schemas other than Avro (a Protobuf or JSON
 // Schema id is bad-schema). Unlike the other format packages it does I/O,
