@@ -19,7 +19,7 @@ func (n *Node) avroDecoder(cfg job.Source) (*debeziumavro.Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return debeziumavro.NewDecoder(cl), nil
+	return debeziumavro.NewDecoder(cl, debeziumavro.MaxBytes(cfg.RecordLimit())), nil
 }
 
 // resolveSchemas fetches the writer schemas of a debezium-avro batch before

@@ -76,18 +76,33 @@ type entry struct {
 type Decoder struct {
 	reg Registry
 
+	maxBytes int
+
 	mu    sync.Mutex
 	cache map[int]*entry
 	now   func() time.Time
 }
 
+// Option configures a Decoder.
+type Option func(*Decoder)
+
+// MaxBytes bounds one Avro bytes or string value, and so what a corrupt
+// length prefix can make the decoder allocate (default 1 MiB; the node
+// passes the source's max_record_bytes: no value is longer than its record).
+func MaxBytes(n int) Option { return func(d *Decoder) { d.maxBytes = n } }
+
 // NewDecoder returns a decoder fetching schemas from reg.
-func NewDecoder(reg Registry) *Decoder {
-	return &Decoder{
-		reg:   reg,
-		cache: map[int]*entry{},
-		now:   time.Now,
+func NewDecoder(reg Registry, opts ...Option) *Decoder {
+	d := &Decoder{
+		reg:      reg,
+		maxBytes: 1 << 20,
+		cache:    map[int]*entry{},
+		now:      time.Now,
 	}
+	for _, o := range opts {
+		o(d)
+	}
+	return d
 }
 
 var header sr.ConfluentHeader
@@ -155,10 +170,9 @@ func (d *Decoder) schema(ctx context.Context, id int, pos record.Position) (*ent
 		if perr != nil {
 			e.err = &debezium.DecodeError{Reason: ReasonBadSchema, Msg: fmt.Sprintf("schema id %d: %v", id, perr)}
 		} else {
-			// The limits bound one bytes/string value and one array or map
-			// (the whole record is bounded by the source's max_record_bytes).
+			// The limits bound one bytes/string value and one array or map.
 			e.schema = parsed
-			e.api = avro.Config{MaxByteSliceSize: 16 << 20, MaxSliceAllocSize: 1 << 20}.Freeze()
+			e.api = avro.Config{MaxByteSliceSize: d.maxBytes, MaxSliceAllocSize: d.maxBytes}.Freeze()
 		}
 	}
 	d.mu.Lock()

@@ -98,3 +98,37 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeEnvelope: one users change, Avro with a cached schema
+// against the same change in Debezium JSON.
+func BenchmarkDecodeEnvelope(b *testing.B) {
+	s, err := avro.ParseWithCache(usersV1, "", &avro.SchemaCache{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := map[string]any{"op": "u", "before": user(1, "Egor", "M"), "after": user(1, "Egor", "Myasnikov"), "source": src("users", 16), "ts_ms": 5}
+	value, err := debeziumavro.Encode(s, 1, env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	line := []byte(`{"op":"u","before":{"id":1,"firstname":"Egor","lastname":"M"},"after":{"id":1,"firstname":"Egor","lastname":"Myasnikov"},` +
+		`"source":{"version":"2.7.0.Final","connector":"postgresql","name":"dbserver1","ts_ms":1700000000000,"snapshot":"false","db":"app","sequence":null,"schema":"public","table":"users","txId":null,"lsn":16,"xmin":null},"ts_ms":5,"transaction":null}`)
+	dec := debeziumavro.NewDecoder(memRegistry{1: usersV1})
+	ctx := context.Background()
+	b.Run("avro", func(b *testing.B) {
+		b.SetBytes(int64(len(value)))
+		for b.Loop() {
+			if _, err := dec.DecodeEnvelope(ctx, value, record.Position{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			if _, err := debezium.DecodeEnvelope(line, record.Position{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
