@@ -154,9 +154,14 @@ type Source struct {
 	Name string `yaml:"name"`
 	// Type is file or redis-stream.
 	Type string `yaml:"type"`
-	// Format is the record format: debezium (default for cdc joins) or json
-	// (plain events, default for event-time joins).
+	// Format is the record format: debezium (default for cdc joins),
+	// debezium-avro (Debezium's envelope in Avro with a Schema Registry, cdc
+	// joins; needs schema_registry), debezium-jsonschema (Debezium JSON
+	// behind the registry's header) or json (plain events, default for
+	// event-time joins).
 	Format string `yaml:"format"`
+	// SchemaRegistry of a debezium-avro source (see job/registry.go).
+	SchemaRegistry SchemaRegistry `yaml:"schema_registry,omitempty"`
 	// Watermark configures event-time watermarks of an event-time join's source.
 	Watermark Watermark `yaml:"watermark"`
 	// Side binds every record to one join input: left or right (or the table name of that side).
@@ -329,6 +334,12 @@ type Sink struct {
 	// Key is the Redis hash of a redis-hash sink.
 	Key   string `yaml:"key"`
 	Kafka Kafka  `yaml:"kafka"`
+	// Encoding of a kafka sink's values: json (default) or avro (the
+	// format's fields in Avro, registered in schema_registry under subject,
+	// default "<topic>-value"; see job/registry.go).
+	Encoding       string         `yaml:"encoding,omitempty"`
+	SchemaRegistry SchemaRegistry `yaml:"schema_registry,omitempty"`
+	Subject        string         `yaml:"subject,omitempty"`
 }
 
 // Kafka is a Kafka cluster and topic.
@@ -598,9 +609,12 @@ func (s *Spec) Validate() error {
 			bad(f+".name", "duplicate source name %q", src.Name)
 		}
 		names[src.Name] = true
-		if src.Format != "" && src.Format != "debezium" && src.Format != "json" {
-			bad(f+".format", "must be debezium or json (got %q)", src.Format)
+		if src.Format != "" && src.Format != "debezium" && src.Format != "json" && src.Format != FormatDebeziumAvro && src.Format != FormatDebeziumJSONSchema {
+			bad(f+".format", "must be debezium, debezium-avro, debezium-jsonschema or json (got %q)", src.Format)
+		} else if (src.Format == FormatDebeziumAvro || src.Format == FormatDebeziumJSONSchema) && s.Timed() {
+			bad(f+".format", "%s is for cdc joins", src.Format)
 		}
+		errs = append(errs, validateRegistry(f+".schema_registry", src.SchemaRegistry, src.Format == FormatDebeziumAvro, "format "+s.SourceFormat(src))...)
 		if _, err := src.CompiledFilter(); err != nil {
 			bad(f+".filter", "%v", err)
 		}
@@ -687,6 +701,9 @@ func (s *Spec) Validate() error {
 				if src.Type != "redis-stream" && src.Type != "kafka" {
 					bad("ingest.source", "must name a redis-stream or kafka source (%q is %s)", src.Name, src.Type)
 				}
+				if src.Format == FormatDebeziumAvro || src.Format == FormatDebeziumJSONSchema {
+					bad("ingest.source", "HTTP ingest appends plain JSON; %q is a %s source", src.Name, src.Format)
+				}
 			}
 		}
 		if !found {
@@ -726,6 +743,7 @@ func (s *Spec) Validate() error {
 		default:
 			bad(f+".format", "must be changelog, upsert or debezium (got %q)", sk.Format)
 		}
+		errs = append(errs, validateSinkEncoding(f, sk)...)
 		switch sk.Type {
 		case "stdout", "table":
 		case "file":

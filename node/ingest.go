@@ -16,6 +16,7 @@ import (
 	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/formats/debezium"
+	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
@@ -164,6 +165,8 @@ type reader struct {
 	next uint64
 	// filter is the source's filter expression (sources[].filter), or nil.
 	filter *transform.Filter
+	// avro decodes a debezium-avro source's records; nil for Debezium JSON.
+	avro *debeziumavro.Decoder
 
 	mu        sync.Mutex
 	committed map[string]int64 // partition id -> committed offset
@@ -190,6 +193,11 @@ func (n *Node) runSource(ctx context.Context, cfg job.Source, dl deadletter.Writ
 		lastFire: math.MinInt64, parts: map[string]struct{}{}}
 	if r.filter, err = cfg.CompiledFilter(); err != nil {
 		return fmt.Errorf("source %s: %w", cfg.Name, err) // job validation compiled it already
+	}
+	if cfg.Format == job.FormatDebeziumAvro {
+		if r.avro, err = n.avroDecoder(cfg); err != nil {
+			return fmt.Errorf("source %s: %w", cfg.Name, err)
+		}
 	}
 	queue := make(chan *batch, maxInflight)
 	collectErr := make(chan error, 1)
@@ -253,6 +261,11 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 			}
 		} else if err == nil || len(msgs) > 0 {
 			r.transientSince, r.transientRetries = time.Time{}, 0
+		}
+		if r.avro != nil && len(msgs) > 0 {
+			if rerr := r.resolveSchemas(ctx, msgs); rerr != nil {
+				return rerr
+			}
 		}
 		if len(msgs) > 0 || (timed && err == nil) {
 			// An empty read of an event-time job still advances idle
@@ -746,7 +759,18 @@ func routeReason(reason string) string {
 // srcPos is the record's source position when duplicates are dropped.
 func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, srcPos string, err error) {
 	n := r.n
-	env, err := debezium.DecodeEnvelope(m.Value, m.Pos)
+	var env debezium.Envelope
+	if r.avro != nil {
+		env, err = r.avro.DecodeEnvelope(context.Background(), m.Value, m.Pos)
+		var re *debeziumavro.RegistryError
+		if errors.As(err, &re) { // resolveSchemas fetched every id; not the record's fault
+			return nil, "", fmt.Errorf("source %s: %w", r.cfg.Name, err)
+		}
+	} else if r.cfg.Format == job.FormatDebeziumJSONSchema {
+		env, err = debeziumavro.DecodeJSONSchema(m.Value, m.Pos)
+	} else {
+		env, err = debezium.DecodeEnvelope(m.Value, m.Pos)
+	}
 	switch {
 	case errors.Is(err, debezium.ErrTombstone):
 		n.stats.Tombs.Add(1)

@@ -99,6 +99,23 @@ type Envelope struct {
 // position. For a truncate event it returns ErrTruncate with Table set.
 func DecodeEnvelope(b []byte, pos record.Position) (Envelope, error) {
 	c, env, err := decode(b, pos)
+	return envelopeOf(c, env, err)
+}
+
+// DecodeMap is DecodeEnvelope of an envelope already decoded into JSON
+// values (maps, []any, string, bool, nil, numbers as json.Number), as
+// another wire format's decoder (formats/debeziumavro) produces it: the
+// same rules, reasons and source positions as for JSON. env is the bare
+// envelope (before, after, source, op, ts_ms); a nil env is a tombstone.
+func DecodeMap(env map[string]any, pos record.Position) (Envelope, error) {
+	if env == nil {
+		return Envelope{}, ErrTombstone
+	}
+	c, err := fromEnv(env, pos)
+	return envelopeOf(c, env, err)
+}
+
+func envelopeOf(c record.Change, env map[string]any, err error) (Envelope, error) {
 	if env == nil {
 		return Envelope{Change: c}, err
 	}
@@ -203,44 +220,50 @@ func decode(b []byte, pos record.Position) (record.Change, map[string]any, error
 		}
 	}
 
+	c, err := fromEnv(env, pos)
+	return c, env, err
+}
+
+// fromEnv builds the change of a bare envelope.
+func fromEnv(env map[string]any, pos record.Position) (record.Change, error) {
 	c := record.Change{Pos: pos}
 	switch rawOp := env["op"].(type) {
 	case nil:
-		return record.Change{}, env, decodeErr(pos, ReasonMissingOp, "no op field")
+		return record.Change{}, decodeErr(pos, ReasonMissingOp, "no op field")
 	case string:
 		if rawOp == "t" {
-			return record.Change{}, env, ErrTruncate
+			return record.Change{}, ErrTruncate
 		}
 		op, ok := record.ParseOp(rawOp)
 		if !ok {
-			return record.Change{}, env, decodeErr(pos, ReasonUnknownOp, "op %q", truncate(rawOp))
+			return record.Change{}, decodeErr(pos, ReasonUnknownOp, "op %q", truncate(rawOp))
 		}
 		c.Op = op
 	default:
-		return record.Change{}, env, decodeErr(pos, ReasonUnknownOp, "op is a JSON %s", kind(rawOp))
+		return record.Change{}, decodeErr(pos, ReasonUnknownOp, "op is a JSON %s", kind(rawOp))
 	}
 	before, err := row(env, "before", pos)
 	if err != nil {
-		return record.Change{}, env, err
+		return record.Change{}, err
 	}
 	after, err := row(env, "after", pos)
 	if err != nil {
-		return record.Change{}, env, err
+		return record.Change{}, err
 	}
 	switch c.Op {
 	case record.OpCreate, record.OpRead:
 		if after == nil {
-			return record.Change{}, env, decodeErr(pos, ReasonMissingAfter, "op %s without after", c.Op)
+			return record.Change{}, decodeErr(pos, ReasonMissingAfter, "op %s without after", c.Op)
 		}
 		c.After = after
 	case record.OpUpdate:
 		if after == nil {
-			return record.Change{}, env, decodeErr(pos, ReasonMissingAfter, "op u without after")
+			return record.Change{}, decodeErr(pos, ReasonMissingAfter, "op u without after")
 		}
 		c.Before, c.After = before, after
 	case record.OpDelete:
 		if before == nil {
-			return record.Change{}, env, decodeErr(pos, ReasonMissingBefore, "op d without before")
+			return record.Change{}, decodeErr(pos, ReasonMissingBefore, "op d without before")
 		}
 		c.Before = before
 	}
@@ -249,13 +272,13 @@ func decode(b []byte, pos record.Position) (record.Change, map[string]any, error
 	case json.Number:
 		n, err := ts.Int64()
 		if err != nil {
-			return record.Change{}, env, decodeErr(pos, ReasonBadTs, "ts_ms %s is not an int64", truncate(ts.String()))
+			return record.Change{}, decodeErr(pos, ReasonBadTs, "ts_ms %s is not an int64", truncate(ts.String()))
 		}
 		c.TsMs = n
 	default:
-		return record.Change{}, env, decodeErr(pos, ReasonBadTs, "ts_ms is a JSON %s", kind(ts))
+		return record.Change{}, decodeErr(pos, ReasonBadTs, "ts_ms is a JSON %s", kind(ts))
 	}
-	return c, env, nil
+	return c, nil
 }
 
 // row returns env[field] as a Row: nil for null or absent, an error for

@@ -7,8 +7,10 @@
 // rejects by reason. DecodeEnvelope also returns the envelope's source.table
 // and an ordered source position (source.lsn, source.file/pos/row, …: see
 // SourcePosition) so callers can drop Debezium's at-least-once replays.
-// Truncate events (op "t") are ErrTruncate. It does no I/O and keeps no
-// state.
+// Truncate events (op "t") are ErrTruncate. DecodeMap applies the same
+// rules to an envelope another format's decoder already turned into JSON
+// values (formats/debeziumavro), so both formats yield identical changes.
+// It does no I/O and keeps no state.
 //
 // Usage:
 //

@@ -6,9 +6,11 @@
 //
 //   - key: the output's primary key, the JSON array text of Output.PK
 //     (records of one key land in one partition, in order);
-//   - value: the line encoded by a changelog.Format; in the Upsert format a
-//     -D output is a tombstone (null value) so log compaction drops the key,
-//     and -U outputs are not produced;
+//   - value: the line encoded by a changelog.Format — as JSON, or with
+//     Config.Avro as Avro in the Confluent wire format, its schema
+//     registered under "<topic>-value" on start (formats/debeziumavro); in
+//     the Upsert format a -D output is a tombstone (null value) so log
+//     compaction drops the key, and -U outputs are not produced;
 //   - header "id": the output id.
 //
 // The producer is franz-go's default idempotent producer (acks=all, no

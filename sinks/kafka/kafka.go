@@ -8,8 +8,10 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks"
 	srckafka "github.com/joinery/joinery/sources/kafka"
@@ -41,6 +43,25 @@ type Config struct {
 	TLS *tls.Config
 	// SASL, when set, authenticates with SASL/PLAIN or SCRAM.
 	SASL *SASL
+	// Avro, when set, writes values as Avro in the Confluent wire format
+	// instead of JSON, with a schema registered on start.
+	Avro *Avro
+}
+
+// Avro configures Avro values (formats/debeziumavro): the schema of the
+// Format's lines (debeziumavro.OutputSchema) is registered under Subject
+// when the sink starts, and every value is framed with its id. Keys stay
+// the JSON primary key.
+type Avro struct {
+	// Registry is the Schema Registry. Required.
+	Registry debeziumavro.ClientConfig
+	// Subject to register under; default TopicNameStrategy, "<topic>-value".
+	Subject string
+	// Name is the job's name, the schema's namespace (joinery.<name>).
+	Name string
+	// Columns are the output columns (the job's projection): a row is a
+	// record of them; nil: a map.
+	Columns []string
 }
 
 // Validate reports every problem with c at once, naming each field.
@@ -66,6 +87,7 @@ func (c Config) Validate() error {
 type Sink struct {
 	cfg       Config
 	client    *kgo.Client
+	avro      *debeziumavro.OutputEncoder // nil: JSON values
 	closeOnce sync.Once
 	mu        sync.RWMutex // held for reading by Write, for writing by Close
 	closed    bool
@@ -94,7 +116,40 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 		client.Close()
 		return nil, fmt.Errorf("kafka: connect to %v: %w", cfg.Brokers, err)
 	}
-	return &Sink{cfg: cfg, client: client}, nil
+	s := &Sink{cfg: cfg, client: client}
+	if cfg.Avro != nil {
+		if s.avro, err = registerAvro(ctx, cfg); err != nil {
+			client.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// registerAvro registers the sink's Avro schema and returns its encoder.
+func registerAvro(ctx context.Context, cfg Config) (*debeziumavro.OutputEncoder, error) {
+	a := cfg.Avro
+	subject := a.Subject
+	if subject == "" {
+		subject = cfg.Topic + "-value"
+	}
+	text, err := debeziumavro.OutputSchema(cfg.Format, a.Name, a.Columns)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	cl, err := debeziumavro.NewClient(a.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	id, err := cl.RegisterSchema(ctx, subject, sr.Schema{Schema: text, Type: sr.TypeAvro}, -1, -1)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: register the Avro schema under subject %s: %w", subject, err)
+	}
+	enc, err := debeziumavro.NewOutputEncoder(cfg.Format, text, id)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	return enc, nil
 }
 
 // Write produces one record per output the format does not skip, in batch
@@ -105,7 +160,14 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
 	rs := make([]*kgo.Record, 0, len(batch))
 	for _, o := range batch {
-		line, ok, err := s.cfg.Format.Marshal(o)
+		var line []byte
+		var ok bool
+		var err error
+		if s.avro != nil {
+			line, ok, err = s.avro.Encode(o)
+		} else {
+			line, ok, err = s.cfg.Format.Marshal(o)
+		}
 		if err != nil {
 			return fmt.Errorf("kafka: %w", err)
 		}
