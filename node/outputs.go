@@ -64,8 +64,11 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 					Password: s.Redis.Password, DB: s.Redis.DB, Key: s.Key, TLS: tc})
 			}
 		case "kafka":
-			sk, err = sinkkafka.New(ctx, sinkkafka.Config{Brokers: s.Kafka.Brokers, Topic: s.Kafka.Topic, Format: format,
-				ClientID: s.Kafka.ClientID, TLS: kafkaTLS(s.Kafka), SASL: kafkaSASL(s.Kafka)})
+			var tc *tls.Config
+			if tc, err = kafkaTLS(spec, s.Kafka); err == nil {
+				sk, err = sinkkafka.New(ctx, sinkkafka.Config{Brokers: s.Kafka.Brokers, Topic: s.Kafka.Topic, Format: format,
+					ClientID: s.Kafka.ClientID, TLS: tc, SASL: kafkaSASL(s.Kafka)})
+			}
 		case "table":
 			o.table = joins.NewTable()
 			o.seen, o.seqs = map[string]bool{}, map[string]uint64{}
