@@ -362,7 +362,7 @@ type Redis struct {
 	// reads it from a file instead (secrets.go).
 	Password     string `yaml:"password"`
 	PasswordFile string `yaml:"password_file,omitempty"`
-	DB       int    `yaml:"db"`
+	DB           int    `yaml:"db"`
 	// TLS connects with TLS (see RedisTLS).
 	TLS RedisTLS `yaml:"tls,omitempty"`
 }
