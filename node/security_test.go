@@ -181,7 +181,7 @@ ingest: {addr: "0.0.0.0:0", source: cdc, token: "1ngest", max_inflight: 64, body
 	}
 	for _, c := range []struct {
 		token, body, want string
-		code             int
+		code              int
 	}{
 		{"", string(rec), "token", 401},
 		{"wrong", string(rec), "token", 401},
