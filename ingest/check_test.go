@@ -100,4 +100,3 @@ func FuzzCheckRecords(f *testing.F) {
 		}
 	})
 }
-
