@@ -490,6 +490,7 @@ const (
 	EnvRedisAddr = "JOINERY_REDIS_ADDR"     // state.redis.addr
 	EnvToken     = "JOINERY_TOKEN"          // admin.token
 	EnvReadToken = "JOINERY_READ_TOKEN"     // admin.read_token
+	EnvInsecure  = "JOINERY_ADMIN_INSECURE" // admin.insecure ("true")
 	EnvAdminAddr = "JOINERY_ADMIN_ADDR"     // admin.addr
 )
 
@@ -516,6 +517,9 @@ func (s *Spec) applyEnv(getenv func(string) string) {
 	}
 	if v := getenv(EnvReadToken); v != "" {
 		s.Admin.ReadToken = v
+	}
+	if getenv(EnvInsecure) == "true" {
+		s.Admin.Insecure = true
 	}
 	if v := getenv(EnvAdminAddr); v != "" {
 		s.Admin.Addr = v
