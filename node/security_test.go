@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -218,5 +221,68 @@ admin: {addr: "0.0.0.0:0"}
 	writeLines(t, p, [][]byte{[]byte(yml)})
 	if _, err := job.Load(p); err == nil || !strings.Contains(err.Error(), "not a loopback address") {
 		t.Fatalf("job.Load: %v, want a refusal naming the loopback rule", err)
+	}
+}
+
+// TestNodeTLSDoors: ingest with client_ca_file (mTLS, off loopback, no
+// token) accepts a client with a certificate from that CA and refuses one
+// without; the admin API serves HTTPS with its cert_file/key_file.
+func TestNodeTLSDoors(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	dir := t.TempDir()
+	certs := testutil.WriteTLSFiles(t, dir)
+	n := start(t, parse(t, dir, "name: mtls\n"+joinYAML+fmt.Sprintf(`
+state: {store: redis, redis: {addr: %[1]q}}
+sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc-in, group: joinery, tables: {users: left, domains: right}}]
+sinks: [{type: table}]
+ingest: {addr: "0.0.0.0:0", source: cdc, tls: {cert_file: cert.pem, key_file: key.pem, client_ca_file: ca.pem}}
+admin: {addr: "127.0.0.1:0", read_token: r, tls: {cert_file: cert.pem, key_file: key.pem}}
+`, rs.Addr)))
+	pool := x509.NewCertPool()
+	pem, err := os.ReadFile(certs.CA)
+	if err != nil || !pool.AppendCertsFromPEM(pem) {
+		t.Fatal(err)
+	}
+	clientCert, err := tls.LoadX509KeyPair(certs.Cert, certs.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(withCert bool) (int, error) {
+		tc := &tls.Config{RootCAs: pool}
+		if withCert {
+			tc.Certificates = []tls.Certificate{clientCert}
+		}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}, Timeout: 10 * time.Second}
+		url := strings.Replace(portURL(t, n.IngestAddr()), "http://", "https://", 1) + "/ingest"
+		resp, err := hc.Post(url, "application/x-ndjson", strings.NewReader(`{"op":"c","source":{"table":"users"},"after":{"id":1}}`))
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if code, err := post(true); err != nil || code != http.StatusAccepted {
+		t.Errorf("POST with a client certificate = %d, %v; want 202", code, err)
+	}
+	if code, err := post(false); err == nil {
+		t.Errorf("POST without a client certificate = %d, want a TLS handshake failure", code)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
+	admin := strings.Replace(portURL(t, n.AdminAddr()), "http://", "https://", 1)
+	req, _ := http.NewRequest("GET", admin+"/v1/members", nil)
+	req.Header.Set("Authorization", "Bearer r")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("admin over HTTPS: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("admin over HTTPS = %d, want 200", resp.StatusCode)
+	}
+	if resp, err := http.Get(portURL(t, n.AdminAddr()) + "/healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Error("the admin API answered plain HTTP 200 with tls set")
+		}
 	}
 }
