@@ -57,6 +57,7 @@ func TestAdminAccessOffLoopback(t *testing.T) {
 		{"pprof read token", "GET", "/debug/pprof/", "r34d", 403},
 		{"pprof admin token", "GET", "/debug/pprof/", "4dm1n", 200},
 		{"passivate admin token", "POST", "/v1/jobs/j/keys/1/passivate", "4dm1n", 204},
+		{"100 KB key", "GET", "/v1/jobs/j/keys/" + strings.Repeat("k", 100<<10), "r34d", 414},
 		{"healthz", "GET", "/healthz", "", 200},
 		{"readyz", "GET", "/readyz", "", 200},
 		{"metrics", "GET", "/metrics", "", 200},
