@@ -236,3 +236,24 @@ dead_letter: {type: redis-stream, redis: {addr: 'r:1', password: dl-pw}, stream:
 		t.Errorf("Redacted changed the spec it copied")
 	}
 }
+
+// FuzzExpandSecret: expansion never panics, and any literal written with
+// every $ doubled comes back unchanged.
+func FuzzExpandSecret(f *testing.F) {
+	for _, s := range []string{"pa$$w0rd$x", "${A}", "${A:-b}", "$", "${", "${}", "x$${y}"} {
+		f.Add(s)
+	}
+	lookup := func(k string) (string, bool) {
+		if k == "A" {
+			return "a$", true
+		}
+		return "", false
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = ExpandSecret(s, lookup)
+		got, err := ExpandSecret(strings.ReplaceAll(s, "$", "$$"), lookup)
+		if err != nil || got != s {
+			t.Fatalf("escaped %q expanded to %q, %v", s, got, err)
+		}
+	})
+}
