@@ -85,7 +85,15 @@ type Config struct {
 	// Token, when set, is the bearer token every request must carry
 	// ("Authorization: Bearer <Token>"); others get 401.
 	Token string
+	// OnRefused, when set, is called once per request refused for its
+	// contents, with the reason: ReasonBadUTF8, ReasonDuplicateField or
+	// ReasonNotJSON (a node counts them in joinery_rejected_total).
+	OnRefused func(reason string)
 }
+
+// ReasonNotJSON is OnRefused's reason for a body that is not valid JSON
+// (the decoder's not-json).
+const ReasonNotJSON = "not-json"
 
 // Validate reports every problem with c at once, naming each field.
 func (c Config) Validate() error {
@@ -195,6 +203,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		var re *RecordError
+		if h.cfg.OnRefused != nil {
+			reason := ReasonNotJSON
+			if errors.As(err, &re) {
+				reason = re.Reason
+			}
+			h.cfg.OnRefused(reason)
+		}
 		if errors.As(err, &re) {
 			writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "reason": re.Reason, "record": re.Record})
 			return

@@ -38,7 +38,9 @@ type httpIngest struct {
 	app interface{ Close() error }
 }
 
-func startIngest(spec *job.Spec) (*httpIngest, error) {
+// startIngest serves spec.Ingest; refused is called with the reason of each
+// request refused for its contents (may be nil).
+func startIngest(spec *job.Spec, refused func(source, reason string)) (*httpIngest, error) {
 	var src job.Source
 	for _, s := range spec.Sources {
 		if s.Name == spec.Ingest.Source {
@@ -81,6 +83,9 @@ func startIngest(spec *job.Spec) (*httpIngest, error) {
 	in := spec.Ingest
 	cfg := ingest.Config{Appender: app, MaxBodyBytes: in.MaxBodyBytes, MaxInflight: in.MaxInflight,
 		BodyTimeout: in.BodyTimeout, Token: in.Token}
+	if refused != nil {
+		cfg.OnRefused = func(reason string) { refused(src.Name, reason) }
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -144,7 +144,7 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 		return nil, fmt.Errorf("watermark sharing: %w", err)
 	}
 	if spec.Ingest.Addr != "" {
-		if n.ingest, err = startIngest(spec); err != nil {
+		if n.ingest, err = startIngest(spec, func(src, reason string) { n.metrics.Rejected.WithLabelValues(spec.Name, src, reason).Inc() }); err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
 	}

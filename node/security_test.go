@@ -159,6 +159,7 @@ state: {store: redis, redis: {addr: %[1]q}}
 sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc-in, group: joinery, tables: {users: left, domains: right}}]
 sinks: [{type: table}]
 ingest: {addr: "0.0.0.0:0", source: cdc, token: "1ngest", max_inflight: 64, body_timeout: 3s}
+admin: {addr: "127.0.0.1:0"}
 `, rs.Addr)))
 	base := portURL(t, n.IngestAddr())
 	addr := strings.TrimPrefix(base, "http://")
@@ -194,6 +195,12 @@ ingest: {addr: "0.0.0.0:0", source: cdc, token: "1ngest", max_inflight: 64, body
 		code, body := do(t, "POST", base+"/ingest", c.token, []byte(c.body))
 		if code != c.code || !strings.Contains(body, c.want) {
 			t.Errorf("POST %q (token %q) = %d %s, want %d with %s", c.body, c.token, code, body, c.code, c.want)
+		}
+	}
+	_, metrics := do(t, "GET", "http://"+n.AdminAddr()+"/metrics", "", nil)
+	for _, reason := range []string{"duplicate-field", "bad-utf8"} {
+		if want := fmt.Sprintf(`joinery_rejected_total{job="flood",reason=%q,source="cdc"} 1`, reason); !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
