@@ -33,4 +33,13 @@
 //	POST /v1/jobs/{job}/keys/{key}/evict        204        (501 without KeyActions)
 //	GET  /ui/                                   the read-only web console (package console)
 //	GET  /debug/pprof/...                       only with ServerConfig.Pprof
+//
+// Access (ServerConfig): the read routes take the read or the admin bearer
+// token, the write actions and pprof the admin token only (403 for the read
+// token, 401 without a known one); /metrics takes MetricsToken when one is
+// set; the probes are always open. Without tokens the reads are open only
+// while the configured address is loopback: off loopback Start refuses with
+// ErrInsecure unless Insecure. A key over MaxKeyBytes is 414. The
+// http.Server has read-header, read, write and idle timeouts.
+// docs/security.md has the threat model.
 package admin

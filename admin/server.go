@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/console"
+	"github.com/joinery/joinery/internal/bindaddr"
 )
 
 // DefaultAddr is where the admin server listens when ServerConfig.Addr is
@@ -29,16 +31,52 @@ const DefaultTimeout = 30 * time.Second
 // MaxHot is the largest n GET /v1/jobs/{job}/hot accepts.
 const MaxHot = 1000
 
+// MaxKeyBytes is the longest key the /v1 key routes accept; a longer one is
+// answered 414 before any backend call.
+const MaxKeyBytes = 1024
+
+// Timeouts of the admin http.Server: a client that sends its headers or
+// reads its answer slowly holds a connection this long at most.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = 30 * time.Second
+	// WriteTimeout leaves room for a 60 s /debug/pprof/profile.
+	WriteTimeout = 2 * time.Minute
+	IdleTimeout  = 2 * time.Minute
+)
+
+// ErrInsecure is returned (wrapped) by Start when the server would listen off
+// loopback without any token and without ServerConfig.Insecure.
+var ErrInsecure = errors.New("admin: refusing to serve the admin API off loopback without a token")
+
 // ServerConfig configures NewServer. A zero field means its default.
+//
+// Access: /healthz and /readyz are always open (probes). /metrics is open
+// unless MetricsToken is set. The /v1 routes and /debug/pprof take bearer
+// tokens of two scopes: ReadToken allows the read-only routes, Token (the
+// admin scope) allows everything; a read token on a write action or pprof is
+// 403, a missing or unknown token 401. Without any token the read routes and
+// pprof are open, but only while the server binds to loopback
+// (bindaddr.Loopback of Addr) or Insecure is set: off loopback Start refuses
+// with ErrInsecure. Write actions always need Token.
 type ServerConfig struct {
 	// Addr is the host:port to listen on (DefaultAddr when empty; port 0
 	// picks a free port, see Server.Addr).
 	Addr string
-	// Token is the bearer token of the API. When set, every /v1 route (and
-	// /debug/pprof) requires "Authorization: Bearer <Token>". Write actions
-	// (passivate, evict) always require it: with no Token they are refused
-	// with 403. /healthz, /readyz and /metrics never require it.
+	// Token is the admin-scope bearer token: every /v1 route, the write
+	// actions (passivate, evict) and /debug/pprof.
 	Token string
+	// ReadToken is the read-scope bearer token: the read-only /v1 routes.
+	ReadToken string
+	// MetricsToken, when set, is required on /metrics (a scraper's
+	// bearer token); empty: /metrics is open.
+	MetricsToken string
+	// Insecure lets a server bound off loopback serve reads without a
+	// token. Never in production.
+	Insecure bool
+	// TLS, when set, serves HTTPS with it (certificates, and client
+	// certificate checks if it asks for them).
+	TLS *tls.Config
 	// Pprof mounts net/http/pprof under /debug/pprof when true (default off).
 	Pprof bool
 	// Backend answers the /v1 routes and /readyz. When nil, /readyz answers
@@ -51,6 +89,25 @@ type ServerConfig struct {
 	Logger *slog.Logger
 	// Timeout bounds each Backend call (DefaultTimeout when zero).
 	Timeout time.Duration
+}
+
+// open reports whether the read routes and pprof need no token.
+func (c ServerConfig) open() bool {
+	return c.Token == "" && c.ReadToken == "" && (c.Insecure || bindaddr.Loopback(c.Addr))
+}
+
+// CheckAccess returns an error wrapping ErrInsecure when cfg would serve the
+// admin API off loopback with no token and without Insecure. Start calls it;
+// job validation does too, so `joinery check` reports it.
+func CheckAccess(cfg ServerConfig) error {
+	addr := cfg.Addr
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	if cfg.Token == "" && cfg.ReadToken == "" && !cfg.Insecure && !bindaddr.Loopback(addr) {
+		return fmt.Errorf("%w: %s is not a loopback address; set a read and/or admin token (or insecure: true)", ErrInsecure, addr)
+	}
+	return nil
 }
 
 // Server is the admin HTTP server of one node. Its methods are safe for
@@ -99,24 +156,24 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
 	mux.HandleFunc("GET /readyz", s.handleReadyz)
-	mux.Handle("GET /metrics", s.cfg.Metrics.Handler())
+	mux.Handle("GET /metrics", s.metrics(s.cfg.Metrics.Handler()))
 	mux.Handle("GET "+console.Prefix, console.New(s.cfg.Metrics.Registry(), console.Options{})) // the read-only web console
 
 	mux.Handle("GET /v1/members", s.read(s.handleMembers))
-	mux.Handle("GET /v1/jobs/{job}/keys/{key}/location", s.read(s.handleLocate))
-	mux.Handle("GET /v1/jobs/{job}/keys/{key}", s.read(s.handleInspect))
-	mux.Handle("GET /v1/jobs/{job}/keys/{key}/why", s.read(s.handleWhy))
+	mux.Handle("GET /v1/jobs/{job}/keys/{key}/location", s.read(keyed(s.handleLocate)))
+	mux.Handle("GET /v1/jobs/{job}/keys/{key}", s.read(keyed(s.handleInspect)))
+	mux.Handle("GET /v1/jobs/{job}/keys/{key}/why", s.read(keyed(s.handleWhy)))
 	mux.Handle("GET /v1/jobs/{job}/watermarks", s.read(s.handleWatermarks))
 	mux.Handle("GET /v1/jobs/{job}/hot", s.read(s.handleHot))
 	mux.Handle("POST /v1/jobs/{job}/keys/{key}/passivate", s.write("passivate", KeyActions.Passivate))
 	mux.Handle("POST /v1/jobs/{job}/keys/{key}/evict", s.write("evict", KeyActions.Evict))
 
 	if s.cfg.Pprof {
-		mux.Handle("/debug/pprof/", s.authed(http.HandlerFunc(pprof.Index)))
-		mux.Handle("/debug/pprof/cmdline", s.authed(http.HandlerFunc(pprof.Cmdline)))
-		mux.Handle("/debug/pprof/profile", s.authed(http.HandlerFunc(pprof.Profile)))
-		mux.Handle("/debug/pprof/symbol", s.authed(http.HandlerFunc(pprof.Symbol)))
-		mux.Handle("/debug/pprof/trace", s.authed(http.HandlerFunc(pprof.Trace)))
+		mux.Handle("/debug/pprof/", s.authed(scopeAdmin, http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/cmdline", s.authed(scopeAdmin, http.HandlerFunc(pprof.Cmdline)))
+		mux.Handle("/debug/pprof/profile", s.authed(scopeAdmin, http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/symbol", s.authed(scopeAdmin, http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("/debug/pprof/trace", s.authed(scopeAdmin, http.HandlerFunc(pprof.Trace)))
 	}
 	return mux
 }
@@ -132,13 +189,22 @@ func (s *Server) Start() error {
 	if s.mu.srv != nil {
 		return errors.New("admin: server already started")
 	}
+	if err := CheckAccess(s.cfg); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("admin: listen %s: %w", s.cfg.Addr, err)
 	}
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS.Clone())
+	}
 	srv := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	done := make(chan struct{})
@@ -149,7 +215,8 @@ func (s *Server) Start() error {
 			s.log.Error("admin: serve", "addr", ln.Addr().String(), "err", err)
 		}
 	}()
-	s.log.Info("admin: listening", "addr", ln.Addr().String(), "pprof", s.cfg.Pprof, "auth", s.cfg.Token != "")
+	s.log.Info("admin: listening", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil, "pprof", s.cfg.Pprof,
+		"read_token", s.cfg.ReadToken != "", "admin_token", s.cfg.Token != "", "open", s.cfg.open(), "metrics_token", s.cfg.MetricsToken != "")
 	return nil
 }
 
@@ -232,13 +299,26 @@ func (e errUnimplemented) Error() string { return "this node does not support " 
 
 var errNoBackend = errors.New("node not started")
 
-// read wraps a read-only route: token check when a token is set.
+// read wraps a read-only route: read or admin scope.
 func (s *Server) read(f apiFunc) http.Handler {
-	return s.authed(s.api(f))
+	return s.authed(scopeRead, s.api(f))
 }
 
-// write wraps a write action on a key: always token-checked, refused without
-// a configured token, and logged.
+// keyed refuses a key over MaxKeyBytes with 414 before f runs.
+func keyed(f apiFunc) apiFunc {
+	return func(ctx context.Context, b Backend, r *http.Request) (any, error) {
+		if len(r.PathValue("key")) > MaxKeyBytes {
+			return nil, errKeyTooLong
+		}
+		return f(ctx, b, r)
+	}
+}
+
+// errKeyTooLong is answered 414.
+var errKeyTooLong = fmt.Errorf("key longer than %d bytes", MaxKeyBytes)
+
+// write wraps a write action on a key: admin scope only, refused without a
+// configured admin token, and logged.
 func (s *Server) write(action string, do func(KeyActions, context.Context, string, string) error) http.Handler {
 	f := func(ctx context.Context, b Backend, r *http.Request) (any, error) {
 		job, key := r.PathValue("job"), r.PathValue("key")
@@ -254,7 +334,7 @@ func (s *Server) write(action string, do func(KeyActions, context.Context, strin
 		s.log.Log(ctx, lvl, "admin: key action", "action", action, "job", job, "key", key, "remote", r.RemoteAddr, "err", err)
 		return nil, err
 	}
-	guarded := s.authed(s.api(f))
+	guarded := s.authed(scopeAdmin, s.api(keyed(f)))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Token == "" {
 			s.log.Warn("admin: write action refused: no token configured", "path", r.URL.Path, "remote", r.RemoteAddr)
@@ -265,17 +345,66 @@ func (s *Server) write(action string, do func(KeyActions, context.Context, strin
 	})
 }
 
-// authed checks the bearer token when one is configured.
-func (s *Server) authed(h http.Handler) http.Handler {
-	if s.cfg.Token == "" {
-		return h
+// scope is what a route needs: scopeRead is met by the read or the admin
+// token, scopeAdmin by the admin token only.
+type scope int
+
+const (
+	scopeRead scope = iota
+	scopeAdmin
+)
+
+// bearer is the request's bearer token, "" without one.
+func bearer(r *http.Request) string {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return ""
 	}
-	want := []byte(s.cfg.Token)
+	return strings.TrimSpace(got)
+}
+
+// tokenIs compares in constant time; an empty want never matches.
+func tokenIs(got, want string) bool {
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// authed lets a request through when it carries a token of scope need (or
+// when the server is open, see ServerConfig): 401 without a known token, 403
+// with a read token where the admin scope is needed.
+func (s *Server) authed(need scope, h http.Handler) http.Handler {
+	open := s.cfg.open()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), want) != 1 {
+		if open {
+			h.ServeHTTP(w, r)
+			return
+		}
+		got := bearer(r)
+		switch {
+		case tokenIs(got, s.cfg.Token):
+			h.ServeHTTP(w, r)
+		case tokenIs(got, s.cfg.ReadToken):
+			if need == scopeRead {
+				h.ServeHTTP(w, r)
+				return
+			}
+			s.log.Warn("admin: read token used where the admin scope is needed", "path", r.URL.Path, "remote", r.RemoteAddr)
+			writeError(w, http.StatusForbidden, "this needs the admin token; the read token only allows reads")
+		default:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="joinery"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		}
+	})
+}
+
+// metrics guards /metrics with MetricsToken when one is set.
+func (s *Server) metrics(h http.Handler) http.Handler {
+	if s.cfg.MetricsToken == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !tokenIs(bearer(r), s.cfg.MetricsToken) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="joinery-metrics"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong metrics bearer token")
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -315,6 +444,8 @@ func errorStatus(err error) int {
 	switch {
 	case errors.As(err, &bad):
 		return http.StatusBadRequest
+	case errors.Is(err, errKeyTooLong):
+		return http.StatusRequestURITooLong
 	case errors.As(err, &unimpl), errors.Is(err, errors.ErrUnsupported):
 		return http.StatusNotImplemented
 	case errors.Is(err, ErrNotFound):

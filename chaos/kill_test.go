@@ -106,7 +106,7 @@ cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile:
 		if f.opts.admin {
 			port := testutil.FreePort(t)
 			f.admin[i] = fmt.Sprintf("http://%s:%d", f.host(i), port)
-			job += fmt.Sprintf("admin: {addr: \"%s:%d\", pprof: true}\n", f.host(i), port)
+			job += fmt.Sprintf("admin: {addr: \"%s:%d\", pprof: true, insecure: true}\n", f.host(i), port)
 		}
 		if i == 0 {
 			// Paced so a fault lands mid-stream: about 4 seconds of input.

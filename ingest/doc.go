@@ -13,11 +13,17 @@
 //
 //   - 202 Accepted, {"appended": n}: Append returned nil, the n entries are in
 //     the log (in request order);
-//   - 400: a value is not valid JSON (the message names the line);
+//   - 400: a value is not valid JSON (the message names the line), or a
+//     record is refused by CheckRecords: {"error", "reason": "bad-utf8" or
+//     "duplicate-field", "record": n}; nothing is appended;
+//   - 401: Config.Token is set and the request does not carry it;
+//   - 408: the body did not arrive within Config.BodyTimeout;
 //   - 405: not a POST; 415: another Content-Type;
 //   - 413: the body is over Config.MaxBodyBytes;
 //   - 429 with Retry-After: Config.MaxInflight requests are already being
-//     appended (backpressure: retry later);
+//     appended (backpressure: retry later). A request takes its slot only
+//     after its body is read and checked, so clients that stall mid-body
+//     never hold one;
 //   - 503 with Retry-After: the Appender failed; nothing is known to be
 //     appended, though a prefix may be (a retry appends it again, so readers
 //     see duplicates; Joinery's sources are at-least-once anyway).

@@ -3,20 +3,51 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 // Defaults for Config.
 const (
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultMaxInflight  = 64
+	DefaultBodyTimeout  = 10 * time.Second
 )
+
+// Reasons a record of a request is refused (RecordError.Reason), in the
+// vocabulary of the node's dead letters and its joinery_rejected_total.
+const (
+	// ReasonBadUTF8: the record holds bytes that are not UTF-8 (a key
+	// would be silently rewritten to U+FFFD by a JSON decoder, merging
+	// distinct keys).
+	ReasonBadUTF8 = "bad-utf8"
+	// ReasonDuplicateField: an object of the record names a field twice
+	// (decoders disagree on which one wins).
+	ReasonDuplicateField = "duplicate-field"
+)
+
+// RecordError is why one record of a request was refused; the request is
+// answered 400 with {"error", "reason", "record"} and nothing is appended.
+type RecordError struct {
+	Record int // 1-based, among the request's records
+	Reason string
+	Msg    string
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("ingest: record %d: %s: %s", e.Record, e.Reason, e.Msg)
+}
 
 // Content types accepted.
 const (
@@ -43,10 +74,26 @@ type Config struct {
 	Appender Appender
 	// MaxBodyBytes bounds a request body. Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// MaxInflight bounds the requests being parsed and appended at once;
-	// more are refused with 429. Default DefaultMaxInflight.
+	// MaxInflight bounds the requests being appended at once; more are
+	// refused with 429. A request takes its slot only once its whole body
+	// is read and checked, so slow clients cannot hold slots. Default
+	// DefaultMaxInflight.
 	MaxInflight int
+	// BodyTimeout bounds reading one request's body; a client slower than
+	// that gets 408. Default DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// Token, when set, is the bearer token every request must carry
+	// ("Authorization: Bearer <Token>"); others get 401.
+	Token string
+	// OnRefused, when set, is called once per request refused for its
+	// contents, with the reason: ReasonBadUTF8, ReasonDuplicateField or
+	// ReasonNotJSON (a node counts them in joinery_rejected_total).
+	OnRefused func(reason string)
 }
+
+// ReasonNotJSON is OnRefused's reason for a body that is not valid JSON
+// (the decoder's not-json).
+const ReasonNotJSON = "not-json"
 
 // Validate reports every problem with c at once, naming each field.
 func (c Config) Validate() error {
@@ -59,6 +106,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxInflight < 0 {
 		errs = append(errs, fmt.Errorf("ingest: MaxInflight %d is negative", c.MaxInflight))
+	}
+	if c.BodyTimeout < 0 {
+		errs = append(errs, fmt.Errorf("ingest: BodyTimeout %v is negative", c.BodyTimeout))
 	}
 	return errors.Join(errs...)
 }
@@ -83,6 +133,9 @@ func Handler(cfg Config) http.Handler {
 	}
 	if cfg.MaxInflight == 0 {
 		cfg.MaxInflight = DefaultMaxInflight
+	}
+	if cfg.BodyTimeout == 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	return &handler{cfg: cfg, inflight: make(chan struct{}, cfg.MaxInflight)}
 }
@@ -109,24 +162,34 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("ingest: Content-Type %q: want %s or %s", r.Header.Get("Content-Type"), ContentTypeJSON, ContentTypeNDJSON))
 		return
 	}
-	select {
-	case h.inflight <- struct{}{}:
-		defer func() { <-h.inflight }()
-	default:
-		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
-		writeError(w, http.StatusTooManyRequests,
-			fmt.Sprintf("ingest: %d requests in progress, retry later", h.cfg.MaxInflight))
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge,
-				fmt.Sprintf("ingest: body over %d bytes", h.cfg.MaxBodyBytes))
+	if h.cfg.Token != "" {
+		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.cfg.Token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="joinery-ingest"`)
+			writeError(w, http.StatusUnauthorized, "ingest: missing or wrong bearer token")
 			return
 		}
-		writeError(w, http.StatusBadRequest, "ingest: read body: "+err.Error())
+	}
+	// The body is read (under a deadline) and checked before an in-flight
+	// slot is taken: a client that sends headers and then nothing holds a
+	// goroutine and a connection for BodyTimeout at most, never a slot.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(h.cfg.BodyTimeout)) // unsupported writers (tests) read without one
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.As(err, &tooBig):
+			writeError(w, http.StatusRequestEntityTooLarge,
+				fmt.Sprintf("ingest: body over %d bytes", h.cfg.MaxBodyBytes))
+		case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusRequestTimeout, fmt.Sprintf("ingest: body not received within %v", h.cfg.BodyTimeout))
+		default:
+			writeError(w, http.StatusBadRequest, "ingest: read body: "+err.Error())
+		}
 		return
 	}
 	var values [][]byte
@@ -135,8 +198,32 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		values, err = SplitJSON(body)
 	}
+	if err == nil {
+		err = CheckRecords(values)
+	}
 	if err != nil {
+		var re *RecordError
+		if h.cfg.OnRefused != nil {
+			reason := ReasonNotJSON
+			if errors.As(err, &re) {
+				reason = re.Reason
+			}
+			h.cfg.OnRefused(reason)
+		}
+		if errors.As(err, &re) {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "reason": re.Reason, "record": re.Record})
+			return
+		}
 		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	select {
+	case h.inflight <- struct{}{}:
+		defer func() { <-h.inflight }()
+	default:
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+		writeError(w, http.StatusTooManyRequests,
+			fmt.Sprintf("ingest: %d requests in progress, retry later", h.cfg.MaxInflight))
 		return
 	}
 	if len(values) > 0 {
@@ -212,4 +299,66 @@ func SplitNDJSON(body []byte) ([][]byte, error) {
 		values = append(values, line)
 	}
 	return values, nil
+}
+
+// CheckRecords refuses the first record that is not UTF-8 (ReasonBadUTF8)
+// or whose objects repeat a field (ReasonDuplicateField), as a
+// *RecordError. values are valid JSON (SplitJSON, SplitNDJSON).
+func CheckRecords(values [][]byte) error {
+	for i, v := range values {
+		if !utf8.Valid(v) {
+			return &RecordError{Record: i + 1, Reason: ReasonBadUTF8, Msg: "the record is not valid UTF-8"}
+		}
+		if field, dup := duplicateField(v); dup {
+			return &RecordError{Record: i + 1, Reason: ReasonDuplicateField, Msg: fmt.Sprintf("field %q appears twice in one object", field)}
+		}
+	}
+	return nil
+}
+
+// duplicateField reports the first field that appears twice in one object
+// of the JSON value v (names compared after unescaping).
+func duplicateField(v []byte) (string, bool) {
+	if bytes.IndexByte(v, '{') < 0 {
+		return "", false
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	// One entry per open container: the field names seen (nil for an
+	// array) and whether the next string token is a field name.
+	type frame struct {
+		names  map[string]bool
+		expect bool
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false // io.EOF; v was checked to be valid JSON
+		}
+		top := len(stack) - 1
+		if top >= 0 && stack[top].names != nil && stack[top].expect {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:top]
+				continue
+			}
+			name, _ := tok.(string)
+			if stack[top].names[name] {
+				return name, true
+			}
+			stack[top].names[name] = true
+			stack[top].expect = false
+			continue
+		}
+		if top >= 0 && stack[top].names != nil {
+			stack[top].expect = true // this token is a value; a name comes next
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{names: map[string]bool{}, expect: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:top]
+		}
+	}
 }

@@ -2,6 +2,13 @@
 // join, its sinks, its state store and its cluster settings, and Validate,
 // which reports every bad field by its path before a node starts.
 //
+// It also owns the job's secrets (secrets.go): ${VAR}, ${VAR:-default} and
+// $$ in secret fields, their *_file siblings, Spec.Redacted for printing,
+// and the security checks a node would otherwise only hit when it starts
+// (gossip key size, TLS files, admin and ingest endpoints off loopback
+// without credentials). It builds TLS configurations but opens no
+// connection.
+//
 // A job file (see examples/users-domains/job.yaml):
 //
 //	name: users-domains

@@ -141,11 +141,15 @@ type Column struct {
 type Admin struct {
 	// Addr is host:port to listen on; empty: no endpoint. Port 0 picks a free one.
 	Addr string `yaml:"addr"`
-	// Token is the bearer token the admin API requires (write actions are
-	// refused without one). ${VAR} is expanded; JOINERY_TOKEN overrides it.
-	Token string `yaml:"token"`
+	// Token is the admin-scope bearer token: every /v1 route, the write
+	// actions (refused without it) and pprof. ${VAR} is expanded;
+	// JOINERY_TOKEN overrides it. TokenFile reads it from a file instead.
+	Token     string `yaml:"token"`
+	TokenFile string `yaml:"token_file,omitempty"`
 	// Pprof serves net/http/pprof under /debug/pprof.
 	Pprof bool `yaml:"pprof"`
+	// AdminSecurity: read and metrics tokens, insecure, tls (secrets.go).
+	AdminSecurity `yaml:",inline"`
 }
 
 // Source is one input.
@@ -356,9 +360,12 @@ type Kafka struct {
 		Mechanism string `yaml:"mechanism"`
 		User      string `yaml:"user"`
 		Password  string `yaml:"password"`
+		// PasswordFile reads Password from a file (secrets.go).
+		PasswordFile string `yaml:"password_file,omitempty"`
 	} `yaml:"sasl"`
-	// TLS turns on TLS with the system roots.
-	TLS bool `yaml:"tls"`
+	// TLS: `tls: true` (the system roots) or {ca_file, cert_file, key_file,
+	// server_name} (KafkaTLS).
+	TLS KafkaTLS `yaml:"tls"`
 }
 
 // Ingest serves HTTP ingest: POST JSON or NDJSON to http://Addr/ingest; the
@@ -368,15 +375,19 @@ type Kafka struct {
 type Ingest struct {
 	Addr   string `yaml:"addr"`
 	Source string `yaml:"source"`
+	// IngestSecurity: token, mTLS, limits (secrets.go).
+	IngestSecurity `yaml:",inline"`
 }
 
 // Redis is a Redis server's address and credentials.
 type Redis struct {
 	Addr     string `yaml:"addr"`
 	Username string `yaml:"username"`
-	// Password; ${VAR} is expanded from the environment.
-	Password string `yaml:"password"`
-	DB       int    `yaml:"db"`
+	// Password; ${VAR} is expanded from the environment. PasswordFile
+	// reads it from a file instead (secrets.go).
+	Password     string `yaml:"password"`
+	PasswordFile string `yaml:"password_file,omitempty"`
+	DB           int    `yaml:"db"`
 	// TLS connects with TLS (see RedisTLS).
 	TLS RedisTLS `yaml:"tls,omitempty"`
 	// Cluster names a Redis Cluster instead of addr (state.redis only;
@@ -418,6 +429,8 @@ type Cluster struct {
 	Seeds []string `yaml:"seeds"`
 	// SecretKey, base64, encrypts gossip (16, 24 or 32 bytes). ${VAR} is expanded.
 	SecretKey string `yaml:"secret_key"`
+	// SecretKeyFile reads SecretKey from a file instead (secrets.go).
+	SecretKeyFile string `yaml:"secret_key_file,omitempty"`
 	// Label keeps two fleets from merging.
 	Label string `yaml:"label"`
 	// RequestTimeout bounds one request to a key actor (default 30s).
@@ -482,45 +495,35 @@ func Load(path string) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := Parse(b)
+	s, err := parse(b, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	s.dir = filepath.Dir(path)
 	return s, nil
 }
 
-// Parse parses and validates a job file's contents.
-func Parse(b []byte) (*Spec, error) {
-	var s Spec
+// Parse parses and validates a job file's contents (relative paths are
+// relative to the working directory).
+func Parse(b []byte) (*Spec, error) { return parse(b, "") }
+
+// parse parses and validates a job file's contents; dir is the job file's
+// directory. Secrets are expanded and read (secrets.go) before the
+// JOINERY_* overrides; every problem is reported at once.
+func parse(b []byte, dir string) (*Spec, error) {
+	s := Spec{dir: dir}
 	d := yaml.NewDecoder(bytes.NewReader(b))
 	d.KnownFields(true)
 	if err := d.Decode(&s); err != nil {
 		return nil, fmt.Errorf("job: parse: %w", err)
 	}
-	s.expandEnv()
+	s.dir = dir
+	secretErr := s.expandSecrets(os.LookupEnv)
 	s.applyEnv(os.Getenv)
 	s.applyRedisClusterEnv(os.Getenv)
-	if err := s.Validate(); err != nil {
+	if err := errors.Join(secretErr, s.Validate()); err != nil {
 		return nil, err
 	}
 	return &s, nil
-}
-
-func (s *Spec) expandEnv() {
-	s.State.Redis.Password = os.ExpandEnv(s.State.Redis.Password)
-	s.Cluster.SecretKey = os.ExpandEnv(s.Cluster.SecretKey)
-	s.Admin.Token = os.ExpandEnv(s.Admin.Token)
-	for i := range s.Sources {
-		s.Sources[i].Redis.Password = os.ExpandEnv(s.Sources[i].Redis.Password)
-		s.Sources[i].Kafka.SASL.Password = os.ExpandEnv(s.Sources[i].Kafka.SASL.Password)
-	}
-	s.DeadLetter.Redis.Password = os.ExpandEnv(s.DeadLetter.Redis.Password)
-	s.DeadLetter.Kafka.SASL.Password = os.ExpandEnv(s.DeadLetter.Kafka.SASL.Password)
-	for i := range s.Sinks {
-		s.Sinks[i].Redis.Password = os.ExpandEnv(s.Sinks[i].Redis.Password)
-		s.Sinks[i].Kafka.SASL.Password = os.ExpandEnv(s.Sinks[i].Kafka.SASL.Password)
-	}
 }
 
 // Environment variables that override the job file, so one file (a Helm
@@ -532,6 +535,8 @@ const (
 	EnvSeeds     = "JOINERY_SEEDS"          // cluster.seeds, comma separated
 	EnvRedisAddr = "JOINERY_REDIS_ADDR"     // state.redis.addr
 	EnvToken     = "JOINERY_TOKEN"          // admin.token
+	EnvReadToken = "JOINERY_READ_TOKEN"     // admin.read_token
+	EnvInsecure  = "JOINERY_ADMIN_INSECURE" // admin.insecure ("true")
 	EnvAdminAddr = "JOINERY_ADMIN_ADDR"     // admin.addr
 )
 
@@ -555,6 +560,12 @@ func (s *Spec) applyEnv(getenv func(string) string) {
 	}
 	if v := getenv(EnvToken); v != "" {
 		s.Admin.Token = v
+	}
+	if v := getenv(EnvReadToken); v != "" {
+		s.Admin.ReadToken = v
+	}
+	if getenv(EnvInsecure) == "true" {
+		s.Admin.Insecure = true
 	}
 	if v := getenv(EnvAdminAddr); v != "" {
 		s.Admin.Addr = v
@@ -817,6 +828,7 @@ func (s *Spec) Validate() error {
 			bad(r.field+".tls", "%v", err)
 		}
 	}
+	s.validateSecurity(bad) // secrets.go
 	return errors.Join(errs...)
 }
 

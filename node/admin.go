@@ -12,10 +12,24 @@ import (
 	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/cluster"
+	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/timers"
 )
+
+// adminConfig is the admin server's access settings from the job file:
+// tokens of both scopes, the metrics token, insecure and TLS.
+func adminConfig(spec *job.Spec) (admin.ServerConfig, error) {
+	a := spec.Admin
+	tc, err := spec.ServerTLSConfig(a.TLS)
+	if err != nil {
+		return admin.ServerConfig{}, fmt.Errorf("admin.tls: %w", err)
+	}
+	return admin.ServerConfig{Addr: a.Addr, Token: a.Token, ReadToken: a.ReadToken, MetricsToken: a.MetricsToken,
+		Insecure: a.Insecure, TLS: tc, Pprof: a.Pprof}, nil
+}
 
 // backend answers the admin API for this node (admin.Backend and its
 // KeyActions extension).
@@ -87,9 +101,10 @@ func (b backend) Locate(_ context.Context, job, key string) (admin.Location, err
 }
 
 // Inspect asks the key's actor for its live state (activating it from the
-// store if it was passivated).
-func (b backend) Inspect(_ context.Context, job, key string) (admin.KeyState, error) {
-	ks, err := b.inspect(job, key)
+// store if it was passivated). A key without a snapshot in the store is not
+// found, and nothing is activated for it (see inspect).
+func (b backend) Inspect(ctx context.Context, job, key string) (admin.KeyState, error) {
+	ks, err := b.inspect(ctx, job, key)
 	if err != nil {
 		return admin.KeyState{}, err
 	}
@@ -109,9 +124,22 @@ func (b backend) Inspect(_ context.Context, job, key string) (admin.KeyState, er
 
 // inspect asks key's actor for its live state; ErrNotFound for another job
 // or a key without any state.
-func (b backend) inspect(job, key string) (*keypb.KeyState, error) {
+//
+// It reads the store first and only asks the actor of a key that has a
+// snapshot: activating a key takes an owner epoch (an INCR in Redis) and
+// leaves a live actor behind, so inspecting keys that do not exist would
+// otherwise create an epoch key and an actor each. A live actor's
+// acknowledged state is always in the store already (it answers only once
+// its snapshot is durable), so a key the store does not know has nothing to
+// show.
+func (b backend) inspect(ctx context.Context, job, key string) (*keypb.KeyState, error) {
 	if err := b.job(job); err != nil {
 		return nil, err
+	}
+	if _, err := b.n.store.Load(ctx, job, record.Key(key)); errors.Is(err, persistence.ErrNotFound) {
+		return nil, fmt.Errorf("%w: key %q has no state", admin.ErrNotFound, key)
+	} else if err != nil {
+		return nil, fmt.Errorf("inspect: read the store: %w", err)
 	}
 	ks, err := b.n.Inspect(record.Key(key))
 	if err != nil {
@@ -167,8 +195,8 @@ func watermarksOf(parts []timers.PartitionWatermark) []admin.Watermark {
 // Why explains what key waits for: the waits its join's state machine
 // lists (restored from the live actor's snapshot), against this node's
 // watermark and the partition holding it back.
-func (b backend) Why(_ context.Context, job, key string) (admin.Why, error) {
-	ks, err := b.inspect(job, key)
+func (b backend) Why(ctx context.Context, job, key string) (admin.Why, error) {
+	ks, err := b.inspect(ctx, job, key)
 	if err != nil {
 		return admin.Why{}, err
 	}

@@ -51,8 +51,11 @@ func openDeadLetter(ctx context.Context, spec *job.Spec) (deadletter.Writer, err
 				Password: dl.Redis.Password, DB: dl.Redis.DB, Stream: dl.Stream, TLS: tc})
 		}
 	case "kafka":
-		w, err = deadletter.OpenKafka(ctx, sinkkafka.Config{Brokers: dl.Kafka.Brokers, Topic: dl.Kafka.Topic,
-			ClientID: dl.Kafka.ClientID, TLS: kafkaTLS(dl.Kafka), SASL: kafkaSASL(dl.Kafka)})
+		var tc *tls.Config
+		if tc, err = kafkaTLS(spec, dl.Kafka); err == nil {
+			w, err = deadletter.OpenKafka(ctx, sinkkafka.Config{Brokers: dl.Kafka.Brokers, Topic: dl.Kafka.Topic,
+				ClientID: dl.Kafka.ClientID, TLS: tc, SASL: kafkaSASL(dl.Kafka)})
+		}
 	default:
 		return nil, fmt.Errorf("dead_letter.type: unknown %q", dl.Type)
 	}

@@ -14,11 +14,14 @@ import (
 	srckafka "github.com/joinery/joinery/sources/kafka"
 )
 
-func kafkaTLS(k job.Kafka) *tls.Config {
-	if !k.TLS {
-		return nil
+// kafkaTLS is the TLS configuration of a Kafka block (nil without TLS):
+// system roots or ca_file, and a client certificate (job.KafkaTLS).
+func kafkaTLS(spec *job.Spec, k job.Kafka) (*tls.Config, error) {
+	tc, err := spec.KafkaTLSConfig(k)
+	if err != nil {
+		return nil, fmt.Errorf("kafka.tls: %w", err)
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12}
+	return tc, nil
 }
 
 func kafkaSASL(k job.Kafka) *srckafka.SASL {
@@ -35,7 +38,9 @@ type httpIngest struct {
 	app interface{ Close() error }
 }
 
-func startIngest(spec *job.Spec) (*httpIngest, error) {
+// startIngest serves spec.Ingest; refused is called with the reason of each
+// request refused for its contents (may be nil).
+func startIngest(spec *job.Spec, refused func(source, reason string)) (*httpIngest, error) {
 	var src job.Source
 	for _, s := range spec.Sources {
 		if s.Name == spec.Ingest.Source {
@@ -57,7 +62,11 @@ func startIngest(spec *job.Spec) (*httpIngest, error) {
 		app = a
 	case "kafka":
 		opts := []ingest.KafkaOption{}
-		if t := kafkaTLS(src.Kafka); t != nil {
+		t, err := kafkaTLS(spec, src.Kafka)
+		if err != nil {
+			return nil, fmt.Errorf("ingest source %s: %w", src.Name, err)
+		}
+		if t != nil {
 			opts = append(opts, ingest.KafkaTLS(t))
 		}
 		if s := kafkaSASL(src.Kafka); s != nil {
@@ -71,17 +80,36 @@ func startIngest(spec *job.Spec) (*httpIngest, error) {
 	default:
 		return nil, fmt.Errorf("ingest.source: %q is not a redis-stream or kafka source", src.Name)
 	}
-	cfg := ingest.Config{Appender: app}
+	in := spec.Ingest
+	cfg := ingest.Config{Appender: app, MaxBodyBytes: in.MaxBodyBytes, MaxInflight: in.MaxInflight,
+		BodyTimeout: in.BodyTimeout, Token: in.Token}
+	if refused != nil {
+		cfg.OnRefused = func(reason string) { refused(src.Name, reason) }
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	tc, err := spec.ServerTLSConfig(in.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("ingest.tls: %w", err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/ingest", ingest.Handler(cfg))
-	ln, err := net.Listen("tcp", spec.Ingest.Addr)
+	ln, err := net.Listen("tcp", in.Addr)
 	if err != nil {
 		return nil, err
 	}
-	h := &httpIngest{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln}
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
+	}
+	body := in.BodyTimeout
+	if body <= 0 {
+		body = ingest.DefaultBodyTimeout
+	}
+	// ReadTimeout covers headers and body (the handler's own body deadline
+	// answers 408 first); WriteTimeout covers the append to the log.
+	h := &httpIngest{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10*time.Second + body + time.Second,
+		WriteTimeout: 10*time.Second + body + time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}, ln: ln}
 	if c, ok := app.(interface{ Close() error }); ok {
 		h.app = c
 	}

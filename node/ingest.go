@@ -106,9 +106,13 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer, TLS: tc,
 			Lease: cfg.Lease, OnPartitions: n.readingHook(cfg.Name, n.sourcePartitions(cfg.Name))})
 	case "kafka":
+		tc, err := kafkaTLS(n.spec, cfg.Kafka)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: %w", cfg.Name, err)
+		}
 		return srckafka.New(ctx, srckafka.Config{Name: cfg.Name, Brokers: cfg.Kafka.Brokers, Topic: cfg.Kafka.Topic,
 			Group: cfg.Kafka.Group, StartOffset: cfg.Kafka.StartOffset, ClientID: cfg.Kafka.ClientID,
-			TLS: kafkaTLS(cfg.Kafka), SASL: kafkaSASL(cfg.Kafka), OnPartitions: n.sourcePartitions(cfg.Name)})
+			TLS: tc, SASL: kafkaSASL(cfg.Kafka), OnPartitions: n.sourcePartitions(cfg.Name)})
 	case timerTickType: // wmshare.go
 		return tickSource{every: n.wms.cfg.Interval}, nil
 	}

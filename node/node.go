@@ -146,13 +146,17 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 		return nil, fmt.Errorf("watermark sharing: %w", err)
 	}
 	if spec.Ingest.Addr != "" {
-		if n.ingest, err = startIngest(spec); err != nil {
+		if n.ingest, err = startIngest(spec, func(src, reason string) { n.metrics.Rejected.WithLabelValues(spec.Name, src, reason).Inc() }); err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
 	}
 	if spec.Admin.Addr != "" {
-		n.admin = admin.NewServer(admin.ServerConfig{Addr: spec.Admin.Addr, Token: spec.Admin.Token, Pprof: spec.Admin.Pprof,
-			Backend: backend{n}, Metrics: n.metrics, Logger: n.log.With("component", "admin")})
+		var acfg admin.ServerConfig
+		if acfg, err = adminConfig(spec); err != nil {
+			return nil, fmt.Errorf("admin: %w", err)
+		}
+		acfg.Backend, acfg.Metrics, acfg.Logger = backend{n}, n.metrics, n.log.With("component", "admin")
+		n.admin = admin.NewServer(acfg)
 		if err = n.admin.Start(); err != nil {
 			return nil, fmt.Errorf("admin: %w", err)
 		}

@@ -65,9 +65,13 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 			}
 		case "kafka":
 			var av *sinkkafka.Avro
+			var tc *tls.Config
 			if av, err = sinkAvro(spec, s); err == nil {
+				tc, err = kafkaTLS(spec, s.Kafka)
+			}
+			if err == nil {
 				sk, err = sinkkafka.New(ctx, sinkkafka.Config{Brokers: s.Kafka.Brokers, Topic: s.Kafka.Topic, Format: format,
-					ClientID: s.Kafka.ClientID, TLS: kafkaTLS(s.Kafka), SASL: kafkaSASL(s.Kafka), Avro: av})
+					ClientID: s.Kafka.ClientID, TLS: tc, SASL: kafkaSASL(s.Kafka), Avro: av})
 			}
 		case "table":
 			o.table = joins.NewTable()

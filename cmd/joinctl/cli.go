@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -96,14 +100,26 @@ func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, 
 
 // options are the global flags.
 type options struct {
-	server  string
-	token   string
-	output  string
-	timeout time.Duration
+	server    string
+	token     string
+	tokenFile string
+	caFile    string
+	certFile  string
+	keyFile   string
+	output    string
+	timeout   time.Duration
 }
 
 func (o *options) client() (*admin.Client, error) {
-	c, err := admin.NewClient(o.server, o.token, nil)
+	var hc *http.Client
+	if o.caFile != "" || o.certFile != "" || o.keyFile != "" {
+		tc, err := clientTLS(o.caFile, o.certFile, o.keyFile)
+		if err != nil {
+			return nil, usageErr("--ca-file/--cert-file/--key-file: %v", err)
+		}
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment}}
+	}
+	c, err := admin.NewClient(o.server, o.token, hc)
 	if err != nil {
 		return nil, usageErr("--server: %v", err)
 	}
@@ -149,7 +165,16 @@ error, 3 job or key not found.`,
 					o.server = s
 				}
 			}
-			if !cmd.Flags().Changed("token") {
+			switch {
+			case cmd.Flags().Changed("token") && o.tokenFile != "":
+				return usageErr("--token and --token-file exclude each other")
+			case o.tokenFile != "":
+				b, err := os.ReadFile(o.tokenFile)
+				if err != nil {
+					return usageErr("--token-file: %v", err)
+				}
+				o.token = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+			case !cmd.Flags().Changed("token"):
 				o.token = getenv(envToken)
 			}
 			return nil
@@ -157,7 +182,11 @@ error, 3 job or key not found.`,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.server, "server", defaultServer, "admin server URL (env "+envServer+")")
-	pf.StringVar(&o.token, "token", "", "bearer token of the admin API (env "+envToken+")")
+	pf.StringVar(&o.token, "token", "", "bearer token of the admin API (env "+envToken+"); reads need the read or admin token, passivate/evict the admin token")
+	pf.StringVar(&o.tokenFile, "token-file", "", "read the bearer token from this file (one trailing newline trimmed)")
+	pf.StringVar(&o.caFile, "ca-file", "", "PEM CA bundle that signs an https:// server's certificate (default: system roots)")
+	pf.StringVar(&o.certFile, "cert-file", "", "client certificate (PEM) for a server that requires one, with --key-file")
+	pf.StringVar(&o.keyFile, "key-file", "", "client key (PEM), with --cert-file")
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.DurationVar(&o.timeout, "timeout", 30*time.Second, "timeout of one request")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err }) // cobra's error: exit 2
@@ -192,4 +221,32 @@ func groupRun(cmd *cobra.Command, args []string) error {
 		return usageErr("unknown command %q for %q", args[0], cmd.CommandPath())
 	}
 	return cmd.Help()
+}
+
+// clientTLS builds a client TLS configuration: system roots or caFile, and
+// an optional client certificate.
+func clientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate in it", caFile)
+		}
+		c.RootCAs = pool
+	}
+	switch {
+	case certFile != "" && keyFile != "":
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, err
+		}
+		c.Certificates = []tls.Certificate{cert}
+	case certFile != "" || keyFile != "":
+		return nil, errors.New("--cert-file and --key-file go together")
+	}
+	return c, nil
 }

@@ -131,6 +131,8 @@ type actionResult struct {
 
 type offlineFlags struct {
 	offline         bool
+	redisTLS        bool
+	redisCAFile     string
 	config          string
 	redis           string
 	redisCluster    []string
@@ -190,6 +192,8 @@ or --left-pk/--right-pk).`,
 	fl.StringVar(&f.redisUser, "redis-username", "", "Redis ACL user (with --offline)")
 	fl.StringVar(&f.redisPassword, "redis-password", "", "Redis password (with --offline; env "+envRedisPassword+")")
 	fl.IntVar(&f.redisDB, "redis-db", 0, "Redis database number (with --offline)")
+	fl.BoolVar(&f.redisTLS, "redis-tls", false, "connect to Redis with TLS, system roots (with --offline; --config uses state.redis.tls)")
+	fl.StringVar(&f.redisCAFile, "redis-ca-file", "", "PEM CA bundle of Redis's certificate; implies --redis-tls (with --offline)")
 	fl.StringVar(&f.leftPK, "left-pk", "id", "left side's primary-key column (with --offline, without --config)")
 	fl.StringVar(&f.rightPK, "right-pk", "id", "right side's primary-key column (with --offline, without --config)")
 	fl.BoolVar(&f.eventTime, "event-time", false, "the job is an event-time join (with --offline, without --config)")
@@ -198,7 +202,7 @@ or --left-pk/--right-pk).`,
 
 // onlineCheck refuses offline-only flags without --offline.
 func (f *offlineFlags) onlineCheck(cmd *cobra.Command) error {
-	for _, n := range []string{"config", "redis", "redis-cluster", "redis-username", "redis-password", "redis-db", "left-pk", "right-pk", "event-time"} {
+	for _, n := range []string{"config", "redis", "redis-cluster", "redis-username", "redis-password", "redis-db", "redis-tls", "redis-ca-file", "left-pk", "right-pk", "event-time"} {
 		if cmd.Flags().Changed(n) {
 			return usageErr("--%s needs --offline", n)
 		}
@@ -241,11 +245,24 @@ func inspectOffline(cmd *cobra.Command, o *options, f *offlineFlags, getenv func
 		if !cmd.Flags().Changed("redis-db") {
 			rc.DB = r.DB
 		}
+		if js.State.Store == "redis" && !cmd.Flags().Changed("redis") {
+			// The job's state.redis.tls (CA, client certificate, server name).
+			if rc.TLS, err = js.RedisTLSConfig(r); err != nil {
+				return admin.KeyState{}, usageErr("--config: state.redis.tls: %v", err)
+			}
+		}
 	} else if !f.eventTime {
 		spec = &joins.CDCSpec{Left: joins.SideSpec{PK: f.leftPK}, Right: joins.SideSpec{PK: f.rightPK}}
 	}
 	if rc.Password == "" {
 		rc.Password = getenv(envRedisPassword)
+	}
+	if f.redisTLS || f.redisCAFile != "" {
+		tc, err := clientTLS(f.redisCAFile, "", "")
+		if err != nil {
+			return admin.KeyState{}, usageErr("--redis-ca-file: %v", err)
+		}
+		rc.TLS = tc
 	}
 	if rc.Addr == "" && len(rc.Cluster) == 0 {
 		return admin.KeyState{}, usageErr("--offline needs --redis ADDR or --redis-cluster ADDR,... (or --config with a state.redis.addr or state.redis.cluster)")

@@ -32,7 +32,9 @@ const usage = `usage:
 
 run    runs the job until its sources end (files) or SIGINT/SIGTERM, then
        drains: pending state writes are flushed and the node leaves the cluster.
-check  validates the job file, prints the effective spec and exits.
+check  validates the job file as run does (secrets, gossip key, TLS files,
+       admin and ingest access), prints the effective spec with every secret
+       redacted and exits.
 replay runs one join deterministically over an arrival-ordered file of
        inputs and explicit watermarks and prints its outputs. --job takes a
        node job file (its join: section) or a bare replay spec; the input is
@@ -70,7 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if args[0] == "check" {
-		b, _ := yaml.Marshal(spec)
+		// Secrets are redacted: check output lands in CI logs and terminals.
+		b, _ := yaml.Marshal(spec.Redacted())
 		fmt.Fprintf(stdout, "%s: ok\n%s", *config, b)
 		return 0
 	}

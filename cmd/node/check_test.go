@@ -1,0 +1,91 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// checkJob is a job with a secret in every kind of secret field; the values
+// come from the environment, a file and the job file itself.
+const checkJob = `name: secrets
+join: {type: cdc, left: {name: users, pk: id, join_on: id}, right: {name: domains, pk: id, join_on: user_id}}
+sources:
+  - {name: cdc, type: redis-stream, redis: {addr: 'r:1', password: '${CHECK_SRC_PW}'}, stream: s, group: g, tables: {users: left, domains: right}}
+sinks:
+  - {type: kafka, kafka: {brokers: ['k:9092'], topic: t, sasl: {mechanism: plain, user: u, password: 'sasl-$$ecret'}}}
+  - {type: redis-hash, redis: {addr: 'r:1', password_file: sink-pw}, key: h}
+state: {store: redis, redis: {addr: 'r:1', password: state-secret-pw}}
+dead_letter: {type: redis-stream, redis: {addr: 'r:1', password: dl-secret-pw}, stream: d}
+cluster: {secret_key: '${CHECK_GOSSIP}'}
+admin: {addr: '127.0.0.1:0', token: admin-secret-tok, read_token_file: read-tok, metrics_token: metrics-secret-tok}
+ingest: {addr: '127.0.0.1:0', source: cdc, token: ingest-secret-tok}
+`
+
+func writeJob(t *testing.T, yml string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, v := range map[string]string{"job.yaml": yml, "sink-pw": "sink-secret-pw\n", "read-tok": "read-secret-tok\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "job.yaml")
+}
+
+// TestCheckRedactsSecrets: `check` prints the effective spec with no secret
+// in it, whichever way the secret was given.
+func TestCheckRedactsSecrets(t *testing.T) {
+	t.Setenv("JOINERY_TOKEN", "")
+	t.Setenv("JOINERY_READ_TOKEN", "")
+	t.Setenv("CHECK_SRC_PW", "src-secret-pw")
+	t.Setenv("CHECK_GOSSIP", "c2VjcmV0LXNlY3JldC0xNg==")
+	var out, errOut strings.Builder
+	if code := run([]string{"check", "--config", writeJob(t, checkJob)}, &out, &errOut); code != 0 {
+		t.Fatalf("check exit %d: %s", code, errOut.String())
+	}
+	for _, secret := range []string{"src-secret-pw", "sasl-$ecret", "sink-secret-pw", "state-secret-pw", "dl-secret-pw",
+		"c2VjcmV0LXNlY3JldC0xNg==", "admin-secret-tok", "read-secret-tok", "metrics-secret-tok", "ingest-secret-tok"} {
+		if strings.Contains(out.String(), secret) {
+			t.Errorf("check output contains %q:\n%s", secret, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "<redacted>"); n != 10 {
+		t.Errorf("check output has %d redactions, want 10:\n%s", n, out.String())
+	}
+	if !strings.Contains(out.String(), "password_file: sink-pw") {
+		t.Errorf("check output lost the password_file path:\n%s", out.String())
+	}
+}
+
+// TestCheckAndRunRefuseWhatRunRefuses: an unset ${VAR} and a gossip key
+// that does not decode to an AES key size fail check and run alike, naming
+// the field.
+func TestCheckAndRunRefuseWhatRunRefuses(t *testing.T) {
+	t.Setenv("JOINERY_TOKEN", "")
+	t.Setenv("JOINERY_READ_TOKEN", "")
+	for _, c := range []struct {
+		name, src, gossip, want string
+	}{
+		{"unset var", "", "c2VjcmV0LXNlY3JldC0xNg==", "sources[0].redis.password: ${CHECK_SRC_PW}: environment variable not set"},
+		{"17-byte gossip key", "pw", "c2VjcmV0LXNlY3JldC0xNmI=", "cluster.secret_key: decodes to 17 bytes"},
+		{"gossip key not base64", "pw", "not-base64!", "cluster.secret_key: not base64"},
+	} {
+		if c.src == "" {
+			os.Unsetenv("CHECK_SRC_PW")
+		} else {
+			t.Setenv("CHECK_SRC_PW", c.src)
+		}
+		t.Setenv("CHECK_GOSSIP", c.gossip)
+		path := writeJob(t, checkJob)
+		for _, cmd := range []string{"check", "run"} {
+			var out, errOut strings.Builder
+			code := run([]string{cmd, "--config", path}, &out, &errOut)
+			if code != 2 || !strings.Contains(errOut.String(), c.want) {
+				t.Errorf("%s: %s exit %d, stderr %q; want 2 with %q", c.name, cmd, code, errOut.String(), c.want)
+			}
+		}
+	}
+	t.Setenv("CHECK_SRC_PW", "x") // restored by t.Setenv's cleanup
+}
