@@ -385,6 +385,14 @@ type Cluster struct {
 	Seeds []string `yaml:"seeds"`
 	// SecretKey, base64, encrypts gossip (16, 24 or 32 bytes). ${VAR} is expanded.
 	SecretKey string `yaml:"secret_key"`
+	// SecretKeys, base64, are more gossip keys accepted (not used to
+	// encrypt): a key rotation in progress (see clustersec.go).
+	SecretKeys []string `yaml:"secret_keys,omitempty"`
+	// TLS is the mutual TLS of actor remoting (see clustersec.go).
+	TLS ClusterTLS `yaml:"tls,omitempty"`
+	// Insecure allows gossip without secret_key and remoting without tls
+	// on a non-loopback bind address.
+	Insecure bool `yaml:"insecure,omitempty"`
 	// Label keeps two fleets from merging.
 	Label string `yaml:"label"`
 	// RequestTimeout bounds one request to a key actor (default 30s).
@@ -464,6 +472,9 @@ func Parse(b []byte) (*Spec, error) {
 func (s *Spec) expandEnv() {
 	s.State.Redis.Password = os.ExpandEnv(s.State.Redis.Password)
 	s.Cluster.SecretKey = os.ExpandEnv(s.Cluster.SecretKey)
+	for i := range s.Cluster.SecretKeys {
+		s.Cluster.SecretKeys[i] = os.ExpandEnv(s.Cluster.SecretKeys[i])
+	}
 	s.Admin.Token = os.ExpandEnv(s.Admin.Token)
 	for i := range s.Sources {
 		s.Sources[i].Redis.Password = os.ExpandEnv(s.Sources[i].Redis.Password)
@@ -751,6 +762,7 @@ func (s *Spec) Validate() error {
 	if s.Cluster.RequestTimeout < 0 {
 		bad("cluster.request_timeout", "must not be negative")
 	}
+	s.validateClusterSecurity(bad)
 	if w := s.Cluster.Watermarks; w.Interval < 0 || w.TTL < 0 {
 		bad("cluster.watermarks", "interval and ttl must not be negative")
 	}
