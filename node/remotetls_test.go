@@ -158,4 +158,3 @@ func nonLoopbackIP(t *testing.T) string {
 	}
 	return "0.0.0.0"
 }
-
