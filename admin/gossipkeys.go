@@ -130,4 +130,3 @@ func (c *Client) ChangeGossipKey(ctx context.Context, op string, key []byte) err
 	}
 	return nil
 }
-
