@@ -31,5 +31,7 @@
 //	GET  /v1/jobs/{job}/hot?n=10                []HotKey   (501 without HotKeys)
 //	POST /v1/jobs/{job}/keys/{key}/passivate    204        (501 without KeyActions)
 //	POST /v1/jobs/{job}/keys/{key}/evict        204        (501 without KeyActions)
+//	GET  /v1/gossip/keys                        []GossipKey (501 without GossipKeyring)
+//	POST /v1/gossip/keys                        204, body GossipKeyChange; needs the token
 //	GET  /debug/pprof/...                       only with ServerConfig.Pprof
 package admin
