@@ -32,6 +32,8 @@
 //	POST /v1/jobs/{job}/keys/{key}/passivate    204        (501 without KeyActions)
 //	POST /v1/jobs/{job}/keys/{key}/evict        204        (501 without KeyActions)
 //	GET  /ui/                                   the read-only web console (package console)
+//	GET  /v1/gossip/keys                        []GossipKey (501 without GossipKeyring)
+//	POST /v1/gossip/keys                        204, body GossipKeyChange; needs the token
 //	GET  /debug/pprof/...                       only with ServerConfig.Pprof
 //
 // Access (ServerConfig): the read routes take the read or the admin bearer

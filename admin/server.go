@@ -167,6 +167,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/jobs/{job}/hot", s.read(s.handleHot))
 	mux.Handle("POST /v1/jobs/{job}/keys/{key}/passivate", s.write("passivate", KeyActions.Passivate))
 	mux.Handle("POST /v1/jobs/{job}/keys/{key}/evict", s.write("evict", KeyActions.Evict))
+	s.gossipKeyRoutes(mux) // gossipkeys.go
 
 	if s.cfg.Pprof {
 		mux.Handle("/debug/pprof/", s.authed(scopeAdmin, http.HandlerFunc(pprof.Index)))

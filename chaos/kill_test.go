@@ -99,10 +99,16 @@ func newFleet(t *testing.T, seed uint64, opts ...fleetOpt) *fleet {
 	f.out = filepath.Join(f.dir, "out.jsonl")
 	ports := [4]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
 	seedAddr := fmt.Sprintf("%s:%d", f.host(0), ports[0])
+	secure := "" // off loopback (network namespaces) a node needs a gossip key and remoting TLS
+	if f.opts.net != nil {
+		certs := testutil.WriteTLSFiles(t, f.dir)
+		secure = fmt.Sprintf(", secret_key: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=, tls: {ca_file: %q, cert_file: %q, key_file: %q}",
+			certs.CA, certs.Cert, certs.Key)
+	}
 	for i := range 4 {
 		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: {addr: %q}%s}
-cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile: local, request_timeout: 2s}
-`, redisAddr, extraState, i+1, f.host(i), ports[i], f.host(i), seedAddr)
+cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile: local, request_timeout: 2s%s}
+`, redisAddr, extraState, i+1, f.host(i), ports[i], f.host(i), seedAddr, secure)
 		if f.opts.admin {
 			port := testutil.FreePort(t)
 			f.admin[i] = fmt.Sprintf("http://%s:%d", f.host(i), port)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,6 +64,19 @@ type Config struct {
 	// for AES-128/192/256). All nodes of a fleet must share the key.
 	// Optional.
 	SecretKey []byte
+
+	// ExtraKeys are more gossip keys accepted for decryption, besides
+	// SecretKey (which encrypts): the keys of a rotation in progress, so a
+	// node restarted mid-rotation still reads its peers. Each 16, 24 or 32
+	// bytes; only with SecretKey. Provider.ChangeGossipKey rotates keys at
+	// run time. Optional.
+	ExtraKeys [][]byte
+
+	// Insecure allows gossip in the clear on a non-loopback BindAddr.
+	// Without it, New refuses such a Config without SecretKey: anyone who
+	// reaches an unencrypted gossip port joins the fleet, gets keys placed
+	// on it and can gossip forged state. Loopback binds need no key.
+	Insecure bool
 
 	// Label is stamped on every gossip packet and stream; nodes with a
 	// different label ignore them, so two fleets sharing a network never
@@ -170,6 +184,11 @@ func (c Config) withDefaults() Config {
 	if len(c.SecretKey) == 0 {
 		c.SecretKey = nil
 	}
+	extra := c.ExtraKeys
+	c.ExtraKeys = nil
+	for _, k := range extra {
+		c.ExtraKeys = append(c.ExtraKeys, append([]byte(nil), k...))
+	}
 	return c
 }
 
@@ -209,6 +228,20 @@ func (c Config) Validate() error {
 	case 0, 16, 24, 32:
 	default:
 		bad("SecretKey", "length %d, want 16, 24 or 32 bytes", len(c.SecretKey))
+	}
+	for i, k := range c.ExtraKeys {
+		switch len(k) {
+		case 16, 24, 32:
+		default:
+			bad(fmt.Sprintf("ExtraKeys[%d]", i), "length %d, want 16, 24 or 32 bytes", len(k))
+		}
+	}
+	if len(c.ExtraKeys) > 0 && len(c.SecretKey) == 0 {
+		bad("ExtraKeys", "set without SecretKey: gossip is encrypted with SecretKey, the extra keys only decrypt")
+	}
+	if bind := cmp.Or(c.BindAddr, DefaultConfig().BindAddr); len(c.SecretKey) == 0 && !c.Insecure && !IsLoopback(bind) {
+		errs = append(errs, &ExposureError{What: "gossip", Addr: c.BindAddr,
+			Need: "a secret_key (gossip encryption), or insecure: true to run in the clear"})
 	}
 	if len(c.Label) > memberlist.LabelMaxSize {
 		bad("Label", "length %d exceeds %d bytes", len(c.Label), memberlist.LabelMaxSize)
@@ -271,10 +304,12 @@ func (c Config) memberlistConfig(name string) *memberlist.Config {
 		mc.AdvertisePort = c.BindPort
 	}
 	mc.Label = c.Label
-	mc.SecretKey = append([]byte(nil), c.SecretKey...)
-	if len(mc.SecretKey) == 0 {
-		mc.SecretKey = nil
-	}
+	// Encryption and its keys come from the Provider's keyring (see
+	// createMemberlist); whenever it is set, every packet and stream must
+	// be encrypted both ways.
+	mc.SecretKey = nil
+	mc.GossipVerifyIncoming = true
+	mc.GossipVerifyOutgoing = true
 	if c.GossipInterval > 0 {
 		mc.GossipInterval = c.GossipInterval
 	}

@@ -7,7 +7,9 @@
 // optional encryption and fleet label), translating memberlist membership
 // into protoactor topology (MemberList.UpdateClusterTopology), and Owner.
 // It must not: hold join state, talk to the store, or leak memberlist or
-// protoactor types beyond this package and actors/ (see docs/architecture.md, "Layers").
+// protoactor types beyond this package and actors/ — except the protoactor
+// remote options RemoteOptions hands to node/, which builds the remote (see
+// docs/architecture.md, "Layers").
 //
 // # How membership flows
 //
@@ -17,6 +19,21 @@
 // single goroutine owned by the Provider publishes the full live member
 // list to protoactor after each change. Seeds that are not up yet are
 // retried in the background with backoff, so nodes may start in any order.
+//
+// # Security
+//
+// Gossip is encrypted and verified when Config.SecretKey is set: memberlist
+// drops whatever it cannot decrypt with a key of the keyring, so only key
+// holders are members. Provider.ChangeGossipKey rotates the keyring at run
+// time (install, use, remove; each on every node before the next), and
+// Config.ExtraKeys carries a rotation across restarts. New refuses a
+// non-loopback BindAddr without a key unless Config.Insecure
+// (ExposureError); CheckRemoteExposure is the same rule for remoting, and
+// RemoteOptions gives protoactor's remote the mutual-TLS gRPC credentials
+// (RemoteTLS: both sides verify the peer against the fleet CA, files
+// re-read when they change). A dead list counts against a node only with
+// a strict majority of its live peers behind it (trustDeclarations), so
+// one rogue member cannot make a node restart.
 //
 // # Placement
 //

@@ -158,8 +158,55 @@ func restartSet(nodes []string, declared map[string][]string) []string {
 	return out
 }
 
-// checkDeclaredDeadLocked applies restartSet to the current view and sets
-// the DeadNotice when this node is in it.
+// trustDeclarations keeps a "declared dead" edge into a node only when a
+// strict majority of that node's live peers declared it dead. A minority
+// declaration — one rogue or confused member gossiping a dead list, a peer
+// that alone lost sight of the node — does not make the named node
+// restart: the edge is turned round, so the declarer is the one restarted
+// (its restart ends the conflict as well: it gets a fresh blocklist). A
+// real partition's cut-off side is declared dead by the whole majority,
+// and what it declared of the majority is a minority's word; so the
+// outcome there is the one restartSet alone gives. Every node applies this
+// to the same gossip and so reaches the same graph.
+//
+// On an encrypted fleet only holders of the gossip key are members at all
+// (memberlist drops every packet it cannot decrypt, GossipVerifyIncoming),
+// so every dead list counted here came through the encrypted gossip; on a
+// plain fleet (loopback, or insecure: true) this rule is what keeps one
+// member that lies from restarting others.
+func trustDeclarations(nodes []string, declared map[string][]string) map[string][]string {
+	by := map[string]map[string]bool{} // target -> its live declarers
+	for from, tos := range declared {
+		for _, to := range tos {
+			if from == to || !slices.Contains(nodes, from) || !slices.Contains(nodes, to) {
+				continue
+			}
+			if by[to] == nil {
+				by[to] = map[string]bool{}
+			}
+			by[to][from] = true
+		}
+	}
+	peers := len(nodes) - 1
+	out := map[string][]string{}
+	for to, froms := range by {
+		for from := range froms {
+			if 2*len(froms) > peers {
+				out[from] = append(out[from], to)
+			} else {
+				out[to] = append(out[to], from)
+			}
+		}
+	}
+	for n := range out {
+		slices.Sort(out[n])
+		out[n] = slices.Compact(out[n])
+	}
+	return out
+}
+
+// checkDeclaredDeadLocked applies restartSet to the current view, after
+// trustDeclarations, and sets the DeadNotice when this node is in it.
 func (p *Provider) checkDeclaredDeadLocked() {
 	if p.declaredDead.Load() != nil || p.ownMeta.ID == "" {
 		return
@@ -191,7 +238,7 @@ func (p *Provider) checkDeclaredDeadLocked() {
 			blocked = append(blocked, n.name)
 		}
 	}
-	if len(by) == 0 && len(blocked) == 0 || !slices.Contains(restartSet(nodes, declared), p.mu.self) {
+	if len(by) == 0 && len(blocked) == 0 || !slices.Contains(restartSet(nodes, trustDeclarations(nodes, declared)), p.mu.self) {
 		return
 	}
 	slices.Sort(by)
@@ -219,7 +266,8 @@ func (p *Provider) checkDeclaredDeadLocked() {
 // MemberList.UpdateClusterTopology. Lock order: memberlist's node lock, then
 // p.mu; never call into memberlist while holding p.mu.
 type Provider struct {
-	cfg Config // defaulted deep copy; never changes after New
+	cfg     Config              // defaulted deep copy; never changes after New
+	keyring *memberlist.Keyring // nil: gossip in the clear; memberlist locks it itself
 
 	changed chan struct{} // cap 1: coalesced "membership changed" signal
 	stop    chan struct{} // closed when Shutdown begins
@@ -264,7 +312,12 @@ func New(cfg Config) (*Provider, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	kr, err := newKeyring(cfg.SecretKey, cfg.ExtraKeys)
+	if err != nil {
+		return nil, err
+	}
 	p := &Provider{
+		keyring:     kr,
 		cfg:         cfg.withDefaults(),
 		changed:     make(chan struct{}, 1),
 		metaChanged: make(chan struct{}, 1),
@@ -378,6 +431,7 @@ func (p *Provider) createMemberlist(c *protocluster.Cluster, client bool) (*memb
 		name = defaultNodeName(c.ActorSystem.ID)
 	}
 	mc := p.cfg.memberlistConfig(name)
+	mc.Keyring = p.keyring
 	mc.Delegate = metaDelegate{p: p}
 	mc.Events = eventDelegate{p: p}
 	mc.Logger = newMemberlistLogger(p.logNow())

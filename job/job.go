@@ -431,6 +431,14 @@ type Cluster struct {
 	SecretKey string `yaml:"secret_key"`
 	// SecretKeyFile reads SecretKey from a file instead (secrets.go).
 	SecretKeyFile string `yaml:"secret_key_file,omitempty"`
+	// SecretKeys, base64, are more gossip keys accepted (not used to
+	// encrypt): a key rotation in progress (see clustersec.go).
+	SecretKeys []string `yaml:"secret_keys,omitempty"`
+	// TLS is the mutual TLS of actor remoting (see clustersec.go).
+	TLS ClusterTLS `yaml:"tls,omitempty"`
+	// Insecure allows gossip without secret_key and remoting without tls
+	// on a non-loopback bind address.
+	Insecure bool `yaml:"insecure,omitempty"`
 	// Label keeps two fleets from merging.
 	Label string `yaml:"label"`
 	// RequestTimeout bounds one request to a key actor (default 30s).
@@ -819,6 +827,7 @@ func (s *Spec) Validate() error {
 	if s.Cluster.RequestTimeout < 0 {
 		bad("cluster.request_timeout", "must not be negative")
 	}
+	s.validateClusterSecurity(bad)
 	if w := s.Cluster.Watermarks; w.Interval < 0 || w.TTL < 0 {
 		bad("cluster.watermarks", "interval and ttl must not be negative")
 	}

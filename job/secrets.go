@@ -178,6 +178,9 @@ func (s *Spec) secrets() []secret {
 	}
 	redis("dead_letter.redis", &s.DeadLetter.Redis)
 	kafka("dead_letter.kafka", &s.DeadLetter.Kafka)
+	for i := range s.Cluster.SecretKeys {
+		out = append(out, secret{fmt.Sprintf("cluster.secret_keys[%d]", i), &s.Cluster.SecretKeys[i], nil})
+	}
 	out = append(out,
 		secret{"cluster.secret_key", &s.Cluster.SecretKey, &s.Cluster.SecretKeyFile},
 		secret{"admin.token", &s.Admin.Token, &s.Admin.TokenFile},

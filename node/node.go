@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"github.com/joinery/joinery/internal/gctune"
@@ -226,12 +225,13 @@ func (n *Node) startCluster() (err error) {
 	if cc.Advertise != "" {
 		pcfg.AdvertiseAddr = cc.Advertise
 	}
-	if cc.SecretKey != "" {
-		key, err := base64.StdEncoding.DecodeString(cc.SecretKey)
-		if err != nil {
-			return fmt.Errorf("cluster.secret_key: not base64: %w", err)
-		}
-		pcfg.SecretKey = key
+	if pcfg.SecretKey, pcfg.ExtraKeys, err = cc.GossipKeys(); err != nil {
+		return err
+	}
+	pcfg.Insecure = cc.Insecure
+	// Remoting in the clear off loopback is refused before anything listens.
+	if err = cluster.CheckRemoteExposure(rhost, cc.TLS.On(), cc.Insecure); err != nil {
+		return err
 	}
 	if n.provider, err = cluster.New(pcfg); err != nil {
 		return err
@@ -247,6 +247,14 @@ func (n *Node) startCluster() (err error) {
 	}
 	if err := n.startBudget(); err != nil {
 		return err
+	}
+	if t := cc.TLS; t.On() {
+		topts, err := cluster.RemoteOptions(cluster.RemoteTLS{CAFile: n.spec.Resolve(t.CAFile), CertFile: n.spec.Resolve(t.CertFile),
+			KeyFile: n.spec.Resolve(t.KeyFile), ServerName: t.ServerName, Logger: n.log.With("component", "remoting-tls")})
+		if err != nil {
+			return err
+		}
+		ropts = append(ropts, topts...)
 	}
 	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, NewTimed: n.timed, Store: n.store, Writer: n.writer, Logger: n.log,
 		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats, Budget: n.budget})

@@ -191,7 +191,7 @@ error, 3 job or key not found.`,
 	pf.DurationVar(&o.timeout, "timeout", 30*time.Second, "timeout of one request")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err }) // cobra's error: exit 2
 
-	root.AddCommand(membersCmd(o), keyCmd(o, getenv), watermarksCmd(o), hotCmd(o))
+	root.AddCommand(membersCmd(o), keyCmd(o, getenv), watermarksCmd(o), hotCmd(o), gossipKeyCmd(o))
 	root.SetOut(stdout) // before InitDefaultCompletionCmd, which captures it
 	root.SetErr(stderr)
 	root.InitDefaultCompletionCmd()

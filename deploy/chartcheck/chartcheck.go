@@ -19,6 +19,7 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
@@ -67,6 +68,8 @@ var kinds = map[string]func() any{
 	"apps/v1/StatefulSet":                     func() any { return &appsv1.StatefulSet{} },
 	"v1/Service":                              func() any { return &corev1.Service{} },
 	"v1/ConfigMap":                            func() any { return &corev1.ConfigMap{} },
+	"v1/Secret":                               func() any { return &corev1.Secret{} },
+	"networking.k8s.io/v1/NetworkPolicy":      func() any { return &networkingv1.NetworkPolicy{} },
 	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
 	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &ServiceMonitor{} },
 }

@@ -424,7 +424,7 @@ func podEnv(t *testing.T, sts *appsv1.StatefulSet) []string {
 				t.Fatalf("env %s: unexpected fieldRef %s", e.Name, e.ValueFrom.FieldRef.FieldPath)
 			}
 		case e.ValueFrom.SecretKeyRef != nil:
-			val = "c2VjcmV0LXNlY3JldC0xNg==" // base64 of 16 bytes: also a valid gossip key (check decodes it as run does)
+			val = "c2VjcmV0LXNlY3JldC0xNg==" // base64 of 16 bytes ("secret-secret-16"): also a valid gossip key (check decodes it as run does)
 		default:
 			t.Fatalf("env %s: unexpected valueFrom", e.Name)
 		}

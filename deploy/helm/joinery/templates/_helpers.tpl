@@ -92,9 +92,12 @@ overlaid; a string job is used verbatim.
 {{- $_ := set $cluster "remote" (printf "0.0.0.0:%d" (int .Values.cluster.remotePort)) }}
 {{- $_ := set $cluster "seeds" (splitList "," (include "joinery.seeds" .)) }}
 {{- $_ := set $cluster "label" (.Values.cluster.label | default (include "joinery.fullname" .)) }}
-{{- if .Values.cluster.secretKey.existingSecret }}
 {{- $_ := set $cluster "secret_key" "${JOINERY_GOSSIP_KEY}" }}
+{{- $tls := dict "ca_file" "/etc/joinery-tls/ca.crt" "cert_file" "/etc/joinery-tls/tls.crt" "key_file" "/etc/joinery-tls/tls.key" }}
+{{- with .Values.cluster.tls.serverName }}
+{{- $_ := set $tls "server_name" . }}
 {{- end }}
+{{- $_ := set $cluster "tls" $tls }}
 {{- $redis := dict "addr" .Values.redis.addr }}
 {{- if .Values.redis.existingSecret }}
 {{- $_ := set $redis "password" "${JOINERY_REDIS_PASSWORD}" }}
@@ -102,4 +105,18 @@ overlaid; a string job is used verbatim.
 {{- $_ := mergeOverwrite $job (dict "cluster" $cluster "state" (dict "store" "redis" "redis" $redis)) }}
 {{- toYaml $job }}
 {{- end }}
+{{- end }}
+
+{{/*
+Names of the gossip key and remoting TLS Secrets: the given ones, or the
+ones the chart generates.
+*/}}
+{{- define "joinery.gossipSecret" -}}
+{{- .Values.cluster.secretKey.existingSecret | default (printf "%s-gossip" (include "joinery.fullname" .)) }}
+{{- end }}
+{{- define "joinery.gossipSecretKey" -}}
+{{- if .Values.cluster.secretKey.existingSecret }}{{ .Values.cluster.secretKey.key }}{{ else }}gossip-key{{ end }}
+{{- end }}
+{{- define "joinery.tlsSecret" -}}
+{{- .Values.cluster.tls.existingSecret | default (printf "%s-remoting-tls" (include "joinery.fullname" .)) }}
 {{- end }}
