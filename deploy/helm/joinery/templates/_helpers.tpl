@@ -120,3 +120,16 @@ ones the chart generates.
 {{- define "joinery.tlsSecret" -}}
 {{- .Values.cluster.tls.existingSecret | default (printf "%s-remoting-tls" (include "joinery.fullname" .)) }}
 {{- end }}
+{{- /* The admin API's tokens: an existing Secret's, or the generated <fullname>-admin. */ -}}
+{{- define "joinery.adminSecret" -}}
+{{- .Values.admin.token.existingSecret | default (printf "%s-admin" (include "joinery.fullname" .)) }}
+{{- end }}
+{{- define "joinery.adminSecretKey" -}}
+{{- if .Values.admin.token.existingSecret }}{{ .Values.admin.token.key }}{{ else }}admin-token{{ end }}
+{{- end }}
+{{- define "joinery.readSecret" -}}
+{{- .Values.admin.readToken.existingSecret | default (printf "%s-admin" (include "joinery.fullname" .)) }}
+{{- end }}
+{{- define "joinery.readSecretKey" -}}
+{{- if .Values.admin.readToken.existingSecret }}{{ .Values.admin.readToken.key }}{{ else }}read-token{{ end }}
+{{- end }}
