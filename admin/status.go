@@ -25,6 +25,24 @@ type Member struct {
 	// Uptime is how long the member has run, 0 when unknown. JSON carries it in
 	// nanoseconds.
 	Uptime time.Duration `json:"uptime_ns"`
+	// Memory is the member's key memory budget; nil when the answering node
+	// does not know it (another member's).
+	Memory *KeyMemory `json:"memory,omitempty"`
+}
+
+// KeyMemory is how much memory a node's live key actors take against its
+// budget, and why key actors passivated.
+type KeyMemory struct {
+	// BudgetBytes is the memory budget (0: none); AccountedBytes what the
+	// live key actors are accounted (an estimate: a fixed cost per
+	// activation plus a multiple of the key's encoded state).
+	BudgetBytes    int64 `json:"budget_bytes"`
+	AccountedBytes int64 `json:"accounted_bytes"`
+	// Activations counts key actors activated, ever (a reactivation loads
+	// the key from the store); Passivations those stopped, by cause: idle,
+	// budget, request, stopped.
+	Activations  int64            `json:"activations"`
+	Passivations map[string]int64 `json:"passivations,omitempty"`
 }
 
 // Location says where a join key lives.

@@ -76,6 +76,7 @@ func (b backend) Members(context.Context) ([]admin.Member, error) {
 		if m.Self {
 			am.KeysActive = int(b.n.stats.ActiveKeys())
 			am.Uptime = time.Since(b.n.started)
+			am.Memory = b.n.keyMemory()
 		}
 		if m.Status == cluster.StatusAlive {
 			alive++

@@ -382,3 +382,10 @@ func (n *Node) Inspect(key record.Key) (*keypb.KeyState, error) {
 	}
 	return ks, nil
 }
+
+// keyMemory is this node's key memory figures for the admin API.
+func (n *Node) keyMemory() *admin.KeyMemory {
+	b := n.budget.Stats()
+	return &admin.KeyMemory{BudgetBytes: b.Limit, AccountedBytes: b.Bytes,
+		Activations: n.stats.Activations.Load(), Passivations: n.stats.PassivationsByCause()}
+}

@@ -29,8 +29,9 @@ type Stats struct {
 	Passivations atomic.Int64 // key actors stopped on this node (idle or shutdown)
 	// BudgetPassivations counts those the memory budget stopped.
 	BudgetPassivations atomic.Int64
-	budget             *actors.Budget // set once at start, before any key actor
-	FencedWrites       atomic.Int64   // state writes refused: a newer activation owned the key
+	budget             *actors.Budget   // set once at start, before any key actor
+	byCause            map[string]int64 // passivations by cause; guarded by mu
+	FencedWrites       atomic.Int64     // state writes refused: a newer activation owned the key
 
 	mu       sync.Mutex
 	bad      map[string]int64            // reason -> count of records that could not be decoded or routed
@@ -122,6 +123,12 @@ func (s *Stats) Passivated(string, record.Key) {
 // PassivatedBecause implements actors.EventsWithCause.
 func (s *Stats) PassivatedBecause(_ string, cause string) {
 	s.m.Passivations.WithLabelValues(s.job, cause).Inc()
+	s.mu.Lock()
+	if s.byCause == nil {
+		s.byCause = map[string]int64{}
+	}
+	s.byCause[cause]++
+	s.mu.Unlock()
 	s.accounted()
 	if cause == actors.CauseBudget {
 		s.BudgetPassivations.Add(1)
@@ -135,4 +142,12 @@ func (s *Stats) ActiveKeys() int64 { return s.Activations.Load() - s.Passivation
 func (s *Stats) Fenced(string, record.Key) {
 	s.FencedWrites.Add(1)
 	s.m.FencedWrites.WithLabelValues(s.job).Inc()
+}
+
+// PassivationsByCause counts key actor passivations by cause (idle, budget,
+// request, stopped).
+func (s *Stats) PassivationsByCause() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.byCause)
 }

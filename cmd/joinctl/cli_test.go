@@ -585,3 +585,16 @@ state:
 	r = runCLI(t, noServer, "key", "inspect", "users-domains", "1", "--redis-cluster", c.Addrs()[1])
 	wantExit(t, r, 2)
 }
+
+// TestCLIMembersKeyMemory: a member that reports its key memory gets a line
+// with the accounted bytes, the budget and the passivations by cause.
+func TestCLIMembersKeyMemory(t *testing.T) {
+	var b strings.Builder
+	membersTable(&b, []admin.Member{{ID: "id-1", Name: "node-1", Status: "alive", Self: true, KeysActive: 3,
+		Memory: &admin.KeyMemory{BudgetBytes: 64 << 20, AccountedBytes: 3 << 20, Activations: 40,
+			Passivations: map[string]int64{"idle": 2, "budget": 35}}}})
+	want := "key memory of node-1: 3.0 MiB accounted of a 64.0 MiB budget; 40 activations; passivations: idle 2, budget 35, request 0, stopped 0"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("members output:\n%s\nwant a line\n%s", b.String(), want)
+	}
+}

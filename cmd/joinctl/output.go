@@ -102,6 +102,17 @@ func membersTable(w io.Writer, ms []admin.Member) {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", self, dash(m.Name), dash(m.ID), dash(m.Address), dash(m.GossipAddr), dash(m.Status), keys, up)
 	}
+	for _, m := range ms {
+		if mem := m.Memory; mem != nil {
+			budget := "none"
+			if mem.BudgetBytes > 0 {
+				budget = fmt.Sprintf("%.1f MiB", float64(mem.BudgetBytes)/(1<<20))
+			}
+			fmt.Fprintf(w, "\nkey memory of %s: %.1f MiB accounted of a %s budget; %d activations; passivations: idle %d, budget %d, request %d, stopped %d\n",
+				dash(m.Name), float64(mem.AccountedBytes)/(1<<20), budget, mem.Activations,
+				mem.Passivations["idle"], mem.Passivations["budget"], mem.Passivations["request"], mem.Passivations["stopped"])
+		}
+	}
 }
 
 func locationTable(w io.Writer, l admin.Location) {
