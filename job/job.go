@@ -546,6 +546,12 @@ const (
 	EnvReadToken = "JOINERY_READ_TOKEN"     // admin.read_token
 	EnvInsecure  = "JOINERY_ADMIN_INSECURE" // admin.insecure ("true")
 	EnvAdminAddr = "JOINERY_ADMIN_ADDR"     // admin.addr
+	// EnvRedisUsername, EnvRedisTLS ("true") and EnvRedisTLSCA (a CA file;
+	// implies TLS) set state.redis.username and state.redis.tls, for the
+	// Helm chart's redis.username and redis.tls values.
+	EnvRedisUsername = "JOINERY_REDIS_USERNAME"
+	EnvRedisTLS      = "JOINERY_REDIS_TLS"
+	EnvRedisTLSCA    = "JOINERY_REDIS_TLS_CA"
 )
 
 func (s *Spec) applyEnv(getenv func(string) string) {
@@ -577,6 +583,15 @@ func (s *Spec) applyEnv(getenv func(string) string) {
 	}
 	if v := getenv(EnvAdminAddr); v != "" {
 		s.Admin.Addr = v
+	}
+	if v := getenv(EnvRedisUsername); v != "" {
+		s.State.Redis.Username = v
+	}
+	if getenv(EnvRedisTLS) == "true" {
+		s.State.Redis.TLS.Enabled = true
+	}
+	if v := getenv(EnvRedisTLSCA); v != "" {
+		s.State.Redis.TLS.Enabled, s.State.Redis.TLS.CAFile = true, v
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 const good = `
@@ -195,5 +197,30 @@ func TestJobBadInputFields(t *testing.T) {
 		if src.BadInputPolicy() != PolicyFail || src.TruncatePolicy() != PolicyIgnore || src.RecordLimit() != 100 || src.DedupOn() {
 			t.Errorf("%s: source %+v", tc.yaml, src)
 		}
+	}
+}
+
+// TestJobEnvRedisUsernameTLS: the Helm chart's redis.username and redis.tls
+// reach state.redis through the environment.
+func TestJobEnvRedisUsernameTLS(t *testing.T) {
+	ca := testutil.WriteTLSFiles(t, t.TempDir()).CA
+	t.Setenv(EnvRedisUsername, "joinery")
+	t.Setenv(EnvRedisTLSCA, ca)
+	s, err := Parse([]byte(good + "state: {store: redis, redis: {addr: redis:6379}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.State.Redis
+	if r.Username != "joinery" || !r.TLS.Enabled || r.TLS.CAFile != ca {
+		t.Errorf("state.redis = %+v, want username joinery and TLS with the CA file", r)
+	}
+	t.Setenv(EnvRedisTLSCA, "")
+	t.Setenv(EnvRedisTLS, "true")
+	s, err = Parse([]byte(good + "state: {store: redis, redis: {addr: redis:6379}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.State.Redis.TLS.Enabled || s.State.Redis.TLS.CAFile != "" {
+		t.Errorf("JOINERY_REDIS_TLS=true: tls = %+v", s.State.Redis.TLS)
 	}
 }
