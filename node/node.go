@@ -389,3 +389,27 @@ func (n *Node) keyMemory() *admin.KeyMemory {
 	return &admin.KeyMemory{BudgetBytes: b.Limit, AccountedBytes: b.Bytes,
 		Activations: n.stats.Activations.Load(), Passivations: n.stats.PassivationsByCause()}
 }
+
+// CheckExposure runs, without listening, the checks Start makes before its
+// cluster listens: gossip without a secret key or remoting without mutual
+// TLS on an address that is not loopback, unless cluster.insecure
+// (*cluster.ExposureError). `joinery check` runs it, so check refuses what
+// run would.
+func CheckExposure(spec *job.Spec) error {
+	cc := spec.Cluster
+	rhost, _, err := splitHostPort("cluster.remote", cc.Remote, "127.0.0.1")
+	if err != nil {
+		return err
+	}
+	ghost, _, err := splitHostPort("cluster.gossip", cc.Gossip, "127.0.0.1")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if key, _, err := cc.GossipKeys(); err == nil && len(key) == 0 && !cc.Insecure && !cluster.IsLoopback(ghost) {
+		errs = append(errs, &cluster.ExposureError{What: "gossip", Addr: ghost,
+			Need: "a secret_key (gossip encryption), or insecure: true to run in the clear"})
+	}
+	errs = append(errs, cluster.CheckRemoteExposure(rhost, cc.TLS.On(), cc.Insecure))
+	return errors.Join(errs...)
+}

@@ -89,3 +89,29 @@ func TestCheckAndRunRefuseWhatRunRefuses(t *testing.T) {
 	}
 	t.Setenv("CHECK_SRC_PW", "x") // restored by t.Setenv's cleanup
 }
+
+// TestCheckRefusesExposedCluster: check refuses, as run does, gossip
+// without a key and remoting without TLS on a non-loopback address, and
+// accepts them with cluster.insecure or on loopback.
+func TestCheckRefusesExposedCluster(t *testing.T) {
+	base := "name: exposed\njoin:\n  type: cdc\n  left: {name: users, pk: id, join_on: id}\n  right: {name: domains, pk: id, join_on: user_id}\n" +
+		"sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains: right}}]\nsinks: [{type: table}]\n"
+	for _, c := range []struct {
+		name, cluster, want string
+	}{
+		{"gossip off loopback without a key", "cluster: {gossip: '0.0.0.0:7946', remote: '127.0.0.1:0'}\n", "gossip would listen unprotected"},
+		{"remoting off loopback without tls", "cluster: {remote: '0.0.0.0:8090'}\n", "remoting would listen unprotected"},
+		{"insecure says so", "cluster: {gossip: '0.0.0.0:7946', remote: '0.0.0.0:8090', insecure: true}\n", ""},
+		{"loopback", "cluster: {gossip: '127.0.0.1:0', remote: '127.0.0.1:0'}\n", ""},
+	} {
+		path := writeJob(t, base+c.cluster)
+		var out, errOut strings.Builder
+		code := run([]string{"check", "--config", path}, &out, &errOut)
+		switch {
+		case c.want == "" && code != 0:
+			t.Errorf("%s: check exit %d, stderr %q; want ok", c.name, code, errOut.String())
+		case c.want != "" && (code != 2 || !strings.Contains(errOut.String(), c.want)):
+			t.Errorf("%s: check exit %d, stderr %q; want 2 with %q", c.name, code, errOut.String(), c.want)
+		}
+	}
+}

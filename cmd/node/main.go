@@ -72,6 +72,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if args[0] == "check" {
+		if err := node.CheckExposure(spec); err != nil {
+			fmt.Fprintf(stderr, "invalid job file:\n%v\n", err)
+			return 2
+		}
 		// Secrets are redacted: check output lands in CI logs and terminals.
 		b, _ := yaml.Marshal(spec.Redacted())
 		fmt.Fprintf(stdout, "%s: ok\n%s", *config, b)
