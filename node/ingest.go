@@ -510,7 +510,6 @@ func (r *reader) collect(ctx context.Context, queue <-chan *batch) error {
 		n.evt.release(b)
 		r.wg.Done()
 	}
-	_ = n
 	return failed
 }
 

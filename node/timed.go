@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/persistence"
@@ -435,4 +434,3 @@ func (r *reader) flushTimers(ctx context.Context, queue chan<- *batch) error {
 	return errors.New("timers keep firing after the end of input")
 }
 
-var _ = actors.FirePart
