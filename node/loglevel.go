@@ -33,3 +33,51 @@ func libLogger(l *slog.Logger, component string) *slog.Logger {
 	}
 	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
 }
+
+// connLossMessages are protoactor's ERROR records about a remoting
+// connection ending: a peer that stopped, left or died, or this node
+// stopping. In a fleet they are routine (requests to a lost peer are resent
+// to the key's new owner), so they are logged as WARN, and not at all
+// (DEBUG) while this node is shutting down: a clean shutdown logs no ERROR.
+var connLossMessages = map[string]bool{
+	"EndpointWriter lost connection":                      true,
+	"EndpointWriter failed to connect":                    true,
+	"EndpointWriter error when closing the stream":        true,
+	"EndpointWriter error when closing the client conn":   true,
+	"EndpointWriter failed to create receive stream":      true,
+	"EndpointWriter failed to send connect request":       true,
+	"EndpointWriter failed to receive connect response":   true,
+	"EndpointReader failed to send disconnection message": true,
+	"stop endpoint activator failed":                      true,
+	"stop endpoint supervisor failed":                     true,
+}
+
+// connLoss demotes connLossMessages (see there); stopping reports whether
+// the node is shutting down.
+type connLoss struct {
+	slog.Handler
+	stopping func() bool
+}
+
+func (h connLoss) Enabled(ctx context.Context, l slog.Level) bool { return h.Handler.Enabled(ctx, l) }
+
+func (h connLoss) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError && connLossMessages[r.Message] {
+		r.Level = slog.LevelWarn
+		if h.stopping() {
+			r.Level = slog.LevelDebug
+		}
+		if !h.Handler.Enabled(ctx, r.Level) {
+			return nil
+		}
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h connLoss) WithAttrs(as []slog.Attr) slog.Handler {
+	return connLoss{h.Handler.WithAttrs(as), h.stopping}
+}
+
+func (h connLoss) WithGroup(name string) slog.Handler {
+	return connLoss{h.Handler.WithGroup(name), h.stopping}
+}

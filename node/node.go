@@ -236,7 +236,7 @@ func (n *Node) startCluster() (err error) {
 	if n.provider, err = cluster.New(pcfg); err != nil {
 		return err
 	}
-	plog := libLogger(n.log, "protoactor")
+	plog := slog.New(connLoss{libLogger(n.log, "protoactor").Handler(), n.draining.Load})
 	n.system = actor.NewActorSystemWithConfig(actor.Configure(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return plog }),
 	))
