@@ -51,7 +51,7 @@ func (b backend) Hot(_ context.Context, job string, n int) ([]admin.HotKey, erro
 	if err := b.job(job); err != nil {
 		return nil, err
 	}
-	keys, rates := b.n.hot.top(n, time.Now())
+	keys, rates := b.n.hot.Top(n, time.Now())
 	out := make([]admin.HotKey, len(keys))
 	for i, k := range keys {
 		out[i] = admin.HotKey{Job: job, Key: string(k), EventsPerSec: rates[i]}

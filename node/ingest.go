@@ -396,7 +396,7 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	}
 	now := time.Now()
 	for _, k := range order {
-		n.hot.add(k, int64(len(applies[k].Events)), now)
+		n.hot.Add(k, int64(len(applies[k].Events)), now)
 	}
 	if n.evt != nil {
 		n.evt.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/joinery/joinery/internal/gctune"
+	"github.com/joinery/joinery/internal/hotkeys"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -76,7 +77,7 @@ type Node struct {
 	admin    *admin.Server
 	ingest   *httpIngest
 	started  time.Time
-	hot      *hotKeys
+	hot      *hotkeys.Tracker
 	evt      *eventTime         // event-time joins only
 	wms      *wmShare           // event-time joins with sources: the fleet's watermarks (wmshare.go)
 	timed    func() joins.Timed // event-time joins only
@@ -112,7 +113,7 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	n = &Node{spec: spec, cdc: cdc, log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics(),
 		session: fmt.Sprintf("%x", rand.Uint64())}
 	n.stats = newStats(spec.Name, n.metrics)
-	n.hot = newHotKeys(1024, 10*time.Second, time.Now())
+	n.hot = hotkeys.New(1024, 10*time.Second, time.Now())
 	n.timed, n.evt = timedF, evt
 	if evt != nil {
 		for _, side := range []record.Side{record.Left, record.Right} {

@@ -1,4 +1,7 @@
-package node
+// Package hotkeys finds the busiest join keys a node routes, in bounded
+// memory: a space-saving top-k over fixed windows (Tracker). It knows
+// nothing of actors or the node; node/ feeds it and the admin API reads it.
+package hotkeys
 
 import (
 	"container/heap"
@@ -9,12 +12,12 @@ import (
 	"github.com/joinery/joinery/record"
 )
 
-// hotKeys keeps the busiest keys this node routes, with bounded memory: a
+// Tracker keeps the busiest keys this node routes, with bounded memory: a
 // space-saving top-k (Metwally et al.) over fixed windows. At most capacity
 // keys are counted; a new key evicts the smallest count and inherits it (an
 // overestimate that is exact for truly heavy keys). Rates are from the last
 // complete window, so a reading never mixes a window that just began.
-type hotKeys struct {
+type Tracker struct {
 	mu       sync.Mutex
 	capacity int
 	window   time.Duration
@@ -57,12 +60,14 @@ func (h *hotHeap) Pop() any {
 	return e
 }
 
-func newHotKeys(capacity int, window time.Duration, now time.Time) *hotKeys {
-	return &hotKeys{capacity: capacity, window: window, start: now, counts: make(map[record.Key]*hotEntry, capacity)}
+// New returns a tracker of at most capacity keys over windows of window,
+// the first starting at now.
+func New(capacity int, window time.Duration, now time.Time) *Tracker {
+	return &Tracker{capacity: capacity, window: window, start: now, counts: make(map[record.Key]*hotEntry, capacity)}
 }
 
-// add counts n events of key.
-func (h *hotKeys) add(key record.Key, n int64, now time.Time) {
+// Add counts n events of key. Safe for concurrent use.
+func (h *Tracker) Add(key record.Key, n int64, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.rollLocked(now)
@@ -86,7 +91,7 @@ func (h *hotKeys) add(key record.Key, n int64, now time.Time) {
 	heap.Fix(&h.heap, 0)
 }
 
-func (h *hotKeys) rollLocked(now time.Time) {
+func (h *Tracker) rollLocked(now time.Time) {
 	if now.Sub(h.start) < h.window {
 		return
 	}
@@ -116,9 +121,9 @@ func (h *hotKeys) rollLocked(now time.Time) {
 	h.heap = h.heap[:0]
 }
 
-// top returns the n busiest keys of the last complete window with their
+// Top returns the n busiest keys of the last complete window with their
 // events per second.
-func (h *hotKeys) top(n int, now time.Time) ([]record.Key, []float64) {
+func (h *Tracker) Top(n int, now time.Time) ([]record.Key, []float64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.rollLocked(now)

@@ -1,4 +1,4 @@
-package node
+package hotkeys
 
 import (
 	"fmt"
@@ -10,13 +10,13 @@ import (
 
 func TestHotKeysTopK(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	h := newHotKeys(8, 10*time.Second, t0)
+	h := New(8, 10*time.Second, t0)
 	// One heavy key among many light ones, more distinct keys than capacity.
 	for i := range 1000 {
-		h.add("hot", 5, t0.Add(time.Duration(i)*time.Millisecond))
-		h.add(record.Key(fmt.Sprint("k", i%50)), 1, t0.Add(time.Duration(i)*time.Millisecond))
+		h.Add("hot", 5, t0.Add(time.Duration(i)*time.Millisecond))
+		h.Add(record.Key(fmt.Sprint("k", i%50)), 1, t0.Add(time.Duration(i)*time.Millisecond))
 	}
-	keys, rates := h.top(3, t0.Add(10*time.Second))
+	keys, rates := h.Top(3, t0.Add(10*time.Second))
 	if len(keys) != 3 || keys[0] != "hot" {
 		t.Fatalf("top = %v", keys)
 	}
