@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/joinery/joinery/internal/gctune"
+	"github.com/joinery/joinery/internal/tableprint"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/node"
 	"github.com/joinery/joinery/replay"
@@ -116,7 +117,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log.Info("node stopped", "records_in", st.In.Load(), "events", st.Events.Load(), "outputs", st.Out.Load(),
 		"replayed_skipped", st.Skipped.Load(), "tombstones", st.Tombs.Load(), "rejected", st.Bad())
 	if rows := n.Table(); rows != nil {
-		node.PrintTable(stdout, rows, n.Columns())
+		tableprint.Print(stdout, rows, n.Columns())
 	}
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		log.Error("run failed", "err", runErr)

@@ -1,4 +1,6 @@
-package node
+// Package tableprint writes a joined table as aligned text, as `joinery run`
+// prints the final table of a job with a table sink. It only formats.
+package tableprint
 
 import (
 	"encoding/json"
@@ -11,10 +13,10 @@ import (
 	"github.com/joinery/joinery/joins"
 )
 
-// PrintTable writes the joined table as aligned text: one column per output
+// Print writes the joined table as aligned text: one column per output
 // field (in the order of columns, or sorted by name when columns is nil), one
 // line per row, sorted by primary key.
-func PrintTable(w io.Writer, rows []joins.TableRow, columns []string) {
+func Print(w io.Writer, rows []joins.TableRow, columns []string) {
 	names := columns
 	if names == nil {
 		seen := map[string]bool{}
