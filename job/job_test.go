@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/joinery/joinery/sources/redisstream"
 )
 
 const good = `
@@ -65,6 +67,11 @@ func TestJobValidateNamesField(t *testing.T) {
 		{"dead letter topic", "sinks:", "dead_letter: {type: kafka, kafka: {brokers: [k:9092]}}\nsinks:", "dead_letter.kafka.topic"},
 		{"dead letter brokers", "sinks:", "dead_letter: {type: kafka, kafka: {topic: dlq}}\nsinks:", "dead_letter.kafka.brokers"},
 		{"redis-stream lease", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, lease: 10ms,", "sources[0].lease"},
+		{"redis-stream shards", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, shards: -2,", "sources[0].shards: must be 0"},
+		{"redis-stream too many shards", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, shards: 5000,", "sources[0].shards: must be 0"},
+		{"file shards", "path: x.jsonl,", "path: x.jsonl, shards: 4,", "sources[0].shards: is only for a redis-stream source"},
+		{"sink shards", "{type: stdout}", "{type: redis-stream, redis: {addr: 'r:1'}, stream: out, shards: -1}", "sinks[0].shards: must be 0"},
+		{"stdout shards", "{type: stdout}", "{type: stdout, shards: 2}", "sinks[0].shards: is only for a redis-stream sink"},
 		{"dead letter unknown field", "sinks:", "dead_letter: {type: file, path: x, paht: y}\nsinks:", "paht"},
 	}
 	for _, c := range cases {
@@ -195,5 +202,28 @@ func TestJobBadInputFields(t *testing.T) {
 		if src.BadInputPolicy() != PolicyFail || src.TruncatePolicy() != PolicyIgnore || src.RecordLimit() != 100 || src.DedupOn() {
 			t.Errorf("%s: source %+v", tc.yaml, src)
 		}
+	}
+}
+
+// TestJobShards checks a sharded redis-stream source and sink parse, and
+// that HTTP ingest refuses a sharded source (it appends to one stream).
+func TestJobShards(t *testing.T) {
+	sharded := strings.NewReplacer(
+		"type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: cdc, group: g, shards: 16,",
+		"{type: stdout}", "{type: redis-stream, redis: {addr: 'r:1'}, stream: out, shards: 4}").Replace(good)
+	s, err := Parse([]byte(sharded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Sources[0].Shards != 16 || s.Sinks[0].Shards != 4 {
+		t.Errorf("shards = %d, %d; want 16, 4", s.Sources[0].Shards, s.Sinks[0].Shards)
+	}
+	withIngest := strings.Replace(sharded, "sinks:", "ingest: {addr: ':8080', source: cdc}\nsinks:", 1)
+	_, err = Parse([]byte(withIngest))
+	if err == nil || !strings.Contains(err.Error(), "ingest.source: must not name a sharded") {
+		t.Errorf("ingest of a sharded source: err = %v", err)
+	}
+	if MaxShards != redisstream.MaxShards {
+		t.Errorf("job.MaxShards %d != redisstream.MaxShards %d", MaxShards, redisstream.MaxShards)
 	}
 }

@@ -216,16 +216,43 @@ func (s *Sharded) Held() []int {
 	return out
 }
 
-// members is the fleet as Config.Members says, this member included.
-func (s *Sharded) members() []string {
-	var ms []string
+// ReadersKey is the sorted set where the sharded sources of stream's group
+// register (member -> until when, in Redis server ms): the members that
+// read the shards, among which they are spread.
+func ReadersKey(stream, group string) string {
+	return "{" + stream + "}:joinery:readers:" + stream + ":" + group
+}
+
+// registerScript registers ARGV[1] as a reader for ARGV[2] ms (Redis's
+// clock, so members' clocks do not matter), drops the expired ones and
+// returns the live readers.
+var registerScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('PEXPIRE', KEYS[1], 10 * tonumber(ARGV[2]))
+return redis.call('ZRANGE', KEYS[1], 0, -1)
+`)
+
+// members registers this member as a reader for a lease period and
+// returns the fleet the shards are spread over: the registered readers
+// (a node that does not run this source never registers) that Config.Members
+// reports live, this member included.
+func (s *Sharded) members(ctx context.Context) ([]string, error) {
+	readers, err := registerScript.Run(ctx, s.client, []string{ReadersKey(s.cfg.Stream, s.cfg.Group)},
+		s.cfg.Member, s.cfg.Lease.Milliseconds()).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("redisstream: register reader of %s: %w", s.cfg.Stream, err)
+	}
 	if s.cfg.Members != nil {
-		ms = s.cfg.Members()
+		live := s.cfg.Members()
+		readers = slices.DeleteFunc(readers, func(m string) bool { return !slices.Contains(live, m) })
 	}
-	if !slices.Contains(ms, s.cfg.Member) {
-		ms = append(ms, s.cfg.Member)
+	if !slices.Contains(readers, s.cfg.Member) {
+		readers = append(readers, s.cfg.Member)
 	}
-	return ms
+	return dedup(readers), nil
 }
 
 // Read returns the next batch of one held shard, up to max entries in that
@@ -280,9 +307,12 @@ func (s *Sharded) Read(ctx context.Context, max int) ([]sources.Message, error) 
 // once its owner waits for it, and takes, up to its fair share, orphans:
 // shards whose lease stayed free for a whole lease period.
 func (s *Sharded) rebalance(ctx context.Context) error {
-	members := s.members()
+	members, err := s.members(ctx)
+	if err != nil {
+		return err
+	}
 	owner := AssignShards(s.cfg.Shards, members)
-	limit := FairShare(s.cfg.Shards, len(dedup(members)))
+	limit := FairShare(s.cfg.Shards, len(members))
 	s.mu.Lock()
 	held := make(map[int]bool, len(s.mu.shards))
 	var foreign []*heldShard // held, reading, owned by another member
@@ -634,6 +664,11 @@ func (s *Sharded) Close() error {
 			<-h.done
 			_ = h.src.Close()
 		}
+		// Leave the readers at once, so the others take the shards over
+		// without waiting for the registration to lapse.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = s.client.ZRem(ctx, ReadersKey(s.cfg.Stream, s.cfg.Group), s.cfg.Member).Err()
+		cancel()
 		if err = s.client.Close(); err != nil {
 			err = fmt.Errorf("redisstream: close: %w", err)
 		}
