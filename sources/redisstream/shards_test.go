@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -376,4 +377,94 @@ func TestShardedSpreadsAndMoves(t *testing.T) {
 		}
 		n.mu.Unlock()
 	}
+}
+
+// TestShardedIgnoresNonReaders: a live member that never runs the source
+// (a node that only hosts key actors) gets no shards — the fleet is the
+// registered readers that membership reports live — so when b leaves, a
+// alone reads every shard.
+func TestShardedIgnoresNonReaders(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	const shards = 6
+	f := &fleet{}
+	f.set("a", "b", "actors-only")
+	a := startShardNode(t, rs.Addr, "a", shards, f)
+	b := startShardNode(t, rs.Addr, "b", shards, f)
+	want := map[string][]int{}
+	for i, o := range AssignShards(shards, []string{"a", "b"}) {
+		want[o] = append(want[o], i)
+	}
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		if ga, gb := a.src.Held(), b.src.Held(); !slices.Equal(ga, want["a"]) || !slices.Equal(gb, want["b"]) {
+			return fmt.Errorf("a holds %v, b %v; want %v", ga, gb, want)
+		}
+		return nil
+	})
+	// b leaves the membership and stops: a takes every shard over.
+	f.set("a", "actors-only")
+	b.stop(t)
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		if got := a.src.Held(); len(got) != shards {
+			return fmt.Errorf("a holds %v, want all %d", got, shards)
+		}
+		return nil
+	})
+}
+
+// TestShardedLeaseLost: a shard whose lease another consumer took (this
+// one was paused past it) is dropped and reported revoked, the others
+// read on, and the shard is taken again once its lease is free.
+func TestShardedLeaseLost(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	ctx := context.Background()
+	var log partitionLog
+	src, err := NewSharded(ctx, Config{Name: "cdc", Addr: rs.Addr, Stream: "cdc", Group: "g", Consumer: "a",
+		Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: 2, OnPartitions: log.hook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	read := func() {
+		if _, err := src.Read(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		read()
+		if got := src.Held(); !slices.Equal(got, []int{0, 1}) {
+			return fmt.Errorf("holds %v", got)
+		}
+		return nil
+	})
+	// Another consumer takes shard 1's lease, as after a long pause.
+	key := LeaseKey(ShardStream("cdc", 1), "g")
+	if err := rc.Set(ctx, key, "intruder|99", 2*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", 1), Values: []string{ValueField, "x"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		read()
+		if got := src.Held(); !slices.Equal(got, []int{0}) {
+			return fmt.Errorf("holds %v, want [0]", got)
+		}
+		return nil
+	})
+	if s := log.String(); !strings.HasSuffix(s, "revoked") {
+		t.Errorf("OnPartitions calls %s, want the shard revoked last", s)
+	}
+	// The intruder's lease lapses: the shard is taken again and its entry read.
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		msgs, err := src.Read(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 1 && msgs[0].Pos.Partition == 1 && string(msgs[0].Value) == "x" {
+			return nil
+		}
+		return fmt.Errorf("holds %v, read %d messages", src.Held(), len(msgs))
+	})
 }
