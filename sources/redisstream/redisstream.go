@@ -88,7 +88,9 @@ type Config struct {
 	// stream (assigned [0], once it holds the lease) and, once, that it
 	// waits for another holder (assigned and revoked empty). An event-time
 	// ingest declares the stream's partition in its watermarks only while
-	// it reads it. Called from Read; it must not call the Source.
+	// it reads it. Called from Read; it must not call the Source. A
+	// sharded source reports each shard it takes (assigned [i]) and gives
+	// up (revoked [i]), from its manager goroutine.
 	OnPartitions func(assigned, revoked []int32)
 
 	// Shards, when positive, makes the source read the shard streams

@@ -123,26 +123,32 @@ func Open(ctx context.Context, cfg Config) (sources.Source, error) {
 // (up to DefaultDrain), and releases the lease, so the owner takes it at
 // once. A shard whose lease it lost (it was paused past the lease) it drops.
 //
+// A manager goroutine registers the source and rebalances every
+// min(Lease/3, 250ms), whether or not the caller reads (an ingest stalled
+// on a dead node's keys keeps its registration and hands shards over).
 // Each held shard has a reader goroutine that runs the shard's Source and
 // hands its batches to Read; Read returns one shard's batch at a time.
-// Read and Commit may be called from different goroutines; Read is not
-// called concurrently with itself.
+// Config.OnPartitions is called from the manager goroutine. Read and
+// Commit may be called from different goroutines; Read is not called
+// concurrently with itself.
 type Sharded struct {
 	cfg    Config
 	client *redis.Client
 	every  time.Duration // rebalance period
 	drain  time.Duration
 
-	items  chan shardItem
-	max    atomic.Int64 // the max of the last Read, for the readers
-	nextRe time.Time    // next rebalance (Read alone)
+	items chan shardItem
+	max   atomic.Int64  // the max of the last Read, for the readers
+	errs  chan error    // the manager's errors, for Read
+	stop  chan struct{} // closed by Close: the manager stops
+	done  chan struct{} // closed when the manager returned
 
 	mu struct {
 		sync.Mutex
 		shards map[int]*heldShard // held shards
 		closed bool
 	}
-	freeSince map[int]time.Time // Read alone: when an unowned shard's lease was first seen free
+	freeSince map[int]time.Time // manager alone: when an unowned shard's lease was first seen free
 	closeOnce sync.Once
 }
 
@@ -150,11 +156,15 @@ type Sharded struct {
 type heldShard struct {
 	i        int
 	src      *Source
-	stop     chan struct{} // closed to stop the reader
+	stop     chan struct{} // closed (halt) to stop the reader
+	halted   sync.Once
 	done     chan struct{} // closed when the reader returned
-	draining time.Time     // when the hand-over started; zero while reading
-	lost     bool          // the reader saw ErrLeaseLost
+	draining time.Time     // when the hand-over started; zero while reading (Sharded.mu)
+	lost     atomic.Bool   // the reader saw ErrLeaseLost
 }
+
+// halt stops h's reader (idempotent).
+func (h *heldShard) halt() { h.halted.Do(func() { close(h.stop) }) }
 
 type shardItem struct {
 	shard int
@@ -196,11 +206,44 @@ func NewSharded(ctx context.Context, cfg Config) (*Sharded, error) {
 			return nil, err
 		}
 	}
-	s := &Sharded{cfg: cfg, client: client, every: max(cfg.Lease/3, 10*time.Millisecond), drain: DefaultDrain,
-		items: make(chan shardItem), freeSince: map[int]time.Time{}}
+	s := &Sharded{cfg: cfg, client: client, every: min(max(cfg.Lease/3, 10*time.Millisecond), 250*time.Millisecond),
+		drain: DefaultDrain, items: make(chan shardItem), errs: make(chan error, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), freeSince: map[int]time.Time{}}
 	s.mu.shards = map[int]*heldShard{}
 	s.max.Store(512)
+	go s.manage()
 	return s, nil
+}
+
+// manage rebalances every s.every until Close. An error (Redis
+// unreachable, say) is handed to Read, once, and the next round retries.
+func (s *Sharded) manage() {
+	defer close(s.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stop
+		cancel()
+	}()
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	for {
+		s.finishDrains()
+		if err := s.rebalance(ctx); err != nil && ctx.Err() == nil {
+			if transient(err) {
+				err = sources.Transient(err)
+			}
+			select {
+			case s.errs <- err:
+			default: // Read has not taken the last one yet
+			}
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Held returns the shards this source holds the lease of, reading or
@@ -258,7 +301,7 @@ func (s *Sharded) members(ctx context.Context) ([]string, error) {
 // Read returns the next batch of one held shard, up to max entries in that
 // shard's stream order (so offsets grow strictly per partition), or an
 // empty slice and a nil error when none arrived within Config.Block. It
-// rebalances the shards every Lease/3. Errors of a shard (a transient one
+// Errors of a shard or of the rebalancing (a transient one
 // marked sources.Transient) are returned as they come; ctx.Err() when ctx
 // ends, ErrClosed after Close.
 func (s *Sharded) Read(ctx context.Context, max int) ([]sources.Message, error) {
@@ -269,31 +312,16 @@ func (s *Sharded) Read(ctx context.Context, max int) ([]sources.Message, error) 
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	s.finishDrains()
-	if now := time.Now(); !now.Before(s.nextRe) {
-		s.nextRe = now.Add(s.every)
-		if err := s.rebalance(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if transient(err) {
-				return nil, sources.Transient(err)
-			}
-			return nil, err
-		}
-	}
 	t := time.NewTimer(s.cfg.Block)
 	defer t.Stop()
 	select {
 	case it := <-s.items:
-		if errors.Is(it.err, ErrLeaseLost) {
-			s.dropLost(it.shard)
-			return []sources.Message{}, nil
-		}
 		if it.err != nil {
 			return nil, it.err
 		}
 		return it.msgs, nil
+	case err := <-s.errs:
+		return nil, err
 	case <-t.C:
 		return []sources.Message{}, nil
 	case <-ctx.Done():
@@ -518,6 +546,10 @@ func (s *Sharded) readShard(h *heldShard) {
 		if err == nil && len(msgs) == 0 {
 			continue
 		}
+		if errors.Is(err, ErrLeaseLost) {
+			h.lost.Store(true) // finishDrains drops the shard
+			return
+		}
 		it := shardItem{shard: h.i, msgs: msgs, err: err}
 		select {
 		case s.items <- it:
@@ -528,8 +560,6 @@ func (s *Sharded) readShard(h *heldShard) {
 		switch {
 		case err == nil:
 			backoff = 10 * time.Millisecond
-		case errors.Is(err, ErrLeaseLost):
-			return
 		default:
 			// Read reported it; wait before trying again.
 			select {
@@ -552,16 +582,17 @@ func (s *Sharded) handOver(h *heldShard) {
 	}
 	h.draining = time.Now()
 	s.mu.Unlock()
-	close(h.stop)
+	h.halt()
 }
 
 // finishDrains releases the leases of the shards handed over whose
-// delivered entries are all committed (or that waited DefaultDrain).
+// delivered entries are all committed (or that waited DefaultDrain), and
+// drops the shards whose lease another member took.
 func (s *Sharded) finishDrains() {
 	s.mu.Lock()
 	var done []*heldShard
 	for i, h := range s.mu.shards {
-		if h.draining.IsZero() {
+		if h.draining.IsZero() && !h.lost.Load() {
 			continue
 		}
 		select {
@@ -569,7 +600,7 @@ func (s *Sharded) finishDrains() {
 		default:
 			continue
 		}
-		if h.src.unackedCount() == 0 || time.Since(h.draining) > s.drain {
+		if h.lost.Load() || h.src.unackedCount() == 0 || time.Since(h.draining) > s.drain {
 			done = append(done, h)
 			delete(s.mu.shards, i)
 		}
@@ -578,22 +609,6 @@ func (s *Sharded) finishDrains() {
 	for _, h := range done {
 		s.release(h)
 	}
-}
-
-// dropLost drops shard i, whose lease another member took.
-func (s *Sharded) dropLost(i int) {
-	s.mu.Lock()
-	h := s.mu.shards[i]
-	delete(s.mu.shards, i)
-	s.mu.Unlock()
-	if h == nil {
-		return
-	}
-	if h.draining.IsZero() {
-		close(h.stop)
-	}
-	<-h.done
-	s.release(h)
 }
 
 // release closes h's source, which releases the lease if still held, and
@@ -655,10 +670,16 @@ func (s *Sharded) Close() error {
 		held := s.mu.shards
 		s.mu.shards = map[int]*heldShard{}
 		s.mu.Unlock()
+		close(s.stop)
+		<-s.done
+		s.mu.Lock()
+		for _, h := range s.mu.shards { // taken while the manager stopped
+			held[h.i] = h
+		}
+		s.mu.shards = map[int]*heldShard{}
+		s.mu.Unlock()
 		for _, h := range held {
-			if h.draining.IsZero() {
-				close(h.stop)
-			}
+			h.halt()
 		}
 		for _, h := range held {
 			<-h.done
