@@ -682,6 +682,10 @@ func (s *Spec) Validate() error {
 			if src.Shards < 0 || src.Shards > MaxShards {
 				bad(f+".shards", "must be 0 (one stream) to %d (got %d)", MaxShards, src.Shards)
 			}
+			if src.Shards > 0 && s.Ingest.Source != "" && s.Ingest.Source == src.Name {
+				// HTTP ingest appends to one stream, knowing no primary key.
+				bad("ingest.source", "must not name a sharded redis-stream source (%q has %d shards)", src.Name, src.Shards)
+			}
 		case "kafka":
 			if len(src.Kafka.Brokers) == 0 {
 				bad(f+".kafka.brokers", "must be set for a kafka source")
@@ -711,9 +715,6 @@ func (s *Spec) Validate() error {
 				found = true
 				if src.Type != "redis-stream" && src.Type != "kafka" {
 					bad("ingest.source", "must name a redis-stream or kafka source (%q is %s)", src.Name, src.Type)
-				}
-				if src.Shards > 0 {
-					bad("ingest.source", "must not name a sharded redis-stream source (%q has %d shards)", src.Name, src.Shards)
 				}
 			}
 		}

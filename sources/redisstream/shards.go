@@ -300,7 +300,7 @@ func (s *Sharded) members(ctx context.Context) ([]string, error) {
 
 // Read returns the next batch of one held shard, up to max entries in that
 // shard's stream order (so offsets grow strictly per partition), or an
-// empty slice and a nil error when none arrived within Config.Block. It
+// empty slice and a nil error when none arrived within Config.Block.
 // Errors of a shard or of the rebalancing (a transient one
 // marked sources.Transient) are returned as they come; ctx.Err() when ctx
 // ends, ErrClosed after Close.
