@@ -6,9 +6,10 @@
 // internal/failpoint; a SIGSTOP pause; a network partition of an actor
 // node, with each node in its own network namespace — that scenario needs
 // root and iproute2, and fails without them; kill -9 of the node reading a
-// Redis stream that every node of the fleet has as its source, as the Helm
-// chart runs them), and the final joined result compared with the
-// fault-free answer.
+// Redis stream that every node of the fleet has as its source; kill -9 of
+// one of three nodes reading a sharded Redis Streams source, whose shard
+// leases must move to the survivors, as the Helm chart's default job runs
+// them), and the final joined result compared with the fault-free answer.
 // It has no code of its own outside tests.
 //
 //	go test ./chaos/                        # the short version CI runs (1-3 trials per scenario, 20,000 changes)

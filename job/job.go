@@ -180,6 +180,15 @@ type Source struct {
 	Redis  Redis  `yaml:"redis"`
 	Stream string `yaml:"stream"`
 	Group  string `yaml:"group"`
+	// Shards, for a redis-stream source, reads the shard streams
+	// <stream>.0 … <stream>.<shards-1> instead of the one stream: shard i
+	// is partition i, each shard has its own lease, and the shards are
+	// spread evenly over the live nodes of the fleet (at most
+	// ceil(shards/nodes) each), moving as nodes come and go. A producer
+	// puts every change of a row in shard ShardOf(row's primary key) (see
+	// sources/redisstream and docs/sharded-streams.md). 0 (default): the
+	// one stream, read by one node at a time. At most MaxShards.
+	Shards int `yaml:"shards,omitempty"`
 	// Lease of a redis-stream source: one node of the fleet reads the
 	// stream at a time and renews its lease every third of this; another
 	// takes over when it lapses (default 10s; see sources/redisstream).
@@ -226,6 +235,10 @@ func (s Source) CompiledFilter() (*transform.Filter, error) {
 	}
 	return transform.CompileFilter(s.Filter)
 }
+
+// MaxShards bounds sources[].shards and sinks[].shards (as
+// sources/redisstream.MaxShards).
+const MaxShards = 4096
 
 // DefaultMaxRecordBytes is the record size limit of a source without
 // max_record_bytes.
@@ -335,6 +348,12 @@ type Sink struct {
 	Path   string `yaml:"path"`
 	Redis  Redis  `yaml:"redis"`
 	Stream string `yaml:"stream"`
+	// Shards, for a redis-stream sink, writes the shard streams
+	// <stream>.0 … <stream>.<shards-1>: each output goes to shard
+	// ShardOf(its primary key), so a sharded redis-stream source of another
+	// job reads them with each row's changes in order. 0 (default): the
+	// one stream. At most MaxShards.
+	Shards int `yaml:"shards,omitempty"`
 	// Key is the Redis hash of a redis-hash sink.
 	Key   string `yaml:"key"`
 	Kafka Kafka  `yaml:"kafka"`
@@ -708,6 +727,13 @@ func (s *Spec) Validate() error {
 			if src.Lease != 0 && src.Lease < 100*time.Millisecond {
 				bad(f+".lease", "must be at least 100ms (default 10s)")
 			}
+			if src.Shards < 0 || src.Shards > MaxShards {
+				bad(f+".shards", "must be 0 (one stream) to %d (got %d)", MaxShards, src.Shards)
+			}
+			if src.Shards > 0 && s.Ingest.Source != "" && s.Ingest.Source == src.Name {
+				// HTTP ingest appends to one stream, knowing no primary key.
+				bad("ingest.source", "must not name a sharded redis-stream source (%q has %d shards)", src.Name, src.Shards)
+			}
 		case "kafka":
 			if len(src.Kafka.Brokers) == 0 {
 				bad(f+".kafka.brokers", "must be set for a kafka source")
@@ -725,6 +751,9 @@ func (s *Spec) Validate() error {
 			}
 		default:
 			bad(f+".type", "must be file, redis-stream or kafka (got %q)", src.Type)
+		}
+		if src.Shards != 0 && src.Type != "redis-stream" {
+			bad(f+".shards", "is only for a redis-stream source (this one is %s)", src.Type)
 		}
 	}
 	if s.Ingest.Addr != "" || s.Ingest.Source != "" {
@@ -791,6 +820,9 @@ func (s *Spec) Validate() error {
 			if sk.Stream == "" {
 				bad(f+".stream", "must be set for a redis-stream sink")
 			}
+			if sk.Shards < 0 || sk.Shards > MaxShards {
+				bad(f+".shards", "must be 0 (one stream) to %d (got %d)", MaxShards, sk.Shards)
+			}
 		case "redis-hash":
 			if sk.Redis.Addr == "" {
 				bad(f+".redis.addr", "must be set for a redis-hash sink")
@@ -807,6 +839,9 @@ func (s *Spec) Validate() error {
 			}
 		default:
 			bad(f+".type", "must be stdout, file, redis-stream, redis-hash, kafka or table (got %q)", sk.Type)
+		}
+		if sk.Shards != 0 && sk.Type != "redis-stream" {
+			bad(f+".shards", "is only for a redis-stream sink (this one is %s)", sk.Type)
 		}
 	}
 	switch s.State.Store {

@@ -67,6 +67,11 @@ func TestJobValidateNamesField(t *testing.T) {
 		{"dead letter topic", "sinks:", "dead_letter: {type: kafka, kafka: {brokers: [k:9092]}}\nsinks:", "dead_letter.kafka.topic"},
 		{"dead letter brokers", "sinks:", "dead_letter: {type: kafka, kafka: {topic: dlq}}\nsinks:", "dead_letter.kafka.brokers"},
 		{"redis-stream lease", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, lease: 10ms,", "sources[0].lease"},
+		{"redis-stream shards", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, shards: -2,", "sources[0].shards: must be 0"},
+		{"redis-stream too many shards", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, shards: 5000,", "sources[0].shards: must be 0"},
+		{"file shards", "path: x.jsonl,", "path: x.jsonl, shards: 4,", "sources[0].shards: is only for a redis-stream source"},
+		{"sink shards", "{type: stdout}", "{type: redis-stream, redis: {addr: 'r:1'}, stream: out, shards: -1}", "sinks[0].shards: must be 0"},
+		{"stdout shards", "{type: stdout}", "{type: stdout, shards: 2}", "sinks[0].shards: is only for a redis-stream sink"},
 		{"dead letter unknown field", "sinks:", "dead_letter: {type: file, path: x, paht: y}\nsinks:", "paht"},
 	}
 	for _, c := range cases {

@@ -102,9 +102,13 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		if err != nil {
 			return nil, fmt.Errorf("source %s: redis.tls: %w", cfg.Name, err)
 		}
-		return redisstream.New(ctx, redisstream.Config{Name: cfg.Name, Addr: cfg.Redis.Addr, Username: cfg.Redis.Username,
+		rc := redisstream.Config{Name: cfg.Name, Addr: cfg.Redis.Addr, Username: cfg.Redis.Username,
 			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer, TLS: tc,
-			Lease: cfg.Lease, OnPartitions: n.readingHook(cfg.Name, n.sourcePartitions(cfg.Name))})
+			Lease: cfg.Lease, OnPartitions: n.readingHook(cfg.Name, n.sourcePartitions(cfg.Name))}
+		if cfg.Shards > 0 {
+			rc.Shards, rc.Members, rc.Member = cfg.Shards, n.liveMembers, n.memberName(consumer) // shards.go
+		}
+		return redisstream.Open(ctx, rc)
 	case "kafka":
 		tc, err := kafkaTLS(n.spec, cfg.Kafka)
 		if err != nil {
@@ -120,16 +124,26 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 }
 
 // readingHook wraps a Redis stream source's OnPartitions hook (next, may be
-// nil) to set joinery_source_reading: 1 once the source holds the stream's
-// lease, 0 while it waits for it.
+// nil) to set joinery_source_reading: 1 while the source holds the lease of
+// its stream (or of a shard stream), 0 while it waits for one.
 func (n *Node) readingHook(source string, next func(assigned, revoked []int32)) func(assigned, revoked []int32) {
 	g := n.metrics.SourceReading.WithLabelValues(n.spec.Name, source)
+	var mu sync.Mutex
+	held := map[int32]bool{}
 	return func(assigned, revoked []int32) {
-		if len(assigned) > 0 {
+		mu.Lock()
+		for _, p := range revoked {
+			delete(held, p)
+		}
+		for _, p := range assigned {
+			held[p] = true
+		}
+		if len(held) > 0 {
 			g.Set(1)
 		} else {
 			g.Set(0)
 		}
+		mu.Unlock()
 		if next != nil {
 			next(assigned, revoked)
 		}

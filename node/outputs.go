@@ -55,7 +55,7 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 			var tc *tls.Config
 			if tc, err = spec.RedisTLSConfig(s.Redis); err == nil {
 				sk, err = redisstream.New(ctx, redisstream.Config{Addr: s.Redis.Addr, Username: s.Redis.Username,
-					Password: s.Redis.Password, DB: s.Redis.DB, Stream: s.Stream, Format: format, TLS: tc})
+					Password: s.Redis.Password, DB: s.Redis.DB, Stream: s.Stream, Format: format, TLS: tc, Shards: s.Shards})
 			}
 		case "redis-hash":
 			var tc *tls.Config

@@ -1,6 +1,7 @@
 package chartcheck
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -494,6 +495,16 @@ func TestJobFileValid(t *testing.T) {
 			} {
 				if got := get(path); got != want {
 					t.Errorf("%s = %v, want %v", path, got, want)
+				}
+			}
+			if vs.name == "default" {
+				// The default job ingests on every pod: shard streams.
+				srcs, _ := get("sources").([]any)
+				if len(srcs) != 1 {
+					t.Fatalf("sources = %v, want one", srcs)
+				}
+				if src, _ := srcs[0].(map[string]any); fmt.Sprintf("%v %v", src["type"], src["shards"]) != "redis-stream 16" {
+					t.Errorf("default source = %v, want a redis-stream source of 16 shards", src)
 				}
 			}
 			seeds, _ := get("cluster.seeds").([]any)

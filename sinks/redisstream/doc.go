@@ -5,7 +5,11 @@
 // It owns batching (one pipelined round trip per Write) and optional
 // approximate trimming (MAXLEN ~). It does not dedupe: outputs replayed after
 // a restart are appended again with the same ids, so readers dedupe by "id".
-// go-redis types stay inside this package.
+// With Config.Shards it writes shard streams Stream.0 … Stream.<Shards-1>
+// instead, each output in the shard of its primary key (ShardOf: FNV-1a 32
+// of record.Output.PK, mod Shards), so a row's changes stay in one shard,
+// in order, for a sharded Redis Streams source (sources/redisstream) to
+// read. go-redis types stay inside this package.
 //
 // Usage:
 //

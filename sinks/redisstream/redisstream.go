@@ -12,7 +12,13 @@ import (
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks"
+	srcstream "github.com/joinery/joinery/sources/redisstream"
 )
+
+// ShardOf is the shard of an output among shards: FNV-1a 32 of its primary
+// key (record.Output.PK), mod shards — the producer's rule of a sharded
+// Redis Streams source (sources/redisstream.ShardOf).
+func ShardOf(o record.Output, shards int) int { return srcstream.ShardOf([]byte(o.PK), shards) }
 
 // Entry field names.
 const (
@@ -42,6 +48,13 @@ type Config struct {
 	MaxLen int64
 	// TLS, when not nil, connects with TLS using this configuration.
 	TLS *tls.Config
+	// Shards, when positive, writes the shard streams Stream.0 …
+	// Stream.<Shards-1> instead of Stream: each output goes to shard
+	// ShardOf(its primary key, Shards) — FNV-1a 32 of record.Output.PK
+	// (the result's primary key as a JSON array), mod Shards — so every
+	// change of an output row lands in one shard, in order, as a sharded
+	// Redis Streams source expects. Default 0: the one stream.
+	Shards int
 }
 
 // Validate reports every problem with c at once.
@@ -58,6 +71,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxLen < 0 {
 		errs = append(errs, fmt.Errorf("redisstream: MaxLen %d is negative", c.MaxLen))
+	}
+	if c.Shards < 0 || c.Shards > srcstream.MaxShards {
+		errs = append(errs, fmt.Errorf("redisstream: Shards %d is not in 0..%d", c.Shards, srcstream.MaxShards))
 	}
 	if !c.Format.Valid() {
 		errs = append(errs, fmt.Errorf("redisstream: unknown Format %v", c.Format))
@@ -104,30 +120,49 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 // anything is sent. If the round trip fails, a prefix of the batch may have
 // been appended; a retry appends it again (readers dedupe by id).
 func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
-	type entry struct{ id, line string }
-	entries := make([]entry, 0, len(batch))
+	values := make([][]string, 0, len(batch))
+	var streams []string
 	for _, o := range batch {
 		line, ok, err := s.cfg.Format.Marshal(o)
 		if err != nil {
 			return fmt.Errorf("redisstream: %w", err)
 		}
 		if ok {
-			entries = append(entries, entry{o.ID, string(line)})
+			values = append(values, []string{IDField, o.ID, ValueField, string(line)})
+			if s.cfg.Shards > 0 {
+				streams = append(streams, srcstream.ShardStream(s.cfg.Stream, ShardOf(o, s.cfg.Shards)))
+			}
 		}
 	}
-	values := make([][]string, len(entries))
-	for i, e := range entries {
-		values[i] = []string{IDField, e.id, ValueField, e.line}
-	}
-	return s.Append(ctx, values)
+	return s.appendTo(ctx, streams, values)
 }
 
 // Append adds one stream entry per element of entries, each a list of
 // field, value pairs, in order, with one pipelined round trip, and returns
 // once Redis has answered every XADD (trimmed as MaxLen says). The dead-letter
-// output uses it for entries that are not join outputs. If the round trip
-// fails, a prefix may have been appended.
+// output uses it for entries that are not join outputs. A sharded sink puts
+// an entry in the shard of FNV-1a 32 of its "id" field's value (shard 0
+// without one). If the round trip fails, a prefix may have been appended.
 func (s *Sink) Append(ctx context.Context, entries [][]string) error {
+	var streams []string
+	if s.cfg.Shards > 0 {
+		streams = make([]string, len(entries))
+		for i, e := range entries {
+			shard := 0
+			for k := 0; k+1 < len(e); k += 2 {
+				if e[k] == IDField {
+					shard = srcstream.ShardOf([]byte(e[k+1]), s.cfg.Shards)
+					break
+				}
+			}
+			streams[i] = srcstream.ShardStream(s.cfg.Stream, shard)
+		}
+	}
+	return s.appendTo(ctx, streams, entries)
+}
+
+// appendTo appends entries[i] to streams[i] (nil streams: all to Stream).
+func (s *Sink) appendTo(ctx context.Context, streams []string, entries [][]string) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -137,9 +172,13 @@ func (s *Sink) Append(ctx context.Context, entries [][]string) error {
 		return nil
 	}
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, e := range entries {
+		for i, e := range entries {
+			stream := s.cfg.Stream
+			if streams != nil {
+				stream = streams[i]
+			}
 			p.XAdd(ctx, &redis.XAddArgs{
-				Stream: s.cfg.Stream,
+				Stream: stream,
 				MaxLen: s.cfg.MaxLen,
 				Approx: s.cfg.MaxLen > 0,
 				Values: e,

@@ -137,3 +137,79 @@ func TestRedisStreamSinkErrors(t *testing.T) {
 		t.Fatal("New without a server succeeded")
 	}
 }
+
+// TestRedisStreamSinkShards writes outputs of many rows to 4 shard streams:
+// every row's changes are in the shard of its primary key, in write order,
+// nothing is written to the unsharded stream, and every output is written.
+func TestRedisStreamSinkShards(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	const shards = 4
+	s, err := New(ctx, Config{Addr: r.Addr, Stream: "out", Shards: shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var outs []record.Output
+	for i := range 200 {
+		pk := fmt.Sprintf("[%d,%d]", i%25, i%3)
+		outs = append(outs, record.Output{ID: fmt.Sprint("o", i), Kind: record.Insert, PK: pk, Row: record.Row{"n": json.Number(fmt.Sprint(i))}})
+	}
+	if err := s.Write(ctx, outs); err != nil {
+		t.Fatal(err)
+	}
+	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer admin.Close()
+	if n := admin.Exists(ctx, "out").Val(); n != 0 {
+		t.Errorf("the unsharded stream exists")
+	}
+	byPK := map[string][]string{} // pk -> ids in shard order
+	total := 0
+	used := 0
+	for i := range shards {
+		entries, err := admin.XRange(ctx, fmt.Sprintf("out.%d", i), "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) > 0 {
+			used++
+		}
+		for _, e := range entries {
+			o, err := changelog.DecodeChangelog([]byte(e.Values[ValueField].(string)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := ShardOf(o, shards); want != i {
+				t.Errorf("output %s (pk %s) in shard %d, want %d", o.ID, o.PK, i, want)
+			}
+			byPK[o.PK] = append(byPK[o.PK], o.ID)
+			total++
+		}
+	}
+	if total != len(outs) || used < 2 {
+		t.Errorf("%d outputs over %d shards, want %d over several", total, used, len(outs))
+	}
+	for _, o := range outs {
+		ids := byPK[o.PK]
+		if len(ids) == 0 || ids[0] != o.ID {
+			t.Fatalf("row %s: %v, want %s next (write order)", o.PK, ids, o.ID)
+		}
+		byPK[o.PK] = ids[1:]
+	}
+	// Append (dead letters) shards by the id field.
+	if err := s.Append(ctx, [][]string{{IDField, "dl-1", ValueField, "x"}, {ValueField, "no id"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("out.%d", srcShard("dl-1", shards))
+	if e := admin.XRevRangeN(ctx, want, "+", "-", 1).Val(); len(e) != 1 || e[0].Values[IDField] != "dl-1" {
+		t.Errorf("%s ends with %v, want the entry dl-1", want, e)
+	}
+	if e := admin.XRevRangeN(ctx, "out.0", "+", "-", 1).Val(); len(e) != 1 || e[0].Values[ValueField] != "no id" {
+		t.Errorf("out.0 ends with %v, want the entry without id", e)
+	}
+	if _, err := New(ctx, Config{Addr: r.Addr, Stream: "out", Shards: -1}); err == nil {
+		t.Error("negative Shards accepted")
+	}
+}
+
+func srcShard(id string, shards int) int { return ShardOf(record.Output{PK: id}, shards) }

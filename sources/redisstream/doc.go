@@ -33,6 +33,28 @@
 // ErrLeaseLost; open a new source). Close releases the lease, so a standby
 // takes over at once after a graceful stop.
 //
+// Sharded streams (Config.Shards = N, NewSharded or Open): one source reads
+// the shard streams Stream.0 … Stream.<N-1> (ShardStream), shard i being
+// partition i, each with its own lease as above, so a shard has one reader
+// at a time and keeps its order while the shards are read by the whole
+// fleet. The sources register in a sorted set in Redis (ReadersKey, renewed
+// every Lease/3 and lapsing after Lease; a node that does not run the
+// source never registers); the registered readers that Config.Members
+// reports live are the fleet, and AssignShards (rendezvous hashing with
+// bounded load) gives each its shards — floor or ceil of N/readers,
+// never more than FairShare. A reader takes the free lease of a shard it is
+// assigned, and announces that it waits for one another holds; the holder
+// then hands it over (stops reading it, waits up to DefaultDrain for what
+// it delivered to be committed, releases the lease). A shard whose lease
+// stays free for a whole lease period — its reader died and the others do
+// not know yet — is an orphan, taken by any reader under its fair share.
+// A dead reader's shards thus move once its leases and registration lapse.
+//
+// A producer puts every change of a row in shard ShardOf(the row's primary
+// key as a JSON array, N): FNV-1a 32 of those bytes, mod N — by the source
+// row's primary key, as Debezium partitions Kafka topics, never by the join
+// key. The Redis Streams sink shards its outputs the same way.
+//
 // go-redis types stay inside this package.
 //
 // Usage:
@@ -43,4 +65,7 @@
 //	msgs, err := src.Read(ctx, 512) // empty, nil after Block without data
 //	…
 //	err = src.Commit(ctx, []record.Position{msgs[len(msgs)-1].Pos})
+//
+//	sharded, err := redisstream.Open(ctx, redisstream.Config{Addr: "localhost:6379",
+//		Stream: "cdc", Shards: 16, Group: "joinery", Consumer: "node-1", Members: liveNodes})
 package redisstream

@@ -88,8 +88,28 @@ type Config struct {
 	// stream (assigned [0], once it holds the lease) and, once, that it
 	// waits for another holder (assigned and revoked empty). An event-time
 	// ingest declares the stream's partition in its watermarks only while
-	// it reads it. Called from Read; it must not call the Source.
+	// it reads it. Called from Read; it must not call the Source. A
+	// sharded source reports each shard it takes (assigned [i]) and gives
+	// up (revoked [i]), from its manager goroutine.
 	OnPartitions func(assigned, revoked []int32)
+
+	// Shards, when positive, makes the source read the shard streams
+	// Stream.0 … Stream.<Shards-1> (see ShardStream) instead of Stream:
+	// one source with Shards partitions, shard i being partition i, each
+	// with its own lease. Open it with NewSharded (or Open). Default 0:
+	// the one stream Stream, partition 0.
+	Shards int
+	// Members, for a sharded source, returns the names of the live members
+	// of the fleet (this one included); the shards are spread over them
+	// (AssignShards). nil: this source is alone and reads every shard it
+	// can lease.
+	Members func() []string
+	// Member is this source's name among Members. Default Consumer.
+	Member string
+
+	// partition is the partition of the stream's positions: 0, or the
+	// shard index when a sharded source opened this one.
+	partition int32
 }
 
 // Validate reports every problem with c at once.
@@ -110,6 +130,12 @@ func (c Config) Validate() error {
 	}
 	if c.Lease > 0 && c.Lease < 30*time.Millisecond {
 		errs = append(errs, fmt.Errorf("redisstream: Lease %v is below 30ms", c.Lease))
+	}
+	if c.Shards < 0 || c.Shards > MaxShards {
+		errs = append(errs, fmt.Errorf("redisstream: Shards %d is not in 0..%d", c.Shards, MaxShards))
+	}
+	if c.Shards > 0 && c.Lease < 0 {
+		errs = append(errs, errors.New("redisstream: a sharded source needs leases (Lease must not be negative)"))
 	}
 	return errors.Join(errs...)
 }
@@ -149,6 +175,7 @@ type delivered struct {
 type Source struct {
 	cfg    Config
 	client *redis.Client
+	shared bool   // client belongs to a sharded source: Close leaves it open
 	lease  *lease // nil: no lease (Config.Lease negative)
 
 	// State touched by Read alone.
@@ -175,11 +202,37 @@ type Source struct {
 var _ sources.Source = (*Source)(nil)
 
 // New connects, creates the stream and the group if missing (XGROUP CREATE …
-// MKSTREAM) and returns a source. It does not write into cfg.
+// MKSTREAM) and returns a source. It does not write into cfg. A sharded
+// config (Shards > 0) is an error here: use NewSharded or Open.
 func New(ctx context.Context, cfg Config) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Shards > 0 {
+		return nil, fmt.Errorf("redisstream: %s has %d shards: open it with NewSharded", cfg.Stream, cfg.Shards)
+	}
+	client := newClient(cfg)
+	src, err := newOn(ctx, cfg, client)
+	if err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	return src, nil
+}
+
+func newClient(cfg Config) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                  cfg.Addr,
+		Username:              cfg.Username,
+		Password:              cfg.Password,
+		DB:                    cfg.DB,
+		TLSConfig:             cloneTLS(cfg.TLS),
+		ContextTimeoutEnabled: true,
+	})
+}
+
+// newOn is New on an existing client, which the source does not close.
+func newOn(ctx context.Context, cfg Config, client *redis.Client) (*Source, error) {
 	if cfg.Name == "" {
 		cfg.Name = cfg.Stream
 	}
@@ -192,21 +245,19 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 	if cfg.ClaimMinIdle == 0 {
 		cfg.ClaimMinIdle = DefaultClaimMinIdle
 	}
-	client := redis.NewClient(&redis.Options{
-		Addr:                  cfg.Addr,
-		Username:              cfg.Username,
-		Password:              cfg.Password,
-		DB:                    cfg.DB,
-		TLSConfig:             cloneTLS(cfg.TLS),
-		ContextTimeoutEnabled: true,
-	})
-	err := client.XGroupCreateMkStream(ctx, cfg.Stream, cfg.Group, cfg.StartID).Err()
-	// Redis reports an existing group only by the error text "BUSYGROUP
-	// Consumer Group name already exists"; redis.HasErrorPrefix checks that
-	// prefix on a typed Redis error reply, not on arbitrary error text.
-	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
-		_ = client.Close()
-		return nil, fmt.Errorf("redisstream: create group %s on %s: %w", cfg.Group, cfg.Stream, err)
+	if err := createGroup(ctx, client, cfg.Stream, cfg.Group, cfg.StartID); err != nil {
+		return nil, err
+	}
+	return newWith(cfg, client), nil
+}
+
+// newWith makes a source of cfg (defaults applied, group created) on client.
+func newWith(cfg Config, client *redis.Client) *Source {
+	if cfg.Block == 0 {
+		cfg.Block = DefaultBlock
+	}
+	if cfg.ClaimMinIdle == 0 {
+		cfg.ClaimMinIdle = DefaultClaimMinIdle
 	}
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultLease
@@ -216,7 +267,19 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 		src.lease = &lease{ttl: cfg.Lease}
 		src.lease.key, src.lease.epochKey = leaseKeys(cfg.Stream, cfg.Group)
 	}
-	return src, nil
+	return src
+}
+
+// createGroup creates stream and its group when missing.
+func createGroup(ctx context.Context, client *redis.Client, stream, group, startID string) error {
+	err := client.XGroupCreateMkStream(ctx, stream, group, startID).Err()
+	// Redis reports an existing group only by the error text "BUSYGROUP
+	// Consumer Group name already exists"; redis.HasErrorPrefix checks that
+	// prefix on a typed Redis error reply, not on arbitrary error text.
+	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
+		return fmt.Errorf("redisstream: create group %s on %s: %w", group, stream, err)
+	}
+	return nil
 }
 
 // Read returns up to max entries in stream order; the caller owns their
@@ -483,7 +546,7 @@ func (s *Source) deliver(entries []redis.XMessage) ([]sources.Message, error) {
 			v = append([]byte(nil), x...)
 		}
 		out = append(out, sources.Message{
-			Pos:   record.Position{Source: s.cfg.Name, Partition: 0, Offset: off},
+			Pos:   record.Position{Source: s.cfg.Name, Partition: s.cfg.partition, Offset: off},
 			Value: v,
 		})
 		ds = append(ds, delivered{id: e.ID, offset: off})
@@ -511,8 +574,8 @@ func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
 		if p.Source != s.cfg.Name {
 			continue
 		}
-		if p.Partition != 0 {
-			return fmt.Errorf("redisstream: commit %v: source %s has only partition 0", p, s.cfg.Name)
+		if p.Partition != s.cfg.partition {
+			return fmt.Errorf("redisstream: commit %v: source %s has only partition %d", p, s.cfg.Name, s.cfg.partition)
 		}
 		upToOffset = max(upToOffset, p.Offset)
 	}
@@ -555,6 +618,25 @@ func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
 	return nil
 }
 
+// unackedCount is how many delivered entries are not acknowledged yet.
+func (s *Source) unackedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.mu.unacked)
+}
+
+// forget drops the last n delivered entries from the unacknowledged ones:
+// they were read but never handed to the caller (a sharded source stopped
+// reading the shard); they stay pending in the group, for the next reader.
+func (s *Source) forget(n int) {
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.unacked = s.mu.unacked[:max(0, len(s.mu.unacked)-n)]
+}
+
 func (s *Source) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -573,7 +655,9 @@ func (s *Source) Close() error {
 		if s.lease != nil {
 			s.lease.release(s.client)
 		}
-		err = s.client.Close()
+		if !s.shared {
+			err = s.client.Close()
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("redisstream: close: %w", err)

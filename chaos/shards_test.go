@@ -1,0 +1,228 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/internal/testutil"
+	"github.com/joinery/joinery/sources/redisstream"
+)
+
+// shardCount is the shard streams of the sharded scenario.
+const shardCount = 6
+
+// TestChaosKillShardReader runs the Helm chart's default fleet shape: three
+// nodes with the same job, whose source is a Redis Streams source of 6
+// shard streams (the CDC input, sharded by row primary key, all in the
+// streams up front), each node with its own changelog file. The shards'
+// leases spread over the three nodes (2 each), so all of them read. One
+// node is killed -9 at a random moment: its leases lapse (lease 1s), the
+// two others take its shards (3 each), claim what it left unacknowledged
+// and read on, while its keys move (memberlist failure detection). The
+// changelogs, merged in each row's output order (seq), replay to a table
+// equal to the true join: nothing is lost.
+func TestChaosKillShardReader(t *testing.T) {
+	n := trials(1)
+	for trial := range n {
+		seed := uint64(2000 + trial)
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n) })
+	}
+}
+
+// shardOfLine is the shard of a Debezium line, by its row's primary key
+// ([id]) as a producer shards: redisstream.ShardOf.
+func shardOfLine(t *testing.T, l []byte) int {
+	var env struct{ Before, After map[string]any }
+	if err := json.Unmarshal(l, &env); err != nil {
+		t.Fatal(err)
+	}
+	row := env.After
+	if row == nil {
+		row = env.Before
+	}
+	key, err := json.Marshal([]any{row["id"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return redisstream.ShardOf(key, shardCount)
+}
+
+func shardTrial(t *testing.T, seed uint64, trial, trials int) {
+	r := rand.New(rand.NewPCG(seed, seed))
+	dir := t.TempDir()
+	t.Cleanup(func() { keepFiles(t, dir) })
+	rs := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	ctx := context.Background()
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	h := cdcgen.Generate(cdcgen.Config{Seed: seed, Users: 300, Domains: 900, Changes: inputChanges})
+	want := h.LeftJoin()
+	for i := 0; i < len(h.Lines); i += 1000 {
+		p := rc.Pipeline()
+		for _, l := range h.Lines[i:min(i+1000, len(h.Lines))] {
+			p.XAdd(ctx, &redis.XAddArgs{Stream: redisstream.ShardStream("cdc", shardOfLine(t, l)),
+				Values: map[string]any{redisstream.ValueField: string(l)}})
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ports := [3]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
+	procs := map[string]*proc{}
+	var names []string
+	for i := range 3 {
+		name := fmt.Sprint("n", i+1)
+		names = append(names, name)
+		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: {addr: %[1]q}}
+cluster: {node_name: %[2]s, gossip: "127.0.0.1:%[3]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[4]d"], profile: local, request_timeout: 2s}
+sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[5]d, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
+sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
+`, rs.Addr, name, ports[i], ports[0], shardCount)
+		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(job), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		procs[name] = startProc(t, dir, name, name+".yaml")
+	}
+	out := func(name string) string { return filepath.Join(dir, "out-"+name+".jsonl") }
+	holders := func() map[string][]int {
+		m := map[string][]int{}
+		for i := range shardCount {
+			v, _ := rc.Get(ctx, redisstream.LeaseKey(redisstream.ShardStream("cdc", i), "joinery")).Result()
+			name, _, _ := strings.Cut(v, "|")
+			m[name] = append(m[name], i)
+		}
+		return m
+	}
+	// spread waits until each of names holds a fair share of the leases and
+	// none is free.
+	spread := func(names ...string) {
+		testutil.WaitFor(t, scaled(time.Minute), func() error {
+			hs := holders()
+			if len(hs[""]) > 0 {
+				return fmt.Errorf("leases %v: some free", hs)
+			}
+			for _, n := range names {
+				if got := len(hs[n]); got != shardCount/len(names) {
+					return fmt.Errorf("leases %v: %s holds %d", hs, n, got)
+				}
+			}
+			return nil
+		})
+	}
+	spread(names...)
+	t.Logf("leases: %v", holders())
+	victim := names[r.IntN(3)]
+	waitLines(t, out(victim), moment(r, 5000), time.Minute)
+	var others []string
+	for _, n := range names {
+		if n != victim {
+			others = append(others, n)
+		}
+	}
+	rec := watchRecovery(out(others[0]), out(others[1]))
+	killed := time.Now()
+	lost := holders()[victim]
+	procs[victim].kill()
+	t.Logf("killed %s, holding shards %v, with %d output lines written", victim, lost, lineCount(out(victim)))
+	spread(others...)
+	took := time.Since(killed)
+	t.Logf("leases after the kill (%v): %v", took.Round(time.Millisecond), holders())
+	// Done when every entry of every shard was delivered and acknowledged
+	// (outputs are written before the offsets are committed).
+	testutil.WaitFor(t, scaled(3*time.Minute), func() error {
+		for i := range shardCount {
+			s := redisstream.ShardStream("cdc", i)
+			gs, err := rc.XInfoGroups(ctx, s).Result()
+			if err != nil || len(gs) != 1 {
+				return fmt.Errorf("%s groups %v: %v", s, gs, err)
+			}
+			if g := gs[0]; g.Lag != 0 || g.Pending != 0 {
+				return fmt.Errorf("%s: lag %d, %d pending", s, g.Lag, g.Pending)
+			}
+		}
+		return nil
+	})
+	rt := rec.done()
+	for _, n := range others {
+		procs[n].term()
+	}
+	all := filepath.Join(dir, "out.jsonl")
+	repeated := mergeBySeq(t, all, out(names[0]), out(names[1]), out(names[2]))
+	row := summaryRow{Scenario: "KillShardReader", Trial: trial + 1, Trials: trials, EventsIn: inputChanges,
+		RecoveryMS: ms(rt.first), MaxStallMS: ms(rt.stall)}
+	got, lines, _ := table(t, all)
+	bad := compare(t, got, want)
+	row.Outputs, row.Equal, row.Lost = lines, bad == 0, rowsLost(got, want)
+	row.DupIDs, row.Fenced = dupOutputs(all), fencedWrites(dir)
+	record1(row)
+	for _, n := range names {
+		if lineCount(out(n)) == 0 {
+			t.Errorf("%s wrote no output: the shards did not spread", n)
+		}
+	}
+	t.Logf("%s's shards moved within %v of the kill; changelog: %d distinct ids, %d repeated", victim, took.Round(time.Millisecond), lines, repeated)
+}
+
+// mergeBySeq writes to dst the changelog lines of paths, first line per
+// output id, ordered by primary key and then by seq, the order of each
+// row's changes: the nodes write their files concurrently, so no file
+// order is the changelog's. It returns how many lines repeated an id.
+func mergeBySeq(t *testing.T, dst string, paths ...string) int {
+	t.Helper()
+	type line struct {
+		pk  string
+		seq uint64
+		raw []byte
+	}
+	var lines []line
+	seen := map[string]bool{}
+	repeated := 0
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			o, err := changelog.DecodeChangelog(sc.Bytes())
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if seen[o.ID] {
+				repeated++
+				continue
+			}
+			seen[o.ID] = true
+			lines = append(lines, line{o.PK, o.Seq, slices.Clone(sc.Bytes())})
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b line) int {
+		return cmp.Or(strings.Compare(a.pk, b.pk), cmp.Compare(a.seq, b.seq))
+	})
+	var buf bytes.Buffer
+	for _, l := range lines {
+		buf.Write(l.raw)
+		buf.WriteByte('\n')
+	}
+	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return repeated
+}

@@ -1,0 +1,698 @@
+package redisstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sources"
+)
+
+// MaxShards bounds Config.Shards.
+const MaxShards = 4096
+
+// DefaultDrain is how long a sharded source waits, after it stops reading a
+// shard it hands over, for the entries it delivered from that shard to be
+// committed before it releases the shard's lease anyway (what is left
+// pending is claimed and re-delivered by the next holder).
+const DefaultDrain = 30 * time.Second
+
+// ShardStream is the stream key of shard i of stream: "stream.i".
+func ShardStream(stream string, i int) string { return stream + "." + strconv.Itoa(i) }
+
+// ShardOf is the shard of a row among shards: FNV-1a 32 of key, mod shards.
+// A producer writing shard streams hashes every change of a row by the
+// same key — the row's primary key as a compact JSON array of its key
+// columns in key order (`[42]`, `["eu",7]`), as record.Output.PK is — so a
+// row's changes stay in one shard, in order (as Debezium partitions Kafka
+// topics by the row's key). Never the join key: a row that changes join
+// key would then have its changes in two shards, unordered.
+func ShardOf(key []byte, shards int) int {
+	if shards <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write(key)
+	return int(h.Sum32() % uint32(shards))
+}
+
+// AssignShards assigns shards 0…shards-1 to members, the live members of a
+// fleet (order does not matter, duplicates count once): owner[i] is the
+// member that should read shard i. It is rendezvous hashing with bounded
+// load: shard i goes to the member with the highest hash of (member, i)
+// among those below their share — every member reads floor or ceil of
+// shards/len(members) shards, never more than FairShare — so every member
+// computes the same assignment from the same member list, and a member
+// joining or leaving moves few shards. No members: nil.
+func AssignShards(shards int, members []string) []string {
+	ms := dedup(members)
+	if len(ms) == 0 || shards <= 0 {
+		return nil
+	}
+	base, extra := shards/len(ms), shards%len(ms)
+	load := make(map[string]int, len(ms))
+	owner := make([]string, shards)
+	for i := range shards {
+		best, bestScore := "", uint64(0)
+		for _, m := range ms {
+			if l := load[m]; l > base || (l == base && extra == 0) {
+				continue
+			}
+			if s := rendezvous(m, i); best == "" || s > bestScore {
+				best, bestScore = m, s
+			}
+		}
+		owner[i] = best
+		if load[best]++; load[best] > base {
+			extra--
+		}
+	}
+	return owner
+}
+
+// FairShare is the most shards one of members live members reads:
+// ceil(shards/members).
+func FairShare(shards, members int) int {
+	if members <= 0 {
+		return shards
+	}
+	return (shards + members - 1) / members
+}
+
+// rendezvous scores member for shard: FNV-1a 64 of "member\x00shard",
+// finished with a 64-bit mixer (FNV alone keeps similar names close).
+func rendezvous(member string, shard int) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(member))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write(strconv.AppendInt(nil, int64(shard), 10))
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+// Open opens the source cfg describes: New for one stream, NewSharded when
+// cfg.Shards is set.
+func Open(ctx context.Context, cfg Config) (sources.Source, error) {
+	if cfg.Shards > 0 {
+		return NewSharded(ctx, cfg)
+	}
+	return New(ctx, cfg)
+}
+
+// Sharded reads the shard streams of a sharded Redis Streams source (see
+// Config.Shards): shard i is partition i. It reads the shards
+// AssignShards gives this member, taking each one's lease as soon as it is
+// free, plus orphans — shards whose lease stayed free for a whole lease
+// period, their owner gone or not yet aware of them — up to its fair share.
+// A shard it holds but no longer owns (a member joined) it hands over: it
+// stops reading it, waits for what it delivered from it to be committed
+// (up to DefaultDrain), and releases the lease, so the owner takes it at
+// once. A shard whose lease it lost (it was paused past the lease) it drops.
+//
+// A manager goroutine registers the source and rebalances every
+// min(Lease/3, 250ms), whether or not the caller reads (an ingest stalled
+// on a dead node's keys keeps its registration and hands shards over).
+// Each held shard has a reader goroutine that runs the shard's Source and
+// hands its batches to Read; Read returns one shard's batch at a time.
+// Config.OnPartitions is called from the manager goroutine. Read and
+// Commit may be called from different goroutines; Read is not called
+// concurrently with itself.
+type Sharded struct {
+	cfg    Config
+	client *redis.Client
+	every  time.Duration // rebalance period
+	drain  time.Duration
+
+	items chan shardItem
+	max   atomic.Int64  // the max of the last Read, for the readers
+	errs  chan error    // the manager's errors, for Read
+	stop  chan struct{} // closed by Close: the manager stops
+	done  chan struct{} // closed when the manager returned
+
+	mu struct {
+		sync.Mutex
+		shards map[int]*heldShard // held shards
+		closed bool
+	}
+	freeSince map[int]time.Time // manager alone: when an unowned shard's lease was first seen free
+	closeOnce sync.Once
+}
+
+// heldShard is one shard this source holds the lease of.
+type heldShard struct {
+	i        int
+	src      *Source
+	stop     chan struct{} // closed (halt) to stop the reader
+	halted   sync.Once
+	done     chan struct{} // closed when the reader returned
+	draining time.Time     // when the hand-over started; zero while reading (Sharded.mu)
+	lost     atomic.Bool   // the reader saw ErrLeaseLost
+}
+
+// halt stops h's reader (idempotent).
+func (h *heldShard) halt() { h.halted.Do(func() { close(h.stop) }) }
+
+type shardItem struct {
+	shard int
+	msgs  []sources.Message
+	err   error
+}
+
+var _ sources.Source = (*Sharded)(nil)
+
+// NewSharded connects, creates the shard streams and their group when
+// missing, and returns a source reading the shards. cfg.Shards must be
+// positive. It does not write into cfg.
+func NewSharded(ctx context.Context, cfg Config) (*Sharded, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Shards <= 0 {
+		return nil, fmt.Errorf("redisstream: NewSharded of %s: Shards must be positive", cfg.Stream)
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.Stream
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Block == 0 {
+		cfg.Block = DefaultBlock
+	}
+	if cfg.Member == "" {
+		cfg.Member = cfg.Consumer
+	}
+	if cfg.StartID == "" {
+		cfg.StartID = "0"
+	}
+	client := newClient(cfg)
+	for i := range cfg.Shards {
+		if err := createGroup(ctx, client, ShardStream(cfg.Stream, i), cfg.Group, cfg.StartID); err != nil {
+			_ = client.Close()
+			return nil, err
+		}
+	}
+	s := &Sharded{cfg: cfg, client: client, every: min(max(cfg.Lease/3, 10*time.Millisecond), 250*time.Millisecond),
+		drain: DefaultDrain, items: make(chan shardItem), errs: make(chan error, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), freeSince: map[int]time.Time{}}
+	s.mu.shards = map[int]*heldShard{}
+	s.max.Store(512)
+	go s.manage()
+	return s, nil
+}
+
+// manage rebalances every s.every until Close. An error (Redis
+// unreachable, say) is handed to Read, once, and the next round retries.
+func (s *Sharded) manage() {
+	defer close(s.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stop
+		cancel()
+	}()
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	for {
+		s.finishDrains()
+		if err := s.rebalance(ctx); err != nil && ctx.Err() == nil {
+			if transient(err) {
+				err = sources.Transient(err)
+			}
+			select {
+			case s.errs <- err:
+			default: // Read has not taken the last one yet
+			}
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Held returns the shards this source holds the lease of, reading or
+// handing over, in order.
+func (s *Sharded) Held() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]int, 0, len(s.mu.shards))
+	for i := range s.mu.shards {
+		out = append(out, i)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ReadersKey is the sorted set where the sharded sources of stream's group
+// register (member -> until when, in Redis server ms): the members that
+// read the shards, among which they are spread.
+func ReadersKey(stream, group string) string {
+	return "{" + stream + "}:joinery:readers:" + stream + ":" + group
+}
+
+// registerScript registers ARGV[1] as a reader for ARGV[2] ms (Redis's
+// clock, so members' clocks do not matter), drops the expired ones and
+// returns the live readers.
+var registerScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('PEXPIRE', KEYS[1], 10 * tonumber(ARGV[2]))
+return redis.call('ZRANGE', KEYS[1], 0, -1)
+`)
+
+// members registers this member as a reader for a lease period and
+// returns the fleet the shards are spread over: the registered readers
+// (a node that does not run this source never registers) that Config.Members
+// reports live, this member included.
+func (s *Sharded) members(ctx context.Context) ([]string, error) {
+	readers, err := registerScript.Run(ctx, s.client, []string{ReadersKey(s.cfg.Stream, s.cfg.Group)},
+		s.cfg.Member, s.cfg.Lease.Milliseconds()).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("redisstream: register reader of %s: %w", s.cfg.Stream, err)
+	}
+	if s.cfg.Members != nil {
+		live := s.cfg.Members()
+		readers = slices.DeleteFunc(readers, func(m string) bool { return !slices.Contains(live, m) })
+	}
+	if !slices.Contains(readers, s.cfg.Member) {
+		readers = append(readers, s.cfg.Member)
+	}
+	return dedup(readers), nil
+}
+
+// Read returns the next batch of one held shard, up to max entries in that
+// shard's stream order (so offsets grow strictly per partition), or an
+// empty slice and a nil error when none arrived within Config.Block.
+// Errors of a shard or of the rebalancing (a transient one
+// marked sources.Transient) are returned as they come; ctx.Err() when ctx
+// ends, ErrClosed after Close.
+func (s *Sharded) Read(ctx context.Context, max int) ([]sources.Message, error) {
+	if max <= 0 {
+		max = 1
+	}
+	s.max.Store(int64(max))
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	t := time.NewTimer(s.cfg.Block)
+	defer t.Stop()
+	select {
+	case it := <-s.items:
+		if it.err != nil {
+			return nil, it.err
+		}
+		return it.msgs, nil
+	case err := <-s.errs:
+		return nil, err
+	case <-t.C:
+		return []sources.Message{}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// rebalance compares the held shards with this member's assignment: it
+// takes the free leases of the shards it owns (announcing that it waits
+// for those held by others), hands over a shard it holds but does not own
+// once its owner waits for it, and takes, up to its fair share, orphans:
+// shards whose lease stayed free for a whole lease period.
+func (s *Sharded) rebalance(ctx context.Context) error {
+	members, err := s.members(ctx)
+	if err != nil {
+		return err
+	}
+	owner := AssignShards(s.cfg.Shards, members)
+	limit := FairShare(s.cfg.Shards, len(members))
+	s.mu.Lock()
+	held := make(map[int]bool, len(s.mu.shards))
+	var foreign []*heldShard // held, reading, owned by another member
+	for i, h := range s.mu.shards {
+		held[i] = true
+		if h.draining.IsZero() && owner[i] != s.cfg.Member {
+			foreign = append(foreign, h)
+		}
+	}
+	s.mu.Unlock()
+	if len(foreign) > 0 {
+		waiting, err := s.waiters(ctx, foreign)
+		if err != nil {
+			return err
+		}
+		for k, h := range foreign {
+			if waiting[k] == owner[h.i] {
+				s.handOver(h)
+			}
+		}
+	}
+	var orphans []int
+	var blocked []int // owned, held by another member
+	for i := range s.cfg.Shards {
+		if held[i] {
+			continue
+		}
+		if owner[i] != s.cfg.Member {
+			orphans = append(orphans, i)
+			continue
+		}
+		ok, err := s.take(ctx, i)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			blocked = append(blocked, i)
+		}
+	}
+	if err := s.wait(ctx, blocked); err != nil {
+		return err
+	}
+	if len(orphans) == 0 || s.readingCount() >= limit {
+		return nil
+	}
+	free, err := s.freeLeases(ctx, orphans)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, i := range orphans {
+		if !free[i] {
+			delete(s.freeSince, i)
+			continue
+		}
+		since, seen := s.freeSince[i]
+		if !seen {
+			s.freeSince[i] = now
+			continue
+		}
+		if now.Sub(since) < s.cfg.Lease || s.readingCount() >= limit {
+			continue
+		}
+		if ok, err := s.take(ctx, i); err != nil {
+			return err
+		} else if ok {
+			delete(s.freeSince, i)
+		}
+	}
+	return nil
+}
+
+func dedup(ms []string) []string {
+	out := slices.Clone(ms)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// waitKey names the member waiting for the lease of shard stream (in the
+// stream's hash slot, as the lease).
+func (s *Sharded) waitKey(i int) string {
+	return LeaseKey(ShardStream(s.cfg.Stream, i), s.cfg.Group) + ":wait"
+}
+
+// wait announces that this member waits for the leases of shards, for a
+// lease period: their holders hand them over.
+func (s *Sharded) wait(ctx context.Context, shards []int) error {
+	if len(shards) == 0 {
+		return nil
+	}
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, i := range shards {
+			p.Set(ctx, s.waitKey(i), s.cfg.Member, s.cfg.Lease)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisstream: announce wait for shards of %s: %w", s.cfg.Stream, err)
+	}
+	return nil
+}
+
+// waiters returns, for each of hs, the member waiting for its lease ("" none).
+func (s *Sharded) waiters(ctx context.Context, hs []*heldShard) ([]string, error) {
+	cmds := make([]*redis.StringCmd, len(hs))
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, h := range hs {
+			cmds[k] = p.Get(ctx, s.waitKey(h.i))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("redisstream: read waiters for shards of %s: %w", s.cfg.Stream, err)
+	}
+	out := make([]string, len(hs))
+	for k, c := range cmds {
+		out[k] = c.Val()
+	}
+	return out, nil
+}
+
+func (s *Sharded) readingCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, h := range s.mu.shards {
+		if h.draining.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// freeLeases reports which of shards have no lease holder, in one round trip.
+func (s *Sharded) freeLeases(ctx context.Context, shards []int) (map[int]bool, error) {
+	cmds := make([]*redis.IntCmd, len(shards))
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, i := range shards {
+			cmds[k] = p.Exists(ctx, LeaseKey(ShardStream(s.cfg.Stream, i), s.cfg.Group))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redisstream: check leases of %s: %w", s.cfg.Stream, err)
+	}
+	free := make(map[int]bool, len(shards))
+	for k, i := range shards {
+		free[i] = cmds[k].Val() == 0
+	}
+	return free, nil
+}
+
+// take acquires shard i's lease if it is free and starts reading the shard.
+func (s *Sharded) take(ctx context.Context, i int) (bool, error) {
+	cfg := s.cfg
+	cfg.Stream = ShardStream(s.cfg.Stream, i)
+	cfg.Shards, cfg.Members, cfg.OnPartitions = 0, nil, nil
+	cfg.partition = int32(i)
+	src := newWith(cfg, s.client)
+	src.shared = true
+	src.cfg.Name = s.cfg.Name
+	ok, err := src.lease.tryAcquire(ctx, s.client, s.cfg.Consumer)
+	if err != nil || !ok {
+		return false, err
+	}
+	h := &heldShard{i: i, src: src, stop: make(chan struct{}), done: make(chan struct{})}
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		_ = src.Close()
+		return false, ErrClosed
+	}
+	s.mu.shards[i] = h
+	s.mu.Unlock()
+	if s.cfg.OnPartitions != nil {
+		s.cfg.OnPartitions([]int32{int32(i)}, nil)
+	}
+	go s.readShard(h)
+	return true, nil
+}
+
+// readShard reads shard h until stopped, handing each batch to Read. A
+// batch read but not handed over when it is stopped is forgotten (it stays
+// pending in the group, for the next holder to claim).
+func (s *Sharded) readShard(h *heldShard) {
+	defer close(h.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-h.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	backoff := 10 * time.Millisecond
+	for {
+		msgs, err := h.src.Read(ctx, int(s.max.Load()))
+		if ctx.Err() != nil {
+			h.src.forget(len(msgs))
+			return
+		}
+		if err == nil && len(msgs) == 0 {
+			continue
+		}
+		if errors.Is(err, ErrLeaseLost) {
+			h.lost.Store(true) // finishDrains drops the shard
+			return
+		}
+		it := shardItem{shard: h.i, msgs: msgs, err: err}
+		select {
+		case s.items <- it:
+		case <-h.stop:
+			h.src.forget(len(msgs))
+			return
+		}
+		switch {
+		case err == nil:
+			backoff = 10 * time.Millisecond
+		default:
+			// Read reported it; wait before trying again.
+			select {
+			case <-time.After(backoff):
+			case <-h.stop:
+				return
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+}
+
+// handOver stops reading h; finishDrains releases its lease once what was
+// delivered from it is committed.
+func (s *Sharded) handOver(h *heldShard) {
+	s.mu.Lock()
+	if !h.draining.IsZero() {
+		s.mu.Unlock()
+		return
+	}
+	h.draining = time.Now()
+	s.mu.Unlock()
+	h.halt()
+}
+
+// finishDrains releases the leases of the shards handed over whose
+// delivered entries are all committed (or that waited DefaultDrain), and
+// drops the shards whose lease another member took.
+func (s *Sharded) finishDrains() {
+	s.mu.Lock()
+	var done []*heldShard
+	for i, h := range s.mu.shards {
+		if h.draining.IsZero() && !h.lost.Load() {
+			continue
+		}
+		select {
+		case <-h.done:
+		default:
+			continue
+		}
+		if h.lost.Load() || h.src.unackedCount() == 0 || time.Since(h.draining) > s.drain {
+			done = append(done, h)
+			delete(s.mu.shards, i)
+		}
+	}
+	s.mu.Unlock()
+	for _, h := range done {
+		s.release(h)
+	}
+}
+
+// release closes h's source, which releases the lease if still held, and
+// reports the shard revoked.
+func (s *Sharded) release(h *heldShard) {
+	_ = h.src.Close()
+	if s.cfg.OnPartitions != nil {
+		s.cfg.OnPartitions(nil, []int32{int32(h.i)})
+	}
+}
+
+// Commit acknowledges, per shard, every entry delivered up to the offset
+// committed for the shard's partition (see Source.Commit). Positions of
+// other sources, and of shards this source no longer holds, are ignored:
+// their entries stay pending for the shard's next holder to re-deliver.
+func (s *Sharded) Commit(ctx context.Context, upTo []record.Position) error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	byShard := map[*Source][]record.Position{}
+	for _, p := range upTo {
+		if p.Source != s.cfg.Name {
+			continue
+		}
+		if p.Partition < 0 || int(p.Partition) >= s.cfg.Shards {
+			s.mu.Unlock()
+			return fmt.Errorf("redisstream: commit %v: source %s has partitions 0..%d", p, s.cfg.Name, s.cfg.Shards-1)
+		}
+		if h := s.mu.shards[int(p.Partition)]; h != nil {
+			byShard[h.src] = append(byShard[h.src], p)
+		}
+	}
+	s.mu.Unlock()
+	var errs []error
+	for src, ps := range byShard {
+		if err := src.Commit(ctx, ps); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Sharded) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.closed
+}
+
+// Close stops every reader, releases every lease (entries delivered and
+// not committed stay pending, for the next holder) and closes the
+// connection pool. It is idempotent.
+func (s *Sharded) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.mu.closed = true
+		held := s.mu.shards
+		s.mu.shards = map[int]*heldShard{}
+		s.mu.Unlock()
+		close(s.stop)
+		<-s.done
+		s.mu.Lock()
+		for _, h := range s.mu.shards { // taken while the manager stopped
+			held[h.i] = h
+		}
+		s.mu.shards = map[int]*heldShard{}
+		s.mu.Unlock()
+		for _, h := range held {
+			h.halt()
+		}
+		for _, h := range held {
+			<-h.done
+			_ = h.src.Close()
+		}
+		// Leave the readers at once, so the others take the shards over
+		// without waiting for the registration to lapse.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = s.client.ZRem(ctx, ReadersKey(s.cfg.Stream, s.cfg.Group), s.cfg.Member).Err()
+		cancel()
+		if err = s.client.Close(); err != nil {
+			err = fmt.Errorf("redisstream: close: %w", err)
+		}
+	})
+	return err
+}

@@ -1,0 +1,470 @@
+package redisstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/joinery/joinery/internal/testutil"
+	"github.com/joinery/joinery/record"
+)
+
+func names(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("joinery-%d", i)
+	}
+	return out
+}
+
+func loads(owner []string) map[string]int {
+	l := map[string]int{}
+	for _, o := range owner {
+		l[o]++
+	}
+	return l
+}
+
+// TestAssignShardsFairShare checks that every shard has a member of the
+// list, that every member reads floor or ceil of shards/members, and that
+// the assignment does not depend on the list's order or duplicates.
+func TestAssignShardsFairShare(t *testing.T) {
+	for _, tc := range []struct{ shards, members int }{
+		{1, 1}, {1, 3}, {3, 3}, {4, 3}, {16, 3}, {16, 5}, {64, 7}, {7, 16}, {1000, 9},
+	} {
+		t.Run(fmt.Sprintf("%d-over-%d", tc.shards, tc.members), func(t *testing.T) {
+			ms := names(tc.members)
+			owner := AssignShards(tc.shards, ms)
+			if len(owner) != tc.shards {
+				t.Fatalf("%d owners, want %d", len(owner), tc.shards)
+			}
+			for i, o := range owner {
+				if !slices.Contains(ms, o) {
+					t.Errorf("shard %d owned by %q, not a member", i, o)
+				}
+			}
+			lo, hi := tc.shards/tc.members, FairShare(tc.shards, tc.members)
+			l := loads(owner)
+			for _, m := range ms {
+				if l[m] < lo || l[m] > hi {
+					t.Errorf("%s reads %d shards, want %d..%d", m, l[m], lo, hi)
+				}
+			}
+			shuffled := append(slices.Clone(ms), ms[0])
+			slices.Reverse(shuffled)
+			if got := AssignShards(tc.shards, shuffled); !slices.Equal(got, owner) {
+				t.Errorf("assignment depends on member order: %v vs %v", got, owner)
+			}
+		})
+	}
+	if got := AssignShards(4, nil); got != nil {
+		t.Errorf("no members: %v, want nil", got)
+	}
+}
+
+// TestAssignShardsRebalance checks what moves when a member joins or
+// leaves: the newcomer gets its share, the leaver's shards all go to the
+// others, and few other shards move (rendezvous keeps most in place).
+func TestAssignShardsRebalance(t *testing.T) {
+	for _, tc := range []struct{ shards, before, after int }{
+		{16, 3, 4}, {16, 4, 3}, {64, 5, 6}, {64, 6, 5}, {16, 1, 2}, {16, 2, 1}, {256, 8, 9}, {256, 9, 8},
+	} {
+		t.Run(fmt.Sprintf("%d-shards-%d-to-%d", tc.shards, tc.before, tc.after), func(t *testing.T) {
+			all := names(max(tc.before, tc.after))
+			was := AssignShards(tc.shards, all[:tc.before])
+			now := AssignShards(tc.shards, all[:tc.after])
+			moved, minMoves := 0, 0
+			for i := range was {
+				if was[i] != now[i] {
+					moved++
+				}
+				if tc.after < tc.before && was[i] == all[tc.before-1] && now[i] == was[i] {
+					t.Errorf("shard %d still owned by %s, which left", i, was[i])
+				}
+			}
+			if tc.after > tc.before {
+				newcomer := all[tc.after-1]
+				minMoves = loads(now)[newcomer]
+				if minMoves < tc.shards/tc.after {
+					t.Errorf("%s joined and reads %d shards, want at least %d", newcomer, minMoves, tc.shards/tc.after)
+				}
+			} else {
+				minMoves = loads(was)[all[tc.before-1]]
+			}
+			// Bounded load costs some moves beyond the minimum; they must
+			// stay well under a reshuffle (which moves most shards).
+			if limit := minMoves + tc.shards/3; moved > limit {
+				t.Errorf("%d shards moved, want at most %d (minimum %d)", moved, limit, minMoves)
+			}
+			t.Logf("%d shards moved (minimum %d)", moved, minMoves)
+		})
+	}
+}
+
+func TestShardOf(t *testing.T) {
+	for _, tc := range []struct {
+		key    string
+		shards int
+	}{{`[42]`, 16}, {`["eu",7]`, 16}, {`[1]`, 1}, {`[1]`, 0}, {`[]`, 3}} {
+		got := ShardOf([]byte(tc.key), tc.shards)
+		if got < 0 || got >= max(tc.shards, 1) {
+			t.Errorf("ShardOf(%s, %d) = %d, out of range", tc.key, tc.shards, got)
+		}
+		if again := ShardOf([]byte(tc.key), tc.shards); again != got {
+			t.Errorf("ShardOf(%s) not stable: %d then %d", tc.key, got, again)
+		}
+	}
+	// The documented hash, written out independently of hash/fnv.
+	if got := ShardOf([]byte(`[42]`), 16); got != int(fnv1a32([]byte(`[42]`))%16) {
+		t.Errorf("ShardOf([42], 16) = %d, want FNV-1a 32 mod 16 = %d", got, fnv1a32([]byte(`[42]`))%16)
+	}
+	// The keys spread: 1000 rows over 16 shards leave no shard empty.
+	seen := map[int]int{}
+	for id := range 1000 {
+		seen[ShardOf(fmt.Appendf(nil, "[%d]", id), 16)]++
+	}
+	if len(seen) != 16 {
+		t.Errorf("1000 keys hit %d of 16 shards", len(seen))
+	}
+}
+
+// fnv1a32 is FNV-1a 32 written out, as a producer in another language would.
+func fnv1a32(b []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range b {
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	return h
+}
+
+// fleet is a membership list the test changes, as memberlist would.
+type fleet struct {
+	mu      sync.Mutex
+	members []string
+}
+
+func (f *fleet) set(ms ...string) {
+	f.mu.Lock()
+	f.members = ms
+	f.mu.Unlock()
+}
+
+func (f *fleet) get() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.members)
+}
+
+// shardNode runs one sharded source the way the node's ingest does: read,
+// then commit what was read; it records every delivery.
+type shardNode struct {
+	name   string
+	src    *Sharded
+	cancel context.CancelFunc
+	done   chan error
+
+	mu   sync.Mutex
+	got  map[record.Position]int // deliveries per position
+	last map[int32]int64         // last offset delivered per shard
+	bad  []string                // offsets not increasing per shard
+}
+
+func startShardNode(t *testing.T, addr, name string, shards int, f *fleet) *shardNode {
+	t.Helper()
+	src, err := NewSharded(context.Background(), Config{Name: "cdc", Addr: addr, Stream: "cdc", Group: "g",
+		Consumer: name, Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: shards, Members: f.get})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &shardNode{name: name, src: src, cancel: cancel, done: make(chan error, 1),
+		got: map[record.Position]int{}, last: map[int32]int64{}}
+	go func() {
+		for {
+			msgs, err := src.Read(ctx, 7)
+			if err != nil {
+				n.done <- err
+				return
+			}
+			n.mu.Lock()
+			for _, m := range msgs {
+				n.got[m.Pos]++
+			}
+			if len(msgs) > 0 {
+				p := msgs[0].Pos.Partition
+				if last, ok := n.last[p]; ok && msgs[0].Pos.Offset <= last {
+					n.bad = append(n.bad, fmt.Sprintf("shard %d: offset %d after %d", p, msgs[0].Pos.Offset, last))
+				}
+				n.last[p] = msgs[len(msgs)-1].Pos.Offset
+			}
+			n.mu.Unlock()
+			if len(msgs) > 0 {
+				if err := src.Commit(ctx, []record.Position{msgs[len(msgs)-1].Pos}); err != nil {
+					n.done <- err
+					return
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { n.stop(t) })
+	return n
+}
+
+func (n *shardNode) stop(t *testing.T) {
+	t.Helper()
+	if n.cancel == nil {
+		return
+	}
+	n.cancel()
+	n.cancel = nil
+	if err := <-n.done; !errors.Is(err, context.Canceled) {
+		t.Errorf("%s: %v", n.name, err)
+	}
+	if err := n.src.Close(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestShardedSpreadsAndMoves runs three sharded sources over 8 shards as a
+// fleet whose membership changes: one member alone reads every shard; two
+// more join and each ends with the shards AssignShards gives it, handed
+// over gracefully; one leaves and its shards move to the others. No shard
+// is ever held by two sources, offsets grow per shard and source, every
+// entry is delivered, and none is left pending.
+func TestShardedSpreadsAndMoves(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	ctx := context.Background()
+	const shards = 8
+	total := 0
+	add := func(per int) {
+		for i := range shards {
+			for range per {
+				if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", i), Values: []string{ValueField, "x"}}).Err(); err != nil {
+					t.Fatal(err)
+				}
+				total++
+			}
+		}
+	}
+	f := &fleet{}
+	f.set("a")
+	nodes := map[string]*shardNode{}
+	nodes["a"] = startShardNode(t, rs.Addr, "a", shards, f)
+	var everyNode []*shardNode // c too, after it left
+	add(30)
+
+	// No shard held twice, checked continuously while leases move.
+	stopWatch := make(chan struct{})
+	watchDone := make(chan string, 1)
+	var watchMu sync.Mutex
+	live := func() []*shardNode {
+		watchMu.Lock()
+		defer watchMu.Unlock()
+		var out []*shardNode
+		for _, n := range nodes {
+			out = append(out, n)
+		}
+		return out
+	}
+	go func() {
+		for {
+			select {
+			case <-stopWatch:
+				watchDone <- ""
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			holder := map[int]string{}
+			for _, n := range live() {
+				for _, i := range n.src.Held() {
+					if h, ok := holder[i]; ok {
+						watchDone <- fmt.Sprintf("shard %d held by %s and %s", i, h, n.name)
+						return
+					}
+					holder[i] = n.name
+				}
+			}
+		}
+	}()
+
+	held := func(want map[string][]int) func() error {
+		return func() error {
+			for name, w := range want {
+				if got := nodes[name].src.Held(); !slices.Equal(got, w) {
+					return fmt.Errorf("%s holds %v, want %v", name, got, w)
+				}
+			}
+			return nil
+		}
+	}
+	expect := func(members ...string) map[string][]int {
+		want := map[string][]int{}
+		for i, o := range AssignShards(shards, members) {
+			want[o] = append(want[o], i)
+		}
+		return want
+	}
+	testutil.WaitFor(t, 20*time.Second, held(expect("a")))
+
+	f.set("a", "b", "c")
+	watchMu.Lock()
+	nodes["b"] = startShardNode(t, rs.Addr, "b", shards, f)
+	nodes["c"] = startShardNode(t, rs.Addr, "c", shards, f)
+	watchMu.Unlock()
+	add(30)
+	testutil.WaitFor(t, 20*time.Second, held(expect("a", "b", "c")))
+	for _, name := range []string{"a", "b", "c"} {
+		if len(nodes[name].src.Held()) == 0 {
+			t.Errorf("%s holds no shard", name)
+		}
+	}
+	add(30)
+
+	// c leaves gracefully (its leases are released at Close); the others
+	// see it gone and take its shards.
+	watchMu.Lock()
+	nodes["c"].stop(t)
+	everyNode = append(everyNode, nodes["c"])
+	delete(nodes, "c")
+	watchMu.Unlock()
+	f.set("a", "b")
+	add(30)
+	testutil.WaitFor(t, 20*time.Second, held(expect("a", "b")))
+
+	delivered := func() error {
+		seen := map[record.Position]bool{}
+		for _, n := range append([]*shardNode{nodes["a"], nodes["b"]}, everyNode...) {
+			n.mu.Lock()
+			for p := range n.got {
+				seen[p] = true
+			}
+			n.mu.Unlock()
+		}
+		if len(seen) != total {
+			return fmt.Errorf("%d of %d entries delivered", len(seen), total)
+		}
+		for i := range shards {
+			p, err := rc.XPending(ctx, ShardStream("cdc", i), "g").Result()
+			if err != nil || p.Count != 0 {
+				return fmt.Errorf("shard %d pending %+v %v", i, p, err)
+			}
+			g, err := rc.XInfoGroups(ctx, ShardStream("cdc", i)).Result()
+			if err != nil || len(g) != 1 || g[0].Lag != 0 {
+				return fmt.Errorf("shard %d groups %+v %v", i, g, err)
+			}
+		}
+		return nil
+	}
+	testutil.WaitFor(t, 20*time.Second, delivered)
+	close(stopWatch)
+	if msg := <-watchDone; msg != "" {
+		t.Error(msg)
+	}
+	for _, n := range nodes {
+		n.mu.Lock()
+		for _, b := range n.bad {
+			t.Errorf("%s: %s", n.name, b)
+		}
+		n.mu.Unlock()
+	}
+}
+
+// TestShardedIgnoresNonReaders: a live member that never runs the source
+// (a node that only hosts key actors) gets no shards — the fleet is the
+// registered readers that membership reports live — so when b leaves, a
+// alone reads every shard.
+func TestShardedIgnoresNonReaders(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	const shards = 6
+	f := &fleet{}
+	f.set("a", "b", "actors-only")
+	a := startShardNode(t, rs.Addr, "a", shards, f)
+	b := startShardNode(t, rs.Addr, "b", shards, f)
+	want := map[string][]int{}
+	for i, o := range AssignShards(shards, []string{"a", "b"}) {
+		want[o] = append(want[o], i)
+	}
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		if ga, gb := a.src.Held(), b.src.Held(); !slices.Equal(ga, want["a"]) || !slices.Equal(gb, want["b"]) {
+			return fmt.Errorf("a holds %v, b %v; want %v", ga, gb, want)
+		}
+		return nil
+	})
+	// b leaves the membership and stops: a takes every shard over.
+	f.set("a", "actors-only")
+	b.stop(t)
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		if got := a.src.Held(); len(got) != shards {
+			return fmt.Errorf("a holds %v, want all %d", got, shards)
+		}
+		return nil
+	})
+}
+
+// TestShardedLeaseLost: a shard whose lease another consumer took (this
+// one was paused past it) is dropped and reported revoked, the others
+// read on, and the shard is taken again once its lease is free.
+func TestShardedLeaseLost(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	ctx := context.Background()
+	var log partitionLog
+	src, err := NewSharded(ctx, Config{Name: "cdc", Addr: rs.Addr, Stream: "cdc", Group: "g", Consumer: "a",
+		Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: 2, OnPartitions: log.hook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	read := func() {
+		if _, err := src.Read(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		read()
+		if got := src.Held(); !slices.Equal(got, []int{0, 1}) {
+			return fmt.Errorf("holds %v", got)
+		}
+		return nil
+	})
+	// Another consumer takes shard 1's lease, as after a long pause.
+	key := LeaseKey(ShardStream("cdc", 1), "g")
+	if err := rc.Set(ctx, key, "intruder|99", 2*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", 1), Values: []string{ValueField, "x"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		read()
+		if got := src.Held(); !slices.Equal(got, []int{0}) {
+			return fmt.Errorf("holds %v, want [0]", got)
+		}
+		return nil
+	})
+	if s := log.String(); !strings.HasSuffix(s, "revoked") {
+		t.Errorf("OnPartitions calls %s, want the shard revoked last", s)
+	}
+	// The intruder's lease lapses: the shard is taken again and its entry read.
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		msgs, err := src.Read(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 1 && msgs[0].Pos.Partition == 1 && string(msgs[0].Value) == "x" {
+			return nil
+		}
+		return fmt.Errorf("holds %v, read %d messages", src.Held(), len(msgs))
+	})
+}
