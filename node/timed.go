@@ -433,4 +433,3 @@ func (r *reader) flushTimers(ctx context.Context, queue chan<- *batch) error {
 	}
 	return errors.New("timers keep firing after the end of input")
 }
-
