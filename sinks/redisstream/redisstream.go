@@ -10,15 +10,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks"
-	srcstream "github.com/joinery/joinery/sources/redisstream"
 )
 
 // ShardOf is the shard of an output among shards: FNV-1a 32 of its primary
 // key (record.Output.PK), mod shards — the producer's rule of a sharded
-// Redis Streams source (sources/redisstream.ShardOf).
-func ShardOf(o record.Output, shards int) int { return srcstream.ShardOf([]byte(o.PK), shards) }
+// Redis Streams source (internal/streamshard.Of, which sources/redisstream reads by).
+func ShardOf(o record.Output, shards int) int { return streamshard.Of([]byte(o.PK), shards) }
 
 // Entry field names.
 const (
@@ -72,8 +72,8 @@ func (c Config) Validate() error {
 	if c.MaxLen < 0 {
 		errs = append(errs, fmt.Errorf("redisstream: MaxLen %d is negative", c.MaxLen))
 	}
-	if c.Shards < 0 || c.Shards > srcstream.MaxShards {
-		errs = append(errs, fmt.Errorf("redisstream: Shards %d is not in 0..%d", c.Shards, srcstream.MaxShards))
+	if c.Shards < 0 || c.Shards > streamshard.MaxShards {
+		errs = append(errs, fmt.Errorf("redisstream: Shards %d is not in 0..%d", c.Shards, streamshard.MaxShards))
 	}
 	if !c.Format.Valid() {
 		errs = append(errs, fmt.Errorf("redisstream: unknown Format %v", c.Format))
@@ -130,7 +130,7 @@ func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
 		if ok {
 			values = append(values, []string{IDField, o.ID, ValueField, string(line)})
 			if s.cfg.Shards > 0 {
-				streams = append(streams, srcstream.ShardStream(s.cfg.Stream, ShardOf(o, s.cfg.Shards)))
+				streams = append(streams, streamshard.Stream(s.cfg.Stream, ShardOf(o, s.cfg.Shards)))
 			}
 		}
 	}
@@ -151,11 +151,11 @@ func (s *Sink) Append(ctx context.Context, entries [][]string) error {
 			shard := 0
 			for k := 0; k+1 < len(e); k += 2 {
 				if e[k] == IDField {
-					shard = srcstream.ShardOf([]byte(e[k+1]), s.cfg.Shards)
+					shard = streamshard.Of([]byte(e[k+1]), s.cfg.Shards)
 					break
 				}
 			}
-			streams[i] = srcstream.ShardStream(s.cfg.Stream, shard)
+			streams[i] = streamshard.Stream(s.cfg.Stream, shard)
 		}
 	}
 	return s.appendTo(ctx, streams, entries)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/joinery/joinery/internal/streamshard"
 	"hash/fnv"
 	"slices"
 	"strconv"
@@ -18,7 +19,7 @@ import (
 )
 
 // MaxShards bounds Config.Shards.
-const MaxShards = 4096
+const MaxShards = streamshard.MaxShards
 
 // DefaultDrain is how long a sharded source waits, after it stops reading a
 // shard it hands over, for the entries it delivered from that shard to be
@@ -26,24 +27,13 @@ const MaxShards = 4096
 // pending is claimed and re-delivered by the next holder).
 const DefaultDrain = 30 * time.Second
 
-// ShardStream is the stream key of shard i of stream: "stream.i".
-func ShardStream(stream string, i int) string { return stream + "." + strconv.Itoa(i) }
+// ShardStream is the stream key of shard i of stream: "stream.i"
+// (streamshard.Stream).
+func ShardStream(stream string, i int) string { return streamshard.Stream(stream, i) }
 
-// ShardOf is the shard of a row among shards: FNV-1a 32 of key, mod shards.
-// A producer writing shard streams hashes every change of a row by the
-// same key — the row's primary key as a compact JSON array of its key
-// columns in key order (`[42]`, `["eu",7]`), as record.Output.PK is — so a
-// row's changes stay in one shard, in order (as Debezium partitions Kafka
-// topics by the row's key). Never the join key: a row that changes join
-// key would then have its changes in two shards, unordered.
-func ShardOf(key []byte, shards int) int {
-	if shards <= 1 {
-		return 0
-	}
-	h := fnv.New32a()
-	_, _ = h.Write(key)
-	return int(h.Sum32() % uint32(shards))
-}
+// ShardOf is the shard of a row among shards (streamshard.Of, which says
+// which key a producer hashes).
+func ShardOf(key []byte, shards int) int { return streamshard.Of(key, shards) }
 
 // AssignShards assigns shards 0…shards-1 to members, the live members of a
 // fleet (order does not matter, duplicates count once): owner[i] is the

@@ -1,0 +1,32 @@
+// Package streamshard is the sharding rule of Redis shard streams, shared
+// by the producer side (sinks/redisstream, users' producers) and the
+// reader (sources/redisstream) so that neither imports the other: which
+// stream a row's changes go to. It holds no state and does no I/O.
+package streamshard
+
+import (
+	"hash/fnv"
+	"strconv"
+)
+
+// MaxShards is the most shard streams a source or sink may name.
+const MaxShards = 4096
+
+// Stream is the stream key of shard i of stream: "stream.i".
+func Stream(stream string, i int) string { return stream + "." + strconv.Itoa(i) }
+
+// Of is the shard of a row among shards: FNV-1a 32 of key, mod shards.
+// A producer writing shard streams hashes every change of a row by the
+// same key — the row's primary key as a compact JSON array of its key
+// columns in key order (`[42]`, `["eu",7]`), as record.Output.PK is — so a
+// row's changes stay in one shard, in order (as Debezium partitions Kafka
+// topics by the row's key). Never the join key: a row that changes join
+// key would then have its changes in two shards, unordered.
+func Of(key []byte, shards int) int {
+	if shards <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write(key)
+	return int(h.Sum32() % uint32(shards))
+}
