@@ -412,6 +412,13 @@ type Redis struct {
 	// Cluster names a Redis Cluster instead of addr (state.redis only;
 	// see RedisCluster).
 	Cluster RedisCluster `yaml:"cluster,omitempty"`
+	// MinReplicas makes every state batch and offset commit wait (Redis
+	// WAIT) for this many replicas before it counts as durable (state.redis
+	// only, one server; see docs/operations.md). 0: no wait.
+	MinReplicas int `yaml:"min_replicas,omitempty"`
+	// ReplicaTimeout bounds that wait (default 1s); a write not replicated
+	// in time fails and is retried like other Redis errors.
+	ReplicaTimeout time.Duration `yaml:"replica_timeout,omitempty"`
 }
 
 // State names the state store.
@@ -882,6 +889,7 @@ func (s *Spec) Validate() error {
 		bad("cluster.watermarks", "interval and ttl must not be negative")
 	}
 	s.checkRedisCluster(bad)
+	s.checkRedisReplicas(bad)
 	for _, r := range s.redisBlocks() {
 		if _, err := s.RedisTLSConfig(r.cfg); err != nil {
 			bad(r.field+".tls", "%v", err)

@@ -569,7 +569,7 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 	// Redis restarting — is retried until it passes: ingestion stalls rather
 	// than moves on with an uncommitted position.
 	if err := n.retry(ctx, "commit offsets", func(ctx context.Context) error {
-		return n.store.CommitOffsets(ctx, n.spec.Name, offsets)
+		return n.commitOffsets(ctx, offsets) // rollback.go
 	}); err != nil {
 		return err
 	}
@@ -869,7 +869,7 @@ func (n *Node) retry(ctx context.Context, what string, f func(context.Context) e
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || notRetried(err) { // rollback.go
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		n.stats.Retries.Add(1)

@@ -60,6 +60,7 @@ type Node struct {
 	cluster  *pcluster.Cluster
 	provider *cluster.Provider
 	store    persistence.Store
+	guard    *persistence.Guard // commits offsets, detects a store gone back in time (rollback.go)
 	writer   *actors.Writer
 	kind     string
 	client   *actors.Client
@@ -135,6 +136,9 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	if n.store, err = openStore(ctx, spec); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
+	if err = n.startGuard(ctx); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
 	n.writer = actors.NewWriter(meteredSaves{n.store, n.metrics}, actors.WriterOptions{MaxBatch: spec.State.FlushBatch, Logger: n.log})
 	if n.out, err = openSinks(ctx, spec, opts.Stdout); err != nil {
 		return nil, err
@@ -172,7 +176,8 @@ func openStore(ctx context.Context, spec *job.Spec) (persistence.Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("state.redis.tls: %w", err)
 		}
-		st, err := redisstore.New(ctx, redisstore.Config{Addr: r.Addr, Cluster: r.Cluster.Addrs, Username: r.Username, Password: r.Password, DB: r.DB, TLS: tc})
+		st, err := redisstore.New(ctx, redisstore.Config{Addr: r.Addr, Cluster: r.Cluster.Addrs, Username: r.Username, Password: r.Password, DB: r.DB, TLS: tc,
+			MinReplicas: r.MinReplicas, ReplicaTimeout: r.ReplicaTimeout})
 		if err != nil {
 			return nil, err // not a typed nil in the interface: Close checks for nil
 		}

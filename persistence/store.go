@@ -4,6 +4,11 @@
 // embedded (the no-server default, in memory and optionally on a file).
 // storetest holds the conformance suite every implementation passes.
 //
+// A store that goes back in time (restarted empty, restored from an older
+// snapshot) is detected through its Lineage (lineage.go): an incarnation id
+// and a commit sequence, checked by Guard on every commit; see
+// docs/operations.md, "Rollback detection".
+//
 // Writes are fenced by owner epochs (docs/architecture.md, invariant 3): an
 // activation calls Store.Acquire once when it starts, stamps the epoch on
 // every Snapshot it saves, and stops when Save reports a *FencedError,
@@ -161,11 +166,14 @@ type Store interface {
 	// longer write. A new activation calls Acquire once, before Load: a Load
 	// before it could miss the previous owner's last write.
 	//
-	// Epochs start at 1 and only grow: each call returns more than any earlier
-	// call for the key, even under concurrent callers, and they survive Close
-	// and reopen to the store's durability standard. Without failures the
-	// values are consecutive; an operation retried after a network error may
-	// skip one. Acquire neither creates nor changes a snapshot, and deleting a
+	// Epochs start above the job's incarnation floor (Lineage.Floor; 0 for
+	// a store without a lineage) and only grow: each call returns more than
+	// any earlier call for the key, even under concurrent callers, and they
+	// survive Close and reopen to the store's durability standard. Within
+	// an incarnation the values are consecutive without failures; an
+	// operation retried after a network error may skip one. A new or
+	// re-founded incarnation's floor lies above every epoch issued before,
+	// so an epoch is never issued twice even if the store lost epoch keys. Acquire neither creates nor changes a snapshot, and deleting a
 	// snapshot keeps the key's epoch.
 	Acquire(ctx context.Context, job string, key record.Key) (epoch int64, err error)
 	// Epoch returns the key's current owner epoch: the last value Acquire

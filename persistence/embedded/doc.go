@@ -43,6 +43,7 @@
 //	  kind 2 (commit): str job, offsets
 //	  kind 3 (epoch):  uvarint n, n × (str job, str key, uvarint epoch)
 //	  kind 4 (save with timers): uvarint n, n × (str job, str key, str state, offsets, timer)
+//	  kind 5 (lineage): str job, str incarnation, uvarint floor, uvarint seq, offsets
 //	str:     uvarint length, bytes
 //	offsets: uvarint n, n × (str partition, varint offset)
 //	timer:   0x00 (no timer) | 0x01, varint NextTimer (ms, within ±2^53)
@@ -61,7 +62,10 @@
 // Kind 4 came later still, the same way. Kinds 1 and 4 are one record type
 // on two encodings: a save whose snapshots have no timer is still written
 // as kind 1 (so a store that never uses timers writes logs an older binary
-// reads), one where any has a timer as kind 4. Old logs hold only kind 1,
+// reads), one where any has a timer as kind 4. Kind 5 sets a job's
+// persistence.Lineage and commits offsets with it: the first use of a job
+// writes one (its incarnation), and so does every CommitOffsets (seq + 1)
+// and Refound; compaction writes one per job in place of kind 2. Old logs hold only kind 1,
 // whose snapshots replay without timers. A binary that predates kind 4
 // refuses a log containing it rather than lose the timers.
 //

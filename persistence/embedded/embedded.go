@@ -53,6 +53,7 @@ type jobState struct {
 	offsets map[string]int64
 	epochs  map[record.Key]int64 // owner epochs; a key never acquired has none (epoch 0)
 	timers  *timerIndex          // keys with a pending timer; each also has a snapshot
+	lin     persistence.Lineage  // zero until the lineage is first used (lineage.go)
 }
 
 type entry struct {
@@ -114,8 +115,11 @@ func (s *Store) applyLocked(r logRecord) {
 				j.timers.remove(sn.Key)
 			}
 		}
-	case kindCommit:
+	case kindCommit, kindLineage:
 		j := s.job(r.job)
+		if r.kind == kindLineage {
+			j.lin = r.lin
+		}
 		for p, o := range r.offsets {
 			if old, ok := j.offsets[p]; !ok || o > old {
 				j.offsets[p] = o
@@ -216,14 +220,20 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 
 // Acquire implements persistence.Store. With a log file the new epoch is
 // appended and fsynced before Acquire returns, so it survives a crash.
+// Epochs lie above the job's incarnation floor (persistence.Lineage),
+// which the first Acquire of a job creates when it has none.
 func (s *Store) Acquire(ctx context.Context, job string, key record.Key) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	lin, err := s.lineageLocked(job)
+	if err != nil {
+		return 0, err
+	}
 	s.mu.RLock()
-	cur := s.epochLocked(job, key)
+	cur := max(s.epochLocked(job, key), lin.Floor)
 	s.mu.RUnlock()
 	if cur == math.MaxInt64 {
 		return 0, fmt.Errorf("embedded: owner epoch of key %q of job %q is exhausted", key, job)
@@ -246,18 +256,6 @@ func (s *Store) Epoch(ctx context.Context, job string, key record.Key) (int64, e
 		return 0, persistence.ErrClosed
 	}
 	return s.epochLocked(job, key), nil
-}
-
-// CommitOffsets implements persistence.Store. With a log file the offsets
-// are appended and fsynced before it returns.
-func (s *Store) CommitOffsets(ctx context.Context, job string, offsets map[string]int64) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	r := logRecord{kind: kindCommit, job: job, offsets: maps.Clone(offsets)}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	return s.writeLocked(r)
 }
 
 // writeLocked appends r to the log (if any) and applies it to memory. The
@@ -404,7 +402,9 @@ func (s *Store) recordsLocked() []logRecord {
 				out = append(out, r)
 			}
 		}
-		if len(j.offsets) > 0 {
+		if j.lin.Incarnation != "" {
+			out = append(out, logRecord{kind: kindLineage, job: job, lin: j.lin, offsets: j.offsets})
+		} else if len(j.offsets) > 0 {
 			out = append(out, logRecord{kind: kindCommit, job: job, offsets: j.offsets})
 		}
 		if len(j.epochs) > 0 {

@@ -52,7 +52,19 @@ func openFile(t *testing.T, path string) *Store {
 	return s
 }
 
-// historyEpochs are the owner epochs history leaves in job "fenced".
+// floorOf returns the epoch floor of job's incarnation: epochs count from
+// floor+1.
+func floorOf(t *testing.T, s *Store, job string) int64 {
+	t.Helper()
+	l, err := s.Lineage(context.Background(), job)
+	if err != nil {
+		t.Fatalf("Lineage(%q): %v", job, err)
+	}
+	return l.Floor
+}
+
+// historyEpochs are the owner epochs history leaves in job "fenced",
+// counted from the incarnation's floor.
 var historyEpochs = map[record.Key]int64{"f0": 4, "f1": 3, "f2": 3}
 
 // history writes a mix of saves, replacements, deletes, commits and
@@ -132,7 +144,9 @@ func checkContents(t *testing.T, s *Store, want map[record.Key]persistence.Snaps
 	if _, err := s.Load(ctx, "other", "x"); err != nil {
 		t.Fatalf("Load(other, x): %v", err)
 	}
-	for k, want := range historyEpochs {
+	base := floorOf(t, s, "fenced")
+	for k, rel := range historyEpochs {
+		want := base + rel
 		if e, err := s.Epoch(ctx, "fenced", k); err != nil || e != want {
 			t.Fatalf("Epoch(fenced, %s) = %d, %v; want %d", k, e, err, want)
 		}
@@ -246,17 +260,17 @@ func TestStoreEmbeddedOldLog(t *testing.T) {
 		t.Fatalf("unfenced Save to an old log: %v", err)
 	}
 	e, err := s.Acquire(ctx, "job", "a")
-	if err != nil || e != 1 {
-		t.Fatalf("Acquire = %d, %v; want 1", e, err)
+	if f := floorOf(t, s, "job"); err != nil || e != f+1 {
+		t.Fatalf("Acquire = %d, %v; want floor+1 = %d", e, err, f+1)
 	}
 	_ = s.Close()
 
 	s = openFile(t, path)
-	if e, err := s.Epoch(ctx, "job", "a"); err != nil || e != 1 {
-		t.Fatalf("Epoch(a) after reopen = %d, %v; want 1", e, err)
+	if got, err := s.Epoch(ctx, "job", "a"); err != nil || got != e {
+		t.Fatalf("Epoch(a) after reopen = %d, %v; want %d", got, err, e)
 	}
 	err = s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "a", State: []byte("legacy")}})
-	if f := persistence.Fenced(err); len(f) != 1 || f[0].Holder != 1 {
+	if f := persistence.Fenced(err); len(f) != 1 || f[0].Holder != e {
 		t.Fatalf("unfenced Save to an acquired key = %v, want fenced", err)
 	}
 	if got, err := s.Load(ctx, "job", "b"); err != nil || string(got.State) != "new b" {
@@ -346,7 +360,8 @@ func TestStoreEmbeddedCompact(t *testing.T) {
 	if got, _ := s.CommittedOffsets(ctx, "job"); got["p/0"] != 7 {
 		t.Fatalf("CommittedOffsets after compaction = %v", got)
 	}
-	for k, want := range map[string]int64{"e0": 1, "e998": 1, "e999": 3, "e1000": 0} {
+	base := floorOf(t, s, "job")
+	for k, want := range map[string]int64{"e0": base + 1, "e998": base + 1, "e999": base + 3, "e1000": 0} {
 		if e, err := s.Epoch(ctx, "job", record.Key(k)); err != nil || e != want {
 			t.Fatalf("Epoch(%s) after compaction = %d, %v; want %d", k, e, err, want)
 		}

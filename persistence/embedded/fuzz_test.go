@@ -27,6 +27,8 @@ func FuzzEmbeddedLogDecode(f *testing.F) {
 		}},
 		{kind: kindCommit, job: "job", offsets: map[string]int64{"p/0": 1 << 62}},
 		{kind: kindEpoch, epochs: []epochEntry{{job: "job", key: "k", epoch: 3}, {job: "", key: "", epoch: 1<<63 - 1}}},
+		{kind: kindLineage, job: "job", lin: persistence.Lineage{Incarnation: "0123abcd", Floor: 1 << 60, Seq: 9}, offsets: map[string]int64{"p/0": 4}},
+		{kind: kindLineage, job: "", lin: persistence.Lineage{Incarnation: "x"}},
 		{kind: kindSave, snaps: []persistence.Snapshot{ // written as kind 4
 			{Job: "job", Key: "t", State: []byte("s"), Offsets: map[string]int64{}, HasTimer: true, NextTimer: -1},
 			{Job: "job", Key: "max", State: []byte("s"), HasTimer: true, NextTimer: persistence.MaxTimer},
@@ -80,13 +82,15 @@ func FuzzEmbeddedLogDecode(f *testing.F) {
 // FuzzEmbeddedLogRoundTrip builds records from fuzzed fields and checks that
 // they survive encode and decode. kind picks the record: 0 save, 1 commit,
 // 2 epochs (off, clamped to at least 1, is the epoch), 3 save with a timer
-// (off, clamped to [MinTimer, MaxTimer], is the timer).
+// (off, clamped to [MinTimer, MaxTimer], is the timer), 4 lineage (key is
+// the incarnation, |off| floor and seq).
 func FuzzEmbeddedLogRoundTrip(f *testing.F) {
 	f.Add("job", "key", []byte("state"), "p/0", int64(5), uint8(0))
 	f.Add("", "", []byte{}, "", int64(-1<<63), uint8(1))
 	f.Add("job", "k", []byte{}, "", int64(1<<63-1), uint8(2))
 	f.Add("job", "k", []byte("s"), "p/0", int64(-1<<63), uint8(3))
 	f.Add("job", "k", []byte("s"), "p/0", int64(0), uint8(3))
+	f.Add("job", "inc", []byte{}, "p/0", int64(1<<60), uint8(4))
 	f.Fuzz(func(t *testing.T, job, key string, state []byte, part string, off int64, kind uint8) {
 		r := logRecord{kind: kindSave, snaps: []persistence.Snapshot{
 			{Job: job, Key: record.Key(key), State: state, Offsets: map[string]int64{part: off}},
@@ -95,7 +99,14 @@ func FuzzEmbeddedLogRoundTrip(f *testing.F) {
 		if len(state) == 0 {
 			r.snaps[0].State = nil
 		}
-		switch kind % 4 {
+		switch kind % 5 {
+		case 4:
+			if key == "" {
+				key = "i"
+			}
+			a := max(off, -off, 0) // -(-1<<63) overflows back negative: then 0
+			r = logRecord{kind: kindLineage, job: job, lin: persistence.Lineage{Incarnation: key, Floor: a, Seq: a / 2},
+				offsets: map[string]int64{part: off}}
 		case 1:
 			r = logRecord{kind: kindCommit, job: job, offsets: map[string]int64{part: off, key: -off}}
 		case 2:
@@ -126,7 +137,7 @@ func FuzzEmbeddedLogRoundTrip(f *testing.F) {
 func checkRecord(t *testing.T, got, want logRecord) {
 	t.Helper()
 	if got.kind != want.kind || got.job != want.job || !maps.Equal(got.offsets, want.offsets) || len(got.snaps) != len(want.snaps) ||
-		!slices.Equal(got.epochs, want.epochs) {
+		!slices.Equal(got.epochs, want.epochs) || got.lin != want.lin {
 		t.Fatalf("record = %+v, want %+v", got, want)
 	}
 	for i := range want.snaps {

@@ -31,6 +31,11 @@ const (
 	// of its snapshots has a timer, so logs of a store that never uses
 	// timers stay readable by binaries that predate the kind.
 	kindSaveTimers byte = 4
+	// kindLineage sets a job's lineage (incarnation id, floor, commit
+	// sequence) and commits offsets with it; added after kind 4. Every
+	// CommitOffsets of a store that has a lineage writes one (a log
+	// without any reads as before; an older binary stops at it).
+	kindLineage byte = 5
 )
 
 const (
@@ -57,6 +62,7 @@ type logRecord struct {
 	job     string                 // kindCommit
 	offsets map[string]int64       // kindCommit
 	epochs  []epochEntry           // kindEpoch
+	lin     persistence.Lineage    // kindLineage (with job and offsets)
 }
 
 // epochEntry sets one key's owner epoch (always >= 1).
@@ -72,6 +78,8 @@ func (r logRecord) empty() bool {
 		return len(r.snaps) == 0
 	case kindEpoch:
 		return len(r.epochs) == 0
+	case kindLineage:
+		return false
 	}
 	return len(r.offsets) == 0
 }
@@ -109,6 +117,15 @@ func encodeRecord(dst []byte, r logRecord) ([]byte, error) {
 		}
 	case kindCommit:
 		dst = appendString(dst, r.job)
+		dst = appendOffsets(dst, r.offsets)
+	case kindLineage:
+		if r.lin.Incarnation == "" || r.lin.Floor < 0 || r.lin.Seq < 0 {
+			return dst[:start], fmt.Errorf("bad lineage %v of job %q", r.lin, r.job)
+		}
+		dst = appendString(dst, r.job)
+		dst = appendString(dst, r.lin.Incarnation)
+		dst = binary.AppendUvarint(dst, uint64(r.lin.Floor))
+		dst = binary.AppendUvarint(dst, uint64(r.lin.Seq))
 		dst = appendOffsets(dst, r.offsets)
 	case kindEpoch:
 		dst = binary.AppendUvarint(dst, uint64(len(r.epochs)))
@@ -176,6 +193,15 @@ func decodePayload(b []byte) (logRecord, error) {
 	case kindCommit:
 		r.job = d.string()
 		r.offsets = d.offsets()
+	case kindLineage:
+		r.job = d.string()
+		r.lin.Incarnation = d.string()
+		floor, seq := d.uvarint(), d.uvarint()
+		r.offsets = d.offsets()
+		if d.err == nil && (r.lin.Incarnation == "" || floor > math.MaxInt64 || seq > math.MaxInt64) {
+			d.err = fmt.Errorf("bad lineage of job %q", r.job)
+		}
+		r.lin.Floor, r.lin.Seq = int64(floor), int64(seq)
 	case kindEpoch:
 		n := d.count(3)
 		r.epochs = make([]epochEntry, 0, n)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 )
 
 // DefaultKeyPrefix is the key prefix used when Config.KeyPrefix is empty.
@@ -38,6 +39,27 @@ type Config struct {
 	// empty. It must not contain "{" or "}", which would break the hash
 	// tags that place the keys in cluster slots (see the package doc).
 	KeyPrefix string
+	// MinReplicas, when > 0, makes every Save and CommitOffsets wait (Redis
+	// WAIT, on the connection that wrote) until that many replicas have
+	// acknowledged the write, so a failover to one of them loses none of
+	// it. A write not acknowledged within ReplicaTimeout fails with an
+	// error wrapping ErrNotReplicated (it is on the master; retrying is
+	// safe). One server only: Validate refuses it with Cluster.
+	MinReplicas int
+	// ReplicaTimeout bounds the wait for MinReplicas; DefaultReplicaTimeout
+	// when zero.
+	ReplicaTimeout time.Duration
+}
+
+// DefaultReplicaTimeout is the wait for MinReplicas when
+// Config.ReplicaTimeout is zero.
+const DefaultReplicaTimeout = time.Second
+
+func (c Config) replicaTimeout() time.Duration {
+	if c.ReplicaTimeout <= 0 {
+		return DefaultReplicaTimeout
+	}
+	return c.ReplicaTimeout
 }
 
 // DefaultConfig returns the configuration of a Redis on localhost:6379 with
@@ -70,6 +92,15 @@ func (c Config) Validate() error {
 		if c.DB != 0 {
 			errs = append(errs, fmt.Errorf("redisstore: Config.DB %d with Config.Cluster: a Redis Cluster has only database 0", c.DB))
 		}
+	}
+	if c.MinReplicas < 0 {
+		errs = append(errs, fmt.Errorf("redisstore: Config.MinReplicas %d is negative", c.MinReplicas))
+	}
+	if c.MinReplicas > 0 && len(c.Cluster) > 0 {
+		errs = append(errs, errors.New("redisstore: Config.MinReplicas is not supported with Config.Cluster (WAIT is per master connection)"))
+	}
+	if c.ReplicaTimeout < 0 {
+		errs = append(errs, fmt.Errorf("redisstore: Config.ReplicaTimeout %s is negative", c.ReplicaTimeout))
 	}
 	if c.DB < 0 {
 		errs = append(errs, fmt.Errorf("redisstore: Config.DB %d is negative", c.DB))

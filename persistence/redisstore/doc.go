@@ -16,6 +16,8 @@
 //	<prefix>:{<tag>}:timers        sorted set: member <key>, score its next event-time timer (ms)
 //	<prefix>:{<tag>}:offsets       hash: partition id -> committed offset (decimal), for the group's partitions
 //	<prefix>:{<tag0>}:wm           hash: the job's watermark board (group 0 only)
+//	<prefix>:{<tag0>}:incarnation  string: "<id>:<floor>", the job's incarnation (group 0 only)
+//	<prefix>:{<tag0>}:seq          string: the job's commit sequence (decimal, by INCR; group 0 only)
 //
 // A join key belongs to group FNV-1a-64(key bytes) mod 256, and so does a
 // partition id's committed offset. <tag> is "<job>:<g>:<n>": the escaped
@@ -108,7 +110,13 @@
 // running meanwhile may show in some groups and not in others (each key's
 // entry is right for that key's state at the moment its group was read).
 //
-// Acquire is one INCR of the epoch key, and Epoch one GET. Epoch keys are
+// Acquire is one script: it raises the epoch key to the incarnation's
+// floor when below it, then INCR (on one server the script also reads the
+// incarnation key; on a cluster, where it is in another slot, a lineage
+// read comes first). Epoch is one GET. Lua would round integers beyond
+// 2^53, and floors are about 2^61, so every comparison is of decimal
+// strings and the script returns the new epoch as the key's string.
+// Epoch keys are
 // never deleted, also not with their snapshot: a reset to 0 would let a
 // stale owner's epoch be issued again. With appendonly yes and appendfsync
 // always they survive a crash of Redis, as the snapshots do.
@@ -117,6 +125,21 @@
 // its writes set absolute values, and a retry finds the same epochs unless
 // an Acquire came between, which then correctly fences it. A retried
 // Acquire may skip an epoch, which the contract allows.
+//
+// # Lineage
+//
+// The incarnation and seq keys carry the job's persistence.Lineage
+// (docs/operations.md, "Rollback detection"). CommitOffsetsSeen on one
+// server is one script over them and every offsets hash: it checks the
+// lineage the caller saw, bumps seq and sets the offsets, atomically. On
+// a cluster the check and bump are a script on group 0 and the offsets
+// follow per group (below); a failure between leaves seq bumped and
+// offsets old, which only replays more. A missing incarnation key is
+// created (by whichever script reads it first) from a client-made
+// candidate: a random id and a floor from the clock. Refound replaces it
+// by compare-and-set. With Config.MinReplicas every script pipeline of
+// Save and CommitOffsets ends with WAIT on the same connection, so it
+// waits for exactly those writes.
 //
 // CommitOffsets splits the offsets by group of the partition id and runs
 // one call of a Lua script per group, in one pipeline, that sets each hash

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 
@@ -97,7 +96,7 @@ type scriptCall struct {
 // again with EVAL in a second pipeline. It returns every call's reply, or
 // the first error.
 func (s *Store) runScripts(ctx context.Context, script *redis.Script, calls []scriptCall) ([]any, error) {
-	if len(calls) == 1 {
+	if len(calls) == 1 && s.cfg.MinReplicas == 0 {
 		// One call needs no pipeline: EVALSHA, and EVAL after NOSCRIPT.
 		v, err := script.Run(ctx, s.client, calls[0].keys, calls[0].args...).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
@@ -106,10 +105,12 @@ func (s *Store) runScripts(ctx context.Context, script *redis.Script, calls []sc
 		return []any{v}, nil
 	}
 	cmds := make([]*redis.Cmd, len(calls))
+	var waits []*redis.Cmd
 	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range calls {
 			cmds[i] = script.EvalSha(ctx, p, c.keys, c.args...)
 		}
+		waits = s.appendWait(ctx, p, waits)
 		return nil
 	})
 	var again []int
@@ -123,6 +124,7 @@ func (s *Store) runScripts(ctx context.Context, script *redis.Script, calls []sc
 			for _, i := range again {
 				cmds[i] = script.Eval(ctx, p, calls[i].keys, calls[i].args...)
 			}
+			waits = s.appendWait(ctx, p, waits)
 			return nil
 		})
 	}
@@ -134,7 +136,35 @@ func (s *Store) runScripts(ctx context.Context, script *redis.Script, calls []sc
 		}
 		out[i] = v
 	}
+	if err := s.checkWaits(waits); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// appendWait queues a WAIT for Config.MinReplicas replicas at the end of
+// pipeline p (when MinReplicas is set): it runs on the connection that
+// sent the writes before it, so it waits for exactly those.
+func (s *Store) appendWait(ctx context.Context, p redis.Pipeliner, waits []*redis.Cmd) []*redis.Cmd {
+	if s.cfg.MinReplicas == 0 {
+		return waits
+	}
+	return append(waits, p.Do(ctx, "WAIT", s.cfg.MinReplicas, s.cfg.replicaTimeout().Milliseconds()))
+}
+
+// checkWaits turns a WAIT that reached fewer than Config.MinReplicas
+// replicas into an error wrapping ErrNotReplicated.
+func (s *Store) checkWaits(waits []*redis.Cmd) error {
+	for _, w := range waits {
+		n, err := w.Int64()
+		if err != nil {
+			return err
+		}
+		if n < int64(s.cfg.MinReplicas) {
+			return fmt.Errorf("%w: %d of %d replicas within %s", ErrNotReplicated, n, s.cfg.MinReplicas, s.cfg.replicaTimeout())
+		}
+	}
+	return nil
 }
 
 // saveGroup is the part of a Save batch in one slot group of one job.
@@ -349,21 +379,6 @@ func compareDue(a, b persistence.TimerDue) int {
 	return cmp.Compare(a.Key, b.Key)
 }
 
-// Acquire implements persistence.Store with one INCR of the key's epoch
-// key. With appendonly and appendfsync always, an epoch Acquire returned
-// survives a crash of Redis; with weaker settings a restarted Redis may hand
-// out an epoch again, so fencing is only as durable as the server.
-func (s *Store) Acquire(ctx context.Context, job string, key record.Key) (int64, error) {
-	if s.closed.Load() {
-		return 0, persistence.ErrClosed
-	}
-	e, err := s.client.Incr(ctx, epochKey(layoutOf(s.prefix, job).keyPrefix(key), key)).Result()
-	if err != nil {
-		return 0, wrap("acquire", err)
-	}
-	return e, nil
-}
-
 // Epoch implements persistence.Store with one GET of the key's epoch key.
 func (s *Store) Epoch(ctx context.Context, job string, key record.Key) (int64, error) {
 	if s.closed.Load() {
@@ -435,16 +450,7 @@ func (s *Store) Keys(ctx context.Context, job string) ([]record.Key, error) {
 // field, offset) to the maximum of its old and new value. Offsets are
 // compared as canonical decimal strings: Lua numbers are doubles and would
 // round offsets beyond 2^53.
-var commitScript = redis.NewScript(`
-local function less(a, b)
-  local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
-  if na ~= nb then return na end
-  if na then a, b = a:sub(2), b:sub(2) end
-  local lt
-  if #a ~= #b then lt = #a < #b else lt = a < b end
-  if na then return a ~= b and not lt end
-  return lt
-end
+var commitScript = redis.NewScript(luaLess + `
 for i = 1, #ARGV, 2 do
   local old = redis.call('HGET', KEYS[1], ARGV[i])
   if not old or less(old, ARGV[i + 1]) then
@@ -453,41 +459,6 @@ for i = 1, #ARGV, 2 do
 end
 return 0
 `)
-
-// CommitOffsets implements persistence.Store: the partitions are split by
-// slot group (of the partition id), and each group's part is one call of a
-// script that never lowers a stored offset, all in one pipeline. Each
-// offset is applied atomically; on an error some groups' offsets may be
-// committed and others not, which only means more is replayed.
-func (s *Store) CommitOffsets(ctx context.Context, job string, offsets map[string]int64) error {
-	if s.closed.Load() {
-		return persistence.ErrClosed
-	}
-	if len(offsets) == 0 {
-		return nil
-	}
-	l := layoutOf(s.prefix, job)
-	parts := map[int]*scriptCall{}
-	var order []int
-	for _, p := range slices.Sorted(maps.Keys(offsets)) {
-		g := groupOf(p)
-		c := parts[g]
-		if c == nil {
-			c = &scriptCall{keys: []string{offsetsKey(l.prefixes[g])}}
-			parts[g] = c
-			order = append(order, g)
-		}
-		c.args = append(c.args, p, strconv.FormatInt(offsets[p], 10))
-	}
-	calls := make([]scriptCall, len(order))
-	for i, g := range order {
-		calls[i] = *parts[g]
-	}
-	if _, err := s.runScripts(ctx, commitScript, calls); err != nil {
-		return wrap("commit offsets", err)
-	}
-	return nil
-}
 
 // CommittedOffsets implements persistence.Store with an HGETALL of every
 // group's offsets hash, in one pipeline. The returned map is never nil.

@@ -433,20 +433,27 @@ func TestStoreRedisEpochRestart(t *testing.T) {
 	r.Kill()
 	r.Start()
 	s = newStore(t, r.Addr)
+	floor := func(job string) int64 {
+		l, err := s.Lineage(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Floor
+	}
 	for _, c := range []struct {
 		job  string
 		want int64
 	}{{"job", 3}, {"other", 1}} {
-		if e, err := s.Epoch(ctx, c.job, "k"); err != nil || e != c.want {
-			t.Fatalf("Epoch(%s, k) after kill -9 = %d, %v; want %d", c.job, e, err, c.want)
+		if e, err := s.Epoch(ctx, c.job, "k"); err != nil || e != floor(c.job)+c.want {
+			t.Fatalf("Epoch(%s, k) after kill -9 = %d, %v; want floor+%d", c.job, e, err, c.want)
 		}
 	}
 	e, err := s.Acquire(ctx, "job", "k")
-	if err != nil || e != 4 {
-		t.Fatalf("Acquire after kill -9 = %d, %v; want 4", e, err)
+	if err != nil || e != last+1 {
+		t.Fatalf("Acquire after kill -9 = %d, %v; want %d", e, err, last+1)
 	}
 	err = s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("stale"), Epoch: last}})
-	if f := persistence.Fenced(err); len(f) != 1 || f[0].Epoch != 3 || f[0].Holder != 4 {
+	if f := persistence.Fenced(err); len(f) != 1 || f[0].Epoch != last || f[0].Holder != e {
 		t.Fatalf("stale Save after kill -9 = %v, want fenced at 3 by 4", err)
 	}
 	got, err := s.Load(ctx, "job", "k")

@@ -99,6 +99,11 @@ var cases = []struct {
 	{"TimersFenced", testTimersFenced},
 	{"TimersRange", testTimersRange},
 	{"TimersConcurrent", testTimersConcurrent},
+	{"LineageStable", testLineageStable},
+	{"LineageCommitSeen", testLineageCommitSeen},
+	{"LineageRollbackRefused", testLineageRollbackRefused},
+	{"LineageRefound", testLineageRefound},
+	{"LineageGuard", testLineageGuard},
 }
 
 var reopenCases = []struct {
@@ -107,6 +112,7 @@ var reopenCases = []struct {
 }{
 	{"EpochSurvivesReopen", testEpochSurvivesReopen},
 	{"TimersSurviveReopen", testTimersSurviveReopen},
+	{"LineageSurvivesReopen", testLineageSurvivesReopen},
 }
 
 func ctx(t *testing.T) context.Context {
@@ -592,11 +598,27 @@ func checkFenced(t *testing.T, err error, want ...persistence.FencedError) {
 	}
 }
 
+// floor returns the epoch floor of job's incarnation (0 for a store
+// without a lineage): Acquire returns floor+1 first, then consecutive values.
+func floor(t *testing.T, s persistence.Store, job string) int64 {
+	t.Helper()
+	ls, ok := s.(persistence.LineageStore)
+	if !ok {
+		return 0
+	}
+	l, err := ls.Lineage(ctx(t), job)
+	if err != nil {
+		t.Fatalf("Lineage(%q): %v", job, err)
+	}
+	return l.Floor
+}
+
 func testAcquireGrows(t *testing.T, s persistence.Store) {
 	checkEpoch(t, s, "job", "a", 0)
-	for want := int64(1); want <= 3; want++ {
+	f := floor(t, s, "job")
+	for want := f + 1; want <= f+3; want++ {
 		if got := acquire(t, s, "job", "a"); got != want {
-			t.Fatalf("Acquire #%d of job/a = %d, want %d", want, got, want)
+			t.Fatalf("Acquire #%d of job/a = %d, want %d", want-f, got, want)
 		}
 		checkEpoch(t, s, "job", "a", want)
 	}
@@ -605,22 +627,22 @@ func testAcquireGrows(t *testing.T, s persistence.Store) {
 		job string
 		key record.Key
 	}{{"job", "b"}, {"other", "a"}, {"jo", "ba"}, {"", ""}, {"{job}", "{a}"}, {"job:epoch", "a"}} {
-		if got := acquire(t, s, jk.job, jk.key); got != 1 {
-			t.Errorf("first Acquire(%q, %q) = %d, want 1", jk.job, jk.key, got)
+		if got := acquire(t, s, jk.job, jk.key); got != floor(t, s, jk.job)+1 {
+			t.Errorf("first Acquire(%q, %q) = %d, want floor+1 = %d", jk.job, jk.key, got, floor(t, s, jk.job)+1)
 		}
 	}
-	checkEpoch(t, s, "job", "a", 3)
+	checkEpoch(t, s, "job", "a", f+3)
 	checkEpoch(t, s, "job", "c", 0)
 	checkEpoch(t, s, "other", "b", 0)
 	// Acquire creates no snapshot, and deleting a snapshot keeps the epoch.
 	mustMissing(t, s, "job", "a")
 	checkKeys(t, s, "job")
-	save(t, s, fencedSnap("job", "a", "v", 3))
-	save(t, s, persistence.Snapshot{Job: "job", Key: "a", Epoch: 3})
+	save(t, s, fencedSnap("job", "a", "v", f+3))
+	save(t, s, persistence.Snapshot{Job: "job", Key: "a", Epoch: f + 3})
 	mustMissing(t, s, "job", "a")
-	checkEpoch(t, s, "job", "a", 3)
-	if got := acquire(t, s, "job", "a"); got != 4 {
-		t.Fatalf("Acquire after a delete = %d, want 4", got)
+	checkEpoch(t, s, "job", "a", f+3)
+	if got := acquire(t, s, "job", "a"); got != f+4 {
+		t.Fatalf("Acquire after a delete = %d, want %d", got, f+4)
 	}
 }
 
@@ -652,7 +674,8 @@ func testAcquireConcurrent(t *testing.T, s persistence.Store) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	for e := int64(1); e <= workers*rounds; e++ {
+	f := floor(t, s, "job")
+	for e := f + 1; e <= f+workers*rounds; e++ {
 		if seen[e] != 1 {
 			t.Errorf("epoch %d returned %d times, want once", e, seen[e])
 		}
@@ -660,7 +683,7 @@ func testAcquireConcurrent(t *testing.T, s persistence.Store) {
 	if len(seen) != workers*rounds {
 		t.Errorf("Acquire returned %d distinct epochs, want %d: %v", len(seen), workers*rounds, seen)
 	}
-	checkEpoch(t, s, "job", "hot", workers*rounds)
+	checkEpoch(t, s, "job", "hot", f+workers*rounds)
 }
 
 func testSaveFenced(t *testing.T, s persistence.Store) {
@@ -714,7 +737,7 @@ func testSaveFencedMixedBatch(t *testing.T, s persistence.Store) {
 	}
 	eb := acquire(t, s, "job", "b")
 	ed := acquire(t, s, "job", "d")
-	acquire(t, s, "other", "a") // another job's key of the same name
+	eo := acquire(t, s, "other", "a") // another job's key of the same name
 	batch := []persistence.Snapshot{
 		fencedSnap("job", "a", "new a", epochs["a"]),
 		fencedSnap("job", "b", "stale b", epochs["b"]),
@@ -728,7 +751,7 @@ func testSaveFencedMixedBatch(t *testing.T, s persistence.Store) {
 	checkFenced(t, s.Save(ctx(t), batch),
 		persistence.FencedError{Job: "job", Key: "b", Epoch: epochs["b"], Holder: eb},
 		persistence.FencedError{Job: "job", Key: "d", Epoch: epochs["d"], Holder: ed},
-		persistence.FencedError{Job: "other", Key: "a", Epoch: 0, Holder: 1},
+		persistence.FencedError{Job: "other", Key: "a", Epoch: 0, Holder: eo},
 		persistence.FencedError{Job: "job", Key: "b", Epoch: epochs["b"], Holder: eb},
 	)
 	checkSnapshot(t, load(t, s, "job", "a"), batch[0])
