@@ -1,0 +1,129 @@
+package fleetbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// Result is the figures of one workload on one fleet size.
+type Result struct {
+	Workload string `json:"workload"`
+	Nodes    int    `json:"nodes"`
+	// EventsPerSec is the fleet's steady-state input rate: the sum of the
+	// nodes' joinery_records_in_total over the measuring window (from 20%
+	// to 90% of a backlog consumed), per second.
+	EventsPerSec float64 `json:"events_per_sec"`
+	// Efficiency is EventsPerSec / (Nodes × EventsPerSec of 1 node).
+	Efficiency float64 `json:"efficiency"`
+	// P50Ms, P99Ms, MaxMs: event-to-output latency of the open-loop run at
+	// LatencyRate events/s (half of EventsPerSec), feeder's produce stamp to
+	// the output consumer's receipt of the joined row.
+	P50Ms          float64 `json:"p50_ms"`
+	P99Ms          float64 `json:"p99_ms"`
+	MaxMs          float64 `json:"max_ms"`
+	LatencyRate    float64 `json:"latency_rate"`
+	LatencySamples int     `json:"latency_samples"`
+	// KeysPerShard is DBSIZE of each Redis master after the run.
+	KeysPerShard []int64 `json:"keys_per_shard"`
+	// CPUPerEventUs is the nodes' CPU (all of them, /proc/<pid>/stat) over
+	// the window per event, in microseconds; RedisCPUPerEventUs the same
+	// for the three redis-server processes.
+	CPUPerEventUs      float64 `json:"cpu_per_event_us"`
+	RedisCPUPerEventUs float64 `json:"redis_cpu_per_event_us"`
+	// NodeCPUs, RedisCPUs, FeederCPUs, BrokerCPUs are CPU seconds over the
+	// window: the nodes (sum), the Redis masters (sum), the driver process
+	// (feeder and metrics polling) and the kfake broker process.
+	NodeCPUs   float64 `json:"node_cpu_s"`
+	RedisCPUs  float64 `json:"redis_cpu_s"`
+	FeederCPUs float64 `json:"feeder_cpu_s"`
+	BrokerCPUs float64 `json:"broker_cpu_s"`
+	// NodeCPUUtil is NodeCPUs / (window × Nodes × quota): how much of its
+	// quota a node used (1 = the quota is the bound).
+	NodeCPUUtil float64 `json:"node_cpu_util"`
+	// ThrottledS is the nodes' cgroups' throttled_time over the window.
+	ThrottledS float64 `json:"throttled_s"`
+	Events     float64 `json:"events"`
+	WindowS    float64 `json:"window_s"`
+	Input      int     `json:"input"`
+}
+
+// Report is the JSON written to BENCH_OUT.
+type Report struct {
+	Machine    string   `json:"machine"`
+	NumCPU     int      `json:"num_cpu"`
+	QuotaCPU   float64  `json:"quota_cpu"`
+	Partitions int      `json:"partitions"`
+	Source     string   `json:"source"`
+	Results    []Result `json:"results"`
+}
+
+// SetEfficiency fills Efficiency of every result from the 1-node result of
+// its workload (NaN, written as null, without one).
+func SetEfficiency(rs []Result) {
+	one := map[string]float64{}
+	for _, r := range rs {
+		if r.Nodes == 1 {
+			one[r.Workload] = r.EventsPerSec
+		}
+	}
+	for i := range rs {
+		rs[i].Efficiency = Efficiency(rs[i].Nodes, rs[i].EventsPerSec, one[rs[i].Workload])
+	}
+}
+
+// WriteTable prints the results as a table.
+func WriteTable(w io.Writer, rs []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tnodes\tevents/s\tefficiency\tp50 ms\tp99 ms\tnode CPU µs/event\tnode CPU use\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
+	for _, r := range rs {
+		keys := make([]string, len(r.KeysPerShard))
+		for i, k := range r.KeysPerShard {
+			keys[i] = fmt.Sprint(k)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%.1f\t%.0f%%\t%.2f\t%.1f\t%.2f\t%s\t\n", r.Workload, r.Nodes, r.EventsPerSec,
+			fnum(r.Efficiency, 2), fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), r.CPUPerEventUs, 100*r.NodeCPUUtil,
+			r.RedisCPUs, r.RedisCPUPerEventUs, r.FeederCPUs, strings.Join(keys, "/"))
+	}
+	return tw.Flush()
+}
+
+func fnum(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+// MarshalJSON writes NaN figures as null.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	b, err := json.Marshal(plain(r.clean()))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (r Result) clean() Result {
+	for _, p := range []*float64{&r.EventsPerSec, &r.Efficiency, &r.P50Ms, &r.P99Ms, &r.MaxMs, &r.CPUPerEventUs,
+		&r.RedisCPUPerEventUs, &r.NodeCPUUtil} {
+		if math.IsNaN(*p) || math.IsInf(*p, 0) {
+			*p = -1
+		}
+	}
+	return r
+}
+
+// WriteJSON writes the report to path.
+func WriteJSON(path string, rep Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
