@@ -20,6 +20,15 @@ type Result struct {
 	EventsPerSec float64 `json:"events_per_sec"`
 	// Efficiency is EventsPerSec / (Nodes × EventsPerSec of 1 node).
 	Efficiency float64 `json:"efficiency"`
+	// CPUEfficiency is CPUPerEventUs of 1 node / CPUPerEventUs: the same
+	// question asked of the CPU the nodes used rather than of the wall
+	// clock, so a machine too busy to give every node its whole quota does
+	// not count against the fleet (1: a node's event costs what it costs
+	// alone).
+	CPUEfficiency float64 `json:"cpu_efficiency"`
+	// EventsPerNodeCPUs is events per CPU-second of the nodes (1e6 /
+	// CPUPerEventUs).
+	EventsPerNodeCPUs float64 `json:"events_per_node_cpu_s"`
 	// P50Ms, P99Ms, MaxMs: event-to-output latency of the open-loop run at
 	// LatencyRate events/s (half of EventsPerSec), feeder's produce stamp to
 	// the output consumer's receipt of the joined row.
@@ -62,31 +71,36 @@ type Report struct {
 	Results    []Result `json:"results"`
 }
 
-// SetEfficiency fills Efficiency of every result from the 1-node result of
-// its workload (NaN, written as null, without one).
+// SetEfficiency fills Efficiency and CPUEfficiency of every result from the
+// 1-node result of its workload (NaN, written as -1, without one).
 func SetEfficiency(rs []Result) {
-	one := map[string]float64{}
+	one := map[string]Result{}
 	for _, r := range rs {
 		if r.Nodes == 1 {
-			one[r.Workload] = r.EventsPerSec
+			one[r.Workload] = r
 		}
 	}
 	for i := range rs {
-		rs[i].Efficiency = Efficiency(rs[i].Nodes, rs[i].EventsPerSec, one[rs[i].Workload])
+		o, ok := one[rs[i].Workload]
+		rs[i].Efficiency = Efficiency(rs[i].Nodes, rs[i].EventsPerSec, o.EventsPerSec)
+		rs[i].CPUEfficiency = math.NaN()
+		if ok && rs[i].CPUPerEventUs > 0 {
+			rs[i].CPUEfficiency = o.CPUPerEventUs / rs[i].CPUPerEventUs
+		}
 	}
 }
 
 // WriteTable prints the results as a table.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tnodes\tevents/s\tefficiency\tp50 ms\tp99 ms\tnode CPU µs/event\tnode CPU use\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
+	fmt.Fprintln(tw, "workload\tnodes\tevents/s\tefficiency\tCPU efficiency\tevents/node-CPU-s\tp50 ms\tp99 ms\tnode CPU µs/event\tnode CPU use\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
 	for _, r := range rs {
 		keys := make([]string, len(r.KeysPerShard))
 		for i, k := range r.KeysPerShard {
 			keys[i] = fmt.Sprint(k)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%.1f\t%.0f%%\t%.2f\t%.1f\t%.2f\t%s\t\n", r.Workload, r.Nodes, r.EventsPerSec,
-			fnum(r.Efficiency, 2), fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), r.CPUPerEventUs, 100*r.NodeCPUUtil,
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.1f\t%.0f%%\t%.2f\t%.1f\t%.2f\t%s\t\n", r.Workload, r.Nodes, r.EventsPerSec,
+			fnum(r.Efficiency, 2), fnum(r.CPUEfficiency, 2), r.EventsPerNodeCPUs, fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), r.CPUPerEventUs, 100*r.NodeCPUUtil,
 			r.RedisCPUs, r.RedisCPUPerEventUs, r.FeederCPUs, strings.Join(keys, "/"))
 	}
 	return tw.Flush()
@@ -99,7 +113,7 @@ func fnum(v float64, prec int) string {
 	return fmt.Sprintf("%.*f", prec, v)
 }
 
-// MarshalJSON writes NaN figures as null.
+// MarshalJSON writes NaN figures (not measured) as -1.
 func (r Result) MarshalJSON() ([]byte, error) {
 	type plain Result
 	b, err := json.Marshal(plain(r.clean()))
@@ -111,7 +125,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 func (r Result) clean() Result {
 	for _, p := range []*float64{&r.EventsPerSec, &r.Efficiency, &r.P50Ms, &r.P99Ms, &r.MaxMs, &r.CPUPerEventUs,
-		&r.RedisCPUPerEventUs, &r.NodeCPUUtil} {
+		&r.RedisCPUPerEventUs, &r.NodeCPUUtil, &r.CPUEfficiency, &r.EventsPerNodeCPUs} {
 		if math.IsNaN(*p) || math.IsInf(*p, 0) {
 			*p = -1
 		}

@@ -344,6 +344,7 @@ func (c Config) runOne(ctx context.Context, run int, workload string, n int, h *
 	res.BrokerCPUs = s1.broker - s0.broker
 	res.ThrottledS = s1.throttled - s0.throttled
 	res.CPUPerEventUs = 1e6 * res.NodeCPUs / res.Events
+	res.EventsPerNodeCPUs = res.Events / res.NodeCPUs
 	res.RedisCPUPerEventUs = 1e6 * res.RedisCPUs / res.Events
 	res.NodeCPUUtil = res.NodeCPUs / (w * float64(n) * c.QuotaCPU)
 	if profileDone != nil {
@@ -614,4 +615,3 @@ func (c Config) latency(ctx context.Context, run int, cl *kgo.Client, addr strin
 	}
 	return lat, rate, nil
 }
-
