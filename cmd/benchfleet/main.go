@@ -43,8 +43,8 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Minute, "longest a fleet may take to read its backlog")
 	out := flag.String("out", "/tmp/joinery-bench-fleet.json", "JSON report")
 	plotOut := flag.String("plot", "", "PNG plot of throughput and p99 against nodes (empty: none)")
-	profNodes := flag.Int("profile-nodes", 0, "take a 10 s CPU profile of node 1 of the fleet of this size (0: none)")
-	profOut := flag.String("profile", "/tmp/joinery-bench-fleet.pprof", "where -profile-nodes writes the profile")
+	profNodes := flag.String("profile-nodes", "", "fleet sizes (comma separated) of which to take a 10 s CPU profile of node 1")
+	profOut := flag.String("profile", "/tmp/joinery-bench-fleet", "-profile-nodes writes PREFIX-<N>nodes.pprof")
 	dir := flag.String("dir", "", "working directory (default: a new one under /dev/shm or TMPDIR, removed unless -keep)")
 	keep := flag.Bool("keep", false, "keep the working directory (configs and logs)")
 	flag.Parse()
@@ -59,6 +59,12 @@ func main() {
 	sizes, err := parseInts(*nodes)
 	if err != nil {
 		fail(fmt.Errorf("-nodes: %w", err))
+	}
+	var profSizes []int
+	if *profNodes != "" {
+		if profSizes, err = parseInts(*profNodes); err != nil {
+			fail(fmt.Errorf("-profile-nodes: %w", err))
+		}
 	}
 	bin, err := filepath.Abs(*joinery)
 	if err != nil {
@@ -89,7 +95,7 @@ func main() {
 		Workloads: strings.Split(*workloads, ","), Source: *source, QuotaCPU: *quota, Partitions: *partitions,
 		Users: int(4000 * *scale), Domains: int(12000 * *scale), Changes: int(40000 * *scale),
 		Timeout: *timeout, LatencyFor: *latFor, LatencyLoad: 0.5,
-		ProfileNodes: *profNodes, ProfileOut: *profOut, Log: os.Stderr,
+		ProfileNodes: profSizes, ProfileOut: *profOut, Log: os.Stderr,
 	}
 	rep, err := fleetbench.Run(ctx, cfg)
 	if len(rep.Results) > 0 {

@@ -54,6 +54,10 @@ type Result struct {
 	// NodeCPUUtil is NodeCPUs / (window × Nodes × quota): how much of its
 	// quota a node used (1 = the quota is the bound).
 	NodeCPUUtil float64 `json:"node_cpu_util"`
+	// IdleNodeCPU is the CPU per second a node used when the fleet had
+	// gone idle after its backlog (gossip, timers, polling): a floor that
+	// every node pays whatever its share of the events.
+	IdleNodeCPU float64 `json:"idle_node_cpu"`
 	// ThrottledS is the nodes' cgroups' throttled_time over the window.
 	ThrottledS float64 `json:"throttled_s"`
 	Events     float64 `json:"events"`
@@ -93,14 +97,14 @@ func SetEfficiency(rs []Result) {
 // WriteTable prints the results as a table.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tnodes\tevents/s\tefficiency\tCPU efficiency\tevents/node-CPU-s\tp50 ms\tp99 ms\tnode CPU µs/event\tnode CPU use\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
+	fmt.Fprintln(tw, "workload\tnodes\tevents/s\tefficiency\tCPU efficiency\tevents/node-CPU-s\tp50 ms\tp99 ms\tnode CPU µs/event\tnode CPU use\tidle node CPU\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
 	for _, r := range rs {
 		keys := make([]string, len(r.KeysPerShard))
 		for i, k := range r.KeysPerShard {
 			keys[i] = fmt.Sprint(k)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.1f\t%.0f%%\t%.2f\t%.1f\t%.2f\t%s\t\n", r.Workload, r.Nodes, r.EventsPerSec,
-			fnum(r.Efficiency, 2), fnum(r.CPUEfficiency, 2), r.EventsPerNodeCPUs, fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), r.CPUPerEventUs, 100*r.NodeCPUUtil,
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.1f\t%.0f%%\t%s%%\t%.2f\t%.1f\t%.2f\t%s\t\n", r.Workload, r.Nodes, r.EventsPerSec,
+			fnum(r.Efficiency, 2), fnum(r.CPUEfficiency, 2), r.EventsPerNodeCPUs, fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), r.CPUPerEventUs, 100*r.NodeCPUUtil, fnum(100*r.IdleNodeCPU, 1),
 			r.RedisCPUs, r.RedisCPUPerEventUs, r.FeederCPUs, strings.Join(keys, "/"))
 	}
 	return tw.Flush()
@@ -125,7 +129,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 func (r Result) clean() Result {
 	for _, p := range []*float64{&r.EventsPerSec, &r.Efficiency, &r.P50Ms, &r.P99Ms, &r.MaxMs, &r.CPUPerEventUs,
-		&r.RedisCPUPerEventUs, &r.NodeCPUUtil, &r.CPUEfficiency, &r.EventsPerNodeCPUs} {
+		&r.RedisCPUPerEventUs, &r.NodeCPUUtil, &r.CPUEfficiency, &r.EventsPerNodeCPUs, &r.IdleNodeCPU} {
 		if math.IsNaN(*p) || math.IsInf(*p, 0) {
 			*p = -1
 		}

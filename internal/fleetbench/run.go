@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,9 +51,10 @@ type Config struct {
 	Timeout     time.Duration
 	LatencyFor  time.Duration // open-loop latency run length
 	LatencyLoad float64       // its rate as a fraction of the measured max (0.5)
-	// ProfileNodes, when > 0, takes a 10 s CPU profile of node 1 of the
-	// fleet of that size in the measuring window, to ProfileOut.
-	ProfileNodes int
+	// ProfileNodes lists fleet sizes of which a 10 s CPU profile of node 1
+	// is taken from the start of the measuring window, to
+	// ProfileOut-<N>nodes.pprof.
+	ProfileNodes []int
 	ProfileOut   string
 	Log          io.Writer
 }
@@ -301,9 +303,9 @@ func (c Config) runOne(ctx context.Context, run int, workload string, n int, h *
 		}
 		if s0 == nil && s.in >= 0.2*total {
 			s0 = &s
-			if c.ProfileNodes == n && c.ProfileOut != "" {
+			if slices.Contains(c.ProfileNodes, n) && c.ProfileOut != "" {
 				profileDone = make(chan error, 1)
-				go func() { profileDone <- profile(ctx, nodes[0].admin, c.ProfileOut) }()
+				go func() { profileDone <- profile(ctx, nodes[0].admin, c.profilePath(n)) }()
 			}
 		}
 		if s1 == nil && s.in >= 0.9*total {
@@ -351,12 +353,21 @@ func (c Config) runOne(ctx context.Context, run int, workload string, n int, h *
 		if err := <-profileDone; err != nil {
 			c.logf("cpu profile: %v", err)
 		} else {
-			c.logf("cpu profile of n1 (%d nodes) in %s", n, c.ProfileOut)
+			c.logf("cpu profile of n1 (%d nodes) in %s", n, c.profilePath(n))
 		}
 	}
 
-	// Open-loop latency run at a fraction of the measured rate.
-	time.Sleep(2 * time.Second) // outputs of the backlog drain
+	// Open-loop latency run at a fraction of the measured rate, once the
+	// backlog's outputs are written: records in counts what the sources
+	// read, and the joins and sink writes behind them may still be running.
+	idle, err := c.quiet(ctx, nodes, rc, broker)
+	res.IdleNodeCPU = idle
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, err
+		}
+		c.logf("%v; measuring latency anyway", err)
+	}
 	lat, rate, err := c.latency(ctx, run, cl, addr, h, res.EventsPerSec*c.LatencyLoad)
 	if err != nil {
 		return res, err
@@ -370,6 +381,35 @@ func (c Config) runOne(ctx context.Context, run int, workload string, n int, h *
 	}
 	return res, nil
 }
+
+// quiet waits (up to a minute) until the fleet is idle: its nodes used
+// under 10% of their quota over one second.
+// It returns the CPU a node used per second in that last second (the mean
+// of the nodes).
+func (c Config) quiet(ctx context.Context, nodes []*node, rc *RedisCluster, broker *Proc) (float64, error) {
+	prev, err := c.read(nodes, rc, broker)
+	if err != nil {
+		return math.NaN(), err
+	}
+	idle := math.NaN()
+	err = waitFor(ctx, time.Minute, "the fleet idle after its backlog", func() error {
+		time.Sleep(time.Second)
+		s, err := c.read(nodes, rc, broker)
+		if err != nil {
+			return err
+		}
+		idle = (s.nodeCPU - prev.nodeCPU) / s.t.Sub(prev.t).Seconds() / float64(len(nodes))
+		use := idle / c.QuotaCPU
+		prev = s
+		if use > 0.10 {
+			return fmt.Errorf("nodes at %.0f%% of their quota", 100*use)
+		}
+		return nil
+	})
+	return idle, err
+}
+
+func (c Config) profilePath(n int) string { return fmt.Sprintf("%s-%dnodes.pprof", c.ProfileOut, n) }
 
 func (c Config) startFleet(ctx context.Context, run, n int, dir, broker string, redis []string) ([]*node, error) {
 	var nodes []*node
