@@ -34,7 +34,7 @@ func main() {
 	brokerMode := flag.Bool("broker", false, "run the kfake broker process (used by the benchmark itself)")
 	joinery := flag.String("joinery", "bin/joinery", "the joinery binary (make build)")
 	nodes := flag.String("nodes", "1,2,3,4", "fleet sizes, comma separated")
-	workloads := flag.String("workloads", "cdc", "workloads: cdc (q20 is not built yet)")
+	workloads := flag.String("workloads", "cdc,q20", "workloads, comma separated: cdc (users ⋈ domains), q20 (Nexmark bid ⋈ auction)")
 	source := flag.String("source", fleetbench.SourceKafka, "partitioned source: kafka (redis-streams: not built yet)")
 	quota := flag.Float64("cpu", 0.3, "CPU quota of each node, in CPUs (cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us)")
 	partitions := flag.Int("partitions", 12, "partitions of each input topic")

@@ -67,6 +67,7 @@ func groupMembers(ctx context.Context, cl *kgo.Client, group string) (int, error
 
 // msg is one input record: its topic, key and Debezium line.
 type msg struct {
+	table string // set by workloads; topic is table-run
 	topic string
 	key   []byte
 	value []byte

@@ -20,9 +20,9 @@ var palette = []color.Color{
 	color.RGBA{0x8e, 0x44, 0xad, 0xff},
 }
 
-// Plot draws throughput (with the linear ideal, N × throughput(1)) and p99
-// latency against the number of nodes, one line per workload, side by
-// side in one PNG at path.
+// Plot draws throughput (with the linear ideal, N × throughput(1)), p99
+// latency and node CPU per event against the number of nodes, one line per
+// workload, side by side in one PNG at path.
 func Plot(rep Report, path string) error {
 	var wls []string
 	for _, r := range rep.Results {
@@ -39,7 +39,11 @@ func Plot(rep Report, path string) error {
 	lp.Title.Text = "Open-loop p99 latency (half the max rate)"
 	lp.X.Label.Text = "nodes"
 	lp.Y.Label.Text = "p99 ms"
-	for _, p := range []*plot.Plot{tp, lp} {
+	cp := plot.New()
+	cp.Title.Text = "Node CPU per event"
+	cp.X.Label.Text = "nodes"
+	cp.Y.Label.Text = "µs (all nodes' CPU / events)"
+	for _, p := range []*plot.Plot{tp, lp, cp} {
 		p.Add(plotter.NewGrid())
 		p.Legend.Top = true
 		p.Legend.Left = true
@@ -48,7 +52,7 @@ func Plot(rep Report, path string) error {
 	}
 	maxN := 1
 	for i, w := range wls {
-		var xy, ideal, lat plotter.XYs
+		var xy, ideal, lat, cpu plotter.XYs
 		var one float64
 		for _, r := range rep.Results {
 			if r.Workload != w {
@@ -58,6 +62,9 @@ func Plot(rep Report, path string) error {
 			xy = append(xy, plotter.XY{X: float64(r.Nodes), Y: r.EventsPerSec})
 			if r.Nodes == 1 {
 				one = r.EventsPerSec
+			}
+			if r.CPUPerEventUs > 0 {
+				cpu = append(cpu, plotter.XY{X: float64(r.Nodes), Y: r.CPUPerEventUs})
 			}
 			if !math.IsNaN(r.P99Ms) && r.P99Ms >= 0 {
 				lat = append(lat, plotter.XY{X: float64(r.Nodes), Y: r.P99Ms})
@@ -80,18 +87,25 @@ func Plot(rep Report, path string) error {
 				return err
 			}
 		}
+		if len(cpu) > 0 {
+			if err := addLine(cp, w, cpu, col, false); err != nil {
+				return err
+			}
+		}
 	}
-	for _, p := range []*plot.Plot{tp, lp} {
+	lp.Legend.Left, cp.Legend.Left = false, false
+	for _, p := range []*plot.Plot{tp, lp, cp} {
 		p.X.Max = float64(maxN) + 0.5
 		p.X.Tick.Marker = intTicks{}
 	}
-	const w, h = 11 * vg.Inch, 4.2 * vg.Inch
+	const w, h = 14 * vg.Inch, 4.2 * vg.Inch
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(12), PadY: vg.Points(6), PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6)}
-	canvases := plot.Align([][]*plot.Plot{{tp, lp}}, tiles, dc)
+	tiles := draw.Tiles{Rows: 1, Cols: 3, PadX: vg.Points(12), PadY: vg.Points(6), PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6)}
+	canvases := plot.Align([][]*plot.Plot{{tp, lp, cp}}, tiles, dc)
 	tp.Draw(canvases[0][0])
 	lp.Draw(canvases[0][1])
+	cp.Draw(canvases[0][2])
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/joinery/joinery/internal/cdcgen"
 )
 
 // Source kinds of Config.Source.
@@ -69,10 +67,13 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	default:
 		return rep, fmt.Errorf("fleetbench: unknown source %q (kafka or redis-streams)", c.Source)
 	}
-	for _, w := range c.Workloads {
-		if w != "cdc" {
-			return rep, fmt.Errorf("%w: workload %q (only cdc runs; q20's bids are not Debezium CDC and have no Kafka feeder here)", ErrNotBuilt, w)
+	var wls []*workload
+	for _, name := range c.Workloads {
+		w, err := newWorkload(name, c)
+		if err != nil {
+			return rep, err
 		}
+		wls = append(wls, w)
 	}
 	// The cgroups first: without them there is nothing to measure.
 	probe, err := MakeCgroup(CgroupRoot, "joinery-bench", "probe", c.QuotaCPU)
@@ -95,18 +96,17 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	}
 	defer broker.Stop(10 * time.Second)
 	c.logf("kafka (kfake, pid %d): %s", broker.Pid(), addr)
-	h := cdcgen.Generate(cdcgen.Config{Seed: 7, Users: c.Users, Domains: c.Domains, Changes: c.Changes})
 	run := 0
-	for _, w := range c.Workloads {
+	for _, w := range wls {
 		for _, n := range c.Nodes {
 			run++
-			r, err := c.runOne(ctx, run, w, n, h, rc, broker, addr)
+			r, err := c.runOne(ctx, run, w, n, rc, broker, addr)
 			if err != nil {
-				return rep, fmt.Errorf("%s on %d node(s): %w", w, n, err)
+				return rep, fmt.Errorf("%s on %d node(s): %w", w.name, n, err)
 			}
 			rep.Results = append(rep.Results, r)
 			SetEfficiency(rep.Results)
-			c.logf("%s, %d node(s): %.0f events/s, efficiency %s, p99 %s ms", w, n, r.EventsPerSec,
+			c.logf("%s, %d node(s): %.0f events/s, efficiency %s, p99 %s ms", w.name, n, r.EventsPerSec,
 				fnum(rep.Results[len(rep.Results)-1].Efficiency, 2), fnum(r.P99Ms, 1))
 		}
 	}
@@ -160,11 +160,12 @@ func startBroker(ctx context.Context, c Config) (*Proc, string, error) {
 	return p, addr, nil
 }
 
-// inputs turns a history into Kafka records: one topic per table, keyed by
-// table and primary key (so a row's changes stay in one partition, in order).
-func inputs(h *cdcgen.History, run int) ([]msg, error) {
-	out := make([]msg, 0, len(h.Lines))
-	for i, l := range h.Lines {
+// inputs turns a workload's lines into Kafka records: one topic per table,
+// keyed by table and primary key (so a row's changes stay in one
+// partition, in order).
+func inputs(w *workload, run int) ([]msg, error) {
+	out := make([]msg, 0, len(w.lines))
+	for i, l := range w.lines {
 		var env struct {
 			Before map[string]any `json:"before"`
 			After  map[string]any `json:"after"`
@@ -173,51 +174,37 @@ func inputs(h *cdcgen.History, run int) ([]msg, error) {
 			} `json:"source"`
 		}
 		if err := json.Unmarshal(l, &env); err != nil {
-			return nil, fmt.Errorf("history line %d: %w", i, err)
+			return nil, fmt.Errorf("%s input line %d: %w", w.name, i, err)
 		}
 		row := env.After
 		if row == nil {
 			row = env.Before
 		}
-		if row == nil || env.Source.Table == "" {
-			return nil, fmt.Errorf("history line %d has no table or row: %s", i, l)
+		if row == nil || (env.Source.Table != w.left && env.Source.Table != w.right) {
+			return nil, fmt.Errorf("%s input line %d has no row or another table than %s and %s: %s", w.name, i, w.left, w.right, l)
 		}
-		out = append(out, msg{topic: topic(env.Source.Table, run), key: fmt.Appendf(nil, "%s:%v", env.Source.Table, row["id"]), value: l})
+		out = append(out, msg{table: env.Source.Table, topic: topic(env.Source.Table, run), key: fmt.Appendf(nil, "%s:%v", env.Source.Table, row["id"]), value: l})
 	}
 	return out, nil
 }
 
 func topic(name string, run int) string { return fmt.Sprintf("%s-%d", name, run) }
 
-const jobYAML = `name: fleet
-join:
-  type: cdc
-  mode: left
-  left:  {name: users,   pk: id, join_on: id}
-  right: {name: domains, pk: id, join_on: user_id}
-  project:
-    - {name: user_id,     from: users.id}
-    - {name: firstname,   from: users.firstname}
-    - {name: lastname,    from: users.lastname}
-    - {name: domain_id,   from: domains.id}
-    - {name: domain_name, from: domains.domain_name}
-`
-
-// nodeConfig is node i's (1-based) job file of run run.
-func nodeConfig(run, i int, broker string, redis []string, gossip, seed, admin int) string {
+// nodeConfig is node i's (1-based) job file of run run of w.
+func nodeConfig(w *workload, run, i int, broker string, redis []string, gossip, seed, admin int) string {
 	q := func(ss []string) string {
 		b, _ := json.Marshal(ss)
 		return string(b)
 	}
-	return jobYAML + fmt.Sprintf(`sources:
-  - {name: users,   type: kafka, side: left,  kafka: {brokers: [%[1]q], topic: %[2]s, group: fleet-%[4]d-users,   start_offset: earliest}}
-  - {name: domains, type: kafka, side: right, kafka: {brokers: [%[1]q], topic: %[3]s, group: fleet-%[4]d-domains, start_offset: earliest}}
+	return w.join + fmt.Sprintf(`sources:
+  - {name: %[11]s, type: kafka, side: left,  kafka: {brokers: [%[1]q], topic: %[2]s, group: fleet-%[4]d-%[11]s, start_offset: earliest}}
+  - {name: %[12]s, type: kafka, side: right, kafka: {brokers: [%[1]q], topic: %[3]s, group: fleet-%[4]d-%[12]s, start_offset: earliest}}
 sinks:
   - {type: kafka, format: changelog, kafka: {brokers: [%[1]q], topic: %[5]s}}
 state: {store: redis, redis: {cluster: {addrs: %[6]s}}}
 cluster: {node_name: n%[7]d, gossip: "127.0.0.1:%[8]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[9]d"], profile: local, request_timeout: 5s}
 admin: {addr: "127.0.0.1:%[10]d", pprof: true}
-`, broker, topic("users", run), topic("domains", run), run, topic("out", run), q(redis), i, gossip, seed, admin)
+`, broker, topic(w.left, run), topic(w.right, run), run, topic("out", run), q(redis), i, gossip, seed, admin, w.left, w.right)
 }
 
 // node is one running joinery node of a fleet.
@@ -235,7 +222,8 @@ type sample struct {
 	broker, throttled       float64
 }
 
-func (c Config) runOne(ctx context.Context, run int, workload string, n int, h *cdcgen.History, rc *RedisCluster, broker *Proc, addr string) (Result, error) {
+func (c Config) runOne(ctx context.Context, run int, w *workload, n int, rc *RedisCluster, broker *Proc, addr string) (Result, error) {
+	workload := w.name
 	res := Result{Workload: workload, Nodes: n, P50Ms: math.NaN(), P99Ms: math.NaN(), MaxMs: math.NaN()}
 	dir := filepath.Join(c.Dir, fmt.Sprintf("run%d-%s-%dnodes", run, workload, n))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -244,7 +232,7 @@ func (c Config) runOne(ctx context.Context, run int, workload string, n int, h *
 	if err := rc.FlushAll(); err != nil {
 		return res, err
 	}
-	msgs, err := inputs(h, run)
+	msgs, err := inputs(w, run)
 	if err != nil {
 		return res, err
 	}
@@ -254,11 +242,11 @@ func (c Config) runOne(ctx context.Context, run int, workload string, n int, h *
 		return res, err
 	}
 	defer cl.Close()
-	if err := createTopics(ctx, cl, int32(c.Partitions), topic("users", run), topic("domains", run), topic("out", run)); err != nil {
+	if err := createTopics(ctx, cl, int32(c.Partitions), topic(w.left, run), topic(w.right, run), topic("out", run)); err != nil {
 		return res, err
 	}
 	// The fleet.
-	nodes, err := c.startFleet(ctx, run, n, dir, addr, rc.Addrs)
+	nodes, err := c.startFleet(ctx, w, run, n, dir, addr, rc.Addrs)
 	defer func() {
 		for _, nd := range nodes {
 			nd.proc.Stop(30 * time.Second)
@@ -272,7 +260,7 @@ func (c Config) runOne(ctx context.Context, run int, workload string, n int, h *
 	if err != nil {
 		return res, err
 	}
-	for _, g := range []string{"users", "domains"} {
+	for _, g := range []string{w.left, w.right} {
 		group := fmt.Sprintf("fleet-%d-%s", run, g)
 		err := waitFor(ctx, 2*time.Minute, "consumer group "+group+" stable with every node", func() error {
 			m, err := groupMembers(ctx, cl, group)
@@ -285,7 +273,7 @@ func (c Config) runOne(ctx context.Context, run int, workload string, n int, h *
 			return res, err
 		}
 	}
-	c.logf("%s, %d node(s): fleet up, feeding %d changes over %d partitions per table", workload, n, len(msgs), c.Partitions)
+	c.logf("%s, %d node(s): fleet up, feeding %d records over %d partitions per table", workload, n, len(msgs), c.Partitions)
 
 	// Backlog run: everything produced at once; the window is from 20% to
 	// 90% of it read.
@@ -337,9 +325,9 @@ func (c Config) runOne(ctx context.Context, run int, workload string, n int, h *
 			return res, err
 		}
 	}
-	w := s1.t.Sub(s0.t).Seconds()
-	res.WindowS, res.Events = w, s1.in-s0.in
-	res.EventsPerSec = Rate(s0.in, s1.in, 0, w)
+	win := s1.t.Sub(s0.t).Seconds()
+	res.WindowS, res.Events = win, s1.in-s0.in
+	res.EventsPerSec = Rate(s0.in, s1.in, 0, win)
 	res.NodeCPUs = s1.nodeCPU - s0.nodeCPU
 	res.RedisCPUs = s1.redisCPU - s0.redisCPU
 	res.FeederCPUs = s1.self - s0.self
@@ -348,7 +336,7 @@ func (c Config) runOne(ctx context.Context, run int, workload string, n int, h *
 	res.CPUPerEventUs = 1e6 * res.NodeCPUs / res.Events
 	res.EventsPerNodeCPUs = res.Events / res.NodeCPUs
 	res.RedisCPUPerEventUs = 1e6 * res.RedisCPUs / res.Events
-	res.NodeCPUUtil = res.NodeCPUs / (w * float64(n) * c.QuotaCPU)
+	res.NodeCPUUtil = res.NodeCPUs / (win * float64(n) * c.QuotaCPU)
 	if profileDone != nil {
 		if err := <-profileDone; err != nil {
 			c.logf("cpu profile: %v", err)
@@ -368,7 +356,7 @@ func (c Config) runOne(ctx context.Context, run int, workload string, n int, h *
 		}
 		c.logf("%v; measuring latency anyway", err)
 	}
-	lat, rate, err := c.latency(ctx, run, cl, addr, h, res.EventsPerSec*c.LatencyLoad)
+	lat, rate, err := c.latency(ctx, run, cl, addr, w, res.EventsPerSec*c.LatencyLoad)
 	if err != nil {
 		return res, err
 	}
@@ -411,7 +399,7 @@ func (c Config) quiet(ctx context.Context, nodes []*node, rc *RedisCluster, brok
 
 func (c Config) profilePath(n int) string { return fmt.Sprintf("%s-%dnodes.pprof", c.ProfileOut, n) }
 
-func (c Config) startFleet(ctx context.Context, run, n int, dir, broker string, redis []string) ([]*node, error) {
+func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, broker string, redis []string) ([]*node, error) {
 	var nodes []*node
 	seed := 0
 	for i := 1; i <= n; i++ {
@@ -427,7 +415,7 @@ func (c Config) startFleet(ctx context.Context, run, n int, dir, broker string, 
 			seed = gossip
 		}
 		name := fmt.Sprintf("n%d", i)
-		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(nodeConfig(run, i, broker, redis, gossip, seed, admin)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(nodeConfig(w, run, i, broker, redis, gossip, seed, admin)), 0o644); err != nil {
 			return nodes, err
 		}
 		cg, err := MakeCgroup(CgroupRoot, "joinery-bench", fmt.Sprintf("node%d", i), c.QuotaCPU)
@@ -554,29 +542,17 @@ func profile(ctx context.Context, admin, out string) error {
 	return f.Close()
 }
 
-// latency runs the open-loop phase: domain updates whose domain_name
-// carries the produce time, at rate per second for c.LatencyFor, and the
-// latencies (ms) of the joined rows that carry them, as read from the
-// output topic. It returns the rate it ran at.
-func (c Config) latency(ctx context.Context, run int, cl *kgo.Client, addr string, h *cdcgen.History, rate float64) ([]float64, float64, error) {
+// latency runs the open-loop phase: w's probes (changes whose
+// w.stampField carries the produce time) at rate per second for
+// c.LatencyFor, and the latencies (ms) of the joined rows that carry them,
+// as read from the output topic. It returns the rate it ran at.
+func (c Config) latency(ctx context.Context, run int, cl *kgo.Client, addr string, w *workload, rate float64) ([]float64, float64, error) {
 	if rate < 1 {
 		return nil, rate, nil
 	}
-	// Domains that join (their user exists), in id order.
-	var ids []int
-	for id := 1; id <= c.Domains; id++ {
-		if d, ok := h.Domains[id]; ok {
-			if uid, _ := d["user_id"].(int); h.Users[uid] != nil {
-				ids = append(ids, id)
-			}
-		}
-	}
-	if len(ids) == 0 {
-		return nil, rate, errors.New("no joining domain to update")
-	}
-	cur := map[int]map[string]any{}
-	for _, id := range ids {
-		cur[id] = h.Domains[id]
+	probe, err := w.probes()
+	if err != nil {
+		return nil, rate, err
 	}
 	prefix := fmt.Sprintf("lat-%d-", run)
 	out, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic("out", run)),
@@ -606,7 +582,7 @@ func (c Config) latency(ctx context.Context, run int, cl *kgo.Client, addr strin
 				if json.Unmarshal(r.Value, &o) != nil || (o.Op != "+I" && o.Op != "+U") {
 					return
 				}
-				name, _ := o.Row["domain_name"].(string)
+				name, _ := o.Row[w.stampField].(string)
 				ts, ok := strings.CutPrefix(name, prefix)
 				if !ok {
 					return
@@ -623,12 +599,9 @@ func (c Config) latency(ctx context.Context, run int, cl *kgo.Client, addr strin
 	}()
 	time.Sleep(2 * time.Second) // the consumer has its end offsets
 	next := func(i int) msg {
-		id := ids[i%len(ids)]
-		before := cur[id]
-		after := map[string]any{"id": id, "user_id": before["user_id"], "domain_name": prefix + strconv.FormatInt(time.Now().UnixNano(), 10)}
-		cur[id] = after
-		b, _ := json.Marshal(map[string]any{"op": "u", "before": before, "after": after, "source": map[string]any{"table": "domains"}, "ts_ms": time.Now().UnixMilli()})
-		return msg{topic: topic("domains", run), key: fmt.Appendf(nil, "domains:%d", id), value: b}
+		m := probe(prefix, i)
+		m.topic = topic(m.table, run)
+		return m
 	}
 	sent, lag, err := produceAt(ctx, cl, rate, c.LatencyFor, next)
 	if err != nil {

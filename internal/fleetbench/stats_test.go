@@ -190,7 +190,7 @@ func TestMakeCgroupErrors(t *testing.T) {
 }
 
 func TestNodeConfig(t *testing.T) {
-	y := nodeConfig(3, 2, "127.0.0.1:9092", []string{"127.0.0.1:7001", "127.0.0.1:7002"}, 5000, 4000, 6000)
+	y := nodeConfig(cdcWorkload(Config{Users: 10, Domains: 10, Changes: 10}), 3, 2, "127.0.0.1:9092", []string{"127.0.0.1:7001", "127.0.0.1:7002"}, 5000, 4000, 6000)
 	// The node's own parser and validation accept it.
 	spec, err := job.Parse([]byte(y))
 	if err != nil {
