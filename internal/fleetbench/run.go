@@ -36,7 +36,7 @@ type Config struct {
 	BrokerArgv []string // a command that runs a kfake broker and prints "broker host:port" (cmd/benchfleet -broker)
 	Dir        string   // working directory: configs, logs, Redis data
 	Nodes      []int    // fleet sizes, e.g. 1 2 3 4
-	Workloads  []string // cdc (q20 is not built yet)
+	Workloads  []string // cdc, q20
 	// Source is the partitioned source kind: kafka. redis-streams (a
 	// sharded Redis Streams source) is the hook for the second kind: the
 	// node config for it goes in nodeConfig, the feeding in feed.
