@@ -40,6 +40,7 @@ func main() {
 	partitions := flag.Int("partitions", 12, "partitions of each input topic")
 	scale := flag.Float64("scale", 1, "input size multiplier: 1 is 40000 changes over 4000 users and 12000 domains")
 	latFor := flag.Duration("latency-duration", 10*time.Second, "length of the open-loop latency run of each fleet size")
+	latLoad := flag.Float64("latency-load", 0.5, "rate of the open-loop latency run, as a fraction of the measured events/s")
 	timeout := flag.Duration("timeout", 5*time.Minute, "longest a fleet may take to read its backlog")
 	out := flag.String("out", "/tmp/joinery-bench-fleet.json", "JSON report")
 	plotOut := flag.String("plot", "", "PNG plot of throughput and p99 against nodes (empty: none)")
@@ -94,7 +95,7 @@ func main() {
 		Joinery: bin, BrokerArgv: []string{self, "-broker"}, Dir: wd, Nodes: sizes,
 		Workloads: strings.Split(*workloads, ","), Source: *source, QuotaCPU: *quota, Partitions: *partitions,
 		Users: int(4000 * *scale), Domains: int(12000 * *scale), Changes: int(40000 * *scale),
-		Timeout: *timeout, LatencyFor: *latFor, LatencyLoad: 0.5,
+		Timeout: *timeout, LatencyFor: *latFor, LatencyLoad: *latLoad,
 		ProfileNodes: profSizes, ProfileOut: *profOut, Log: os.Stderr,
 	}
 	rep, err := fleetbench.Run(ctx, cfg)

@@ -32,11 +32,14 @@ type Result struct {
 	// P50Ms, P99Ms, MaxMs: event-to-output latency of the open-loop run at
 	// LatencyRate events/s (half of EventsPerSec), feeder's produce stamp to
 	// the output consumer's receipt of the joined row.
-	P50Ms          float64 `json:"p50_ms"`
-	P99Ms          float64 `json:"p99_ms"`
-	MaxMs          float64 `json:"max_ms"`
-	LatencyRate    float64 `json:"latency_rate"`
-	LatencySamples int     `json:"latency_samples"`
+	P50Ms       float64 `json:"p50_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	MaxMs       float64 `json:"max_ms"`
+	LatencyRate float64 `json:"latency_rate"`
+	// LatencyNodeCPUUtil is NodeCPUUtil over the latency run (its waits
+	// included): near 1, the probes saturated the nodes.
+	LatencyNodeCPUUtil float64 `json:"latency_node_cpu_util"`
+	LatencySamples     int     `json:"latency_samples"`
 	// KeysPerShard is DBSIZE of each Redis master after the run.
 	KeysPerShard []int64 `json:"keys_per_shard"`
 	// CPUPerEventUs is the nodes' CPU (all of them, /proc/<pid>/stat) over

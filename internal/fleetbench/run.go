@@ -356,9 +356,16 @@ func (c Config) runOne(ctx context.Context, run int, w *workload, n int, rc *Red
 		}
 		c.logf("%v; measuring latency anyway", err)
 	}
+	l0, err := read()
+	if err != nil {
+		return res, err
+	}
 	lat, rate, err := c.latency(ctx, run, cl, addr, w, res.EventsPerSec*c.LatencyLoad)
 	if err != nil {
 		return res, err
+	}
+	if l1, err := read(); err == nil {
+		res.LatencyNodeCPUUtil = (l1.nodeCPU - l0.nodeCPU) / (l1.t.Sub(l0.t).Seconds() * float64(n) * c.QuotaCPU)
 	}
 	res.LatencyRate, res.LatencySamples = rate, len(lat)
 	if len(lat) > 0 {
