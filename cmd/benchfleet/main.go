@@ -45,7 +45,7 @@ func main() {
 	out := flag.String("out", "/tmp/joinery-bench-fleet.json", "JSON report")
 	plotOut := flag.String("plot", "", "PNG plot of throughput and p99 against nodes (empty: none)")
 	profNodes := flag.String("profile-nodes", "", "fleet sizes (comma separated) of which to take a 10 s CPU profile of node 1")
-	profOut := flag.String("profile", "/tmp/joinery-bench-fleet", "-profile-nodes writes PREFIX-<N>nodes.pprof")
+	profOut := flag.String("profile", "/tmp/joinery-bench-fleet", "-profile-nodes writes PREFIX-<workload>-<N>nodes.pprof")
 	dir := flag.String("dir", "", "working directory (default: a new one under /dev/shm or TMPDIR, removed unless -keep)")
 	keep := flag.Bool("keep", false, "keep the working directory (configs and logs)")
 	flag.Parse()

@@ -51,7 +51,7 @@ type Config struct {
 	LatencyLoad float64       // its rate as a fraction of the measured max (0.5)
 	// ProfileNodes lists fleet sizes of which a 10 s CPU profile of node 1
 	// is taken from the start of the measuring window, to
-	// ProfileOut-<N>nodes.pprof.
+	// ProfileOut-<workload>-<N>nodes.pprof.
 	ProfileNodes []int
 	ProfileOut   string
 	Log          io.Writer
@@ -293,7 +293,7 @@ func (c Config) runOne(ctx context.Context, run int, w *workload, n int, rc *Red
 			s0 = &s
 			if slices.Contains(c.ProfileNodes, n) && c.ProfileOut != "" {
 				profileDone = make(chan error, 1)
-				go func() { profileDone <- profile(ctx, nodes[0].admin, c.profilePath(n)) }()
+				go func() { profileDone <- profile(ctx, nodes[0].admin, c.profilePath(workload, n)) }()
 			}
 		}
 		if s1 == nil && s.in >= 0.9*total {
@@ -341,7 +341,7 @@ func (c Config) runOne(ctx context.Context, run int, w *workload, n int, rc *Red
 		if err := <-profileDone; err != nil {
 			c.logf("cpu profile: %v", err)
 		} else {
-			c.logf("cpu profile of n1 (%d nodes) in %s", n, c.profilePath(n))
+			c.logf("cpu profile of n1 (%d nodes) in %s", n, c.profilePath(workload, n))
 		}
 	}
 
@@ -404,7 +404,9 @@ func (c Config) quiet(ctx context.Context, nodes []*node, rc *RedisCluster, brok
 	return idle, err
 }
 
-func (c Config) profilePath(n int) string { return fmt.Sprintf("%s-%dnodes.pprof", c.ProfileOut, n) }
+func (c Config) profilePath(w string, n int) string {
+	return fmt.Sprintf("%s-%s-%dnodes.pprof", c.ProfileOut, w, n)
+}
 
 func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, broker string, redis []string) ([]*node, error) {
 	var nodes []*node
