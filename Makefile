@@ -71,6 +71,15 @@ bench:
 	$(GO) run ./cmd/benchplot -in $(or $(BENCH_OUT),/tmp/joinery-bench-results.json) -out $(or $(BENCH_PLOTS),docs)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+## bench-fleet: the fleet benchmark (figures, not pass/fail): 1-4 joinery nodes at BENCH_FLEET_CPU (0.3) CPU each
+## (cgroup v1 quota; needs root), a 3-master Redis Cluster, a kfake Kafka broker process; table on stdout,
+## JSON to BENCH_OUT, plot to BENCH_FLEET_PLOT (default docs/scaling.png). See docs/scaling.md.
+BENCH_FLEET_NODES ?= 1,2,3,4
+.PHONY: bench-fleet
+bench-fleet: redis build
+	$(GO) build -o $(BIN)/benchfleet ./cmd/benchfleet
+	$(BIN)/benchfleet -joinery $(BIN)/joinery -nodes $(BENCH_FLEET_NODES) -cpu $(or $(BENCH_FLEET_CPU),0.3) -scale $(or $(BENCH_FLEET_SCALE),1) -out $(or $(BENCH_OUT),/tmp/joinery-bench-fleet.json) -plot $(or $(BENCH_FLEET_PLOT),docs/scaling.png) $(BENCH_FLEET_FLAGS)
+
 ## console-screenshots: drive the web console in headless Chromium and rewrite docs/console-*.png.
 .PHONY: console-screenshots
 console-screenshots: redis

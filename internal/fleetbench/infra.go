@@ -1,0 +1,396 @@
+package fleetbench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// CgroupRoot is where the cgroup v1 cpu controller is mounted.
+const CgroupRoot = "/sys/fs/cgroup/cpu"
+
+// ErrNoCgroup is returned when the per-node CPU cgroups cannot be made: no
+// cgroup v1 cpu controller mounted at CgroupRoot, or no permission to make
+// a group under it.
+var ErrNoCgroup = errors.New("fleetbench: cannot make cgroup v1 cpu groups")
+
+// Cgroup is one cgroup v1 cpu group with a CFS quota.
+type Cgroup struct{ Path string }
+
+// CgroupPeriodUs is the CFS period the groups use.
+const CgroupPeriodUs = 100000
+
+// MakeCgroup makes (or reuses) root/parent/name under the cpu controller
+// with a quota of cpus CPUs: cpu.cfs_period_us = 100000 and
+// cpu.cfs_quota_us = cpus × 100000.
+func MakeCgroup(root, parent, name string, cpus float64) (*Cgroup, error) {
+	if _, err := os.Stat(filepath.Join(root, "cpu.cfs_quota_us")); err != nil {
+		return nil, fmt.Errorf("%w: %s has no cpu.cfs_quota_us (is the cgroup v1 cpu controller mounted there?): %w", ErrNoCgroup, root, err)
+	}
+	quota := int(cpus * CgroupPeriodUs)
+	if quota < 1000 {
+		return nil, fmt.Errorf("%w: a quota of %.3f CPU is below the kernel's 1 ms minimum", ErrNoCgroup, cpus)
+	}
+	p := filepath.Join(root, parent, name)
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %w (run as root)", ErrNoCgroup, err)
+	}
+	for _, w := range []struct{ file, v string }{
+		{"cpu.cfs_period_us", strconv.Itoa(CgroupPeriodUs)},
+		{"cpu.cfs_quota_us", strconv.Itoa(quota)},
+	} {
+		if err := os.WriteFile(filepath.Join(p, w.file), []byte(w.v), 0o644); err != nil {
+			return nil, fmt.Errorf("%w: write %s: %w", ErrNoCgroup, w.file, err)
+		}
+	}
+	return &Cgroup{Path: p}, nil
+}
+
+// Throttled returns cpu.stat's nr_throttled and throttled_time (seconds).
+func (c *Cgroup) Throttled() (periods int64, secs float64) {
+	b, err := os.ReadFile(filepath.Join(c.Path, "cpu.stat"))
+	if err != nil {
+		return 0, 0
+	}
+	for l := range strings.SplitSeq(string(b), "\n") {
+		k, v, _ := strings.Cut(l, " ")
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch k {
+		case "nr_throttled":
+			periods = n
+		case "throttled_time":
+			secs = float64(n) / 1e9
+		}
+	}
+	return periods, secs
+}
+
+// Remove removes the group; its processes must have exited.
+func (c *Cgroup) Remove() error {
+	var err error
+	for range 50 { // the kernel frees a group a moment after its last task exits
+		if err = os.Remove(c.Path); err == nil || os.IsNotExist(err) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("remove cgroup %s: %w", c.Path, err)
+}
+
+// Proc is a child process with its output in a log file.
+type Proc struct {
+	Name string
+	Cmd  *exec.Cmd
+	Log  string
+	done chan error
+}
+
+// StartProc starts argv with its output appended to dir/name.log. With cg,
+// the process enters the group before it execs argv (a shell writes its own
+// pid to cgroup.procs, then execs), so it is limited from its first
+// instruction and keeps the pid Proc reports.
+func StartProc(dir, name string, cg *Cgroup, argv ...string) (*Proc, error) {
+	logPath := filepath.Join(dir, name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	var cmd *exec.Cmd
+	if cg != nil {
+		script := `echo $$ > "$0/cgroup.procs" || exit 97; exec "$@"`
+		cmd = exec.Command("/bin/sh", append([]string{"-c", script, cg.Path}, argv...)...)
+	} else {
+		cmd = exec.Command(argv[0], argv[1:]...)
+	}
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Proc{Name: name, Cmd: cmd, Log: logPath, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); f.Close() }()
+	if cg != nil {
+		if err := p.checkCgroup(cg); err != nil {
+			p.Kill()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// checkCgroup waits until /proc/<pid>/cgroup shows the process in cg.
+func (p *Proc) checkCgroup(cg *Cgroup) error {
+	rel := strings.TrimPrefix(cg.Path, CgroupRoot)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.Cmd.Process.Pid))
+		if err == nil {
+			for l := range strings.SplitSeq(string(b), "\n") {
+				// hierarchy-id:controllers:path, e.g. 4:cpu,cpuacct:/joinery-bench/node1
+				parts := strings.SplitN(l, ":", 3)
+				if len(parts) == 3 && strings.Contains(","+parts[1]+",", ",cpu,") && parts[2] == rel {
+					return nil
+				}
+			}
+		}
+		if !p.Running() {
+			return fmt.Errorf("%w: %s exited before entering %s (see %s)", ErrNoCgroup, p.Name, cg.Path, p.Log)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %s is not in %s after 5s: /proc/%d/cgroup:\n%s", ErrNoCgroup, p.Name, cg.Path, p.Cmd.Process.Pid, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Pid is the process id.
+func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
+
+// CPU is the process's CPU seconds so far.
+func (p *Proc) CPU() (float64, error) { return ProcCPU(p.Pid()) }
+
+// Running reports whether the process has not exited.
+func (p *Proc) Running() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop sends SIGTERM and waits up to d, then SIGKILL.
+func (p *Proc) Stop(d time.Duration) {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(d):
+		p.Kill()
+	}
+}
+
+// Kill sends SIGKILL and waits.
+func (p *Proc) Kill() {
+	_ = p.Cmd.Process.Kill()
+	err := <-p.done
+	p.done <- err
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitFor polls f every 50 ms until it returns nil or d passes.
+func waitFor(ctx context.Context, d time.Duration, what string, f func() error) error {
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not within %v: %w", what, d, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// RedisCluster is a Redis Cluster of masters without replicas, one
+// redis-server process each.
+type RedisCluster struct {
+	Addrs []string
+	Procs []*Proc
+}
+
+// StartRedisCluster starts n redis-server processes with cluster mode on
+// (persistence off: the benchmark measures the join, not the disk) in
+// subdirectories of dir and joins them with `redis-cli --cluster create
+// --cluster-replicas 0`, then waits for cluster_state:ok on every master.
+// A missing redis-server or redis-cli is an error saying how to install it.
+func StartRedisCluster(ctx context.Context, dir string, n int) (*RedisCluster, error) {
+	for _, b := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return nil, fmt.Errorf("fleetbench: %s not found in PATH: install it (Debian: apt-get install redis-server, which brings redis-tools) or run `make redis`: %w", b, err)
+		}
+	}
+	c := &RedisCluster{}
+	for i := range n {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		bus, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		d := filepath.Join(dir, fmt.Sprintf("redis%d", i+1))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		p, err := StartProc(d, "redis", nil, "redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--dir", d, "--save", "", "--appendonly", "no", "--protected-mode", "no",
+			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Procs = append(c.Procs, p)
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		c.Addrs = append(c.Addrs, addr)
+		if err := waitFor(ctx, 10*time.Second, "redis-server "+addr+" answers PING", func() error { return redisPing(addr) }); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("%w (log: %s)", err, p.Log)
+		}
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("redis-cli --cluster create: %w\n%s", err, out)
+	}
+	err := waitFor(ctx, 30*time.Second, "redis cluster state ok", func() error {
+		for _, a := range c.Addrs {
+			info, err := redisCmd(a, "CLUSTER", "INFO")
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(info, "cluster_state:ok") {
+				return fmt.Errorf("%s: cluster not ready", a)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// CPU returns the CPU seconds of each master.
+func (c *RedisCluster) CPU() ([]float64, error) {
+	out := make([]float64, len(c.Procs))
+	for i, p := range c.Procs {
+		v, err := p.CPU()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// DBSize returns each master's DBSIZE (its keys: the keys of its slots).
+func (c *RedisCluster) DBSize() ([]int64, error) {
+	out := make([]int64, len(c.Addrs))
+	for i, a := range c.Addrs {
+		s, err := redisCmd(a, "DBSIZE")
+		if err != nil {
+			return nil, err
+		}
+		if out[i], err = strconv.ParseInt(strings.TrimSpace(s), 10, 64); err != nil {
+			return nil, fmt.Errorf("DBSIZE on %s answered %q", a, s)
+		}
+	}
+	return out, nil
+}
+
+// FlushAll empties every master.
+func (c *RedisCluster) FlushAll() error {
+	for _, a := range c.Addrs {
+		if _, err := redisCmd(a, "FLUSHALL"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop stops every master.
+func (c *RedisCluster) Stop() {
+	for _, p := range c.Procs {
+		p.Stop(5 * time.Second)
+	}
+}
+
+func redisPing(addr string) error {
+	s, err := redisCmd(addr, "PING")
+	if err != nil {
+		return err
+	}
+	if s != "PONG" {
+		return fmt.Errorf("PING answered %q", s)
+	}
+	return nil
+}
+
+// redisCmd sends one command in RESP and returns a simple, integer or bulk
+// string reply (an error reply as an error).
+func redisCmd(addr string, args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	return readReply(bufio.NewReader(c))
+}
+
+func readReply(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("empty redis reply")
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return "", fmt.Errorf("redis: %s", line[1:])
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", err
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	}
+	return "", fmt.Errorf("unexpected redis reply %q", line)
+}

@@ -1,0 +1,150 @@
+package fleetbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// Result is the figures of one workload on one fleet size.
+type Result struct {
+	Workload string `json:"workload"`
+	Nodes    int    `json:"nodes"`
+	// EventsPerSec is the fleet's steady-state input rate: the sum of the
+	// nodes' joinery_records_in_total over the measuring window (from 20%
+	// to 90% of a backlog consumed), per second.
+	EventsPerSec float64 `json:"events_per_sec"`
+	// Efficiency is EventsPerSec / (Nodes × EventsPerSec of 1 node).
+	Efficiency float64 `json:"efficiency"`
+	// CPUEfficiency is CPUPerEventUs of 1 node / CPUPerEventUs: the same
+	// question asked of the CPU the nodes used rather than of the wall
+	// clock, so a machine too busy to give every node its whole quota does
+	// not count against the fleet (1: a node's event costs what it costs
+	// alone).
+	CPUEfficiency float64 `json:"cpu_efficiency"`
+	// EventsPerNodeCPUs is events per CPU-second of the nodes (1e6 /
+	// CPUPerEventUs).
+	EventsPerNodeCPUs float64 `json:"events_per_node_cpu_s"`
+	// P50Ms, P99Ms, MaxMs: event-to-output latency of the open-loop run at
+	// LatencyRate events/s (half of EventsPerSec), feeder's produce stamp to
+	// the output consumer's receipt of the joined row.
+	P50Ms       float64 `json:"p50_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	MaxMs       float64 `json:"max_ms"`
+	LatencyRate float64 `json:"latency_rate"`
+	// LatencyNodeCPUUtil is NodeCPUUtil over the latency run (its waits
+	// included): near 1, the probes saturated the nodes.
+	LatencyNodeCPUUtil float64 `json:"latency_node_cpu_util"`
+	LatencySamples     int     `json:"latency_samples"`
+	// KeysPerShard is DBSIZE of each Redis master after the run.
+	KeysPerShard []int64 `json:"keys_per_shard"`
+	// CPUPerEventUs is the nodes' CPU (all of them, /proc/<pid>/stat) over
+	// the window per event, in microseconds; RedisCPUPerEventUs the same
+	// for the three redis-server processes.
+	CPUPerEventUs      float64 `json:"cpu_per_event_us"`
+	RedisCPUPerEventUs float64 `json:"redis_cpu_per_event_us"`
+	// NodeCPUs, RedisCPUs, FeederCPUs, BrokerCPUs are CPU seconds over the
+	// window: the nodes (sum), the Redis masters (sum), the driver process
+	// (feeder and metrics polling) and the kfake broker process.
+	NodeCPUs   float64 `json:"node_cpu_s"`
+	RedisCPUs  float64 `json:"redis_cpu_s"`
+	FeederCPUs float64 `json:"feeder_cpu_s"`
+	BrokerCPUs float64 `json:"broker_cpu_s"`
+	// NodeCPUUtil is NodeCPUs / (window × Nodes × quota): how much of its
+	// quota a node used (1 = the quota is the bound).
+	NodeCPUUtil float64 `json:"node_cpu_util"`
+	// IdleNodeCPU is the CPU per second a node used when the fleet had
+	// gone idle after its backlog (gossip, timers, polling): a floor that
+	// every node pays whatever its share of the events.
+	IdleNodeCPU float64 `json:"idle_node_cpu"`
+	// ThrottledS is the nodes' cgroups' throttled_time over the window.
+	ThrottledS float64 `json:"throttled_s"`
+	Events     float64 `json:"events"`
+	WindowS    float64 `json:"window_s"`
+	Input      int     `json:"input"`
+}
+
+// Report is the JSON written to BENCH_OUT.
+type Report struct {
+	Machine    string   `json:"machine"`
+	NumCPU     int      `json:"num_cpu"`
+	QuotaCPU   float64  `json:"quota_cpu"`
+	Partitions int      `json:"partitions"`
+	Source     string   `json:"source"`
+	Results    []Result `json:"results"`
+}
+
+// SetEfficiency fills Efficiency and CPUEfficiency of every result from the
+// 1-node result of its workload (NaN, written as -1, without one).
+func SetEfficiency(rs []Result) {
+	one := map[string]Result{}
+	for _, r := range rs {
+		if r.Nodes == 1 {
+			one[r.Workload] = r
+		}
+	}
+	for i := range rs {
+		o, ok := one[rs[i].Workload]
+		rs[i].Efficiency = Efficiency(rs[i].Nodes, rs[i].EventsPerSec, o.EventsPerSec)
+		rs[i].CPUEfficiency = math.NaN()
+		if ok && rs[i].CPUPerEventUs > 0 {
+			rs[i].CPUEfficiency = o.CPUPerEventUs / rs[i].CPUPerEventUs
+		}
+	}
+}
+
+// WriteTable prints the results as a table.
+func WriteTable(w io.Writer, rs []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tnodes\tevents/s\tefficiency\tCPU efficiency\tevents/node-CPU-s\tp50 ms\tp99 ms\tnode CPU µs/event\tnode CPU use\tidle node CPU\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
+	for _, r := range rs {
+		keys := make([]string, len(r.KeysPerShard))
+		for i, k := range r.KeysPerShard {
+			keys[i] = fmt.Sprint(k)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.1f\t%.0f%%\t%s%%\t%.2f\t%.1f\t%.2f\t%s\t\n", r.Workload, r.Nodes, r.EventsPerSec,
+			fnum(r.Efficiency, 2), fnum(r.CPUEfficiency, 2), r.EventsPerNodeCPUs, fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), r.CPUPerEventUs, 100*r.NodeCPUUtil, fnum(100*r.IdleNodeCPU, 1),
+			r.RedisCPUs, r.RedisCPUPerEventUs, r.FeederCPUs, strings.Join(keys, "/"))
+	}
+	return tw.Flush()
+}
+
+func fnum(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+// MarshalJSON writes NaN figures (not measured) as -1.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	b, err := json.Marshal(plain(r.clean()))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (r Result) clean() Result {
+	for _, p := range []*float64{&r.EventsPerSec, &r.Efficiency, &r.P50Ms, &r.P99Ms, &r.MaxMs, &r.CPUPerEventUs,
+		&r.RedisCPUPerEventUs, &r.NodeCPUUtil, &r.CPUEfficiency, &r.EventsPerNodeCPUs, &r.IdleNodeCPU} {
+		if math.IsNaN(*p) || math.IsInf(*p, 0) {
+			*p = -1
+		}
+	}
+	return r
+}
+
+// WriteJSON writes the report to path.
+func WriteJSON(path string, rep Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,639 @@
+package fleetbench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Source kinds of Config.Source.
+const (
+	SourceKafka        = "kafka"
+	SourceRedisStreams = "redis-streams"
+)
+
+// ErrNotBuilt is returned for a workload or source kind the benchmark
+// names but does not run yet.
+var ErrNotBuilt = errors.New("fleetbench: not built yet")
+
+// Config sizes a benchmark run.
+type Config struct {
+	Joinery    string   // the joinery binary (make build: bin/joinery)
+	BrokerArgv []string // a command that runs a kfake broker and prints "broker host:port" (cmd/benchfleet -broker)
+	Dir        string   // working directory: configs, logs, Redis data
+	Nodes      []int    // fleet sizes, e.g. 1 2 3 4
+	Workloads  []string // cdc, q20
+	// Source is the partitioned source kind: kafka. redis-streams (a
+	// sharded Redis Streams source) is the hook for the second kind: the
+	// node config for it goes in nodeConfig, the feeding in feed.
+	Source      string
+	QuotaCPU    float64 // each node's cgroup CPU quota, in CPUs
+	Partitions  int     // partitions of every input topic
+	Users       int     // cdcgen user id space
+	Domains     int     // cdcgen domain id space
+	Changes     int     // cdcgen changes after the snapshot
+	Timeout     time.Duration
+	LatencyFor  time.Duration // open-loop latency run length
+	LatencyLoad float64       // its rate as a fraction of the measured max (0.5)
+	// ProfileNodes lists fleet sizes of which a 10 s CPU profile of node 1
+	// is taken from the start of the measuring window, to
+	// ProfileOut-<workload>-<N>nodes.pprof.
+	ProfileNodes []int
+	ProfileOut   string
+	Log          io.Writer
+}
+
+// Run runs every workload on every fleet size and returns the report.
+func Run(ctx context.Context, c Config) (Report, error) {
+	rep := Report{NumCPU: runtime.NumCPU(), QuotaCPU: c.QuotaCPU, Partitions: c.Partitions, Source: c.Source, Machine: machine()}
+	switch c.Source {
+	case SourceKafka:
+	case SourceRedisStreams:
+		return rep, fmt.Errorf("%w: source %q (sharded Redis Streams): add its node source in nodeConfig and its feeder in feed", ErrNotBuilt, c.Source)
+	default:
+		return rep, fmt.Errorf("fleetbench: unknown source %q (kafka or redis-streams)", c.Source)
+	}
+	var wls []*workload
+	for _, name := range c.Workloads {
+		w, err := newWorkload(name, c)
+		if err != nil {
+			return rep, err
+		}
+		wls = append(wls, w)
+	}
+	// The cgroups first: without them there is nothing to measure.
+	probe, err := MakeCgroup(CgroupRoot, "joinery-bench", "probe", c.QuotaCPU)
+	if err != nil {
+		return rep, err
+	}
+	if err := probe.Remove(); err != nil {
+		return rep, err
+	}
+	defer os.Remove(filepath.Join(CgroupRoot, "joinery-bench"))
+	rc, err := StartRedisCluster(ctx, c.Dir, 3)
+	if err != nil {
+		return rep, err
+	}
+	defer rc.Stop()
+	c.logf("redis cluster: %v", rc.Addrs)
+	broker, addr, err := startBroker(ctx, c)
+	if err != nil {
+		return rep, err
+	}
+	defer broker.Stop(10 * time.Second)
+	c.logf("kafka (kfake, pid %d): %s", broker.Pid(), addr)
+	run := 0
+	for _, w := range wls {
+		for _, n := range c.Nodes {
+			run++
+			r, err := c.runOne(ctx, run, w, n, rc, broker, addr)
+			if err != nil {
+				return rep, fmt.Errorf("%s on %d node(s): %w", w.name, n, err)
+			}
+			rep.Results = append(rep.Results, r)
+			SetEfficiency(rep.Results)
+			c.logf("%s, %d node(s): %.0f events/s, efficiency %s, p99 %s ms", w.name, n, r.EventsPerSec,
+				fnum(rep.Results[len(rep.Results)-1].Efficiency, 2), fnum(r.P99Ms, 1))
+		}
+	}
+	return rep, nil
+}
+
+func (c Config) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, "benchfleet: "+format+"\n", args...)
+	}
+}
+
+func machine() string {
+	model := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for l := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d CPUs, %s/%s", model, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+}
+
+// startBroker runs c.BrokerArgv and reads the broker's address from its
+// output ("broker host:port").
+func startBroker(ctx context.Context, c Config) (*Proc, string, error) {
+	p, err := StartProc(c.Dir, "kafka", nil, c.BrokerArgv...)
+	if err != nil {
+		return nil, "", err
+	}
+	var addr string
+	err = waitFor(ctx, 30*time.Second, "kfake broker address", func() error {
+		b, _ := os.ReadFile(p.Log)
+		for l := range strings.SplitSeq(string(b), "\n") {
+			if a, ok := strings.CutPrefix(l, "broker "); ok {
+				addr = strings.TrimSpace(a)
+				return nil
+			}
+		}
+		if !p.Running() {
+			return fmt.Errorf("broker exited: %s", b)
+		}
+		return errors.New("no address yet")
+	})
+	if err != nil {
+		p.Kill()
+		return nil, "", err
+	}
+	return p, addr, nil
+}
+
+// inputs turns a workload's lines into Kafka records: one topic per table,
+// keyed by table and primary key (so a row's changes stay in one
+// partition, in order).
+func inputs(w *workload, run int) ([]msg, error) {
+	out := make([]msg, 0, len(w.lines))
+	for i, l := range w.lines {
+		var env struct {
+			Before map[string]any `json:"before"`
+			After  map[string]any `json:"after"`
+			Source struct {
+				Table string `json:"table"`
+			} `json:"source"`
+		}
+		if err := json.Unmarshal(l, &env); err != nil {
+			return nil, fmt.Errorf("%s input line %d: %w", w.name, i, err)
+		}
+		row := env.After
+		if row == nil {
+			row = env.Before
+		}
+		if row == nil || (env.Source.Table != w.left && env.Source.Table != w.right) {
+			return nil, fmt.Errorf("%s input line %d has no row or another table than %s and %s: %s", w.name, i, w.left, w.right, l)
+		}
+		out = append(out, msg{table: env.Source.Table, topic: topic(env.Source.Table, run), key: fmt.Appendf(nil, "%s:%v", env.Source.Table, row["id"]), value: l})
+	}
+	return out, nil
+}
+
+func topic(name string, run int) string { return fmt.Sprintf("%s-%d", name, run) }
+
+// nodeConfig is node i's (1-based) job file of run run of w.
+func nodeConfig(w *workload, run, i int, broker string, redis []string, gossip, seed, admin int) string {
+	q := func(ss []string) string {
+		b, _ := json.Marshal(ss)
+		return string(b)
+	}
+	return w.join + fmt.Sprintf(`sources:
+  - {name: %[11]s, type: kafka, side: left,  kafka: {brokers: [%[1]q], topic: %[2]s, group: fleet-%[4]d-%[11]s, start_offset: earliest}}
+  - {name: %[12]s, type: kafka, side: right, kafka: {brokers: [%[1]q], topic: %[3]s, group: fleet-%[4]d-%[12]s, start_offset: earliest}}
+sinks:
+  - {type: kafka, format: changelog, kafka: {brokers: [%[1]q], topic: %[5]s}}
+state: {store: redis, redis: {cluster: {addrs: %[6]s}}}
+cluster: {node_name: n%[7]d, gossip: "127.0.0.1:%[8]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[9]d"], profile: local, request_timeout: 5s}
+admin: {addr: "127.0.0.1:%[10]d", pprof: true}
+`, broker, topic(w.left, run), topic(w.right, run), run, topic("out", run), q(redis), i, gossip, seed, admin, w.left, w.right)
+}
+
+// node is one running joinery node of a fleet.
+type node struct {
+	proc  *Proc
+	cg    *Cgroup
+	admin string // http://127.0.0.1:port
+}
+
+// sample is one reading of the fleet's counters.
+type sample struct {
+	t                       time.Time
+	in                      float64
+	nodeCPU, redisCPU, self float64
+	broker, throttled       float64
+}
+
+func (c Config) runOne(ctx context.Context, run int, w *workload, n int, rc *RedisCluster, broker *Proc, addr string) (Result, error) {
+	workload := w.name
+	res := Result{Workload: workload, Nodes: n, P50Ms: math.NaN(), P99Ms: math.NaN(), MaxMs: math.NaN()}
+	dir := filepath.Join(c.Dir, fmt.Sprintf("run%d-%s-%dnodes", run, workload, n))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return res, err
+	}
+	if err := rc.FlushAll(); err != nil {
+		return res, err
+	}
+	msgs, err := inputs(w, run)
+	if err != nil {
+		return res, err
+	}
+	res.Input = len(msgs)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(20000))
+	if err != nil {
+		return res, err
+	}
+	defer cl.Close()
+	if err := createTopics(ctx, cl, int32(c.Partitions), topic(w.left, run), topic(w.right, run), topic("out", run)); err != nil {
+		return res, err
+	}
+	// The fleet.
+	nodes, err := c.startFleet(ctx, w, run, n, dir, addr, rc.Addrs)
+	defer func() {
+		for _, nd := range nodes {
+			nd.proc.Stop(30 * time.Second)
+		}
+		for _, nd := range nodes {
+			if err := nd.cg.Remove(); err != nil {
+				c.logf("%v", err)
+			}
+		}
+	}()
+	if err != nil {
+		return res, err
+	}
+	for _, g := range []string{w.left, w.right} {
+		group := fmt.Sprintf("fleet-%d-%s", run, g)
+		err := waitFor(ctx, 2*time.Minute, "consumer group "+group+" stable with every node", func() error {
+			m, err := groupMembers(ctx, cl, group)
+			if err == nil && m != n {
+				err = fmt.Errorf("%d of %d members", m, n)
+			}
+			return err
+		})
+		if err != nil {
+			return res, err
+		}
+	}
+	c.logf("%s, %d node(s): fleet up, feeding %d records over %d partitions per table", workload, n, len(msgs), c.Partitions)
+
+	// Backlog run: everything produced at once; the window is from 20% to
+	// 90% of it read.
+	read := func() (sample, error) { return c.read(nodes, rc, broker) }
+	feedErr := make(chan error, 1)
+	go func() { feedErr <- produceAll(ctx, cl, msgs) }()
+	total := float64(len(msgs))
+	var s0, s1 *sample
+	var profileDone chan error
+	deadline := time.Now().Add(c.Timeout)
+	for {
+		s, err := read()
+		if err != nil {
+			return res, err
+		}
+		if s0 == nil && s.in >= 0.2*total {
+			s0 = &s
+			if slices.Contains(c.ProfileNodes, n) && c.ProfileOut != "" {
+				profileDone = make(chan error, 1)
+				go func() { profileDone <- profile(ctx, nodes[0].admin, c.profilePath(workload, n)) }()
+			}
+		}
+		if s1 == nil && s.in >= 0.9*total {
+			s1 = &s
+		}
+		if s.in >= total {
+			break
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("backlog not read within %v: %.0f of %.0f records in (node logs in %s)", c.Timeout, s.in, total, dir)
+		}
+		select {
+		case err := <-feedErr:
+			if err != nil {
+				return res, err
+			}
+			feedErr = nil
+		default:
+		}
+		for _, nd := range nodes {
+			if !nd.proc.Running() {
+				return res, fmt.Errorf("%s exited (see %s)", nd.proc.Name, nd.proc.Log)
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if feedErr != nil {
+		if err := <-feedErr; err != nil {
+			return res, err
+		}
+	}
+	win := s1.t.Sub(s0.t).Seconds()
+	res.WindowS, res.Events = win, s1.in-s0.in
+	res.EventsPerSec = Rate(s0.in, s1.in, 0, win)
+	res.NodeCPUs = s1.nodeCPU - s0.nodeCPU
+	res.RedisCPUs = s1.redisCPU - s0.redisCPU
+	res.FeederCPUs = s1.self - s0.self
+	res.BrokerCPUs = s1.broker - s0.broker
+	res.ThrottledS = s1.throttled - s0.throttled
+	res.CPUPerEventUs = 1e6 * res.NodeCPUs / res.Events
+	res.EventsPerNodeCPUs = res.Events / res.NodeCPUs
+	res.RedisCPUPerEventUs = 1e6 * res.RedisCPUs / res.Events
+	res.NodeCPUUtil = res.NodeCPUs / (win * float64(n) * c.QuotaCPU)
+	if profileDone != nil {
+		if err := <-profileDone; err != nil {
+			c.logf("cpu profile: %v", err)
+		} else {
+			c.logf("cpu profile of n1 (%d nodes) in %s", n, c.profilePath(workload, n))
+		}
+	}
+
+	// Open-loop latency run at a fraction of the measured rate, once the
+	// backlog's outputs are written: records in counts what the sources
+	// read, and the joins and sink writes behind them may still be running.
+	idle, err := c.quiet(ctx, nodes, rc, broker)
+	res.IdleNodeCPU = idle
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, err
+		}
+		c.logf("%v; measuring latency anyway", err)
+	}
+	l0, err := read()
+	if err != nil {
+		return res, err
+	}
+	lat, rate, err := c.latency(ctx, run, cl, addr, w, res.EventsPerSec*c.LatencyLoad)
+	if err != nil {
+		return res, err
+	}
+	if l1, err := read(); err == nil {
+		res.LatencyNodeCPUUtil = (l1.nodeCPU - l0.nodeCPU) / (l1.t.Sub(l0.t).Seconds() * float64(n) * c.QuotaCPU)
+	}
+	res.LatencyRate, res.LatencySamples = rate, len(lat)
+	if len(lat) > 0 {
+		res.P50Ms, res.P99Ms, res.MaxMs = Percentile(lat, 0.5), Percentile(lat, 0.99), Percentile(lat, 1)
+	}
+	if res.KeysPerShard, err = rc.DBSize(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// quiet waits (up to a minute) until the fleet is idle: its nodes used
+// under 10% of their quota over one second.
+// It returns the CPU a node used per second in that last second (the mean
+// of the nodes).
+func (c Config) quiet(ctx context.Context, nodes []*node, rc *RedisCluster, broker *Proc) (float64, error) {
+	prev, err := c.read(nodes, rc, broker)
+	if err != nil {
+		return math.NaN(), err
+	}
+	idle := math.NaN()
+	err = waitFor(ctx, time.Minute, "the fleet idle after its backlog", func() error {
+		time.Sleep(time.Second)
+		s, err := c.read(nodes, rc, broker)
+		if err != nil {
+			return err
+		}
+		idle = (s.nodeCPU - prev.nodeCPU) / s.t.Sub(prev.t).Seconds() / float64(len(nodes))
+		use := idle / c.QuotaCPU
+		prev = s
+		if use > 0.10 {
+			return fmt.Errorf("nodes at %.0f%% of their quota", 100*use)
+		}
+		return nil
+	})
+	return idle, err
+}
+
+func (c Config) profilePath(w string, n int) string {
+	return fmt.Sprintf("%s-%s-%dnodes.pprof", c.ProfileOut, w, n)
+}
+
+func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, broker string, redis []string) ([]*node, error) {
+	var nodes []*node
+	seed := 0
+	for i := 1; i <= n; i++ {
+		gossip, err := FreePort()
+		if err != nil {
+			return nodes, err
+		}
+		admin, err := FreePort()
+		if err != nil {
+			return nodes, err
+		}
+		if i == 1 {
+			seed = gossip
+		}
+		name := fmt.Sprintf("n%d", i)
+		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(nodeConfig(w, run, i, broker, redis, gossip, seed, admin)), 0o644); err != nil {
+			return nodes, err
+		}
+		cg, err := MakeCgroup(CgroupRoot, "joinery-bench", fmt.Sprintf("node%d", i), c.QuotaCPU)
+		if err != nil {
+			return nodes, err
+		}
+		p, err := StartProc(dir, name, cg, c.Joinery, "run", "--config", name+".yaml", "--log-level", "warn")
+		if err != nil {
+			_ = cg.Remove()
+			return nodes, err
+		}
+		nodes = append(nodes, &node{proc: p, cg: cg, admin: fmt.Sprintf("http://127.0.0.1:%d", admin)})
+	}
+	for _, nd := range nodes {
+		err := waitFor(ctx, 2*time.Minute, nd.proc.Name+" sees the whole fleet", func() error {
+			if !nd.proc.Running() {
+				return fmt.Errorf("%s exited (see %s)", nd.proc.Name, nd.proc.Log)
+			}
+			var ms []json.RawMessage
+			if err := getJSON(ctx, nd.admin+"/v1/members", &ms); err != nil {
+				return err
+			}
+			if len(ms) != n {
+				return fmt.Errorf("%d of %d members", len(ms), n)
+			}
+			return nil
+		})
+		if err != nil {
+			return nodes, err
+		}
+	}
+	return nodes, nil
+}
+
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
+func getJSON(ctx context.Context, url string, v any) error {
+	b, err := get(ctx, url)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+func get(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return b, nil
+}
+
+// read samples every counter: records in (all nodes), CPU seconds.
+func (c Config) read(nodes []*node, rc *RedisCluster, broker *Proc) (sample, error) {
+	s := sample{t: time.Now()}
+	for _, nd := range nodes {
+		b, err := get(context.Background(), nd.admin+"/metrics")
+		if err != nil {
+			return s, fmt.Errorf("%s metrics: %w", nd.proc.Name, err)
+		}
+		v, _, err := SumCounter(b, "joinery_records_in_total")
+		if err != nil {
+			return s, fmt.Errorf("%s metrics: %w", nd.proc.Name, err)
+		}
+		s.in += v
+		cpu, err := nd.proc.CPU()
+		if err != nil {
+			return s, err
+		}
+		s.nodeCPU += cpu
+		_, th := nd.cg.Throttled()
+		s.throttled += th
+	}
+	rcpu, err := rc.CPU()
+	if err != nil {
+		return s, err
+	}
+	for _, v := range rcpu {
+		s.redisCPU += v
+	}
+	if s.self, err = ProcCPU(os.Getpid()); err != nil {
+		return s, err
+	}
+	if s.broker, err = broker.CPU(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// profile fetches a 10 s CPU profile from a node's admin endpoint.
+func profile(ctx context.Context, admin, out string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/debug/pprof/profile?seconds=10", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof: %s", resp.Status)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// latency runs the open-loop phase: w's probes (changes whose
+// w.stampField carries the produce time) at rate per second for
+// c.LatencyFor, and the latencies (ms) of the joined rows that carry them,
+// as read from the output topic. It returns the rate it ran at.
+func (c Config) latency(ctx context.Context, run int, cl *kgo.Client, addr string, w *workload, rate float64) ([]float64, float64, error) {
+	if rate < 1 {
+		return nil, rate, nil
+	}
+	probe, err := w.probes()
+	if err != nil {
+		return nil, rate, err
+	}
+	prefix := fmt.Sprintf("lat-%d-", run)
+	out, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic("out", run)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	if err != nil {
+		return nil, rate, err
+	}
+	defer out.Close()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var lat []float64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			fs := out.PollFetches(cctx)
+			if cctx.Err() != nil {
+				return
+			}
+			now := time.Now().UnixNano()
+			fs.EachRecord(func(r *kgo.Record) {
+				var o struct {
+					Op  string         `json:"op"`
+					Row map[string]any `json:"row"`
+				}
+				if json.Unmarshal(r.Value, &o) != nil || (o.Op != "+I" && o.Op != "+U") {
+					return
+				}
+				name, _ := o.Row[w.stampField].(string)
+				ts, ok := strings.CutPrefix(name, prefix)
+				if !ok {
+					return
+				}
+				ns, err := strconv.ParseInt(ts, 10, 64)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				lat = append(lat, float64(now-ns)/1e6)
+				mu.Unlock()
+			})
+		}
+	}()
+	time.Sleep(2 * time.Second) // the consumer has its end offsets
+	next := func(i int) msg {
+		m := probe(prefix, i)
+		m.topic = topic(m.table, run)
+		return m
+	}
+	sent, lag, err := produceAt(ctx, cl, rate, c.LatencyFor, next)
+	if err != nil {
+		return nil, rate, err
+	}
+	if lag > c.LatencyFor/10 {
+		c.logf("latency run: the feeder ended %v behind its schedule", lag)
+	}
+	// Wait for the last outputs (at most 20 s after the last update).
+	_ = waitFor(ctx, 20*time.Second, "latency outputs", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(lat) < sent {
+			return fmt.Errorf("%d of %d", len(lat), sent)
+		}
+		return nil
+	})
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lat) < sent {
+		c.logf("latency run: %d of %d updates seen in the output within 20 s; the missing are left out of the percentiles", len(lat), sent)
+	}
+	return lat, rate, nil
+}
