@@ -207,14 +207,14 @@ type Windowed struct {
 	fire     func(w *winState, fx *Effects)
 	// where, typ and shape: a window join with a residual condition (nil
 	// where: none, or a coGroup).
-	where   *Condition
+	where *Condition
 	// onArrival: pairs are emitted as rows arrive (WindowJoinSpec.OnArrival);
 	// fire pads the unmatched rows only.
 	onArrival bool
 	typ       TimedJoinType
-	shape   *pairShape
-	wins    []*winState
-	scratch []Window
+	shape     *pairShape
+	wins      []*winState
+	scratch   []Window
 }
 
 // LateNoWindow: the element's time lies in no window of the assigner.
