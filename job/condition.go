@@ -37,6 +37,9 @@ func (j Join) streamOnly() []error {
 			errs = append(errs, fmt.Errorf("join.%s: only for window, interval, time-bounded and unbounded joins (got type %s)", f.name, j.Type))
 		}
 	}
+	if j.Type == "cdc" && j.Emit != "" {
+		errs = append(errs, fmt.Errorf("join.emit: only for window joins"))
+	}
 	if j.Type == "cdc" && j.TTL != 0 {
 		errs = append(errs, fmt.Errorf("join.ttl: only for unbounded joins"))
 	}

@@ -83,6 +83,11 @@ type Join struct {
 	// TTL bounds the state of an unbounded join: a row is kept until the
 	// watermark passes its time + TTL (required for type unbounded).
 	TTL time.Duration `yaml:"ttl,omitempty"`
+	// Emit is when a window join emits: on-close (the default, Flink's: a
+	// window's pairs and padded rows when the watermark closes it) or
+	// on-arrival (Spark's windowed join: a pair as soon as both rows are
+	// there, only the unmatched outer rows at the close).
+	Emit string `yaml:"emit,omitempty"`
 }
 
 // Side describes one input of the join.

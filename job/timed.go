@@ -80,6 +80,17 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 			bad("late.rule", "must be ts<wm, ts<=wm or none (got %q)", j.Late.Rule)
 		}
 	}
+	onArrival := false
+	switch j.Emit {
+	case "", "on-close":
+	case "on-arrival":
+		onArrival = true
+	default:
+		bad("emit", "must be on-close or on-arrival (got %q)", j.Emit)
+	}
+	if j.Emit != "" && j.Type != "window" {
+		bad("emit", "only for window joins")
+	}
 	if j.TTL != 0 && j.Type != "unbounded" {
 		bad("ttl", "only for unbounded joins")
 	}
@@ -100,7 +111,7 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 			bad("window.type", "must be tumbling, sliding or session (got %q)", j.Window.Type)
 		}
 		spec := &joins.WindowJoinSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Assigner: a,
-			AllowedLateness: ms(j.AllowedLateness), Project: project, Where: where, Late: late}
+			AllowedLateness: ms(j.AllowedLateness), Project: project, Where: where, Late: late, OnArrival: onArrival}
 		verr = spec.Validate()
 		factory = func() joins.Timed { return joins.NewWindowJoin(spec) }
 	case "interval":

@@ -50,6 +50,14 @@ type WindowJoinSpec struct {
 	// fires when the watermark reaches end, Spark's: a window is complete
 	// once end <= watermark). Outputs are stamped end - 1 either way.
 	Late LateRule
+	// OnArrival emits as Spark's windowed stream-stream join does (an
+	// equi-join on the window column): a pair as soon as both rows of one
+	// window are there, stamped end - 1, and at the window's close only the
+	// rows of an outer side that matched nothing, padded. Without it
+	// (Flink's), a window's pairs and padded rows all come out at its close.
+	// Tumbling and sliding windows only, without AllowedLateness (Spark has
+	// neither session windows in joins nor late firings).
+	OnArrival bool
 }
 
 // Validate reports every problem of the spec, joined with errors.Join, each
@@ -67,6 +75,14 @@ func (s *WindowJoinSpec) Validate() error {
 		c.bad("allowed_lateness", "must not be negative, got %d", s.AllowedLateness)
 	}
 	validateLate(&c, s.Late, false)
+	if s.OnArrival {
+		if s.Assigner.merging() {
+			c.bad("emit", "on-arrival is for tumbling and sliding windows, not session windows")
+		}
+		if s.AllowedLateness != 0 {
+			c.bad("allowed_lateness", "must be 0 with emit on-arrival (a window never fires again), got %d", s.AllowedLateness)
+		}
+	}
 	validateShape(c.bad, s.Left, s.Right, s.Project, s.Join, s.FlatJoin)
 	return c.err()
 }
@@ -92,6 +108,28 @@ func NewWindowJoin(spec *WindowJoinSpec) *Windowed {
 		rule:     spec.Late,
 		typ:      t,
 		shape:    shape,
+	}
+	if spec.OnArrival {
+		where := spec.Where
+		j.where, j.onArrival = &where, true
+		j.fire = func(w *winState, fx *Effects) {
+			ts, end := w.W.MaxTimestamp(), w.W.End
+			if t.padLeft() {
+				for i := range w.L {
+					if !w.matched(record.Left, i) {
+						emitPair(fx, shape, "window", ts, &w.L[i], nil, end)
+					}
+				}
+			}
+			if t.padRight() {
+				for k := range w.R {
+					if !w.matched(record.Right, k) {
+						emitPair(fx, shape, "window", ts, nil, &w.R[k], end)
+					}
+				}
+			}
+		}
+		return j
 	}
 	if spec.Where.IsZero() {
 		j.fire = func(w *winState, fx *Effects) {
@@ -169,11 +207,14 @@ type Windowed struct {
 	fire     func(w *winState, fx *Effects)
 	// where, typ and shape: a window join with a residual condition (nil
 	// where: none, or a coGroup).
-	where   *Condition
-	typ     TimedJoinType
-	shape   *pairShape
-	wins    []*winState
-	scratch []Window
+	where *Condition
+	// onArrival: pairs are emitted as rows arrive (WindowJoinSpec.OnArrival);
+	// fire pads the unmatched rows only.
+	onArrival bool
+	typ       TimedJoinType
+	shape     *pairShape
+	wins      []*winState
+	scratch   []Window
 }
 
 // LateNoWindow: the element's time lies in no window of the assigner.
@@ -187,6 +228,56 @@ type winState struct {
 	Fired bool            `json:"f,omitempty"`
 	L     []elem          `json:"l,omitempty"`
 	R     []elem          `json:"r,omitempty"`
+	// LM and RM (emit on-arrival only) hold the positions in L and R of the
+	// rows that have matched, ascending.
+	LM []int `json:"lm,omitempty"`
+	RM []int `json:"rm,omitempty"`
+}
+
+// matched reports whether the i-th row of side has matched (on-arrival).
+func (w *winState) matched(side record.Side, i int) bool {
+	m := w.LM
+	if side == record.Right {
+		m = w.RM
+	}
+	_, ok := slices.BinarySearch(m, i)
+	return ok
+}
+
+func (w *winState) markMatched(side record.Side, i int) {
+	m := &w.LM
+	if side == record.Right {
+		m = &w.RM
+	}
+	if k, ok := slices.BinarySearch(*m, i); !ok {
+		*m = slices.Insert(*m, k, i)
+	}
+}
+
+// joinArrival emits the pairs of the row just added to w (the last of its
+// side) with the other side's rows, in their arrival order, and marks both
+// rows of each pair matched.
+func (j *Windowed) joinArrival(w *winState, side record.Side, fx *Effects) {
+	ts, end := w.W.MaxTimestamp(), w.W.End
+	if side == record.Left {
+		i := len(w.L) - 1
+		for k := range w.R {
+			if j.where.match(w.L[i].Row, w.R[k].Row) {
+				emitPair(fx, j.shape, "window", ts, &w.L[i], &w.R[k], end)
+				w.markMatched(record.Left, i)
+				w.markMatched(record.Right, k)
+			}
+		}
+		return
+	}
+	k := len(w.R) - 1
+	for i := range w.L {
+		if j.where.match(w.L[i].Row, w.R[k].Row) {
+			emitPair(fx, j.shape, "window", ts, &w.L[i], &w.R[k], end)
+			w.markMatched(record.Left, i)
+			w.markMatched(record.Right, k)
+		}
+	}
 }
 
 // fireAt is the watermark that fires window w: MaxTimestamp, or End under
@@ -305,6 +396,9 @@ func (j *Windowed) OnElement(e Element, watermark int64, fx *Effects) {
 				ws.Fired = true // fires below; only the cleanup timer is needed
 			}
 			j.insert(ws, fx)
+		}
+		if j.onArrival {
+			j.joinArrival(ws, e.Side, fx)
 		}
 		if j.fireAt(w) <= watermark {
 			j.fire(ws, fx)
@@ -433,6 +527,8 @@ func (j *Windowed) Restore(b []byte) error {
 			return fmt.Errorf("%w: windows out of order at %v", ErrBadTimedSnapshot, ws.W)
 		case len(ws.L) == 0 && len(ws.R) == 0:
 			return fmt.Errorf("%w: window %v holds no element", ErrBadTimedSnapshot, ws.W)
+		case !validMatched(ws.LM, len(ws.L)) || !validMatched(ws.RM, len(ws.R)):
+			return fmt.Errorf("%w: window %v: matched rows out of range or order", ErrBadTimedSnapshot, ws.W)
 		}
 	}
 	if len(s.W) == 0 {
@@ -440,4 +536,14 @@ func (j *Windowed) Restore(b []byte) error {
 	}
 	j.wins = s.W
 	return nil
+}
+
+// validMatched reports whether m holds ascending, unique positions below n.
+func validMatched(m []int, n int) bool {
+	for i, p := range m {
+		if p < 0 || p >= n || i > 0 && p <= m[i-1] {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package joins
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"slices"
@@ -566,5 +567,106 @@ func BenchmarkWindowJoin(b *testing.B) {
 			spec := windowSpec(c.a, 2)
 			benchTimed(b, func() Timed { return NewWindowJoin(spec) })
 		})
+	}
+}
+
+// TestJoinWindowOnArrival: Spark's windowed join (emit on-arrival) emits a
+// pair at the later row's arrival and only the unmatched outer rows at the
+// window's close; Flink's (the default) emits everything at the close.
+func TestJoinWindowOnArrival(t *testing.T) {
+	type phase struct {
+		steps []wstep
+		want  []string // outputs of these steps, in order
+	}
+	cases := []struct {
+		name   string
+		typ    TimedJoinType
+		a      Assigner
+		rule   LateRule
+		where  Condition
+		phases []phase
+	}{
+		{name: "inner tumbling: pairs at once, nothing at the close", typ: TimedInner, a: Tumbling(10, 0),
+			phases: []phase{
+				{[]wstep{E(lt, 1, "a")}, nil},
+				{[]wstep{E(rt, 3, "b")}, []string{"9 a,b"}},
+				{[]wstep{E(lt, 5, "c")}, []string{"9 c,b"}},
+				{[]wstep{E(rt, 12, "d")}, nil}, // another window
+				{[]wstep{W(100)}, nil},
+			}},
+		{name: "left outer: padded at the close, matched never", typ: TimedLeftOuter, a: Tumbling(10, 0),
+			phases: []phase{
+				{[]wstep{E(lt, 1, "a"), E(lt, 2, "x")}, nil},
+				{[]wstep{E(rt, 3, "b")}, []string{"9 a,b", "9 x,b"}},
+				{[]wstep{E(lt, 4, "u"), E(lt, 15, "v")}, []string{"9 u,b"}},
+				{[]wstep{W(9)}, nil}, // window [0,10) closes; all matched
+				{[]wstep{W(19)}, []string{"19 v,-"}},
+			}},
+		{name: "full outer with ts<=wm: the close is at end", typ: TimedFullOuter, a: Tumbling(10, 0), rule: LateAtWatermark,
+			phases: []phase{
+				{[]wstep{E(lt, 1, "a"), E(rt, 2, "b")}, []string{"9 a,b"}},
+				{[]wstep{E(rt, 4, "c")}, []string{"9 a,c"}},
+				{[]wstep{E(rt, 14, "d"), W(9)}, nil},
+				// ts 9 at watermark 9: the window [0,10) closes at 10 under
+				// ts<=wm (Spark's rule is on the window's end), so it joins.
+				{[]wstep{E(lt, 9, "z")}, []string{"9 z,b", "9 z,c"}},
+				{[]wstep{W(10), E(lt, 8, "late")}, nil}, // window closed: late
+				{[]wstep{W(20)}, []string{"19 -,d"}},
+			}},
+		{name: "sliding: a pair per shared window", typ: TimedInner, a: Sliding(10, 5, 0),
+			phases: []phase{
+				{[]wstep{E(lt, 6, "a"), E(rt, 8, "b")}, []string{"9 a,b", "14 a,b"}},
+				{[]wstep{E(rt, 12, "c")}, []string{"14 a,c"}},
+			}},
+		{name: "condition: only passing pairs, the rest padded at the close", typ: TimedLeftOuter, a: Tumbling(10, 0),
+			where: Condition{Pair: func(l, r record.Row) bool { return l["n"] != "x" || r["n"] == "y" }},
+			phases: []phase{
+				{[]wstep{E(lt, 1, "x"), E(rt, 2, "b")}, nil},
+				{[]wstep{E(lt, 3, "a")}, []string{"9 a,b"}},
+				{[]wstep{E(rt, 4, "y")}, []string{"9 x,y", "9 a,y"}},
+				{[]wstep{E(lt, 5, "x")}, []string{"9 x,y"}},
+				{[]wstep{W(100)}, nil},
+			}},
+		{name: "condition: an unmatched left row padded once", typ: TimedLeftOuter, a: Tumbling(10, 0),
+			where: Condition{Pair: func(l, r record.Row) bool { return false }},
+			phases: []phase{
+				{[]wstep{E(lt, 1, "a"), E(rt, 2, "b")}, nil},
+				{[]wstep{W(9)}, []string{"9 a,-"}},
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			spec := &WindowJoinSpec{Type: c.typ, Left: "orange", Right: "green", Assigner: c.a, Late: c.rule, Where: c.where, OnArrival: true}
+			d := windowDriver(t, spec)
+			d.rng, d.restore = rand.New(rand.NewSource(1)), 0.5 // matched flags survive snapshots
+			for i, p := range c.phases {
+				d.script(p.steps...)
+				eqLines(t, fmt.Sprintf("phase %d", i), fmtPairs(t, "orange", "green", d.take()), p.want)
+			}
+			// The same inputs without on-arrival: the same multiset, later.
+			spec2 := *spec
+			spec2.OnArrival = false
+			d2 := windowDriver(t, &spec2)
+			d.out = nil
+			d = windowDriver(t, spec)
+			for _, p := range c.phases {
+				d.script(p.steps...)
+				d2.script(p.steps...)
+			}
+			d.advance(math.MaxInt64)
+			d2.advance(math.MaxInt64)
+			eqLines(t, "same rows as at the close", multiset(d.out), multiset(d2.out))
+		})
+	}
+	for _, bad := range []struct {
+		spec WindowJoinSpec
+		want string
+	}{
+		{WindowJoinSpec{Left: "a", Right: "b", Assigner: Session(3), OnArrival: true}, "emit: on-arrival is for tumbling and sliding windows"},
+		{WindowJoinSpec{Left: "a", Right: "b", Assigner: Tumbling(3, 0), AllowedLateness: 2, OnArrival: true}, "allowed_lateness: must be 0 with emit on-arrival"},
+	} {
+		if err := bad.spec.Validate(); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: %v, want %q", bad.spec, err, bad.want)
+		}
 	}
 }

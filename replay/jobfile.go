@@ -194,7 +194,7 @@ func parseJobFile(b []byte) (*Job, error) {
 		}
 		return Millis(d.Milliseconds())
 	}
-	s := Spec{Mode: j.Mode, Condition: j.Condition, LeftCondition: j.LeftCondition, RightCondition: j.RightCondition, Late: j.Late,
+	s := Spec{Mode: j.Mode, Condition: j.Condition, LeftCondition: j.LeftCondition, RightCondition: j.RightCondition, Late: j.Late, Emit: j.Emit,
 		Left:  Side{Name: j.Left.Name, PK: j.Left.PK, JoinOn: j.Left.JoinOn},
 		Right: Side{Name: j.Right.Name, PK: j.Right.PK, JoinOn: j.Right.JoinOn}}
 	if j.Type != "cdc" {

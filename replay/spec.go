@@ -79,6 +79,10 @@ type Spec struct {
 	// default), "ts<=wm" (Spark) or "none" (Kafka Streams; interval and
 	// time-bounded only).
 	Late job.Late `yaml:"late"`
+	// Emit (window and cogroup-outer joins) is on-close (the default,
+	// Flink's) or on-arrival (Spark's windowed join: pairs at once, unmatched
+	// outer rows at the close).
+	Emit string `yaml:"emit"`
 }
 
 // Side describes one input.
@@ -285,6 +289,14 @@ func (s *Spec) build() (*built, error) {
 		bad("interval", "only for interval and time-bounded joins")
 	}
 	stream := windowed || bounded || s.Type == TypeUnbounded
+	switch s.Emit {
+	case "", "on-close", "on-arrival":
+		if s.Emit != "" && !windowed {
+			bad("emit", "only for window and cogroup-outer joins")
+		}
+	default:
+		bad("emit", "must be on-close or on-arrival (got %q)", s.Emit)
+	}
 	if s.Type != TypeUnbounded && s.TTL != 0 {
 		bad("ttl", "only for unbounded joins")
 	}
@@ -400,7 +412,7 @@ func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition
 			return nil, aerr
 		}
 		js := &joins.WindowJoinSpec{Type: typ, Left: l, Right: r, Assigner: a,
-			AllowedLateness: int64(s.AllowedLateness), Project: cols, Where: where, Late: late}
+			AllowedLateness: int64(s.AllowedLateness), Project: cols, Where: where, Late: late, OnArrival: s.Emit == "on-arrival"}
 		err = js.Validate()
 		b.fresh = func() joins.Timed { return joins.NewWindowJoin(js) }
 	case TypeInterval:
