@@ -142,7 +142,7 @@ var rules = []rule{
 	{
 		name: "go-redis only in the Redis store and the Redis connectors",
 		applies: func(p string) bool {
-			return !slices.ContainsFunc([]string{"persistence/redisstore", "sources/redisstream", "sinks/redisstream", "sinks/redishash", "ingest", "bench", "internal/testutil"},
+			return !slices.ContainsFunc([]string{"persistence/redisstore", "sources/redisstream", "sinks/redisstream", "sinks/redishash", "ingest", "bench", "internal/testutil", "internal/fleetbench"},
 				func(o string) bool { return under(p, o) })
 		},
 		forbidden: func(_, dep string, direct bool) bool {
@@ -152,7 +152,8 @@ var rules = []rule{
 	{
 		name: "the Kafka client only in the Kafka connectors",
 		applies: func(p string) bool {
-			return !slices.ContainsFunc([]string{"sources/kafka", "sinks/kafka", "ingest", "formats"}, func(o string) bool { return under(p, o) })
+			// internal/fleetbench drives a real broker (kfake) to feed the fleet benchmark.
+			return !slices.ContainsFunc([]string{"sources/kafka", "sinks/kafka", "ingest", "formats", "internal/fleetbench"}, func(o string) bool { return under(p, o) })
 		},
 		forbidden: func(_, dep string, direct bool) bool {
 			return direct && strings.HasPrefix(dep, franz)
