@@ -30,6 +30,64 @@ type outputs struct {
 	seqs   map[string]uint64 // output PK -> Seq of the change the table holds (ordered outputs)
 	errs   []error           // inconsistencies the table saw
 	print  bool
+
+	// wmu serializes writes to the sinks, so order's view of what each
+	// sink holds is the order in which the sinks got it.
+	wmu   sync.Mutex
+	order pkOrder
+}
+
+// pkOrder keeps, for the output primary keys written lately, the Seq of the
+// newest change written, so that a change overtaken by a newer one of the
+// same row is not written after it. Two sources (or two readers) answer for
+// one join key separately: key 1's reply to the users source (seq 4) can
+// reach the sinks after its reply to the domains source (seq 5), and a
+// consumer that applies an upsert topic in arrival order — a KTable, a
+// JDBC sink, kcat — would end with seq 4's row. Dropping the overtaken
+// change leaves every sink's last change per row the newest one; a re-sent
+// change (same Seq) is written again, as outputs are at least once.
+//
+// Memory is bounded: two generations of at most orderWindow rows each. A
+// change can only be overtaken by one in flight at the same time, far fewer
+// rows than that.
+type pkOrder struct {
+	cur, prev map[string]uint64
+}
+
+const orderWindow = 1 << 16
+
+// fresh returns batch without the changes older than one already written
+// and records the rest as written. batch itself is not modified.
+func (p *pkOrder) fresh(batch []record.Output) []record.Output {
+	var kept []record.Output // nil until the first drop
+	for i, out := range batch {
+		if out.Seq > 0 { // 0: unordered, always written
+			last, ok := p.cur[out.PK]
+			if !ok {
+				last = p.prev[out.PK]
+			}
+			if out.Seq < last {
+				if kept == nil {
+					kept = append(make([]record.Output, 0, len(batch)), batch[:i]...)
+				}
+				continue
+			}
+			if p.cur == nil {
+				p.cur = make(map[string]uint64)
+			}
+			p.cur[out.PK] = out.Seq
+			if len(p.cur) >= orderWindow {
+				p.prev, p.cur = p.cur, make(map[string]uint64)
+			}
+		}
+		if kept != nil {
+			kept = append(kept, out)
+		}
+	}
+	if kept == nil {
+		return batch
+	}
+	return kept
 }
 
 func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs, error) {
@@ -96,10 +154,19 @@ func (o *outputs) write(ctx context.Context, batch []record.Output, retry func(c
 	if len(batch) == 0 {
 		return nil
 	}
-	for _, s := range o.sinks {
-		if err := retry(ctx, "write outputs", func(ctx context.Context) error { return s.Write(ctx, batch) }); err != nil {
-			return err
+	if len(o.sinks) > 0 {
+		o.wmu.Lock()
+		fresh := o.order.fresh(batch)
+		for _, s := range o.sinks {
+			if len(fresh) == 0 {
+				break
+			}
+			if err := retry(ctx, "write outputs", func(ctx context.Context) error { return s.Write(ctx, fresh) }); err != nil {
+				o.wmu.Unlock()
+				return err
+			}
 		}
+		o.wmu.Unlock()
 	}
 	if o.table != nil {
 		o.mu.Lock()

@@ -1,0 +1,84 @@
+package node
+
+import (
+	"context"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks"
+)
+
+type recordingSink struct{ got []record.Output }
+
+func (s *recordingSink) Write(_ context.Context, b []record.Output) error {
+	s.got = append(s.got, b...)
+	return nil
+}
+func (s *recordingSink) Close() error { return nil }
+
+var _ sinks.Sink = (*recordingSink)(nil)
+
+// TestOutputsDropOvertakenChanges: a row's change that reaches the sinks
+// after a newer change of the same row (two sources answering for one key
+// separately) is not written, so a consumer applying the sink in arrival
+// order ends with the newest row; re-sent changes (same Seq) and unordered
+// outputs (Seq 0) still go through.
+func TestOutputsDropOvertakenChanges(t *testing.T) {
+	out := func(id, pk string, seq uint64) record.Output {
+		return record.Output{ID: id, PK: pk, Seq: seq}
+	}
+	tests := []struct {
+		name    string
+		batches [][]record.Output
+		want    []string // ids written, in order
+	}{
+		{"in order", [][]record.Output{{out("a4", "p", 4)}, {out("a5", "p", 5)}}, []string{"a4", "a5"}},
+		{"overtaken", [][]record.Output{{out("b5", "p", 5)}, {out("a4", "p", 4)}}, []string{"b5"}},
+		{"overtaken inside a batch, others kept", [][]record.Output{{out("b5", "p", 5)}, {out("x1", "q", 1), out("a4", "p", 4), out("x2", "q", 2)}}, []string{"b5", "x1", "x2"}},
+		{"re-sent", [][]record.Output{{out("a5", "p", 5)}, {out("a5", "p", 5)}}, []string{"a5", "a5"}},
+		{"unordered", [][]record.Output{{out("t", "p", 5)}, {out("u", "p", 0)}}, []string{"t", "u"}},
+		{"other rows", [][]record.Output{{out("a9", "p", 9)}, {out("b1", "q", 1)}}, []string{"a9", "b1"}},
+	}
+	retry := func(ctx context.Context, _ string, f func(context.Context) error) error { return f(ctx) }
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &recordingSink{}
+			o := &outputs{sinks: []sinks.Sink{s}}
+			for _, b := range tc.batches {
+				in := append([]record.Output(nil), b...)
+				if err := o.write(context.Background(), b, retry); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(in, b) {
+					t.Fatalf("write modified its batch: %v, was %v", b, in)
+				}
+			}
+			var ids []string
+			for _, g := range s.got {
+				ids = append(ids, g.ID)
+			}
+			if !reflect.DeepEqual(ids, tc.want) {
+				t.Errorf("written %v, want %v", ids, tc.want)
+			}
+		})
+	}
+}
+
+// TestOutputsOrderWindow: the memory of written rows is bounded, and a row
+// written within the last window is still remembered after a generation
+// turns over.
+func TestOutputsOrderWindow(t *testing.T) {
+	var p pkOrder
+	p.fresh([]record.Output{{PK: "old", Seq: 7}})
+	for i := 0; i < orderWindow; i++ {
+		p.fresh([]record.Output{{PK: strconv.Itoa(i), Seq: 1}})
+	}
+	if got := p.fresh([]record.Output{{PK: "old", Seq: 6}}); len(got) != 0 {
+		t.Errorf("a change of a row from the previous generation was not dropped: %v", got)
+	}
+	if n := len(p.cur) + len(p.prev); n > 2*orderWindow {
+		t.Errorf("%d rows remembered, bound %d", n, 2*orderWindow)
+	}
+}
