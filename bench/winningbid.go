@@ -2,14 +2,15 @@ package bench
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"runtime"
 	"slices"
 
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
-	"github.com/joinery/joinery/timers"
 )
 
 // bidJob is Nexmark q9, "winning bids" (Flink's nexmark q9.sql): per
@@ -22,13 +23,14 @@ import (
 // current winner; Beam's WinningBids (and this engine) emit the winner once,
 // when the watermark passes the auction's expiry: the final tables agree.
 //
-// On the engine's pieces: a joins.Interval per auction id (auction left,
-// bid right, Lower 0, Upper the longest lifetime the generator makes) pairs
-// every bid with its auction; its FlatJoin drops the pairs past the
-// auction's own expiry (the interval join's bounds are fixed per job, the
-// lifetime is per auction); a per-auction reducer keeps the best pair and a
-// timers.TimerService timer at expires+1 emits it. The interval join's
-// timers and the reducer's share the key's timers: a firing goes to both.
+// On the engine's pieces: per auction id a bidMachine — a joins.Interval
+// (auction left, bid right, Lower 0, Upper the longest lifetime the
+// generator makes) pairing every bid with its auction, its FlatJoin
+// dropping the pairs past the auction's own expiry (the interval join's
+// bounds are fixed per job, the lifetime is per auction), and a reducer
+// keeping the best pair, emitted by a timer at expires+1 — driven by a
+// keycore.Machines as every event-time join is. The interval join's timers
+// and the reducer's share the key's timers: a firing goes to both.
 type bidJob struct {
 	bound   int64 // out-of-orderness, ms
 	maxLife int64 // longest auction lifetime, ms
@@ -119,24 +121,75 @@ func (w *winner) hash(h *Hasher, expires int64) uint64 {
 	return h.Sum64()
 }
 
-// bidKey is one auction id's state on the engine side: the interval join's
-// buffers, the auction's expiry once seen (0 before), whether its winner
-// went out, and the best pair so far.
-type bidKey struct {
+// bidMachine is one auction id's join on the engine side, a joins.Timed
+// that a keycore.Machine drives as it drives every event-time join: the
+// interval join's buffers, the auction's expiry once seen (0 before),
+// whether its winner went out, and the best pair so far. The interval
+// join's pairs go to the reducer instead of out; the winner goes out when
+// the timer at expires+1 fires.
+type bidMachine struct {
 	iv      *joins.Interval
 	expires int64
 	done    bool
 	best    winner
 }
 
-func (k *bidKey) empty() bool { return k.iv.Empty() && (k.expires == 0 || k.done) }
+// reduce offers the interval join's pairs from fx.Out[from:] to the
+// reducer and removes them from the outputs.
+func (k *bidMachine) reduce(fx *joins.Effects, from int) {
+	for _, o := range fx.Out[from:] {
+		k.best.offer(o.Row["a"].(record.Row), o.Row["b"].(record.Row))
+	}
+	fx.Out = fx.Out[:from]
+}
 
+func (k *bidMachine) OnElement(e joins.Element, wm int64, fx *joins.Effects) {
+	late := len(fx.Late)
+	k.iv.OnElement(e, wm, fx)
+	k.reduce(fx, 0)
+	if e.Side == record.Left && len(fx.Late) == late {
+		k.expires = num(e.Row, "expires")
+		fx.SetTimers = append(fx.SetTimers, k.expires+1)
+	}
+}
+
+func (k *bidMachine) OnTimer(ts, wm int64, fx *joins.Effects) {
+	k.iv.OnTimer(ts, wm, fx)
+	k.reduce(fx, 0)
+	if k.expires == 0 || k.done || ts <= k.expires {
+		return
+	}
+	k.done = true
+	if k.best.bid != nil {
+		o := record.Output{Kind: record.Insert, Ts: k.expires, Row: make(record.Row, len(q9Cols))}
+		for _, col := range q9Cols {
+			src := k.best.auction
+			if col.side == record.Right {
+				src = k.best.bid
+			}
+			o.Row[col.name] = src[col.field]
+		}
+		fx.Out = append(fx.Out, o)
+	}
+	k.best = winner{}
+}
+
+func (k *bidMachine) Empty() bool { return k.iv.Empty() && (k.expires == 0 || k.done) }
+
+// Snapshot and Restore: the benchmark never persists a key.
+func (k *bidMachine) Snapshot() []byte { return nil }
+func (k *bidMachine) Restore([]byte) error {
+	return errors.New("bench: the q9 machine is not persisted")
+}
+
+// bidCore is q9 on the engine's pieces: a keycore.Machines of bidMachines
+// (as a key actor's core holds one per key), the watermark max(ts) - bound
+// - 1 advanced as events arrive, firing due timers in (time, key) order.
 type bidCore struct {
 	j     *bidJob
-	spec  *joins.IntervalSpec
-	keys  map[record.Key]*bidKey
-	ts    *timers.TimerService
-	fx    joins.Effects
+	ms    *keycore.Machines
+	outs  []record.Output
+	late  []joins.Late
 	h     Hasher
 	res   RunResult
 	wm    int64
@@ -149,57 +202,29 @@ func (j *bidJob) engine() Stepper {
 	if err := spec.Validate(); err != nil {
 		panic(err)
 	}
-	return &bidCore{j: j, spec: spec, keys: map[record.Key]*bidKey{}, ts: timers.NewTimerService(),
-		wm: math.MinInt64, maxTs: math.MinInt64}
+	return &bidCore{j: j, ms: keycore.NewMachines(keycore.MachineSpec{NewTimed: func() joins.Timed {
+		return &bidMachine{iv: joins.NewInterval(spec)}
+	}}), wm: math.MinInt64, maxTs: math.MinInt64}
 }
 
-// apply takes the interval join's effects for key k: pairs go to the
-// reducer, timers to the service.
-func (c *bidCore) apply(k record.Key, st *bidKey) {
-	for _, o := range c.fx.Out {
-		st.best.offer(o.Row["a"].(record.Row), o.Row["b"].(record.Row))
+// take counts a step's outputs and late elements.
+func (c *bidCore) take(outs []record.Output, late []joins.Late) {
+	for _, o := range outs {
+		c.res.Check.Add(o.Kind, c.h.HashOutput(o, false))
 	}
-	for _, t := range c.fx.SetTimers {
-		c.ts.Register(k, t)
-	}
-	for _, t := range c.fx.DelTimers {
-		c.ts.Delete(k, t)
-	}
-	c.res.Late += len(c.fx.Late)
-}
-
-// fire delivers timer ts of k to the interval join and the reducer.
-func (c *bidCore) fire(k record.Key, st *bidKey, ts int64) {
-	c.fx.Reset()
-	st.iv.OnTimer(ts, c.wm, &c.fx)
-	c.apply(k, st)
-	if st.expires != 0 && !st.done && ts > st.expires {
-		st.done = true
-		if st.best.bid != nil {
-			o := record.Output{Kind: record.Insert, Ts: st.expires, Row: make(record.Row, len(q9Cols))}
-			for _, col := range q9Cols {
-				src := st.best.auction
-				if col.side == record.Right {
-					src = st.best.bid
-				}
-				o.Row[col.name] = src[col.field]
-			}
-			c.res.Check.Add(o.Kind, c.h.HashOutput(o, false))
-			c.n++
-		}
-		st.best = winner{}
-	}
-	if st.empty() {
-		delete(c.keys, k)
-	}
+	c.n += len(outs)
+	c.res.Late += len(late)
+	c.outs, c.late = outs[:0], late[:0]
 }
 
 func (c *bidCore) advance(to int64) {
 	c.wm = to
-	for _, t := range c.ts.Advance(c.wm) {
-		if st := c.keys[t.Key]; st != nil {
-			c.fire(t.Key, st, t.Ts)
+	for {
+		_, outs, late, _, ok := c.ms.FireNext(to, c.outs, c.late)
+		if !ok {
+			return
 		}
+		c.take(outs, late)
 	}
 }
 
@@ -210,21 +235,9 @@ func (c *bidCore) Step(i int, line []byte) int {
 	}
 	c.n = 0
 	k := record.Key(key)
-	st := c.keys[k]
-	if st == nil {
-		st = &bidKey{iv: joins.NewInterval(c.spec)}
-		c.keys[k] = st
-	}
-	c.fx.Reset()
-	st.iv.OnElement(e, c.wm, &c.fx)
-	c.apply(k, st)
-	if e.Side == record.Left && len(c.fx.Late) == 0 {
-		st.expires = num(e.Row, "expires")
-		c.ts.Register(k, st.expires+1)
-	}
-	if st.empty() {
-		delete(c.keys, k)
-	}
+	m := c.ms.Get(k)
+	c.take(m.OnElement(e, c.wm, c.outs, c.late))
+	c.ms.Stepped(k, m)
 	if e.Ts > c.maxTs {
 		c.maxTs = e.Ts
 		if next := c.maxTs - c.j.bound - 1; next > c.wm {
@@ -234,7 +247,7 @@ func (c *bidCore) Step(i int, line []byte) int {
 	return c.n
 }
 
-func (c *bidCore) Live() int { return len(c.keys) }
+func (c *bidCore) Live() int { return c.ms.Len() }
 
 func (c *bidCore) Finish() RunResult {
 	c.advance(math.MaxInt64)
