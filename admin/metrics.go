@@ -68,6 +68,10 @@ type Metrics struct {
 	// WatermarkLag is how far each partition's watermark is behind now:
 	// joinery_watermark_lag_seconds{job,source,partition}.
 	WatermarkLag *prometheus.GaugeVec
+	// LostRanges counts sources that could not re-read what the state
+	// store lost (it went back in time and the source no longer holds the
+	// range): joinery_source_lost_ranges_total{job,source}. The node stops.
+	LostRanges *prometheus.CounterVec
 
 	reg *prometheus.Registry
 }
@@ -110,11 +114,12 @@ func NewMetrics() *Metrics {
 			Help: "1 once this node's peers declared it dead: they no longer place keys on it until it restarts."}),
 		SourceReading: gaugeVec("source_reading", "1 while this node reads the source, 0 while another node does (a Redis stream's lease).", "job", "source"),
 		WatermarkLag:  gaugeVec("watermark_lag_seconds", "How far each partition's watermark is behind the wall clock.", "job", "source", "partition"),
+		LostRanges:    counterVec("source_lost_ranges_total", "Times a source could not re-read records the state store lost (gone from the source: retention, trim); the node stops.", "job", "source"),
 		reg:           prometheus.NewRegistry(),
 	}
 	m.reg.MustRegister(m.RecordsIn, m.Outputs, m.Rejected, m.Late, m.SkippedReplayed, m.KeysActive,
 		m.Passivations, m.KeysBudgetBytes, m.KeysAccountedBytes, m.StateBytes, m.SnapshotSeconds, m.SnapshotBytes, m.FencedWrites, m.RedisErrors,
-		m.ClusterMembers, m.DeclaredDead, m.SourceReading, m.WatermarkLag)
+		m.ClusterMembers, m.DeclaredDead, m.SourceReading, m.WatermarkLag, m.LostRanges)
 	return m
 }
 

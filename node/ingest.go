@@ -44,6 +44,7 @@ const drainTimeout = 20 * time.Second
 func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	n.rollback.watch(ctx, cancel) // rollback.go
 	dl, err := openDeadLetter(ctx, n.spec)
 	if err != nil {
 		return err
@@ -66,6 +67,9 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	stopTick()
+	if err := n.rollback.found(); err != nil {
+		return err
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -104,7 +108,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		}
 		rc := redisstream.Config{Name: cfg.Name, Addr: cfg.Redis.Addr, Username: cfg.Redis.Username,
 			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer, TLS: tc,
-			Lease: cfg.Lease, OnPartitions: n.readingHook(cfg.Name, n.sourcePartitions(cfg.Name))}
+			Lease: cfg.Lease, OnPartitions: n.readingHook(cfg.Name, n.sourcePartitions(cfg.Name)), Applied: n.appliedOffset(cfg.Name)}
 		if cfg.Shards > 0 {
 			rc.Shards, rc.Members, rc.Member = cfg.Shards, n.liveMembers, n.memberName(consumer) // shards.go
 		}
@@ -116,7 +120,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		}
 		return srckafka.New(ctx, srckafka.Config{Name: cfg.Name, Brokers: cfg.Kafka.Brokers, Topic: cfg.Kafka.Topic,
 			Group: cfg.Kafka.Group, StartOffset: cfg.Kafka.StartOffset, ClientID: cfg.Kafka.ClientID,
-			TLS: tc, SASL: kafkaSASL(cfg.Kafka), OnPartitions: n.sourcePartitions(cfg.Name)})
+			TLS: tc, SASL: kafkaSASL(cfg.Kafka), OnPartitions: n.sourcePartitions(cfg.Name), Applied: n.appliedOffset(cfg.Name)})
 	case timerTickType: // wmshare.go
 		return tickSource{every: n.wms.cfg.Interval}, nil
 	}
@@ -315,6 +319,9 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 			if ferr := r.flushTimers(ctx, queue); ferr != nil {
 				return ferr
 			}
+		}
+		if errors.Is(err, sources.ErrLostRange) {
+			r.n.lostRange(r.cfg.Name, err) // rollback.go
 		}
 		if err != nil {
 			return err

@@ -61,6 +61,7 @@ type Node struct {
 	provider *cluster.Provider
 	store    persistence.Store
 	guard    *persistence.Guard // commits offsets, detects a store gone back in time (rollback.go)
+	rollback rollbackStop       // closed once the guard found a rollback: Run stops (rollback.go)
 	writer   *actors.Writer
 	kind     string
 	client   *actors.Client

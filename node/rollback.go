@@ -3,11 +3,13 @@ package node
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
 )
 
 // Rollback detection (docs/operations.md, "Rollback detection"): the node
@@ -34,10 +36,12 @@ func (n *Node) startGuard(ctx context.Context) error {
 	if err := n.metrics.Registry().Register(rollbacks); err != nil {
 		return err
 	}
+	n.rollback.init()
 	g := persistence.NewGuard(n.store, func(re *persistence.RollbackError) {
 		rollbacks.WithLabelValues(re.Job).Inc()
 		n.log.Error("state store went back in time; stopping ingestion (restart the node to resume from the store's committed offsets)",
-			"job", re.Job, "seen", re.Seen.String(), "found", re.Found.String())
+			"seen", re.Seen.String(), "found", re.Found.String())
+		n.rollback.stop(re)
 	})
 	if g == nil {
 		return nil
@@ -73,3 +77,71 @@ func (n *Node) commitOffsets(ctx context.Context, offsets map[string]int64) erro
 // notRetried reports whether Node.retry must give up on err at once: a
 // store that went back in time does not come forward by retrying.
 func notRetried(err error) bool { return errors.Is(err, persistence.ErrRollback) }
+
+// appliedOffset is a Kafka or Redis stream source's view of the store's
+// committed offsets (Config.Applied): where the store is behind what the
+// source's group acknowledged — it went back in time — the source reads the
+// lost range again from there (docs/operations.md, "Recovery").
+func (n *Node) appliedOffset(source string) func(context.Context, int32) (int64, bool, error) {
+	return func(ctx context.Context, partition int32) (int64, bool, error) {
+		committed, err := n.store.CommittedOffsets(ctx, n.spec.Name)
+		if err != nil {
+			return 0, false, err
+		}
+		off, ok := committed[record.Position{Source: source, Partition: partition}.PartitionID()]
+		if ok {
+			n.log.Info("source partition starts from the store's committed offset", "source", source, "partition", partition, "offset", off)
+		}
+		return off, ok, nil
+	}
+}
+
+// lostRange reports a source that cannot re-read what the store lost: the
+// node stops with err (it names the source, the partition and the range).
+func (n *Node) lostRange(source string, err error) {
+	n.metrics.LostRanges.WithLabelValues(n.spec.Name, source).Inc()
+	n.log.Error("the state store lost records the source no longer holds; stopping", "job", n.spec.Name, "source", source, "err", err)
+}
+
+// rollbackStop tells Run that the guard found the store gone back in time
+// (at a commit or in its periodic check): key writes on the rolled-back
+// store would be refused and retried for minutes, so Run stops at once and
+// returns the *persistence.RollbackError.
+type rollbackStop struct {
+	once sync.Once
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+func (r *rollbackStop) init() { r.done = make(chan struct{}) }
+
+func (r *rollbackStop) stop(err error) {
+	r.once.Do(func() { r.err = err; close(r.done) })
+}
+
+// watch cancels cancel when a rollback is found, until ctx ends.
+func (r *rollbackStop) watch(ctx context.Context, cancel context.CancelFunc) {
+	if r.done == nil {
+		return
+	}
+	go func() {
+		select {
+		case <-r.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// found is the rollback found, nil if none.
+func (r *rollbackStop) found() error {
+	if r.done == nil {
+		return nil
+	}
+	select {
+	case <-r.done:
+		return r.err
+	default:
+		return nil
+	}
+}

@@ -53,3 +53,10 @@ func IsTransient(err error) bool {
 type transientError struct{ error }
 
 func (e transientError) Unwrap() error { return e.error }
+
+// ErrLostRange is matched (errors.Is) by a source's error saying that
+// records the state store lost can no longer be read again — the store went
+// back in time and the source no longer holds the range it must re-read
+// (Kafka retention, a trimmed Redis stream). Nothing can recover them: the
+// node stops, naming the source, the partition and the lost range.
+var ErrLostRange = errors.New("sources: records the state store lost are gone from the source")

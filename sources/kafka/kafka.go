@@ -65,6 +65,32 @@ type Config struct {
 	// stays as it was). It must not call the Source; it must not block long
 	// (the group waits for it). The slices are sorted.
 	OnPartitions func(assigned, revoked []int32)
+	// Applied, when set, gives the last offset of a partition that the state
+	// store has applied (its committed offset; ok false: none). When the
+	// group's committed position is past it — the store lost writes whose
+	// records the group had already acknowledged (docs/operations.md,
+	// "Rollback detection") — the partition is read again from the record
+	// after it, so the lost range is applied again; the key actors skip what
+	// they already hold. Where the topic no longer holds that record
+	// (retention), Read fails with a *LostRangeError.
+	Applied func(ctx context.Context, partition int32) (offset int64, ok bool, err error)
+}
+
+// LostRangeError says that the records a state store lost can no longer be
+// read again: the topic's earliest record is past the first of them.
+type LostRangeError struct {
+	Source    string
+	Topic     string
+	Partition int32
+	From, To  int64 // the lost offsets, inclusive
+}
+
+// Is makes the error match sources.ErrLostRange.
+func (e *LostRangeError) Is(target error) bool { return target == sources.ErrLostRange }
+
+func (e *LostRangeError) Error() string {
+	return fmt.Sprintf("kafka: source %s: the state store lost offsets %d..%d of %s partition %d, which the topic no longer holds (retention): those records cannot be applied again",
+		e.Source, e.From, e.To, e.Topic, e.Partition)
 }
 
 // Validate reports every problem with c at once, naming each field.
@@ -132,6 +158,7 @@ type Source struct {
 		owned   map[int32]*owned // partitions currently assigned
 		closed  bool
 		readErr error // a fetch error held back while records were returned
+		wake    func() // ends the poll in progress (a rewind's error is held)
 	}
 	closeOnce sync.Once
 }
@@ -173,6 +200,9 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onRevoked),
 	)
+	if cfg.Applied != nil {
+		opts = append(opts, kgo.AdjustFetchOffsetsFn(s.rewind))
+	}
 	client, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: client: %w", err)
@@ -197,6 +227,85 @@ func (s *Source) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 		mine = []int32{} // a rebalance that gave nothing: still reported
 	}
 	s.report(closed, mine, nil)
+}
+
+// rewind moves the start of each newly assigned partition back to the
+// record after the store's applied offset, where the group's committed
+// position is past it (see Config.Applied). A partition whose first lost
+// record is gone is left where it is, and the next Read fails with a
+// *LostRangeError.
+func (s *Source) rewind(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	parts := offsets[s.cfg.Topic]
+	var back []int32
+	want := map[int32]int64{}
+	for p, o := range parts {
+		at := o.EpochOffset().Offset
+		if at < 0 {
+			continue // no committed position: the reset offset applies
+		}
+		applied, ok, err := s.cfg.Applied(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: source %s: the store's offset of partition %d: %w", s.cfg.Name, p, err)
+		}
+		if ok && applied+1 < at {
+			back = append(back, p)
+			want[p] = applied + 1
+		}
+	}
+	if len(back) == 0 {
+		return offsets, nil
+	}
+	starts, err := s.startOffsets(ctx, back)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range back {
+		at := parts[p].EpochOffset().Offset
+		if starts[p] > want[p] {
+			s.mu.Lock()
+			s.mu.readErr = &LostRangeError{Source: s.cfg.Name, Topic: s.cfg.Topic, Partition: p, From: want[p], To: min(starts[p], at) - 1}
+			if s.mu.wake != nil {
+				s.mu.wake()
+			}
+			s.mu.Unlock()
+			continue
+		}
+		parts[p] = kgo.NewOffset().At(want[p]).WithEpoch(-1)
+	}
+	return offsets, nil
+}
+
+// startOffsets asks the partitions' leaders for their earliest offsets.
+func (s *Source) startOffsets(ctx context.Context, parts []int32) (map[int32]int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = s.cfg.Topic
+	for _, p := range parts {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -2, -1 // -2: earliest
+		t.Partitions = append(t.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, s.client)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: source %s: list start offsets: %w", s.cfg.Name, err)
+	}
+	out := map[int32]int64{}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				return nil, fmt.Errorf("kafka: source %s: start offset of partition %d: %w", s.cfg.Name, rp.Partition, err)
+			}
+			out[rp.Partition] = rp.Offset
+		}
+	}
+	for _, p := range parts {
+		if _, ok := out[p]; !ok {
+			return nil, fmt.Errorf("kafka: source %s: no start offset for partition %d", s.cfg.Name, p)
+		}
+	}
+	return out, nil
 }
 
 // report calls Config.OnPartitions, outside the source's locks, unless the
@@ -253,7 +362,12 @@ func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		fetches := s.client.PollRecords(ctx, max)
+		pctx, wake := context.WithCancel(ctx)
+		s.mu.Lock()
+		s.mu.wake = wake
+		s.mu.Unlock()
+		fetches := s.client.PollRecords(pctx, max) // woken early by a rewind's error
+		wake()
 		msgs, err := s.take(ctx, fetches)
 		s.client.AllowRebalance()
 		if err != nil || len(msgs) > 0 {

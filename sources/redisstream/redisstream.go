@@ -107,6 +107,17 @@ type Config struct {
 	// Member is this source's name among Members. Default Consumer.
 	Member string
 
+	// Applied, when set, gives the last offset of the stream's partition
+	// that the state store has applied (its committed offset; ok false:
+	// none). When the group has already delivered entries past it that are
+	// no longer pending — the store lost writes whose entries were
+	// acknowledged (docs/operations.md, "Rollback detection") — the first
+	// Read moves the group back (XGROUP SETID) so that those entries are
+	// read again; the key actors skip what they already hold. Where the
+	// stream no longer holds them (trimmed or deleted), Read fails with a
+	// *LostRangeError.
+	Applied func(ctx context.Context, partition int32) (offset int64, ok bool, err error)
+
 	// partition is the partition of the stream's positions: 0, or the
 	// shard index when a sharded source opened this one.
 	partition int32
@@ -179,6 +190,7 @@ type Source struct {
 	lease  *lease // nil: no lease (Config.Lease negative)
 
 	// State touched by Read alone.
+	rewound      bool             // the check against the store's offset ran (rewind.go)
 	startClaimed bool             // the claim at start ran
 	pendingDone  bool             // this consumer's pending entries have been re-read
 	pendingFrom  string           // next ID to re-read pending entries from
@@ -314,6 +326,12 @@ func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
 		entries := s.queue[:n:n]
 		s.queue = s.queue[n:]
 		return s.deliver(entries)
+	}
+	if !s.rewound {
+		if err := s.rewind(ctx); err != nil {
+			return nil, s.readErr(ctx, err)
+		}
+		s.rewound = true
 	}
 	if !s.startClaimed && (s.cfg.ClaimMinIdle > 0 || s.lease != nil) {
 		if err := s.claimAtStart(ctx); err != nil {
