@@ -157,7 +157,7 @@ type Source struct {
 		sync.Mutex
 		owned   map[int32]*owned // partitions currently assigned
 		closed  bool
-		readErr error // a fetch error held back while records were returned
+		readErr error  // a fetch error held back while records were returned
 		wake    func() // ends the poll in progress (a rewind's error is held)
 	}
 	closeOnce sync.Once
