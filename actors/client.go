@@ -3,10 +3,12 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 )
 
 // Client sends requests to key actors of one kind.
@@ -17,13 +19,56 @@ import (
 // Cluster.Request/RequestFuture keep their call options in a package-level
 // variable bound to the first cluster of the process, so a second actor
 // system in one process (tests, embedded use) would send from the wrong one.
+//
+// Resolving a key that is not cached asks the owner's activator for the
+// actor, as protoactor's disthash lookup does, but with the client's own
+// placement (the latest ClusterTopology event, which the cluster provider
+// publishes without its suspected members) and with Options: a bounded
+// wait, and an answer that ends as soon as the owner's connection is lost
+// — disthash waits a fixed 5 s for an activator that a kill -9 took.
 type Client struct {
 	c    *cluster.Cluster
 	kind string
+	opts ClientOptions
+	rdv  atomic.Pointer[cluster.Rendezvous] // placement of the latest topology
 }
 
-// NewClient returns a client for kind on cluster c.
-func NewClient(c *cluster.Cluster, kind string) *Client { return &Client{c: c, kind: kind} }
+// ClientOptions tune how a Client resolves keys; the zero value is usable.
+type ClientOptions struct {
+	// Timeout bounds an activation request. Default 5 s.
+	Timeout time.Duration
+	// Lost, when set, returns a channel closed when the connection to the
+	// member at addr breaks (the activation request to it fails at once).
+	Lost func(addr string) <-chan struct{}
+	// Suspect, when set, reports members not to ask at all.
+	Suspect func(addr string) bool
+}
+
+// NewClient returns a client for kind on cluster c, which must be started.
+func NewClient(c *cluster.Cluster, kind string, opts ClientOptions) *Client {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	cl := &Client{c: c, kind: kind, opts: opts}
+	cl.place(c.MemberList.Members().Members())
+	c.ActorSystem.EventStream.SubscribeWithPredicate(func(evt any) {
+		cl.place(evt.(*cluster.ClusterTopology).Members)
+	}, func(evt any) bool {
+		_, ok := evt.(*cluster.ClusterTopology)
+		return ok
+	})
+	return cl
+}
+
+func (cl *Client) place(members cluster.Members) {
+	r := cluster.NewRendezvous()
+	r.UpdateMembers(members)
+	cl.rdv.Store(r)
+}
+
+// ErrOwnerLost is returned when the connection to a key's owner broke while
+// it was asked for the key's actor (or the owner is suspected).
+var ErrOwnerLost = errors.New("actors: the key's owner is unreachable")
 
 // ErrNoOwner is returned when no member hosts the kind (yet).
 var ErrNoOwner = errors.New("actors: no cluster member hosts the kind")
@@ -33,12 +78,54 @@ func (cl *Client) PID(key string) (*actor.PID, error) {
 	if pid, ok := cl.c.PidCache.Get(key, cl.kind); ok && pid != nil {
 		return pid, nil
 	}
-	pid := cl.c.Get(key, cl.kind)
-	if pid == nil {
-		return nil, ErrNoOwner
+	pid, err := cl.activate(key)
+	if err != nil {
+		return nil, err
 	}
 	cl.c.PidCache.Set(key, cl.kind, pid)
 	return pid, nil
+}
+
+// activate asks key's owner's activator for its actor (disthash's
+// ActivationRequest).
+func (cl *Client) activate(key string) (*actor.PID, error) {
+	ci := cluster.NewClusterIdentity(key, cl.kind)
+	owner := cl.rdv.Load().GetByClusterIdentity(ci)
+	if owner == "" {
+		return nil, ErrNoOwner
+	}
+	if cl.opts.Suspect != nil && cl.opts.Suspect(owner) {
+		return nil, fmt.Errorf("%w: %s", ErrOwnerLost, owner)
+	}
+	var lost <-chan struct{}
+	if cl.opts.Lost != nil && owner != cl.c.ActorSystem.Address() {
+		lost = cl.opts.Lost(owner)
+	}
+	fut := cl.c.ActorSystem.Root.RequestFuture(actor.NewPID(owner, disthash.PartitionActivatorActorName),
+		&cluster.ActivationRequest{ClusterIdentity: ci}, cl.opts.Timeout)
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fut.Result()
+		done <- result{v, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-lost:
+		return nil, fmt.Errorf("%w: %s", ErrOwnerLost, owner)
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("actors: activate %s/%s on %s: %w", cl.kind, key, owner, r.err)
+	}
+	res, ok := r.v.(*cluster.ActivationResponse)
+	if !ok || res.Failed || res.Pid == nil {
+		return nil, ErrNoOwner
+	}
+	return res.Pid, nil
 }
 
 // Forget drops the cached PID of key, so the next request resolves it again

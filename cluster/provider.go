@@ -301,10 +301,87 @@ type Provider struct {
 		// when: excluded from topology for good (protoactor blocks them
 		// too), gossiped in the meta within DepartedRetention.
 		deadIDs map[string]time.Time
+		// suspects are protoactor addresses ("host:port") whose remoting
+		// connection broke, with until when they stay out of placement
+		// (Suspect).
+		suspects map[string]time.Time
 	}
 }
 
 var _ protocluster.ClusterProvider = (*Provider)(nil)
+
+// Suspect takes the member at the protoactor address addr ("host:port") out
+// of placement for d, ahead of memberlist's failure detection: the caller
+// saw this node's remoting connection to it break (the peer's socket
+// closed, as a kill -9 does at once), so keys it owned are placed on the
+// other members now rather than after memberlist's suspicion timeout.
+// memberlist stays the arbiter: after d the member is placed on again if it
+// is still alive, and a member silent but connected (a partition) is
+// handled by memberlist alone. A wrongly suspected member is harmless: a
+// key activated elsewhere takes a newer owner epoch, which fences the old
+// activation's writes. Unsuspect ends a suspicion early (the connection is
+// back). The own address is never suspected.
+func (p *Provider) Suspect(addr string, d time.Duration) {
+	p.mu.Lock()
+	if p.mu.suspects == nil {
+		p.mu.suspects = map[string]time.Time{}
+	}
+	self := p.selfAddrLocked()
+	if addr == "" || addr == self {
+		p.mu.Unlock()
+		return
+	}
+	until := time.Now().Add(d)
+	prev, had := p.mu.suspects[addr]
+	p.mu.suspects[addr] = until
+	p.mu.Unlock()
+	time.AfterFunc(d, p.signal) // place on it again once the suspicion ends
+	if !had || time.Now().After(prev) {
+		p.signal()
+	}
+}
+
+// Unsuspect ends a suspicion of addr (see Suspect).
+func (p *Provider) Unsuspect(addr string) {
+	p.mu.Lock()
+	_, had := p.mu.suspects[addr]
+	delete(p.mu.suspects, addr)
+	p.mu.Unlock()
+	if had {
+		p.signal()
+	}
+}
+
+// IsSuspect reports whether addr is suspected now (see Suspect).
+func (p *Provider) IsSuspect(addr string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	until, ok := p.mu.suspects[addr]
+	return ok && time.Now().Before(until)
+}
+
+// Suspects are the addresses currently suspected, sorted.
+func (p *Provider) Suspects() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	var out []string
+	for a, until := range p.mu.suspects {
+		if now.Before(until) {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// selfAddrLocked is this node's own protoactor address, "" before start.
+func (p *Provider) selfAddrLocked() string {
+	if n := p.mu.nodes[p.mu.self]; n != nil && n.metaErr == nil {
+		return n.meta.Host + ":" + strconv.Itoa(n.meta.Port) // as protoactor's Member.Address
+	}
+	return ""
+}
 
 // New validates cfg and returns an unstarted Provider. It does no I/O. cfg
 // is copied; the caller keeps ownership of it.
@@ -476,16 +553,64 @@ func (p *Provider) signal() {
 // publishLoop owns the calls to MemberList.UpdateClusterTopology.
 func (p *Provider) publishLoop(c *protocluster.Cluster) {
 	defer p.wg.Done()
+	filtered := false // the last placement published left suspects out
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-p.changed:
 			p.publishing.Store(true)
-			c.MemberList.UpdateClusterTopology(p.topology())
+			members := p.topology()
+			// Suspects stay in the members protoactor is given: a member it
+			// sees leave is blocked for good (see DeadNotice), and a
+			// suspicion may be wrong. They leave placement instead.
+			c.MemberList.UpdateClusterTopology(members)
+			filtered = p.publishPlacement(c, members, filtered)
 			p.publishing.Store(false)
 		}
 	}
+}
+
+// publishPlacement takes the suspected members (Suspect) out of placement
+// without telling protoactor's MemberList they left: it publishes a
+// ClusterTopology event of the members minus the suspects, with the
+// suspects as Left, which the identity lookup (placement), the activator
+// (it stops local actors whose owner changed) and the PID cache (it drops
+// the suspects' PIDs) follow. When the last suspicion ends, it publishes the
+// members again. filtered says whether the last event it published left
+// suspects out; it returns the new value.
+func (p *Provider) publishPlacement(c *protocluster.Cluster, members protocluster.Members, filtered bool) bool {
+	now := time.Now()
+	p.mu.Lock()
+	suspect := map[string]bool{}
+	for a, until := range p.mu.suspects {
+		if now.Before(until) {
+			suspect[a] = true
+		} else {
+			delete(p.mu.suspects, a)
+		}
+	}
+	p.mu.Unlock()
+	blocked := c.GetBlockedMembers()
+	var active, left protocluster.Members
+	for _, m := range members {
+		switch {
+		case blocked.Contains(m.Id):
+		case suspect[m.Address()]:
+			left = append(left, m)
+		default:
+			active = append(active, m)
+		}
+	}
+	if len(left) == 0 && !filtered {
+		return false // nothing suspected before or now: MemberList published it
+	}
+	c.ActorSystem.EventStream.Publish(&protocluster.ClusterTopology{
+		TopologyHash: protocluster.NewMemberSet(active).TopologyHash(),
+		Members:      active,
+		Left:         left,
+	})
+	return len(left) > 0
 }
 
 // topology returns the protoactor members: alive, decodable, non-client.

@@ -649,7 +649,7 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Ou
 		}
 		n.stats.Retries.Add(1)
 		n.log.Debug("key request failed; retrying", "key", c.key, "attempt", attempt, "err", why)
-		if errors.Is(why, actor.ErrDeadLetter) && attempt <= 3 {
+		if (errors.Is(why, actor.ErrDeadLetter) || errors.Is(why, actors.ErrOwnerLost)) && attempt <= 3 {
 			// The actor had just passivated (or moved): resolve the key
 			// again at once; a new activation answers.
 		} else {
@@ -684,10 +684,14 @@ func (r *reader) send(key record.Key, a *keypb.Apply, rows []actors.EventRows) (
 		n.system.Root.Send(pid, &actors.LocalApply{Apply: a, Rows: rows, Reply: ch})
 		return &localAnswer{ch: ch, deadline: time.Now().Add(n.timeout)}, nil
 	}
+	if n.provider.IsSuspect(pid.Address) {
+		return nil, errPeerLost{pid.Address} // placement moves its keys soon (peers.go)
+	}
 	if err := actors.FillRows(a, rows); err != nil {
 		return nil, err
 	}
-	return n.system.Root.RequestFuture(pid, a, n.timeout), nil
+	lost := n.peers.watch(pid.Address)
+	return &remoteAnswer{fut: n.system.Root.RequestFuture(pid, a, n.timeout), addr: pid.Address, lost: lost}, nil
 }
 
 // answer is a key request's answer to come: a protoactor future (a remote

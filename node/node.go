@@ -62,6 +62,7 @@ type Node struct {
 	store    persistence.Store
 	guard    *persistence.Guard // commits offsets, detects a store gone back in time (rollback.go)
 	rollback rollbackStop       // closed once the guard found a rollback: Run stops (rollback.go)
+	peers    peerWatch          // fails requests in flight to a peer whose connection broke (peers.go)
 	writer   *actors.Writer
 	kind     string
 	client   *actors.Client
@@ -277,7 +278,8 @@ func (n *Node) startCluster() (err error) {
 		}
 	}()
 	n.cluster.StartMember()
-	n.client = actors.NewClient(n.cluster, n.kind)
+	n.watchPeers() // peers.go
+	n.client = actors.NewClient(n.cluster, n.kind, actors.ClientOptions{Timeout: n.timeout, Lost: n.peers.watch, Suspect: n.provider.IsSuspect})
 	return nil
 }
 
