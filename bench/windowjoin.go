@@ -47,32 +47,36 @@ func (w *windowJob) element(i int, line []byte) (joins.Element, string, bool) {
 	return joins.Element{Side: side, Ts: num(ch.After, "dateTime"), Row: ch.After, Pos: pos}, key, true
 }
 
-// winCore is q8 on the engine's pieces: a keycore.Machines (one window
-// join machine per key with its timers, as a key actor's core holds it),
-// and the watermark max(ts) - bound - 1 advanced as events arrive, firing
-// due windows in (time, key) order.
-type winCore struct {
-	w     *windowJob
-	ms    *keycore.Machines
-	outs  []record.Output
-	late  []joins.Late
-	h     Hasher
-	res   RunResult
-	wm    int64
-	maxTs int64
-	n     int // outputs of the current step
-}
-
 func (w *windowJob) engine() Stepper {
 	if err := q8Spec.Validate(); err != nil {
 		panic(err)
 	}
-	return &winCore{w: w, ms: keycore.NewMachines(keycore.MachineSpec{NewTimed: func() joins.Timed { return joins.NewWindowJoin(q8Spec) }}),
-		wm: math.MinInt64, maxTs: math.MinInt64}
+	return newMachineCore(keycore.MachineSpec{NewTimed: func() joins.Timed { return joins.NewWindowJoin(q8Spec) }}, w.bound, w.element)
+}
+
+// machineCore runs an event-time join on the engine's pieces: a
+// keycore.Machines (one machine per key with its timers, as a key actor's
+// core holds it), and the watermark max(ts) - bound - 1 advanced as events
+// arrive, firing due timers in (time, key) order. q8 and q9 run on it.
+type machineCore struct {
+	ms      *keycore.Machines
+	bound   int64
+	element func(i int, line []byte) (joins.Element, string, bool)
+	outs    []record.Output
+	late    []joins.Late
+	h       Hasher
+	res     RunResult
+	wm      int64
+	maxTs   int64
+	n       int // outputs of the current step
+}
+
+func newMachineCore(spec keycore.MachineSpec, bound int64, element func(int, []byte) (joins.Element, string, bool)) *machineCore {
+	return &machineCore{ms: keycore.NewMachines(spec), bound: bound, element: element, wm: math.MinInt64, maxTs: math.MinInt64}
 }
 
 // take counts a step's outputs and late elements.
-func (c *winCore) take(outs []record.Output, late []joins.Late) {
+func (c *machineCore) take(outs []record.Output, late []joins.Late) {
 	for _, o := range outs {
 		c.res.Check.Add(o.Kind, c.h.HashOutput(o, false))
 	}
@@ -81,7 +85,7 @@ func (c *winCore) take(outs []record.Output, late []joins.Late) {
 	c.outs, c.late = outs[:0], late[:0]
 }
 
-func (c *winCore) advance(to int64) {
+func (c *machineCore) advance(to int64) {
 	c.wm = to
 	for {
 		_, outs, late, _, ok := c.ms.FireNext(to, c.outs, c.late)
@@ -92,8 +96,8 @@ func (c *winCore) advance(to int64) {
 	}
 }
 
-func (c *winCore) Step(i int, line []byte) int {
-	e, key, ok := c.w.element(i, line)
+func (c *machineCore) Step(i int, line []byte) int {
+	e, key, ok := c.element(i, line)
 	if !ok {
 		return 0
 	}
@@ -104,16 +108,16 @@ func (c *winCore) Step(i int, line []byte) int {
 	c.ms.Stepped(k, m)
 	if e.Ts > c.maxTs {
 		c.maxTs = e.Ts
-		if next := c.maxTs - c.w.bound - 1; next > c.wm {
+		if next := c.maxTs - c.bound - 1; next > c.wm {
 			c.advance(next)
 		}
 	}
 	return c.n
 }
 
-func (c *winCore) Live() int { return c.ms.Len() }
+func (c *machineCore) Live() int { return c.ms.Len() }
 
-func (c *winCore) Finish() RunResult {
+func (c *machineCore) Finish() RunResult {
 	c.advance(math.MaxInt64)
 	return c.res
 }

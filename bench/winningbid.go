@@ -182,76 +182,15 @@ func (k *bidMachine) Restore([]byte) error {
 	return errors.New("bench: the q9 machine is not persisted")
 }
 
-// bidCore is q9 on the engine's pieces: a keycore.Machines of bidMachines
-// (as a key actor's core holds one per key), the watermark max(ts) - bound
-// - 1 advanced as events arrive, firing due timers in (time, key) order.
-type bidCore struct {
-	j     *bidJob
-	ms    *keycore.Machines
-	outs  []record.Output
-	late  []joins.Late
-	h     Hasher
-	res   RunResult
-	wm    int64
-	maxTs int64
-	n     int
-}
-
+// engine is q9 on the engine's pieces: a machineCore of bidMachines.
 func (j *bidJob) engine() Stepper {
 	spec := &joins.IntervalSpec{Left: "auction", Right: "bid", Lower: 0, Upper: j.maxLife, FlatJoin: q9Pair}
 	if err := spec.Validate(); err != nil {
 		panic(err)
 	}
-	return &bidCore{j: j, ms: keycore.NewMachines(keycore.MachineSpec{NewTimed: func() joins.Timed {
+	return newMachineCore(keycore.MachineSpec{NewTimed: func() joins.Timed {
 		return &bidMachine{iv: joins.NewInterval(spec)}
-	}}), wm: math.MinInt64, maxTs: math.MinInt64}
-}
-
-// take counts a step's outputs and late elements.
-func (c *bidCore) take(outs []record.Output, late []joins.Late) {
-	for _, o := range outs {
-		c.res.Check.Add(o.Kind, c.h.HashOutput(o, false))
-	}
-	c.n += len(outs)
-	c.res.Late += len(late)
-	c.outs, c.late = outs[:0], late[:0]
-}
-
-func (c *bidCore) advance(to int64) {
-	c.wm = to
-	for {
-		_, outs, late, _, ok := c.ms.FireNext(to, c.outs, c.late)
-		if !ok {
-			return
-		}
-		c.take(outs, late)
-	}
-}
-
-func (c *bidCore) Step(i int, line []byte) int {
-	e, key, ok := c.j.element(i, line)
-	if !ok {
-		return 0
-	}
-	c.n = 0
-	k := record.Key(key)
-	m := c.ms.Get(k)
-	c.take(m.OnElement(e, c.wm, c.outs, c.late))
-	c.ms.Stepped(k, m)
-	if e.Ts > c.maxTs {
-		c.maxTs = e.Ts
-		if next := c.maxTs - c.j.bound - 1; next > c.wm {
-			c.advance(next)
-		}
-	}
-	return c.n
-}
-
-func (c *bidCore) Live() int { return c.ms.Len() }
-
-func (c *bidCore) Finish() RunResult {
-	c.advance(math.MaxInt64)
-	return c.res
+	}}, j.bound, j.element)
 }
 
 // baseAuction is an open auction in the baseline.
