@@ -15,9 +15,13 @@ import (
 // of associations is 1 while a left row is there, else 0; the left row's is
 // the number of right rows.
 //
-// Retractions carry the stored row, never the event's partial Before, and a
-// retraction of a row that is not stored does nothing (Flink would forward
-// it); otherwise the kinds and their order are Flink's:
+// A change without a Before of a stored row (a bare +U of an upsert source,
+// a repeated insert) replaces the row without retracting it, as Flink's
+// join does when its input's unique key finds the record in state
+// (replacesRecordInState): no association changes. Retractions carry the
+// stored row, never the event's partial Before, and a retraction of a row
+// that is not stored does nothing (Flink would forward it); otherwise the
+// kinds and their order are Flink's:
 //
 //	accumulate a row of an outer side:  no match: +I[row+null];
 //	                                    else -D[null+other] for each other
@@ -41,13 +45,20 @@ func (j *CDC) flinkEvent(em *emitter, e *record.Event) {
 				return
 			}
 			kind := record.Insert
-			if e.Op == record.OpUpdate || j.left != nil {
+			if e.Op == record.OpUpdate {
 				kind = record.UpdateAfter
 			}
-			if j.left != nil {
+			switch {
+			case j.left != nil && e.Before == nil:
+				// An upsert (a bare +U, or a repeated insert): it replaces
+				// the stored row without retracting it.
+				j.flinkLeftAccumulate(em, e.After, e.Ts, kind, true)
+			case j.left != nil:
 				j.flinkLeftRetract(em, record.UpdateBefore)
+				j.flinkLeftAccumulate(em, e.After, e.Ts, record.UpdateAfter, false)
+			default:
+				j.flinkLeftAccumulate(em, e.After, e.Ts, kind, false)
 			}
-			j.flinkLeftAccumulate(em, e.After, e.Ts, kind)
 		case record.OpDelete:
 			pk, ok := j.pkOf(record.Left, e.Before)
 			if !ok {
@@ -71,11 +82,16 @@ func (j *CDC) flinkEvent(em *emitter, e *record.Event) {
 					j.flinkRightRetract(em, old, record.UpdateBefore)
 				}
 			}
-			if _, found := j.find(pk); found {
-				kind = record.UpdateAfter
+			_, found := j.find(pk)
+			switch {
+			case found && e.Before == nil:
+				j.flinkRightAccumulate(em, pk, e.After, e.Ts, kind) // an upsert: replaces
+			case found:
 				j.flinkRightRetract(em, pk, record.UpdateBefore)
+				j.flinkRightAccumulate(em, pk, e.After, e.Ts, record.UpdateAfter)
+			default:
+				j.flinkRightAccumulate(em, pk, e.After, e.Ts, kind)
 			}
-			j.flinkRightAccumulate(em, pk, e.After, e.Ts, kind)
 		case record.OpDelete:
 			if pk, ok := j.pkOf(record.Right, e.Before); ok {
 				j.flinkRightRetract(em, pk, record.Delete)
@@ -84,7 +100,9 @@ func (j *CDC) flinkEvent(em *emitter, e *record.Event) {
 	}
 }
 
-func (j *CDC) flinkLeftAccumulate(em *emitter, row record.Row, ts int64, kind record.Kind) {
+// flinkLeftAccumulate adds row; replaced: it replaces the stored left row
+// (an upsert), so the right rows already have their association.
+func (j *CDC) flinkLeftAccumulate(em *emitter, row record.Row, ts int64, kind record.Kind, replaced bool) {
 	leftOuter, rightOuter := j.spec.Type.outer(), j.spec.Type == FullOuter
 	switch {
 	case len(j.rights) == 0:
@@ -92,7 +110,7 @@ func (j *CDC) flinkLeftAccumulate(em *emitter, row record.Row, ts int64, kind re
 			em.emit(record.Insert, row, nil, 0)
 		}
 	default:
-		if rightOuter { // no left row: every right row has no association
+		if rightOuter && !replaced { // no left row: every right row has no association
 			for _, r := range j.rights {
 				em.emit(record.Delete, nil, r.row, r.ts)
 			}
@@ -150,7 +168,11 @@ func (j *CDC) flinkRightAccumulate(em *emitter, pk string, row record.Row, ts in
 		}
 		em.emit(k, l, row, lts)
 	}
-	i, _ := j.find(pk)
+	i, found := j.find(pk)
+	if found { // an upsert: the row keeps its association
+		j.rights[i].row, j.rights[i].ts, j.rights[i].enc = row, ts, nil
+		return
+	}
 	j.rights = slices.Insert(j.rights, i, &rightRow{pk: pk, row: row, ts: ts})
 }
 
