@@ -131,6 +131,11 @@ type Side struct {
 	// input's fields instead of Key (re-keying), e.g. `lower(email)` or
 	// `country + "/" + string(user_id)`. Set one of key and key_expr.
 	KeyExpr string `yaml:"key_expr,omitempty"`
+	// Kind names the field of a temporal join's input holding its row kind
+	// (+I, -U, +U, -D; absent or null: +I): on the versioned (right) side
+	// -U and -D end a version; on the probe (left) side, with temporal:
+	// {semantics: flink}, the kind is kept on the output.
+	Kind string `yaml:"kind,omitempty"`
 }
 
 // CompiledKeyExpr compiles the side's key_expr; nil without one.

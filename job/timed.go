@@ -75,6 +75,12 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 	if !temporal && j.Temporal != (TemporalOptions{}) {
 		bad("temporal", "only for temporal joins")
 	}
+	if j.Right.Kind != "" && !temporal {
+		bad("right.kind", "only for temporal joins")
+	}
+	if j.Left.Kind != "" && (!temporal || sem != joins.SemanticsFlink) {
+		bad("left.kind", "only for temporal joins with temporal: {semantics: flink} (a changelog probe side)")
+	}
 	if j.CDC != (CDCOptions{}) {
 		bad("cdc", "only for cdc joins")
 	}

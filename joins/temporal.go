@@ -94,6 +94,9 @@ func (j *Temporal) OnElement(e Element, watermark int64, fx *Effects) {
 		return
 	}
 	el := elemOf(e)
+	if e.Side == record.Right && (e.Kind == record.UpdateBefore || e.Kind == record.Delete) {
+		el.Row = nil // a changelog's retraction ends the version, as a nil Row does
+	}
 	if e.Side == record.Left {
 		i := firstAtLeast(j.probes, e.Ts)
 		if i == len(j.probes) || j.probes[i].Ts != e.Ts {
@@ -108,7 +111,7 @@ func (j *Temporal) OnElement(e Element, watermark int64, fx *Effects) {
 	} else {
 		j.versions = insertByTs(j.versions, el)
 	}
-	if i > 0 || e.Row == nil {
+	if i > 0 || el.Row == nil {
 		fx.SetTimers = append(fx.SetTimers, e.Ts) // prune then
 	}
 }

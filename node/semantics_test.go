@@ -193,6 +193,40 @@ sinks: [{type: file, path: out.jsonl}]
 		check(t, lines, true)
 		t.Logf("strict: %d late; flink: %d outputs, %d late", strictLate, len(lines), late)
 	})
+	t.Run("temporal flink changelog sides", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "left.jsonl"), []byte(`{"k":"a","ts":5,"v":"p5"}
+{"k":"a","ts":5,"v":"p5","op":"-U"}
+{"k":"a","ts":5,"v":"p5b","op":"+U"}
+{"k":"a","ts":6,"v":"p6","op":"-D"}
+{"k":"a","ts":12,"v":"p12","op":"+I"}
+`), 0o644)
+		os.WriteFile(filepath.Join(dir, "right.jsonl"), []byte(`{"k":"a","ts":0,"v":"v0","op":null}
+{"k":"a","ts":10,"v":"v0","op":"-D"}
+`), 0o644)
+		n := start(t, parse(t, dir, `name: changelog
+join:
+  type: temporal
+  mode: left
+  temporal: {semantics: flink}
+  left:  {name: l, key: k, ts: ts, kind: op}
+  right: {name: r, key: k, ts: ts, kind: op}
+  project: [{name: lv, from: l.v}, {name: rv, from: r.v}]
+sources:
+  - {name: ls, type: file, path: left.jsonl, side: left}
+  - {name: rs, type: file, path: right.jsonl, side: right}
+sinks: [{type: file, path: out.jsonl}]
+`))
+		run(t, n)
+		var got []string
+		for _, l := range readOut(t, filepath.Join(dir, "out.jsonl")) {
+			got = append(got, fmt.Sprintf("%s %d %v|%v", l.Op, l.Ts, l.Row["lv"], l.Row["rv"]))
+		}
+		want := []string{"+I 5 p5|v0", "-U 5 p5|v0", "+U 5 p5b|v0", "-D 6 p6|v0", "+I 12 p12|<nil>"}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("outputs\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
 	t.Run("temporal-latest", func(t *testing.T) {
 		lines, late := temporal(t, "type: temporal-latest\n  mode: left")
 		if late != 0 {

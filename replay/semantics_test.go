@@ -21,6 +21,9 @@ func TestReplaySemanticsOptions(t *testing.T) {
 		{"spec cdc on interval", "type: interval\ninterval: {lower: 0, upper: 1}\ncdc: {ts: max}\n", "cdc: only for cdc joins"},
 		{"job bad kinds", "join: {type: cdc, cdc: {kinds: kafka}, left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "join.cdc.kinds: must be update or flink"},
 		{"job bad ts", "join: {type: cdc, cdc: {ts: min}, left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "join.cdc.ts: must be none or max"},
+		{"job kind fields", "join: {type: temporal, temporal: {semantics: flink}, left: {kind: op}, right: {kind: op}}\n", ""},
+		{"job probe kind under strict", "join: {type: temporal, left: {kind: op}}\n", "join.left.kind: only for temporal joins with temporal: {semantics: flink}"},
+		{"job kind on interval", "join: {type: interval, upper: 1ms, right: {kind: op}}\n", "join.right.kind: only for temporal joins"},
 		{"job temporal on cdc", "join: {type: cdc, temporal: {semantics: flink}, left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "join.temporal: only for temporal joins"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
