@@ -245,7 +245,13 @@ func (a *keyActor) request(m *keypb.Apply, rows []EventRows) (*keycore.Request, 
 		if err != nil {
 			return nil, err
 		}
-		if !timed {
+		if timed {
+			// An event-time input's op is "c", or the row kind of a
+			// changelog input (a temporal join's side with a kind field).
+			if k, ok := record.ParseKind(pe.Op); ok {
+				e.Kind = k
+			}
+		} else {
 			op, ok := record.ParseOp(pe.Op)
 			if !ok {
 				return nil, fmt.Errorf("actors: unknown op %q", pe.Op)

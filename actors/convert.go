@@ -23,7 +23,7 @@ func EncodeEvent(e record.Event) (*keypb.Event, error) {
 	}
 	return &keypb.Event{
 		Side: int32(e.Side), Op: e.Op.String(), Before: before, After: after,
-		Source: e.Pos.Source, Partition: e.Pos.Partition, Offset: e.Pos.Offset, Seq: int32(e.Seq),
+		Source: e.Pos.Source, Partition: e.Pos.Partition, Offset: e.Pos.Offset, Seq: int32(e.Seq), Ts: e.Ts,
 	}, nil
 }
 
@@ -57,7 +57,7 @@ type LocalApplied struct {
 func EventShell(e record.Event) (*keypb.Event, EventRows) {
 	return &keypb.Event{
 		Side: int32(e.Side), Op: e.Op.String(),
-		Source: e.Pos.Source, Partition: e.Pos.Partition, Offset: e.Pos.Offset, Seq: int32(e.Seq),
+		Source: e.Pos.Source, Partition: e.Pos.Partition, Offset: e.Pos.Offset, Seq: int32(e.Seq), Ts: e.Ts,
 	}, EventRows{Before: e.Before, After: e.After}
 }
 
@@ -87,7 +87,7 @@ func eventOf(key record.Key, pe *keypb.Event, rows EventRows) (record.Event, err
 	}
 	return record.Event{
 		Key: key, Side: record.Side(pe.Side), Op: op, Before: rows.Before, After: rows.After,
-		Pos: record.Position{Source: pe.Source, Partition: pe.Partition, Offset: pe.Offset}, Seq: int(pe.Seq),
+		Pos: record.Position{Source: pe.Source, Partition: pe.Partition, Offset: pe.Offset}, Seq: int(pe.Seq), Ts: pe.Ts,
 	}, nil
 }
 
@@ -107,7 +107,7 @@ func DecodeEvent(key record.Key, pe *keypb.Event) (record.Event, error) {
 	}
 	return record.Event{
 		Key: key, Side: record.Side(pe.Side), Op: op, Before: before, After: after,
-		Pos: record.Position{Source: pe.Source, Partition: pe.Partition, Offset: pe.Offset}, Seq: int(pe.Seq),
+		Pos: record.Position{Source: pe.Source, Partition: pe.Partition, Offset: pe.Offset}, Seq: int(pe.Seq), Ts: pe.Ts,
 	}, nil
 }
 

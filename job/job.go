@@ -83,11 +83,38 @@ type Join struct {
 	// TTL bounds the state of an unbounded join: a row is kept until the
 	// watermark passes its time + TTL (required for type unbounded).
 	TTL time.Duration `yaml:"ttl,omitempty"`
+	// Temporal holds the options of a temporal join (type temporal or
+	// temporal-latest): semantics strict (the default) or flink.
+	Temporal TemporalOptions `yaml:"temporal,omitempty"`
+	// CDC holds the options of a changelog join (type cdc): its row kinds
+	// and output timestamps.
+	CDC CDCOptions `yaml:"cdc,omitempty"`
 	// Emit is when a window join emits: on-close (the default, Flink's: a
 	// window's pairs and padded rows when the watermark closes it) or
 	// on-arrival (Spark's windowed join: a pair as soon as both rows are
 	// there, only the unmatched outer rows at the close).
 	Emit string `yaml:"emit,omitempty"`
+}
+
+// TemporalOptions are a temporal join's options.
+type TemporalOptions struct {
+	// Semantics is strict (the default: an input behind the watermark is
+	// late; a probe at t is emitted once the watermark passes t) or flink
+	// (Flink's TemporalRowTimeJoinOperator: nothing is late, a probe at t is
+	// emitted once t <= watermark, in arrival order, with its row kind).
+	Semantics string `yaml:"semantics,omitempty"`
+}
+
+// CDCOptions are a changelog join's options.
+type CDCOptions struct {
+	// Kinds is update (the default: an update of a matched row is -U/+U) or
+	// flink (Flink's StreamingJoinOperator: an outer side's change is -D/+I,
+	// a padded row comes and goes as +I/-D).
+	Kinds string `yaml:"kinds,omitempty"`
+	// Ts is none (the default: outputs carry no time) or max (Kafka
+	// Streams' KTable-KTable join: an output's ts is the larger of its input
+	// change's source time, Debezium's ts_ms, and the other row's).
+	Ts string `yaml:"ts,omitempty"`
 }
 
 // Side describes one input of the join.
@@ -104,6 +131,11 @@ type Side struct {
 	// input's fields instead of Key (re-keying), e.g. `lower(email)` or
 	// `country + "/" + string(user_id)`. Set one of key and key_expr.
 	KeyExpr string `yaml:"key_expr,omitempty"`
+	// Kind names the field of a temporal join's input holding its row kind
+	// (+I, -U, +U, -D; absent or null: +I): on the versioned (right) side
+	// -U and -D end a version; on the probe (left) side, with temporal:
+	// {semantics: flink}, the kind is kept on the output.
+	Kind string `yaml:"kind,omitempty"`
 }
 
 // CompiledKeyExpr compiles the side's key_expr; nil without one.
@@ -658,12 +690,12 @@ func (s *Spec) Validate() error {
 			errs = append(errs, err)
 		}
 		errs = append(errs, s.Join.streamOnly()...)
-	case "window", "interval", "time-bounded", "unbounded", "temporal":
+	case "window", "interval", "time-bounded", "unbounded", "temporal", "temporal-latest":
 		if _, err := s.TimedFactory(); err != nil {
 			errs = append(errs, err)
 		}
 	default:
-		bad("join.type", "must be cdc, window, interval, time-bounded, unbounded or temporal (got %q)", s.Join.Type)
+		bad("join.type", "must be cdc, window, interval, time-bounded, unbounded, temporal or temporal-latest (got %q)", s.Join.Type)
 	}
 	names := map[string]bool{}
 	for i, src := range s.Sources {
@@ -929,7 +961,20 @@ func (s *Spec) CDCSpec() (*joins.CDCSpec, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("join.mode: must be inner, left or full (got %q)", s.Join.Mode))
 	}
+	kinds, err := joins.ParseCDCKinds(s.Join.CDC.Kinds)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("join.cdc.kinds: must be update or flink (got %q)", s.Join.CDC.Kinds))
+	}
+	switch s.Join.CDC.Ts {
+	case "", "none", "max":
+	default:
+		errs = append(errs, fmt.Errorf("join.cdc.ts: must be none or max (got %q)", s.Join.CDC.Ts))
+	}
+	if s.Join.Temporal != (TemporalOptions{}) {
+		errs = append(errs, errors.New("join.temporal: only for temporal joins"))
+	}
 	cs := &joins.CDCSpec{
+		Kinds: kinds, MaxTs: s.Join.CDC.Ts == "max",
 		Type:  jt,
 		Left:  joins.SideSpec{Name: s.Join.Left.Name, PK: s.Join.Left.PK, JoinOn: s.Join.Left.JoinOn},
 		Right: joins.SideSpec{Name: s.Join.Right.Name, PK: s.Join.Right.PK, JoinOn: s.Join.Right.JoinOn},

@@ -67,7 +67,24 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 	}
 	var where joins.Condition
 	var late joins.LateRule
-	if j.Type == "temporal" {
+	temporal := j.Type == "temporal" || j.Type == "temporal-latest"
+	sem, serr := joins.ParseTemporalSemantics(j.Temporal.Semantics)
+	if serr != nil {
+		bad("temporal.semantics", "must be strict or flink (got %q)", j.Temporal.Semantics)
+	}
+	if !temporal && j.Temporal != (TemporalOptions{}) {
+		bad("temporal", "only for temporal joins")
+	}
+	if j.Right.Kind != "" && !temporal {
+		bad("right.kind", "only for temporal joins")
+	}
+	if j.Left.Kind != "" && (!temporal || sem != joins.SemanticsFlink) {
+		bad("left.kind", "only for temporal joins with temporal: {semantics: flink} (a changelog probe side)")
+	}
+	if j.CDC != (CDCOptions{}) {
+		bad("cdc", "only for cdc joins")
+	}
+	if temporal {
 		errs = append(errs, j.streamOnly()...)
 	} else {
 		var err error
@@ -132,10 +149,17 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 			Where: where, Late: late}
 		verr = spec.Validate()
 		factory = func() joins.Timed { return joins.NewUnbounded(spec) }
-	case "temporal":
-		spec := &joins.TemporalSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Project: project}
+	case "temporal", "temporal-latest":
+		spec := &joins.TemporalSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Project: project, Semantics: sem}
 		verr = spec.Validate()
-		factory = func() joins.Timed { return joins.NewTemporal(spec) }
+		if j.Type == "temporal" {
+			factory = func() joins.Timed { return joins.NewTemporalJoin(spec) }
+		} else {
+			// Processing time: a probe joins the version current when it
+			// reaches its key; semantics only decides the probes' row kinds,
+			// which it always keeps.
+			factory = func() joins.Timed { return joins.NewTemporalLatest(spec) }
+		}
 	}
 	if verr != nil {
 		for _, line := range strings.Split(verr.Error(), "\n") {

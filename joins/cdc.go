@@ -20,6 +20,7 @@ import (
 type CDC struct {
 	spec    *CDCSpec
 	left    record.Row
+	leftTs  int64       // left's source time (Event.Ts), kept with MaxTs
 	leftEnc []byte      // left's JSON, cached by Snapshot; nil when not yet encoded
 	rights  []*rightRow // sorted by pk; pointers, so an insert into a hot key moves 8 bytes a row
 }
@@ -27,6 +28,7 @@ type CDC struct {
 type rightRow struct {
 	pk  string
 	row record.Row
+	ts  int64  // source time (Event.Ts), kept with MaxTs
 	enc []byte // row's JSON, cached by Snapshot: rows are never modified in place
 }
 
@@ -65,12 +67,19 @@ func (j *CDC) Rights() []record.Row {
 // non-scalar primary key) changes nothing and appends nothing.
 func (j *CDC) OnEvent(e record.Event, out []record.Output) []record.Output {
 	em := emitter{spec: j.spec, e: &e, base: len(out), out: out}
+	if !j.spec.MaxTs {
+		e.Ts = 0
+	}
+	if j.spec.Kinds == KindsFlink {
+		j.flinkEvent(&em, &e)
+		return em.out
+	}
 	switch e.Side {
 	case record.Left:
 		switch e.Op {
 		case record.OpCreate, record.OpRead, record.OpUpdate:
 			if _, ok := j.pkOf(record.Left, e.After); ok {
-				j.leftUpsert(&em, e.After)
+				j.leftUpsert(&em, e.After, e.Ts)
 			}
 		case record.OpDelete:
 			if pk, ok := j.pkOf(record.Left, e.Before); ok {
@@ -90,7 +99,7 @@ func (j *CDC) OnEvent(e record.Event, out []record.Output) []record.Output {
 					j.rightDelete(&em, old)
 				}
 			}
-			j.rightUpsert(&em, pk, e.After)
+			j.rightUpsert(&em, pk, e.After, e.Ts)
 		case record.OpDelete:
 			if pk, ok := j.pkOf(record.Right, e.Before); ok {
 				j.rightDelete(&em, pk)
@@ -113,28 +122,28 @@ func (j *CDC) pkOf(side record.Side, row record.Row) (string, bool) {
 	return string(k), ok
 }
 
-func (j *CDC) leftUpsert(em *emitter, row record.Row) {
+func (j *CDC) leftUpsert(em *emitter, row record.Row, ts int64) {
 	old, t := j.left, j.spec.Type
 	switch {
 	case old != nil && len(j.rights) > 0:
 		for _, r := range j.rights {
-			em.emit(record.UpdateBefore, old, r.row)
-			em.emit(record.UpdateAfter, row, r.row)
+			em.emit(record.UpdateBefore, old, r.row, r.ts)
+			em.emit(record.UpdateAfter, row, r.row, r.ts)
 		}
 	case old != nil && t.outer():
-		em.emit(record.UpdateBefore, old, nil)
-		em.emit(record.UpdateAfter, row, nil)
+		em.emit(record.UpdateBefore, old, nil, 0)
+		em.emit(record.UpdateAfter, row, nil, 0)
 	case old == nil && len(j.rights) > 0:
 		for _, r := range j.rights {
 			if t == FullOuter {
-				em.emit(record.Delete, nil, r.row)
+				em.emit(record.Delete, nil, r.row, r.ts)
 			}
-			em.emit(record.Insert, row, r.row)
+			em.emit(record.Insert, row, r.row, r.ts)
 		}
 	case old == nil && t.outer():
-		em.emit(record.Insert, row, nil)
+		em.emit(record.Insert, row, nil, 0)
 	}
-	j.left, j.leftEnc = row, nil
+	j.left, j.leftTs, j.leftEnc = row, ts, nil
 }
 
 // leftDelete removes the stored left row if its primary key is pk. Another
@@ -148,15 +157,15 @@ func (j *CDC) leftDelete(em *emitter, pk string) {
 	switch {
 	case len(j.rights) > 0:
 		for _, r := range j.rights {
-			em.emit(record.Delete, old, r.row)
+			em.emit(record.Delete, old, r.row, r.ts)
 			if j.spec.Type == FullOuter {
-				em.emit(record.Insert, nil, r.row)
+				em.emit(record.Insert, nil, r.row, r.ts)
 			}
 		}
 	case j.spec.Type.outer():
-		em.emit(record.Delete, old, nil)
+		em.emit(record.Delete, old, nil, 0)
 	}
-	j.left, j.leftEnc = nil, nil
+	j.left, j.leftTs, j.leftEnc = nil, 0, nil
 }
 
 func (j *CDC) find(pk string) (int, bool) {
@@ -164,29 +173,29 @@ func (j *CDC) find(pk string) (int, bool) {
 	return i, i < len(j.rights) && j.rights[i].pk == pk
 }
 
-func (j *CDC) rightUpsert(em *emitter, pk string, row record.Row) {
+func (j *CDC) rightUpsert(em *emitter, pk string, row record.Row, ts int64) {
 	i, found := j.find(pk)
-	l, t := j.left, j.spec.Type
+	l, t, lts := j.left, j.spec.Type, j.leftTs
 	switch {
 	case l != nil && found:
-		em.emit(record.UpdateBefore, l, j.rights[i].row)
-		em.emit(record.UpdateAfter, l, row)
+		em.emit(record.UpdateBefore, l, j.rights[i].row, lts)
+		em.emit(record.UpdateAfter, l, row, lts)
 	case l != nil:
 		if len(j.rights) == 0 && t.outer() {
-			em.emit(record.Delete, l, nil)
+			em.emit(record.Delete, l, nil, lts)
 		}
-		em.emit(record.Insert, l, row)
+		em.emit(record.Insert, l, row, lts)
 	case t == FullOuter && found:
-		em.emit(record.UpdateBefore, nil, j.rights[i].row)
-		em.emit(record.UpdateAfter, nil, row)
+		em.emit(record.UpdateBefore, nil, j.rights[i].row, 0)
+		em.emit(record.UpdateAfter, nil, row, 0)
 	case t == FullOuter:
-		em.emit(record.Insert, nil, row)
+		em.emit(record.Insert, nil, row, 0)
 	}
 	if found {
-		j.rights[i].row, j.rights[i].enc = row, nil
+		j.rights[i].row, j.rights[i].ts, j.rights[i].enc = row, ts, nil
 		return
 	}
-	j.rights = slices.Insert(j.rights, i, &rightRow{pk: pk, row: row})
+	j.rights = slices.Insert(j.rights, i, &rightRow{pk: pk, row: row, ts: ts})
 }
 
 func (j *CDC) rightDelete(em *emitter, pk string) {
@@ -202,12 +211,12 @@ func (j *CDC) rightDelete(em *emitter, pk string) {
 	l, t := j.left, j.spec.Type
 	switch {
 	case l != nil:
-		em.emit(record.Delete, l, old)
+		em.emit(record.Delete, l, old, j.leftTs)
 		if len(j.rights) == 0 && t.outer() {
-			em.emit(record.Insert, l, nil)
+			em.emit(record.Insert, l, nil, j.leftTs)
 		}
 	case t == FullOuter:
-		em.emit(record.Delete, nil, old)
+		em.emit(record.Delete, nil, old, 0)
 	}
 }
 
@@ -219,12 +228,20 @@ type emitter struct {
 	out  []record.Output
 }
 
-func (m *emitter) emit(k record.Kind, l, r record.Row) {
+// emit appends one output; otherTs is the source time of the row of the
+// other side than the input's in the pair (0 when padded or unknown), so
+// with MaxTs the output's Ts is max(input's time, otherTs).
+func (m *emitter) emit(k record.Kind, l, r record.Row, otherTs int64) {
+	var ts int64
+	if m.spec.MaxTs {
+		ts = max(m.e.Ts, otherTs)
+	}
 	m.out = append(m.out, record.Output{
 		ID:   record.OutputID(*m.e, len(m.out)-m.base),
 		Kind: k,
 		PK:   m.spec.outputPK(l, r),
 		Row:  m.spec.outputRow(l, r),
+		Ts:   ts,
 	})
 }
 

@@ -12,10 +12,13 @@
 //   - CDC is the state of one join key: the left row (value state) and the
 //     right rows by primary key (map state). CDC.OnEvent applies one event and
 //     appends the resulting changelog records (+I, -U, +U, -D), following
-//     Flink's streaming join conventions. Snapshot and Restore give its
-//     versioned, deterministic encoding.
+//     Flink's streaming join conventions; with CDCSpec.Kinds KindsFlink,
+//     exactly Flink's StreamingJoinOperator row kinds, and with MaxTs
+//     output times as Kafka Streams' KTable-KTable join stamps them.
+//     Snapshot and Restore give its versioned, deterministic encoding.
 //   - The event-time joins (Timed: window and coGroup, interval,
-//     time-bounded outer, unbounded with a TTL, temporal) are per-key
+//     time-bounded outer, unbounded with a TTL, temporal, and the temporal
+//     join with Flink's semantics, TemporalFlink) are per-key
 //     machines driven by OnElement and OnTimer. The stream-stream ones take
 //     a residual Condition (a pair predicate plus one-sided ones, with
 //     Spark's early state exclusion) and a LateRule (ts < watermark,

@@ -67,7 +67,7 @@ func (s *CDCSpec) Route(side record.Side, c record.Change) ([]record.Event, erro
 		return fail(ReasonBadSide, "", "")
 	}
 	ss := s.side(side)
-	ev := record.Event{Side: side, Op: c.Op, Pos: c.Pos}
+	ev := record.Event{Side: side, Op: c.Op, Pos: c.Pos, Ts: c.TsMs}
 	switch c.Op {
 	case record.OpCreate, record.OpRead, record.OpUpdate:
 		if c.After == nil {
@@ -105,8 +105,8 @@ func (s *CDCSpec) Route(side record.Side, c record.Change) ([]record.Event, erro
 			// The retraction at the old key needs the row's primary key.
 			return fail(ReasonPKMissing, "before", ss.PK)
 		}
-		del := record.Event{Key: old, Side: side, Op: record.OpDelete, Before: c.Before, Pos: c.Pos, Seq: 0}
-		ins := record.Event{Key: key, Side: side, Op: record.OpCreate, After: c.After, Pos: c.Pos, Seq: 1}
+		del := record.Event{Key: old, Side: side, Op: record.OpDelete, Before: c.Before, Pos: c.Pos, Seq: 0, Ts: c.TsMs}
+		ins := record.Event{Key: key, Side: side, Op: record.OpCreate, After: c.After, Pos: c.Pos, Seq: 1, Ts: c.TsMs}
 		return []record.Event{del, ins}, nil
 	case record.OpDelete:
 		if c.Before == nil {

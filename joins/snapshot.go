@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
@@ -20,9 +21,15 @@ var ErrBadSnapshot = errors.New("joins: bad CDC snapshot")
 // cdcSnap is the body of a version 1 snapshot, JSON after the version byte:
 // the left row (null when absent) and the right rows by primary key (key form).
 // encoding/json sorts map keys, so the encoding is deterministic.
+//
+// With CDCSpec.MaxTs the rows' source times follow, where not 0: "lt" the
+// left row's, "rt" the right rows' by primary key. A state without times
+// encodes as before.
 type cdcSnap struct {
-	L record.Row            `json:"l"`
-	R map[string]record.Row `json:"r,omitempty"`
+	L  record.Row            `json:"l"`
+	R  map[string]record.Row `json:"r,omitempty"`
+	LT int64                 `json:"lt,omitempty"`
+	RT map[string]int64      `json:"rt,omitempty"`
 }
 
 // Snapshot encodes the state: one version byte (SnapshotVersion) then JSON,
@@ -61,6 +68,28 @@ func (j *CDC) Snapshot() []byte {
 			}
 			buf = append(buf, r.enc...)
 		}
+		buf = append(buf, '}')
+	}
+	if j.leftTs != 0 {
+		buf = append(buf, `,"lt":`...)
+		buf = strconv.AppendInt(buf, j.leftTs, 10)
+	}
+	n := 0
+	for _, r := range j.rights {
+		if r.ts == 0 {
+			continue
+		}
+		if n == 0 {
+			buf = append(buf, `,"rt":{`...)
+		} else {
+			buf = append(buf, ',')
+		}
+		n++
+		buf = jsonenc.AppendString(buf, r.pk)
+		buf = append(buf, ':')
+		buf = strconv.AppendInt(buf, r.ts, 10)
+	}
+	if n > 0 {
 		buf = append(buf, '}')
 	}
 	return append(buf, '}')
@@ -113,12 +142,20 @@ func (j *CDC) Restore(b []byte) error {
 		if !ok || got != pk {
 			return fmt.Errorf("%w: right row %q: %q is not its primary key", ErrBadSnapshot, pk, j.spec.Right.PK)
 		}
-		rights = append(rights, &rightRow{pk: pk, row: row})
+		rights = append(rights, &rightRow{pk: pk, row: row, ts: s.RT[pk]})
+	}
+	for pk := range s.RT {
+		if _, ok := s.R[pk]; !ok {
+			return fmt.Errorf("%w: a time for right row %q, which is not there", ErrBadSnapshot, pk)
+		}
+	}
+	if s.LT != 0 && s.L == nil {
+		return fmt.Errorf("%w: a left time without a left row", ErrBadSnapshot)
 	}
 	if len(rights) == 0 {
 		rights = nil
 	}
 	sortRights(rights)
-	j.left, j.rights = s.L, rights
+	j.left, j.leftTs, j.rights = s.L, s.LT, rights
 	return nil
 }

@@ -97,6 +97,42 @@ type CDCSpec struct {
 	// Project lists the output columns. When empty, the output row is
 	// {Left.Name: left row or null, Right.Name: right row or null}.
 	Project []Column
+	// Kinds is the row-kind convention of the output: KindsUpdate (the
+	// default) or KindsFlink.
+	Kinds CDCKinds
+	// MaxTs stamps every output with the larger of its input change's
+	// source time (Event.Ts) and the source time of the other side's row in
+	// the pair (Kafka Streams' KTable-KTable join timestamps, deletions
+	// included); a padded side counts as 0. Without it outputs carry no time.
+	MaxTs bool
+}
+
+// CDCKinds is the row-kind convention of a changelog join's output.
+type CDCKinds int
+
+const (
+	// KindsUpdate: a change of a row of a matched pair is -U then +U; a
+	// padded row is retracted (-D) when a match replaces it (+I) and comes
+	// back (+I) when the last match goes (-D); right rows are visited once
+	// per change, each with its -U/+U together.
+	KindsUpdate CDCKinds = iota
+	// KindsFlink: exactly Flink's StreamingJoinOperator (JoinHelper): an
+	// update is a retraction of the old row then an accumulation of the new
+	// one; in an outer join a change of the input's side is -D then +I when
+	// that side is outer, the null-padded rows come and go as +I and -D, and
+	// only an inner side of an inner join forwards -U/+U.
+	KindsFlink
+)
+
+// ParseCDCKinds parses "" or "update" (KindsUpdate) and "flink".
+func ParseCDCKinds(s string) (CDCKinds, error) {
+	switch s {
+	case "", "update":
+		return KindsUpdate, nil
+	case "flink":
+		return KindsFlink, nil
+	}
+	return 0, fmt.Errorf("joins: unknown changelog kinds %q (want update or flink)", s)
 }
 
 // Validate reports every problem of the spec, joined with errors.Join, each
@@ -111,6 +147,9 @@ func (s *CDCSpec) Validate() error {
 	}
 	if !s.Type.valid() {
 		bad("type", "unknown join type %d (want inner, left or full)", int(s.Type))
+	}
+	if s.Kinds != KindsUpdate && s.Kinds != KindsFlink {
+		bad("kinds", "unknown changelog kinds %d (want update or flink)", int(s.Kinds))
 	}
 	for _, side := range []struct {
 		field string

@@ -27,6 +27,10 @@ type TemporalSpec struct {
 	// output row is {Left: probe row, Right: version row or null}.
 	Left, Right string
 	Project     []Column
+	// Semantics is SemanticsStrict (the default: NewTemporal) or
+	// SemanticsFlink (NewTemporalFlink). NewTemporalJoin picks by it; the
+	// processing-time join (NewTemporalLatest) does not use it.
+	Semantics TemporalSemantics
 }
 
 // Validate reports every problem of the spec, joined, each naming its field.
@@ -37,6 +41,9 @@ func (s *TemporalSpec) Validate() error {
 	var c collector
 	if s.Type != TimedInner && s.Type != TimedLeftOuter {
 		c.bad("type", "must be inner or left for a temporal join, got %v", s.Type)
+	}
+	if s.Semantics != SemanticsStrict && s.Semantics != SemanticsFlink {
+		c.bad("semantics", "must be strict or flink, got %v", s.Semantics)
 	}
 	validateShape(c.bad, s.Left, s.Right, s.Project, nil, nil)
 	return c.err()
@@ -87,6 +94,9 @@ func (j *Temporal) OnElement(e Element, watermark int64, fx *Effects) {
 		return
 	}
 	el := elemOf(e)
+	if e.Side == record.Right && (e.Kind == record.UpdateBefore || e.Kind == record.Delete) {
+		el.Row = nil // a changelog's retraction ends the version, as a nil Row does
+	}
 	if e.Side == record.Left {
 		i := firstAtLeast(j.probes, e.Ts)
 		if i == len(j.probes) || j.probes[i].Ts != e.Ts {
@@ -101,7 +111,7 @@ func (j *Temporal) OnElement(e Element, watermark int64, fx *Effects) {
 	} else {
 		j.versions = insertByTs(j.versions, el)
 	}
-	if i > 0 || e.Row == nil {
+	if i > 0 || el.Row == nil {
 		fx.SetTimers = append(fx.SetTimers, e.Ts) // prune then
 	}
 }
@@ -194,8 +204,10 @@ func (j *Temporal) Restore(b []byte) error {
 // NewTemporalLatest returns the empty state of one key of a processing-time
 // temporal join (Flink's lookup-style join against the latest version): a
 // probe joins the version that is current when it arrives and is emitted at
-// once, stamped with its own time, id temporal-latest|probePos|versionPos|
-// probe ts|0. A right element replaces the version (a nil Row deletes it).
+// once, stamped with its own time, with the probe's row kind (Insert for an
+// append-only probe side), id temporal-latest|probePos|versionPos|
+// probe ts|0. A right element replaces the version (a nil Row, an
+// UpdateBefore or a Delete removes it).
 // Nothing is ever late and no timer is used. spec must be valid.
 func NewTemporalLatest(spec *TemporalSpec) *TemporalLatest {
 	return &TemporalLatest{outer: spec.Type == TimedLeftOuter,
@@ -216,13 +228,17 @@ func (j *TemporalLatest) OnElement(e Element, watermark int64, fx *Effects) {
 	switch e.Side {
 	case record.Left:
 		p := elemOf(e)
+		n := len(fx.Out)
 		if j.latest != nil {
 			emitPair(fx, j.shape, "temporal-latest", e.Ts, &p, j.latest, e.Ts)
 		} else if j.outer {
 			emitPair(fx, j.shape, "temporal-latest", e.Ts, &p, nil, e.Ts)
 		}
+		for o := n; o < len(fx.Out); o++ {
+			fx.Out[o].Kind = e.Kind // Flink's TemporalProcessTimeJoinOperator keeps the probe's row kind
+		}
 	case record.Right:
-		if e.Row == nil {
+		if e.Row == nil || e.Kind == record.UpdateBefore || e.Kind == record.Delete {
 			j.latest = nil
 			return
 		}

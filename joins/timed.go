@@ -9,6 +9,11 @@ type Element struct {
 	Ts   int64 // event time, ms
 	Row  record.Row
 	Pos  record.Position
+	// Kind is the row kind of a changelog input: the probe side of a
+	// temporal join with Flink's semantics keeps it on its outputs, and a
+	// versioned side's UpdateBefore or Delete ends a version. Append-only
+	// inputs leave it Insert (the zero value).
+	Kind record.Kind
 }
 
 // Late is an element that arrived after the watermark made it useless, with

@@ -22,10 +22,11 @@ type Event struct {
 	Op            record.Op  // changelog join: the change's op
 	Before, After record.Row // changelog join: both rows; event-time join: After
 	Pos           record.Position
-	Seq           int    // record.Event.Seq: which of an input's events this is
-	Ts            int64  // event-time join: the element's time (ms)
-	Watermark     int64  // event-time join: the watermark before this input
-	SrcPos        string // changelog join: the Debezium source position (dedup); "" = none
+	Seq           int         // record.Event.Seq: which of an input's events this is
+	Ts            int64       // event-time join: the element's time (ms)
+	Watermark     int64       // event-time join: the watermark before this input
+	SrcPos        string      // changelog join: the Debezium source position (dedup); "" = none
+	Kind          record.Kind // event-time join: the row kind of a changelog input (joins.Element.Kind)
 }
 
 // Request is what a sender asks of a key: apply Events in order, after
@@ -237,10 +238,10 @@ func (c *Core) Step(req *Request, now int64) Ready {
 		}
 		n := len(outs)
 		if c.m.EventTime() {
-			el := joins.Element{Side: e.Side, Ts: e.Ts, Row: e.After, Pos: e.Pos}
+			el := joins.Element{Side: e.Side, Ts: e.Ts, Row: e.After, Pos: e.Pos, Kind: e.Kind}
 			outs, late = c.m.OnElement(el, e.Watermark, outs, late)
 		} else {
-			ev := record.Event{Key: c.key, Side: e.Side, Op: e.Op, Before: e.Before, After: e.After, Pos: e.Pos, Seq: e.Seq}
+			ev := record.Event{Key: c.key, Side: e.Side, Op: e.Op, Before: e.Before, After: e.After, Pos: e.Pos, Seq: e.Seq, Ts: e.Ts}
 			if c.duplicate(ev, e.SrcPos) {
 				r.Duplicates++
 			} else {

@@ -342,11 +342,20 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 			return "", nil, nil
 		}
 	}
+	op := "c"
+	if ss.Kind != "" && row[ss.Kind] != nil {
+		ks, _ := row[ss.Kind].(string)
+		k, ok := record.ParseKind(ks)
+		if !ok {
+			return "", nil, r.reject(b, m, ReasonWrongType, fmt.Errorf("field %q: not a row kind (+I, -U, +U, -D): %v", ss.Kind, row[ss.Kind]))
+		}
+		op = k.String() // the key actor reads it as the element's row kind
+	}
 	after, err := json.Marshal(row)
 	if err != nil {
 		return "", nil, r.reject(b, m, "encode", err)
 	}
-	return key, &keypb.Event{Side: int32(side), Op: "c", After: after, Source: m.Pos.Source,
+	return key, &keypb.Event{Side: int32(side), Op: op, After: after, Source: m.Pos.Source,
 		Partition: m.Pos.Partition, Offset: m.Pos.Offset, Ts: ts}, nil
 }
 

@@ -91,6 +91,10 @@ type Event struct {
 	After  Row
 	Pos    Position
 	Seq    int
+	// Ts is the change's source time in ms (Change.TsMs, Debezium's ts_ms),
+	// 0 when absent; a changelog join with output times stamps its outputs
+	// from it.
+	Ts int64
 }
 
 // Kind is the change kind of an output row, as Flink's RowKind.
@@ -147,8 +151,10 @@ type Output struct {
 	Kind Kind   `json:"op"`
 	PK   string `json:"pk"`
 	Row  Row    `json:"row"`
-	// Ts is the event time of an event-time join's output (ms); 0 for the
-	// changelog join, whose outputs carry no event time.
+	// Ts is the event time of an event-time join's output (ms). The
+	// changelog join leaves it 0 unless its spec asks for output times
+	// (CDCSpec.MaxTs): then it is the larger of the input change's source
+	// time and the other row's.
 	Ts int64 `json:"ts,omitempty"`
 	// Seq orders the outputs of one join key: it grows with every output the
 	// key makes (a re-sent output keeps its Seq). Every output primary key

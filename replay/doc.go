@@ -25,6 +25,8 @@
 //	left_condition: 'orange.v != 0'          # over one side only
 //	late: {rule: "ts<=wm"}                   # ts<wm (default), ts<=wm (Spark), none (Kafka Streams)
 //	ttl: 1h                                  # unbounded joins: rows kept until the watermark passes ts + ttl
+//	temporal: {semantics: flink}             # temporal joins: strict (default) or Flink's TemporalRowTimeJoinOperator
+//	cdc: {kinds: flink, ts: max}             # cdc joins: -U/+U (update, default) or Flink's row kinds; output times none or max
 //
 // The script, one JSON object per line, in arrival order:
 //
@@ -63,6 +65,7 @@
 //
 //	{"side":"left","key":"k","ts":5,"value":{"any":"json"}}
 //	{"side":"right","key":"EUR","ts":7,"value":{"rate":1.1},"op":"+U"}   temporal versioned side: +I/+U, -U/-D end a version
+//	{"side":"left","key":"EUR","ts":8,"value":{"n":1},"op":"-U"}         temporal probe side, semantics flink: kept on the output
 //	{"side":"users","op":"u","before":{…},"after":{…}}                   cdc: c/r/u/d or +I/-U/+U/-D
 //	{"watermark":10}
 //

@@ -38,13 +38,15 @@ type eventLine struct {
 	kind eventKind
 	wm   int64
 
-	side  string
-	op    string          // "" when absent
-	key   string          // the key's canonical JSON text (keyText); "" when absent
-	null  bool            // the key is JSON null
-	ts    int64           // event time, ms
-	hasTs bool            // ts was given and not null
-	value json.RawMessage // compacted; nil when absent
+	side    string
+	op      string // "" when absent
+	key     string // the key's canonical JSON text (keyText); "" when absent
+	null    bool   // the key is JSON null
+	ts      int64  // event time, ms
+	hasTs   bool   // ts was given and not null
+	tsMs    int64  // a Debezium envelope's ts_ms (cdc joins' source time)
+	hasTsMs bool
+	value   json.RawMessage // compacted; nil when absent
 
 	before, after json.RawMessage // compacted objects; nil when absent or null
 }
@@ -129,6 +131,13 @@ func decodeEventLine(b []byte) (eventLine, error) {
 			return eventLine{}, fmt.Errorf("ts: %v", err)
 		}
 		ev.ts, ev.hasTs = ts, true
+	}
+	if raw, ok := obj["ts_ms"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		ts, err := parseTime(raw)
+		if err != nil {
+			return eventLine{}, fmt.Errorf("ts_ms: %v", err)
+		}
+		ev.tsMs, ev.hasTsMs = ts, true
 	}
 	if raw, ok := obj["value"]; ok {
 		ev.value = compact(raw)

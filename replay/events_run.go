@@ -106,7 +106,7 @@ func RunEvents(jb *Job, in io.Reader, out io.Writer, opts Options) (EventsSummar
 	}
 	bw := bufio.NewWriter(out)
 	r := &eventsRun{d: d, out: bw, refs: map[string]json.RawMessage{},
-		ops: opts.Ops == OpsAlways || !spec.eventTime()}
+		ops: opts.Ops == OpsAlways || !spec.eventTime() || spec.changelogProbe()}
 	switch {
 	case opts.Late == nil:
 	case opts.Late == out:
@@ -169,6 +169,7 @@ type eventsRun struct {
 type pendingRetract struct {
 	line int
 	row  record.Row
+	ts   int64
 }
 
 func (r *eventsRun) summary() EventsSummary {
@@ -256,13 +257,22 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 	}
 	del := false
 	versioned := side == record.Right && (r.d.spec.Type == TypeTemporal || r.d.spec.Type == TypeTemporalLatest)
+	probe := side == record.Left && r.d.spec.changelogProbe()
+	kind := record.Insert
 	switch ev.op {
 	case "", "+I":
 	case "+U", "-U", "-D":
-		if !versioned {
-			return fmt.Errorf("op: %q: only the versioned (right) side of a temporal join takes updates and deletes; this input is append-only (+I)", ev.op)
+		switch {
+		case versioned:
+			del = ev.op != "+U"
+		case probe:
+			if ev.value == nil {
+				return fmt.Errorf("value: a %s probe needs the row it changes", ev.op)
+			}
+		default:
+			return fmt.Errorf("op: %q: only the versioned (right) side of a temporal join, and its probe (left) side with temporal: {semantics: flink}, take updates and deletes; this input is append-only (+I)", ev.op)
 		}
-		del = ev.op != "+U"
+		kind, _ = record.ParseKind(ev.op)
 	default:
 		return fmt.Errorf(`op: %q: want +I, +U, -U or -D (c, r, u, d are for a cdc join)`, ev.op)
 	}
@@ -272,7 +282,7 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 		r.sum.Dropped++
 		return r.writeLate(n, side, "null", ev.ts, ev.value, ev.op, DropNullKey)
 	}
-	e := joins.Element{Side: side, Ts: ev.ts, Pos: pos}
+	e := joins.Element{Side: side, Ts: ev.ts, Pos: pos, Kind: kind}
 	if !del {
 		v := ev.value
 		if v == nil {
@@ -335,7 +345,10 @@ func (r *eventsRun) change(n int, side record.Side, ev eventLine) error {
 		return err
 	}
 	pos := record.Position{Source: Source, Offset: int64(n)}
-	c := record.Change{Pos: pos}
+	c := record.Change{Pos: pos, TsMs: ev.ts}
+	if ev.hasTsMs {
+		c.TsMs = ev.tsMs
+	}
 	switch ev.op {
 	case "c", "r", "u", "d":
 		c.Op = record.Op(ev.op[0])
@@ -365,7 +378,7 @@ func (r *eventsRun) change(n int, side record.Side, ev eventLine) error {
 		if b == nil {
 			return errors.New("before: a -U needs the row it retracts (before or value)")
 		}
-		r.pending[side] = &pendingRetract{line: n, row: b}
+		r.pending[side] = &pendingRetract{line: n, row: b, ts: c.TsMs}
 		return nil
 	}
 	switch {
@@ -397,7 +410,7 @@ func (r *eventsRun) flushPending(side record.Side) error {
 		return nil
 	}
 	r.pending[side] = nil
-	c := record.Change{Op: record.OpDelete, Before: p.row, Pos: record.Position{Source: Source, Offset: int64(p.line)}}
+	c := record.Change{Op: record.OpDelete, Before: p.row, Pos: record.Position{Source: Source, Offset: int64(p.line)}, TsMs: p.ts}
 	if err := r.applyChange(p.line, side, c); err != nil {
 		return &LineError{Input: "input", Line: p.line, Err: err}
 	}
@@ -479,7 +492,7 @@ func (r *eventsRun) output(o record.Output) error {
 	b = append(b, `,"right":`...)
 	b = append(b, rt...)
 	b = append(b, `,"ts":`...)
-	if s.eventTime() {
+	if s.timedOutputs() {
 		b = strconv.AppendInt(b, o.Ts, 10)
 	} else {
 		b = append(b, "null"...)

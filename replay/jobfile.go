@@ -72,9 +72,8 @@ type specFile struct {
 //
 // Join types: cdc, window (mode inner; left, right or full make the coGroup
 // outer window join), interval, time-bounded, temporal, and temporal-latest
-// (the processing-time temporal join, a replay-only type: a node job file
-// that names it is not valid for node run). Every problem is reported at
-// once, each naming its field.
+// (the processing-time temporal join). Every problem is reported at once,
+// each naming its field.
 func ParseJob(b []byte) (*Job, error) {
 	var top map[string]any
 	if err := yaml.Unmarshal(b, &top); err != nil {
@@ -195,6 +194,7 @@ func parseJobFile(b []byte) (*Job, error) {
 		return Millis(d.Milliseconds())
 	}
 	s := Spec{Mode: j.Mode, Condition: j.Condition, LeftCondition: j.LeftCondition, RightCondition: j.RightCondition, Late: j.Late, Emit: j.Emit,
+		Temporal: j.Temporal, CDC: j.CDC,
 		Left:  Side{Name: j.Left.Name, PK: j.Left.PK, JoinOn: j.Left.JoinOn},
 		Right: Side{Name: j.Right.Name, PK: j.Right.PK, JoinOn: j.Right.JoinOn}}
 	if j.Type != "cdc" {

@@ -194,7 +194,7 @@ func (d *driver) applyChange(side record.Side, c record.Change) error {
 	d.sum.Inputs++
 	for _, e := range evs {
 		d.seen[e.Key] = struct{}{}
-		ev := keycore.Event{Side: e.Side, Op: e.Op, Before: e.Before, After: e.After, Pos: e.Pos, Seq: e.Seq}
+		ev := keycore.Event{Side: e.Side, Op: e.Op, Before: e.Before, After: e.After, Pos: e.Pos, Seq: e.Seq, Ts: e.Ts}
 		if err := d.step(e.Key, &keycore.Request{Events: []keycore.Event{ev}}); err != nil {
 			return err
 		}
@@ -239,7 +239,7 @@ func (d *driver) element(side record.Side, st step, pos record.Position) error {
 func (d *driver) feed(key record.Key, e joins.Element) error {
 	d.sum.Inputs++
 	d.seen[key] = struct{}{}
-	ev := keycore.Event{Side: e.Side, After: e.Row, Pos: e.Pos, Ts: e.Ts, Watermark: d.wm}
+	ev := keycore.Event{Side: e.Side, After: e.Row, Pos: e.Pos, Ts: e.Ts, Watermark: d.wm, Kind: e.Kind}
 	return d.step(key, &keycore.Request{Events: []keycore.Event{ev}})
 }
 
@@ -351,7 +351,7 @@ func (d *driver) output(o record.Output) error {
 	if err != nil {
 		return err
 	}
-	if d.spec.eventTime() {
+	if d.spec.timedOutputs() {
 		line = append(line[:len(line)-1], `,"ts":`...)
 		line = strconv.AppendInt(line, ts, 10)
 		line = append(line, '}')

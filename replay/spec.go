@@ -83,6 +83,15 @@ type Spec struct {
 	// Flink's) or on-arrival (Spark's windowed join: pairs at once, unmatched
 	// outer rows at the close).
 	Emit string `yaml:"emit"`
+	// Temporal (temporal and temporal-latest joins): {semantics: strict}
+	// (the default) or {semantics: flink}, Flink's TemporalRowTimeJoinOperator
+	// (nothing late, probes emitted once t <= watermark in arrival order)
+	// with a changelog probe side (+I, -U, +U, -D kept on the outputs).
+	Temporal job.TemporalOptions `yaml:"temporal"`
+	// CDC (cdc joins): {kinds: update|flink, ts: none|max}, the row kinds
+	// (today's -U/+U, or Flink's StreamingJoinOperator's) and the output
+	// times (none, or Kafka Streams' max of the two rows' source times).
+	CDC job.CDCOptions `yaml:"cdc"`
 }
 
 // Side describes one input.
@@ -174,6 +183,16 @@ func ParseSpec(b []byte) (*Spec, error) {
 
 // eventTime reports whether the spec is an event-time join (not cdc).
 func (s *Spec) eventTime() bool { return s.Type != TypeCDC }
+
+// changelogProbe reports whether the spec is a temporal join whose probe
+// side is a changelog (Flink's semantics): its outputs carry row kinds.
+func (s *Spec) changelogProbe() bool {
+	return (s.Type == TypeTemporal || s.Type == TypeTemporalLatest) && s.Temporal.Semantics == "flink"
+}
+
+// timedOutputs reports whether outputs carry a time: every event-time
+// join's, and a cdc join's with cdc.ts max.
+func (s *Spec) timedOutputs() bool { return s.eventTime() || s.CDC.Ts == "max" }
 
 // Validate reports every problem of the spec at once (errors.Join), each
 // naming its YAML field, e.g. "replay: spec: window.size: must be positive,
@@ -300,6 +319,26 @@ func (s *Spec) build() (*built, error) {
 	if s.Type != TypeUnbounded && s.TTL != 0 {
 		bad("ttl", "only for unbounded joins")
 	}
+	temporal := s.Type == TypeTemporal || s.Type == TypeTemporalLatest
+	sem, err := joins.ParseTemporalSemantics(s.Temporal.Semantics)
+	if err != nil {
+		bad("temporal.semantics", "must be strict or flink (got %q)", s.Temporal.Semantics)
+	}
+	if !temporal && s.Temporal != (job.TemporalOptions{}) {
+		bad("temporal", "only for temporal and temporal-latest joins")
+	}
+	kinds, err := joins.ParseCDCKinds(s.CDC.Kinds)
+	if err != nil {
+		bad("cdc.kinds", "must be update or flink (got %q)", s.CDC.Kinds)
+	}
+	switch s.CDC.Ts {
+	case "", "none", "max":
+	default:
+		bad("cdc.ts", "must be none or max (got %q)", s.CDC.Ts)
+	}
+	if s.Type != TypeCDC && s.CDC != (job.CDCOptions{}) {
+		bad("cdc", "only for cdc joins")
+	}
 	for _, f := range []struct{ name, v string }{
 		{"condition", s.Condition}, {"left_condition", s.LeftCondition}, {"right_condition", s.RightCondition}, {"late.rule", s.Late.Rule},
 	} {
@@ -365,7 +404,7 @@ func (s *Spec) build() (*built, error) {
 	if windowed && s.Window == nil || bounded && s.Interval == nil {
 		return nil, errors.Join(errs...)
 	}
-	b, err := s.joinsSpec(mode, cols, where, late)
+	b, err := s.joinsSpec(mode, cols, where, late, sem, kinds)
 	if err != nil {
 		// Add the joins spec's problems not already reported.
 		seen := make(map[string]bool, len(errs))
@@ -393,7 +432,7 @@ func unjoin(err error) []error {
 
 // joinsSpec builds and validates the joins spec; its field names are
 // translated to the YAML ones.
-func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition, late joins.LateRule) (*built, error) {
+func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition, late joins.LateRule, sem joins.TemporalSemantics, kinds joins.CDCKinds) (*built, error) {
 	b := built{conditioned: !where.IsZero()}
 	var err error
 	typ, _ := joins.ParseTimedJoinType(mode)
@@ -404,7 +443,7 @@ func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition
 		b.cdc = &joins.CDCSpec{Type: jt,
 			Left:    joins.SideSpec{Name: l, PK: s.Left.PK, JoinOn: s.Left.JoinOn},
 			Right:   joins.SideSpec{Name: r, PK: s.Right.PK, JoinOn: s.Right.JoinOn},
-			Project: cols}
+			Project: cols, Kinds: kinds, MaxTs: s.CDC.Ts == "max"}
 		err = b.cdc.Validate()
 	case TypeWindow, TypeCoGroupOuter:
 		a, aerr := s.Window.assigner()
@@ -431,10 +470,10 @@ func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition
 		err = js.Validate()
 		b.fresh = func() joins.Timed { return joins.NewUnbounded(js) }
 	case TypeTemporal, TypeTemporalLatest:
-		js := &joins.TemporalSpec{Type: typ, Left: l, Right: r, Project: cols}
+		js := &joins.TemporalSpec{Type: typ, Left: l, Right: r, Project: cols, Semantics: sem}
 		err = js.Validate()
 		if s.Type == TypeTemporal {
-			b.fresh = func() joins.Timed { return joins.NewTemporal(js) }
+			b.fresh = func() joins.Timed { return joins.NewTemporalJoin(js) }
 		} else {
 			b.fresh = func() joins.Timed { return joins.NewTemporalLatest(js) }
 		}

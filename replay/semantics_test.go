@@ -1,0 +1,71 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestReplaySemanticsOptions: temporal: {semantics} and cdc: {kinds, ts}
+// are accepted where they apply, in both file forms, and refused elsewhere
+// or with an unknown value, naming the field.
+func TestReplaySemanticsOptions(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"job temporal flink", "join: {type: temporal, temporal: {semantics: flink}}\n", ""},
+		{"job temporal-latest flink", "join: {type: temporal-latest, temporal: {semantics: flink}}\n", ""},
+		{"spec temporal strict", "type: temporal\ntemporal: {semantics: strict}\n", ""},
+		{"job cdc flink max", "join: {type: cdc, cdc: {kinds: flink, ts: max}, left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", ""},
+		{"spec cdc update none", "type: cdc\ncdc: {kinds: update, ts: none}\nleft: {name: u, pk: id, join_on: id}\nright: {name: d, pk: id, join_on: uid}\n", ""},
+		{"job bad semantics", "join: {type: temporal, temporal: {semantics: spark}}\n", "join.temporal.semantics: must be strict or flink"},
+		{"spec bad semantics", "type: temporal\ntemporal: {semantics: spark}\n", "temporal.semantics: must be strict or flink"},
+		{"job temporal on window", "join: {type: window, window: {type: tumbling, size: 2ms}, temporal: {semantics: flink}}\n", "join.temporal: only for temporal joins"},
+		{"spec cdc on interval", "type: interval\ninterval: {lower: 0, upper: 1}\ncdc: {ts: max}\n", "cdc: only for cdc joins"},
+		{"job bad kinds", "join: {type: cdc, cdc: {kinds: kafka}, left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "join.cdc.kinds: must be update or flink"},
+		{"job bad ts", "join: {type: cdc, cdc: {ts: min}, left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "join.cdc.ts: must be none or max"},
+		{"job kind fields", "join: {type: temporal, temporal: {semantics: flink}, left: {kind: op}, right: {kind: op}}\n", ""},
+		{"job probe kind under strict", "join: {type: temporal, left: {kind: op}}\n", "join.left.kind: only for temporal joins with temporal: {semantics: flink}"},
+		{"job kind on interval", "join: {type: interval, upper: 1ms, right: {kind: op}}\n", "join.right.kind: only for temporal joins"},
+		{"job temporal on cdc", "join: {type: cdc, temporal: {semantics: flink}, left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "join.temporal: only for temporal joins"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseJob([]byte(tc.yaml))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestReplaySemanticsProbeKinds: under strict semantics a probe is
+// append-only; under flink a changelog probe keeps its kind, needs its
+// value, and outputs carry op; temporal-latest keeps kinds too.
+func TestReplaySemanticsProbeKinds(t *testing.T) {
+	in := `{"side":"right","key":"k","ts":0,"value":"v0"}
+{"side":"left","key":"k","ts":5,"value":"p5"}
+{"side":"left","key":"k","ts":5,"value":"p5","op":"-U"}
+{"side":"left","key":"k","ts":5,"value":"p5b","op":"+U"}
+{"side":"left","key":"k","ts":6,"value":"p6","op":"-D"}
+`
+	jb := mustJob(t, "type: temporal\nmode: left\n")
+	if _, err := RunEvents(jb, strings.NewReader(in), new(strings.Builder), Options{}); err == nil || !strings.Contains(err.Error(), "semantics: flink") {
+		t.Fatalf("a -U probe under strict semantics: %v", err)
+	}
+	for _, typ := range []string{"temporal", "temporal-latest"} {
+		got, late, _ := runEvents(t, "type: "+typ+"\nmode: left\ntemporal: {semantics: flink}\n", in, Options{})
+		eqLines(t, got, []string{
+			`{"left":"p5","right":"v0","ts":5,"op":"+I"}`,
+			`{"left":"p5","right":"v0","ts":5,"op":"-U"}`,
+			`{"left":"p5b","right":"v0","ts":5,"op":"+U"}`,
+			`{"left":"p6","right":"v0","ts":6,"op":"-D"}`,
+		})
+		if len(late) != 0 {
+			t.Fatalf("%s: late %v", typ, late)
+		}
+	}
+	jb = mustJob(t, "type: temporal\ntemporal: {semantics: flink}\n")
+	if _, err := RunEvents(jb, strings.NewReader(`{"side":"left","key":"k","ts":5,"op":"-D"}`+"\n"), new(strings.Builder), Options{}); err == nil || !strings.Contains(err.Error(), "value") {
+		t.Fatalf("a -D probe without its row: %v", err)
+	}
+}
