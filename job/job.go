@@ -49,7 +49,8 @@ type Spec struct {
 // Join describes the join.
 type Join struct {
 	// Type is the join family: cdc (the changelog join over Debezium
-	// changes), or an event-time join over plain JSON events: window,
+	// changes), cdc-multi (the multi-way changelog join on one key, see
+	// Table), or an event-time join over plain JSON events: window,
 	// interval, time-bounded (Spark-style, with outer modes), unbounded (a
 	// regular join whose state is bounded by ttl) or temporal.
 	Type string `yaml:"type"`
@@ -68,6 +69,9 @@ type Join struct {
 	// Left and Right describe the two inputs.
 	Left  Side `yaml:"left"`
 	Right Side `yaml:"right"`
+	// Tables lists the inputs of a cdc-multi join, the first one driving
+	// (see Table).
+	Tables []Table `yaml:"tables,omitempty"`
 	// Project lists the output columns; empty means {left name: row, right name: row}.
 	Project []Column `yaml:"project"`
 	// Condition, LeftCondition and RightCondition are the residual
@@ -658,12 +662,19 @@ func (s *Spec) Validate() error {
 			errs = append(errs, err)
 		}
 		errs = append(errs, s.Join.streamOnly()...)
+	case TypeCDCMulti:
+		if _, err := s.MultiSpec(); err != nil {
+			errs = append(errs, err)
+		}
 	case "window", "interval", "time-bounded", "unbounded", "temporal":
 		if _, err := s.TimedFactory(); err != nil {
 			errs = append(errs, err)
 		}
 	default:
-		bad("join.type", "must be cdc, window, interval, time-bounded, unbounded or temporal (got %q)", s.Join.Type)
+		bad("join.type", "must be cdc, cdc-multi, window, interval, time-bounded, unbounded or temporal (got %q)", s.Join.Type)
+	}
+	if len(s.Join.Tables) > 0 && !s.Multi() {
+		bad("join.tables", "only for a cdc-multi join (got type %s)", s.Join.Type)
 	}
 	names := map[string]bool{}
 	for i, src := range s.Sources {
@@ -694,13 +705,19 @@ func (s *Spec) Validate() error {
 			bad(f, "set side or tables, not both")
 		case src.Side == "" && len(src.Tables) == 0:
 			bad(f+".side", "must be set (left or right), or set tables")
+		case src.Side != "" && s.Multi():
+			if _, ok := s.sideOf(src.Side); !ok {
+				bad(f+".side", "must name a table of join.tables (%s; got %q)", strings.Join(s.tableNames(), ", "), src.Side)
+			}
 		case src.Side != "":
 			if _, ok := s.sideOf(src.Side); !ok {
 				bad(f+".side", "must be left, right, %q or %q (got %q)", s.Join.Left.Name, s.Join.Right.Name, src.Side)
 			}
 		default:
 			for t, side := range src.Tables {
-				if _, ok := s.sideOf(side); !ok {
+				if _, ok := s.sideOf(side); !ok && s.Multi() {
+					bad(f+".tables."+t, "must name a table of join.tables (%s; got %q)", strings.Join(s.tableNames(), ", "), side)
+				} else if !ok {
 					bad(f+".tables."+t, "must be left or right (got %q)", side)
 				}
 			}
@@ -904,8 +921,12 @@ func (s *Spec) Validate() error {
 	return errors.Join(errs...)
 }
 
-// sideOf maps "left"/"right" or a side's table name to the side.
+// sideOf maps "left"/"right" or a side's table name to the side; for a
+// cdc-multi join, a table's name to its index.
 func (s *Spec) sideOf(v string) (record.Side, bool) {
+	if s.Multi() {
+		return s.tableOf(v)
+	}
 	switch v {
 	case "left", s.Join.Left.Name:
 		return record.Left, v != ""
