@@ -819,7 +819,11 @@ func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, src
 		}
 		env.Change = c
 	}
-	evs, err = n.cdc.Route(side, env.Change)
+	if n.multi != nil {
+		evs, err = n.multi.Route(int(side), env.Change)
+	} else {
+		evs, err = n.cdc.Route(side, env.Change)
+	}
 	if err != nil {
 		reason := "route"
 		var re *joins.RouteError
