@@ -215,7 +215,7 @@ func (r *eventsRun) side(name string) (record.Side, error) {
 		if side, ok := r.d.sideOf(name); ok {
 			return side, nil
 		}
-		return 0, fmt.Errorf("side: unknown table %q (want %s)", name, r.d.sideNames())
+		return 0, fmt.Errorf("side: unknown table %q (it is %s)", name, r.d.sideNames())
 	}
 	switch name {
 	case "left", s.Left.Name:

@@ -134,16 +134,17 @@ func (d *driver) sideOf(name string) (record.Side, bool) {
 	return d.side(name)
 }
 
-// sideNames lists the names an input's side may take, for errors.
+// sideNames says which names an input's side may take, for errors: "is "
+// + sideNames().
 func (d *driver) sideNames() string {
 	if d.b.multi != nil {
 		var q []string
 		for _, t := range d.b.multi.Tables {
 			q = append(q, fmt.Sprintf("%q", t.Name))
 		}
-		return "one of " + strings.Join(q, ", ")
+		return "not one of " + strings.Join(q, ", ")
 	}
-	return fmt.Sprintf("%q or %q", d.spec.Left.Name, d.spec.Right.Name)
+	return fmt.Sprintf("neither %q nor %q", d.spec.Left.Name, d.spec.Right.Name)
 }
 
 // sideName names side in late lines.

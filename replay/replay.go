@@ -152,7 +152,7 @@ func (d *driver) apply(n int, st step) error {
 	case stepInput:
 		side, ok := d.sideOf(st.side)
 		if !ok {
-			return fmt.Errorf("side: %q is not %s", st.side, d.sideNames())
+			return fmt.Errorf("side: %q is %s", st.side, d.sideNames())
 		}
 		if d.spec.eventTime() {
 			return d.element(side, st, pos)
