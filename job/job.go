@@ -170,8 +170,10 @@ type Source struct {
 	// Format is the record format: debezium (default for cdc joins),
 	// debezium-avro (Debezium's envelope in Avro with a Schema Registry, cdc
 	// joins; needs schema_registry), debezium-jsonschema (Debezium JSON
-	// behind the registry's header) or json (plain events, default for
-	// event-time joins).
+	// behind the registry's header), changelog (another job's changelog
+	// sink output, read as changes of one table: a chain of joins, see
+	// FormatChangelog) or json (plain events, default for event-time
+	// joins).
 	Format string `yaml:"format"`
 	// SchemaRegistry of a debezium-avro source (see job/registry.go).
 	SchemaRegistry SchemaRegistry `yaml:"schema_registry,omitempty"`
@@ -685,10 +687,12 @@ func (s *Spec) Validate() error {
 			bad(f+".name", "duplicate source name %q", src.Name)
 		}
 		names[src.Name] = true
-		if src.Format != "" && src.Format != "debezium" && src.Format != "json" && src.Format != FormatDebeziumAvro && src.Format != FormatDebeziumJSONSchema {
-			bad(f+".format", "must be debezium, debezium-avro, debezium-jsonschema or json (got %q)", src.Format)
-		} else if (src.Format == FormatDebeziumAvro || src.Format == FormatDebeziumJSONSchema) && s.Timed() {
+		if src.Format != "" && src.Format != "debezium" && src.Format != "json" && src.Format != FormatDebeziumAvro && src.Format != FormatDebeziumJSONSchema && src.Format != FormatChangelog {
+			bad(f+".format", "must be debezium, debezium-avro, debezium-jsonschema, changelog or json (got %q)", src.Format)
+		} else if (src.Format == FormatDebeziumAvro || src.Format == FormatDebeziumJSONSchema || src.Format == FormatChangelog) && s.Timed() {
 			bad(f+".format", "%s is for cdc joins", src.Format)
+		} else if src.Format == FormatChangelog && len(src.Tables) > 0 {
+			bad(f+".tables", "a changelog source names no table: bind it with side")
 		}
 		errs = append(errs, validateRegistry(f+".schema_registry", src.SchemaRegistry, src.Format == FormatDebeziumAvro, "format "+s.SourceFormat(src))...)
 		if _, err := src.CompiledFilter(); err != nil {

@@ -162,3 +162,12 @@ func (s *Spec) multiColumn(c Column) (joins.MultiColumn, error) {
 	}
 	return joins.MultiColumn{Name: c.Name, Table: int(i), Field: field}, nil
 }
+
+// FormatChangelog is the source format that reads another job's output
+// in the changelog sink format (formats/changelog.DecodeChange): +I and +U
+// upsert the row, -U and -D delete it, so a second job can join the first
+// one's result on another key (a chain: users ⋈ domains, then ⋈ companies
+// on the result's company_id). Bind the source with side; give the table
+// pk: _pk, the column holding the first job's output primary key
+// (changelog.PKColumn).
+const FormatChangelog = "changelog"

@@ -115,6 +115,15 @@ func (s *MultiSpec) Validate() error {
 	return errors.Join(errs...)
 }
 
+// KeyInPK reports whether outputs' primary keys start with the join key:
+// when the driving table's join column is not its primary key. Its rows
+// can then move between join keys, and the same tables' primary keys
+// could name a result at two keys; but every output primary key must
+// belong to one join key (sinks order a row's changes by its key's
+// sequence, record.Output.Seq). Otherwise the key is the driving row's
+// primary key, already in the array.
+func (s *MultiSpec) KeyInPK() bool { return s.Tables[0].JoinOn != s.Tables[0].PK }
+
 // TableIndex returns the index of the table named name.
 func (s *MultiSpec) TableIndex(name string) (int, bool) {
 	for i, t := range s.Tables {
@@ -162,6 +171,11 @@ func (s *MultiSpec) Route(table int, c record.Change) ([]record.Event, error) {
 // its last row; a result row that appears or disappears otherwise is +I or
 // -D. A result row exists only while the driving table and every inner
 // table hold a row at the key.
+//
+// An output's primary key is the JSON array of every table's primary key
+// (null for a padded table), [users.id, domains.id, settings.id]; with the
+// join key first when the driving table is not keyed by its primary key
+// (KeyInPK).
 //
 // A Multi is not safe for concurrent use. It takes ownership of its events'
 // rows; rows it returns or outputs are shared with its state: read-only.
@@ -368,10 +382,15 @@ func (m *multiEmitter) emit(k record.Kind, rows []record.Row) {
 }
 
 // outputPK is the result's primary key: the JSON array of every table's
-// primary key, null for a padded table.
+// primary key, null for a padded table, after the join key when the
+// driving table is not keyed by its primary key (see KeyInPK).
 func (s *MultiSpec) outputPK(rows []record.Row) string {
 	var b strings.Builder
 	b.WriteByte('[')
+	if s.KeyInPK() {
+		writePKValue(&b, rows[0], s.Tables[0].JoinOn) // the driving row is never padded
+		b.WriteByte(',')
+	}
 	for i, r := range rows {
 		if i > 0 {
 			b.WriteByte(',')

@@ -15,6 +15,7 @@ import (
 
 	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/job"
@@ -785,6 +786,8 @@ func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, src
 		}
 	} else if r.cfg.Format == job.FormatDebeziumJSONSchema {
 		env, err = debeziumavro.DecodeJSONSchema(m.Value, m.Pos)
+	} else if r.cfg.Format == job.FormatChangelog {
+		env.Change, err = changelog.DecodeChange(m.Value, m.Pos) // another job's output (a chain)
 	} else {
 		env, err = debezium.DecodeEnvelope(m.Value, m.Pos)
 	}

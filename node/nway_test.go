@@ -13,7 +13,9 @@ import (
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/internal/testutil"
+	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/node"
 )
 
 // nwayYAML is users ⋈ domains ⋈ user_settings on the user id; %s is the
@@ -183,4 +185,173 @@ sinks: [{type: file, path: out.jsonl, format: changelog}]
 		}
 	}
 	diff(t, "nway restart", nwayRows(table.Rows()), bruteNway(h, "left"))
+}
+
+// chainRows renders job 2's table of the chain as domain_id ->
+// domain_name|firstname|company_id|company_name.
+func chainRows(rows []joins.TableRow) map[string]string {
+	m := map[string]string{}
+	for _, r := range rows {
+		m[fmt.Sprint(r.Row["domain_id"])] = fmt.Sprintf("%v|%v|%v|%v", r.Row["domain_name"], r.Row["firstname"], r.Row["company_id"], r.Row["company_name"])
+	}
+	return m
+}
+
+// bruteChain is domains ⋈ users ⟕ companies over final tables (rows keyed
+// by id, values as fmt prints them).
+func bruteChain(users, domains, companies map[string]map[string]any) map[string]string {
+	out := map[string]string{}
+	for did, d := range domains {
+		u, ok := users[fmt.Sprint(d["user_id"])]
+		if !ok {
+			continue
+		}
+		var name any
+		if c, ok := companies[fmt.Sprint(u["company_id"])]; ok {
+			name = c["company_name"]
+		}
+		out[did] = fmt.Sprintf("%v|%v|%v|%v", d["domain_name"], u["firstname"], u["company_id"], name)
+	}
+	return out
+}
+
+// finalTables folds Debezium lines into their final rows, by table and id.
+func finalTables(t *testing.T, lines [][]byte) map[string]map[string]map[string]any {
+	t.Helper()
+	tables := map[string]map[string]map[string]any{}
+	for _, l := range lines {
+		var env struct {
+			Op            string
+			Before, After map[string]any
+			Source        struct{ Table string }
+		}
+		if err := json.Unmarshal(l, &env); err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+		rows := tables[env.Source.Table]
+		if rows == nil {
+			rows = map[string]map[string]any{}
+			tables[env.Source.Table] = rows
+		}
+		if env.Before != nil {
+			delete(rows, fmt.Sprint(env.Before["id"]))
+		}
+		if env.After != nil {
+			rows[fmt.Sprint(env.After["id"])] = env.After
+		}
+	}
+	return tables
+}
+
+func readLines(t *testing.T, path string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+}
+
+// runChain runs job 1, then job 2 over job 1's changelog, and returns job
+// 2's node (its table sink holds the result).
+func runChain(t *testing.T, job1, job2 *job.Spec) *node.Node {
+	t.Helper()
+	n1 := start(t, job1)
+	run(t, n1)
+	if bad := n1.Stats().BadTotal(); bad != 0 {
+		t.Fatalf("job 1 rejected %d records: %v", bad, n1.Stats().Bad())
+	}
+	n2 := start(t, job2)
+	run(t, n2)
+	if bad := n2.Stats().BadTotal(); bad != 0 {
+		t.Fatalf("job 2 rejected %d records: %v", bad, n2.Stats().Bad())
+	}
+	return n2
+}
+
+// TestNodeNwayChainExample runs examples/chain (two jobs wired by job 1's
+// changelog file) and checks job 2's table against the brute-force join of
+// the example's final tables.
+func TestNodeNwayChainExample(t *testing.T) {
+	dir := t.TempDir()
+	enriched := filepath.Join(dir, "enriched.jsonl")
+	job1, err := job.Load("../examples/chain/job1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job2, err := job.Load("../examples/chain/job2.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job1.Sinks[0].Path, job2.Sources[0].Path = enriched, enriched
+	n2 := runChain(t, job1, job2)
+	ft := finalTables(t, append(readLines(t, "../examples/chain/users-domains.jsonl"), readLines(t, "../examples/chain/companies.jsonl")...))
+	want := bruteChain(ft["users"], ft["domains"], ft["companies"])
+	if len(want) < 3 {
+		t.Fatalf("brute-force join has %d rows: the example is too thin", len(want))
+	}
+	diff(t, "chain example", chainRows(n2.Table()), want)
+}
+
+const chainJob1 = `
+name: chain1
+join:
+  type: cdc
+  mode: inner
+  left:  {name: users,   pk: id, join_on: id}
+  right: {name: domains, pk: id, join_on: user_id}
+  project:
+    - {name: domain_id,   from: domains.id}
+    - {name: domain_name, from: domains.domain_name}
+    - {name: firstname,   from: users.firstname}
+    - {name: company_id,  from: users.company_id}
+sources: [{name: cdc, type: file, path: ud.jsonl, tables: {users: left, domains: right}}]
+sinks: [{type: file, path: enriched.jsonl, format: changelog}]
+`
+
+const chainJob2 = `
+name: chain2
+join:
+  type: cdc-multi
+  tables:
+    - {name: enriched,  pk: _pk, join_on: company_id}   # _pk: job 1's output pk
+    - {name: companies, pk: id, join_on: id, kind: left}
+  project:
+    - {name: domain_id,    from: enriched.domain_id}
+    - {name: domain_name,  from: enriched.domain_name}
+    - {name: firstname,    from: enriched.firstname}
+    - {name: company_id,   from: enriched.company_id}
+    - {name: company_name, from: companies.company_name}
+sources:
+  - {name: enriched,  type: file, path: enriched.jsonl, format: changelog, side: enriched}
+  - {name: companies, type: file, path: companies.jsonl, side: companies}
+sinks: [{type: table}]
+`
+
+// TestNodeNwayChain runs the chain over a random history in which users
+// change company and domains change user, and checks job 2's table against
+// the brute-force join of the final tables.
+func TestNodeNwayChain(t *testing.T) {
+	h := cdcgen.Generate(cdcgen.Config{Seed: 47, Users: 20, Domains: 60, Companies: 6, Changes: 1500})
+	var ud, comp [][]byte
+	for _, l := range h.Lines {
+		if bytes.Contains(l, []byte(`"table":"companies"`)) {
+			comp = append(comp, l)
+		} else {
+			ud = append(ud, l)
+		}
+	}
+	if len(comp) < 50 {
+		t.Fatalf("only %d companies changes", len(comp))
+	}
+	dir := t.TempDir()
+	writeLines(t, filepath.Join(dir, "ud.jsonl"), ud)
+	writeLines(t, filepath.Join(dir, "companies.jsonl"), comp)
+	n2 := runChain(t, parse(t, dir, chainJob1), parse(t, dir, chainJob2))
+	ft := finalTables(t, h.Lines)
+	want := bruteChain(ft["users"], ft["domains"], ft["companies"])
+	if len(want) < 20 {
+		t.Fatalf("brute-force join has %d rows: the history is too thin", len(want))
+	}
+	diff(t, "chain", chainRows(n2.Table()), want)
 }
