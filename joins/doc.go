@@ -14,6 +14,10 @@
 //     appends the resulting changelog records (+I, -U, +U, -D), following
 //     Flink's streaming join conventions. Snapshot and Restore give its
 //     versioned, deterministic encoding.
+//   - MultiSpec and Multi are the multi-way changelog join on one key (as
+//     Flink's multi-way join operator): a driving table and further tables
+//     each inner or left joined to it, every table's rows by primary key at
+//     the key and no intermediate result; the same changelog rules as CDC.
 //   - The event-time joins (Timed: window and coGroup, interval,
 //     time-bounded outer, unbounded with a TTL, temporal) are per-key
 //     machines driven by OnElement and OnTimer. The stream-stream ones take
