@@ -688,7 +688,7 @@ func (s *Spec) Validate() error {
 		}
 		names[src.Name] = true
 		if src.Format != "" && src.Format != "debezium" && src.Format != "json" && src.Format != FormatDebeziumAvro && src.Format != FormatDebeziumJSONSchema && src.Format != FormatChangelog {
-			bad(f+".format", "must be debezium, debezium-avro, debezium-jsonschema, changelog or json (got %q)", src.Format)
+			bad(f+".format", "must be debezium, debezium-avro, debezium-jsonschema or json, or changelog (another job's output; got %q)", src.Format)
 		} else if (src.Format == FormatDebeziumAvro || src.Format == FormatDebeziumJSONSchema || src.Format == FormatChangelog) && s.Timed() {
 			bad(f+".format", "%s is for cdc joins", src.Format)
 		} else if src.Format == FormatChangelog && len(src.Tables) > 0 {

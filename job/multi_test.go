@@ -78,3 +78,15 @@ func TestJobMultiNamesField(t *testing.T) {
 		})
 	}
 }
+
+func TestJobChangelogSource(t *testing.T) {
+	chained := strings.Replace(goodMulti, "{name: cdc, type: file, path: x.jsonl, tables: {users: users, domains: domains, user_settings: settings}}",
+		"{name: cdc, type: file, path: x.jsonl, tables: {users: users, domains: domains}}\n  - {name: prev, type: file, path: y.jsonl, format: changelog, side: settings}", 1)
+	if _, err := Parse([]byte(chained)); err != nil {
+		t.Fatalf("a changelog source bound by side: %v", err)
+	}
+	byTable := strings.Replace(chained, "format: changelog, side: settings", "format: changelog, tables: {t: settings}", 1)
+	if _, err := Parse([]byte(byTable)); err == nil || !strings.Contains(err.Error(), "sources[1].tables: a changelog source names no table") {
+		t.Fatalf("error %v, want sources[1].tables refused", err)
+	}
+}
