@@ -504,3 +504,44 @@ func referenceMultiSnapshot(t *testing.T, m *Multi) []byte {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
+
+// BenchmarkMultiUpdate: an update of the driving row of a key holding 10
+// domains and 2 settings rows (20 results: 40 outputs), and an update of
+// one settings row (10 results).
+func BenchmarkMultiUpdate(b *testing.B) {
+	spec := multi3(LeftOuter, Inner)
+	m := NewMulti(spec)
+	apply := func(table int, c record.Change) []record.Output {
+		evs, err := spec.Route(table, c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var out []record.Output
+		for _, e := range evs {
+			out = m.OnEvent(e, out)
+		}
+		return out
+	}
+	apply(0, ins(user(1, "u")))
+	for d := 1; d <= 10; d++ {
+		apply(1, ins(domain(d, 1, "r")))
+	}
+	apply(2, ins(setting(1, 1, "a")))
+	apply(2, ins(setting(2, 1, "b")))
+	b.Run("driving", func(b *testing.B) {
+		c := upd(user(1, "u"), user(1, "v"))
+		for i := 0; i < b.N; i++ {
+			if n := len(apply(0, c)); n != 40 {
+				b.Fatalf("%d outputs", n)
+			}
+		}
+	})
+	b.Run("settings", func(b *testing.B) {
+		c := upd(setting(2, 1, "b"), setting(2, 1, "c"))
+		for i := 0; i < b.N; i++ {
+			if n := len(apply(2, c)); n != 20 {
+				b.Fatalf("%d outputs", n)
+			}
+		}
+	})
+}
