@@ -21,7 +21,9 @@ import (
 // Deps are what every key actor of one job shares on a node.
 type Deps struct {
 	Job  string
-	Spec *joins.CDCSpec // the changelog join; nil when NewTimed is set
+	Spec *joins.CDCSpec // the changelog join; nil when NewTimed or Multi is set
+	// Multi is the multi-way changelog join on one key; nil for others.
+	Multi *joins.MultiSpec
 	// NewTimed makes the per-key state machine of an event-time join.
 	NewTimed func() joins.Timed
 	Store    persistence.Store // loads state on activation
@@ -69,7 +71,7 @@ func NewKind(d *Deps) *cluster.Kind {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	cfg := &keycore.Config{Machine: keycore.MachineSpec{CDC: d.Spec, NewTimed: d.NewTimed}}
+	cfg := &keycore.Config{Machine: keycore.MachineSpec{CDC: d.Spec, Multi: d.Multi, NewTimed: d.NewTimed}}
 	props := actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d, cfg: cfg} }, actor.WithDispatcher(keyDispatcher()))
 	return cluster.NewKind(KindName(d.Job), props)
 }
@@ -110,7 +112,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *cluster.ClusterInit:
 		if a.cfg == nil {
-			a.cfg = &keycore.Config{Machine: keycore.MachineSpec{CDC: a.deps.Spec, NewTimed: a.deps.NewTimed}}
+			a.cfg = &keycore.Config{Machine: keycore.MachineSpec{CDC: a.deps.Spec, Multi: a.deps.Multi, NewTimed: a.deps.NewTimed}}
 		}
 		a.core = keycore.New(a.cfg, record.Key(m.Identity.Identity))
 		a.node = ctx.ActorSystem().Address()
@@ -378,6 +380,20 @@ func (a *keyActor) inspect() *keypb.KeyState {
 		ks.Watermark = m.Watermark()
 		if !m.Empty() {
 			ks.Timed = m.Timed().Snapshot()
+		}
+		return ks
+	}
+	if mj := m.Multi(); mj != nil {
+		// The driving table's rows as left, every other table's as rights.
+		for i := range a.deps.Multi.Tables {
+			for _, r := range mj.Rows(i) {
+				b, _ := encodeRow(r)
+				if i == 0 && ks.Left == nil {
+					ks.Left = b
+					continue
+				}
+				ks.Rights = append(ks.Rights, b)
+			}
 		}
 		return ks
 	}

@@ -49,7 +49,8 @@ type Spec struct {
 // Join describes the join.
 type Join struct {
 	// Type is the join family: cdc (the changelog join over Debezium
-	// changes), or an event-time join over plain JSON events: window,
+	// changes), cdc-multi (the multi-way changelog join on one key, see
+	// Table), or an event-time join over plain JSON events: window,
 	// interval, time-bounded (Spark-style, with outer modes), unbounded (a
 	// regular join whose state is bounded by ttl) or temporal.
 	Type string `yaml:"type"`
@@ -68,6 +69,9 @@ type Join struct {
 	// Left and Right describe the two inputs.
 	Left  Side `yaml:"left"`
 	Right Side `yaml:"right"`
+	// Tables lists the inputs of a cdc-multi join, the first one driving
+	// (see Table).
+	Tables []Table `yaml:"tables,omitempty"`
 	// Project lists the output columns; empty means {left name: row, right name: row}.
 	Project []Column `yaml:"project"`
 	// Condition, LeftCondition and RightCondition are the residual
@@ -198,8 +202,10 @@ type Source struct {
 	// Format is the record format: debezium (default for cdc joins),
 	// debezium-avro (Debezium's envelope in Avro with a Schema Registry, cdc
 	// joins; needs schema_registry), debezium-jsonschema (Debezium JSON
-	// behind the registry's header) or json (plain events, default for
-	// event-time joins).
+	// behind the registry's header), changelog (another job's changelog
+	// sink output, read as changes of one table: a chain of joins, see
+	// FormatChangelog) or json (plain events, default for event-time
+	// joins).
 	Format string `yaml:"format"`
 	// SchemaRegistry of a debezium-avro source (see job/registry.go).
 	SchemaRegistry SchemaRegistry `yaml:"schema_registry,omitempty"`
@@ -690,12 +696,19 @@ func (s *Spec) Validate() error {
 			errs = append(errs, err)
 		}
 		errs = append(errs, s.Join.streamOnly()...)
+	case TypeCDCMulti:
+		if _, err := s.MultiSpec(); err != nil {
+			errs = append(errs, err)
+		}
 	case "window", "interval", "time-bounded", "unbounded", "temporal", "temporal-latest":
 		if _, err := s.TimedFactory(); err != nil {
 			errs = append(errs, err)
 		}
 	default:
-		bad("join.type", "must be cdc, window, interval, time-bounded, unbounded, temporal or temporal-latest (got %q)", s.Join.Type)
+		bad("join.type", "must be cdc, cdc-multi, window, interval, time-bounded, unbounded, temporal or temporal-latest (got %q)", s.Join.Type)
+	}
+	if len(s.Join.Tables) > 0 && !s.Multi() {
+		bad("join.tables", "only for a cdc-multi join (got type %s)", s.Join.Type)
 	}
 	names := map[string]bool{}
 	for i, src := range s.Sources {
@@ -706,10 +719,12 @@ func (s *Spec) Validate() error {
 			bad(f+".name", "duplicate source name %q", src.Name)
 		}
 		names[src.Name] = true
-		if src.Format != "" && src.Format != "debezium" && src.Format != "json" && src.Format != FormatDebeziumAvro && src.Format != FormatDebeziumJSONSchema {
-			bad(f+".format", "must be debezium, debezium-avro, debezium-jsonschema or json (got %q)", src.Format)
-		} else if (src.Format == FormatDebeziumAvro || src.Format == FormatDebeziumJSONSchema) && s.Timed() {
+		if src.Format != "" && src.Format != "debezium" && src.Format != "json" && src.Format != FormatDebeziumAvro && src.Format != FormatDebeziumJSONSchema && src.Format != FormatChangelog {
+			bad(f+".format", "must be debezium, debezium-avro, debezium-jsonschema or json, or changelog (another job's output; got %q)", src.Format)
+		} else if (src.Format == FormatDebeziumAvro || src.Format == FormatDebeziumJSONSchema || src.Format == FormatChangelog) && s.Timed() {
 			bad(f+".format", "%s is for cdc joins", src.Format)
+		} else if src.Format == FormatChangelog && len(src.Tables) > 0 {
+			bad(f+".tables", "a changelog source names no table: bind it with side")
 		}
 		errs = append(errs, validateRegistry(f+".schema_registry", src.SchemaRegistry, src.Format == FormatDebeziumAvro, "format "+s.SourceFormat(src))...)
 		if _, err := src.CompiledFilter(); err != nil {
@@ -726,13 +741,19 @@ func (s *Spec) Validate() error {
 			bad(f, "set side or tables, not both")
 		case src.Side == "" && len(src.Tables) == 0:
 			bad(f+".side", "must be set (left or right), or set tables")
+		case src.Side != "" && s.Multi():
+			if _, ok := s.sideOf(src.Side); !ok {
+				bad(f+".side", "must name a table of join.tables (%s; got %q)", strings.Join(s.tableNames(), ", "), src.Side)
+			}
 		case src.Side != "":
 			if _, ok := s.sideOf(src.Side); !ok {
 				bad(f+".side", "must be left, right, %q or %q (got %q)", s.Join.Left.Name, s.Join.Right.Name, src.Side)
 			}
 		default:
 			for t, side := range src.Tables {
-				if _, ok := s.sideOf(side); !ok {
+				if _, ok := s.sideOf(side); !ok && s.Multi() {
+					bad(f+".tables."+t, "must name a table of join.tables (%s; got %q)", strings.Join(s.tableNames(), ", "), side)
+				} else if !ok {
 					bad(f+".tables."+t, "must be left or right (got %q)", side)
 				}
 			}
@@ -936,8 +957,12 @@ func (s *Spec) Validate() error {
 	return errors.Join(errs...)
 }
 
-// sideOf maps "left"/"right" or a side's table name to the side.
+// sideOf maps "left"/"right" or a side's table name to the side; for a
+// cdc-multi join, a table's name to its index.
 func (s *Spec) sideOf(v string) (record.Side, bool) {
+	if s.Multi() {
+		return s.tableOf(v)
+	}
 	switch v {
 	case "left", s.Join.Left.Name:
 		return record.Left, v != ""

@@ -10,7 +10,9 @@ import (
 )
 
 // Timed reports whether the job runs an event-time join.
-func (s *Spec) Timed() bool { return s.Join.Type != "" && s.Join.Type != "cdc" }
+func (s *Spec) Timed() bool {
+	return s.Join.Type != "" && s.Join.Type != "cdc" && s.Join.Type != TypeCDCMulti
+}
 
 // SourceFormat is the effective record format of a source.
 func (s *Spec) SourceFormat(src Source) string {

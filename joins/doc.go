@@ -16,6 +16,10 @@
 //     exactly Flink's StreamingJoinOperator row kinds, and with MaxTs
 //     output times as Kafka Streams' KTable-KTable join stamps them.
 //     Snapshot and Restore give its versioned, deterministic encoding.
+//   - MultiSpec and Multi are the multi-way changelog join on one key (as
+//     Flink's multi-way join operator): a driving table and further tables
+//     each inner or left joined to it, every table's rows by primary key at
+//     the key and no intermediate result; the same changelog rules as CDC.
 //   - The event-time joins (Timed: window and coGroup, interval,
 //     time-bounded outer, unbounded with a TTL, temporal, and the temporal
 //     join with Flink's semantics, TemporalFlink) are per-key

@@ -347,19 +347,16 @@ func (c *Core) duplicate(e record.Event, pos string) bool {
 	if pos == "" {
 		return false
 	}
-	spec := c.cfg.Machine.CDC
-	row, pkCol := e.After, spec.Left.PK
+	spec := &c.cfg.Machine
+	row, pkCol := e.After, spec.pkColumn(e.Side)
 	if e.Op == record.OpDelete {
 		row = e.Before
-	}
-	if e.Side == record.Right {
-		pkCol = spec.Right.PK
 	}
 	pk, ok := record.KeyOf(row[pkCol])
 	if !ok {
 		return false
 	}
-	id := e.Side.String() + "/" + string(pk)
+	id := spec.sideName(e.Side) + "/" + string(pk)
 	if last, ok := c.src[id]; ok && pos <= last {
 		return true
 	}

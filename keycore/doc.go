@@ -6,8 +6,9 @@
 // and the Write that must be durable before that answer is given. The
 // driver persists the Write and calls Durable.
 //
-// What the core keeps per key: the join Machine (the changelog join, or an
-// event-time join with its timers.Set and watermark), the highest applied
+// What the core keeps per key: the join Machine (the changelog join, the
+// multi-way changelog join on one key, or an event-time join with its
+// timers.Set and watermark), the highest applied
 // offset per source partition (inputs at or below it are skipped, their
 // kept outputs re-sent), the last Debezium source position per row
 // (replays at new offsets are dropped), the outbox of outputs not yet

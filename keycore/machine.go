@@ -8,12 +8,36 @@ import (
 	"github.com/joinery/joinery/timers"
 )
 
-// MachineSpec says which join a key runs: the changelog join (CDC) or an
-// event-time join (NewTimed, which makes one key's machine). Exactly one is
-// set.
+// MachineSpec says which join a key runs: the changelog join (CDC), the
+// multi-way changelog join on one key (Multi) or an event-time join
+// (NewTimed, which makes one key's machine). Exactly one is set.
 type MachineSpec struct {
 	CDC      *joins.CDCSpec
+	Multi    *joins.MultiSpec
 	NewTimed func() joins.Timed
+}
+
+// pkColumn is the primary-key column of side's rows in a changelog join.
+func (s *MachineSpec) pkColumn(side record.Side) string {
+	switch {
+	case s.Multi != nil:
+		if int(side) < len(s.Multi.Tables) {
+			return s.Multi.Tables[side].PK
+		}
+		return ""
+	case side == record.Right:
+		return s.CDC.Right.PK
+	}
+	return s.CDC.Left.PK
+}
+
+// sideName names side in the per-row dedup positions: left or right, a
+// multi-way join's table name.
+func (s *MachineSpec) sideName(side record.Side) string {
+	if s.Multi != nil && int(side) < len(s.Multi.Tables) {
+		return s.Multi.Tables[side].Name
+	}
+	return side.String()
 }
 
 // Machine is one key's join state machine behind one interface: the
@@ -25,6 +49,7 @@ type MachineSpec struct {
 // deletes go to the key's timers.Set. Not safe for concurrent use.
 type Machine struct {
 	cdc    *joins.CDC
+	multi  *joins.Multi
 	timed  joins.Timed
 	timers timers.Set
 	wm     int64
@@ -41,9 +66,12 @@ func NewMachine(spec MachineSpec) *Machine {
 
 func newMachine(spec MachineSpec, fx *joins.Effects) *Machine {
 	m := &Machine{wm: math.MinInt64, fx: fx}
-	if spec.NewTimed != nil {
+	switch {
+	case spec.NewTimed != nil:
 		m.timed = spec.NewTimed()
-	} else {
+	case spec.Multi != nil:
+		m.multi = joins.NewMulti(spec.Multi)
+	default:
 		m.cdc = joins.NewCDC(spec.CDC)
 	}
 	return m
@@ -52,8 +80,11 @@ func newMachine(spec MachineSpec, fx *joins.Effects) *Machine {
 // EventTime reports whether the machine is an event-time join.
 func (m *Machine) EventTime() bool { return m.timed != nil }
 
-// CDC is the changelog join, or nil for an event-time join.
+// CDC is the changelog join, or nil for an event-time or multi-way join.
 func (m *Machine) CDC() *joins.CDC { return m.cdc }
+
+// Multi is the multi-way changelog join, or nil for another join.
+func (m *Machine) Multi() *joins.Multi { return m.multi }
 
 // Timed is the event-time join, or nil for the changelog join.
 func (m *Machine) Timed() joins.Timed { return m.timed }
@@ -68,9 +99,12 @@ func (m *Machine) Timers() []int64 { return m.timers.Timestamps() }
 // NextTimer is the earliest pending timer.
 func (m *Machine) NextTimer() (int64, bool) { return m.timers.Next() }
 
-// OnEvent applies one change of the changelog join and appends its outputs
-// to outs.
+// OnEvent applies one change of the changelog (two- or multi-way) join and
+// appends its outputs to outs.
 func (m *Machine) OnEvent(e record.Event, outs []record.Output) []record.Output {
+	if m.multi != nil {
+		return m.multi.OnEvent(e, outs)
+	}
 	return m.cdc.OnEvent(e, outs)
 }
 
@@ -131,6 +165,9 @@ func (m *Machine) Empty() bool {
 	if m.timed != nil {
 		return m.timed.Empty()
 	}
+	if m.multi != nil {
+		return m.multi.Empty()
+	}
 	return m.cdc.Empty()
 }
 
@@ -144,6 +181,9 @@ func (m *Machine) Snapshot() []byte {
 	if m.timed != nil {
 		return m.timed.Snapshot()
 	}
+	if m.multi != nil {
+		return m.multi.Snapshot()
+	}
 	return m.cdc.Snapshot()
 }
 
@@ -151,6 +191,9 @@ func (m *Machine) Snapshot() []byte {
 func (m *Machine) Restore(b []byte) error {
 	if m.timed != nil {
 		return m.timed.Restore(b)
+	}
+	if m.multi != nil {
+		return m.multi.Restore(b)
 	}
 	return m.cdc.Restore(b)
 }

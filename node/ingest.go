@@ -15,6 +15,7 @@ import (
 
 	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/job"
@@ -796,6 +797,8 @@ func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, src
 		}
 	} else if r.cfg.Format == job.FormatDebeziumJSONSchema {
 		env, err = debeziumavro.DecodeJSONSchema(m.Value, m.Pos)
+	} else if r.cfg.Format == job.FormatChangelog {
+		env.Change, err = changelog.DecodeChange(m.Value, m.Pos) // another job's output (a chain)
 	} else {
 		env, err = debezium.DecodeEnvelope(m.Value, m.Pos)
 	}
@@ -830,7 +833,11 @@ func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, src
 		}
 		env.Change = c
 	}
-	evs, err = n.cdc.Route(side, env.Change)
+	if n.multi != nil {
+		evs, err = n.multi.Route(int(side), env.Change)
+	} else {
+		evs, err = n.cdc.Route(side, env.Change)
+	}
 	if err != nil {
 		reason := "route"
 		var re *joins.RouteError

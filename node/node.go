@@ -54,6 +54,7 @@ type Node struct {
 	spec     *job.Spec
 	budget   *actors.Budget // the live key actors' memory budget
 	cdc      *joins.CDCSpec
+	multi    *joins.MultiSpec // a cdc-multi join; cdc is nil then
 	log      *slog.Logger
 	opts     Options
 	system   *actor.ActorSystem
@@ -101,6 +102,7 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 		opts.Stdin = os.Stdin
 	}
 	var cdc *joins.CDCSpec
+	var multi *joins.MultiSpec
 	var timedF func() joins.Timed
 	var evt *eventTime
 	if spec.Timed() {
@@ -110,10 +112,14 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 		if evt, err = newEventTime(spec); err != nil {
 			return nil, err
 		}
+	} else if spec.Multi() {
+		if multi, err = spec.MultiSpec(); err != nil {
+			return nil, err
+		}
 	} else if cdc, err = spec.CDCSpec(); err != nil {
 		return nil, err
 	}
-	n = &Node{spec: spec, cdc: cdc, log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics(),
+	n = &Node{spec: spec, cdc: cdc, multi: multi, log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics(),
 		session: fmt.Sprintf("%x", rand.Uint64())}
 	n.stats = newStats(spec.Name, n.metrics)
 	n.hot = hotkeys.New(1024, 10*time.Second, time.Now())
@@ -264,7 +270,7 @@ func (n *Node) startCluster() (err error) {
 		}
 		ropts = append(ropts, topts...)
 	}
-	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, NewTimed: n.timed, Store: n.store, Writer: n.writer, Logger: n.log,
+	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, Multi: n.multi, NewTimed: n.timed, Store: n.store, Writer: n.writer, Logger: n.log,
 		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats, Budget: n.budget})
 	n.kind = actors.KindName(n.spec.Name)
 	cfg := pcluster.Configure("joinery-"+n.spec.Name, n.provider, disthash.New(),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/joinery/joinery/joins"
@@ -105,7 +106,7 @@ func RunEvents(jb *Job, in io.Reader, out io.Writer, opts Options) (EventsSummar
 		return EventsSummary{}, err
 	}
 	bw := bufio.NewWriter(out)
-	r := &eventsRun{d: d, out: bw, refs: map[string]json.RawMessage{},
+	r := &eventsRun{d: d, out: bw, refs: map[string]json.RawMessage{}, pending: map[record.Side]*pendingRetract{},
 		ops: opts.Ops == OpsAlways || !spec.eventTime() || spec.changelogProbe()}
 	switch {
 	case opts.Late == nil:
@@ -163,7 +164,7 @@ type eventsRun struct {
 	// "n" (line n's value), "n/a" and "n/b" (its after and before).
 	refs map[string]json.RawMessage
 	// pending is a cdc side's -U waiting for its +U (by side).
-	pending [2]*pendingRetract
+	pending map[record.Side]*pendingRetract
 }
 
 type pendingRetract struct {
@@ -211,6 +212,12 @@ func (r *eventsRun) line(n int, b []byte) error {
 
 func (r *eventsRun) side(name string) (record.Side, error) {
 	s := r.d.spec
+	if r.d.b.multi != nil {
+		if side, ok := r.d.sideOf(name); ok {
+			return side, nil
+		}
+		return 0, fmt.Errorf("side: unknown table %q (it is %s)", name, r.d.sideNames())
+	}
 	switch name {
 	case "left", s.Left.Name:
 		return record.Left, nil
@@ -394,10 +401,7 @@ func (r *eventsRun) samePK(side record.Side, a, b record.Row) bool {
 	if a == nil || b == nil {
 		return false
 	}
-	pk := r.d.spec.Left.PK
-	if side == record.Right {
-		pk = r.d.spec.Right.PK
-	}
+	pk := r.d.pkColumn(side)
 	ka, okA := record.KeyOf(a[pk])
 	kb, okB := record.KeyOf(b[pk])
 	return okA && okB && ka == kb
@@ -420,7 +424,7 @@ func (r *eventsRun) flushPending(side record.Side) error {
 // applyChange routes and applies one change; a change the join cannot
 // route is dropped with its reason.
 func (r *eventsRun) applyChange(n int, side record.Side, c record.Change) error {
-	if _, err := r.d.b.cdc.Route(side, c); err != nil {
+	if _, err := r.d.route(side, c); err != nil {
 		var re *joins.RouteError
 		if !errors.As(err, &re) {
 			return err
@@ -443,11 +447,15 @@ func (r *eventsRun) applyChange(n int, side record.Side, c record.Change) error 
 // finish flushes pending retractions and, when flush, moves the watermark
 // to the end of time.
 func (r *eventsRun) finish(flush bool) error {
-	if err := r.flushPending(record.Left); err != nil {
-		return err
+	sides := make([]record.Side, 0, len(r.pending))
+	for side := range r.pending {
+		sides = append(sides, side)
 	}
-	if err := r.flushPending(record.Right); err != nil {
-		return err
+	slices.Sort(sides)
+	for _, side := range sides {
+		if err := r.flushPending(side); err != nil {
+			return err
+		}
 	}
 	if flush && r.d.spec.eventTime() {
 		if err := r.d.watermark(math.MaxInt64); err != nil {
@@ -478,6 +486,9 @@ func (r *eventsRun) value(v any) (json.RawMessage, error) {
 
 // output writes one output line.
 func (r *eventsRun) output(o record.Output) error {
+	if r.d.b.multi != nil {
+		return r.multiOutput(o)
+	}
 	s := r.d.spec
 	l, err := r.value(o.Row[s.Left.Name])
 	if err != nil {
@@ -541,7 +552,7 @@ func (r *eventsRun) writeLate(n int, side record.Side, key string, ts int64, v j
 	if r.late == nil {
 		return nil
 	}
-	ll := lateRecord{Side: side.String(), Value: v, Op: op, Line: n, Reason: reason}
+	ll := lateRecord{Side: r.d.sideName(side), Value: v, Op: op, Line: n, Reason: reason}
 	if key != "" {
 		ll.Key = json.RawMessage(key)
 	}

@@ -70,7 +70,7 @@ type specFile struct {
 // admin may be there and are ignored, and unlike a node, replay does not
 // require name. Side names default to left and right.
 //
-// Join types: cdc, window (mode inner; left, right or full make the coGroup
+// Join types: cdc, cdc-multi, window (mode inner; left, right or full make the coGroup
 // outer window join), interval, time-bounded, temporal, and temporal-latest
 // (the processing-time temporal join). Every problem is reported at once,
 // each naming its field.
@@ -118,6 +118,14 @@ func parseSpecFile(b []byte) (*Job, error) {
 		return nil, fmt.Errorf("replay: spec: %w", err)
 	}
 	s := f.Spec
+	if s.Type == TypeCDCMulti {
+		s.Project = nil
+		errs := []error{checkEnd(f.EndOfInput, "end_of_input"), s.Validate()}
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		return &Job{Spec: s, EndOfInput: f.EndOfInput, Form: FormSpec}, nil
+	}
 	for _, sd := range []*Side{&s.Left, &s.Right} {
 		if s.Type != TypeCDC {
 			sd.Key, sd.Ts = "key", "ts"
@@ -144,6 +152,9 @@ func parseJobFile(b []byte) (*Job, error) {
 	var f jobFile
 	if err := strictYAML(b, &f); err != nil {
 		return nil, fmt.Errorf("replay: job: %w", err)
+	}
+	if f.Spec.Join.Type == job.TypeCDCMulti {
+		return parseMultiJob(f)
 	}
 	js := f.Spec // a copy: defaults below are replay's, not the file's
 	j := &js.Join
@@ -184,7 +195,7 @@ func parseJobFile(b []byte) (*Job, error) {
 			addAll(err)
 		}
 	default:
-		bad("type", "must be cdc, window, interval, time-bounded, unbounded, temporal or temporal-latest (got %q)", j.Type)
+		bad("type", "must be cdc, cdc-multi, window, interval, time-bounded, unbounded, temporal or temporal-latest (got %q)", j.Type)
 		return nil, errors.Join(errs...)
 	}
 	ms := func(field string, d time.Duration) Millis {

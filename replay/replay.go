@@ -105,8 +105,8 @@ func newDriver(spec *Spec) (*driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := &keycore.Config{Machine: keycore.MachineSpec{CDC: b.cdc}, NoSeq: true}
-	if b.cdc == nil {
+	cfg := &keycore.Config{Machine: keycore.MachineSpec{CDC: b.cdc, Multi: b.multi}, NoSeq: true}
+	if b.cdc == nil && b.multi == nil {
 		cfg.Machine.NewTimed = b.fresh
 	}
 	d := &driver{spec: spec, b: b, cfg: cfg, cores: map[record.Key]*keycore.Core{},
@@ -150,9 +150,9 @@ func (d *driver) apply(n int, st step) error {
 		d.sum.Snapshots++
 		return d.snapshot()
 	case stepInput:
-		side, ok := d.side(st.side)
+		side, ok := d.sideOf(st.side)
 		if !ok {
-			return fmt.Errorf("side: %q is neither %q nor %q", st.side, d.spec.Left.Name, d.spec.Right.Name)
+			return fmt.Errorf("side: %q is %s", st.side, d.sideNames())
 		}
 		if d.spec.eventTime() {
 			return d.element(side, st, pos)
@@ -187,7 +187,7 @@ func (d *driver) change(side record.Side, raw []byte, pos record.Position) error
 
 // applyChange routes one decoded change of a cdc join and applies it.
 func (d *driver) applyChange(side record.Side, c record.Change) error {
-	evs, err := d.b.cdc.Route(side, c)
+	evs, err := d.route(side, c)
 	if err != nil {
 		return err
 	}

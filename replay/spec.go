@@ -30,7 +30,7 @@ const (
 	TypeTemporalLatest = "temporal-latest" // join against the latest version on arrival
 )
 
-var types = []string{TypeCDC, TypeWindow, TypeCoGroupOuter, TypeInterval, TypeTimeBounded, TypeUnbounded, TypeTemporal, TypeTemporalLatest}
+var types = []string{TypeCDC, TypeCDCMulti, TypeWindow, TypeCoGroupOuter, TypeInterval, TypeTimeBounded, TypeUnbounded, TypeTemporal, TypeTemporalLatest}
 
 // Spec describes the one join a replay runs. It is decoded from YAML
 // (ParseSpec) or filled in Go; Validate checks it. Run does not modify it.
@@ -41,7 +41,7 @@ var types = []string{TypeCDC, TypeWindow, TypeCoGroupOuter, TypeInterval, TypeTi
 //	interval: {lower: -2ms, upper: 1ms}
 //	project: [{name: o, from: orange.v}, {name: g, from: green.v}]
 type Spec struct {
-	// Type is cdc, window, cogroup-outer, interval, time-bounded, unbounded,
+	// Type is cdc, cdc-multi, window, cogroup-outer, interval, time-bounded, unbounded,
 	// temporal or temporal-latest.
 	Type string `yaml:"type"`
 	// Mode is inner (the default when empty), left, right or full, as the
@@ -79,6 +79,9 @@ type Spec struct {
 	// default), "ts<=wm" (Spark) or "none" (Kafka Streams; interval and
 	// time-bounded only).
 	Late job.Late `yaml:"late"`
+	// Tables lists the inputs of a cdc-multi join (see Table); the first
+	// one drives. Only for cdc-multi, which takes no left, right or mode.
+	Tables []Table `yaml:"tables"`
 	// Emit (window and cogroup-outer joins) is on-close (the default,
 	// Flink's) or on-arrival (Spark's windowed join: pairs at once, unmatched
 	// outer rows at the close).
@@ -182,7 +185,7 @@ func ParseSpec(b []byte) (*Spec, error) {
 }
 
 // eventTime reports whether the spec is an event-time join (not cdc).
-func (s *Spec) eventTime() bool { return s.Type != TypeCDC }
+func (s *Spec) eventTime() bool { return s.Type != TypeCDC && s.Type != TypeCDCMulti }
 
 // changelogProbe reports whether the spec is a temporal join whose probe
 // side is a changelog (Flink's semantics): its outputs carry row kinds.
@@ -205,6 +208,7 @@ func (s *Spec) Validate() error {
 // built is a validated spec turned into the joins machinery.
 type built struct {
 	cdc   *joins.CDCSpec
+	multi *joins.MultiSpec // a cdc-multi join
 	fresh func() joins.Timed
 	// conditioned: the join has a residual condition, so an events row
 	// carries its decoded value (eventRow).
@@ -255,6 +259,12 @@ func (s *Spec) build() (*built, error) {
 	if !known {
 		bad("type", "unknown join type %q (want %s)", s.Type, strings.Join(types, ", "))
 		return nil, errors.Join(errs...)
+	}
+	if s.Type == TypeCDCMulti {
+		return s.buildMulti()
+	}
+	if len(s.Tables) > 0 {
+		bad("tables", "only for a cdc-multi join")
 	}
 	// Sides.
 	for _, sd := range []struct {

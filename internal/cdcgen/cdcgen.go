@@ -3,6 +3,14 @@
 // then random inserts, updates (including domains moving to another user),
 // deletes and re-inserts, with some domains arriving before their user. The
 // generator keeps the true final tables so callers can check a join result.
+//
+// Config.Settings and Config.Companies add tables for multi-way and chained
+// joins: user_settings rows (id, user_id, theme) pointing at users, and
+// companies rows (id, company_name) with a company_id on every user. Their
+// changes are drawn from a second random source and put between the
+// users and domains changes, so a config without them generates exactly
+// what it did before they existed (and with user_settings alone, the same
+// users and domains changes, their ts_ms aside).
 package cdcgen
 
 import (
@@ -18,6 +26,12 @@ type Config struct {
 	Users   int // id space of users (ids 1..Users)
 	Domains int // id space of domains
 	Changes int // changes after the snapshot
+	// Settings, when > 0, adds the user_settings table (ids 1..Settings).
+	Settings int
+	// Companies, when > 0, adds the companies table (ids 1..Companies) and
+	// a company_id column (1..Companies+1: some point at no company) to
+	// every users row.
+	Companies int
 }
 
 // History is a generated input and the tables it leaves.
@@ -25,12 +39,18 @@ type History struct {
 	Lines   [][]byte               // Debezium envelopes (bare), with source.table set
 	Users   map[int]map[string]any // final users rows by id
 	Domains map[int]map[string]any // final domains rows by id
+	// Settings and Companies are the final user_settings and companies
+	// rows by id (empty unless configured).
+	Settings  map[int]map[string]any
+	Companies map[int]map[string]any
 }
 
 // Generate makes a history. The same Config always gives the same history.
 func Generate(c Config) *History {
 	r := rand.New(rand.NewPCG(c.Seed, c.Seed^0x9e3779b97f4a7c15))
-	h := &History{Users: map[int]map[string]any{}, Domains: map[int]map[string]any{}}
+	h := &History{Users: map[int]map[string]any{}, Domains: map[int]map[string]any{},
+		Settings: map[int]map[string]any{}, Companies: map[int]map[string]any{}}
+	r2 := rand.New(rand.NewPCG(c.Seed^0x5bd1e995, c.Seed+0x632be59bd9b4e019)) // the extra tables' draws
 	emit := func(table, op string, before, after map[string]any) {
 		env := map[string]any{"op": op, "before": before, "after": after,
 			"source": map[string]any{"table": table}, "ts_ms": 1_700_000_000_000 + len(h.Lines)}
@@ -41,7 +61,45 @@ func Generate(c Config) *History {
 		h.Lines = append(h.Lines, b)
 	}
 	user := func(id int) map[string]any {
-		return map[string]any{"id": id, "firstname": fmt.Sprintf("F%d-%d", id, r.IntN(100)), "lastname": fmt.Sprintf("L%d", r.IntN(1000))}
+		u := map[string]any{"id": id, "firstname": fmt.Sprintf("F%d-%d", id, r.IntN(100)), "lastname": fmt.Sprintf("L%d", r.IntN(1000))}
+		if c.Companies > 0 {
+			u["company_id"] = 1 + r2.IntN(c.Companies+1)
+		}
+		return u
+	}
+	// extra makes one change of user_settings or companies, if configured,
+	// about every other base change.
+	extra := func() {
+		if c.Settings == 0 && c.Companies == 0 || r2.IntN(2) == 0 {
+			return
+		}
+		table, rows, n := "user_settings", h.Settings, c.Settings
+		if c.Settings == 0 || c.Companies > 0 && r2.IntN(3) == 0 {
+			table, rows, n = "companies", h.Companies, c.Companies
+		}
+		row := func(id int) map[string]any {
+			if table == "companies" {
+				return map[string]any{"id": id, "company_name": fmt.Sprintf("C%d-%d", id, r2.IntN(100))}
+			}
+			return map[string]any{"id": id, "user_id": 1 + r2.IntN(c.Users), "theme": fmt.Sprintf("t%d", r2.IntN(50))}
+		}
+		id := 1 + r2.IntN(n)
+		old, ok := rows[id]
+		switch {
+		case !ok:
+			rows[id] = row(id)
+			emit(table, "c", nil, rows[id])
+		case r2.IntN(4) == 0:
+			delete(rows, id)
+			emit(table, "d", old, nil)
+		default:
+			nw := row(id)
+			if table == "user_settings" && r2.IntN(2) == 0 {
+				nw["user_id"] = old["user_id"]
+			}
+			rows[id] = nw
+			emit(table, "u", old, nw)
+		}
 	}
 	domain := func(id int) map[string]any {
 		return map[string]any{"id": id, "user_id": 1 + r.IntN(c.Users), "domain_name": fmt.Sprintf("d%d-%d", id, r.IntN(100))}
@@ -58,6 +116,7 @@ func Generate(c Config) *History {
 		emit("domains", "r", nil, d)
 	}
 	for range c.Changes {
+		extra()
 		if r.IntN(3) == 0 {
 			id := 1 + r.IntN(c.Users)
 			old, ok := h.Users[id]
