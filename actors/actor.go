@@ -238,10 +238,10 @@ func (a *keyActor) request(m *keypb.Apply, rows []EventRows) (*keycore.Request, 
 		case rows != nil:
 			e.Before, e.After = rows[i].Before, rows[i].After
 		case timed:
-			e.After, err = DecodeRow(pe.After)
+			e.After, err = eventRow(pe.AfterBin, pe.After)
 		default:
-			if e.Before, err = DecodeRow(pe.Before); err == nil {
-				e.After, err = DecodeRow(pe.After)
+			if e.Before, err = eventRow(pe.BeforeBin, pe.Before); err == nil {
+				e.After, err = eventRow(pe.AfterBin, pe.After)
 			}
 		}
 		if err != nil {

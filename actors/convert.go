@@ -61,22 +61,49 @@ func EventShell(e record.Event) (*keypb.Event, EventRows) {
 	}, EventRows{Before: e.Before, After: e.After}
 }
 
-// FillRows encodes rows into the events of a (made by EventShell), for a
-// request that goes to another process after all.
+// FillRows encodes rows into the events of a (made by EventShell), in the
+// binary row encoding (AppendRow), for a request that goes to another
+// process after all. Events that carry rows already are left as they are.
 func FillRows(a *keypb.Apply, rows []EventRows) error {
 	for i, pe := range a.Events {
-		if i >= len(rows) || pe.Before != nil || pe.After != nil {
+		if i >= len(rows) || pe.Before != nil || pe.After != nil || pe.BeforeBin != nil || pe.AfterBin != nil {
 			continue
 		}
 		var err error
-		if pe.Before, err = encodeRow(rows[i].Before); err != nil {
+		if pe.BeforeBin, err = AppendRow(nil, rows[i].Before); err != nil {
 			return err
 		}
-		if pe.After, err = encodeRow(rows[i].After); err != nil {
+		if pe.AfterBin, err = AppendRow(nil, rows[i].After); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// WireRows decodes the rows of a's events for a key actor in this process:
+// the binary rows (before_bin, after_bin) when an event has them, else its
+// JSON rows. It is what a LocalApply's Rows hold.
+func WireRows(a *keypb.Apply) ([]EventRows, error) {
+	rows := make([]EventRows, len(a.Events))
+	for i, pe := range a.Events {
+		var err error
+		if rows[i].Before, err = eventRow(pe.BeforeBin, pe.Before); err != nil {
+			return nil, err
+		}
+		if rows[i].After, err = eventRow(pe.AfterBin, pe.After); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// eventRow decodes one row of an event: its binary form when set, else its
+// JSON form.
+func eventRow(bin, js []byte) (record.Row, error) {
+	if len(bin) > 0 {
+		return DecodeRowBin(bin)
+	}
+	return DecodeRow(js)
 }
 
 // eventOf is DecodeEvent with the rows given.
@@ -97,11 +124,11 @@ func DecodeEvent(key record.Key, pe *keypb.Event) (record.Event, error) {
 	if !ok {
 		return record.Event{}, fmt.Errorf("actors: unknown op %q", pe.Op)
 	}
-	before, err := DecodeRow(pe.Before)
+	before, err := eventRow(pe.BeforeBin, pe.Before)
 	if err != nil {
 		return record.Event{}, err
 	}
-	after, err := DecodeRow(pe.After)
+	after, err := eventRow(pe.AfterBin, pe.After)
 	if err != nil {
 		return record.Event{}, err
 	}
@@ -111,18 +138,20 @@ func DecodeEvent(key record.Key, pe *keypb.Event) (record.Event, error) {
 	}, nil
 }
 
-// EncodeOutput turns a join output into its wire form.
+// EncodeOutput turns a join output into its wire form, its row in the
+// binary row encoding.
 func EncodeOutput(o record.Output) (*keypb.Output, error) {
-	row, err := encodeRow(o.Row)
+	row, err := AppendRow(nil, o.Row)
 	if err != nil {
 		return nil, err
 	}
-	return &keypb.Output{Id: o.ID, Kind: int32(o.Kind), Pk: o.PK, Row: row, Ts: o.Ts, Seq: o.Seq}, nil
+	return &keypb.Output{Id: o.ID, Kind: int32(o.Kind), Pk: o.PK, RowBin: row, Ts: o.Ts, Seq: o.Seq}, nil
 }
 
-// DecodeOutput is the inverse of EncodeOutput.
+// DecodeOutput is the inverse of EncodeOutput (and decodes an output whose
+// row is JSON text).
 func DecodeOutput(po *keypb.Output) (record.Output, error) {
-	row, err := DecodeRow(po.Row)
+	row, err := eventRow(po.RowBin, po.Row)
 	if err != nil {
 		return record.Output{}, err
 	}

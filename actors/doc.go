@@ -9,6 +9,12 @@
 // the offsets it covers. It does not decide join semantics (package joins
 // does) and it does not read sources or write sinks (package node does).
 //
+// Each node also runs a key batch actor (BatchActorName): a sender's
+// requests to this node's keys come in one ApplyBatch per batch, which it
+// hands to the key actors as LocalApply and answers once, in order. Rows
+// between nodes travel in a binary encoding (AppendRow, DecodeRowBin). See
+// docs/architecture.md, "Batched requests".
+//
 // Wiring sketch:
 //
 //	w := actors.NewWriter(store, actors.WriterOptions{Logger: log})

@@ -169,7 +169,7 @@ type call struct {
 	key     record.Key
 	apply   *keypb.Apply
 	rows    []actors.EventRows // the events' rows, when apply's events carry none (CDC)
-	fut     answer             // nil when sending failed (sendErr)
+	fut     answer             // nil when sending failed (sendErr); set by sendCalls
 	sendErr error
 }
 
@@ -354,7 +354,8 @@ func (r *reader) waitTransient(ctx context.Context, err error) error {
 	return nil
 }
 
-// dispatch decodes and routes msgs and sends one Apply per key.
+// dispatch decodes and routes msgs and sends one Apply per key (the
+// remote ones grouped into one message per owner node: sendCalls).
 func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, error) {
 	n := r.n
 	b := &batch{seq: r.next, last: map[string]record.Position{}, records: len(msgs), fireWm: math.MinInt64}
@@ -443,17 +444,17 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 		if len(r.committed) > 0 {
 			a.Committed = maps.Clone(r.committed)
 		}
-		// A key that cannot be resolved now (membership changing) is retried
-		// by the collector, in order.
 		a.Session = n.session
-		fut, err := r.send(k, a, rows[k])
-		b.calls = append(b.calls, call{key: k, apply: a, rows: rows[k], fut: fut, sendErr: err})
+		b.calls = append(b.calls, call{key: k, apply: a, rows: rows[k]})
 		offs := map[string]int64{}
 		for _, e := range a.Events {
 			offs[record.Position{Source: e.Source, Partition: e.Partition}.PartitionID()] = e.Offset
 		}
 		n.inflight.add(k, r, sent{offsets: offs, seq: b.seq})
 	}
+	// One message per owner node. A key that cannot be resolved now
+	// (membership changing) is retried by the collector, in order.
+	r.sendCalls(b.calls)
 	return b, nil
 }
 
@@ -670,47 +671,81 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Ou
 	}
 }
 
-// send sends a to key's actor: to one in this process as a LocalApply with
-// the rows decoded (no JSON either way) that answers on a channel, to one
-// in another process with the rows encoded into a (which must not be
-// shared yet: a fresh request or a copy) and a future.
+// send sends one request, a, to key's actor (see sendCalls): the resend
+// of a request whose answer failed.
 func (r *reader) send(key record.Key, a *keypb.Apply, rows []actors.EventRows) (answer, error) {
-	n := r.n
-	pid, err := n.client.PID(string(key))
-	if err != nil {
-		return nil, err
-	}
-	if pid.Address == n.system.Address() {
-		ch := make(chan any, 1)
-		n.system.Root.Send(pid, &actors.LocalApply{Apply: a, Rows: rows, Reply: ch})
-		return &localAnswer{ch: ch, deadline: time.Now().Add(n.timeout)}, nil
-	}
-	if n.provider.IsSuspect(pid.Address) {
-		return nil, errPeerLost{pid.Address} // placement moves its keys soon (peers.go)
-	}
-	if err := actors.FillRows(a, rows); err != nil {
-		return nil, err
-	}
-	lost := n.peers.watch(pid.Address)
-	return &remoteAnswer{fut: n.system.Root.RequestFuture(pid, a, n.timeout), addr: pid.Address, lost: lost}, nil
+	c := []call{{key: key, apply: a, rows: rows}}
+	r.sendCalls(c)
+	return c[0].fut, c[0].sendErr
 }
 
-// answer is a key request's answer to come: a protoactor future (a remote
-// actor) or a localAnswer.
+// sendCalls sends each call's request to its key's actor and sets the
+// call's answer to come (fut) or why it could not be sent (sendErr). A key
+// in this process gets a LocalApply with the rows decoded (no encoding
+// either way) that answers on a channel. The requests to keys in other
+// processes are grouped by owner node (groupByOwner): one ApplyBatch per
+// owner, its requests in batch order and their rows encoded into them
+// (binary rows, see actors.FillRows; so each apply must not be shared yet:
+// a fresh request or a copy), to the owner's batch actor, whose one answer
+// holds each key's.
+func (r *reader) sendCalls(calls []call) {
+	n := r.n
+	self := n.system.Address()
+	owners := make([]string, len(calls))
+	pids := make([]string, len(calls))
+	for i := range calls {
+		c := &calls[i]
+		c.fut, c.sendErr = nil, nil
+		pid, err := n.client.PID(string(c.key))
+		if err != nil {
+			c.sendErr = err
+			continue
+		}
+		if pid.Address == self {
+			ch := make(chan any, 1)
+			n.system.Root.Send(pid, &actors.LocalApply{Apply: c.apply, Rows: c.rows, Reply: ch})
+			c.fut = &localAnswer{ch: ch, deadline: time.Now().Add(n.timeout)}
+			continue
+		}
+		if n.provider.IsSuspect(pid.Address) {
+			c.sendErr = errPeerLost{pid.Address} // placement moves its keys soon (peers.go)
+			continue
+		}
+		if err := actors.FillRows(c.apply, c.rows); err != nil {
+			c.sendErr = err
+			continue
+		}
+		owners[i], pids[i] = pid.Address, pid.Id
+	}
+	for _, g := range groupByOwner(owners) {
+		ab := &keypb.ApplyBatch{Applies: make([]*keypb.Apply, len(g.calls)), Pids: make([]string, len(g.calls)),
+			TimeoutMs: n.timeout.Milliseconds()}
+		for j, i := range g.calls {
+			ab.Applies[j], ab.Pids[j] = calls[i].apply, pids[i]
+		}
+		lost := n.peers.watch(g.owner) // before the send: a connection lost meanwhile fails it (peers.go)
+		rb := &remoteBatch{fut: &remoteAnswer{fut: n.system.Root.RequestFuture(actor.NewPID(g.owner, actors.BatchActorName), ab, n.timeout),
+			addr: g.owner, lost: lost}, size: len(g.calls)}
+		for j, i := range g.calls {
+			calls[i].fut = batchPart{b: rb, i: j}
+		}
+	}
+}
+
+// answer is a key request's answer to come: a localAnswer, or a key's part
+// of an owner node's batch answer (batchPart).
 type answer interface {
 	Result() (any, error)
 }
 
 // localAnswer waits for a local key actor's answer to a LocalApply on its
 // Reply channel. A LocalApply that reaches no actor (it passivated or
-// moved) comes back as deadLetter (see watchDeadLetters), as a future's
-// request would.
+// moved) comes back as actors.DeadLetter (see actors.WatchDeadLetters), as
+// a future's request would.
 type localAnswer struct {
 	ch       chan any
 	deadline time.Time
 }
-
-type deadLetter struct{}
 
 func (l *localAnswer) Result() (any, error) {
 	var x any
@@ -725,25 +760,10 @@ func (l *localAnswer) Result() (any, error) {
 			return nil, actor.ErrTimeout
 		}
 	}
-	if _, ok := x.(deadLetter); ok {
+	if _, ok := x.(actors.DeadLetter); ok {
 		return nil, actor.ErrDeadLetter
 	}
 	return x, nil
-}
-
-// watchDeadLetters answers, with deadLetter, every LocalApply that
-// protoactor could not deliver (no actor under its PID any more).
-func watchDeadLetters(system *actor.ActorSystem) {
-	system.EventStream.Subscribe(func(msg any) {
-		if d, ok := msg.(*actor.DeadLetterEvent); ok {
-			if la, ok := d.Message.(*actors.LocalApply); ok && la.Reply != nil {
-				select {
-				case la.Reply <- deadLetter{}:
-				default:
-				}
-			}
-		}
-	})
 }
 
 // Reasons a record is rejected, besides the decoder's (formats/debezium

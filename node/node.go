@@ -254,7 +254,7 @@ func (n *Node) startCluster() (err error) {
 	n.system = actor.NewActorSystemWithConfig(actor.Configure(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return plog }),
 	))
-	watchDeadLetters(n.system)
+	actors.WatchDeadLetters(n.system)
 	var ropts []remote.ConfigOption
 	if cc.Advertise != "" && rport != 0 {
 		ropts = append(ropts, remote.WithAdvertisedHost(net.JoinHostPort(cc.Advertise, strconv.Itoa(rport))))
@@ -286,6 +286,10 @@ func (n *Node) startCluster() (err error) {
 	n.cluster.StartMember()
 	n.watchPeers() // peers.go
 	n.client = actors.NewClient(n.cluster, n.kind, actors.ClientOptions{Timeout: n.timeout, Lost: n.peers.watch, Suspect: n.provider.IsSuspect})
+	// Peers send this node's keys their requests in one message per batch.
+	if _, err := actors.SpawnBatch(n.system); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -1,0 +1,163 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/record"
+)
+
+// TestBatchActorAnswersEachKeyInOrder: the batch actor hands each request
+// to its key's actor and answers once, in request order: outputs with their
+// rows, a gap refused as a single request would be, a request to an actor
+// that is gone as a dead letter.
+func TestBatchActorAnswersEachKeyInOrder(t *testing.T) {
+	ctx := context.Background()
+	store := newEmbedded(t)
+	w := NewWriter(store, WriterOptions{})
+	defer w.Close(ctx)
+	system, spawn := keyActors(t, store, w)
+	WatchDeadLetters(system)
+	batch, err := SpawnBatch(system)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SpawnBatch(system); err == nil {
+		t.Fatal("a second batch actor spawned under the same name")
+	}
+	part := record.Position{Source: "s", Partition: 0}.PartitionID()
+	apply := func(key string, off int64, prev map[string]int64, evs ...record.Event) *keypb.Apply {
+		a := &keypb.Apply{Key: key, Prev: prev}
+		var rows []EventRows
+		for i, e := range evs {
+			e.Key, e.Pos = record.Key(key), record.Position{Source: "s", Partition: 0, Offset: off + int64(i)}
+			pe, r := EventShell(e)
+			a.Events = append(a.Events, pe)
+			rows = append(rows, r)
+		}
+		if err := FillRows(a, rows); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	user := record.Event{Side: record.Left, Op: record.OpCreate, After: record.Row{"id": json.Number("7"), "name": "ann", "vip": true}}
+	domain := record.Event{Side: record.Right, Op: record.OpCreate, After: record.Row{"id": json.Number("1"), "user_id": json.Number("7"), "host": "a.example"}}
+	k7, k8 := spawn("7"), spawn("8")
+	gone := spawn("9")
+	system.Root.Stop(gone)
+	time.Sleep(50 * time.Millisecond)
+
+	req := &keypb.ApplyBatch{TimeoutMs: 5000,
+		Applies: []*keypb.Apply{
+			apply("7", 1, nil, user, domain),
+			apply("8", 3, nil, record.Event{Side: record.Left, Op: record.OpCreate, After: record.Row{"id": json.Number("8")}}),
+			apply("9", 4, nil, user),
+			apply("7", 5, map[string]int64{part: 50}, user), // names an offset key 7 never got: a gap
+		},
+		Pids: []string{k7.Id, k8.Id, gone.Id, k7.Id}}
+	res, err := system.Root.RequestFuture(batch, req, 10*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab, ok := res.(*keypb.AppliedBatch)
+	if !ok || len(ab.Applied) != 4 {
+		t.Fatalf("answer %#v, want an AppliedBatch of 4", res)
+	}
+	first := ab.Applied[0]
+	if first.Error != "" || len(first.Outputs) != 1 {
+		t.Fatalf("key 7: %+v, want one joined output", first)
+	}
+	o, err := DecodeOutput(first.Outputs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Outputs[0].Row) != 0 || len(first.Outputs[0].RowBin) == 0 {
+		t.Errorf("output row not in the binary encoding: %+v", first.Outputs[0])
+	}
+	if !rowHas(o.Row, "a.example") {
+		t.Errorf("output row %#v lacks the domain's host", o.Row)
+	}
+	if !rowHas(o.Row, "ann") {
+		t.Errorf("output row %#v lacks the user's name", o.Row)
+	}
+	if ap := ab.Applied[1]; ap.Error != "" || ap.DeadLetter || ap.Timeout {
+		t.Errorf("key 8: %+v, want applied", ap)
+	}
+	if ap := ab.Applied[2]; !ap.DeadLetter {
+		t.Errorf("key 9 (actor gone): %+v, want a dead letter", ap)
+	}
+	if ap := ab.Applied[3]; !ap.Gap || ap.Error == "" {
+		t.Errorf("key 7 with a gap: %+v, want refused as a gap", ap)
+	}
+	snap, err := store.Load(ctx, "j", "7")
+	if err != nil || snap.Offsets[part] != 2 {
+		t.Fatalf("key 7 durable offsets %v, %v; want %s at 2 (the gapped request not applied)", snap.Offsets, err, part)
+	}
+}
+
+// rowHas says whether some value of r, at any depth, is the string s.
+func rowHas(r map[string]any, s string) bool {
+	for _, v := range r {
+		switch x := v.(type) {
+		case string:
+			if x == s {
+				return true
+			}
+		case map[string]any:
+			if rowHas(x, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestBatchGatherTimesOut: a key that does not answer by the deadline is
+// answered with timeout, and the keys that did keep their answers.
+func TestBatchGatherTimesOut(t *testing.T) {
+	answered, silent, late := make(chan any, 1), make(chan any, 1), make(chan any, 1)
+	answered <- &keypb.Applied{Skipped: 1}
+	answers := make([]*keypb.Applied, 4)
+	answers[2] = &keypb.Applied{Error: "bad rows"} // answered before sending
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		late <- DeadLetter{}
+	}()
+	gather(answers, []chan any{answered, silent, nil, late}, time.Now().Add(200*time.Millisecond))
+	if answers[0].Skipped != 1 {
+		t.Errorf("answer 0: %+v", answers[0])
+	}
+	if !answers[1].Timeout {
+		t.Errorf("answer 1 (no answer): %+v, want timeout", answers[1])
+	}
+	if answers[2].Error != "bad rows" {
+		t.Errorf("answer 2: %+v", answers[2])
+	}
+	if !answers[3].DeadLetter {
+		t.Errorf("answer 3: %+v, want a dead letter", answers[3])
+	}
+}
+
+// TestBatchActorRefusesMissingPID: a request that names no key actor is
+// answered with an error, not dropped.
+func TestBatchActorRefusesMissingPID(t *testing.T) {
+	system := actor.NewActorSystem()
+	t.Cleanup(system.Shutdown)
+	batch, err := SpawnBatch(system)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := system.Root.RequestFuture(batch, &keypb.ApplyBatch{Applies: []*keypb.Apply{{Key: "1"}}}, 5*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab, _ := res.(*keypb.AppliedBatch)
+	if ab == nil || len(ab.Applied) != 1 || ab.Applied[0].Error == "" {
+		t.Fatalf("answer %#v, want one error", res)
+	}
+}
