@@ -12,6 +12,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/joinery/joinery/connopts/kafkaopts"
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/gctune"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
@@ -370,27 +372,8 @@ type Sink struct {
 	Subject        string         `yaml:"subject,omitempty"`
 }
 
-// Kafka is a Kafka cluster and topic.
-type Kafka struct {
-	Brokers []string `yaml:"brokers"`
-	Topic   string   `yaml:"topic"`
-	// Group is the consumer group of a kafka source.
-	Group string `yaml:"group"`
-	// StartOffset is where a group without committed offsets starts: earliest (default) or latest.
-	StartOffset string `yaml:"start_offset"`
-	ClientID    string `yaml:"client_id"`
-	// SASL, when Mechanism is set: plain, scram-sha-256 or scram-sha-512. Password: ${VAR} is expanded.
-	SASL struct {
-		Mechanism string `yaml:"mechanism"`
-		User      string `yaml:"user"`
-		Password  string `yaml:"password"`
-		// PasswordFile reads Password from a file (secrets.go).
-		PasswordFile string `yaml:"password_file,omitempty"`
-	} `yaml:"sasl"`
-	// TLS: `tls: true` (the system roots) or {ca_file, cert_file, key_file,
-	// server_name} (KafkaTLS).
-	TLS KafkaTLS `yaml:"tls"`
-}
+// Kafka is a Kafka cluster and topic (connopts/kafkaopts).
+type Kafka = kafkaopts.Config
 
 // Ingest serves HTTP ingest: POST JSON or NDJSON to http://Addr/ingest; the
 // records are appended to the stream or topic of the named source (a
@@ -403,28 +386,8 @@ type Ingest struct {
 	IngestSecurity `yaml:",inline"`
 }
 
-// Redis is a Redis server's address and credentials.
-type Redis struct {
-	Addr     string `yaml:"addr"`
-	Username string `yaml:"username"`
-	// Password; ${VAR} is expanded from the environment. PasswordFile
-	// reads it from a file instead (secrets.go).
-	Password     string `yaml:"password"`
-	PasswordFile string `yaml:"password_file,omitempty"`
-	DB           int    `yaml:"db"`
-	// TLS connects with TLS (see RedisTLS).
-	TLS RedisTLS `yaml:"tls,omitempty"`
-	// Cluster names a Redis Cluster instead of addr (state.redis only;
-	// see RedisCluster).
-	Cluster RedisCluster `yaml:"cluster,omitempty"`
-	// MinReplicas makes every state batch and offset commit wait (Redis
-	// WAIT) for this many replicas before it counts as durable (state.redis
-	// only, one server; see docs/operations.md). 0: no wait.
-	MinReplicas int `yaml:"min_replicas,omitempty"`
-	// ReplicaTimeout bounds that wait (default 1s); a write not replicated
-	// in time fails and is retried like other Redis errors.
-	ReplicaTimeout time.Duration `yaml:"replica_timeout,omitempty"`
-}
+// Redis is a Redis server's address and credentials (connopts/redisopts).
+type Redis = redisopts.Config
 
 // State names the state store.
 type State struct {
