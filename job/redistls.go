@@ -2,7 +2,6 @@ package job
 
 import (
 	"crypto/tls"
-	"fmt"
 
 	"github.com/joinery/joinery/connopts"
 )
@@ -24,24 +23,11 @@ type redisBlock struct {
 	cfg   Redis
 }
 
-// redisBlocks lists every Redis setting the job uses.
+// redisBlocks lists the Redis settings the job checks itself: state.redis
+// (a connector checks its own redis block: connectors.Validator.Redis).
 func (s *Spec) redisBlocks() []redisBlock {
-	var bs []redisBlock
 	if s.State.Store == "redis" {
-		bs = append(bs, redisBlock{"state.redis", s.State.Redis})
+		return []redisBlock{{"state.redis", s.State.Redis}}
 	}
-	for i, src := range s.Sources {
-		if src.Type == "redis-stream" {
-			bs = append(bs, redisBlock{fmt.Sprintf("sources[%d].redis", i), src.Redis})
-		}
-	}
-	for i, sk := range s.Sinks {
-		if sk.Type == "redis-stream" || sk.Type == "redis-hash" {
-			bs = append(bs, redisBlock{fmt.Sprintf("sinks[%d].redis", i), sk.Redis})
-		}
-	}
-	if s.DeadLetter.Type == "redis-stream" {
-		bs = append(bs, redisBlock{"dead_letter.redis", s.DeadLetter.Redis})
-	}
-	return bs
+	return nil
 }

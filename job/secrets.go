@@ -331,22 +331,4 @@ func (s *Spec) validateSecurity(bad func(field, format string, a ...any)) {
 			bad("ingest.body_timeout", "must not be negative")
 		}
 	}
-	check := func(field string, k Kafka) {
-		if _, err := s.KafkaTLSConfig(k); err != nil {
-			bad(field+".tls", "%v", err)
-		}
-	}
-	for i, src := range s.Sources {
-		if src.Type == "kafka" {
-			check(fmt.Sprintf("sources[%d].kafka", i), src.Kafka)
-		}
-	}
-	for i, sk := range s.Sinks {
-		if sk.Type == "kafka" {
-			check(fmt.Sprintf("sinks[%d].kafka", i), sk.Kafka)
-		}
-	}
-	if s.DeadLetter.Type == "kafka" {
-		check("dead_letter.kafka", s.DeadLetter.Kafka)
-	}
 }

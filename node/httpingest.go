@@ -9,27 +9,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/joinery/joinery/connectors"
+	"github.com/joinery/joinery/connectors/all"
 	"github.com/joinery/joinery/ingest"
 	"github.com/joinery/joinery/job"
-	srckafka "github.com/joinery/joinery/sources/kafka"
 )
-
-// kafkaTLS is the TLS configuration of a Kafka block (nil without TLS):
-// system roots or ca_file, and a client certificate (job.KafkaTLS).
-func kafkaTLS(spec *job.Spec, k job.Kafka) (*tls.Config, error) {
-	tc, err := spec.KafkaTLSConfig(k)
-	if err != nil {
-		return nil, fmt.Errorf("kafka.tls: %w", err)
-	}
-	return tc, nil
-}
-
-func kafkaSASL(k job.Kafka) *srckafka.SASL {
-	if k.SASL.Mechanism == "" {
-		return nil
-	}
-	return &srckafka.SASL{Mechanism: k.SASL.Mechanism, User: k.SASL.User, Password: k.SASL.Password}
-}
 
 // httpIngest is the node's HTTP ingest endpoint (job.Ingest).
 type httpIngest struct {
@@ -47,38 +31,16 @@ func startIngest(spec *job.Spec, refused func(source, reason string)) (*httpInge
 			src = s
 		}
 	}
-	var app ingest.Appender
-	switch src.Type {
-	case "redis-stream":
-		tc, err := spec.RedisTLSConfig(src.Redis)
-		if err != nil {
-			return nil, fmt.Errorf("ingest source %s: redis.tls: %w", src.Name, err)
-		}
-		a, err := ingest.RedisStream(src.Redis.Addr, src.Stream, ingest.RedisAuth(src.Redis.Username, src.Redis.Password),
-			ingest.RedisDB(src.Redis.DB), ingest.RedisTLS(tc))
-		if err != nil {
-			return nil, err
-		}
-		app = a
-	case "kafka":
-		opts := []ingest.KafkaOption{}
-		t, err := kafkaTLS(spec, src.Kafka)
-		if err != nil {
-			return nil, fmt.Errorf("ingest source %s: %w", src.Name, err)
-		}
-		if t != nil {
-			opts = append(opts, ingest.KafkaTLS(t))
-		}
-		if s := kafkaSASL(src.Kafka); s != nil {
-			opts = append(opts, ingest.KafkaSASL(s))
-		}
-		a, err := ingest.Kafka(src.Kafka.Brokers, src.Kafka.Topic, opts...)
-		if err != nil {
-			return nil, err
-		}
-		app = a
-	default:
-		return nil, fmt.Errorf("ingest.source: %q is not a redis-stream or kafka source", src.Name)
+	k, entry, err := all.Sources.Decode("ingest.source", src.Type, src)
+	if err != nil {
+		return nil, err
+	}
+	if k.Append == nil {
+		return nil, fmt.Errorf("ingest.source: %q is not a %s source", src.Name, all.Sources.Where(func(k connectors.SourceKind) bool { return k.Append != nil }))
+	}
+	app, err := k.Append(context.Background(), entry, connectors.Env{Resolve: spec.Resolve})
+	if err != nil {
+		return nil, fmt.Errorf("ingest source %s: %w", src.Name, err)
 	}
 	in := spec.Ingest
 	cfg := ingest.Config{Appender: app, MaxBodyBytes: in.MaxBodyBytes, MaxInflight: in.MaxInflight,
