@@ -20,10 +20,12 @@ package connectors
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -309,3 +311,41 @@ type None struct{}
 
 // Validate accepts everything.
 func (None) Validate(*Validator) {}
+
+// IngestEnv is what an ingest endpoint gets from its node: the appender of
+// the source it feeds (Kind.Append) and the job's ingest settings.
+type IngestEnv struct {
+	// Source is the name of the source fed.
+	Source   string
+	Appender Appender
+	// Addr is host:port to listen on; TLS, when set, serves TLS.
+	Addr string
+	TLS  *tls.Config
+	// MaxBodyBytes, MaxInflight, BodyTimeout and Token are ingest's limits
+	// and bearer token (zero: defaults, no token).
+	MaxBodyBytes int64
+	MaxInflight  int
+	BodyTimeout  time.Duration
+	Token        string
+	// OnRefused is told the reason of each request refused for its
+	// contents; may be nil.
+	OnRefused func(reason string)
+}
+
+// Service is a running ingest endpoint.
+type Service interface {
+	// Addr is the address it listens on.
+	Addr() string
+	// Shutdown stops taking requests, waits for those in flight and
+	// closes the appender.
+	Shutdown(ctx context.Context) error
+}
+
+// IngestKind is an ingest endpoint's registry entry: it takes records
+// from outside (HTTP) and appends them to a source's log.
+type IngestKind struct {
+	// Type names the endpoint.
+	Type string
+	// Start serves env until Shutdown.
+	Start func(env IngestEnv) (Service, error)
+}
