@@ -720,4 +720,3 @@ func (s *Source) readLeased(ctx context.Context, max int) ([]sources.Message, er
 		}
 	}
 }
-
