@@ -17,6 +17,7 @@ import (
 	"github.com/joinery/joinery/sinks/redishash"
 	sinkredis "github.com/joinery/joinery/sinks/redisstream"
 	"github.com/joinery/joinery/sources/file"
+	"github.com/joinery/joinery/sources/httpingest"
 	srckafka "github.com/joinery/joinery/sources/kafka"
 	srcredis "github.com/joinery/joinery/sources/redisstream"
 )
@@ -44,6 +45,9 @@ var DeadLetters = connectors.NewTable("dead-letter output",
 	deadletter.KafkaKind,
 	deadletter.RedisStreamKind,
 )
+
+// Ingest is the ingest endpoint (the job's ingest block).
+var Ingest = httpingest.Kind
 
 // TableSink is the table sink: the node keeps the final joined table in
 // memory and prints it when the job ends, so it has no constructor.
