@@ -122,6 +122,23 @@ var rules = []rule{
 		},
 	},
 	{
+		name:    "the connector registry imports no connector (they register in connectors/all)",
+		applies: func(p string) bool { return p == "connectors" },
+		forbidden: func(_, dep string, direct bool) bool {
+			return direct && (strings.HasPrefix(dep, mod+"sources/") || strings.HasPrefix(dep, mod+"sinks/") || dep == mod+"ingest")
+		},
+	},
+	{
+		name:    "node opens sources, sinks, dead letters and HTTP ingest through connectors/all only",
+		applies: func(p string) bool { return under(p, "node") },
+		forbidden: func(_, dep string, direct bool) bool {
+			if !direct || dep == mod+"sinks/deadletter" { // its Record and Writer types
+				return false
+			}
+			return strings.HasPrefix(dep, mod+"sources/") || strings.HasPrefix(dep, mod+"sinks/") || dep == mod+"ingest"
+		},
+	},
+	{
 		name:    "memberlist only in cluster/",
 		applies: func(p string) bool { return !under(p, "cluster") },
 		forbidden: func(_, dep string, direct bool) bool {
