@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/internal/testutil"
-	srckafka "github.com/joinery/joinery/sources/kafka"
 )
 
 // memAppender records appended values; it fails while err is set and blocks
@@ -264,4 +264,4 @@ func TestIngestKafka(t *testing.T) {
 	}
 }
 
-var saslNoUser = srckafka.SASL{Mechanism: srckafka.MechanismPlain}
+var saslNoUser = kafkaopts.SASL{Mechanism: kafkaopts.MechanismPlain}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	srckafka "github.com/joinery/joinery/sources/kafka"
+	"github.com/joinery/joinery/connopts/kafkaopts"
 )
 
 // KafkaOption configures Kafka.
@@ -17,7 +17,7 @@ type KafkaOption interface{ applyKafka(*kafkaOptions) }
 type kafkaOptions struct {
 	clientID string
 	tls      *tls.Config
-	sasl     *srckafka.SASL
+	sasl     *kafkaopts.SASL
 }
 
 type kafkaOpt func(*kafkaOptions)
@@ -31,7 +31,7 @@ func KafkaClientID(id string) KafkaOption { return kafkaOpt(func(o *kafkaOptions
 func KafkaTLS(c *tls.Config) KafkaOption { return kafkaOpt(func(o *kafkaOptions) { o.tls = c }) }
 
 // KafkaSASL authenticates with SASL/PLAIN or SCRAM. Default: none.
-func KafkaSASL(s *srckafka.SASL) KafkaOption {
+func KafkaSASL(s *kafkaopts.SASL) KafkaOption {
 	return kafkaOpt(func(o *kafkaOptions) { o.sasl = s })
 }
 
@@ -48,12 +48,12 @@ var _ Appender = (*KafkaAppender)(nil)
 // to topic. It does not connect until the first Append. It fails for no
 // brokers, an empty topic or an invalid SASL option.
 func Kafka(brokers []string, topic string, opts ...KafkaOption) (*KafkaAppender, error) {
-	o := kafkaOptions{clientID: srckafka.DefaultClientID}
+	o := kafkaOptions{clientID: kafkaopts.DefaultClientID}
 	for _, opt := range opts {
 		opt.applyKafka(&o)
 	}
 	var errs []error
-	if err := srckafka.ValidateBrokers(brokers); err != nil {
+	if err := kafkaopts.ValidateBrokers(brokers); err != nil {
 		errs = append(errs, err)
 	}
 	if topic == "" {
@@ -65,7 +65,7 @@ func Kafka(brokers []string, topic string, opts ...KafkaOption) (*KafkaAppender,
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	client, err := kgo.NewClient(append(srckafka.ClientOptions(brokers, o.clientID, o.tls, o.sasl),
+	client, err := kgo.NewClient(append(kafkaopts.ClientOptions(brokers, o.clientID, o.tls, o.sasl),
 		kgo.DefaultProduceTopic(topic))...)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: kafka client: %w", err)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/joinery/joinery/connopts/redisopts"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -84,14 +85,7 @@ func RedisStream(addr, stream string, opts ...RedisOption) (*RedisStreamAppender
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	client := redis.NewClient(&redis.Options{
-		Addr:                  addr,
-		Username:              o.username,
-		Password:              o.password,
-		DB:                    o.db,
-		TLSConfig:             o.tls,
-		ContextTimeoutEnabled: true,
-	})
+	client := redisopts.Options{Addr: addr, Username: o.username, Password: o.password, DB: o.db, TLS: o.tls}.Client()
 	return &RedisStreamAppender{client: client, stream: stream, maxLen: o.maxLen}, nil
 }
 

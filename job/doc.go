@@ -1,6 +1,9 @@
 // Package job owns the job file: the YAML spec that names a job's sources, its
 // join, its sinks, its state store and its cluster settings, and Validate,
-// which reports every bad field by its path before a node starts.
+// which reports every bad field by its path before a node starts. The
+// connector-specific fields of a source, sink or dead-letter entry are
+// validated by that type's registry kind (connectors/all), so job knows no
+// connector type by name.
 //
 // It also owns the job's secrets (secrets.go): ${VAR}, ${VAR:-default} and
 // $$ in secret fields, their *_file siblings, Spec.Redacted for printing,

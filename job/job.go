@@ -12,6 +12,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/joinery/joinery/connectors"
+	"github.com/joinery/joinery/connectors/all"
+	"github.com/joinery/joinery/connopts/kafkaopts"
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/gctune"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
@@ -408,27 +412,8 @@ type Sink struct {
 	Subject        string         `yaml:"subject,omitempty"`
 }
 
-// Kafka is a Kafka cluster and topic.
-type Kafka struct {
-	Brokers []string `yaml:"brokers"`
-	Topic   string   `yaml:"topic"`
-	// Group is the consumer group of a kafka source.
-	Group string `yaml:"group"`
-	// StartOffset is where a group without committed offsets starts: earliest (default) or latest.
-	StartOffset string `yaml:"start_offset"`
-	ClientID    string `yaml:"client_id"`
-	// SASL, when Mechanism is set: plain, scram-sha-256 or scram-sha-512. Password: ${VAR} is expanded.
-	SASL struct {
-		Mechanism string `yaml:"mechanism"`
-		User      string `yaml:"user"`
-		Password  string `yaml:"password"`
-		// PasswordFile reads Password from a file (secrets.go).
-		PasswordFile string `yaml:"password_file,omitempty"`
-	} `yaml:"sasl"`
-	// TLS: `tls: true` (the system roots) or {ca_file, cert_file, key_file,
-	// server_name} (KafkaTLS).
-	TLS KafkaTLS `yaml:"tls"`
-}
+// Kafka is a Kafka cluster and topic (connopts/kafkaopts).
+type Kafka = kafkaopts.Config
 
 // Ingest serves HTTP ingest: POST JSON or NDJSON to http://Addr/ingest; the
 // records are appended to the stream or topic of the named source (a
@@ -441,28 +426,8 @@ type Ingest struct {
 	IngestSecurity `yaml:",inline"`
 }
 
-// Redis is a Redis server's address and credentials.
-type Redis struct {
-	Addr     string `yaml:"addr"`
-	Username string `yaml:"username"`
-	// Password; ${VAR} is expanded from the environment. PasswordFile
-	// reads it from a file instead (secrets.go).
-	Password     string `yaml:"password"`
-	PasswordFile string `yaml:"password_file,omitempty"`
-	DB           int    `yaml:"db"`
-	// TLS connects with TLS (see RedisTLS).
-	TLS RedisTLS `yaml:"tls,omitempty"`
-	// Cluster names a Redis Cluster instead of addr (state.redis only;
-	// see RedisCluster).
-	Cluster RedisCluster `yaml:"cluster,omitempty"`
-	// MinReplicas makes every state batch and offset commit wait (Redis
-	// WAIT) for this many replicas before it counts as durable (state.redis
-	// only, one server; see docs/operations.md). 0: no wait.
-	MinReplicas int `yaml:"min_replicas,omitempty"`
-	// ReplicaTimeout bounds that wait (default 1s); a write not replicated
-	// in time fails and is retried like other Redis errors.
-	ReplicaTimeout time.Duration `yaml:"replica_timeout,omitempty"`
-}
+// Redis is a Redis server's address and credentials (connopts/redisopts).
+type Redis = redisopts.Config
 
 // State names the state store.
 type State struct {
@@ -774,51 +739,13 @@ func (s *Spec) Validate() error {
 		if src.MaxRecordBytes < 0 {
 			bad(f+".max_record_bytes", "must not be negative")
 		}
-		switch src.Type {
-		case "file":
-			if src.Path == "" {
-				bad(f+".path", "must be set for a file source (\"-\" for stdin)")
-			}
-		case "redis-stream":
-			if src.Redis.Addr == "" {
-				bad(f+".redis.addr", "must be set for a redis-stream source")
-			}
-			if src.Stream == "" {
-				bad(f+".stream", "must be set for a redis-stream source")
-			}
-			if src.Group == "" {
-				bad(f+".group", "must be set for a redis-stream source")
-			}
-			if src.Lease != 0 && src.Lease < 100*time.Millisecond {
-				bad(f+".lease", "must be at least 100ms (default 10s)")
-			}
-			if src.Shards < 0 || src.Shards > MaxShards {
-				bad(f+".shards", "must be 0 (one stream) to %d (got %d)", MaxShards, src.Shards)
-			}
-			if src.Shards > 0 && s.Ingest.Source != "" && s.Ingest.Source == src.Name {
-				// HTTP ingest appends to one stream, knowing no primary key.
-				bad("ingest.source", "must not name a sharded redis-stream source (%q has %d shards)", src.Name, src.Shards)
-			}
-		case "kafka":
-			if len(src.Kafka.Brokers) == 0 {
-				bad(f+".kafka.brokers", "must be set for a kafka source")
-			}
-			if src.Kafka.Topic == "" {
-				bad(f+".kafka.topic", "must be set for a kafka source")
-			}
-			if src.Kafka.Group == "" {
-				bad(f+".kafka.group", "must be set for a kafka source")
-			}
-			switch src.Kafka.StartOffset {
-			case "", "earliest", "latest", "committed":
-			default:
-				bad(f+".kafka.start_offset", "must be earliest, latest or committed (got %q)", src.Kafka.StartOffset)
-			}
-		default:
-			bad(f+".type", "must be file, redis-stream or kafka (got %q)", src.Type)
+		errs = append(errs, all.Sources.Validate(f, src.Type, src, s.Resolve)...)
+		if k, ok := all.Sources.Lookup(src.Type); ok && src.Shards != 0 && !k.Shards {
+			bad(f+".shards", "is only for a %s source (this one is %s)", all.Sources.Where(func(k connectors.SourceKind) bool { return k.Shards }), src.Type)
 		}
-		if src.Shards != 0 && src.Type != "redis-stream" {
-			bad(f+".shards", "is only for a redis-stream source (this one is %s)", src.Type)
+		if src.Shards > 0 && s.Ingest.Source != "" && s.Ingest.Source == src.Name {
+			// HTTP ingest appends to one stream, knowing no primary key.
+			bad("ingest.source", "must not name a sharded %s source (%q has %d shards)", src.Type, src.Name, src.Shards)
 		}
 	}
 	if s.Ingest.Addr != "" || s.Ingest.Source != "" {
@@ -826,8 +753,8 @@ func (s *Spec) Validate() error {
 		for _, src := range s.Sources {
 			if src.Name == s.Ingest.Source {
 				found = true
-				if src.Type != "redis-stream" && src.Type != "kafka" {
-					bad("ingest.source", "must name a redis-stream or kafka source (%q is %s)", src.Name, src.Type)
+				if k, ok := all.Sources.Lookup(src.Type); ok && k.Append == nil {
+					bad("ingest.source", "must name a %s source (%q is %s)", all.Sources.Where(func(k connectors.SourceKind) bool { return k.Append != nil }), src.Name, src.Type)
 				}
 				if src.Format == FormatDebeziumAvro || src.Format == FormatDebeziumJSONSchema {
 					bad("ingest.source", "HTTP ingest appends plain JSON; %q is a %s source", src.Name, src.Format)
@@ -841,28 +768,8 @@ func (s *Spec) Validate() error {
 			bad("ingest.addr", "must be host:port (got %q)", s.Ingest.Addr)
 		}
 	}
-	switch dl := s.DeadLetter; dl.Type {
-	case "":
-	case "file":
-		if dl.Path == "" {
-			bad("dead_letter.path", "must be set for a file dead-letter output")
-		}
-	case "redis-stream":
-		if dl.Redis.Addr == "" {
-			bad("dead_letter.redis.addr", "must be set for a redis-stream dead-letter output")
-		}
-		if dl.Stream == "" {
-			bad("dead_letter.stream", "must be set for a redis-stream dead-letter output")
-		}
-	case "kafka":
-		if len(dl.Kafka.Brokers) == 0 {
-			bad("dead_letter.kafka.brokers", "must be set for a kafka dead-letter output")
-		}
-		if dl.Kafka.Topic == "" {
-			bad("dead_letter.kafka.topic", "must be set for a kafka dead-letter output")
-		}
-	default:
-		bad("dead_letter.type", "must be file, kafka or redis-stream (got %q)", dl.Type)
+	if dl := s.DeadLetter; dl.Enabled() {
+		errs = append(errs, all.DeadLetters.Validate("dead_letter", dl.Type, dl, s.Resolve)...)
 	}
 	for i, sk := range s.Sinks {
 		f := fmt.Sprintf("sinks[%d]", i)
@@ -872,41 +779,9 @@ func (s *Spec) Validate() error {
 			bad(f+".format", "must be changelog, upsert or debezium (got %q)", sk.Format)
 		}
 		errs = append(errs, validateSinkEncoding(f, sk)...)
-		switch sk.Type {
-		case "stdout", "table":
-		case "file":
-			if sk.Path == "" {
-				bad(f+".path", "must be set for a file sink")
-			}
-		case "redis-stream":
-			if sk.Redis.Addr == "" {
-				bad(f+".redis.addr", "must be set for a redis-stream sink")
-			}
-			if sk.Stream == "" {
-				bad(f+".stream", "must be set for a redis-stream sink")
-			}
-			if sk.Shards < 0 || sk.Shards > MaxShards {
-				bad(f+".shards", "must be 0 (one stream) to %d (got %d)", MaxShards, sk.Shards)
-			}
-		case "redis-hash":
-			if sk.Redis.Addr == "" {
-				bad(f+".redis.addr", "must be set for a redis-hash sink")
-			}
-			if sk.Key == "" {
-				bad(f+".key", "must be set for a redis-hash sink")
-			}
-		case "kafka":
-			if len(sk.Kafka.Brokers) == 0 {
-				bad(f+".kafka.brokers", "must be set for a kafka sink")
-			}
-			if sk.Kafka.Topic == "" {
-				bad(f+".kafka.topic", "must be set for a kafka sink")
-			}
-		default:
-			bad(f+".type", "must be stdout, file, redis-stream, redis-hash, kafka or table (got %q)", sk.Type)
-		}
-		if sk.Shards != 0 && sk.Type != "redis-stream" {
-			bad(f+".shards", "is only for a redis-stream sink (this one is %s)", sk.Type)
+		errs = append(errs, all.Sinks.Validate(f, sk.Type, sk, s.Resolve)...)
+		if k, ok := all.Sinks.Lookup(sk.Type); ok && sk.Shards != 0 && !k.Shards {
+			bad(f+".shards", "is only for a %s sink (this one is %s)", all.Sinks.Where(func(k connectors.SinkKind) bool { return k.Shards }), sk.Type)
 		}
 	}
 	switch s.State.Store {

@@ -4,22 +4,13 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/joinery/joinery/connopts/redisopts"
 )
 
-// RedisCluster names a Redis Cluster, for state.redis only:
-//
-//	state:
-//	  store: redis
-//	  redis:
-//	    cluster: {addrs: ["redis-0:6379", "redis-1:6379", "redis-2:6379"]}
-//
-// Some of the cluster's nodes are enough (the client learns the rest and
-// the slot map from them); list more than one to survive one being down
-// at start. It excludes redis.addr, and db must be 0. Username, password
-// and tls apply to every node.
-type RedisCluster struct {
-	Addrs []string `yaml:"addrs,omitempty"`
-}
+// RedisCluster names a Redis Cluster, for state.redis only (see
+// redisopts.Cluster).
+type RedisCluster = redisopts.Cluster
 
 // EnvRedisCluster overrides state.redis.cluster.addrs (comma separated);
 // set, it also clears state.redis.addr of the file, as JOINERY_REDIS_ADDR

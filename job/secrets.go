@@ -10,8 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
+	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/internal/bindaddr"
 )
 
@@ -106,32 +105,13 @@ func (s *Spec) certPool(path string) (*x509.CertPool, error) {
 }
 
 // KafkaTLS is TLS to Kafka brokers: `tls: true` (system roots) or a mapping
-// with the same fields as RedisTLS (ca_file, cert_file/key_file for a
-// client certificate, server_name, insecure_skip_verify).
-type KafkaTLS RedisTLS
-
-// UnmarshalYAML accepts a bool or a mapping.
-func (k *KafkaTLS) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode {
-		var on bool
-		if err := n.Decode(&on); err != nil {
-			return fmt.Errorf("tls: want true, false or a mapping: %w", err)
-		}
-		*k = KafkaTLS{Enabled: on}
-		return nil
-	}
-	var v RedisTLS
-	if err := decodeStrict(n, &v); err != nil {
-		return err
-	}
-	*k = KafkaTLS(v)
-	return nil
-}
+// with the same fields as RedisTLS (kafkaopts.TLS).
+type KafkaTLS = kafkaopts.TLS
 
 // KafkaTLSConfig builds the TLS configuration of a Kafka block: nil without
 // TLS, an error naming what is wrong (as RedisTLSConfig).
 func (s *Spec) KafkaTLSConfig(k Kafka) (*tls.Config, error) {
-	return s.RedisTLSConfig(Redis{TLS: RedisTLS(k.TLS)})
+	return k.TLS.Config(s.Resolve)
 }
 
 // GossipKey decodes cluster.secret_key: nil without one, an error unless it
@@ -350,23 +330,5 @@ func (s *Spec) validateSecurity(bad func(field, format string, a ...any)) {
 		if s.Ingest.BodyTimeout < 0 {
 			bad("ingest.body_timeout", "must not be negative")
 		}
-	}
-	check := func(field string, k Kafka) {
-		if _, err := s.KafkaTLSConfig(k); err != nil {
-			bad(field+".tls", "%v", err)
-		}
-	}
-	for i, src := range s.Sources {
-		if src.Type == "kafka" {
-			check(fmt.Sprintf("sources[%d].kafka", i), src.Kafka)
-		}
-	}
-	for i, sk := range s.Sinks {
-		if sk.Type == "kafka" {
-			check(fmt.Sprintf("sinks[%d].kafka", i), sk.Kafka)
-		}
-	}
-	if s.DeadLetter.Type == "kafka" {
-		check("dead_letter.kafka", s.DeadLetter.Kafka)
 	}
 }

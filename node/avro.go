@@ -3,9 +3,9 @@ package node
 import (
 	"context"
 
+	"github.com/joinery/joinery/connectors"
 	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/job"
-	sinkkafka "github.com/joinery/joinery/sinks/kafka"
 	"github.com/joinery/joinery/sources"
 )
 
@@ -40,7 +40,7 @@ func (r *reader) resolveSchemas(ctx context.Context, msgs []sources.Message) err
 
 // sinkAvro is the Avro setting of a kafka sink with encoding avro, nil
 // for JSON.
-func sinkAvro(spec *job.Spec, s job.Sink) (*sinkkafka.Avro, error) {
+func sinkAvro(spec *job.Spec, s job.Sink) (*connectors.Avro, error) {
 	if s.Encoding != job.EncodingAvro {
 		return nil, nil
 	}
@@ -54,5 +54,5 @@ func sinkAvro(spec *job.Spec, s job.Sink) (*sinkkafka.Avro, error) {
 			cols = append(cols, c.Name)
 		}
 	}
-	return &sinkkafka.Avro{Registry: cc, Subject: s.Subject, Name: spec.Name, Columns: cols}, nil
+	return &connectors.Avro{Registry: cc, Subject: s.Subject, Name: spec.Name, Columns: cols}, nil
 }

@@ -2,16 +2,15 @@ package node
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/joinery/joinery/connectors"
+	"github.com/joinery/joinery/connectors/all"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter"
-	sinkkafka "github.com/joinery/joinery/sinks/kafka"
-	"github.com/joinery/joinery/sinks/redisstream"
 	"github.com/joinery/joinery/sources"
 )
 
@@ -37,27 +36,12 @@ func (e *BadInputError) Unwrap() error { return e.Err }
 // openDeadLetter opens the job's dead-letter output; nil when it names none.
 func openDeadLetter(ctx context.Context, spec *job.Spec) (deadletter.Writer, error) {
 	dl := spec.DeadLetter
-	var w deadletter.Writer
-	var err error
-	switch dl.Type {
-	case "":
+	if !dl.Enabled() {
 		return nil, nil
-	case "file":
-		w, err = deadletter.OpenFile(spec.Resolve(dl.Path))
-	case "redis-stream":
-		var tc *tls.Config
-		if tc, err = spec.RedisTLSConfig(dl.Redis); err == nil {
-			w, err = deadletter.OpenRedisStream(ctx, redisstream.Config{Addr: dl.Redis.Addr, Username: dl.Redis.Username,
-				Password: dl.Redis.Password, DB: dl.Redis.DB, Stream: dl.Stream, TLS: tc})
-		}
-	case "kafka":
-		var tc *tls.Config
-		if tc, err = kafkaTLS(spec, dl.Kafka); err == nil {
-			w, err = deadletter.OpenKafka(ctx, sinkkafka.Config{Brokers: dl.Kafka.Brokers, Topic: dl.Kafka.Topic,
-				ClientID: dl.Kafka.ClientID, TLS: tc, SASL: kafkaSASL(dl.Kafka)})
-		}
-	default:
-		return nil, fmt.Errorf("dead_letter.type: unknown %q", dl.Type)
+	}
+	w, _, err := all.DeadLetters.Open(ctx, "dead_letter", dl.Type, dl, connectors.Env{Resolve: spec.Resolve})
+	if err == nil && w == nil {
+		err = fmt.Errorf("type %q opens nothing", dl.Type)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dead_letter: %w", err)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/connectors"
+	"github.com/joinery/joinery/connectors/all"
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/formats/debeziumavro"
@@ -23,9 +25,6 @@ import (
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter"
 	"github.com/joinery/joinery/sources"
-	"github.com/joinery/joinery/sources/file"
-	srckafka "github.com/joinery/joinery/sources/kafka"
-	"github.com/joinery/joinery/sources/redisstream"
 	"github.com/joinery/joinery/transform"
 )
 
@@ -80,52 +79,36 @@ func (n *Node) Run(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// openSource opens a source of the job through the connector registry
+// (connectors/all); the timer tick (wmshare.go) is the node's own.
 func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, error) {
-	switch cfg.Type {
-	case "file":
-		committed, err := n.store.CommittedOffsets(ctx, n.spec.Name)
-		if err != nil {
-			return nil, fmt.Errorf("committed offsets: %w", err)
-		}
-		start := committed[record.Position{Source: cfg.Name}.PartitionID()]
-		// A line over the record limit is cut one byte past it, so it is
-		// rejected as too-large.
-		fc := file.Config{Name: cfg.Name, Path: n.spec.Resolve(cfg.Path), StartAfter: start, MaxLineBytes: cfg.RecordLimit() + 1}
-		if cfg.Path == "-" {
-			fc.Reader = n.opts.Stdin
-		}
-		return file.New(fc)
-	case "redis-stream":
-		consumer := cfg.Consumer
-		if consumer == "" {
-			consumer = n.spec.Cluster.NodeName
-		}
-		if consumer == "" {
-			consumer = n.system.ID
-		}
-		tc, err := n.spec.RedisTLSConfig(cfg.Redis)
-		if err != nil {
-			return nil, fmt.Errorf("source %s: redis.tls: %w", cfg.Name, err)
-		}
-		rc := redisstream.Config{Name: cfg.Name, Addr: cfg.Redis.Addr, Username: cfg.Redis.Username,
-			Password: cfg.Redis.Password, DB: cfg.Redis.DB, Stream: cfg.Stream, Group: cfg.Group, Consumer: consumer, TLS: tc,
-			Lease: cfg.Lease, OnPartitions: n.readingHook(cfg.Name, n.sourcePartitions(cfg.Name)), Applied: n.appliedOffset(cfg.Name)}
-		if cfg.Shards > 0 {
-			rc.Shards, rc.Members, rc.Member = cfg.Shards, n.liveMembers, n.memberName(consumer) // shards.go
-		}
-		return redisstream.Open(ctx, rc)
-	case "kafka":
-		tc, err := kafkaTLS(n.spec, cfg.Kafka)
-		if err != nil {
-			return nil, fmt.Errorf("source %s: %w", cfg.Name, err)
-		}
-		return srckafka.New(ctx, srckafka.Config{Name: cfg.Name, Brokers: cfg.Kafka.Brokers, Topic: cfg.Kafka.Topic,
-			Group: cfg.Kafka.Group, StartOffset: cfg.Kafka.StartOffset, ClientID: cfg.Kafka.ClientID,
-			TLS: tc, SASL: kafkaSASL(cfg.Kafka), OnPartitions: n.sourcePartitions(cfg.Name), Applied: n.appliedOffset(cfg.Name)})
-	case timerTickType: // wmshare.go
+	if cfg.Type == timerTickType {
 		return tickSource{every: n.wms.cfg.Interval}, nil
 	}
-	return nil, fmt.Errorf("unknown source type %q", cfg.Type)
+	consumer := n.spec.Cluster.NodeName
+	if consumer == "" {
+		consumer = n.system.ID
+	}
+	env := &connectors.SourceEnv{
+		Env:         connectors.Env{Resolve: n.spec.Resolve},
+		Name:        cfg.Name,
+		RecordLimit: cfg.RecordLimit(),
+		Stdin:       n.opts.Stdin,
+		Consumer:    consumer,
+		Committed: func(ctx context.Context) (map[string]int64, error) {
+			return n.store.CommittedOffsets(ctx, n.spec.Name)
+		},
+		OnPartitions: n.sourcePartitions(cfg.Name),
+		OnLease:      n.readingHook(cfg.Name, n.sourcePartitions(cfg.Name)),
+		Members:      n.liveMembers,
+		Member:       n.memberName,
+		Applied:      n.appliedOffset(cfg.Name), // rollback.go
+	}
+	src, _, err := all.Sources.Open(ctx, "source "+cfg.Name, cfg.Type, cfg, env)
+	if err == nil && src == nil {
+		err = fmt.Errorf("source type %q opens nothing", cfg.Type)
+	}
+	return src, err
 }
 
 // readingHook wraps a Redis stream source's OnPartitions hook (next, may be

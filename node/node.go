@@ -25,6 +25,7 @@ import (
 	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/cluster"
+	"github.com/joinery/joinery/connectors"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/persistence"
@@ -79,7 +80,7 @@ type Node struct {
 	keyExprs [2]*transform.Value // event-time sides' key_expr, by side; nil: the key field
 	opened   sync.Map            // names of the job's sources that opened (readiness)
 	admin    *admin.Server
-	ingest   *httpIngest
+	ingest   connectors.Service
 	started  time.Time
 	hot      *hotkeys.Tracker
 	evt      *eventTime         // event-time joins only
@@ -327,7 +328,7 @@ func (n *Node) IngestAddr() string {
 	if n.ingest == nil {
 		return ""
 	}
-	return n.ingest.addr()
+	return n.ingest.Addr()
 }
 
 // Metrics returns the node's Prometheus metrics.
@@ -366,7 +367,7 @@ func (n *Node) Close(ctx context.Context) error {
 	n.closed.Do(func() {
 		n.draining.Store(true) // readiness off first
 		if n.ingest != nil {
-			errs = append(errs, n.ingest.shutdown(ctx)) // stop intake
+			errs = append(errs, n.ingest.Shutdown(ctx)) // stop intake
 		}
 		n.stopWmShare(ctx)
 		if n.cluster != nil {

@@ -2,21 +2,18 @@ package node
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
 
+	"github.com/joinery/joinery/connectors"
+	"github.com/joinery/joinery/connectors/all"
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks"
-	"github.com/joinery/joinery/sinks/jsonl"
-	sinkkafka "github.com/joinery/joinery/sinks/kafka"
-	"github.com/joinery/joinery/sinks/redishash"
-	"github.com/joinery/joinery/sinks/redisstream"
 )
 
 // outputs fans a batch out to every sink of the job, and keeps the
@@ -102,40 +99,21 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 			}
 			format = f
 		}
-		var sk sinks.Sink
-		var err error
-		switch s.Type {
-		case "stdout":
-			sk = jsonl.New(stdout, format)
-		case "file":
-			sk, err = jsonl.Create(spec.Resolve(s.Path), format)
-		case "redis-stream":
-			var tc *tls.Config
-			if tc, err = spec.RedisTLSConfig(s.Redis); err == nil {
-				sk, err = redisstream.New(ctx, redisstream.Config{Addr: s.Redis.Addr, Username: s.Redis.Username,
-					Password: s.Redis.Password, DB: s.Redis.DB, Stream: s.Stream, Format: format, TLS: tc, Shards: s.Shards})
-			}
-		case "redis-hash":
-			var tc *tls.Config
-			if tc, err = spec.RedisTLSConfig(s.Redis); err == nil {
-				sk, err = redishash.New(ctx, redishash.Config{Addr: s.Redis.Addr, Username: s.Redis.Username,
-					Password: s.Redis.Password, DB: s.Redis.DB, Key: s.Key, TLS: tc})
-			}
-		case "kafka":
-			var av *sinkkafka.Avro
-			var tc *tls.Config
-			if av, err = sinkAvro(spec, s); err == nil {
-				tc, err = kafkaTLS(spec, s.Kafka)
-			}
-			if err == nil {
-				sk, err = sinkkafka.New(ctx, sinkkafka.Config{Brokers: s.Kafka.Brokers, Topic: s.Kafka.Topic, Format: format,
-					ClientID: s.Kafka.ClientID, TLS: tc, SASL: kafkaSASL(s.Kafka), Avro: av})
-			}
-		case "table":
+		av, err := sinkAvro(spec, s)
+		if err != nil {
+			o.close()
+			return nil, fmt.Errorf("sinks[%d]: %w", i, err)
+		}
+		env := &connectors.SinkEnv{Env: connectors.Env{Resolve: spec.Resolve}, Format: format, Stdout: stdout, Avro: av}
+		sk, kind, err := all.Sinks.Open(ctx, fmt.Sprintf("sinks[%d]", i), s.Type, s, env)
+		if err == nil && kind.Table {
 			o.table = joins.NewTable()
 			o.seen, o.seqs = map[string]bool{}, map[string]uint64{}
 			o.print = true
 			continue
+		}
+		if err == nil && sk == nil {
+			err = fmt.Errorf("sink type %q opens nothing", s.Type)
 		}
 		if err != nil {
 			o.close()

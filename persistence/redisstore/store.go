@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/joinery/joinery/connopts/redisopts"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -75,16 +76,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		return s, nil
 	}
-	c := redis.NewClient(&redis.Options{
-		Addr:     cfg.Addr,
-		Username: cfg.Username,
-		Password: cfg.Password,
-		DB:       cfg.DB,
-		// Socket deadlines follow the caller's context deadline.
-		ContextTimeoutEnabled:    true,
-		TLSConfig:                tc,
-		MaintNotificationsConfig: noMaint(),
-	})
+	c := redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: tc}.Client()
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("redisstore: cannot reach redis at %s: %w", cfg.Addr, err)

@@ -22,7 +22,7 @@
 // Why franz-go (github.com/twmb/franz-go): the Kafka client made for the job:
 // pure Go, consumer groups, idempotent producer, in-process kfake for tests.
 // franz-go types stay inside the Kafka packages; connection options (TLS,
-// SASL) are shared with sources/kafka.
+// SASL) come from connopts/kafkaopts, shared with the source and ingest.
 //
 // Usage:
 //

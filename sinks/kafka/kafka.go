@@ -10,11 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks"
-	srckafka "github.com/joinery/joinery/sources/kafka"
 )
 
 // IDHeader is the record header that carries the output id.
@@ -25,7 +25,7 @@ var ErrClosed = errors.New("kafka: sink closed")
 
 // SASL authenticates to the brokers (mechanism plain, scram-sha-256 or
 // scram-sha-512, user and password).
-type SASL = srckafka.SASL
+type SASL = kafkaopts.SASL
 
 // Config configures a Kafka sink. The zero value of an optional field means
 // its default.
@@ -37,7 +37,7 @@ type Config struct {
 	Topic string
 	// Format encodes record values. Default changelog.Changelog.
 	Format changelog.Format
-	// ClientID is the Kafka client id. Default srckafka.DefaultClientID.
+	// ClientID is the Kafka client id. Default kafkaopts.DefaultClientID.
 	ClientID string
 	// TLS, when set, connects with TLS. It is cloned, not retained.
 	TLS *tls.Config
@@ -67,7 +67,7 @@ type Avro struct {
 // Validate reports every problem with c at once, naming each field.
 func (c Config) Validate() error {
 	var errs []error
-	if err := srckafka.ValidateBrokers(c.Brokers); err != nil {
+	if err := kafkaopts.ValidateBrokers(c.Brokers); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Topic == "" {
@@ -102,9 +102,9 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 		return nil, err
 	}
 	if cfg.ClientID == "" {
-		cfg.ClientID = srckafka.DefaultClientID
+		cfg.ClientID = kafkaopts.DefaultClientID
 	}
-	opts := append(srckafka.ClientOptions(cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL),
+	opts := append(kafkaopts.ClientOptions(cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // the default, and required for idempotence
 	)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks"
 )
@@ -94,14 +95,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	if cfg.SeqsKey == "" {
 		cfg.SeqsKey = cfg.Key + SeqsSuffix
 	}
-	client := redis.NewClient(&redis.Options{
-		Addr:                  cfg.Addr,
-		Username:              cfg.Username,
-		Password:              cfg.Password,
-		DB:                    cfg.DB,
-		TLSConfig:             cloneTLS(cfg.TLS),
-		ContextTimeoutEnabled: true,
-	})
+	client := redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: cfg.TLS}.Client()
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("redishash: ping %s: %w", cfg.Addr, err)
@@ -210,9 +204,3 @@ func (s *Sink) Close() error {
 	return nil
 }
 
-func cloneTLS(c *tls.Config) *tls.Config {
-	if c == nil {
-		return nil
-	}
-	return c.Clone()
-}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/internal/streamshard"
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks"
 )
@@ -99,14 +100,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	client := redis.NewClient(&redis.Options{
-		Addr:                  cfg.Addr,
-		Username:              cfg.Username,
-		Password:              cfg.Password,
-		DB:                    cfg.DB,
-		TLSConfig:             cloneTLS(cfg.TLS),
-		ContextTimeoutEnabled: true,
-	})
+	client := redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: cfg.TLS}.Client()
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("redisstream: ping %s: %w", cfg.Addr, err)
@@ -208,9 +202,3 @@ func (s *Sink) Close() error {
 	return nil
 }
 
-func cloneTLS(c *tls.Config) *tls.Config {
-	if c == nil {
-		return nil
-	}
-	return c.Clone()
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sources"
 )
@@ -24,7 +25,7 @@ const (
 )
 
 // DefaultClientID is the Kafka client id when Config.ClientID is empty.
-const DefaultClientID = "joinery"
+const DefaultClientID = kafkaopts.DefaultClientID
 
 // ErrClosed is returned by Read and Commit after Close.
 var ErrClosed = errors.New("kafka: source closed")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sources"
 )
@@ -233,14 +234,7 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 }
 
 func newClient(cfg Config) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:                  cfg.Addr,
-		Username:              cfg.Username,
-		Password:              cfg.Password,
-		DB:                    cfg.DB,
-		TLSConfig:             cloneTLS(cfg.TLS),
-		ContextTimeoutEnabled: true,
-	})
+	return redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: cfg.TLS}.Client()
 }
 
 // newOn is New on an existing client, which the source does not close.
@@ -743,11 +737,4 @@ func (s *Source) readLeased(ctx context.Context, max int) ([]sources.Message, er
 			return nil, s.readErr(ctx, fmt.Errorf("redisstream: wait for %s: %w", s.cfg.Stream, err))
 		}
 	}
-}
-
-func cloneTLS(c *tls.Config) *tls.Config {
-	if c == nil {
-		return nil
-	}
-	return c.Clone()
 }

@@ -1,0 +1,356 @@
+// Package connectors is the table of connector kinds, as database/sql's
+// drivers: each source, sink and dead-letter kind names its type (the
+// job file's `type:`), a typed configuration decoded from the YAML of its
+// entry with a Validate that names every bad field by its path
+// (`sources[1].kafka.topic: must be set for a kafka source`), and a
+// constructor. The job validates each entry through it and the node opens
+// every source, sink, dead-letter output and HTTP ingest appender through
+// it; neither knows a connector's type name.
+//
+// The kinds live with their connectors (sources/kafka's Source, …); one
+// explicit list, connectors/all, puts them in tables, so what is
+// registered does not depend on which packages something happened to
+// import. A new connector is its own folder exporting a Kind, plus one
+// line in connectors/all (see docs/architecture.md, "Adding a
+// connector").
+//
+// It must not import a connector (they import it) nor open anything
+// itself.
+package connectors
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/joinery/joinery/connopts/kafkaopts"
+	"github.com/joinery/joinery/connopts/redisopts"
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/formats/debeziumavro"
+	"github.com/joinery/joinery/sinks"
+	"github.com/joinery/joinery/sources"
+)
+
+// FieldError is one bad field of a connector entry: Path is the field's
+// path in the job file ("sources[1].kafka.topic").
+type FieldError struct {
+	Path string
+	Msg  string
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
+
+// Config is a connector kind's typed configuration.
+type Config interface {
+	// Validate reports every bad field through v (v.Bad, v.Require).
+	Validate(v *Validator)
+}
+
+// Validator collects the field errors of one entry.
+type Validator struct {
+	// At is the entry's path: "sources[1]", "sinks[0]", "dead_letter".
+	At string
+	// What names the entry in messages: "kafka source", "redis-stream
+	// dead-letter output".
+	What string
+	// Resolve maps a file name of the job to its path (TLS files are read
+	// to check them); nil leaves names as they are.
+	Resolve func(string) string
+	errs    []error
+}
+
+// Bad reports field (relative to the entry, "" for the entry itself).
+func (v *Validator) Bad(field, format string, a ...any) {
+	p := v.At
+	if field != "" {
+		p += "." + field
+	}
+	v.errs = append(v.errs, &FieldError{Path: p, Msg: fmt.Sprintf(format, a...)})
+}
+
+// Require reports field as "must be set for a <what>" unless ok.
+func (v *Validator) Require(field string, ok bool) {
+	if !ok {
+		v.Bad(field, "must be set for a %s", v.What)
+	}
+}
+
+// Errors are the field errors reported so far.
+func (v *Validator) Errors() []error { return v.errs }
+
+// Redis checks a connector's redis block at field: addr set, no cluster
+// or replica settings (state.redis only), TLS files readable.
+func (v *Validator) Redis(field string, r redisopts.Config) {
+	v.Require(field+".addr", r.Addr != "")
+	if len(r.Cluster.Addrs) > 0 {
+		v.Bad(field+".cluster", "is supported for state.redis only")
+	}
+	if r.MinReplicas != 0 || r.ReplicaTimeout != 0 {
+		v.Bad(field, "min_replicas and replica_timeout are supported for state.redis only")
+	}
+	if _, err := r.TLS.Config(v.Resolve); err != nil {
+		v.Bad(field+".tls", "%v", err)
+	}
+}
+
+// Kafka checks a connector's kafka block at field: brokers and topic set,
+// TLS files readable.
+func (v *Validator) Kafka(field string, k kafkaopts.Config) {
+	v.Require(field+".brokers", len(k.Brokers) > 0)
+	v.Require(field+".topic", k.Topic != "")
+	if _, err := k.TLS.Config(v.Resolve); err != nil {
+		v.Bad(field+".tls", "%v", err)
+	}
+}
+
+// Env is what every constructor gets from its node.
+type Env struct {
+	// Resolve maps a file name of the job file to its path.
+	Resolve func(string) string
+}
+
+// SourceEnv is what a source constructor gets from its node.
+type SourceEnv struct {
+	Env
+	// Name is sources[].name, the name in positions and offsets.
+	Name string
+	// RecordLimit is the source's max_record_bytes.
+	RecordLimit int
+	// Stdin is read by a source that reads "-".
+	Stdin io.Reader
+	// Consumer is the default consumer name in a group (the node's name).
+	Consumer string
+	// Committed returns the job's committed offsets by partition id.
+	Committed func(ctx context.Context) (map[string]int64, error)
+	// OnPartitions is told the partitions the source starts and stops
+	// reading (event-time watermarks).
+	OnPartitions func(assigned, revoked []int32)
+	// OnLease is OnPartitions for a source that reads under a lease: it
+	// also sets the node's joinery_source_reading gauge.
+	OnLease func(assigned, revoked []int32)
+	// Members returns the live members of the fleet; Member maps a
+	// consumer name to this node's member name (sharded sources).
+	Members func() []string
+	Member  func(consumer string) string
+	// Applied gives the store's committed offset of one of the source's
+	// partitions (ok false: none): a source whose own position is past it
+	// (the store went back in time) reads again from there
+	// (docs/operations.md, "Recovery").
+	Applied func(ctx context.Context, partition int32) (offset int64, ok bool, err error)
+}
+
+// SinkEnv is what a sink constructor gets from its node.
+type SinkEnv struct {
+	Env
+	// Format is sinks[].format.
+	Format changelog.Format
+	// Stdout is the node's standard output.
+	Stdout io.Writer
+	// Avro is set for a sink with encoding avro.
+	Avro *Avro
+}
+
+// Avro is what an Avro-encoding sink registers: the Schema Registry, the
+// subject (empty: the sink's default), the job's name and its projected
+// columns (nil: rows are maps).
+type Avro struct {
+	Registry debeziumavro.ClientConfig
+	Subject  string
+	Name     string
+	Columns  []string
+}
+
+// Appender appends values to a source's log for HTTP ingest (the
+// ingest.Appender interface); answered only once the append is durable.
+type Appender interface {
+	Append(ctx context.Context, values [][]byte) error
+}
+
+// Kind is one connector kind: E is what its constructor gets, T what it
+// opens (sources.Source, sinks.Sink, a dead-letter writer).
+type Kind[E, T any] struct {
+	// Type is the job file's `type:` of the entry.
+	Type string
+	// New returns a zero configuration to decode the entry into.
+	New func() Config
+	// Open builds the connector from its decoded, validated configuration.
+	// It may return a zero T with a nil error for a kind the node
+	// implements itself (Table).
+	Open func(ctx context.Context, cfg Config, env E) (T, error)
+	// Append, for a source kind, opens an appender to the source's log
+	// for HTTP ingest; nil: HTTP ingest cannot name such a source.
+	Append func(ctx context.Context, cfg Config, env Env) (Appender, error)
+	// Shards reports that the kind takes the entry's shards setting.
+	Shards bool
+	// Table marks the table sink, which the node keeps in memory.
+	Table bool
+}
+
+// Table is the registry of one role's kinds, in the order they were
+// listed (the order messages list them in).
+type Table[E, T any] struct {
+	role  string // "source", "sink", "dead-letter output"
+	kinds []Kind[E, T]
+}
+
+// NewTable lists kinds for role; a duplicate or unnamed type panics (the
+// table is a program constant).
+func NewTable[E, T any](role string, kinds ...Kind[E, T]) *Table[E, T] {
+	t := &Table[E, T]{role: role}
+	for _, k := range kinds {
+		if k.Type == "" || k.New == nil {
+			panic(fmt.Sprintf("connectors: a %s kind needs a type and New", role))
+		}
+		if _, ok := t.Lookup(k.Type); ok {
+			panic(fmt.Sprintf("connectors: %s type %q listed twice", role, k.Type))
+		}
+		t.kinds = append(t.kinds, k)
+	}
+	return t
+}
+
+// Role is what the table's kinds are.
+func (t *Table[E, T]) Role() string { return t.role }
+
+// Types are the registered type names in order.
+func (t *Table[E, T]) Types() []string {
+	var ts []string
+	for _, k := range t.kinds {
+		ts = append(ts, k.Type)
+	}
+	return ts
+}
+
+// Lookup finds the kind of type typ.
+func (t *Table[E, T]) Lookup(typ string) (Kind[E, T], bool) {
+	i := slices.IndexFunc(t.kinds, func(k Kind[E, T]) bool { return k.Type == typ })
+	if i < 0 {
+		return Kind[E, T]{}, false
+	}
+	return t.kinds[i], true
+}
+
+// Known lists the types as "a, b or c", for messages.
+func (t *Table[E, T]) Known() string { return orList(t.Types()) }
+
+// Where lists the types whose kind has has, as Known.
+func (t *Table[E, T]) Where(has func(Kind[E, T]) bool) string {
+	var ts []string
+	for _, k := range t.kinds {
+		if has(k) {
+			ts = append(ts, k.Type)
+		}
+	}
+	return orList(ts)
+}
+
+func orList(ts []string) string {
+	switch len(ts) {
+	case 0:
+		return "(none)"
+	case 1:
+		return ts[0]
+	}
+	return strings.Join(ts[:len(ts)-1], ", ") + " or " + ts[len(ts)-1]
+}
+
+// Decode finds entry's kind and decodes its configuration: entry is the
+// job's struct of the entry (its YAML tags name the fields), typ its type.
+// An unknown type is an error at at+".type" that lists the known ones.
+func (t *Table[E, T]) Decode(at, typ string, entry any) (Kind[E, T], Config, error) {
+	k, ok := t.Lookup(typ)
+	if !ok {
+		return k, nil, &FieldError{Path: at + ".type", Msg: fmt.Sprintf("must be %s (got %q)", t.Known(), typ)}
+	}
+	cfg := k.New()
+	b, err := yaml.Marshal(entry)
+	if err == nil {
+		err = yaml.Unmarshal(b, cfg)
+	}
+	if err != nil {
+		return k, nil, &FieldError{Path: at, Msg: err.Error()}
+	}
+	return k, cfg, nil
+}
+
+// Validate decodes entry and reports every bad field of it, an unknown
+// type included; resolve is as Validator.Resolve.
+func (t *Table[E, T]) Validate(at, typ string, entry any, resolve func(string) string) []error {
+	_, cfg, err := t.Decode(at, typ, entry)
+	if err != nil {
+		return []error{err}
+	}
+	v := &Validator{At: at, What: typ + " " + t.role, Resolve: resolve}
+	cfg.Validate(v)
+	return v.Errors()
+}
+
+// Open decodes entry and opens it with env.
+func (t *Table[E, T]) Open(ctx context.Context, at, typ string, entry any, env E) (T, Kind[E, T], error) {
+	var zero T
+	k, cfg, err := t.Decode(at, typ, entry)
+	if err != nil {
+		return zero, k, err
+	}
+	if k.Open == nil {
+		return zero, k, nil
+	}
+	c, err := k.Open(ctx, cfg, env)
+	return c, k, err
+}
+
+// Sources and Sinks are the table types of the two connector roles.
+type (
+	SourceKind = Kind[*SourceEnv, sources.Source]
+	SinkKind   = Kind[*SinkEnv, sinks.Sink]
+)
+
+// None is the configuration of a kind without settings of its own.
+type None struct{}
+
+// Validate accepts everything.
+func (None) Validate(*Validator) {}
+
+// IngestEnv is what an ingest endpoint gets from its node: the appender of
+// the source it feeds (Kind.Append) and the job's ingest settings.
+type IngestEnv struct {
+	// Source is the name of the source fed.
+	Source   string
+	Appender Appender
+	// Addr is host:port to listen on; TLS, when set, serves TLS.
+	Addr string
+	TLS  *tls.Config
+	// MaxBodyBytes, MaxInflight, BodyTimeout and Token are ingest's limits
+	// and bearer token (zero: defaults, no token).
+	MaxBodyBytes int64
+	MaxInflight  int
+	BodyTimeout  time.Duration
+	Token        string
+	// OnRefused is told the reason of each request refused for its
+	// contents; may be nil.
+	OnRefused func(reason string)
+}
+
+// Service is a running ingest endpoint.
+type Service interface {
+	// Addr is the address it listens on.
+	Addr() string
+	// Shutdown stops taking requests, waits for those in flight and
+	// closes the appender.
+	Shutdown(ctx context.Context) error
+}
+
+// IngestKind is an ingest endpoint's registry entry: it takes records
+// from outside (HTTP) and appends them to a source's log.
+type IngestKind struct {
+	// Type names the endpoint.
+	Type string
+	// Start serves env until Shutdown.
+	Start func(env IngestEnv) (Service, error)
+}

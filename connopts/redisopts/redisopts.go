@@ -1,0 +1,96 @@
+// Package redisopts is the Redis connection every Redis user of Joinery
+// shares: Config, the redis block of a job file (addr, username, password,
+// db, tls), and Options.Client, the one place a go-redis client is set up
+// (the redis-stream source and sink, the redis-hash sink, the dead-letter
+// stream, HTTP ingest). It imports go-redis so its callers' settings stay
+// the same: context deadlines on sockets, TLS cloned per client, and no
+// maintenance-notification handshake (servers before Redis 8 reject it).
+//
+// It must not open a connection by itself or know what is read or written.
+package redisopts
+
+import (
+	"crypto/tls"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/joinery/joinery/connopts"
+)
+
+// Config is a Redis server's address and credentials, as a job file names
+// them.
+type Config struct {
+	Addr     string `yaml:"addr"`
+	Username string `yaml:"username"`
+	// Password; ${VAR} is expanded from the environment. PasswordFile
+	// reads it from a file instead (job/secrets.go).
+	Password     string `yaml:"password"`
+	PasswordFile string `yaml:"password_file,omitempty"`
+	DB           int    `yaml:"db"`
+	// TLS connects with TLS (see connopts.TLS).
+	TLS connopts.TLS `yaml:"tls,omitempty"`
+	// Cluster names a Redis Cluster instead of addr (state.redis only;
+	// see Cluster).
+	Cluster Cluster `yaml:"cluster,omitempty"`
+	// MinReplicas makes every state batch and offset commit wait (Redis
+	// WAIT) for this many replicas before it counts as durable (state.redis
+	// only, one server; see docs/operations.md). 0: no wait.
+	MinReplicas int `yaml:"min_replicas,omitempty"`
+	// ReplicaTimeout bounds that wait (default 1s); a write not replicated
+	// in time fails and is retried like other Redis errors.
+	ReplicaTimeout time.Duration `yaml:"replica_timeout,omitempty"`
+}
+
+// Cluster names a Redis Cluster, for state.redis only:
+//
+//	state:
+//	  store: redis
+//	  redis:
+//	    cluster: {addrs: ["redis-0:6379", "redis-1:6379", "redis-2:6379"]}
+//
+// Some of the cluster's nodes are enough (the client learns the rest and
+// the slot map from them); list more than one to survive one being down
+// at start. It excludes redis.addr, and db must be 0. Username, password
+// and tls apply to every node.
+type Cluster struct {
+	Addrs []string `yaml:"addrs,omitempty"`
+}
+
+// Options are the settings of one connection to one Redis server.
+type Options struct {
+	Addr     string
+	Username string
+	Password string
+	DB       int
+	// TLS, when not nil, connects with TLS (cloned for the client).
+	TLS *tls.Config
+}
+
+// Options is c's connection with the TLS configuration tc (built from
+// c.TLS by the caller, who knows where its files are).
+func (c Config) Options(tc *tls.Config) Options {
+	return Options{Addr: c.Addr, Username: c.Username, Password: c.Password, DB: c.DB, TLS: tc}
+}
+
+// GoRedis is the go-redis form of o.
+func (o Options) GoRedis() *redis.Options {
+	var tc *tls.Config
+	if o.TLS != nil {
+		tc = o.TLS.Clone()
+	}
+	return &redis.Options{
+		Addr:     o.Addr,
+		Username: o.Username,
+		Password: o.Password,
+		DB:       o.DB,
+		// Socket deadlines follow the caller's context deadline.
+		ContextTimeoutEnabled:    true,
+		TLSConfig:                tc,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	}
+}
+
+// Client is a go-redis client for o; it connects on first use.
+func (o Options) Client() *redis.Client { return redis.NewClient(o.GoRedis()) }

@@ -1,0 +1,47 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/joinery/joinery/connectors"
+	"github.com/joinery/joinery/connopts/kafkaopts"
+	"github.com/joinery/joinery/sinks"
+)
+
+// Entry is the configuration of a kafka sink (or dead-letter output) in a
+// job file.
+type Entry struct {
+	Kafka kafkaopts.Config `yaml:"kafka"`
+}
+
+// Validate reports every bad field.
+func (e *Entry) Validate(v *connectors.Validator) { v.Kafka("kafka", e.Kafka) }
+
+// Config is the sink configuration of e with its TLS files read.
+func (e *Entry) Config(env connectors.Env) (Config, error) {
+	k := e.Kafka
+	tc, err := k.TLS.Config(env.Resolve)
+	if err != nil {
+		return Config{}, fmt.Errorf("kafka.tls: %w", err)
+	}
+	return Config{Brokers: k.Brokers, Topic: k.Topic, ClientID: k.ClientID, TLS: tc, SASL: k.Auth()}, nil
+}
+
+// Kind is the kafka sink's registry entry (connectors/all); it writes Avro
+// when the node passes env.Avro.
+var Kind = connectors.SinkKind{
+	Type: "kafka",
+	New:  func() connectors.Config { return new(Entry) },
+	Open: func(ctx context.Context, c connectors.Config, env *connectors.SinkEnv) (sinks.Sink, error) {
+		cfg, err := c.(*Entry).Config(env.Env)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Format = env.Format
+		if a := env.Avro; a != nil {
+			cfg.Avro = &Avro{Registry: a.Registry, Subject: a.Subject, Name: a.Name, Columns: a.Columns}
+		}
+		return New(ctx, cfg)
+	},
+}

@@ -1,0 +1,37 @@
+package redishash
+
+import (
+	"context"
+
+	"github.com/joinery/joinery/connectors"
+	"github.com/joinery/joinery/connopts/redisopts"
+	"github.com/joinery/joinery/sinks"
+)
+
+// Entry is the configuration of a redis-hash sink in a job file.
+type Entry struct {
+	Redis redisopts.Config `yaml:"redis"`
+	// Key is the Redis hash.
+	Key string `yaml:"key"`
+}
+
+// Validate reports every bad field.
+func (e *Entry) Validate(v *connectors.Validator) {
+	v.Redis("redis", e.Redis)
+	v.Require("key", e.Key != "")
+}
+
+// Kind is the redis-hash sink's registry entry (connectors/all).
+var Kind = connectors.SinkKind{
+	Type: "redis-hash",
+	New:  func() connectors.Config { return new(Entry) },
+	Open: func(ctx context.Context, c connectors.Config, env *connectors.SinkEnv) (sinks.Sink, error) {
+		e := c.(*Entry)
+		tc, err := e.Redis.TLS.Config(env.Resolve)
+		if err != nil {
+			return nil, err
+		}
+		o := e.Redis.Options(tc)
+		return New(ctx, Config{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, Key: e.Key, TLS: o.TLS})
+	},
+}
