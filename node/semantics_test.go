@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -19,6 +20,7 @@ type outLine struct {
 	PK  json.RawMessage `json:"pk"`
 	Row map[string]any  `json:"row"`
 	Ts  int64           `json:"ts"`
+	Seq uint64          `json:"seq"`
 }
 
 func readOut(t *testing.T, path string) []outLine {
@@ -219,7 +221,14 @@ sinks: [{type: file, path: out.jsonl}]
 `))
 		run(t, n)
 		var got []string
-		for _, l := range readOut(t, filepath.Join(dir, "out.jsonl")) {
+		// The key's outputs in its order (Seq): the two sources' replies
+		// reach the sink in either order.
+		lines := readOut(t, filepath.Join(dir, "out.jsonl"))
+		sort.SliceStable(lines, func(i, j int) bool { return lines[i].Seq < lines[j].Seq })
+		for _, l := range lines {
+			if l.Seq == 0 {
+				t.Errorf("output %+v without seq", l)
+			}
 			got = append(got, fmt.Sprintf("%s %d %v|%v", l.Op, l.Ts, l.Row["lv"], l.Row["rv"]))
 		}
 		want := []string{"+I 5 p5|v0", "-U 5 p5|v0", "+U 5 p5b|v0", "-D 6 p6|v0", "+I 12 p12|<nil>"}
