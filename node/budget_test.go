@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,6 +20,8 @@ import (
 
 	"github.com/joinery/joinery/internal/gctune"
 	"github.com/joinery/joinery/internal/testutil"
+	"github.com/joinery/joinery/node"
+	"github.com/joinery/joinery/persistence/embedded"
 )
 
 // TestNodeMemoryBudget runs many distinct CDC keys through one node with
@@ -296,4 +300,79 @@ func parseSize(s string) (int64, error) {
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	return v * mult, err
+}
+
+// TestNodeEmbeddedStateBudget: on the embedded store every key's state
+// stays in memory whatever the key actors do, so a node whose state
+// outgrows its memory budget must stop ingesting with an error naming the
+// budget and the state size (and say so in its metrics) rather than grow
+// until it is OOM-killed. A table of cases: a budget the state fits runs to
+// the end; a small one stops early, close to the budget.
+func TestNodeEmbeddedStateBudget(t *testing.T) {
+	const keys = 8000
+	dir := t.TempDir()
+	writeUsers(t, filepath.Join(dir, "users.jsonl"), keys)
+	for _, tc := range []struct {
+		name    string
+		budget  string
+		refused bool
+	}{
+		{"fits", "64MiB", false},
+		{"small", "1MiB", true},
+		{"off", "0", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := start(t, parse(t, dir, "name: statebudget\n"+joinYAML+fmt.Sprintf(`
+state: {memory_budget: %q}
+sources: [{name: cdc, type: file, path: users.jsonl, tables: {users: left, domains: right}}]
+sinks: [{type: file, path: /dev/null}]
+`, tc.budget)))
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			err := n.Run(ctx)
+			rec := httptest.NewRecorder()
+			n.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+			metrics := rec.Body.String()
+			if !tc.refused {
+				if err != nil {
+					t.Fatalf("run: %v", err)
+				}
+				if got := n.Stats().In.Load(); got != keys {
+					t.Errorf("read %d records, want all %d", got, keys)
+				}
+				if strings.Contains(metrics, `joinery_state_over_budget{job="statebudget"} 1`) {
+					t.Errorf("joinery_state_over_budget is 1 though the state fit")
+				}
+				return
+			}
+			var ob *node.StateOverBudgetError
+			if !errors.As(err, &ob) {
+				t.Fatalf("run: %v; want a *node.StateOverBudgetError", err)
+			}
+			t.Logf("refused: %v", err)
+			for _, want := range []string{"memory budget of 1.0 MiB", "state.memory_budget", "MiB of key state", "keys"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if ob.BudgetBytes != 1<<20 || ob.HeldBytes <= ob.BudgetBytes || ob.Keys == 0 {
+				t.Errorf("error figures %+v: want budget 1 MiB and more state held than that", *ob)
+			}
+			// It stopped ingesting near the budget: not every key was read,
+			// and what was read past the check is at most the batches in
+			// flight (32 of 256 records).
+			if got := n.Stats().In.Load(); got >= keys {
+				t.Errorf("read all %d records: the node did not stop ingesting", got)
+			}
+			if ob.Keys > int(ob.BudgetBytes/embedded.EntryOverhead)+32*256 {
+				t.Errorf("%d keys stored under a %d B budget: it grew past the budget", ob.Keys, ob.BudgetBytes)
+			}
+			if !strings.Contains(metrics, `joinery_state_over_budget{job="statebudget"} 1`) {
+				t.Errorf("metrics lack joinery_state_over_budget 1:\n%s", grepLines(metrics, "state_"))
+			}
+			if !strings.Contains(metrics, `joinery_state_bytes{job="statebudget"}`) {
+				t.Errorf("metrics lack joinery_state_bytes:\n%s", grepLines(metrics, "state_"))
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
@@ -44,6 +45,40 @@ type Store struct {
 
 	// wms holds the published node watermarks (watermarks.go).
 	wms watermarkBoard
+
+	// held is HeldBytes: changed by applyLocked (under mu), read without it.
+	held atomic.Int64
+}
+
+// EntryOverhead is what HeldBytes counts for one stored key beyond its
+// key, state and offsets' bytes: the map entries, the slice and map
+// headers, allocator rounding.
+const EntryOverhead = 256
+
+// entryBytes is what HeldBytes counts for one stored key.
+func entryBytes(key record.Key, e entry) int64 {
+	n := int64(EntryOverhead + len(key) + len(e.state))
+	for p := range e.offsets {
+		n += int64(len(p) + 24)
+	}
+	return n
+}
+
+// HeldBytes estimates the memory the stored snapshots take (every key's
+// state lives in memory, whether or not its key actor is live): the node
+// compares it with its memory budget, since passivating a key frees
+// nothing here.
+func (s *Store) HeldBytes() int64 { return s.held.Load() }
+
+// StoredKeys is the number of keys with a snapshot, over all jobs.
+func (s *Store) StoredKeys() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, j := range s.mu.jobs {
+		n += len(j.snaps)
+	}
+	return n
 }
 
 // jobState is one job's data. Snapshots in it are owned by the store: their
@@ -103,12 +138,17 @@ func (s *Store) applyLocked(r logRecord) {
 	case kindSave:
 		for _, sn := range r.snaps {
 			j := s.job(sn.Job)
+			if old, ok := j.snaps[sn.Key]; ok {
+				s.held.Add(-entryBytes(sn.Key, old))
+			}
 			if len(sn.State) == 0 {
 				delete(j.snaps, sn.Key)
 				j.timers.remove(sn.Key)
 				continue
 			}
-			j.snaps[sn.Key] = entry{state: sn.State, offsets: sn.Offsets}
+			e := entry{state: sn.State, offsets: sn.Offsets}
+			j.snaps[sn.Key] = e
+			s.held.Add(entryBytes(sn.Key, e))
 			if sn.HasTimer {
 				j.timers.set(sn.Key, sn.NextTimer)
 			} else {
