@@ -105,6 +105,7 @@ sinks: [{type: file, path: %q}]
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	perKey := ""
+	lastProgress := time.Now()
 	for running := true; running; {
 		select {
 		case err := <-done:
@@ -115,6 +116,11 @@ sinks: [{type: file, path: %q}]
 		case <-tick.C:
 		}
 		maxRSS = max(maxRSS, rssBytes())
+		if time.Since(lastProgress) >= time.Minute { // a long run says how far it got
+			lastProgress = time.Now()
+			t.Logf("progress: %d of %d changes read after %.0f s, %d keys live, RSS %.1f MiB (max %.1f)",
+				n.Stats().In.Load(), keys*21/10, time.Since(began).Seconds(), n.Stats().ActiveKeys(), mib(rssBytes()), mib(maxRSS))
+		}
 		runtime.ReadMemStats(&ms)
 		if ms.HeapInuse > maxHeap {
 			maxHeap = ms.HeapInuse
