@@ -58,8 +58,8 @@ const EntryOverhead = 256
 // entryBytes is what HeldBytes counts for one stored key.
 func entryBytes(key record.Key, e entry) int64 {
 	n := int64(EntryOverhead + len(key) + len(e.state))
-	for p := range e.offsets {
-		n += int64(len(p) + 24)
+	for _, po := range e.offsets {
+		n += int64(len(po.part) + 24)
 	}
 	return n
 }
@@ -91,9 +91,34 @@ type jobState struct {
 	lin     persistence.Lineage  // zero until the lineage is first used (lineage.go)
 }
 
+// entry is one key's snapshot. Its offsets are a slice, not a map: a key
+// has one or a few partitions, and a one-entry map costs ~200 B more per
+// stored key (docs/benchmarks.md).
 type entry struct {
 	state   []byte
-	offsets map[string]int64
+	offsets []partOffset
+}
+
+type partOffset struct {
+	part   string
+	offset int64
+}
+
+func packOffsets(m map[string]int64) []partOffset {
+	out := make([]partOffset, 0, len(m))
+	for p, o := range m {
+		out = append(out, partOffset{p, o})
+	}
+	return out
+}
+
+// offsetsMap returns a fresh map of e's offsets (never nil).
+func (e entry) offsetsMap() map[string]int64 {
+	m := make(map[string]int64, len(e.offsets))
+	for _, po := range e.offsets {
+		m[po.part] = po.offset
+	}
+	return m
 }
 
 // New opens a store. With opts.Path set it replays the log file (creating it
@@ -146,7 +171,7 @@ func (s *Store) applyLocked(r logRecord) {
 				j.timers.remove(sn.Key)
 				continue
 			}
-			e := entry{state: sn.State, offsets: sn.Offsets}
+			e := entry{state: sn.State, offsets: packOffsets(sn.Offsets)}
 			j.snaps[sn.Key] = e
 			s.held.Add(entryBytes(sn.Key, e))
 			if sn.HasTimer {
@@ -201,9 +226,7 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 	if !ok {
 		return persistence.Snapshot{}, persistence.ErrNotFound
 	}
-	offsets := make(map[string]int64, len(e.offsets))
-	maps.Copy(offsets, e.offsets)
-	return persistence.Snapshot{Job: job, Key: key, State: slices.Clone(e.state), Offsets: offsets}, nil
+	return persistence.Snapshot{Job: job, Key: key, State: slices.Clone(e.state), Offsets: e.offsetsMap()}, nil
 }
 
 // Save implements persistence.Store. The epoch check and the write happen
@@ -404,8 +427,8 @@ func (s *Store) liveSizeLocked() int64 {
 	for job, j := range s.mu.jobs {
 		for k, e := range j.snaps {
 			n += int64(len(job) + len(k) + len(e.state) + 8)
-			for p := range e.offsets {
-				n += int64(len(p) + 10)
+			for _, po := range e.offsets {
+				n += int64(len(po.part) + 10)
 			}
 		}
 		for p := range j.offsets {
@@ -431,7 +454,7 @@ func (s *Store) recordsLocked() []logRecord {
 			for _, k := range slices.Sorted(maps.Keys(j.snaps)) {
 				e := j.snaps[k]
 				at, ok := j.timers.get(k)
-				r.snaps = append(r.snaps, persistence.Snapshot{Job: job, Key: k, State: e.state, Offsets: e.offsets,
+				r.snaps = append(r.snaps, persistence.Snapshot{Job: job, Key: k, State: e.state, Offsets: e.offsetsMap(),
 					HasTimer: ok, NextTimer: at})
 				if size += len(k) + len(e.state) + 16*len(e.offsets) + 11; size >= compactChunk {
 					out = append(out, r)
