@@ -80,6 +80,13 @@ bench-fleet: redis build
 	$(GO) build -o $(BIN)/benchfleet ./cmd/benchfleet
 	$(BIN)/benchfleet -joinery $(BIN)/joinery -nodes $(BENCH_FLEET_NODES) -cpu $(or $(BENCH_FLEET_CPU),0.3) -scale $(or $(BENCH_FLEET_SCALE),1) -out $(or $(BENCH_OUT),/tmp/joinery-bench-fleet.json) -plot $(or $(BENCH_FLEET_PLOT),docs/scaling.png) $(BENCH_FLEET_FLAGS)
 
+## bench-memory: the memory budget's full run (issue 15; figures, long: run it with nice): TestNodeMemoryBudget with
+## BENCH_MEMORY_KEYS (2000000) CDC keys, state in Redis, default job settings, under a BENCH_MEMORY_LIMIT (1GiB)
+## memory cgroup (as root; else a GOMEMLIMIT-style soft limit). Prints "N B per live key". See docs/benchmarks.md.
+.PHONY: bench-memory
+bench-memory: redis
+	BENCH_MEMORY_KEYS=$(or $(BENCH_MEMORY_KEYS),2000000) BENCH_MEMORY_LIMIT=$(or $(BENCH_MEMORY_LIMIT),1GiB) GO=$(GO) scripts/bench-memory.sh
+
 ## console-screenshots: drive the web console in headless Chromium and rewrite docs/console-*.png.
 .PHONY: console-screenshots
 console-screenshots: redis

@@ -45,6 +45,10 @@ type Metrics struct {
 	// StateBytes is the size of the key state held on this node:
 	// joinery_state_bytes{job}.
 	StateBytes *prometheus.GaugeVec
+	// StateOverBudget is 1 once the node stopped ingesting because the
+	// key state its embedded store holds passed the memory budget:
+	// joinery_state_over_budget{job}.
+	StateOverBudget *prometheus.GaugeVec
 	// SnapshotSeconds is the latency of one snapshot write (batch) to the
 	// store: joinery_snapshot_seconds.
 	SnapshotSeconds prometheus.Histogram
@@ -95,6 +99,7 @@ func NewMetrics() *Metrics {
 		SkippedReplayed:    counterVec("skipped_replayed_total", "Replayed events key actors had already applied.", "job"),
 		KeysActive:         gaugeVec("keys_active", "Key actors activated on this node.", "job"),
 		StateBytes:         gaugeVec("state_bytes", "Bytes of key state held on this node.", "job"),
+		StateOverBudget:    gaugeVec("state_over_budget", "1 once this node stopped ingesting: its embedded store's key state passed the memory budget.", "job"),
 		Passivations:       counterVec("passivations_total", "Key actors stopped on this node, by cause: idle, budget (the memory budget), request, stopped (a failed or fenced write, shutdown).", "job", "cause"),
 		KeysBudgetBytes:    gaugeVec("keys_budget_bytes", "Memory budget of the live key actors on this node (0: none).", "job"),
 		KeysAccountedBytes: gaugeVec("keys_accounted_bytes", "Memory the live key actors on this node are accounted (activation + state estimate).", "job"),
@@ -118,7 +123,7 @@ func NewMetrics() *Metrics {
 		reg:           prometheus.NewRegistry(),
 	}
 	m.reg.MustRegister(m.RecordsIn, m.Outputs, m.Rejected, m.Late, m.SkippedReplayed, m.KeysActive,
-		m.Passivations, m.KeysBudgetBytes, m.KeysAccountedBytes, m.StateBytes, m.SnapshotSeconds, m.SnapshotBytes, m.FencedWrites, m.RedisErrors,
+		m.Passivations, m.KeysBudgetBytes, m.KeysAccountedBytes, m.StateBytes, m.StateOverBudget, m.SnapshotSeconds, m.SnapshotBytes, m.FencedWrites, m.RedisErrors,
 		m.ClusterMembers, m.DeclaredDead, m.SourceReading, m.WatermarkLag, m.LostRanges)
 	return m
 }
@@ -142,7 +147,7 @@ func (m *Metrics) ForgetJob(job string) {
 	l := prometheus.Labels{"job": job}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		m.RecordsIn.MetricVec, m.Outputs.MetricVec, m.Rejected.MetricVec, m.Late.MetricVec,
-		m.SkippedReplayed.MetricVec, m.KeysActive.MetricVec, m.StateBytes.MetricVec,
+		m.SkippedReplayed.MetricVec, m.KeysActive.MetricVec, m.StateBytes.MetricVec, m.StateOverBudget.MetricVec,
 		m.FencedWrites.MetricVec, m.WatermarkLag.MetricVec,
 	} {
 		v.DeletePartialMatch(l)

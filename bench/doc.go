@@ -44,7 +44,12 @@
 // goroutine: the hot path without actors), node (node.Start in-process,
 // embedded store, file source, changelog file sink read back after the
 // measured part) and node+redis (the same on a redis-server the harness
-// starts with RDB snapshots on; its CPU time is added to the node's).
+// starts with RDB snapshots on; its CPU time is added to the node's), and
+// node+redis+budget (node+redis with state.memory_budget a quarter of the
+// working set, the live keys' accounted bytes after an unmeasured run with
+// every key live: the budget passivates the least recently used keys and
+// their next change reactivates them from Redis; issue 15's target is its
+// events per CPU-second >= 0.5 × node+redis's).
 //
 // Correctness: every run's output is folded into an order-independent
 // Checksum (signed sum of a hash per output, i.e. the digest of the final

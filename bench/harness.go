@@ -26,14 +26,25 @@ const (
 	// keys spread over three nodes, most requests remote (issue 7: three
 	// nodes on one machine >= 0.6 x one node).
 	SysNode3Redis = "3nodes+redis"
+	// SysNodeRedisBudget is node+redis with state.memory_budget a quarter
+	// of the working set (issue 15): the live keys' accounted bytes at the
+	// end of an unmeasured run with the default budget (every key live),
+	// divided by BudgetWorkingSet. The budget passivates the least recently
+	// used keys and their next change reactivates them from Redis; its
+	// events per CPU-second over node+redis's is BudgetRatio.
+	SysNodeRedisBudget = "node+redis+budget"
 )
+
+// BudgetWorkingSet is how many times the working set exceeds the memory
+// budget on SysNodeRedisBudget.
+const BudgetWorkingSet = 4
 
 // Options configure a harness run.
 type Options struct {
 	Scale     Scale
 	Rounds    int      // engine/baseline alternations; the median is reported
 	Workloads []string // names; empty: all
-	Systems   []string // empty: core, node, node+redis, 3nodes+redis
+	Systems   []string // empty: core, node, node+redis, 3nodes+redis, node+redis+budget
 	Seed      uint64
 	Dir       string    // temp files; empty: a fresh os.MkdirTemp
 	Log       io.Writer // progress; nil: silent
@@ -86,6 +97,14 @@ type Result struct {
 	// ThreeNodesRatio (3nodes+redis): its events/CPU-s over node+redis's on
 	// the same workload (both on Redis, the process's CPU: all three nodes').
 	ThreeNodesRatio *float64 `json:"three_nodes_ratio,omitempty"`
+	// node+redis+budget: the working set (accounted bytes of every key
+	// live), the budget (a BudgetWorkingSet-th of it), the passivations the
+	// budget asked for per run (median), and BudgetRatio, its events per
+	// CPU-second over node+redis's (all in memory) on the same workload.
+	WorkingSetBytes    int64    `json:"working_set_bytes,omitempty"`
+	BudgetBytes        int64    `json:"budget_bytes,omitempty"`
+	BudgetPassivations int64    `json:"budget_passivations,omitempty"`
+	BudgetRatio        *float64 `json:"budget_ratio,omitempty"`
 	// Redis (node+redis): what the node wrote to Redis and the RDB
 	// snapshots the server took meanwhile.
 	Redis *RedisFigures `json:"redis,omitempty"`
@@ -245,7 +264,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Rounds = 3
 	}
 	if len(o.Systems) == 0 {
-		o.Systems = []string{SysCore, SysNode, SysNodeRedis, SysNode3Redis}
+		o.Systems = []string{SysCore, SysNode, SysNodeRedis, SysNode3Redis, SysNodeRedisBudget}
 	}
 	logf := func(format string, args ...any) {
 		if o.Log != nil {
@@ -277,7 +296,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		ws = append(ws, w)
 	}
 	var redis *redisServer
-	if slices.Contains(o.Systems, SysNodeRedis) {
+	if slices.ContainsFunc(o.Systems, func(s string) bool { return s != SysCore && s != SysNode }) {
 		rdir := filepath.Join(dir, "redis")
 		if err := os.MkdirAll(rdir, 0o755); err != nil {
 			return nil, err
@@ -306,7 +325,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				err = runRounds(&r, o.Rounds, gen, logf, nil,
 					func(p func(int)) (RunResult, error) { return w.Core(lines, p), nil },
 					func(p func(int)) (RunResult, error) { return w.Baseline(lines, p), nil })
-			case SysNode, SysNodeRedis, SysNode3Redis:
+			case SysNode, SysNodeRedis, SysNode3Redis, SysNodeRedisBudget:
 				addr, peers := "", 0
 				if sys == SysNode3Redis {
 					peers = 2
@@ -335,6 +354,23 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				if addr != "" {
 					rs = redis
 				}
+				budget := ""
+				if sys == SysNodeRedisBudget {
+					// Calibration: every key live, the working set as the budget accounts it.
+					runID++
+					if err := rs.Flush(); err != nil {
+						return nil, err
+					}
+					cal, err := nodeRun(ctx, w, dir, inPath, addr, "", runID, 0, func(f func() error) error { return f() })
+					if err != nil {
+						return nil, fmt.Errorf("%s/%s calibration: %w", w.Name, sys, err)
+					}
+					r.WorkingSetBytes = cal.Accounted
+					r.BudgetBytes = max(cal.Accounted/BudgetWorkingSet, 1)
+					budget = strconv.FormatInt(r.BudgetBytes, 10)
+					logf("  %s/%s: working set %.1f MiB accounted, budget %.1f MiB", w.Name, sys, float64(r.WorkingSetBytes)/(1<<20), float64(r.BudgetBytes)/(1<<20))
+				}
+				var passivations []float64
 				err = runRounds(&r, o.Rounds, gen, logf, rs,
 					func(p func(int)) (RunResult, error) {
 						runID++
@@ -350,7 +386,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 								return RunResult{}, err
 							}
 						}
-						res, err := nodeRun(ctx, w, dir, inPath, addr, runID, peers, func(f func() error) error { return f() })
+						res, err := nodeRun(ctx, w, dir, inPath, addr, budget, runID, peers, func(f func() error) error { return f() })
+						passivations = append(passivations, float64(res.BudgetPassivations))
 						if err == nil && rs != nil {
 							c1, cerr := rs.counters()
 							if cerr != nil {
@@ -362,6 +399,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 					},
 					func(p func(int)) (RunResult, error) { return w.Baseline(lines, p), nil })
 				os.Remove(inPath)
+				if sys == SysNodeRedisBudget && len(passivations) > 0 {
+					r.BudgetPassivations = int64(median(passivations))
+				}
 			default:
 				return nil, fmt.Errorf("bench: unknown system %q", sys)
 			}
@@ -381,16 +421,24 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 					r.ThreeNodesRatio = &x
 				}
 			}
+			if sys == SysNodeRedisBudget && r.Skipped == "" {
+				if n := byEngine[SysNodeRedis]; n != nil && n.Skipped == "" {
+					x := math.Round(r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec*1000) / 1000
+					r.BudgetRatio = &x
+				}
+			}
 			if sys != SysCore {
 				r.Engine.HeapBytes, r.Engine.LiveKeys, r.Engine.BytesPerLiveKey = 0, 0, 0
 			}
-			if sys == SysNodeRedis && r.Skipped == "" {
+			if (sys == SysNodeRedis || sys == SysNodeRedisBudget) && r.Skipped == "" {
 				r.Redis.RDBDumpBytes = redis.dumpBytes()
 			}
 			if r.Skipped == "" {
 				switch {
 				case o.NoLatency:
 					r.LatencySkipped = "not asked for (-latency=false)"
+				case sys == SysNodeRedisBudget:
+					r.LatencySkipped = "no latency run on this system (its figure is the throughput ratio)"
 				case sys == SysCore && w.Engine != nil:
 					logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
 					runtime.GC()
@@ -561,6 +609,14 @@ func (rep *Report) WriteTable(w io.Writer) {
 		}
 		if r.Notes != "" {
 			fmt.Fprintf(w, "  %s/%s: %s\n", r.Workload, r.System, r.Notes)
+		}
+		if r.BudgetBytes > 0 {
+			ratio := "no node+redis run to compare with"
+			if r.BudgetRatio != nil {
+				ratio = fmt.Sprintf("%.3f of node+redis's events per CPU-second (all in memory)", *r.BudgetRatio)
+			}
+			fmt.Fprintf(w, "  %s/%s: working set %.1f MiB accounted, memory budget %.1f MiB (1/%d): %d passivations by the budget per run; %s\n",
+				r.Workload, r.System, float64(r.WorkingSetBytes)/(1<<20), float64(r.BudgetBytes)/(1<<20), BudgetWorkingSet, r.BudgetPassivations, ratio)
 		}
 		if r.Redis != nil {
 			fmt.Fprintf(w, "  %s/%s: Redis received %.0f B/event (%.1f MB/s of node.Run); %.0f RDB saves per run, RDB file %.1f MB at the end\n",

@@ -117,3 +117,49 @@ func TestReportShape(t *testing.T) {
 		t.Errorf("table lacks the workload:\n%s", table.String())
 	}
 }
+
+// TestNodeRedisBudget: on node+redis+budget the budget is a quarter of the
+// working set the calibration run accounted, the budget passivates keys,
+// the result still equals the baseline's, and the ratio to node+redis is
+// reported and checked as a target.
+func TestNodeRedisBudget(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the node starts protoactor remoting, which races (see the Makefile); run without -race")
+	}
+	if testing.Short() {
+		t.Skip("short")
+	}
+	rep, err := Run(context.Background(), Options{Scale: Scales["tiny"], Rounds: 1, Workloads: []string{"cdc"},
+		Systems: []string{SysNodeRedis, SysNodeRedisBudget}, Dir: t.TempDir(), NoLatency: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b *Result
+	for i := range rep.Results {
+		if rep.Results[i].System == SysNodeRedisBudget {
+			b = &rep.Results[i]
+		}
+	}
+	if b == nil || b.Skipped != "" {
+		t.Fatalf("no node+redis+budget result: %+v", rep.Results)
+	}
+	if !b.Valid {
+		t.Errorf("invalid: %s", b.Invalid)
+	}
+	if b.WorkingSetBytes <= 0 || b.BudgetBytes != b.WorkingSetBytes/BudgetWorkingSet {
+		t.Errorf("working set %d B, budget %d B: want the budget a %dth of a measured working set", b.WorkingSetBytes, b.BudgetBytes, BudgetWorkingSet)
+	}
+	if b.BudgetPassivations == 0 {
+		t.Errorf("the budget passivated no key")
+	}
+	if b.BudgetRatio == nil || *b.BudgetRatio <= 0 {
+		t.Errorf("budget ratio %v: want one measured against node+redis", b.BudgetRatio)
+	}
+	found := false
+	for _, tg := range rep.Targets {
+		found = found || tg.On == "cdc/"+SysNodeRedisBudget
+	}
+	if !found {
+		t.Errorf("no target checked on cdc/%s: %+v", SysNodeRedisBudget, rep.Targets)
+	}
+}

@@ -34,13 +34,16 @@ import (
 // process, without sources: the ingesting node's keys spread over all of
 // them, so most key requests take a remote hop over protoactor remoting,
 // and the process's CPU counts every node's.
-func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr string, run, peers int, measure func(f func() error) error) (RunResult, error) {
+//
+// budget is the job's state.memory_budget ("": the default, which on this
+// machine holds every key of the bench's scales).
+func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr, budget string, run, peers int, measure func(f func() error) error) (RunResult, error) {
 	name := fmt.Sprintf("bench-%s-%d", strings.ReplaceAll(w.Name, "-", ""), run)
 	outPath := filepath.Join(dir, name+".out.jsonl")
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	var seeds string
 	for i := range peers {
-		spec, err := nodeSpec(&Workload{Name: w.Name, NodeJob: w.NodeJob}, name, "", "", redisAddr, seeds)
+		spec, err := nodeSpec(&Workload{Name: w.Name, NodeJob: w.NodeJob}, name, "", "", redisAddr, budget, seeds)
 		if err != nil {
 			return RunResult{}, err
 		}
@@ -53,7 +56,7 @@ func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr string, ru
 			seeds = p.GossipAddr()
 		}
 	}
-	spec, err := nodeSpec(w, name, inPath, fmt.Sprintf("{type: file, path: %q, format: changelog}", outPath), redisAddr, seeds)
+	spec, err := nodeSpec(w, name, inPath, fmt.Sprintf("{type: file, path: %q, format: changelog}", outPath), redisAddr, budget, seeds)
 	if err != nil {
 		return RunResult{}, err
 	}
@@ -68,12 +71,14 @@ func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr string, ru
 		}
 	}
 	var runWall time.Duration
+	var accounted int64
 	if err := measure(func() error {
 		t0 := time.Now()
 		if err := n.Run(ctx); err != nil {
 			return err
 		}
 		runWall = time.Since(t0)
+		accounted = n.Budget().Bytes
 		return n.Close(ctx)
 	}); err != nil {
 		return RunResult{}, fmt.Errorf("node run: %w", err)
@@ -85,14 +90,16 @@ func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr string, ru
 	}
 	res.Rejected = int(n.Stats().BadTotal())
 	res.Wall = runWall
+	res.Accounted, res.BudgetPassivations = accounted, n.Stats().BudgetPassivations.Load()
 	return res, nil
 }
 
 // nodeSpec is w's node job: a node reading the file source inPath ("-":
 // the node's stdin; "": no source, a node that only hosts key actors) into
-// sink, on Redis when redisAddr is set, joining the nodes at seeds (a
-// gossip address; "": a cluster of its own).
-func nodeSpec(w *Workload, name, inPath, sink, redisAddr, seeds string) (*job.Spec, error) {
+// sink, on Redis when redisAddr is set, with state.memory_budget budget
+// when set, joining the nodes at seeds (a gossip address; "": a cluster of
+// its own).
+func nodeSpec(w *Workload, name, inPath, sink, redisAddr, budget, seeds string) (*job.Spec, error) {
 	join, tables, _ := strings.Cut(w.NodeJob, "tables:")
 	yml := "name: " + name + "\n" + join
 	if inPath != "" {
@@ -104,8 +111,13 @@ func nodeSpec(w *Workload, name, inPath, sink, redisAddr, seeds string) (*job.Sp
 	} else {
 		yml += "cluster: {profile: local}\n"
 	}
-	if redisAddr != "" {
+	switch {
+	case redisAddr != "" && budget != "":
+		yml += fmt.Sprintf("state: {store: redis, redis: {addr: %q}, memory_budget: %q}\n", redisAddr, budget)
+	case redisAddr != "":
 		yml += fmt.Sprintf("state: {store: redis, redis: {addr: %q}}\n", redisAddr)
+	case budget != "":
+		yml += fmt.Sprintf("state: {memory_budget: %q}\n", budget)
 	}
 	spec, err := job.Parse([]byte(yml))
 	if err != nil {
@@ -123,7 +135,7 @@ func nodeSpec(w *Workload, name, inPath, sink, redisAddr, seeds string) (*job.Sp
 // id. The outputs are checksummed too.
 func nodeLatency(ctx context.Context, w *Workload, lines [][]byte, redisAddr string, run int, rate float64) (Latency, Checksum, error) {
 	name := fmt.Sprintf("bench-%s-lat-%d", strings.ReplaceAll(w.Name, "-", ""), run)
-	spec, err := nodeSpec(w, name, "-", "{type: stdout, format: changelog}", redisAddr, "")
+	spec, err := nodeSpec(w, name, "-", "{type: stdout, format: changelog}", redisAddr, "", "")
 	if err != nil {
 		return Latency{}, Checksum{}, err
 	}

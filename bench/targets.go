@@ -29,6 +29,7 @@ const (
 	skewTarget       = 0.5  // skewed over unskewed
 	keyOverhead      = 1024 // bytes per live key
 	threeNodesTarget = 0.6  // 3nodes+redis over node+redis
+	budgetTarget     = 0.5  // node+redis+budget over node+redis (issue 15)
 )
 
 func status(ok bool) string {
@@ -70,6 +71,11 @@ func targets(rep *Report) []Target {
 		if r.ThreeNodesRatio != nil {
 			add(r, "three nodes on one machine / one node (both on Redis, events per CPU-second)", fmt.Sprintf(">= %.1f", threeNodesTarget),
 				fmt.Sprintf("%.3f", *r.ThreeNodesRatio), *r.ThreeNodesRatio >= threeNodesTarget)
+		}
+		if r.BudgetRatio != nil {
+			add(r, fmt.Sprintf("working set %d× the memory budget / all in memory (both on Redis, issue 15)", BudgetWorkingSet),
+				fmt.Sprintf(">= %.1f", budgetTarget), fmt.Sprintf("%.3f (%d passivations per run)", *r.BudgetRatio, r.BudgetPassivations),
+				*r.BudgetRatio >= budgetTarget)
 		}
 		if t, ok := latencyTargets[r.Workload]; ok && r.Latency != nil && r.Latency.Invalid == "" {
 			what := "p99 latency at 50% load"

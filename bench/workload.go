@@ -40,6 +40,11 @@ type RunResult struct {
 	// snapshots it took meanwhile.
 	RedisInBytes float64
 	RDBSaves     float64
+	// Node levels: the memory budget's figures at the end of node.Run
+	// (before Close): accounted bytes of the live keys, and passivations
+	// the budget asked for.
+	Accounted          int64
+	BudgetPassivations int64
 }
 
 // Input is a workload's generated stream.

@@ -445,7 +445,9 @@ type State struct {
 	// MemoryBudget bounds the memory of the node's live key actors (e.g.
 	// "256MiB"); past it the least recently used passivate. Default: 35% of
 	// the soft memory limit (runtime.memory_limit, GOMEMLIMIT, or 80% of the
-	// container's or machine's memory). "0" turns the budget off.
+	// container's or machine's memory). "0" turns the budget off. On the
+	// embedded store it also bounds the state the store holds in memory:
+	// past it the node stops ingesting with an error (node.StateOverBudgetError).
 	MemoryBudget string `yaml:"memory_budget,omitempty"`
 }
 

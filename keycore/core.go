@@ -394,7 +394,7 @@ func (c *Core) resendFired(wm int64, session string, resend bool, outs []record.
 		if e.Part != FirePart || e.Offset > wm || (!resend && e.sentTo == session) {
 			continue
 		}
-		outs = append(outs, e.Outputs...)
+		outs = append(outs, e.outputs()...)
 		e.sentTo = session
 	}
 	return outs
@@ -404,7 +404,7 @@ func (c *Core) resendFired(wm int64, session string, resend bool, outs []record.
 func (c *Core) kept(part string, offset int64) []record.Output {
 	for _, e := range c.outbox {
 		if e.Part == part && e.Offset == offset {
-			return e.Outputs
+			return e.outputs()
 		}
 	}
 	return nil

@@ -257,6 +257,9 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 				return ctx.Err()
 			}
 		}
+		if err := r.n.checkStateBudget(); err != nil {
+			return err // statebudget.go: the embedded store is full
+		}
 		msgs, err := r.src.Read(ctx, max)
 		if sources.IsTransient(err) {
 			// The source's system is unreachable or restarting (Redis down):

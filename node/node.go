@@ -52,26 +52,31 @@ type Node struct {
 	// revokeGraceForTest, when set, replaces revokeGrace.
 	revokeGraceForTest time.Duration
 
-	spec     *job.Spec
-	budget   *actors.Budget // the live key actors' memory budget
-	cdc      *joins.CDCSpec
-	multi    *joins.MultiSpec // a cdc-multi join; cdc is nil then
-	log      *slog.Logger
-	opts     Options
-	system   *actor.ActorSystem
-	cluster  *pcluster.Cluster
-	provider *cluster.Provider
-	store    persistence.Store
-	guard    *persistence.Guard // commits offsets, detects a store gone back in time (rollback.go)
-	rollback rollbackStop       // closed once the guard found a rollback: Run stops (rollback.go)
-	peers    peerWatch          // fails requests in flight to a peer whose connection broke (peers.go)
-	writer   *actors.Writer
-	kind     string
-	client   *actors.Client
-	timeout  time.Duration
-	out      *outputs
-	stats    *Stats
-	metrics  *admin.Metrics
+	spec   *job.Spec
+	budget *actors.Budget // the live key actors' memory budget
+	// budgetBytes is the budget's limit (0: none) and budgetFrom where it
+	// came from; on the embedded store it bounds the state held too
+	// (statebudget.go).
+	budgetBytes int64
+	budgetFrom  string
+	cdc         *joins.CDCSpec
+	multi       *joins.MultiSpec // a cdc-multi join; cdc is nil then
+	log         *slog.Logger
+	opts        Options
+	system      *actor.ActorSystem
+	cluster     *pcluster.Cluster
+	provider    *cluster.Provider
+	store       persistence.Store
+	guard       *persistence.Guard // commits offsets, detects a store gone back in time (rollback.go)
+	rollback    rollbackStop       // closed once the guard found a rollback: Run stops (rollback.go)
+	peers       peerWatch          // fails requests in flight to a peer whose connection broke (peers.go)
+	writer      *actors.Writer
+	kind        string
+	client      *actors.Client
+	timeout     time.Duration
+	out         *outputs
+	stats       *Stats
+	metrics     *admin.Metrics
 	// session identifies this run of the node to key actors (Apply.session):
 	// kept outputs are re-sent once to a new session, as a restarted node
 	// may have lost them, and not again with every request.
@@ -306,6 +311,10 @@ func (n *Node) startBudget() error {
 		limit, from = gctune.MemoryBudget(override)
 	}
 	n.budget = actors.NewBudget(limit, n.system.Root)
+	n.budgetBytes, n.budgetFrom = limit, from
+	if from == "job" {
+		n.budgetFrom = "state.memory_budget"
+	}
 	n.stats.budget = n.budget
 	n.metrics.KeysBudgetBytes.WithLabelValues(n.spec.Name).Set(float64(limit))
 	n.log.Info("key memory budget", "bytes", limit, "from", from, "per_key_estimate", actors.ActivationBytes)

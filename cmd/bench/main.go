@@ -30,7 +30,7 @@ func main() {
 	out := flag.String("out", "", "write the JSON report here (default: none)")
 	rounds := flag.Int("rounds", 3, "engine/baseline alternations; medians are reported")
 	workloads := flag.String("workloads", "", "comma-separated workloads (default all: q3,q8,q9,q20,q20-skew,cdc,cdc-skew)")
-	systems := flag.String("systems", "", "comma-separated systems (default all: core,node,node+redis,3nodes+redis)")
+	systems := flag.String("systems", "", "comma-separated systems (default all: core,node,node+redis,3nodes+redis,node+redis+budget)")
 	seed := flag.Uint64("seed", 1, "generator seed")
 	latency := flag.Bool("latency", true, "run the open-loop latency runs")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")

@@ -80,6 +80,11 @@ func Apply(percent int, limitBytes int64) Settings {
 // has its limit there, not at the root.
 func cgroupLimit() (int64, bool) { return cgroupLimitAt("/", readSelfCgroup()) }
 
+// ContainerLimit is the memory limit of this process's cgroup (v2 or v1,
+// the smallest of it and its ancestors'), false when it has none: the
+// limit Apply takes LimitShare of.
+func ContainerLimit() (int64, bool) { return cgroupLimit() }
+
 func readSelfCgroup() string {
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
@@ -44,6 +45,40 @@ type Store struct {
 
 	// wms holds the published node watermarks (watermarks.go).
 	wms watermarkBoard
+
+	// held is HeldBytes: changed by applyLocked (under mu), read without it.
+	held atomic.Int64
+}
+
+// EntryOverhead is what HeldBytes counts for one stored key beyond its
+// key, state and offsets' bytes: the map entries, the slice and map
+// headers, allocator rounding.
+const EntryOverhead = 256
+
+// entryBytes is what HeldBytes counts for one stored key.
+func entryBytes(key record.Key, e entry) int64 {
+	n := int64(EntryOverhead + len(key) + len(e.state))
+	for _, po := range e.offsets {
+		n += int64(len(po.part) + 24)
+	}
+	return n
+}
+
+// HeldBytes estimates the memory the stored snapshots take (every key's
+// state lives in memory, whether or not its key actor is live): the node
+// compares it with its memory budget, since passivating a key frees
+// nothing here.
+func (s *Store) HeldBytes() int64 { return s.held.Load() }
+
+// StoredKeys is the number of keys with a snapshot, over all jobs.
+func (s *Store) StoredKeys() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, j := range s.mu.jobs {
+		n += len(j.snaps)
+	}
+	return n
 }
 
 // jobState is one job's data. Snapshots in it are owned by the store: their
@@ -56,9 +91,34 @@ type jobState struct {
 	lin     persistence.Lineage  // zero until the lineage is first used (lineage.go)
 }
 
+// entry is one key's snapshot. Its offsets are a slice, not a map: a key
+// has one or a few partitions, and a one-entry map costs ~200 B more per
+// stored key (docs/benchmarks.md).
 type entry struct {
 	state   []byte
-	offsets map[string]int64
+	offsets []partOffset
+}
+
+type partOffset struct {
+	part   string
+	offset int64
+}
+
+func packOffsets(m map[string]int64) []partOffset {
+	out := make([]partOffset, 0, len(m))
+	for p, o := range m {
+		out = append(out, partOffset{p, o})
+	}
+	return out
+}
+
+// offsetsMap returns a fresh map of e's offsets (never nil).
+func (e entry) offsetsMap() map[string]int64 {
+	m := make(map[string]int64, len(e.offsets))
+	for _, po := range e.offsets {
+		m[po.part] = po.offset
+	}
+	return m
 }
 
 // New opens a store. With opts.Path set it replays the log file (creating it
@@ -103,12 +163,17 @@ func (s *Store) applyLocked(r logRecord) {
 	case kindSave:
 		for _, sn := range r.snaps {
 			j := s.job(sn.Job)
+			if old, ok := j.snaps[sn.Key]; ok {
+				s.held.Add(-entryBytes(sn.Key, old))
+			}
 			if len(sn.State) == 0 {
 				delete(j.snaps, sn.Key)
 				j.timers.remove(sn.Key)
 				continue
 			}
-			j.snaps[sn.Key] = entry{state: sn.State, offsets: sn.Offsets}
+			e := entry{state: sn.State, offsets: packOffsets(sn.Offsets)}
+			j.snaps[sn.Key] = e
+			s.held.Add(entryBytes(sn.Key, e))
 			if sn.HasTimer {
 				j.timers.set(sn.Key, sn.NextTimer)
 			} else {
@@ -161,9 +226,7 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 	if !ok {
 		return persistence.Snapshot{}, persistence.ErrNotFound
 	}
-	offsets := make(map[string]int64, len(e.offsets))
-	maps.Copy(offsets, e.offsets)
-	return persistence.Snapshot{Job: job, Key: key, State: slices.Clone(e.state), Offsets: offsets}, nil
+	return persistence.Snapshot{Job: job, Key: key, State: slices.Clone(e.state), Offsets: e.offsetsMap()}, nil
 }
 
 // Save implements persistence.Store. The epoch check and the write happen
@@ -364,8 +427,8 @@ func (s *Store) liveSizeLocked() int64 {
 	for job, j := range s.mu.jobs {
 		for k, e := range j.snaps {
 			n += int64(len(job) + len(k) + len(e.state) + 8)
-			for p := range e.offsets {
-				n += int64(len(p) + 10)
+			for _, po := range e.offsets {
+				n += int64(len(po.part) + 10)
 			}
 		}
 		for p := range j.offsets {
@@ -391,7 +454,7 @@ func (s *Store) recordsLocked() []logRecord {
 			for _, k := range slices.Sorted(maps.Keys(j.snaps)) {
 				e := j.snaps[k]
 				at, ok := j.timers.get(k)
-				r.snaps = append(r.snaps, persistence.Snapshot{Job: job, Key: k, State: e.state, Offsets: e.offsets,
+				r.snaps = append(r.snaps, persistence.Snapshot{Job: job, Key: k, State: e.state, Offsets: e.offsetsMap(),
 					HasTimer: ok, NextTimer: at})
 				if size += len(k) + len(e.state) + 16*len(e.offsets) + 11; size >= compactChunk {
 					out = append(out, r)

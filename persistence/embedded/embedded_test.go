@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/joinery/joinery/persistence"
@@ -378,5 +379,65 @@ func TestStoreEmbeddedCompact(t *testing.T) {
 	}
 	if _, err := os.Stat(path + ".compact"); !os.IsNotExist(err) {
 		t.Fatalf("temporary file left behind: %v", err)
+	}
+}
+
+// TestStoreEmbeddedHeldBytes: HeldBytes follows the stored snapshots
+// (a save adds, an overwrite replaces, an empty state deletes), and a
+// reopened log counts the same.
+func TestStoreEmbeddedHeldBytes(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.log")
+	s, err := New(Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	save := func(key, state string) {
+		t.Helper()
+		ep, err := s.Epoch(ctx, "j", record.Key(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ep == 0 {
+			if ep, err = s.Acquire(ctx, "j", record.Key(key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sn := persistence.Snapshot{Job: "j", Key: record.Key(key), Epoch: ep, State: []byte(state), Offsets: map[string]int64{"src/0": 1}}
+		if err := s.Save(ctx, []persistence.Snapshot{sn}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	per := func(key, state string) int64 { return int64(EntryOverhead + len(key) + len(state) + len("src/0") + 24) }
+	for _, tc := range []struct {
+		name       string
+		key, state string
+		want       int64
+		keys       int
+	}{
+		{"first key", "a", "12345", per("a", "12345"), 1},
+		{"second key", "b", "xy", per("a", "12345") + per("b", "xy"), 2},
+		{"overwrite replaces", "a", strings.Repeat("z", 100), per("a", strings.Repeat("z", 100)) + per("b", "xy"), 2},
+		{"empty state deletes", "b", "", per("a", strings.Repeat("z", 100)), 1},
+	} {
+		save(tc.key, tc.state)
+		if got := s.HeldBytes(); got != tc.want {
+			t.Errorf("%s: HeldBytes %d, want %d", tc.name, got, tc.want)
+		}
+		if got := s.StoredKeys(); got != tc.keys {
+			t.Errorf("%s: StoredKeys %d, want %d", tc.name, got, tc.keys)
+		}
+	}
+	want := s.HeldBytes()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := r.HeldBytes(); got != want {
+		t.Errorf("reopened: HeldBytes %d, want %d", got, want)
 	}
 }
