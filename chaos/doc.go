@@ -9,7 +9,10 @@
 // Redis stream that every node of the fleet has as its source; kill -9 of
 // one of three nodes reading a sharded Redis Streams source, whose shard
 // leases must move to the survivors, as the Helm chart's default job runs
-// them), and the final joined result compared with the fault-free answer.
+// them; the state Redis restarted from an older snapshot after the stream
+// acknowledged what it lost, which the node must re-read, or name as lost
+// when the stream was trimmed), and the final joined result compared with
+// the fault-free answer.
 // It has no code of its own outside tests.
 //
 //	go test ./chaos/                        # the short version CI runs (1-3 trials per scenario, 20,000 changes)
