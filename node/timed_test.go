@@ -115,6 +115,42 @@ func TestNodeTimedJoins(t *testing.T) {
 		}
 		return l.V + "|" + r.V
 	}
+	// fullOuter is Flink's outer window join through coGroup (and Spark's
+	// windowed join, emit on-arrival): the same final set of rows.
+	fullOuter := func() map[string]bool {
+		// Flink's outer window join through coGroup: per key and window,
+		// every pair, or each row with nulls when the other side is empty.
+		w := map[string]bool{}
+		type kw struct {
+			k string
+			w int64
+		}
+		ls, rs := map[kw][]*ev{}, map[kw][]*ev{}
+		for i := range left {
+			ls[kw{left[i].K, left[i].Ts / 5000}] = append(ls[kw{left[i].K, left[i].Ts / 5000}], &left[i])
+		}
+		for i := range right {
+			rs[kw{right[i].K, right[i].Ts / 5000}] = append(rs[kw{right[i].K, right[i].Ts / 5000}], &right[i])
+		}
+		for k, l := range ls {
+			for _, le := range l {
+				if len(rs[k]) == 0 {
+					w[le.V+"|<nil>"] = true
+				}
+				for _, re := range rs[k] {
+					w[pair(le, re)] = true
+				}
+			}
+		}
+		for k, r := range rs {
+			if len(ls[k]) == 0 {
+				for _, re := range r {
+					w["<nil>|"+re.V] = true
+				}
+			}
+		}
+		return w
+	}
 	for _, c := range []struct {
 		name, join string
 		want       func() map[string]bool
@@ -151,40 +187,11 @@ func TestNodeTimedJoins(t *testing.T) {
 		},
 	}, {
 		name: "window full outer", join: "type: window\n  mode: full\n  window: {type: tumbling, size: 5s}",
-		want: func() map[string]bool {
-			// Flink's outer window join through coGroup: per key and window,
-			// every pair, or each row with nulls when the other side is empty.
-			w := map[string]bool{}
-			type kw struct {
-				k string
-				w int64
-			}
-			ls, rs := map[kw][]*ev{}, map[kw][]*ev{}
-			for i := range left {
-				ls[kw{left[i].K, left[i].Ts / 5000}] = append(ls[kw{left[i].K, left[i].Ts / 5000}], &left[i])
-			}
-			for i := range right {
-				rs[kw{right[i].K, right[i].Ts / 5000}] = append(rs[kw{right[i].K, right[i].Ts / 5000}], &right[i])
-			}
-			for k, l := range ls {
-				for _, le := range l {
-					if len(rs[k]) == 0 {
-						w[le.V+"|<nil>"] = true
-					}
-					for _, re := range rs[k] {
-						w[pair(le, re)] = true
-					}
-				}
-			}
-			for k, r := range rs {
-				if len(ls[k]) == 0 {
-					for _, re := range r {
-						w["<nil>|"+re.V] = true
-					}
-				}
-			}
-			return w
-		},
+		want: fullOuter,
+	}, {
+		// Spark's windowed join: pairs at once, padded rows at the close.
+		name: "window full outer on-arrival", join: "type: window\n  mode: full\n  window: {type: tumbling, size: 5s}\n  emit: on-arrival",
+		want: fullOuter,
 	}, {
 		name: "temporal left", join: "type: temporal\n  mode: left",
 		want: func() map[string]bool {
