@@ -10,8 +10,8 @@
 // one of three nodes reading a sharded Redis Streams source, whose shard
 // leases must move to the survivors, as the Helm chart's default job runs
 // them; the state Redis restarted from an older snapshot after the stream
-// acknowledged what it lost, which the node must re-read, or name as lost
-// when the stream was trimmed), and the final joined result compared with
+// acknowledged what it lost, or failed over to a lagging replica, which the
+// node must re-read, or name as lost when the stream was trimmed), and the final joined result compared with
 // the fault-free answer.
 // It has no code of its own outside tests.
 //

@@ -130,3 +130,12 @@ func WaitFor(t testing.TB, d time.Duration, f func() error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Signal sends sig to the running redis-server (SIGSTOP and SIGCONT pause
+// and resume it: a replica that stops taking its master's stream).
+func (r *Redis) Signal(sig os.Signal) error {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return fmt.Errorf("testutil: redis on %s is not running", r.Addr)
+	}
+	return r.cmd.Process.Signal(sig)
+}
