@@ -203,4 +203,3 @@ func (s *Sink) Close() error {
 	}
 	return nil
 }
-

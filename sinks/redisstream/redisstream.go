@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/internal/streamshard"
-	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks"
 )
@@ -201,4 +201,3 @@ func (s *Sink) Close() error {
 	}
 	return nil
 }
-
