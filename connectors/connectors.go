@@ -141,8 +141,17 @@ type SourceEnv struct {
 	// Applied gives the store's committed offset of one of the source's
 	// partitions (ok false: none): a source whose own position is past it
 	// (the store went back in time) reads again from there
-	// (docs/operations.md, "Recovery").
-	Applied func(ctx context.Context, partition int32) (offset int64, ok bool, err error)
+	// (docs/operations.md, "Recovery"). lineage is the one the source's
+	// own last commit of the partition carried (Lineage; "" none): when
+	// the store went back in time since, and has no offset for the
+	// partition (restarted empty), Applied answers -1, true: the source
+	// reads the partition again from its beginning.
+	Applied func(ctx context.Context, partition int32, lineage string) (offset int64, ok bool, err error)
+	// Lineage is the state store's lineage the node commits with
+	// (persistence.Lineage's String form, "" none); a source's commits
+	// carry it (Kafka commit metadata, a key beside a Redis stream's
+	// group) and hand it back to Applied when it opens.
+	Lineage func() string
 }
 
 // SinkEnv is what a sink constructor gets from its node.

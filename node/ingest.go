@@ -103,6 +103,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		Members:      n.liveMembers,
 		Member:       n.memberName,
 		Applied:      n.appliedOffset(cfg.Name), // rollback.go
+		Lineage:      n.commitLineage,           // rollback.go
 	}
 	src, _, err := all.Sources.Open(ctx, "source "+cfg.Name, cfg.Type, cfg, env)
 	if err == nil && src == nil {

@@ -20,6 +20,14 @@ import (
 // time fails the next commit with a *persistence.RollbackError, which the
 // node does not retry: the source stops and Run returns it, instead of
 // going on with state that lost acknowledged writes.
+//
+// The sources' commits carry the lineage too (commitLineage: Kafka commit
+// metadata, a key beside a Redis stream's group), and a source that opens
+// hands it back (appliedOffset): a store behind it went back in time since
+// those records were acknowledged, which a node started after the rollback
+// cannot see otherwise. Then the source re-reads what the store lost, from
+// the store's offsets, or from the partition's beginning where the store
+// has none (it was restarted empty).
 
 // rollbackCheckEvery is how often the node re-reads the store's lineage
 // besides its commits.
@@ -36,7 +44,7 @@ func (n *Node) startGuard(ctx context.Context) error {
 	if err := n.metrics.Registry().Register(rollbacks); err != nil {
 		return err
 	}
-	n.rollback.init()
+	n.rollback.init(rollbacks)
 	g := persistence.NewGuard(n.store, func(re *persistence.RollbackError) {
 		rollbacks.WithLabelValues(re.Job).Inc()
 		n.log.Error("state store went back in time; stopping ingestion (restart the node to resume from the store's committed offsets)",
@@ -81,19 +89,73 @@ func notRetried(err error) bool { return errors.Is(err, persistence.ErrRollback)
 // appliedOffset is a Kafka or Redis stream source's view of the store's
 // committed offsets (Config.Applied): where the store is behind what the
 // source's group acknowledged — it went back in time — the source reads the
-// lost range again from there (docs/operations.md, "Recovery").
-func (n *Node) appliedOffset(source string) func(context.Context, int32) (int64, bool, error) {
-	return func(ctx context.Context, partition int32) (int64, bool, error) {
+// lost range again from there (docs/operations.md, "Recovery"). lineage is
+// what the source's own last commit of the partition carried
+// (commitLineage): when the store went back in time since (another
+// incarnation, or a lower commit sequence) and holds no offset for the
+// partition — it was restarted empty, or restored from before its first
+// commit — the store applied nothing of it, and the source reads it again
+// from its beginning (-1).
+func (n *Node) appliedOffset(source string) func(context.Context, int32, string) (int64, bool, error) {
+	return func(ctx context.Context, partition int32, lineage string) (int64, bool, error) {
 		committed, err := n.store.CommittedOffsets(ctx, n.spec.Name)
 		if err != nil {
 			return 0, false, err
 		}
 		off, ok := committed[record.Position{Source: source, Partition: partition}.PartitionID()]
-		if ok {
+		re, err := n.sourceRollback(ctx, source, partition, lineage)
+		if err != nil {
+			return 0, false, err
+		}
+		switch {
+		case ok:
 			n.log.Info("source partition starts from the store's committed offset", "source", source, "partition", partition, "offset", off)
+		case re != nil:
+			n.log.Warn("the state store has no offset for a partition the source committed before the store went back in time: reading it again from its beginning",
+				"source", source, "partition", partition)
+			return -1, true, nil
 		}
 		return off, ok, nil
 	}
+}
+
+// sourceRollback compares the lineage a source's commit carried with the
+// store's (persistence.Guard.Recover): a store that went back in time since
+// is logged and counted in joinery_store_rollbacks_total (once per store
+// incarnation it recovered to), and re-founded when its floor did not move;
+// the node goes on, the source reading again what the store lost. Metadata
+// that is no lineage (a Kafka commit by another client) is ignored.
+func (n *Node) sourceRollback(ctx context.Context, source string, partition int32, lineage string) (*persistence.RollbackError, error) {
+	if n.guard == nil || lineage == "" {
+		return nil, nil
+	}
+	seen, err := persistence.ParseLineage(lineage)
+	if err != nil {
+		return nil, nil
+	}
+	re, err := n.guard.Recover(ctx, n.spec.Name, seen)
+	if re == nil || err != nil {
+		return re, err
+	}
+	now := n.guard.Seen(n.spec.Name)
+	n.log.Error("state store went back in time since the source committed; reading again what it lost, from the store's committed offsets",
+		"source", source, "partition", partition, "seen", re.Seen.String(), "found", re.Found.String(), "now", now.String())
+	if n.rollback.first(now.Incarnation) {
+		n.rollback.count.WithLabelValues(re.Job).Inc()
+	}
+	return re, nil
+}
+
+// commitLineage is the lineage a source's commits carry: the store's, as
+// the guard saw it last ("" without a guard).
+func (n *Node) commitLineage() string {
+	if n.guard == nil {
+		return ""
+	}
+	if l := n.guard.Seen(n.spec.Name); l.Incarnation != "" {
+		return l.String()
+	}
+	return ""
 }
 
 // lostRange reports a source that cannot re-read what the store lost: the
@@ -111,9 +173,28 @@ type rollbackStop struct {
 	once sync.Once
 	done chan struct{}
 	err  error // set before done is closed
+
+	// count is joinery_store_rollbacks_total; counted the incarnations a
+	// rollback found through a source's lineage recovered to.
+	count   *prometheus.CounterVec
+	mu      sync.Mutex
+	counted map[string]bool
 }
 
-func (r *rollbackStop) init() { r.done = make(chan struct{}) }
+func (r *rollbackStop) init(count *prometheus.CounterVec) {
+	r.done, r.count, r.counted = make(chan struct{}), count, map[string]bool{}
+}
+
+// first reports whether incarnation is counted for the first time.
+func (r *rollbackStop) first(incarnation string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.counted[incarnation] {
+		return false
+	}
+	r.counted[incarnation] = true
+	return true
+}
 
 func (r *rollbackStop) stop(err error) {
 	r.once.Do(func() { r.err = err; close(r.done) })

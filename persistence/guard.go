@@ -16,6 +16,11 @@ import (
 // OnRollback once, and from then on Check and CommitOffsets of that job
 // return the same *RollbackError: the caller must stop and start over
 // from the store's state. The other methods pass through.
+//
+// Recover compares the store with a lineage a source's commit carried
+// instead (what some node saw when those records were acknowledged): a
+// rollback found that way is not fatal, the source re-reads what the
+// store lost (docs/operations.md, "Recovery").
 type Guard struct {
 	LineageStore
 	onRollback func(*RollbackError)
@@ -23,6 +28,10 @@ type Guard struct {
 	mu   sync.Mutex
 	seen map[string]Lineage
 	lost map[string]*RollbackError
+	// refounded is, per job, the incarnation Recover created: a commit
+	// or check still holding the lineage from before it finds the store
+	// "changed", by the guard's own doing.
+	refounded map[string]string
 }
 
 // NewGuard wraps s. When s keeps no lineage (it is not a LineageStore) it
@@ -32,7 +41,8 @@ func NewGuard(s Store, onRollback func(*RollbackError)) *Guard {
 	if !ok {
 		return nil
 	}
-	return &Guard{LineageStore: ls, onRollback: onRollback, seen: map[string]Lineage{}, lost: map[string]*RollbackError{}}
+	return &Guard{LineageStore: ls, onRollback: onRollback, seen: map[string]Lineage{}, lost: map[string]*RollbackError{},
+		refounded: map[string]string{}}
 }
 
 // Seen returns the lineage the guard saw last for job (zero when none).
@@ -54,7 +64,7 @@ func (g *Guard) Check(ctx context.Context, job string) error {
 	if err != nil {
 		return err
 	}
-	if seen.Behind(found) {
+	if seen.Behind(found) && !g.ownRefound(job, seen, found) {
 		return g.rollback(ctx, &RollbackError{Job: job, Seen: seen, Found: found})
 	}
 	g.note(job, found)
@@ -69,6 +79,12 @@ func (g *Guard) CommitOffsets(ctx context.Context, job string, offsets map[strin
 	}
 	l, err := g.LineageStore.CommitOffsetsSeen(ctx, job, offsets, g.Seen(job))
 	var re *RollbackError
+	if errors.As(err, &re) && g.ownRefound(job, re.Seen, re.Found) {
+		// Recover re-founded the store since this commit read the seen
+		// lineage: commit again against the new one.
+		g.note(job, re.Found)
+		l, err = g.LineageStore.CommitOffsetsSeen(ctx, job, offsets, re.Found)
+	}
 	if errors.As(err, &re) {
 		return g.rollback(ctx, re)
 	}
@@ -77,6 +93,52 @@ func (g *Guard) CommitOffsets(ctx context.Context, job string, offsets map[strin
 	}
 	g.note(job, l)
 	return nil
+}
+
+// Recover compares seen, the lineage a source's commit carried (what the
+// node that acknowledged those records had seen), with the store's: when
+// the store went back in time relative to it (seen.Behind), Recover
+// re-founds the store when its floor did not move past seen's, as a
+// rollback found by Check or a commit does (no epoch issued before the
+// rollback is issued again), takes the lineage now in the store as the
+// one seen, and returns the *RollbackError describing what it found; nil
+// when the store is not behind seen (or seen is zero). Unlike Check it
+// does not stop the job: the caller recovers by reading again what the
+// store lost, from the store's offsets. After a rollback Check found, it
+// returns that error.
+func (g *Guard) Recover(ctx context.Context, job string, seen Lineage) (*RollbackError, error) {
+	if err := g.lostErr(job); err != nil {
+		return nil, err
+	}
+	found, err := g.LineageStore.Lineage(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	if !seen.Behind(found) {
+		return nil, nil
+	}
+	re := &RollbackError{Job: job, Seen: seen, Found: found}
+	if found.Floor > seen.Floor {
+		return re, nil // a new incarnation: its epochs are above seen's already
+	}
+	now, err := g.LineageStore.Refound(ctx, job, found)
+	if err != nil {
+		return re, err
+	}
+	g.mu.Lock()
+	g.refounded[job] = now.Incarnation
+	g.mu.Unlock()
+	g.note(job, now)
+	return re, nil
+}
+
+// ownRefound reports whether found, behind seen, is only the incarnation
+// Recover created in place of seen's.
+func (g *Guard) ownRefound(job string, seen, found Lineage) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	inc := g.refounded[job]
+	return inc != "" && found.Incarnation == inc && seen.Incarnation != inc
 }
 
 func (g *Guard) lostErr(job string) error {

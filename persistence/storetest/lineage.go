@@ -206,6 +206,72 @@ func testLineageGuard(t *testing.T, s persistence.Store) {
 	}
 }
 
+// testLineageGuardRecover: Recover compares a lineage a source's commit
+// carried with the store's. Not behind: nil. Behind with the same floor (a
+// snapshot restored): the store is re-founded and the guard takes the new
+// lineage, so its commits go on. Another incarnation with a higher floor (a
+// store restarted empty): reported, nothing re-founded. Neither stops the
+// job; after a rollback Check found, Recover returns that error.
+func testLineageGuardRecover(t *testing.T, s persistence.Store) {
+	ls := lineageStore(t, s)
+	var reported []*persistence.RollbackError
+	g := persistence.NewGuard(s, func(re *persistence.RollbackError) { reported = append(reported, re) })
+	if err := g.CommitOffsets(ctx(t), "job", map[string]int64{"p/0": 1}); err != nil {
+		t.Fatalf("CommitOffsets: %v", err)
+	}
+	cur := g.Seen("job")
+	older := cur
+	older.Seq--
+	for _, seen := range []persistence.Lineage{{}, cur, older} {
+		if re, err := g.Recover(ctx(t), "job", seen); re != nil || err != nil {
+			t.Fatalf("Recover(%+v) on a store at %+v = %v, %v; want nil", seen, cur, re, err)
+		}
+	}
+	// A source acknowledged records under seq+5: the store went back.
+	ahead := cur
+	ahead.Seq += 5
+	re, err := g.Recover(ctx(t), "job", ahead)
+	if err != nil || re == nil || *re != (persistence.RollbackError{Job: "job", Seen: ahead, Found: cur}) {
+		t.Fatalf("Recover(%+v) on a store at %+v = %v, %v; want the rollback", ahead, cur, re, err)
+	}
+	now := lineage(t, ls, "job")
+	if now.Incarnation == cur.Incarnation || now.Floor <= cur.Floor || now.Seq != cur.Seq {
+		t.Fatalf("lineage after Recover = %+v, want %+v re-founded", now, cur)
+	}
+	if got := g.Seen("job"); got != now {
+		t.Fatalf("Seen after Recover = %+v, want %+v", got, now)
+	}
+	if err := g.CommitOffsets(ctx(t), "job", map[string]int64{"p/0": 2}); err != nil {
+		t.Fatalf("CommitOffsets after Recover: %v", err)
+	}
+	if err := g.Check(ctx(t), "job"); err != nil {
+		t.Fatalf("Check after Recover: %v", err)
+	}
+	now = g.Seen("job")
+	// A commit of an incarnation the store no longer has, with a lower
+	// floor: reported, the store kept.
+	gone := persistence.Lineage{Incarnation: "gone", Floor: 1, Seq: 100}
+	re, err = g.Recover(ctx(t), "job", gone)
+	if err != nil || re == nil || *re != (persistence.RollbackError{Job: "job", Seen: gone, Found: now}) {
+		t.Fatalf("Recover(%+v) = %v, %v; want the rollback", gone, re, err)
+	}
+	if got := lineage(t, ls, "job"); got != now {
+		t.Fatalf("lineage after Recover of an older incarnation = %+v, want %+v kept", got, now)
+	}
+	if len(reported) != 0 {
+		t.Fatalf("Recover reported %v through OnRollback, want nothing (the job goes on)", reported)
+	}
+	checkOffsets(t, s, "job", map[string]int64{"p/0": 2})
+	// Once Check found a rollback, Recover says so.
+	found, err := ls.Refound(ctx(t), "job", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRollback(t, g.Check(ctx(t), "job"), "job", now, found)
+	_, err = g.Recover(ctx(t), "job", persistence.Lineage{})
+	checkRollback(t, err, "job", now, found)
+}
+
 func testLineageSurvivesReopen(t *testing.T, s persistence.Store, reopen func(persistence.Store) persistence.Store) {
 	ls := lineageStore(t, s)
 	commitSeen(t, ls, "job", map[string]int64{"p/0": 1}, persistence.Lineage{})

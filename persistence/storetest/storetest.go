@@ -104,6 +104,7 @@ var cases = []struct {
 	{"LineageRollbackRefused", testLineageRollbackRefused},
 	{"LineageRefound", testLineageRefound},
 	{"LineageGuard", testLineageGuard},
+	{"LineageGuardRecover", testLineageGuardRecover},
 }
 
 var reopenCases = []struct {

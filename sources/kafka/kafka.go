@@ -67,14 +67,25 @@ type Config struct {
 	// (the group waits for it). The slices are sorted.
 	OnPartitions func(assigned, revoked []int32)
 	// Applied, when set, gives the last offset of a partition that the state
-	// store has applied (its committed offset; ok false: none). When the
-	// group's committed position is past it — the store lost writes whose
-	// records the group had already acknowledged (docs/operations.md,
+	// store has applied (its committed offset; ok false: none). lineage is
+	// what the group's commit of the partition carried (Lineage; "" none):
+	// the caller compares it with the store's, and when the store went
+	// back in time since, may answer offset -1, ok true — the store applied
+	// nothing of the partition (it was restarted empty). When the group's
+	// committed position is past the applied offset — the store lost writes
+	// whose records the group had already acknowledged (docs/operations.md,
 	// "Rollback detection") — the partition is read again from the record
-	// after it, so the lost range is applied again; the key actors skip what
-	// they already hold. Where the topic no longer holds that record
-	// (retention), Read fails with a *LostRangeError.
-	Applied func(ctx context.Context, partition int32) (offset int64, ok bool, err error)
+	// after it (from its beginning, for -1), so the lost range is applied
+	// again; the key actors skip what they already hold. Where the topic no
+	// longer holds that record (retention), Read fails with a
+	// *LostRangeError.
+	Applied func(ctx context.Context, partition int32, lineage string) (offset int64, ok bool, err error)
+	// Lineage, when set, gives the state store's lineage the caller
+	// committed the offsets with (persistence.Lineage's String form; ""
+	// none): every Commit writes it as the commit metadata of each
+	// partition it commits, and the next assignment of the partition hands
+	// it to Applied.
+	Lineage func() string
 }
 
 // LostRangeError says that the records a state store lost can no longer be
@@ -157,6 +168,7 @@ type Source struct {
 	mu       struct {
 		sync.Mutex
 		owned   map[int32]*owned // partitions currently assigned
+		meta    map[int32]string // the group's commit metadata of the partitions being assigned
 		closed  bool
 		readErr error  // a fetch error held back while records were returned
 		wake    func() // ends the poll in progress (a rewind's error is held)
@@ -202,7 +214,7 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 		kgo.OnPartitionsLost(s.onRevoked),
 	)
 	if cfg.Applied != nil {
-		opts = append(opts, kgo.AdjustFetchOffsetsFn(s.rewind))
+		opts = append(opts, kgo.OnOffsetsFetched(s.fetched), kgo.AdjustFetchOffsetsFn(s.rewind))
 	}
 	client, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
@@ -230,6 +242,34 @@ func (s *Source) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 	s.report(closed, mine, nil)
 }
 
+// fetched keeps the commit metadata of the partitions being assigned, for
+// rewind (the client calls it just before, in the same goroutine).
+func (s *Source) fetched(_ context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	meta := map[int32]string{}
+	keep := func(topic string, partition int32, offset int64, metadata *string) {
+		// "": named by topic id (v10); the source reads one topic.
+		if (topic == s.cfg.Topic || topic == "") && metadata != nil && offset >= 0 {
+			meta[partition] = *metadata
+		}
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			keep(t.Topic, p.Partition, p.Offset, p.Metadata)
+		}
+	}
+	for _, g := range resp.Groups { // v8+: one group, the source's
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				keep(t.Topic, p.Partition, p.Offset, p.Metadata)
+			}
+		}
+	}
+	s.mu.Lock()
+	s.mu.meta = meta
+	s.mu.Unlock()
+	return nil
+}
+
 // rewind moves the start of each newly assigned partition back to the
 // record after the store's applied offset, where the group's committed
 // position is past it (see Config.Applied). A partition whose first lost
@@ -237,6 +277,10 @@ func (s *Source) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 // *LostRangeError.
 func (s *Source) rewind(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	parts := offsets[s.cfg.Topic]
+	s.mu.Lock()
+	meta := s.mu.meta
+	s.mu.meta = nil
+	s.mu.Unlock()
 	var back []int32
 	want := map[int32]int64{}
 	for p, o := range parts {
@@ -244,7 +288,7 @@ func (s *Source) rewind(ctx context.Context, offsets map[string]map[int32]kgo.Of
 		if at < 0 {
 			continue // no committed position: the reset offset applies
 		}
-		applied, ok, err := s.cfg.Applied(ctx, p)
+		applied, ok, err := s.cfg.Applied(ctx, p, meta[p])
 		if err != nil {
 			return nil, fmt.Errorf("kafka: source %s: the store's offset of partition %d: %w", s.cfg.Name, p, err)
 		}
@@ -434,7 +478,8 @@ func (s *Source) take(ctx context.Context, fetches kgo.Fetches) ([]sources.Messa
 
 // Commit commits, for each partition of this source in upTo, the offset after
 // the given position (the group's next offset to read), in one synchronous
-// OffsetCommit carrying the record's leader epoch.
+// OffsetCommit carrying the record's leader epoch and, as each partition's
+// metadata, Config.Lineage.
 //
 // A partition is committed only while this member owns it and only for an
 // offset it delivered during the current ownership: when a partition was
@@ -474,6 +519,18 @@ func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
 	s.mu.Unlock()
 	if len(offsets) == 0 {
 		return nil
+	}
+	if s.cfg.Lineage != nil {
+		if l := s.cfg.Lineage(); l != "" {
+			ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+				for i := range req.Topics {
+					for j := range req.Topics[i].Partitions {
+						req.Topics[i].Partitions[j].Metadata = &l
+					}
+				}
+				return nil
+			})
+		}
 	}
 	var errs []error
 	done := make(map[int32]bool, len(offsets))

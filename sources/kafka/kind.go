@@ -39,7 +39,7 @@ var Kind = connectors.SourceKind{
 			return nil, fmt.Errorf("source %s: kafka.tls: %w", env.Name, err)
 		}
 		return New(ctx, Config{Name: env.Name, Brokers: k.Brokers, Topic: k.Topic, Group: k.Group,
-			StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth(), OnPartitions: env.OnPartitions, Applied: env.Applied})
+			StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth(), OnPartitions: env.OnPartitions, Applied: env.Applied, Lineage: env.Lineage})
 	},
 	Append: func(ctx context.Context, c connectors.Config, env connectors.Env) (connectors.Appender, error) {
 		k := c.(*Entry).Kafka

@@ -33,7 +33,7 @@ func TestKafkaSourceRewindsToTheStore(t *testing.T) {
 	}
 
 	store := map[int32]int64{0: 3, 2: 12} // partition 0 lost 4..9; 1 unknown; 2 ahead
-	cfg.Applied = func(_ context.Context, p int32) (int64, bool, error) {
+	cfg.Applied = func(_ context.Context, p int32, _ string) (int64, bool, error) {
 		off, ok := store[p]
 		return off, ok, nil
 	}

@@ -55,6 +55,12 @@
 // row's primary key, as Debezium partitions Kafka topics, never by the join
 // key. The Redis Streams sink shards its outputs the same way.
 //
+// Each Commit also writes the state store's lineage it committed under
+// (Config.Lineage) to LineageKey, beside the group (per shard stream); the
+// next source of the group hands it to Config.Applied, so that a store gone
+// back in time since — restarted empty even — is found and the entries it
+// lost are read again (docs/operations.md, "Recovery").
+//
 // go-redis types stay inside this package.
 //
 // Usage:

@@ -61,17 +61,29 @@ func LeaseKey(stream, group string) string {
 	return key
 }
 
+// slotTag is stream's own hash tag when it has one, else the stream name
+// made into one.
+func slotTag(stream string) string {
+	if i := strings.IndexByte(stream, '{'); i >= 0 {
+		if j := strings.IndexByte(stream[i+1:], '}'); j > 0 {
+			return stream[i : i+j+2]
+		}
+	}
+	return "{" + stream + "}"
+}
+
+// LineageKey is the key beside stream's group where Commit writes the state
+// store's lineage it committed with (Config.Lineage), in the stream's hash
+// slot like the lease.
+func LineageKey(stream, group string) string {
+	return slotTag(stream) + ":joinery:lineage:" + stream + ":" + group
+}
+
 // leaseKeys returns the lease's keys, in the stream's hash slot (so the
 // scripts work on Redis Cluster): the stream's own hash tag when it has one,
 // else the stream name made into one.
 func leaseKeys(stream, group string) (key, epochKey string) {
-	tag := "{" + stream + "}"
-	if i := strings.IndexByte(stream, '{'); i >= 0 {
-		if j := strings.IndexByte(stream[i+1:], '}'); j > 0 {
-			tag = stream[i : i+j+2]
-		}
-	}
-	base := tag + ":joinery:lease:" + stream + ":" + group
+	base := slotTag(stream) + ":joinery:lease:" + stream + ":" + group
 	return base, base + ":epoch"
 }
 

@@ -110,14 +110,23 @@ type Config struct {
 
 	// Applied, when set, gives the last offset of the stream's partition
 	// that the state store has applied (its committed offset; ok false:
-	// none). When the group has already delivered entries past it that are
-	// no longer pending — the store lost writes whose entries were
-	// acknowledged (docs/operations.md, "Rollback detection") — the first
-	// Read moves the group back (XGROUP SETID) so that those entries are
-	// read again; the key actors skip what they already hold. Where the
-	// stream no longer holds them (trimmed or deleted), Read fails with a
-	// *LostRangeError.
-	Applied func(ctx context.Context, partition int32) (offset int64, ok bool, err error)
+	// none). lineage is what the group's last Commit wrote beside it
+	// (Lineage, in LineageKey; "" none): the caller compares it with the
+	// store's, and when the store went back in time since, may answer
+	// offset -1, ok true — the store applied nothing of the stream (it was
+	// restarted empty). When the group has already delivered entries past
+	// the applied offset that are no longer pending — the store lost writes
+	// whose entries were acknowledged (docs/operations.md, "Rollback
+	// detection") — the first Read moves the group back (XGROUP SETID; to
+	// 0-0 for -1) so that those entries are read again; the key actors skip
+	// what they already hold. Where the stream no longer holds them
+	// (trimmed or deleted), Read fails with a *LostRangeError.
+	Applied func(ctx context.Context, partition int32, lineage string) (offset int64, ok bool, err error)
+	// Lineage, when set, gives the state store's lineage the caller
+	// committed the offsets with (persistence.Lineage's String form; ""
+	// none): every Commit writes it to LineageKey after its XACKs, and the
+	// next source of the group hands it to Applied.
+	Lineage func() string
 
 	// partition is the partition of the stream's positions: 0, or the
 	// shard index when a sharded source opened this one.
@@ -577,7 +586,8 @@ func (s *Source) deliver(entries []redis.XMessage) ([]sources.Message, error) {
 
 // Commit acknowledges (XACK) every entry Read delivered whose offset is <=
 // the offset committed for this source's partition 0, in one round trip
-// (pipelined XACKs of up to 1000 IDs each). Positions of other sources are
+// (pipelined XACKs of up to 1000 IDs each, then the SET of Config.Lineage
+// to LineageKey). Positions of other sources are
 // ignored; another partition of this source is an error. If the round trip
 // fails the entries stay unacknowledged and a later Commit retries them.
 func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
@@ -613,9 +623,16 @@ func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
 	if n == 0 {
 		return nil
 	}
+	lineage := ""
+	if s.cfg.Lineage != nil {
+		lineage = s.cfg.Lineage()
+	}
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for start := 0; start < len(ids); start += ackChunk {
 			p.XAck(ctx, s.cfg.Stream, s.cfg.Group, ids[start:min(start+ackChunk, len(ids))]...)
+		}
+		if lineage != "" {
+			p.Set(ctx, LineageKey(s.cfg.Stream, s.cfg.Group), lineage, 0)
 		}
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -16,10 +17,10 @@ type LostRangeError struct {
 	Source    string
 	Stream    string
 	Partition int32
-	// After is the store's applied offset. Of the entries after it, those
-	// up to Through (an entry ID: some were deleted) or, after a trim,
-	// those before Before (the first entry the stream still holds) are
-	// gone.
+	// After is the store's applied offset, -1 when it applied nothing (it
+	// was restarted empty). Of the entries after it, those up to Through
+	// (an entry ID: some were deleted) or, after a trim, those before
+	// Before (the first entry the stream still holds; "" none) are gone.
 	After           int64
 	Through, Before string
 }
@@ -29,31 +30,48 @@ func (e *LostRangeError) Is(target error) bool { return target == sources.ErrLos
 
 func (e *LostRangeError) Error() string {
 	gone := "deleted entries up to " + e.Through
-	if e.Before != "" {
+	switch {
+	case e.Before != "":
 		gone = "trimmed every entry before " + e.Before
+	case e.Through == "":
+		gone = "trimmed every entry"
 	}
-	return fmt.Sprintf("redisstream: source %s: the state store lost the entries of %s (partition %d) after %s, and the stream %s: they cannot be applied again",
-		e.Source, e.Stream, e.Partition, ID(e.After), gone)
+	what := "the entries of " + e.Stream + " (partition " + strconv.Itoa(int(e.Partition)) + ") after " + ID(e.After)
+	if e.After < 0 {
+		what = "every entry of " + e.Stream + " (partition " + strconv.Itoa(int(e.Partition)) + "): it was restarted empty"
+	}
+	return fmt.Sprintf("redisstream: source %s: the state store lost %s, and the stream %s: they cannot be applied again",
+		e.Source, what, gone)
 }
 
-// rewind runs once, before the first delivery: when Config.Applied says the
-// store is behind entries the group delivered and that are no longer
+// rewind runs once, before the first delivery: it hands Config.Applied the
+// lineage the group's last Commit wrote (LineageKey), and when Applied says
+// the store is behind entries the group delivered and that are no longer
 // pending (acknowledged), it acknowledges the pending entries the store
 // already applied, moves the group's last delivered ID back to the store's
-// offset and skips the pending re-read and the claim at start, so that every
-// entry after the store's offset — pending or acknowledged — comes again,
-// once and in order, from the group's new entries.
+// offset (0-0 when the store applied nothing) and skips the pending re-read
+// and the claim at start, so that every entry after the store's offset —
+// pending or acknowledged — comes again, once and in order, from the
+// group's new entries.
 func (s *Source) rewind(ctx context.Context) error {
 	if s.cfg.Applied == nil {
 		return nil
 	}
-	applied, ok, err := s.cfg.Applied(ctx, s.cfg.partition)
+	lineage, err := s.client.Get(ctx, LineageKey(s.cfg.Stream, s.cfg.Group)).Result()
+	if errors.Is(err, redis.Nil) {
+		lineage, err = "", nil
+	}
+	if err != nil {
+		return fmt.Errorf("redisstream: lineage of %s group %s: %w", s.cfg.Stream, s.cfg.Group, err)
+	}
+	applied, ok, err := s.cfg.Applied(ctx, s.cfg.partition, lineage)
 	if err != nil {
 		return fmt.Errorf("redisstream: source %s: the store's offset of %s: %w", s.cfg.Name, s.cfg.Stream, err)
 	}
 	if !ok {
 		return nil
 	}
+	applied = max(applied, -1) // -1: nothing applied
 	groups, err := s.client.XInfoGroups(ctx, s.cfg.Stream).Result()
 	if err != nil {
 		return fmt.Errorf("redisstream: groups of %s: %w", s.cfg.Stream, err)
@@ -66,8 +84,8 @@ func (s *Source) rewind(ctx context.Context) error {
 			}
 		}
 	}
-	if last <= applied {
-		return nil // the group delivered nothing the store has not applied
+	if last <= max(applied, 0) {
+		return nil // the group delivered nothing the store has not applied (0-0: nothing at all)
 	}
 	// The first entry after the store's offset: pending means nothing past
 	// it was acknowledged (acknowledgements follow the store's commits in
@@ -86,10 +104,20 @@ func (s *Source) rewind(ctx context.Context) error {
 	// XDEL records the highest deleted ID; a trim does not, but a trim that
 	// took the store's own entry took whatever followed it up to the
 	// stream's first entry.
-	if deleted, err := Offset(info.MaxDeletedEntryID); err == nil && deleted > applied && deleted <= last {
+	if deleted, err := Offset(info.MaxDeletedEntryID); err == nil && deleted > max(applied, 0) && deleted <= last {
 		return lost(info.MaxDeletedEntryID, "")
 	}
-	if first, err := Offset(info.FirstEntry.ID); err == nil && first > applied+1 {
+	if applied < 0 && info.EntriesAdded > info.Length {
+		// The store needs every entry, and the stream removed some: by
+		// trims (the group read from the first, so it delivered at least
+		// that one) or by XDEL after the group's position, which cannot
+		// be told apart from those.
+		if deleted, err := Offset(info.MaxDeletedEntryID); err == nil && deleted > 0 {
+			return lost(info.MaxDeletedEntryID, info.FirstEntry.ID)
+		}
+		return lost("", info.FirstEntry.ID)
+	}
+	if first, err := Offset(info.FirstEntry.ID); err == nil && applied >= 0 && first > applied+1 {
 		own, err := s.client.XRangeN(ctx, s.cfg.Stream, ID(applied), ID(applied), 1).Result()
 		if err != nil {
 			return fmt.Errorf("redisstream: range of %s: %w", s.cfg.Stream, err)
@@ -110,7 +138,7 @@ func (s *Source) rewind(ctx context.Context) error {
 		return nil
 	}
 	// Entries the store applied but nobody acknowledged are done with.
-	for {
+	for applied >= 0 {
 		old, err := s.client.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s.cfg.Stream, Group: s.cfg.Group,
 			Start: "-", End: ID(applied), Count: claimCount}).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
@@ -127,8 +155,12 @@ func (s *Source) rewind(ctx context.Context) error {
 			return fmt.Errorf("redisstream: ack %s: %w", s.cfg.Stream, err)
 		}
 	}
-	if err := s.client.XGroupSetID(ctx, s.cfg.Stream, s.cfg.Group, ID(applied)).Err(); err != nil {
-		return fmt.Errorf("redisstream: move group %s of %s back to %s: %w", s.cfg.Group, s.cfg.Stream, ID(applied), err)
+	to := "0-0"
+	if applied >= 0 {
+		to = ID(applied)
+	}
+	if err := s.client.XGroupSetID(ctx, s.cfg.Stream, s.cfg.Group, to).Err(); err != nil {
+		return fmt.Errorf("redisstream: move group %s of %s back to %s: %w", s.cfg.Group, s.cfg.Stream, to, err)
 	}
 	// Every entry after applied, pending ones included (XREADGROUP > hands
 	// a pending entry to its new reader), now comes as a new entry.

@@ -34,7 +34,7 @@ func TestRedisStreamSourceRewindsToTheStore(t *testing.T) {
 		ok  bool
 	}
 	cfg := Config{Name: "users", Addr: r.Addr, Stream: "in", Group: "g", Consumer: "c1", Block: 50 * time.Millisecond,
-		Applied: func(_ context.Context, p int32) (int64, bool, error) {
+		Applied: func(_ context.Context, p int32, _ string) (int64, bool, error) {
 			if p != 0 {
 				t.Errorf("Applied asked for partition %d", p)
 			}
