@@ -20,6 +20,7 @@ import (
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/formats/debeziumavro"
+	"github.com/joinery/joinery/internal/backoff"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
@@ -179,7 +180,7 @@ type reader struct {
 
 	// Transient read errors (sources.Transient): since when, the next wait, how many.
 	transientSince   time.Time
-	transientBackoff time.Duration
+	transientBackoff backoff.Backoff
 	transientRetries int
 
 	// Event-time joins.
@@ -322,22 +323,16 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 func (r *reader) waitTransient(ctx context.Context, err error) error {
 	now := time.Now()
 	if r.transientSince.IsZero() {
-		r.transientSince, r.transientBackoff = now, 10*time.Millisecond
+		r.transientSince, r.transientBackoff = now, retryBackoff()
 	}
 	if now.Sub(r.transientSince) > retryFor {
 		return fmt.Errorf("source unavailable for %v: %w", retryFor, err)
 	}
 	r.n.stats.Retries.Add(1)
 	if r.transientRetries++; r.transientRetries%10 == 1 {
-		r.n.log.Warn("source read failed; retrying", "source", r.cfg.Name, "backoff", r.transientBackoff, "err", err)
+		r.n.log.Warn("source read failed; retrying", "source", r.cfg.Name, "backoff", r.transientBackoff.Delay(), "err", err)
 	}
-	select {
-	case <-time.After(r.transientBackoff):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	r.transientBackoff = min(2*r.transientBackoff, time.Second)
-	return nil
+	return r.transientBackoff.Wait(ctx)
 }
 
 // dispatch decodes and routes msgs and sends one Apply per key (the
@@ -600,7 +595,7 @@ const retryFor = 2 * time.Minute
 func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Output, error) {
 	n := r.n
 	fut, sendErr := c.fut, c.sendErr
-	backoff := 10 * time.Millisecond
+	bo := retryBackoff()
 	deadline := time.Now().Add(retryFor)
 	for attempt := 1; ; attempt++ {
 		why := sendErr
@@ -641,12 +636,9 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Ou
 			// The actor had just passivated (or moved): resolve the key
 			// again at once; a new activation answers.
 		} else {
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
+			if err := bo.Wait(ctx); err != nil {
+				return nil, nil, err
 			}
-			backoff = min(2*backoff, time.Second)
 		}
 		n.client.Forget(string(c.key))
 		// Its answer may have been lost: ask for the kept outputs again. A
@@ -878,10 +870,16 @@ func (r *reader) reject(b *batch, m sources.Message, reason string, err error) e
 	return r.bad(b, m, r.cfg.BadInputPolicy(), reason, err)
 }
 
+// retryBackoff is the wait between retries of key requests, source reads
+// and state writes: 10ms, doubled up to a second.
+func retryBackoff() backoff.Backoff {
+	return backoff.Backoff{Initial: 10 * time.Millisecond, Max: time.Second}
+}
+
 // retry runs f until it succeeds, backing off up to a second between tries,
 // for at most retryFor or until ctx ends.
 func (n *Node) retry(ctx context.Context, what string, f func(context.Context) error) error {
-	backoff := 10 * time.Millisecond
+	bo := retryBackoff()
 	deadline := time.Now().Add(retryFor)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -897,13 +895,10 @@ func (n *Node) retry(ctx context.Context, what string, f func(context.Context) e
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		n.stats.Retries.Add(1)
-		n.log.Warn(what+" failed; retrying", "backoff", backoff, "err", err)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return ctx.Err()
+		n.log.Warn(what+" failed; retrying", "backoff", bo.Delay(), "err", err)
+		if err := bo.Wait(ctx); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
