@@ -17,6 +17,7 @@ import (
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 	"github.com/joinery/joinery/sources"
 	"github.com/joinery/joinery/timers"
 	"github.com/joinery/joinery/transform"
@@ -298,44 +299,44 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 	if err := d.Decode(&row); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return "", nil, r.reject(b, m, "not-object", errors.New("event is not a JSON object"))
+			return "", nil, r.reject(b, m, reason.NotObject, errors.New("event is not a JSON object"))
 		}
-		return "", nil, r.reject(b, m, "not-json", err)
+		return "", nil, r.reject(b, m, reason.NotJSON, err)
 	}
 	if _, err := d.Token(); err != io.EOF {
-		return "", nil, r.reject(b, m, "not-json", errors.New("trailing data after the JSON value"))
+		return "", nil, r.reject(b, m, reason.NotJSON, errors.New("trailing data after the JSON value"))
 	}
 	if row == nil {
-		return "", nil, r.reject(b, m, "not-object", errors.New("event is not a JSON object"))
+		return "", nil, r.reject(b, m, reason.NotObject, errors.New("event is not a JSON object"))
 	}
 	side, ok := n.spec.SideOf(r.cfg.Side)
 	if !ok {
-		return "", nil, r.reject(b, m, "unknown-side", fmt.Errorf("source %q has no side", r.cfg.Name))
+		return "", nil, r.reject(b, m, reason.UnknownSide, fmt.Errorf("source %q has no side", r.cfg.Name))
 	}
 	ss := n.spec.SideSpec(side)
 	kv, present := row[ss.Key]
 	if ke := n.keyExprs[side]; ke != nil {
 		v, err := ke.Eval(transform.Env(row))
 		if err != nil {
-			return "", nil, r.reject(b, m, ReasonFilter, fmt.Errorf("key_expr: %w", err))
+			return "", nil, r.reject(b, m, reason.Filter, fmt.Errorf("key_expr: %w", err))
 		}
 		kv, present = v, true
 	}
 	if !present || kv == nil {
-		return "", nil, r.reject(b, m, ReasonMissingKey, fmt.Errorf("field %q missing or null", ss.Key))
+		return "", nil, r.reject(b, m, reason.MissingKey, fmt.Errorf("field %q missing or null", ss.Key))
 	}
 	key, ok := record.KeyOf(kv)
 	if !ok {
-		return "", nil, r.reject(b, m, ReasonWrongType, fmt.Errorf("field %q is not a scalar", ss.Key))
+		return "", nil, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q is not a scalar", ss.Key))
 	}
-	ts, reason, err := eventTs(row[ss.Ts])
+	ts, why, err := eventTs(row[ss.Ts])
 	if err != nil {
-		return "", nil, r.reject(b, m, reason, fmt.Errorf("field %q: %w", ss.Ts, err))
+		return "", nil, r.reject(b, m, why, fmt.Errorf("field %q: %w", ss.Ts, err))
 	}
 	if r.filter != nil {
 		keep, err := r.filter.Keep(row)
 		if err != nil {
-			return "", nil, r.reject(b, m, ReasonFilter, err)
+			return "", nil, r.reject(b, m, reason.Filter, err)
 		}
 		if !keep {
 			n.stats.Filtered.Add(1)
@@ -347,13 +348,13 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 		ks, _ := row[ss.Kind].(string)
 		k, ok := record.ParseKind(ks)
 		if !ok {
-			return "", nil, r.reject(b, m, ReasonWrongType, fmt.Errorf("field %q: not a row kind (+I, -U, +U, -D): %v", ss.Kind, row[ss.Kind]))
+			return "", nil, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q: not a row kind (+I, -U, +U, -D): %v", ss.Kind, row[ss.Kind]))
 		}
 		op = k.String() // the key actor reads it as the element's row kind
 	}
 	after, err := json.Marshal(row)
 	if err != nil {
-		return "", nil, r.reject(b, m, "encode", err)
+		return "", nil, r.reject(b, m, reason.Encode, err)
 	}
 	return key, &keypb.Event{Side: int32(side), Op: op, After: after, Source: m.Pos.Source,
 		Partition: m.Pos.Partition, Offset: m.Pos.Offset, Ts: ts}, nil
@@ -361,24 +362,24 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 
 // eventTs reads an event time: epoch milliseconds or an RFC 3339 string. On
 // failure it also returns the reject reason.
-func eventTs(v any) (int64, string, error) {
+func eventTs(v any) (int64, reason.Reason, error) {
 	switch x := v.(type) {
 	case json.Number:
 		n, err := x.Int64()
 		if err != nil {
-			return 0, ReasonWrongType, fmt.Errorf("%s is not an integer of ms", x)
+			return 0, reason.WrongType, fmt.Errorf("%s is not an integer of ms", x)
 		}
 		return n, "", nil
 	case string:
 		t, err := time.Parse(time.RFC3339Nano, x)
 		if err != nil {
-			return 0, ReasonBadTs, err
+			return 0, reason.BadTs, err
 		}
 		return t.UnixMilli(), "", nil
 	case nil:
-		return 0, ReasonMissingTs, errors.New("missing or null")
+		return 0, reason.MissingTs, errors.New("missing or null")
 	}
-	return 0, ReasonWrongType, fmt.Errorf("not a number of ms or an RFC 3339 time: %v", v)
+	return 0, reason.WrongType, fmt.Errorf("not a number of ms or an RFC 3339 time: %v", v)
 }
 
 // fireLimit bounds the due keys woken per batch.
