@@ -36,14 +36,14 @@ import (
 type eventTime struct {
 	mu sync.Mutex
 	wm *timers.Watermarks
-	// global is the watermark last used: never decreases.
-	global int64
+	// g combines wm with the peers' watermarks (the global watermark, never
+	// decreasing) and holds, per batch sent with elements and not yet
+	// complete, the local watermark before it: the node publishes no more
+	// than that, so no peer fires past an element still on its way (see
+	// published).
+	g *timers.Global[*batch]
 	// peers is the other ingest nodes' watermarks at the last refresh.
 	peers peerView
-	// inflight holds, per batch sent with elements and not yet complete, the
-	// local watermark before it: the node publishes no more than that, so
-	// no peer fires past an element still on its way (see published).
-	inflight map[*batch]int64
 	// nudge asks the publisher to publish soon; it must not block. Nil
 	// without sharing.
 	nudge func()
@@ -71,7 +71,7 @@ func newEventTime(spec *job.Spec) (*eventTime, error) {
 	for _, s := range spec.Sources {
 		w.AddPartition(record.Position{Source: s.Name}.PartitionID(), now)
 	}
-	return &eventTime{wm: w, global: math.MinInt64, peers: peerView{min: math.MaxInt64}, inflight: map[*batch]int64{}}, nil
+	return &eventTime{wm: w, g: timers.NewGlobal[*batch](), peers: peerView{min: math.MaxInt64}}, nil
 }
 
 // observeLocked records the elements of batch b in arrival order, stamping
@@ -83,7 +83,7 @@ func newEventTime(spec *job.Spec) (*eventTime, error) {
 // publishes to its peers, until release.
 func (t *eventTime) observeLocked(b *batch, evs []*keypb.Event, now time.Time) int64 {
 	if b != nil && len(evs) > 0 {
-		t.inflight[b] = t.wm.Current()
+		t.g.Hold(b, t.wm.Current())
 	}
 	for _, e := range evs {
 		e.Watermark = t.globalLocked()
@@ -100,8 +100,7 @@ func (t *eventTime) release(b *batch) {
 		return
 	}
 	t.mu.Lock()
-	_, ok := t.inflight[b]
-	delete(t.inflight, b)
+	ok := t.g.Release(b)
 	nudge := t.nudge
 	t.mu.Unlock()
 	if ok && nudge != nil {
@@ -111,23 +110,13 @@ func (t *eventTime) release(b *batch) {
 
 // globalLocked combines the local watermark with the peers' and records it.
 func (t *eventTime) globalLocked() int64 {
-	t.global = combineWatermarks(t.global, t.wm.Current(), t.wm.Holder() != "", t.peers.min, t.peers.active)
-	return t.global
+	return t.g.Combine(t.wm.Current(), t.wm.Holder() != "")
 }
 
-// combineWatermarks is the global watermark rule: the minimum of the local
-// watermark (when some local partition is active) and the peers' (when some
-// live peer is active), never below prev; prev when nothing is active.
+// combineWatermarks is the global watermark rule (timers.CombineWatermarks;
+// TestWmCombineWatermarks checks it from the node's side).
 func combineWatermarks(prev, local int64, localActive bool, peers int64, peersActive bool) int64 {
-	switch {
-	case localActive && peersActive:
-		return max(prev, min(local, peers))
-	case localActive:
-		return max(prev, local)
-	case peersActive:
-		return max(prev, peers)
-	}
-	return prev
+	return timers.CombineWatermarks(prev, local, localActive, peers, peersActive)
 }
 
 // published is what the node tells its peers: its local watermark, but no
@@ -139,11 +128,7 @@ func (t *eventTime) published(now time.Time) (int64, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.wm.Advance(now)
-	wm := t.wm.Current()
-	for _, before := range t.inflight {
-		wm = min(wm, before)
-	}
-	return wm, t.wm.Holder() == "" && len(t.inflight) == 0
+	return t.g.Published(t.wm.Current(), t.wm.Holder() == "")
 }
 
 // setPeers installs the peers' watermarks read from the board.
@@ -151,6 +136,7 @@ func (t *eventTime) setPeers(p peerView) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.peers = p
+	t.g.SetPeers(p.min, p.active)
 	t.globalLocked()
 }
 
