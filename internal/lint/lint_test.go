@@ -164,7 +164,7 @@ var rules = []rule{
 	{
 		name: "go-redis only in the Redis store and the Redis connectors",
 		applies: func(p string) bool {
-			return !slices.ContainsFunc([]string{"persistence/redisstore", "connopts/redisopts", "sources/redisstream", "sinks/redisstream", "sinks/redishash", "ingest", "bench", "internal/testutil", "internal/fleetbench"},
+			return !slices.ContainsFunc([]string{"persistence/redisstore", "connopts/redisopts", "sources/redisstream", "sinks/redisstream", "sinks/redishash", "ingest", "internal/bench", "internal/testutil", "internal/fleetbench"},
 				func(o string) bool { return under(p, o) })
 		},
 		forbidden: func(_, dep string, direct bool) bool {
