@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
 
 // Defaults for Config.
@@ -31,10 +33,10 @@ const (
 	// ReasonBadUTF8: the record holds bytes that are not UTF-8 (a key
 	// would be silently rewritten to U+FFFD by a JSON decoder, merging
 	// distinct keys).
-	ReasonBadUTF8 = "bad-utf8"
+	ReasonBadUTF8 = string(reason.BadUTF8)
 	// ReasonDuplicateField: an object of the record names a field twice
 	// (decoders disagree on which one wins).
-	ReasonDuplicateField = "duplicate-field"
+	ReasonDuplicateField = string(reason.DuplicateField)
 )
 
 // RecordError is why one record of a request was refused; the request is
@@ -93,7 +95,7 @@ type Config struct {
 
 // ReasonNotJSON is OnRefused's reason for a body that is not valid JSON
 // (the decoder's not-json).
-const ReasonNotJSON = "not-json"
+const ReasonNotJSON = string(reason.NotJSON)
 
 // Validate reports every problem with c at once, naming each field.
 func (c Config) Validate() error {

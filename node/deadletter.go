@@ -11,6 +11,7 @@ import (
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 	"github.com/joinery/joinery/sources"
 )
 
@@ -86,8 +87,8 @@ func (l *logLimiter) allow(now time.Time) (bool, int) {
 // bad handles a record the source cannot use, by policy: dead-letter (count,
 // log, and add a dead letter to the batch), skip (count, log) or fail (the
 // returned error stops the source).
-func (r *reader) bad(b *batch, m sources.Message, policy, reason string, err error) error {
-	n := r.n
+func (r *reader) bad(b *batch, m sources.Message, policy string, why reason.Reason, err error) error {
+	n, reason := r.n, string(why)
 	n.stats.addBad(r.cfg.Name, reason)
 	if policy == job.PolicyFail {
 		n.log.Error("bad input record; stopping the source", "source", r.cfg.Name, "position", m.Pos.String(), "reason", reason, "err", err)

@@ -20,10 +20,12 @@ import (
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/formats/debeziumavro"
+	"github.com/joinery/joinery/internal/backoff"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 	"github.com/joinery/joinery/sources"
 	"github.com/joinery/joinery/transform"
 )
@@ -180,7 +182,7 @@ type reader struct {
 
 	// Transient read errors (sources.Transient): since when, the next wait, how many.
 	transientSince   time.Time
-	transientBackoff time.Duration
+	transientBackoff backoff.Backoff
 	transientRetries int
 
 	// Event-time joins.
@@ -323,22 +325,16 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 func (r *reader) waitTransient(ctx context.Context, err error) error {
 	now := time.Now()
 	if r.transientSince.IsZero() {
-		r.transientSince, r.transientBackoff = now, 10*time.Millisecond
+		r.transientSince, r.transientBackoff = now, retryBackoff()
 	}
 	if now.Sub(r.transientSince) > retryFor {
 		return fmt.Errorf("source unavailable for %v: %w", retryFor, err)
 	}
 	r.n.stats.Retries.Add(1)
 	if r.transientRetries++; r.transientRetries%10 == 1 {
-		r.n.log.Warn("source read failed; retrying", "source", r.cfg.Name, "backoff", r.transientBackoff, "err", err)
+		r.n.log.Warn("source read failed; retrying", "source", r.cfg.Name, "backoff", r.transientBackoff.Delay(), "err", err)
 	}
-	select {
-	case <-time.After(r.transientBackoff):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	r.transientBackoff = min(2*r.transientBackoff, time.Second)
-	return nil
+	return r.transientBackoff.Wait(ctx)
 }
 
 // dispatch decodes and routes msgs and sends one Apply per key (the
@@ -359,7 +355,7 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 		}
 		if len(m.Value) > r.cfg.RecordLimit() {
 			err := fmt.Errorf("record of %d bytes is over max_record_bytes %d", len(m.Value), r.cfg.RecordLimit())
-			if err := r.bad(b, m, r.cfg.BadInputPolicy(), ReasonTooLarge, err); err != nil {
+			if err := r.bad(b, m, r.cfg.BadInputPolicy(), reason.TooLarge, err); err != nil {
 				return nil, err
 			}
 			continue
@@ -601,7 +597,7 @@ const retryFor = 2 * time.Minute
 func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Output, error) {
 	n := r.n
 	fut, sendErr := c.fut, c.sendErr
-	backoff := 10 * time.Millisecond
+	bo := retryBackoff()
 	deadline := time.Now().Add(retryFor)
 	for attempt := 1; ; attempt++ {
 		why := sendErr
@@ -642,12 +638,9 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Ou
 			// The actor had just passivated (or moved): resolve the key
 			// again at once; a new activation answers.
 		} else {
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
+			if err := bo.Wait(ctx); err != nil {
+				return nil, nil, err
 			}
-			backoff = min(2*backoff, time.Second)
 		}
 		n.client.Forget(string(c.key))
 		// Its answer may have been lost: ask for the kept outputs again. A
@@ -753,40 +746,25 @@ func (l *localAnswer) Result() (any, error) {
 	return x, nil
 }
 
-// Reasons a record is rejected, besides the decoder's (formats/debezium
-// Reason…): stable words, the "reason" of dead letters and metrics.
-const (
-	ReasonTooLarge     = "too-large"         // over the source's max_record_bytes
-	ReasonMissingKey   = "missing-key"       // the join key field is absent or null
-	ReasonMissingPK    = "missing-pk"        // a cdc row's primary key is absent or null
-	ReasonMissingTs    = "missing-ts"        // an event-time record's timestamp is absent or null
-	ReasonWrongType    = "wrong-type"        // a key, primary key or timestamp of the wrong JSON type
-	ReasonBadTs        = "bad-ts"            // a timestamp string that is not RFC 3339
-	ReasonUnknownTable = "unknown-table"     // source.table not bound in sources[].tables
-	ReasonUnroutable   = "unroutable-delete" // a delete whose before lacks the join column
-	ReasonTruncate     = "truncate"          // a Debezium truncate (on_truncate: dead-letter)
-	ReasonFilter       = "filter-error"      // the source's filter failed on the record (e.g. a wrong type)
-)
-
 // routeReason maps a joins.RouteError reason to a reject reason.
-func routeReason(reason string) string {
-	switch reason {
+func routeReason(why string) reason.Reason {
+	switch why {
 	case joins.ReasonJoinMissing, joins.ReasonJoinNull:
-		return ReasonMissingKey
+		return reason.MissingKey
 	case joins.ReasonPKMissing, joins.ReasonPKNull:
-		return ReasonMissingPK
+		return reason.MissingPK
 	case joins.ReasonJoinNotScalar, joins.ReasonPKNotScalar:
-		return ReasonWrongType
+		return reason.WrongType
 	case joins.ReasonDeleteUnroutable:
-		return ReasonUnroutable
+		return reason.Unroutable
 	case joins.ReasonUnknownOp:
-		return debezium.ReasonUnknownOp
+		return reason.UnknownOp
 	case joins.ReasonMissingAfter:
-		return debezium.ReasonMissingAfter
+		return reason.MissingAfter
 	case joins.ReasonMissingBefore:
-		return debezium.ReasonMissingBefore
+		return reason.MissingBefore
 	}
-	return "route"
+	return reason.Route
 }
 
 // cdcEvents decodes a Debezium record and routes it to its join keys. It
@@ -815,24 +793,24 @@ func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, src
 		return nil, "", nil
 	case errors.Is(err, debezium.ErrTruncate):
 		n.stats.Truncates.Add(1)
-		return nil, "", r.bad(b, m, r.cfg.TruncatePolicy(), ReasonTruncate,
+		return nil, "", r.bad(b, m, r.cfg.TruncatePolicy(), reason.Truncate,
 			fmt.Errorf("truncate of table %q: the join state keeps its rows; re-snapshot the table to rebuild it", env.Table))
 	case err != nil:
 		var de *debezium.DecodeError
-		reason := "decode"
+		why := reason.Decode
 		if errors.As(err, &de) {
-			reason = de.Reason
+			why = reason.Reason(de.Reason)
 		}
-		return nil, "", r.reject(b, m, reason, err)
+		return nil, "", r.reject(b, m, why, err)
 	}
 	side, err := r.side(env.Table)
 	if err != nil {
-		return nil, "", r.reject(b, m, ReasonUnknownTable, err)
+		return nil, "", r.reject(b, m, reason.UnknownTable, err)
 	}
 	if r.filter != nil {
 		c, keep, err := r.filter.FilterChange(env.Change, map[string]any{"_table": env.Table})
 		if err != nil {
-			return nil, "", r.reject(b, m, ReasonFilter, err)
+			return nil, "", r.reject(b, m, reason.Filter, err)
 		}
 		if !keep {
 			n.stats.Filtered.Add(1)
@@ -846,12 +824,12 @@ func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, src
 		evs, err = n.cdc.Route(side, env.Change)
 	}
 	if err != nil {
-		reason := "route"
+		why := reason.Route
 		var re *joins.RouteError
 		if errors.As(err, &re) {
-			reason = routeReason(re.Reason)
+			why = routeReason(re.Reason)
 		}
-		return nil, "", r.reject(b, m, reason, err)
+		return nil, "", r.reject(b, m, why, err)
 	}
 	if r.cfg.DedupOn() {
 		srcPos = env.SourcePos
@@ -875,14 +853,20 @@ func (r *reader) side(table string) (record.Side, error) {
 }
 
 // reject handles bad input by the source's on_bad_input policy (see bad).
-func (r *reader) reject(b *batch, m sources.Message, reason string, err error) error {
-	return r.bad(b, m, r.cfg.BadInputPolicy(), reason, err)
+func (r *reader) reject(b *batch, m sources.Message, why reason.Reason, err error) error {
+	return r.bad(b, m, r.cfg.BadInputPolicy(), why, err)
+}
+
+// retryBackoff is the wait between retries of key requests, source reads
+// and state writes: 10ms, doubled up to a second.
+func retryBackoff() backoff.Backoff {
+	return backoff.Backoff{Initial: 10 * time.Millisecond, Max: time.Second}
 }
 
 // retry runs f until it succeeds, backing off up to a second between tries,
 // for at most retryFor or until ctx ends.
 func (n *Node) retry(ctx context.Context, what string, f func(context.Context) error) error {
-	backoff := 10 * time.Millisecond
+	bo := retryBackoff()
 	deadline := time.Now().Add(retryFor)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -898,13 +882,10 @@ func (n *Node) retry(ctx context.Context, what string, f func(context.Context) e
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		n.stats.Retries.Add(1)
-		n.log.Warn(what+" failed; retrying", "backoff", backoff, "err", err)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return ctx.Err()
+		n.log.Warn(what+" failed; retrying", "backoff", bo.Delay(), "err", err)
+		if err := bo.Wait(ctx); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
@@ -922,6 +903,6 @@ func (r *reader) late(b *batch, key record.Key, l *keypb.Late) {
 	pos := record.Position{Source: e.Source, Partition: e.Partition, Offset: e.Offset}
 	n.log.Debug("late input", "key", key, "position", pos.String(), "ts", e.Ts, "reason", l.Reason)
 	if r.dl != nil {
-		b.dead = append(b.dead, deadletter.New("late: "+l.Reason, fmt.Errorf("key %s, event time %d", key, e.Ts), pos, e.After, time.Now()))
+		b.dead = append(b.dead, deadletter.New(string(reason.Late(l.Reason)), fmt.Errorf("key %s, event time %d", key, e.Ts), pos, e.After, time.Now()))
 	}
 }

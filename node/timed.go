@@ -17,6 +17,7 @@ import (
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 	"github.com/joinery/joinery/sources"
 	"github.com/joinery/joinery/timers"
 	"github.com/joinery/joinery/transform"
@@ -35,14 +36,14 @@ import (
 type eventTime struct {
 	mu sync.Mutex
 	wm *timers.Watermarks
-	// global is the watermark last used: never decreases.
-	global int64
+	// g combines wm with the peers' watermarks (the global watermark, never
+	// decreasing) and holds, per batch sent with elements and not yet
+	// complete, the local watermark before it: the node publishes no more
+	// than that, so no peer fires past an element still on its way (see
+	// published).
+	g *timers.Global[*batch]
 	// peers is the other ingest nodes' watermarks at the last refresh.
 	peers peerView
-	// inflight holds, per batch sent with elements and not yet complete, the
-	// local watermark before it: the node publishes no more than that, so
-	// no peer fires past an element still on its way (see published).
-	inflight map[*batch]int64
 	// nudge asks the publisher to publish soon; it must not block. Nil
 	// without sharing.
 	nudge func()
@@ -70,7 +71,7 @@ func newEventTime(spec *job.Spec) (*eventTime, error) {
 	for _, s := range spec.Sources {
 		w.AddPartition(record.Position{Source: s.Name}.PartitionID(), now)
 	}
-	return &eventTime{wm: w, global: math.MinInt64, peers: peerView{min: math.MaxInt64}, inflight: map[*batch]int64{}}, nil
+	return &eventTime{wm: w, g: timers.NewGlobal[*batch](), peers: peerView{min: math.MaxInt64}}, nil
 }
 
 // observeLocked records the elements of batch b in arrival order, stamping
@@ -82,7 +83,7 @@ func newEventTime(spec *job.Spec) (*eventTime, error) {
 // publishes to its peers, until release.
 func (t *eventTime) observeLocked(b *batch, evs []*keypb.Event, now time.Time) int64 {
 	if b != nil && len(evs) > 0 {
-		t.inflight[b] = t.wm.Current()
+		t.g.Hold(b, t.wm.Current())
 	}
 	for _, e := range evs {
 		e.Watermark = t.globalLocked()
@@ -99,8 +100,7 @@ func (t *eventTime) release(b *batch) {
 		return
 	}
 	t.mu.Lock()
-	_, ok := t.inflight[b]
-	delete(t.inflight, b)
+	ok := t.g.Release(b)
 	nudge := t.nudge
 	t.mu.Unlock()
 	if ok && nudge != nil {
@@ -110,23 +110,13 @@ func (t *eventTime) release(b *batch) {
 
 // globalLocked combines the local watermark with the peers' and records it.
 func (t *eventTime) globalLocked() int64 {
-	t.global = combineWatermarks(t.global, t.wm.Current(), t.wm.Holder() != "", t.peers.min, t.peers.active)
-	return t.global
+	return t.g.Combine(t.wm.Current(), t.wm.Holder() != "")
 }
 
-// combineWatermarks is the global watermark rule: the minimum of the local
-// watermark (when some local partition is active) and the peers' (when some
-// live peer is active), never below prev; prev when nothing is active.
+// combineWatermarks is the global watermark rule (timers.CombineWatermarks;
+// TestWmCombineWatermarks checks it from the node's side).
 func combineWatermarks(prev, local int64, localActive bool, peers int64, peersActive bool) int64 {
-	switch {
-	case localActive && peersActive:
-		return max(prev, min(local, peers))
-	case localActive:
-		return max(prev, local)
-	case peersActive:
-		return max(prev, peers)
-	}
-	return prev
+	return timers.CombineWatermarks(prev, local, localActive, peers, peersActive)
 }
 
 // published is what the node tells its peers: its local watermark, but no
@@ -138,11 +128,7 @@ func (t *eventTime) published(now time.Time) (int64, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.wm.Advance(now)
-	wm := t.wm.Current()
-	for _, before := range t.inflight {
-		wm = min(wm, before)
-	}
-	return wm, t.wm.Holder() == "" && len(t.inflight) == 0
+	return t.g.Published(t.wm.Current(), t.wm.Holder() == "")
 }
 
 // setPeers installs the peers' watermarks read from the board.
@@ -150,6 +136,7 @@ func (t *eventTime) setPeers(p peerView) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.peers = p
+	t.g.SetPeers(p.min, p.active)
 	t.globalLocked()
 }
 
@@ -298,44 +285,44 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 	if err := d.Decode(&row); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return "", nil, r.reject(b, m, "not-object", errors.New("event is not a JSON object"))
+			return "", nil, r.reject(b, m, reason.NotObject, errors.New("event is not a JSON object"))
 		}
-		return "", nil, r.reject(b, m, "not-json", err)
+		return "", nil, r.reject(b, m, reason.NotJSON, err)
 	}
 	if _, err := d.Token(); err != io.EOF {
-		return "", nil, r.reject(b, m, "not-json", errors.New("trailing data after the JSON value"))
+		return "", nil, r.reject(b, m, reason.NotJSON, errors.New("trailing data after the JSON value"))
 	}
 	if row == nil {
-		return "", nil, r.reject(b, m, "not-object", errors.New("event is not a JSON object"))
+		return "", nil, r.reject(b, m, reason.NotObject, errors.New("event is not a JSON object"))
 	}
 	side, ok := n.spec.SideOf(r.cfg.Side)
 	if !ok {
-		return "", nil, r.reject(b, m, "unknown-side", fmt.Errorf("source %q has no side", r.cfg.Name))
+		return "", nil, r.reject(b, m, reason.UnknownSide, fmt.Errorf("source %q has no side", r.cfg.Name))
 	}
 	ss := n.spec.SideSpec(side)
 	kv, present := row[ss.Key]
 	if ke := n.keyExprs[side]; ke != nil {
 		v, err := ke.Eval(transform.Env(row))
 		if err != nil {
-			return "", nil, r.reject(b, m, ReasonFilter, fmt.Errorf("key_expr: %w", err))
+			return "", nil, r.reject(b, m, reason.Filter, fmt.Errorf("key_expr: %w", err))
 		}
 		kv, present = v, true
 	}
 	if !present || kv == nil {
-		return "", nil, r.reject(b, m, ReasonMissingKey, fmt.Errorf("field %q missing or null", ss.Key))
+		return "", nil, r.reject(b, m, reason.MissingKey, fmt.Errorf("field %q missing or null", ss.Key))
 	}
 	key, ok := record.KeyOf(kv)
 	if !ok {
-		return "", nil, r.reject(b, m, ReasonWrongType, fmt.Errorf("field %q is not a scalar", ss.Key))
+		return "", nil, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q is not a scalar", ss.Key))
 	}
-	ts, reason, err := eventTs(row[ss.Ts])
+	ts, why, err := eventTs(row[ss.Ts])
 	if err != nil {
-		return "", nil, r.reject(b, m, reason, fmt.Errorf("field %q: %w", ss.Ts, err))
+		return "", nil, r.reject(b, m, why, fmt.Errorf("field %q: %w", ss.Ts, err))
 	}
 	if r.filter != nil {
 		keep, err := r.filter.Keep(row)
 		if err != nil {
-			return "", nil, r.reject(b, m, ReasonFilter, err)
+			return "", nil, r.reject(b, m, reason.Filter, err)
 		}
 		if !keep {
 			n.stats.Filtered.Add(1)
@@ -347,13 +334,13 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 		ks, _ := row[ss.Kind].(string)
 		k, ok := record.ParseKind(ks)
 		if !ok {
-			return "", nil, r.reject(b, m, ReasonWrongType, fmt.Errorf("field %q: not a row kind (+I, -U, +U, -D): %v", ss.Kind, row[ss.Kind]))
+			return "", nil, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q: not a row kind (+I, -U, +U, -D): %v", ss.Kind, row[ss.Kind]))
 		}
 		op = k.String() // the key actor reads it as the element's row kind
 	}
 	after, err := json.Marshal(row)
 	if err != nil {
-		return "", nil, r.reject(b, m, "encode", err)
+		return "", nil, r.reject(b, m, reason.Encode, err)
 	}
 	return key, &keypb.Event{Side: int32(side), Op: op, After: after, Source: m.Pos.Source,
 		Partition: m.Pos.Partition, Offset: m.Pos.Offset, Ts: ts}, nil
@@ -361,24 +348,24 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 
 // eventTs reads an event time: epoch milliseconds or an RFC 3339 string. On
 // failure it also returns the reject reason.
-func eventTs(v any) (int64, string, error) {
+func eventTs(v any) (int64, reason.Reason, error) {
 	switch x := v.(type) {
 	case json.Number:
 		n, err := x.Int64()
 		if err != nil {
-			return 0, ReasonWrongType, fmt.Errorf("%s is not an integer of ms", x)
+			return 0, reason.WrongType, fmt.Errorf("%s is not an integer of ms", x)
 		}
 		return n, "", nil
 	case string:
 		t, err := time.Parse(time.RFC3339Nano, x)
 		if err != nil {
-			return 0, ReasonBadTs, err
+			return 0, reason.BadTs, err
 		}
 		return t.UnixMilli(), "", nil
 	case nil:
-		return 0, ReasonMissingTs, errors.New("missing or null")
+		return 0, reason.MissingTs, errors.New("missing or null")
 	}
-	return 0, ReasonWrongType, fmt.Errorf("not a number of ms or an RFC 3339 time: %v", v)
+	return 0, reason.WrongType, fmt.Errorf("not a number of ms or an RFC 3339 time: %v", v)
 }
 
 // fireLimit bounds the due keys woken per batch.

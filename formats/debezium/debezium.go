@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
 
 // ErrTombstone is returned by Decode for a tombstone: an empty (or
@@ -22,27 +23,28 @@ var ErrTombstone = errors.New("debezium: tombstone")
 // emptied. It carries no row; callers apply their truncate policy.
 var ErrTruncate = errors.New("debezium: truncate")
 
-// Reason codes of DecodeError. They are stable: callers use them as metric
+// Reason codes of DecodeError, from the one list of reject reasons
+// (sinks/deadletter/reason). They are stable: callers use them as metric
 // labels.
 const (
 	// ReasonNotJSON: the value is not a single well-formed JSON value
 	// (including trailing data after the value).
-	ReasonNotJSON = "not-json"
+	ReasonNotJSON = string(reason.NotJSON)
 	// ReasonNotObject: the value (or the wrapped payload) is not a JSON object.
-	ReasonNotObject = "not-object"
+	ReasonNotObject = string(reason.NotObject)
 	// ReasonMissingOp: the envelope has no "op" field (or it is null).
-	ReasonMissingOp = "missing-op"
+	ReasonMissingOp = string(reason.MissingOp)
 	// ReasonUnknownOp: "op" is not one of the strings "c", "r", "u", "d"
 	// ("t", truncate, is ErrTruncate).
-	ReasonUnknownOp = "unknown-op"
+	ReasonUnknownOp = string(reason.UnknownOp)
 	// ReasonMissingAfter: a c, r or u event has a null or absent "after".
-	ReasonMissingAfter = "missing-after"
+	ReasonMissingAfter = string(reason.MissingAfter)
 	// ReasonMissingBefore: a d event has a null or absent "before".
-	ReasonMissingBefore = "missing-before"
+	ReasonMissingBefore = string(reason.MissingBefore)
 	// ReasonBadRow: "before" or "after" is neither an object nor null.
-	ReasonBadRow = "bad-row"
+	ReasonBadRow = string(reason.BadRow)
 	// ReasonBadTs: "ts_ms" is neither null nor an integer that fits in int64.
-	ReasonBadTs = "bad-ts"
+	ReasonBadTs = string(reason.BadTs)
 )
 
 // DecodeError reports why a value is not a usable Debezium change event.

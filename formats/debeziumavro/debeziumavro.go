@@ -19,21 +19,23 @@ import (
 
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
 
 // Reason codes of the Avro-specific rejects (the envelope's are
-// formats/debezium's). Stable: callers use them as metric labels.
+// formats/debezium's; both from sinks/deadletter/reason). Stable:
+// callers use them as metric labels.
 const (
 	// ReasonBadHeader: the value is shorter than the 5-byte header or its
 	// first byte is not the magic 0.
-	ReasonBadHeader = "bad-header"
+	ReasonBadHeader = string(reason.BadHeader)
 	// ReasonUnknownSchema: the registry does not know the header's schema id.
-	ReasonUnknownSchema = "unknown-schema"
+	ReasonUnknownSchema = string(reason.UnknownSchema)
 	// ReasonBadSchema: the id's schema is not Avro, or does not parse.
-	ReasonBadSchema = "bad-schema"
+	ReasonBadSchema = string(reason.BadSchema)
 	// ReasonBadAvro: the payload does not decode with the writer schema
 	// (truncated, corrupt, trailing bytes), or is not a record.
-	ReasonBadAvro = "bad-avro"
+	ReasonBadAvro = string(reason.BadAvro)
 )
 
 // Registry fetches schemas by id; *sr.Client is one.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/joinery/joinery/bench/nexmark"
+	"github.com/joinery/joinery/internal/bench/nexmark"
 	"github.com/joinery/joinery/internal/cdcgen"
 )
 
@@ -88,7 +88,7 @@ join:
 // q20Workload is Nexmark q20 (bid ⋈ auction, category 10, inner) as the
 // bench package runs it on a node: the category filter pushed down to the
 // input (every bid, the category-10 auctions), Debezium inserts from
-// bench/nexmark; its probes are new bids on category-10 auctions whose url
+// internal/bench/nexmark; its probes are new bids on category-10 auctions whose url
 // carries the produce time.
 func q20Workload(c Config) *workload {
 	g := nexmark.New(nexmark.Config{Seed: 7, Events: c.Changes + c.Users + c.Domains, Pad: true})

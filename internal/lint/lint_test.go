@@ -107,6 +107,13 @@ var rules = []rule{
 		},
 	},
 	{
+		name:    "the reject reasons are a leaf: standard library only (the decoders import them)",
+		applies: func(p string) bool { return p == "sinks/deadletter/reason" },
+		forbidden: func(_, dep string, _ bool) bool {
+			return !isStd(dep)
+		},
+	},
+	{
 		name:    "persistence knows no actors and no key core",
 		applies: func(p string) bool { return under(p, "persistence") },
 		forbidden: func(_, dep string, _ bool) bool {
@@ -132,7 +139,7 @@ var rules = []rule{
 		name:    "node opens sources, sinks, dead letters and HTTP ingest through connectors/all only",
 		applies: func(p string) bool { return under(p, "node") },
 		forbidden: func(_, dep string, direct bool) bool {
-			if !direct || dep == mod+"sinks/deadletter" { // its Record and Writer types
+			if !direct || dep == mod+"sinks/deadletter" || dep == mod+"sinks/deadletter/reason" { // its Record and Writer types, the reject reasons
 				return false
 			}
 			return strings.HasPrefix(dep, mod+"sources/") || strings.HasPrefix(dep, mod+"sinks/") || dep == mod+"ingest"
@@ -157,7 +164,7 @@ var rules = []rule{
 	{
 		name: "go-redis only in the Redis store and the Redis connectors",
 		applies: func(p string) bool {
-			return !slices.ContainsFunc([]string{"persistence/redisstore", "connopts/redisopts", "sources/redisstream", "sinks/redisstream", "sinks/redishash", "ingest", "bench", "internal/testutil", "internal/fleetbench"},
+			return !slices.ContainsFunc([]string{"persistence/redisstore", "connopts/redisopts", "sources/redisstream", "sinks/redisstream", "sinks/redishash", "ingest", "internal/bench", "internal/testutil", "internal/fleetbench"},
 				func(o string) bool { return under(p, o) })
 		},
 		forbidden: func(_, dep string, direct bool) bool {

@@ -24,7 +24,8 @@ const MaxRawBytes = 64 << 10
 
 // Record is one dead letter.
 type Record struct {
-	// Reason is the stable reason code (not-json, missing-key, …).
+	// Reason is the stable reason code (not-json, missing-key, …: the
+	// list is package reason).
 	Reason string `json:"reason"`
 	// Error is a human-readable detail; it is not stable.
 	Error string `json:"error"`

@@ -20,7 +20,7 @@
 //     plain JSON events and is not wired into the bench yet).
 //   - q9 (winning bids, Flink's q9.sql: per auction the highest bid with
 //     dateTime <= bid.dateTime <= expires, ties to the earlier bid, then the
-//     lower bid id) is built from the engine's pieces, in bench/: a
+//     lower bid id) is built from the engine's pieces, in this package: a
 //     joins.Interval per auction id (auction left, bid right, Lower 0, Upper
 //     the generator's longest lifetime; the interval join's bounds are fixed
 //     per job, so its FlatJoin drops pairs past the auction's own expiry), a
