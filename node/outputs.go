@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/joinery/joinery/connectors"
@@ -30,13 +31,16 @@ type outputs struct {
 
 	// wmu serializes writes to the sinks, so order's view of what each
 	// sink holds is the order in which the sinks got it.
-	wmu   sync.Mutex
-	order pkOrder
+	wmu    sync.Mutex
+	order  pkOrder
+	latest []bool // per sink: it keeps each row's last change (upsert formats), see pkOrder
 }
 
 // pkOrder keeps, for the output primary keys written lately, the Seq of the
 // newest change written, so that a change overtaken by a newer one of the
-// same row is not written after it. Two sources (or two readers) answer for
+// same row is not written after it to a sink of an upsert format (a
+// changelog sink gets every change: its consumer orders them by seq, and a
+// dropped change would leave its retractions inconsistent). Two sources (or two readers) answer for
 // one join key separately: key 1's reply to the users source (seq 4) can
 // reach the sinks after its reply to the domains source (seq 5), and a
 // consumer that applies an upsert topic in arrival order — a KTable, a
@@ -120,6 +124,11 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 			return nil, fmt.Errorf("sinks[%d]: %w", i, err)
 		}
 		o.sinks = append(o.sinks, sk)
+		// Upsert and Debezium envelopes carry no retractions: a consumer
+		// keeps each row's last change, so an overtaken change is dropped
+		// (pkOrder). A changelog keeps every change for a consumer that
+		// orders them by seq.
+		o.latest = append(o.latest, format == changelog.Upsert || format == changelog.Debezium)
 	}
 	return o, nil
 }
@@ -134,12 +143,19 @@ func (o *outputs) write(ctx context.Context, batch []record.Output, retry func(c
 	}
 	if len(o.sinks) > 0 {
 		o.wmu.Lock()
-		fresh := o.order.fresh(batch)
-		for _, s := range o.sinks {
-			if len(fresh) == 0 {
-				break
+		var fresh []record.Output
+		if slices.Contains(o.latest, true) {
+			fresh = o.order.fresh(batch)
+		}
+		for i, s := range o.sinks {
+			b := batch
+			if i < len(o.latest) && o.latest[i] {
+				b = fresh
 			}
-			if err := retry(ctx, "write outputs", func(ctx context.Context) error { return s.Write(ctx, fresh) }); err != nil {
+			if len(b) == 0 {
+				continue
+			}
+			if err := retry(ctx, "write outputs", func(ctx context.Context) error { return s.Write(ctx, b) }); err != nil {
 				o.wmu.Unlock()
 				return err
 			}

@@ -22,9 +22,10 @@ var _ sinks.Sink = (*recordingSink)(nil)
 
 // TestOutputsDropOvertakenChanges: a row's change that reaches the sinks
 // after a newer change of the same row (two sources answering for one key
-// separately) is not written, so a consumer applying the sink in arrival
-// order ends with the newest row; re-sent changes (same Seq) and unordered
-// outputs (Seq 0) still go through.
+// separately) is not written to an upsert sink, so a consumer applying it
+// in arrival order ends with the newest row; re-sent changes (same Seq) and
+// unordered outputs (Seq 0) still go through. A changelog sink gets every
+// change (its consumer orders them by seq).
 func TestOutputsDropOvertakenChanges(t *testing.T) {
 	out := func(id, pk string, seq uint64) record.Output {
 		return record.Output{ID: id, PK: pk, Seq: seq}
@@ -45,7 +46,8 @@ func TestOutputsDropOvertakenChanges(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &recordingSink{}
-			o := &outputs{sinks: []sinks.Sink{s}}
+			all := &recordingSink{} // a changelog sink: every change
+			o := &outputs{sinks: []sinks.Sink{s, all}, latest: []bool{true, false}}
 			for _, b := range tc.batches {
 				in := append([]record.Output(nil), b...)
 				if err := o.write(context.Background(), b, retry); err != nil {
@@ -61,6 +63,13 @@ func TestOutputsDropOvertakenChanges(t *testing.T) {
 			}
 			if !reflect.DeepEqual(ids, tc.want) {
 				t.Errorf("written %v, want %v", ids, tc.want)
+			}
+			var in []record.Output
+			for _, b := range tc.batches {
+				in = append(in, b...)
+			}
+			if !reflect.DeepEqual(all.got, in) {
+				t.Errorf("the changelog sink got %v, want every change %v", all.got, in)
 			}
 		})
 	}
