@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/joinery/joinery/internal/bench"
 	"github.com/joinery/joinery/internal/bench/nexmark"
 	"github.com/joinery/joinery/internal/cdcgen"
 )
@@ -71,19 +73,21 @@ func cdcWorkload(c Config) *workload {
 	return w
 }
 
-const cdcJoin = `name: fleet
-join:
-  type: cdc
-  mode: left
-  left:  {name: users,   pk: id, join_on: id}
-  right: {name: domains, pk: id, join_on: user_id}
-  project:
-    - {name: user_id,     from: users.id}
-    - {name: firstname,   from: users.firstname}
-    - {name: lastname,    from: users.lastname}
-    - {name: domain_id,   from: domains.id}
-    - {name: domain_name, from: domains.domain_name}
-`
+// cdcJoin and q20Join are the joins `make bench` runs on a node, as the
+// fleet's job (internal/bench's NodeJob without its tables: line).
+var cdcJoin, q20Join = benchJoin("cdc"), benchJoin("q20")
+
+// benchJoin is "name: fleet" and the join: section of the bench workload
+// name's node job.
+func benchJoin(name string) string {
+	for _, w := range bench.Workloads {
+		if w.Name == name {
+			join, _, _ := strings.Cut(w.NodeJob, "tables:")
+			return "name: fleet\n" + join
+		}
+	}
+	panic("fleetbench: no bench workload " + name)
+}
 
 // q20Workload is Nexmark q20 (bid ⋈ auction, category 10, inner) as the
 // bench package runs it on a node: the category filter pushed down to the
@@ -128,26 +132,3 @@ func q20Workload(c Config) *workload {
 	}
 	return w
 }
-
-const q20Join = `name: fleet
-join:
-  type: cdc
-  mode: inner
-  left:  {name: auction, pk: id, join_on: id}
-  right: {name: bid, pk: id, join_on: auction}
-  project:
-    - {name: auction, from: bid.auction}
-    - {name: bidder, from: bid.bidder}
-    - {name: price, from: bid.price}
-    - {name: channel, from: bid.channel}
-    - {name: url, from: bid.url}
-    - {name: b_dateTime, from: bid.dateTime}
-    - {name: itemName, from: auction.itemName}
-    - {name: description, from: auction.description}
-    - {name: initialBid, from: auction.initialBid}
-    - {name: reserve, from: auction.reserve}
-    - {name: a_dateTime, from: auction.dateTime}
-    - {name: expires, from: auction.expires}
-    - {name: seller, from: auction.seller}
-    - {name: category, from: auction.category}
-`
