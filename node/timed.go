@@ -113,12 +113,6 @@ func (t *eventTime) globalLocked() int64 {
 	return t.g.Combine(t.wm.Current(), t.wm.Holder() != "")
 }
 
-// combineWatermarks is the global watermark rule (timers.CombineWatermarks;
-// TestWmCombineWatermarks checks it from the node's side).
-func combineWatermarks(prev, local int64, localActive bool, peers int64, peersActive bool) int64 {
-	return timers.CombineWatermarks(prev, local, localActive, peers, peersActive)
-}
-
 // published is what the node tells its peers: its local watermark, but no
 // more than the local watermark before any batch still in flight (a peer
 // firing at a higher one could overtake the batch's elements on their way

@@ -122,35 +122,6 @@ func TestWmCombinePeers(t *testing.T) {
 	}
 }
 
-// TestWmCombineWatermarks checks the global rule: min over the active sides,
-// never backwards, unchanged when nothing is active.
-func TestWmCombineWatermarks(t *testing.T) {
-	const minI, maxI = math.MinInt64, math.MaxInt64
-	for _, c := range []struct {
-		prev, local int64
-		localActive bool
-		peers       int64
-		peersActive bool
-		want        int64
-		why         string
-	}{
-		{minI, minI, true, maxI, false, minI, "start"},
-		{minI, 100, true, maxI, false, 100, "alone: the local watermark"},
-		{minI, 100, true, 50, true, 50, "a slower peer holds it back"},
-		{minI, 100, true, 150, true, 100, "a faster peer does not"},
-		{minI, 100, false, 50, true, 50, "idle here: the peers'"},
-		{minI, 100, true, 50, false, 100, "idle peers: the local one"},
-		{70, 100, false, 50, false, 70, "everything idle: unchanged"},
-		{70, 100, true, 50, true, 70, "never backwards"},
-		{70, maxI, true, maxI, true, maxI, "everyone ended"},
-		{70, maxI, true, 900, true, 900, "a peer still runs"},
-	} {
-		if got := combineWatermarks(c.prev, c.local, c.localActive, c.peers, c.peersActive); got != c.want {
-			t.Errorf("%s: %d, want %d", c.why, got, c.want)
-		}
-	}
-}
-
 // TestWmPublishedHoldsInflight checks that a node publishes no more than
 // the local watermark before a batch still in flight, stamps elements with
 // the global watermark, and publishes idle only with nothing in flight.
