@@ -160,6 +160,7 @@ func (p *owned) epochOf(offset int64) int32 {
 type Source struct {
 	cfg    Config
 	client *kgo.Client
+	ready  chan struct{} // closed once client is set: the group may call rewind before New returns
 
 	// commitMu is held across a commit round trip and by the revoke and
 	// lost callbacks, so a partition is never committed after this member
@@ -199,7 +200,7 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 	if cfg.StartOffset == StartLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	s := &Source{cfg: cfg}
+	s := &Source{cfg: cfg, ready: make(chan struct{})}
 	s.mu.owned = make(map[int32]*owned)
 	opts := append(ClientOptions(cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL),
 		kgo.ConsumeTopics(cfg.Topic),
@@ -225,6 +226,7 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 		return nil, fmt.Errorf("kafka: connect to %v: %w", cfg.Brokers, err)
 	}
 	s.client = client
+	close(s.ready) // the group's callbacks may use s.client from here on
 	return s, nil
 }
 
@@ -322,6 +324,11 @@ func (s *Source) rewind(ctx context.Context, offsets map[string]map[int32]kgo.Of
 
 // startOffsets asks the partitions' leaders for their earliest offsets.
 func (s *Source) startOffsets(ctx context.Context, parts []int32) (map[int32]int64, error) {
+	select { // the group joins while New still pings the brokers
+	case <-s.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	t := kmsg.NewListOffsetsRequestTopic()
