@@ -91,6 +91,7 @@ type keyActor struct {
 	stop     bool   // passivation requested: stop once nothing is pending
 	cause    string // why it was requested
 	poisoned bool   // the poison pill is sent
+	waiting  []waiter // answers that wait for the next write (keycore.Ready.Wait)
 	budget   *budgetEntry
 	bytes    int64 // what the budget accounts this activation
 }
@@ -112,7 +113,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *cluster.ClusterInit:
 		if a.cfg == nil {
-			a.cfg = &keycore.Config{Machine: keycore.MachineSpec{CDC: a.deps.Spec, Multi: a.deps.Multi, NewTimed: a.deps.NewTimed}}
+			a.cfg = &keycore.Config{Machine: keycore.MachineSpec{CDC: a.deps.Spec, Multi: a.deps.Multi, NewTimed: a.deps.NewTimed}, Coalesce: true}
 		}
 		a.core = keycore.New(a.cfg, record.Key(m.Identity.Identity))
 		a.node = ctx.ActorSystem().Address()
@@ -135,6 +136,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *writeDone:
 		a.core.Durable()
 		if m.err != nil {
+			a.fail(ctx, m.err) // the requests waiting for the next write
 			// Memory is now ahead of the store: stop, so the next activation
 			// reloads the durable state. A fenced write means another
 			// activation owns the key: this one is stale and must stop too.
@@ -149,6 +151,9 @@ func (a *keyActor) Receive(ctx actor.Context) {
 			a.deps.Logger.Error("key state write failed; stopping the activation", "job", a.deps.Job, "key", a.core.Key(), "err", m.err)
 			ctx.Stop(ctx.Self())
 			return
+		}
+		if a.core.Pending() == 0 && a.core.Dirty() {
+			a.flush(ctx)
 		}
 		a.maybeStop(ctx)
 	case *actor.ReceiveTimeout:
@@ -167,6 +172,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		a.maybeStop(ctx)
 		ctx.Respond(&keypb.Passivate{})
 	case *actor.Stopped:
+		a.fail(ctx, nil) // stopped (poisoned, fenced) with requests waiting for a write
 		a.deps.Budget.remove(a.budget)
 		if a.deps.Events != nil && a.core != nil {
 			if ec, ok := a.deps.Events.(EventsWithCause); ok {
@@ -189,7 +195,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 // one acquires a newer epoch first, so the old write is fenced and its sender
 // resends.
 func (a *keyActor) maybeStop(ctx actor.Context) {
-	if a.stop && a.core.Pending() == 0 && !a.poisoned {
+	if a.stop && a.core.Pending() == 0 && !a.core.Dirty() && !a.poisoned {
 		a.poisoned = true
 		ctx.Poison(ctx.Self())
 	}
@@ -341,34 +347,103 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 			reply.Outputs = append(reply.Outputs, po)
 		}
 	}
-	if r.Write == nil {
+	w := waiter{answer: answer, replyTo: replyTo, sender: ctx.Sender()}
+	switch {
+	case r.Wait:
+		// A write is in flight: this request's change goes out with the
+		// next one (group commit), and so does its answer.
+		a.account(ctx, nil, false)
+		a.waiting = append(a.waiting, w)
+	case r.Write == nil:
 		a.account(ctx, nil, false)
 		respond(answer)
-		return
+	default:
+		a.submit(ctx, r.Write, []waiter{w})
 	}
-	a.account(ctx, r.Write.State, true)
-	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.core.Key(), Epoch: a.core.Epoch(), Offsets: r.Write.Offsets, State: r.Write.State}
-	if r.Write.HasTimer {
+}
+
+// waiter is an answer to give once a write is durable: on replyTo (a
+// LocalApply), or to sender.
+type waiter struct {
+	answer  any
+	replyTo chan<- any
+	sender  *actor.PID
+}
+
+func (w waiter) give(root *actor.RootContext, x any) {
+	switch {
+	case w.replyTo != nil:
+		select {
+		case w.replyTo <- x:
+		default:
+		}
+	case w.sender != nil:
+		root.Send(w.sender, x)
+	}
+}
+
+// submit hands w to the Writer; once it is durable (or failed) the
+// waiters are answered and the actor told (writeDone).
+func (a *keyActor) submit(ctx actor.Context, w *keycore.Write, waiters []waiter) {
+	a.account(ctx, w.State, true)
+	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.core.Key(), Epoch: a.core.Epoch(), Offsets: w.Offsets, State: w.State}
+	if w.HasTimer {
 		// The store's timer index wakes this key when the watermark reaches
 		// its next timer, even if it is passivated by then.
-		snap.HasTimer, snap.NextTimer = true, max(persistence.MinTimer, min(r.Write.NextTimer, persistence.MaxTimer))
+		snap.HasTimer, snap.NextTimer = true, max(persistence.MinTimer, min(w.NextTimer, persistence.MaxTimer))
 	}
-	sender, self, root := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root
+	self, root := ctx.Self(), ctx.ActorSystem().Root
 	a.deps.Writer.Submit(snap, func(err error) {
-		if err != nil {
-			answer = &keypb.Applied{Error: "write state: " + err.Error()}
-		}
-		switch {
-		case replyTo != nil:
-			select {
-			case replyTo <- answer:
-			default:
+		for _, wt := range waiters {
+			x := wt.answer
+			if err != nil {
+				x = &keypb.Applied{Error: "write state: " + err.Error()}
 			}
-		case sender != nil:
-			root.Send(sender, answer)
+			wt.give(root, x)
 		}
 		root.Send(self, &writeDone{err: err})
 	})
+}
+
+// flush writes what the requests waiting since the last write changed, in
+// one write that answers them all.
+func (a *keyActor) flush(ctx actor.Context) {
+	waiters := a.waiting
+	a.waiting = nil
+	w, err := a.core.Flush()
+	switch {
+	case err != nil:
+		a.waiting = waiters
+		a.fail(ctx, fmt.Errorf("encode state: %w", err))
+		a.deps.Logger.Error("key state encode failed; stopping the activation", "job", a.deps.Job, "key", a.core.Key(), "err", err)
+		ctx.Stop(ctx.Self())
+	case w == nil:
+		for _, wt := range waiters {
+			wt.give(ctx.ActorSystem().Root, wt.answer)
+		}
+	default:
+		a.submit(ctx, w, waiters)
+	}
+}
+
+// fail answers the requests waiting for the next write, which will not
+// come (the activation stops): with the write's error when one failed, or,
+// when the activation stops for another reason, as if they had reached no
+// actor. Either way their senders resend them to the next activation, which
+// applies them again or skips what is durable.
+func (a *keyActor) fail(ctx actor.Context, err error) {
+	root := ctx.ActorSystem().Root
+	for _, wt := range a.waiting {
+		switch {
+		case err != nil:
+			wt.give(root, &keypb.Applied{Error: "write state: " + err.Error()})
+		case wt.replyTo != nil:
+			wt.give(root, DeadLetter{})
+		default:
+			wt.give(root, &keypb.Applied{Error: "key activation stopped before its state was written"})
+		}
+	}
+	a.waiting = nil
 }
 
 func (a *keyActor) inspect() *keypb.KeyState {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/joinery/joinery/internal/failpoint"
@@ -43,6 +44,7 @@ type Writer struct {
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
 	once  sync.Once
+	subs  atomic.Int64 // snapshots submitted
 
 	// mu guards closed and the send on in: Submit sends under the read lock,
 	// Close takes the write lock before it closes in.
@@ -77,6 +79,7 @@ func NewWriter(store persistence.Store, opts WriterOptions) *Writer {
 // or with an error if the Writer closed first. It blocks while the queue is
 // full. After Close, done is called at once with persistence.ErrClosed.
 func (w *Writer) Submit(snap persistence.Snapshot, done func(error)) {
+	w.subs.Add(1)
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.mu.closed {
@@ -89,6 +92,10 @@ func (w *Writer) Submit(snap persistence.Snapshot, done func(error)) {
 		done(persistence.ErrClosed)
 	}
 }
+
+// Submitted is the number of snapshots handed to Submit so far: each one
+// key's state, encoded.
+func (w *Writer) Submitted() int64 { return w.subs.Load() }
 
 // Close writes what is queued (giving up on a Save that keeps failing once
 // ctx ends), stops the Writer and waits for it. It is idempotent.

@@ -88,8 +88,11 @@ type Ready struct {
 	// Late are the event-time inputs the join found late.
 	Late []joins.Late
 	// Write, when not nil, must be durable before the answer is given;
-	// call Durable once it is (or failed). Nil: answer at once.
+	// call Durable once it is (or failed). Nil: answer at once, unless Wait.
 	Write *Write
+	// Wait (Config.Coalesce only): the answer waits for the Write that the
+	// next Flush gives, once the pending ones are durable.
+	Wait bool
 }
 
 // Config is what every key of one job shares.
@@ -97,6 +100,12 @@ type Config struct {
 	Machine MachineSpec
 	// NoSeq leaves outputs' Seq at 0 (replay's outputs carry none).
 	NoSeq bool
+	// Coalesce: a Step while a Write is pending encodes no Write of its
+	// own; its Ready says Wait, and once every pending Write is Durable,
+	// Flush gives one Write of the state as it is, covering every Step that
+	// waited (group commit: a key that many senders reach at once is
+	// encoded and written once per store round trip, not once per request).
+	Coalesce bool
 }
 
 // ErrGap is Ready.Err of a request refused for a gap.
@@ -126,6 +135,7 @@ type Core struct {
 	loaded  bool
 	fresh   bool // loaded, and no request stepped since
 	pending int  // writes handed out and not yet durable
+	dirty   bool // Coalesce: Steps wait for the next Flush
 }
 
 // New returns key's core, not loaded.
@@ -142,7 +152,7 @@ func (c *Core) Reset() {
 	c.m = NewMachine(c.cfg.Machine)
 	c.offsets = map[string]int64{}
 	c.outbox, c.src, c.seq = nil, nil, 0
-	c.loaded, c.fresh, c.epoch = false, false, 0
+	c.loaded, c.fresh, c.epoch, c.dirty = false, false, 0, false
 }
 
 // Key is the core's join key.
@@ -185,6 +195,22 @@ func (c *Core) Restore(offsets map[string]int64, state []byte) error {
 // Pending is the number of Writes handed out and not yet reported Durable.
 func (c *Core) Pending() int { return c.pending }
 
+// Dirty reports whether Steps wait for a Flush (Config.Coalesce): the
+// driver calls Flush once Pending is 0.
+func (c *Core) Dirty() bool { return c.dirty }
+
+// Flush returns the Write that the Steps waiting since the last Write
+// (Ready.Wait) need, or nil when none waits. Call it once Pending is 0;
+// the Write counts as pending until Durable. An error (state that cannot
+// be encoded) leaves the core ahead of the store: Reset it or stop.
+func (c *Core) Flush() (*Write, error) {
+	if !c.dirty {
+		return nil, nil
+	}
+	c.dirty = false
+	return c.write()
+}
+
 // Durable reports one Write durable, or failed: after a failure the core is
 // ahead of the store and the driver must Reset it (or stop) before the next
 // Step.
@@ -215,7 +241,7 @@ func (c *Core) Step(req *Request, now int64) Ready {
 	fresh := c.fresh
 	c.fresh = false
 	if c.gap(req.Prev) {
-		if c.pending == 0 && !fresh {
+		if c.pending == 0 && !c.dirty && !fresh {
 			return Ready{Reload: true}
 		}
 		return Ready{Gap: true, Err: ErrGap}
@@ -284,6 +310,20 @@ func (c *Core) Step(req *Request, now int64) Ready {
 		// before what it covers is durable.
 		return r
 	}
+	if c.cfg.Coalesce && (c.pending > 0 || c.dirty) {
+		c.dirty, r.Wait = true, true
+		return r
+	}
+	w, err := c.write()
+	if err != nil {
+		return Ready{Err: err}
+	}
+	r.Write = w
+	return r
+}
+
+// write makes the Write of the key's state as it is and counts it pending.
+func (c *Core) write() (*Write, error) {
 	w := &Write{Offsets: maps.Clone(c.offsets)}
 	// A key whose join state emptied still writes a (small) state, so its
 	// applied offsets survive passivation and failover: a request's Prev
@@ -292,14 +332,13 @@ func (c *Core) Step(req *Request, now int64) Ready {
 	if !c.m.Empty() || len(c.outbox) > 0 || c.m.timers.Len() > 0 || len(c.src) > 0 || len(c.offsets) > 0 {
 		b, err := c.Encode()
 		if err != nil {
-			return Ready{Err: err}
+			return nil, err
 		}
 		w.State = b
 	}
 	w.NextTimer, w.HasTimer = c.m.NextTimer()
 	c.pending++
-	r.Write = w
-	return r
+	return w, nil
 }
 
 // Encode returns what a Write of the key's state now would hold: its
@@ -320,7 +359,7 @@ func (c *Core) Encode() ([]byte, error) {
 // state, no timer, no kept output, nothing pending. (Its applied offsets
 // and Debezium positions are forgotten with it.)
 func (c *Core) Idle() bool {
-	return c.m.Idle() && len(c.outbox) == 0 && c.pending == 0
+	return c.m.Idle() && len(c.outbox) == 0 && c.pending == 0 && !c.dirty
 }
 
 // stamp gives new outputs the key's next sequence numbers (record.Output.

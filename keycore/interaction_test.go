@@ -150,6 +150,8 @@ func (h *harness) run(t *testing.T, cmd string) string {
 		switch arg {
 		case "cdc":
 			h.cfg = &Config{Machine: MachineSpec{CDC: usersDomains}}
+		case "cdc coalesce":
+			h.cfg = &Config{Machine: MachineSpec{CDC: usersDomains}, Coalesce: true}
 		case "interval":
 			spec := &joins.IntervalSpec{Left: "l", Right: "r", Lower: -1, Upper: 1}
 			if err := spec.Validate(); err != nil {
@@ -210,7 +212,17 @@ func (h *harness) run(t *testing.T, cmd string) string {
 			return "write failed: activation reset\n"
 		}
 		h.store = &stored{offsets: maps.Clone(w.Offsets), state: w.State}
-		return "stored " + renderOffsets(w.Offsets) + "\n"
+		out := "stored " + renderOffsets(w.Offsets) + "\n"
+		if h.core.Pending() == 0 && h.core.Dirty() {
+			// A coalescing driver writes what waited once nothing is pending.
+			fw, err := h.core.Flush()
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.pending = append(h.pending, fw)
+			out += fmt.Sprintf("flush: write offsets=%s state=%v; answers the waiting steps once durable\n", renderOffsets(fw.Offsets), fw.State != nil)
+		}
+		return out
 	case "reactivate":
 		h.pending = nil
 		if err := h.activate(); err != nil {
@@ -323,6 +335,10 @@ func renderReady(r Ready) string {
 	}
 	for _, l := range r.Late {
 		fmt.Fprintf(&b, "late %s ts=%d at %s: %s\n", l.Element.Side, l.Element.Ts, l.Element.Pos, l.Reason)
+	}
+	if r.Wait {
+		b.WriteString("wait: answer with the next flush\n")
+		return b.String()
 	}
 	if r.Write == nil {
 		b.WriteString("answer now (nothing to write)\n")
