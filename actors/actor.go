@@ -88,9 +88,9 @@ type keyActor struct {
 	cfg      *keycore.Config
 	core     *keycore.Core
 	node     string
-	stop     bool   // passivation requested: stop once nothing is pending
-	cause    string // why it was requested
-	poisoned bool   // the poison pill is sent
+	stop     bool     // passivation requested: stop once nothing is pending
+	cause    string   // why it was requested
+	poisoned bool     // the poison pill is sent
 	waiting  []waiter // answers that wait for the next write (keycore.Ready.Wait)
 	budget   *budgetEntry
 	bytes    int64 // what the budget accounts this activation
