@@ -107,6 +107,10 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	opts := append(kafkaopts.ClientOptions(cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // the default, and required for idempotence
+		// No linger: Write hands over a whole batch and waits for it
+		// (ProduceSync), so lingering batches nothing more; it only added
+		// franz-go's default 10 ms to every output's latency.
+		kgo.ProducerLinger(0),
 	)
 	client, err := kgo.NewClient(opts...)
 	if err != nil {
