@@ -1,7 +1,9 @@
 // Command benchfleet is the fleet benchmark (`make bench-fleet`): does
 // adding nodes add capacity? It runs 1, 2, 3 and 4 real joinery nodes, each
 // in a cgroup v1 CPU quota of its own (default 0.3 CPU), against a Redis
-// Cluster of three masters and a kfake Kafka broker in its own process, and
+// Cluster of three masters and a kfake Kafka broker in its own process
+// (with -source redis-streams, the input is shard streams on a redis-server
+// of their own, the output still a Kafka topic), and
 // prints events/s, scaling efficiency, p99 latency, CPU per event and keys
 // per Redis shard; it writes them as JSON (-out) and a PNG plot (-plot).
 // See internal/fleetbench and docs/scaling.md.
@@ -35,9 +37,9 @@ func main() {
 	joinery := flag.String("joinery", "bin/joinery", "the joinery binary (make build)")
 	nodes := flag.String("nodes", "1,2,3,4", "fleet sizes, comma separated")
 	workloads := flag.String("workloads", "cdc,q20", "workloads, comma separated: cdc (users ⋈ domains), q20 (Nexmark bid ⋈ auction)")
-	source := flag.String("source", fleetbench.SourceKafka, "partitioned source: kafka (redis-streams: not built yet)")
+	source := flag.String("source", fleetbench.SourceKafka, "partitioned source: kafka (a topic per table), redis-streams (shard streams per table, on a redis-server of their own), both, or a comma list")
 	quota := flag.Float64("cpu", 0.3, "CPU quota of each node, in CPUs (cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us)")
-	partitions := flag.Int("partitions", 12, "partitions of each input topic")
+	partitions := flag.Int("partitions", 12, "partitions of each input topic, shard streams of each table with redis-streams")
 	scale := flag.Float64("scale", 1, "input size multiplier: 1 is 40000 changes over 4000 users and 12000 domains")
 	latFor := flag.Duration("latency-duration", 10*time.Second, "length of the open-loop latency run of each fleet size")
 	latLoad := flag.Float64("latency-load", 0.5, "rate of the open-loop latency run, as a fraction of the measured events/s")

@@ -3,7 +3,10 @@
 // `joinery run` nodes, each held to the same CPU share by a cgroup v1 CPU
 // quota, a Redis Cluster of three masters as their state store, and a Kafka
 // broker (franz-go's kfake) in a process of its own — feeds the nodes a
-// partitioned input through one consumer group, and measures steady-state
+// partitioned input (a Kafka topic per table read through one consumer
+// group, or with -source redis-streams shard streams per table on a
+// redis-server of their own, read by a sharded Redis Streams source whose
+// leases spread over the fleet), and measures steady-state
 // events/s, CPU per event, open-loop p99 event-to-output latency and keys
 // per Redis shard, with scaling efficiency = throughput(N) / (N ×
 // throughput(1)). docs/scaling.md describes the method and the figures.

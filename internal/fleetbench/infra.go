@@ -218,6 +218,37 @@ func waitFor(ctx context.Context, d time.Duration, what string, f func() error) 
 	}
 }
 
+// StartRedis starts one redis-server on a free loopback port with its
+// files in dir (persistence off: the benchmark measures the join, not the
+// disk), extra appended to its arguments, and waits until it answers PING.
+// A missing redis-server or redis-cli is an error saying how to install it.
+func StartRedis(ctx context.Context, dir string, extra ...string) (*Proc, string, error) {
+	for _, b := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return nil, "", fmt.Errorf("fleetbench: %s not found in PATH: install it (Debian: apt-get install redis-server, which brings redis-tools) or run `make redis`: %w", b, err)
+		}
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	args := append([]string{"redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--dir", dir, "--save", "", "--appendonly", "no", "--protected-mode", "no"}, extra...)
+	p, err := StartProc(dir, "redis", nil, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := waitFor(ctx, 10*time.Second, "redis-server "+addr+" answers PING", func() error { return redisPing(addr) }); err != nil {
+		p.Stop(5 * time.Second)
+		return nil, "", fmt.Errorf("%w (log: %s)", err, p.Log)
+	}
+	return p, addr, nil
+}
+
 // RedisCluster is a Redis Cluster of masters without replicas, one
 // redis-server process each.
 type RedisCluster struct {
@@ -231,27 +262,13 @@ type RedisCluster struct {
 // --cluster-replicas 0`, then waits for cluster_state:ok on every master.
 // A missing redis-server or redis-cli is an error saying how to install it.
 func StartRedisCluster(ctx context.Context, dir string, n int) (*RedisCluster, error) {
-	for _, b := range []string{"redis-server", "redis-cli"} {
-		if _, err := exec.LookPath(b); err != nil {
-			return nil, fmt.Errorf("fleetbench: %s not found in PATH: install it (Debian: apt-get install redis-server, which brings redis-tools) or run `make redis`: %w", b, err)
-		}
-	}
 	c := &RedisCluster{}
 	for i := range n {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
 		bus, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
-		d := filepath.Join(dir, fmt.Sprintf("redis%d", i+1))
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
-		p, err := StartProc(d, "redis", nil, "redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--dir", d, "--save", "", "--appendonly", "no", "--protected-mode", "no",
+		p, addr, err := StartRedis(ctx, filepath.Join(dir, fmt.Sprintf("redis%d", i+1)),
 			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
 			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
 		if err != nil {
@@ -259,12 +276,7 @@ func StartRedisCluster(ctx context.Context, dir string, n int) (*RedisCluster, e
 			return nil, err
 		}
 		c.Procs = append(c.Procs, p)
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		c.Addrs = append(c.Addrs, addr)
-		if err := waitFor(ctx, 10*time.Second, "redis-server "+addr+" answers PING", func() error { return redisPing(addr) }); err != nil {
-			c.Stop()
-			return nil, fmt.Errorf("%w (log: %s)", err, p.Log)
-		}
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")

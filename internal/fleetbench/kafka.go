@@ -65,39 +65,70 @@ func groupMembers(ctx context.Context, cl *kgo.Client, group string) (int, error
 	return len(g.Members), nil
 }
 
-// msg is one input record: its topic, key and Debezium line.
+// msg is one input record: its table, Kafka key, the row's primary key
+// and its Debezium line. A feeder picks the topic or shard stream.
 type msg struct {
-	table string // set by workloads; topic is table-run
-	topic string
-	key   []byte
+	table string // the topic is table-run; the shard streams table-run.i
+	key   []byte // the Kafka key: table:id
+	pk    []byte // the row's primary key as a compact JSON array ([42]), the shard hash's input
 	value []byte
 }
 
-// produceAll produces msgs as fast as the client goes and waits for every
-// acknowledgement.
-func produceAll(ctx context.Context, cl *kgo.Client, msgs []msg) error {
-	var wg sync.WaitGroup
+// feeder writes input records to a run's partitioned source: a Kafka topic
+// per table (kafkaFeeder) or a set of shard streams per table
+// (redisFeeder).
+type feeder interface {
+	// send writes ms and calls done once, with the first error, when every
+	// record is acknowledged; it may return before that.
+	send(ctx context.Context, ms []msg, done func(error))
+}
+
+// kafkaFeeder produces to the topic of each record's table, keyed by table
+// and primary key (so a row's changes stay in one partition, in order).
+type kafkaFeeder struct {
+	cl  *kgo.Client
+	run int
+}
+
+func (f kafkaFeeder) send(ctx context.Context, ms []msg, done func(error)) {
+	if len(ms) == 0 {
+		done(nil)
+		return
+	}
+	var left atomic.Int64
+	left.Store(int64(len(ms)))
 	var first atomic.Pointer[error]
-	for _, m := range msgs {
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Topic: m.topic, Key: m.key, Value: m.value}, func(_ *kgo.Record, err error) {
+	for _, m := range ms {
+		f.cl.Produce(ctx, &kgo.Record{Topic: topic(m.table, f.run), Key: m.key, Value: m.value}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				first.CompareAndSwap(nil, &err)
 			}
-			wg.Done()
+			if left.Add(-1) == 0 {
+				if p := first.Load(); p != nil {
+					done(*p)
+				} else {
+					done(nil)
+				}
+			}
 		})
 	}
-	wg.Wait()
-	if p := first.Load(); p != nil {
-		return fmt.Errorf("produce: %w", *p)
+}
+
+// produceAll writes msgs as fast as the feeder goes and waits for every
+// acknowledgement.
+func produceAll(ctx context.Context, f feeder, msgs []msg) error {
+	errc := make(chan error, 1)
+	f.send(ctx, msgs, func(err error) { errc <- err })
+	if err := <-errc; err != nil {
+		return fmt.Errorf("produce: %w", err)
 	}
 	return nil
 }
 
-// produceAt produces the records next(i) makes, i = 0, 1, …, at rate per
+// produceAt writes the records next(i) makes, i = 0, 1, …, at rate per
 // second (open loop: on a schedule, whatever the nodes do) for d, and
-// returns how many it produced and how far behind the schedule it ended.
-func produceAt(ctx context.Context, cl *kgo.Client, rate float64, d time.Duration, next func(i int) msg) (int, time.Duration, error) {
+// returns how many it wrote and how far behind the schedule it ended.
+func produceAt(ctx context.Context, f feeder, rate float64, d time.Duration, next func(i int) msg) (int, time.Duration, error) {
 	var wg sync.WaitGroup
 	var first atomic.Pointer[error]
 	start := time.Now()
@@ -112,16 +143,20 @@ func produceAt(ctx context.Context, cl *kgo.Client, rate float64, d time.Duratio
 		case <-tick.C:
 		}
 		due := min(total, int(rate*time.Since(start).Seconds()))
+		var batch []msg
 		for ; i < due; i++ {
-			m := next(i)
-			wg.Add(1)
-			cl.Produce(ctx, &kgo.Record{Topic: m.topic, Key: m.key, Value: m.value}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					first.CompareAndSwap(nil, &err)
-				}
-				wg.Done()
-			})
+			batch = append(batch, next(i))
 		}
+		if len(batch) == 0 {
+			continue
+		}
+		wg.Add(1)
+		f.send(ctx, batch, func(err error) {
+			if err != nil {
+				first.CompareAndSwap(nil, &err)
+			}
+			wg.Done()
+		})
 	}
 	lag := time.Since(start) - d
 	wg.Wait()

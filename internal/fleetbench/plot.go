@@ -22,12 +22,18 @@ var palette = []color.Color{
 
 // Plot draws throughput (with the linear ideal, N × throughput(1)), p99
 // latency and node CPU per event against the number of nodes, one line per
-// workload, side by side in one PNG at path.
+// workload (and source, when the report has more than one), side by side
+// in one PNG at path.
 func Plot(rep Report, path string) error {
-	var wls []string
+	type series struct{ source, workload string }
+	var wls []series
+	var srcs []string
 	for _, r := range rep.Results {
-		if !slices.Contains(wls, r.Workload) {
-			wls = append(wls, r.Workload)
+		if s := (series{r.Source, r.Workload}); !slices.Contains(wls, s) {
+			wls = append(wls, s)
+		}
+		if !slices.Contains(srcs, r.Source) {
+			srcs = append(srcs, r.Source)
 		}
 	}
 	sub := fmt.Sprintf("%.2g CPU per node", rep.QuotaCPU)
@@ -51,11 +57,15 @@ func Plot(rep Report, path string) error {
 		p.Y.Min = 0
 	}
 	maxN := 1
-	for i, w := range wls {
+	for i, s := range wls {
+		w := s.workload
+		if len(srcs) > 1 {
+			w += " " + s.source
+		}
 		var xy, ideal, lat, cpu plotter.XYs
 		var one float64
 		for _, r := range rep.Results {
-			if r.Workload != w {
+			if r.Workload != s.workload || r.Source != s.source {
 				continue
 			}
 			maxN = max(maxN, r.Nodes)

@@ -12,6 +12,9 @@ import (
 
 // Result is the figures of one workload on one fleet size.
 type Result struct {
+	// Source is the partitioned source kind the nodes read: kafka or
+	// redis-streams.
+	Source   string `json:"source"`
 	Workload string `json:"workload"`
 	Nodes    int    `json:"nodes"`
 	// EventsPerSec is the fleet's steady-state input rate: the sum of the
@@ -44,16 +47,20 @@ type Result struct {
 	KeysPerShard []int64 `json:"keys_per_shard"`
 	// CPUPerEventUs is the nodes' CPU (all of them, /proc/<pid>/stat) over
 	// the window per event, in microseconds; RedisCPUPerEventUs the same
-	// for the three redis-server processes.
+	// for the redis-server processes (the three masters, and with
+	// redis-streams the shard streams' server).
 	CPUPerEventUs      float64 `json:"cpu_per_event_us"`
 	RedisCPUPerEventUs float64 `json:"redis_cpu_per_event_us"`
 	// NodeCPUs, RedisCPUs, FeederCPUs, BrokerCPUs are CPU seconds over the
-	// window: the nodes (sum), the Redis masters (sum), the driver process
-	// (feeder and metrics polling) and the kfake broker process.
-	NodeCPUs   float64 `json:"node_cpu_s"`
-	RedisCPUs  float64 `json:"redis_cpu_s"`
-	FeederCPUs float64 `json:"feeder_cpu_s"`
-	BrokerCPUs float64 `json:"broker_cpu_s"`
+	// window: the nodes (sum), the Redis servers (sum: the masters, and
+	// with redis-streams the shard streams' server, StreamsRedisCPUs of
+	// it), the driver process (feeder and metrics polling) and the kfake
+	// broker process (the sink's topic; with kafka the input topics too).
+	NodeCPUs         float64 `json:"node_cpu_s"`
+	RedisCPUs        float64 `json:"redis_cpu_s"`
+	StreamsRedisCPUs float64 `json:"streams_redis_cpu_s"`
+	FeederCPUs       float64 `json:"feeder_cpu_s"`
+	BrokerCPUs       float64 `json:"broker_cpu_s"`
 	// NodeCPUUtil is NodeCPUs / (window × Nodes × quota): how much of its
 	// quota a node used (1 = the quota is the bound).
 	NodeCPUUtil float64 `json:"node_cpu_util"`
@@ -68,7 +75,8 @@ type Result struct {
 	Input      int     `json:"input"`
 }
 
-// Report is the JSON written to BENCH_OUT.
+// Report is the JSON written to BENCH_OUT. Source is the source kinds run,
+// comma separated (each result says its own).
 type Report struct {
 	Machine    string   `json:"machine"`
 	NumCPU     int      `json:"num_cpu"`
@@ -79,16 +87,18 @@ type Report struct {
 }
 
 // SetEfficiency fills Efficiency and CPUEfficiency of every result from the
-// 1-node result of its workload (NaN, written as -1, without one).
+// 1-node result of its source and workload (NaN, written as -1, without
+// one).
 func SetEfficiency(rs []Result) {
-	one := map[string]Result{}
+	type series struct{ source, workload string }
+	one := map[series]Result{}
 	for _, r := range rs {
 		if r.Nodes == 1 {
-			one[r.Workload] = r
+			one[series{r.Source, r.Workload}] = r
 		}
 	}
 	for i := range rs {
-		o, ok := one[rs[i].Workload]
+		o, ok := one[series{rs[i].Source, rs[i].Workload}]
 		rs[i].Efficiency = Efficiency(rs[i].Nodes, rs[i].EventsPerSec, o.EventsPerSec)
 		rs[i].CPUEfficiency = math.NaN()
 		if ok && rs[i].CPUPerEventUs > 0 {
@@ -100,13 +110,13 @@ func SetEfficiency(rs []Result) {
 // WriteTable prints the results as a table.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tnodes\tevents/s\tefficiency\tCPU efficiency\tevents/node-CPU-s\tp50 ms\tp99 ms\tnode CPU µs/event\tnode CPU use\tidle node CPU\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
+	fmt.Fprintln(tw, "source\tworkload\tnodes\tevents/s\tefficiency\tCPU efficiency\tevents/node-CPU-s\tp50 ms\tp99 ms\tnode CPU µs/event\tnode CPU use\tidle node CPU\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
 	for _, r := range rs {
 		keys := make([]string, len(r.KeysPerShard))
 		for i, k := range r.KeysPerShard {
 			keys[i] = fmt.Sprint(k)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.1f\t%.0f%%\t%s%%\t%.2f\t%.1f\t%.2f\t%s\t\n", r.Workload, r.Nodes, r.EventsPerSec,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.1f\t%.0f%%\t%s%%\t%.2f\t%.1f\t%.2f\t%s\t\n", r.Source, r.Workload, r.Nodes, r.EventsPerSec,
 			fnum(r.Efficiency, 2), fnum(r.CPUEfficiency, 2), r.EventsPerNodeCPUs, fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), r.CPUPerEventUs, 100*r.NodeCPUUtil, fnum(100*r.IdleNodeCPU, 1),
 			r.RedisCPUs, r.RedisCPUPerEventUs, r.FeederCPUs, strings.Join(keys, "/"))
 	}

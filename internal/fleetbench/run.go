@@ -17,18 +17,42 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/joinery/joinery/internal/streamshard"
 )
 
 // Source kinds of Config.Source.
 const (
 	SourceKafka        = "kafka"
 	SourceRedisStreams = "redis-streams"
+	// SourceBoth is kafka,redis-streams.
+	SourceBoth = "both"
 )
 
-// ErrNotBuilt is returned for a workload or source kind the benchmark
-// names but does not run yet.
-var ErrNotBuilt = errors.New("fleetbench: not built yet")
+// ParseSources returns the source kinds s names: one kind, a comma list of
+// them, or "both" (kafka, then redis-streams).
+func ParseSources(s string) ([]string, error) {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case SourceKafka, SourceRedisStreams:
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		case SourceBoth:
+			for _, k := range []string{SourceKafka, SourceRedisStreams} {
+				if !slices.Contains(out, k) {
+					out = append(out, k)
+				}
+			}
+		default:
+			return nil, fmt.Errorf("fleetbench: unknown source %q (kafka, redis-streams, both, or a comma list)", f)
+		}
+	}
+	return out, nil
+}
 
 // Config sizes a benchmark run.
 type Config struct {
@@ -37,12 +61,13 @@ type Config struct {
 	Dir        string   // working directory: configs, logs, Redis data
 	Nodes      []int    // fleet sizes, e.g. 1 2 3 4
 	Workloads  []string // cdc, q20
-	// Source is the partitioned source kind: kafka. redis-streams (a
-	// sharded Redis Streams source) is the hook for the second kind: the
-	// node config for it goes in nodeConfig, the feeding in feed.
+	// Source is the partitioned source kind, or a comma list of them
+	// (ParseSources): kafka (a topic per table, one consumer group), or
+	// redis-streams (a sharded Redis Streams source: shard streams per
+	// table, their leases spread over the fleet; redisstreams.go).
 	Source      string
 	QuotaCPU    float64 // each node's cgroup CPU quota, in CPUs
-	Partitions  int     // partitions of every input topic
+	Partitions  int     // partitions of every input topic, shard streams of every sharded table
 	Users       int     // cdcgen user id space
 	Domains     int     // cdcgen domain id space
 	Changes     int     // cdcgen changes after the snapshot
@@ -60,12 +85,13 @@ type Config struct {
 // Run runs every workload on every fleet size and returns the report.
 func Run(ctx context.Context, c Config) (Report, error) {
 	rep := Report{NumCPU: runtime.NumCPU(), QuotaCPU: c.QuotaCPU, Partitions: c.Partitions, Source: c.Source, Machine: machine()}
-	switch c.Source {
-	case SourceKafka:
-	case SourceRedisStreams:
-		return rep, fmt.Errorf("%w: source %q (sharded Redis Streams): add its node source in nodeConfig and its feeder in feed", ErrNotBuilt, c.Source)
-	default:
-		return rep, fmt.Errorf("fleetbench: unknown source %q (kafka or redis-streams)", c.Source)
+	srcs, err := ParseSources(c.Source)
+	if err != nil {
+		return rep, err
+	}
+	rep.Source = strings.Join(srcs, ",")
+	if c.Partitions < 1 || c.Partitions > streamshard.MaxShards {
+		return rep, fmt.Errorf("fleetbench: %d partitions: want 1 to %d", c.Partitions, streamshard.MaxShards)
 	}
 	var wls []*workload
 	for _, name := range c.Workloads {
@@ -84,33 +110,59 @@ func Run(ctx context.Context, c Config) (Report, error) {
 		return rep, err
 	}
 	defer os.Remove(filepath.Join(CgroupRoot, "joinery-bench"))
-	rc, err := StartRedisCluster(ctx, c.Dir, 3)
-	if err != nil {
+	inf := &infra{}
+	if inf.rc, err = StartRedisCluster(ctx, c.Dir, 3); err != nil {
 		return rep, err
 	}
-	defer rc.Stop()
-	c.logf("redis cluster: %v", rc.Addrs)
-	broker, addr, err := startBroker(ctx, c)
-	if err != nil {
+	defer inf.rc.Stop()
+	c.logf("redis cluster: %v", inf.rc.Addrs)
+	// The broker runs for either source: the sink is a Kafka topic, which
+	// the latency consumer reads.
+	if inf.broker, inf.brokerAddr, err = startBroker(ctx, c); err != nil {
 		return rep, err
 	}
-	defer broker.Stop(10 * time.Second)
-	c.logf("kafka (kfake, pid %d): %s", broker.Pid(), addr)
+	defer inf.broker.Stop(10 * time.Second)
+	c.logf("kafka (kfake, pid %d): %s", inf.broker.Pid(), inf.brokerAddr)
+	if slices.Contains(srcs, SourceRedisStreams) {
+		// The shard streams' server: a plain redis-server, not CPU-limited
+		// (the source has no Redis Cluster client).
+		if inf.streams, inf.streamsAddr, err = StartRedis(ctx, filepath.Join(c.Dir, "redis-streams")); err != nil {
+			return rep, err
+		}
+		defer inf.streams.Stop(5 * time.Second)
+		inf.rdb = redis.NewClient(&redis.Options{Addr: inf.streamsAddr})
+		defer inf.rdb.Close()
+		c.logf("redis streams (pid %d): %s", inf.streams.Pid(), inf.streamsAddr)
+	}
 	run := 0
-	for _, w := range wls {
-		for _, n := range c.Nodes {
-			run++
-			r, err := c.runOne(ctx, run, w, n, rc, broker, addr)
-			if err != nil {
-				return rep, fmt.Errorf("%s on %d node(s): %w", w.name, n, err)
+	for _, src := range srcs {
+		for _, w := range wls {
+			for _, n := range c.Nodes {
+				run++
+				r, err := c.runOne(ctx, run, src, w, n, inf)
+				if err != nil {
+					return rep, fmt.Errorf("%s from %s on %d node(s): %w", w.name, src, n, err)
+				}
+				rep.Results = append(rep.Results, r)
+				SetEfficiency(rep.Results)
+				c.logf("%s from %s, %d node(s): %.0f events/s, efficiency %s, p99 %s ms", w.name, src, n, r.EventsPerSec,
+					fnum(rep.Results[len(rep.Results)-1].Efficiency, 2), fnum(r.P99Ms, 1))
 			}
-			rep.Results = append(rep.Results, r)
-			SetEfficiency(rep.Results)
-			c.logf("%s, %d node(s): %.0f events/s, efficiency %s, p99 %s ms", w.name, n, r.EventsPerSec,
-				fnum(rep.Results[len(rep.Results)-1].Efficiency, 2), fnum(r.P99Ms, 1))
 		}
 	}
 	return rep, nil
+}
+
+// infra is what the runs share: the state cluster, the broker (the sink's
+// topic; the kafka source's topics), and with redis-streams the shard
+// streams' server and a client of it.
+type infra struct {
+	rc          *RedisCluster
+	broker      *Proc
+	brokerAddr  string
+	streams     *Proc
+	streamsAddr string
+	rdb         *redis.Client
 }
 
 func (c Config) logf(format string, args ...any) {
@@ -160,15 +212,15 @@ func startBroker(ctx context.Context, c Config) (*Proc, string, error) {
 	return p, addr, nil
 }
 
-// inputs turns a workload's lines into Kafka records: one topic per table,
-// keyed by table and primary key (so a row's changes stay in one
-// partition, in order).
-func inputs(w *workload, run int) ([]msg, error) {
+// inputs turns a workload's lines into input records of their table,
+// with the Kafka key (table:id) and the primary key ([id]) a feeder
+// routes them by.
+func inputs(w *workload) ([]msg, error) {
 	out := make([]msg, 0, len(w.lines))
 	for i, l := range w.lines {
 		var env struct {
-			Before map[string]any `json:"before"`
-			After  map[string]any `json:"after"`
+			Before map[string]json.RawMessage `json:"before"`
+			After  map[string]json.RawMessage `json:"after"`
 			Source struct {
 				Table string `json:"table"`
 			} `json:"source"`
@@ -180,31 +232,42 @@ func inputs(w *workload, run int) ([]msg, error) {
 		if row == nil {
 			row = env.Before
 		}
-		if row == nil || (env.Source.Table != w.left && env.Source.Table != w.right) {
-			return nil, fmt.Errorf("%s input line %d has no row or another table than %s and %s: %s", w.name, i, w.left, w.right, l)
+		id := row["id"]
+		if len(id) == 0 || (env.Source.Table != w.left && env.Source.Table != w.right) {
+			return nil, fmt.Errorf("%s input line %d has no row with an id or another table than %s and %s: %s", w.name, i, w.left, w.right, l)
 		}
-		out = append(out, msg{table: env.Source.Table, topic: topic(env.Source.Table, run), key: fmt.Appendf(nil, "%s:%v", env.Source.Table, row["id"]), value: l})
+		out = append(out, msg{table: env.Source.Table, key: fmt.Appendf(nil, "%s:%s", env.Source.Table, id), pk: fmt.Appendf(nil, "[%s]", id), value: l})
 	}
 	return out, nil
 }
 
+// topic is the Kafka topic of name in run run, and the base name of its
+// shard streams.
 func topic(name string, run int) string { return fmt.Sprintf("%s-%d", name, run) }
 
-// nodeConfig is node i's (1-based) job file of run run of w.
-func nodeConfig(w *workload, run, i int, broker string, redis []string, gossip, seed, admin int) string {
+// kafkaSources is the sources: section of a node's job on the tables'
+// topics, one consumer group per topic.
+func kafkaSources(w *workload, run int, broker string) string {
+	src := func(table, side string) string {
+		return fmt.Sprintf("  - {name: %s, type: kafka, side: %s, kafka: {brokers: [%q], topic: %s, group: %s, start_offset: earliest}}\n",
+			table, side, broker, topic(table, run), group(table, run))
+	}
+	return "sources:\n" + src(w.left, "left") + src(w.right, "right")
+}
+
+// nodeConfig is node i's (1-based) job file of run run of w, reading the
+// sources srcs (kafkaSources, streamsSources).
+func nodeConfig(w *workload, run, i int, srcs, broker string, redis []string, gossip, seed, admin int) string {
 	q := func(ss []string) string {
 		b, _ := json.Marshal(ss)
 		return string(b)
 	}
-	return w.join + fmt.Sprintf(`sources:
-  - {name: %[11]s, type: kafka, side: left,  kafka: {brokers: [%[1]q], topic: %[2]s, group: fleet-%[4]d-%[11]s, start_offset: earliest}}
-  - {name: %[12]s, type: kafka, side: right, kafka: {brokers: [%[1]q], topic: %[3]s, group: fleet-%[4]d-%[12]s, start_offset: earliest}}
-sinks:
-  - {type: kafka, format: changelog, kafka: {brokers: [%[1]q], topic: %[5]s}}
-state: {store: redis, redis: {cluster: {addrs: %[6]s}}}
-cluster: {node_name: n%[7]d, gossip: "127.0.0.1:%[8]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[9]d"], profile: local, request_timeout: 5s}
-admin: {addr: "127.0.0.1:%[10]d", pprof: true}
-`, broker, topic(w.left, run), topic(w.right, run), run, topic("out", run), q(redis), i, gossip, seed, admin, w.left, w.right)
+	return w.join + srcs + fmt.Sprintf(`sinks:
+  - {type: kafka, format: changelog, kafka: {brokers: [%[1]q], topic: %[2]s}}
+state: {store: redis, redis: {cluster: {addrs: %[3]s}}}
+cluster: {node_name: n%[4]d, gossip: "127.0.0.1:%[5]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[6]d"], profile: local, request_timeout: 5s}
+admin: {addr: "127.0.0.1:%[7]d", pprof: true}
+`, broker, topic("out", run), q(redis), i, gossip, seed, admin)
 }
 
 // node is one running joinery node of a fleet.
@@ -218,35 +281,52 @@ type node struct {
 type sample struct {
 	t                       time.Time
 	in                      float64
-	nodeCPU, redisCPU, self float64
+	nodeCPU, redisCPU, self float64 // redisCPU: the cluster's and the streams' server's
+	streamsCPU              float64 // the shard streams' redis-server
 	broker, throttled       float64
 }
 
-func (c Config) runOne(ctx context.Context, run int, w *workload, n int, rc *RedisCluster, broker *Proc, addr string) (Result, error) {
+func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n int, inf *infra) (Result, error) {
 	workload := w.name
-	res := Result{Workload: workload, Nodes: n, P50Ms: math.NaN(), P99Ms: math.NaN(), MaxMs: math.NaN()}
-	dir := filepath.Join(c.Dir, fmt.Sprintf("run%d-%s-%dnodes", run, workload, n))
+	res := Result{Source: src, Workload: workload, Nodes: n, P50Ms: math.NaN(), P99Ms: math.NaN(), MaxMs: math.NaN()}
+	dir := filepath.Join(c.Dir, fmt.Sprintf("run%d-%s-%s-%dnodes", run, src, workload, n))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
 	}
-	if err := rc.FlushAll(); err != nil {
+	if err := inf.rc.FlushAll(); err != nil {
 		return res, err
 	}
-	msgs, err := inputs(w, run)
+	msgs, err := inputs(w)
 	if err != nil {
 		return res, err
 	}
 	res.Input = len(msgs)
+	addr := inf.brokerAddr
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(20000))
 	if err != nil {
 		return res, err
 	}
 	defer cl.Close()
-	if err := createTopics(ctx, cl, int32(c.Partitions), topic(w.left, run), topic(w.right, run), topic("out", run)); err != nil {
+	topics := []string{topic("out", run)}
+	var f feeder
+	var srcs string
+	switch src {
+	case SourceKafka:
+		topics = append(topics, topic(w.left, run), topic(w.right, run))
+		f, srcs = kafkaFeeder{cl: cl, run: run}, kafkaSources(w, run, addr)
+	case SourceRedisStreams:
+		if err := inf.rdb.FlushAll(ctx).Err(); err != nil {
+			return res, fmt.Errorf("flush the streams' redis-server: %w", err)
+		}
+		f, srcs = redisFeeder{rdb: inf.rdb, run: run, shards: c.Partitions}, streamsSources(w, run, inf.streamsAddr, c.Partitions)
+	default:
+		return res, fmt.Errorf("fleetbench: unknown source %q", src)
+	}
+	if err := createTopics(ctx, cl, int32(c.Partitions), topics...); err != nil {
 		return res, err
 	}
 	// The fleet.
-	nodes, err := c.startFleet(ctx, w, run, n, dir, addr, rc.Addrs)
+	nodes, err := c.startFleet(ctx, w, run, n, dir, srcs, addr, inf.rc.Addrs)
 	defer func() {
 		for _, nd := range nodes {
 			nd.proc.Stop(30 * time.Second)
@@ -260,26 +340,33 @@ func (c Config) runOne(ctx context.Context, run int, w *workload, n int, rc *Red
 	if err != nil {
 		return res, err
 	}
-	for _, g := range []string{w.left, w.right} {
-		group := fmt.Sprintf("fleet-%d-%s", run, g)
-		err := waitFor(ctx, 2*time.Minute, "consumer group "+group+" stable with every node", func() error {
-			m, err := groupMembers(ctx, cl, group)
-			if err == nil && m != n {
-				err = fmt.Errorf("%d of %d members", m, n)
+	switch src {
+	case SourceKafka:
+		for _, g := range []string{w.left, w.right} {
+			group := group(g, run)
+			err := waitFor(ctx, 2*time.Minute, "consumer group "+group+" stable with every node", func() error {
+				m, err := groupMembers(ctx, cl, group)
+				if err == nil && m != n {
+					err = fmt.Errorf("%d of %d members", m, n)
+				}
+				return err
+			})
+			if err != nil {
+				return res, err
 			}
-			return err
-		})
-		if err != nil {
+		}
+	case SourceRedisStreams:
+		if err := waitLeases(ctx, inf.rdb, w, run, c.Partitions, n); err != nil {
 			return res, err
 		}
 	}
-	c.logf("%s, %d node(s): fleet up, feeding %d records over %d partitions per table", workload, n, len(msgs), c.Partitions)
+	c.logf("%s from %s, %d node(s): fleet up, feeding %d records over %d partitions per table", workload, src, n, len(msgs), c.Partitions)
 
 	// Backlog run: everything produced at once; the window is from 20% to
 	// 90% of it read.
-	read := func() (sample, error) { return c.read(nodes, rc, broker) }
+	read := func() (sample, error) { return c.read(nodes, inf) }
 	feedErr := make(chan error, 1)
-	go func() { feedErr <- produceAll(ctx, cl, msgs) }()
+	go func() { feedErr <- produceAll(ctx, f, msgs) }()
 	total := float64(len(msgs))
 	var s0, s1 *sample
 	var profileDone chan error
@@ -330,6 +417,7 @@ func (c Config) runOne(ctx context.Context, run int, w *workload, n int, rc *Red
 	res.EventsPerSec = Rate(s0.in, s1.in, 0, win)
 	res.NodeCPUs = s1.nodeCPU - s0.nodeCPU
 	res.RedisCPUs = s1.redisCPU - s0.redisCPU
+	res.StreamsRedisCPUs = s1.streamsCPU - s0.streamsCPU
 	res.FeederCPUs = s1.self - s0.self
 	res.BrokerCPUs = s1.broker - s0.broker
 	res.ThrottledS = s1.throttled - s0.throttled
@@ -348,7 +436,7 @@ func (c Config) runOne(ctx context.Context, run int, w *workload, n int, rc *Red
 	// Open-loop latency run at a fraction of the measured rate, once the
 	// backlog's outputs are written: records in counts what the sources
 	// read, and the joins and sink writes behind them may still be running.
-	idle, err := c.quiet(ctx, nodes, rc, broker)
+	idle, err := c.quiet(ctx, nodes, inf)
 	res.IdleNodeCPU = idle
 	if err != nil {
 		if ctx.Err() != nil {
@@ -360,7 +448,7 @@ func (c Config) runOne(ctx context.Context, run int, w *workload, n int, rc *Red
 	if err != nil {
 		return res, err
 	}
-	lat, rate, err := c.latency(ctx, run, cl, addr, w, res.EventsPerSec*c.LatencyLoad)
+	lat, rate, err := c.latency(ctx, run, f, addr, w, res.EventsPerSec*c.LatencyLoad)
 	if err != nil {
 		return res, err
 	}
@@ -371,7 +459,7 @@ func (c Config) runOne(ctx context.Context, run int, w *workload, n int, rc *Red
 	if len(lat) > 0 {
 		res.P50Ms, res.P99Ms, res.MaxMs = Percentile(lat, 0.5), Percentile(lat, 0.99), Percentile(lat, 1)
 	}
-	if res.KeysPerShard, err = rc.DBSize(); err != nil {
+	if res.KeysPerShard, err = inf.rc.DBSize(); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -381,15 +469,15 @@ func (c Config) runOne(ctx context.Context, run int, w *workload, n int, rc *Red
 // under 10% of their quota over one second.
 // It returns the CPU a node used per second in that last second (the mean
 // of the nodes).
-func (c Config) quiet(ctx context.Context, nodes []*node, rc *RedisCluster, broker *Proc) (float64, error) {
-	prev, err := c.read(nodes, rc, broker)
+func (c Config) quiet(ctx context.Context, nodes []*node, inf *infra) (float64, error) {
+	prev, err := c.read(nodes, inf)
 	if err != nil {
 		return math.NaN(), err
 	}
 	idle := math.NaN()
 	err = waitFor(ctx, time.Minute, "the fleet idle after its backlog", func() error {
 		time.Sleep(time.Second)
-		s, err := c.read(nodes, rc, broker)
+		s, err := c.read(nodes, inf)
 		if err != nil {
 			return err
 		}
@@ -408,7 +496,7 @@ func (c Config) profilePath(w string, n int) string {
 	return fmt.Sprintf("%s-%s-%dnodes.pprof", c.ProfileOut, w, n)
 }
 
-func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, broker string, redis []string) ([]*node, error) {
+func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, srcs, broker string, redis []string) ([]*node, error) {
 	var nodes []*node
 	seed := 0
 	for i := 1; i <= n; i++ {
@@ -424,7 +512,7 @@ func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, br
 			seed = gossip
 		}
 		name := fmt.Sprintf("n%d", i)
-		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(nodeConfig(w, run, i, broker, redis, gossip, seed, admin)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(nodeConfig(w, run, i, srcs, broker, redis, gossip, seed, admin)), 0o644); err != nil {
 			return nodes, err
 		}
 		cg, err := MakeCgroup(CgroupRoot, "joinery-bench", fmt.Sprintf("node%d", i), c.QuotaCPU)
@@ -490,7 +578,7 @@ func get(ctx context.Context, url string) ([]byte, error) {
 }
 
 // read samples every counter: records in (all nodes), CPU seconds.
-func (c Config) read(nodes []*node, rc *RedisCluster, broker *Proc) (sample, error) {
+func (c Config) read(nodes []*node, inf *infra) (sample, error) {
 	s := sample{t: time.Now()}
 	for _, nd := range nodes {
 		b, err := get(context.Background(), nd.admin+"/metrics")
@@ -510,17 +598,23 @@ func (c Config) read(nodes []*node, rc *RedisCluster, broker *Proc) (sample, err
 		_, th := nd.cg.Throttled()
 		s.throttled += th
 	}
-	rcpu, err := rc.CPU()
+	rcpu, err := inf.rc.CPU()
 	if err != nil {
 		return s, err
 	}
 	for _, v := range rcpu {
 		s.redisCPU += v
 	}
+	if inf.streams != nil {
+		if s.streamsCPU, err = inf.streams.CPU(); err != nil {
+			return s, err
+		}
+		s.redisCPU += s.streamsCPU
+	}
 	if s.self, err = ProcCPU(os.Getpid()); err != nil {
 		return s, err
 	}
-	if s.broker, err = broker.CPU(); err != nil {
+	if s.broker, err = inf.broker.CPU(); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -555,7 +649,7 @@ func profile(ctx context.Context, admin, out string) error {
 // w.stampField carries the produce time) at rate per second for
 // c.LatencyFor, and the latencies (ms) of the joined rows that carry them,
 // as read from the output topic. It returns the rate it ran at.
-func (c Config) latency(ctx context.Context, run int, cl *kgo.Client, addr string, w *workload, rate float64) ([]float64, float64, error) {
+func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *workload, rate float64) ([]float64, float64, error) {
 	if rate < 1 {
 		return nil, rate, nil
 	}
@@ -607,12 +701,7 @@ func (c Config) latency(ctx context.Context, run int, cl *kgo.Client, addr strin
 		}
 	}()
 	time.Sleep(2 * time.Second) // the consumer has its end offsets
-	next := func(i int) msg {
-		m := probe(prefix, i)
-		m.topic = topic(m.table, run)
-		return m
-	}
-	sent, lag, err := produceAt(ctx, cl, rate, c.LatencyFor, next)
+	sent, lag, err := produceAt(ctx, f, rate, c.LatencyFor, func(i int) msg { return probe(prefix, i) })
 	if err != nil {
 		return nil, rate, err
 	}

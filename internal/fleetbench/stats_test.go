@@ -117,10 +117,16 @@ func TestSetEfficiency(t *testing.T) {
 		{Workload: "cdc", Nodes: 1, EventsPerSec: 100, CPUPerEventUs: 50},
 		{Workload: "cdc", Nodes: 2, EventsPerSec: 150, CPUPerEventUs: 100},
 		{Workload: "q20", Nodes: 2, EventsPerSec: 150},
+		// Another source's series has its own 1-node result.
+		{Source: SourceRedisStreams, Workload: "cdc", Nodes: 1, EventsPerSec: 200, CPUPerEventUs: 40},
+		{Source: SourceRedisStreams, Workload: "cdc", Nodes: 2, EventsPerSec: 300, CPUPerEventUs: 80},
 	}
 	SetEfficiency(rs)
-	if rs[0].Efficiency != 1 || rs[1].Efficiency != 0.75 || !math.IsNaN(rs[2].Efficiency) {
-		t.Fatalf("efficiencies %v %v %v, want 1 0.75 NaN", rs[0].Efficiency, rs[1].Efficiency, rs[2].Efficiency)
+	if rs[0].Efficiency != 1 || rs[1].Efficiency != 0.75 || !math.IsNaN(rs[2].Efficiency) || rs[4].Efficiency != 0.75 {
+		t.Fatalf("efficiencies %v %v %v %v, want 1 0.75 NaN 0.75", rs[0].Efficiency, rs[1].Efficiency, rs[2].Efficiency, rs[4].Efficiency)
+	}
+	if rs[4].CPUEfficiency != 0.5 {
+		t.Fatalf("CPU efficiency of redis-streams on 2 nodes %v, want 0.5", rs[4].CPUEfficiency)
 	}
 	if rs[0].CPUEfficiency != 1 || rs[1].CPUEfficiency != 0.5 || !math.IsNaN(rs[2].CPUEfficiency) {
 		t.Fatalf("CPU efficiencies %v %v %v, want 1 0.5 NaN", rs[0].CPUEfficiency, rs[1].CPUEfficiency, rs[2].CPUEfficiency)
@@ -134,8 +140,8 @@ func TestSetEfficiency(t *testing.T) {
 	if err := WriteTable(&sb, rs); err != nil {
 		t.Fatal(err)
 	}
-	if lines := strings.Count(sb.String(), "\n"); lines != 4 {
-		t.Fatalf("table has %d lines, want 4:\n%s", lines, sb.String())
+	if lines := strings.Count(sb.String(), "\n"); lines != 6 {
+		t.Fatalf("table has %d lines, want 6:\n%s", lines, sb.String())
 	}
 }
 
@@ -189,23 +195,40 @@ func TestMakeCgroupErrors(t *testing.T) {
 	}
 }
 
+// TestNodeConfig checks a node's job file for either source kind: the
+// node's own parser and validation accept it, and it names the run's
+// topics, shard streams, groups, state cluster and ports.
 func TestNodeConfig(t *testing.T) {
-	y := nodeConfig(cdcWorkload(Config{Users: 10, Domains: 10, Changes: 10}), 3, 2, "127.0.0.1:9092", []string{"127.0.0.1:7001", "127.0.0.1:7002"}, 5000, 4000, 6000)
-	// The node's own parser and validation accept it.
-	spec, err := job.Parse([]byte(y))
-	if err != nil {
-		t.Fatalf("job.Parse: %v\n%s", err, y)
-	}
-	if len(spec.Sources) != 2 || len(spec.State.Redis.Cluster.Addrs) != 2 {
-		t.Fatalf("parsed %d sources, %d cluster addrs; want 2, 2", len(spec.Sources), len(spec.State.Redis.Cluster.Addrs))
-	}
-	for _, want := range []string{
-		`topic: users-3, group: fleet-3-users`, `topic: domains-3, group: fleet-3-domains`, `topic: out-3`,
-		`cluster: {addrs: ["127.0.0.1:7001","127.0.0.1:7002"]}`, `node_name: n2`, `gossip: "127.0.0.1:5000"`,
-		`seeds: ["127.0.0.1:4000"]`, `admin: {addr: "127.0.0.1:6000", pprof: true}`,
+	w := cdcWorkload(Config{Users: 10, Domains: 10, Changes: 10})
+	for _, tc := range []struct {
+		source, srcs string
+		want         []string
+	}{
+		{SourceKafka, kafkaSources(w, 3, "127.0.0.1:9092"), []string{
+			`type: kafka, side: left, kafka: {brokers: ["127.0.0.1:9092"], topic: users-3, group: fleet-3-users`,
+			`type: kafka, side: right, kafka: {brokers: ["127.0.0.1:9092"], topic: domains-3, group: fleet-3-domains`,
+		}},
+		{SourceRedisStreams, streamsSources(w, 3, "127.0.0.1:6390", 12), []string{
+			`{name: users, type: redis-stream, side: left, redis: {addr: "127.0.0.1:6390"}, stream: users-3, shards: 12, group: fleet-3-users}`,
+			`{name: domains, type: redis-stream, side: right, redis: {addr: "127.0.0.1:6390"}, stream: domains-3, shards: 12, group: fleet-3-domains}`,
+		}},
 	} {
-		if !strings.Contains(y, want) {
-			t.Errorf("config lacks %q:\n%s", want, y)
-		}
+		t.Run(tc.source, func(t *testing.T) {
+			y := nodeConfig(w, 3, 2, tc.srcs, "127.0.0.1:9092", []string{"127.0.0.1:7001", "127.0.0.1:7002"}, 5000, 4000, 6000)
+			spec, err := job.Parse([]byte(y))
+			if err != nil {
+				t.Fatalf("job.Parse: %v\n%s", err, y)
+			}
+			if len(spec.Sources) != 2 || len(spec.State.Redis.Cluster.Addrs) != 2 {
+				t.Fatalf("parsed %d sources, %d cluster addrs; want 2, 2", len(spec.Sources), len(spec.State.Redis.Cluster.Addrs))
+			}
+			for _, want := range append(tc.want, `topic: out-3`,
+				`cluster: {addrs: ["127.0.0.1:7001","127.0.0.1:7002"]}`, `node_name: n2`, `gossip: "127.0.0.1:5000"`,
+				`seeds: ["127.0.0.1:4000"]`, `admin: {addr: "127.0.0.1:6000", pprof: true}`) {
+				if !strings.Contains(y, want) {
+					t.Errorf("config lacks %q:\n%s", want, y)
+				}
+			}
+		})
 	}
 }

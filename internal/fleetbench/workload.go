@@ -14,12 +14,13 @@ import (
 	"github.com/joinery/joinery/internal/cdcgen"
 )
 
-// workload is a join, its input as Kafka records (one topic per table, each
-// record keyed by table and primary key) and its open-loop latency probes.
+// workload is a join, its input (Debezium changes of two tables, written
+// to a topic or to shard streams per table) and its open-loop latency
+// probes.
 type workload struct {
 	name        string
 	join        string   // the job's name and join (YAML)
-	left, right string   // the tables: one Kafka topic and source each
+	left, right string   // the tables: one source each (a Kafka topic or a set of shard streams)
 	lines       [][]byte // the input, Debezium envelopes with source.table
 	stampField  string   // the output column a latency probe stamps
 	probes      func() (func(prefix string, i int) msg, error)
@@ -67,7 +68,7 @@ func cdcWorkload(c Config) *workload {
 			after := map[string]any{"id": id, "user_id": before["user_id"], "domain_name": prefix + strconv.FormatInt(time.Now().UnixNano(), 10)}
 			cur[id] = after
 			b, _ := json.Marshal(map[string]any{"op": "u", "before": before, "after": after, "source": map[string]any{"table": "domains"}, "ts_ms": time.Now().UnixMilli()})
-			return msg{table: "domains", key: fmt.Appendf(nil, "domains:%d", id), value: b}
+			return msg{table: "domains", key: fmt.Appendf(nil, "domains:%d", id), pk: fmt.Appendf(nil, "[%d]", id), value: b}
 		}, nil
 	}
 	return w
@@ -127,7 +128,7 @@ func q20Workload(c Config) *workload {
 			b.ID, b.Auction = next, as[i%len(as)]
 			b.URL = prefix + strconv.FormatInt(time.Now().UnixNano(), 10)
 			env, _ := json.Marshal(map[string]any{"op": "c", "after": b, "source": map[string]any{"table": "bid"}, "ts_ms": time.Now().UnixMilli()})
-			return msg{table: "bid", key: fmt.Appendf(nil, "bid:%d", b.ID), value: env}
+			return msg{table: "bid", key: fmt.Appendf(nil, "bid:%d", b.ID), pk: fmt.Appendf(nil, "[%d]", b.ID), value: env}
 		}, nil
 	}
 	return w

@@ -1,15 +1,16 @@
 package fleetbench
 
 import (
-	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
 
-// TestWorkloadInputs checks that every input record of a workload goes to
-// its table's topic, keyed by table and primary key, and that its probes
-// are Debezium changes of the right table that carry the stamp.
+// TestWorkloadInputs checks that every input record of a workload is of
+// one of its tables, keyed by table and primary key with the primary key
+// as a JSON array beside, and that its probes are Debezium changes of the
+// right table that carry the stamp.
 func TestWorkloadInputs(t *testing.T) {
 	c := Config{Users: 40, Domains: 120, Changes: 400}
 	for _, name := range workloadNames {
@@ -18,7 +19,7 @@ func TestWorkloadInputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			msgs, err := inputs(w, 5)
+			msgs, err := inputs(w)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -27,8 +28,10 @@ func TestWorkloadInputs(t *testing.T) {
 			}
 			perTable := map[string]int{}
 			for _, m := range msgs {
-				if m.topic != m.table+"-5" || !bytes.HasPrefix(m.key, []byte(m.table+":")) {
-					t.Fatalf("record of %s: topic %s, key %s", m.table, m.topic, m.key)
+				var pk []int64
+				if (m.table != w.left && m.table != w.right) || json.Unmarshal(m.pk, &pk) != nil || len(pk) != 1 ||
+					string(m.key) != fmt.Sprintf("%s:%d", m.table, pk[0]) {
+					t.Fatalf("record of %s: key %s, pk %s", m.table, m.key, m.pk)
 				}
 				perTable[m.table]++
 			}
@@ -53,6 +56,10 @@ func TestWorkloadInputs(t *testing.T) {
 				stamp, _ := env.After[w.stampField].(string)
 				if m.table != w.right || env.Source.Table != w.right || !strings.HasPrefix(stamp, "lat-5-") {
 					t.Fatalf("probe %d: table %s/%s, %s = %q", i, m.table, env.Source.Table, w.stampField, stamp)
+				}
+				var raw struct{ After map[string]json.RawMessage }
+				if err := json.Unmarshal(m.value, &raw); err != nil || string(m.pk) != fmt.Sprintf("[%s]", raw.After["id"]) {
+					t.Fatalf("probe %d: pk %s of row id %s (%v)", i, m.pk, raw.After["id"], err)
 				}
 				keys[string(m.key)] = true
 			}
