@@ -39,6 +39,7 @@ func main() {
 	workloads := flag.String("workloads", "cdc,q20", "workloads, comma separated: cdc (users ⋈ domains), q20 (Nexmark bid ⋈ auction)")
 	source := flag.String("source", fleetbench.SourceKafka, "partitioned source: kafka (a topic per table), redis-streams (shard streams per table, on a redis-server of their own), both, or a comma list")
 	quota := flag.Float64("cpu", 0.3, "CPU quota of each node, in CPUs (cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us)")
+	period := flag.Duration("cpu-period", 100*time.Millisecond, "CFS period of the quota (cgroup v1 cpu.cfs_period_us; the kernel's default 100ms): a node that spends its quota early in a period waits for the next one")
 	partitions := flag.Int("partitions", 12, "partitions of each input topic, shard streams of each table with redis-streams")
 	scale := flag.Float64("scale", 1, "input size multiplier: 1 is 40000 changes over 4000 users and 12000 domains")
 	latFor := flag.Duration("latency-duration", 10*time.Second, "length of the open-loop latency run of each fleet size")
@@ -95,7 +96,7 @@ func main() {
 	}
 	cfg := fleetbench.Config{
 		Joinery: bin, BrokerArgv: []string{self, "-broker"}, Dir: wd, Nodes: sizes,
-		Workloads: strings.Split(*workloads, ","), Source: *source, QuotaCPU: *quota, Partitions: *partitions,
+		Workloads: strings.Split(*workloads, ","), Source: *source, QuotaCPU: *quota, PeriodUs: int(period.Microseconds()), Partitions: *partitions,
 		Users: int(4000 * *scale), Domains: int(12000 * *scale), Changes: int(40000 * *scale),
 		Timeout: *timeout, LatencyFor: *latFor, LatencyLoad: *latLoad,
 		ProfileNodes: profSizes, ProfileOut: *profOut, Log: os.Stderr,

@@ -27,17 +27,23 @@ var ErrNoCgroup = errors.New("fleetbench: cannot make cgroup v1 cpu groups")
 // Cgroup is one cgroup v1 cpu group with a CFS quota.
 type Cgroup struct{ Path string }
 
-// CgroupPeriodUs is the CFS period the groups use.
+// CgroupPeriodUs is the CFS period the groups use by default (the
+// kernel's and Kubernetes' default).
 const CgroupPeriodUs = 100000
 
 // MakeCgroup makes (or reuses) root/parent/name under the cpu controller
-// with a quota of cpus CPUs: cpu.cfs_period_us = 100000 and
-// cpu.cfs_quota_us = cpus × 100000.
-func MakeCgroup(root, parent, name string, cpus float64) (*Cgroup, error) {
+// with a quota of cpus CPUs per CFS period: cpu.cfs_period_us = periodUs
+// (CgroupPeriodUs when 0) and cpu.cfs_quota_us = cpus × periodUs. A node
+// that spends its quota early in a period waits for the next one: up to
+// (1 − cpus) × period of added latency, 70 ms at 0.3 CPU and 100 ms.
+func MakeCgroup(root, parent, name string, cpus float64, periodUs int) (*Cgroup, error) {
+	if periodUs <= 0 {
+		periodUs = CgroupPeriodUs
+	}
 	if _, err := os.Stat(filepath.Join(root, "cpu.cfs_quota_us")); err != nil {
 		return nil, fmt.Errorf("%w: %s has no cpu.cfs_quota_us (is the cgroup v1 cpu controller mounted there?): %w", ErrNoCgroup, root, err)
 	}
-	quota := int(cpus * CgroupPeriodUs)
+	quota := int(cpus * float64(periodUs))
 	if quota < 1000 {
 		return nil, fmt.Errorf("%w: a quota of %.3f CPU is below the kernel's 1 ms minimum", ErrNoCgroup, cpus)
 	}
@@ -46,7 +52,7 @@ func MakeCgroup(root, parent, name string, cpus float64) (*Cgroup, error) {
 		return nil, fmt.Errorf("%w: %w (run as root)", ErrNoCgroup, err)
 	}
 	for _, w := range []struct{ file, v string }{
-		{"cpu.cfs_period_us", strconv.Itoa(CgroupPeriodUs)},
+		{"cpu.cfs_period_us", strconv.Itoa(periodUs)},
 		{"cpu.cfs_quota_us", strconv.Itoa(quota)},
 	} {
 		if err := os.WriteFile(filepath.Join(p, w.file), []byte(w.v), 0o644); err != nil {
@@ -326,6 +332,43 @@ func (c *RedisCluster) DBSize() ([]int64, error) {
 		}
 		if out[i], err = strconv.ParseInt(strings.TrimSpace(s), 10, 64); err != nil {
 			return nil, fmt.Errorf("DBSIZE on %s answered %q", a, s)
+		}
+	}
+	return out, nil
+}
+
+// ResetStats zeroes every master's command counters (CONFIG RESETSTAT).
+func (c *RedisCluster) ResetStats() error {
+	for _, a := range c.Addrs {
+		if _, err := redisCmd(a, "CONFIG", "RESETSTAT"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Commands returns each master's total_commands_processed (INFO stats)
+// since the last ResetStats: the spread of the fleet's store traffic, which
+// is writes (fenced snapshot scripts, offsets, timers) but for each key's
+// activation's read.
+func (c *RedisCluster) Commands() ([]int64, error) {
+	out := make([]int64, len(c.Addrs))
+	for i, a := range c.Addrs {
+		s, err := redisCmd(a, "INFO", "stats")
+		if err != nil {
+			return nil, err
+		}
+		found := false
+		for _, line := range strings.Split(s, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
+				if out[i], err = strconv.ParseInt(v, 10, 64); err != nil {
+					return nil, fmt.Errorf("INFO stats on %s: %q", a, line)
+				}
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("INFO stats on %s has no total_commands_processed", a)
 		}
 	}
 	return out, nil

@@ -45,6 +45,9 @@ type Result struct {
 	LatencySamples     int     `json:"latency_samples"`
 	// KeysPerShard is DBSIZE of each Redis master after the run.
 	KeysPerShard []int64 `json:"keys_per_shard"`
+	// CommandsPerShard is each Redis master's commands over the whole run
+	// (the backlog and the latency run): how the store's writes spread.
+	CommandsPerShard []int64 `json:"commands_per_shard"`
 	// CPUPerEventUs is the nodes' CPU (all of them, /proc/<pid>/stat) over
 	// the window per event, in microseconds; RedisCPUPerEventUs the same
 	// for the redis-server processes (the three masters, and with
@@ -81,6 +84,7 @@ type Report struct {
 	Machine    string   `json:"machine"`
 	NumCPU     int      `json:"num_cpu"`
 	QuotaCPU   float64  `json:"quota_cpu"`
+	PeriodUs   int      `json:"cfs_period_us"`
 	Partitions int      `json:"partitions"`
 	Source     string   `json:"source"`
 	Results    []Result `json:"results"`
@@ -116,11 +120,25 @@ func WriteTable(w io.Writer, rs []Result) error {
 		for i, k := range r.KeysPerShard {
 			keys[i] = fmt.Sprint(k)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.1f\t%.0f%%\t%s%%\t%.2f\t%.1f\t%.2f\t%s\t\n", r.Source, r.Workload, r.Nodes, r.EventsPerSec,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.1f\t%.0f%%\t%s%%\t%.2f\t%.1f\t%.2f\t%s\t%s\t\n", r.Source, r.Workload, r.Nodes, r.EventsPerSec,
 			fnum(r.Efficiency, 2), fnum(r.CPUEfficiency, 2), r.EventsPerNodeCPUs, fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), r.CPUPerEventUs, 100*r.NodeCPUUtil, fnum(100*r.IdleNodeCPU, 1),
-			r.RedisCPUs, r.RedisCPUPerEventUs, r.FeederCPUs, strings.Join(keys, "/"))
+			r.RedisCPUs, r.RedisCPUPerEventUs, r.FeederCPUs, strings.Join(keys, "/"), maxShare(r.CommandsPerShard))
 	}
 	return tw.Flush()
+}
+
+// maxShare is the largest element's share of the sum, as a percentage ("-"
+// for none).
+func maxShare(v []int64) string {
+	var sum, most int64
+	for _, x := range v {
+		sum += x
+		most = max(most, x)
+	}
+	if sum == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(most)/float64(sum))
 }
 
 func fnum(v float64, prec int) string {

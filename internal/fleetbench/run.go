@@ -1,6 +1,7 @@
 package fleetbench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,7 @@ type Config struct {
 	// table, their leases spread over the fleet; redisstreams.go).
 	Source      string
 	QuotaCPU    float64 // each node's cgroup CPU quota, in CPUs
+	PeriodUs    int     // the CFS period of the quota (CgroupPeriodUs when 0)
 	Partitions  int     // partitions of every input topic, shard streams of every sharded table
 	Users       int     // cdcgen user id space
 	Domains     int     // cdcgen domain id space
@@ -84,7 +86,7 @@ type Config struct {
 
 // Run runs every workload on every fleet size and returns the report.
 func Run(ctx context.Context, c Config) (Report, error) {
-	rep := Report{NumCPU: runtime.NumCPU(), QuotaCPU: c.QuotaCPU, Partitions: c.Partitions, Source: c.Source, Machine: machine()}
+	rep := Report{NumCPU: runtime.NumCPU(), QuotaCPU: c.QuotaCPU, PeriodUs: cmp.Or(c.PeriodUs, CgroupPeriodUs), Partitions: c.Partitions, Source: c.Source, Machine: machine()}
 	srcs, err := ParseSources(c.Source)
 	if err != nil {
 		return rep, err
@@ -102,7 +104,7 @@ func Run(ctx context.Context, c Config) (Report, error) {
 		wls = append(wls, w)
 	}
 	// The cgroups first: without them there is nothing to measure.
-	probe, err := MakeCgroup(CgroupRoot, "joinery-bench", "probe", c.QuotaCPU)
+	probe, err := MakeCgroup(CgroupRoot, "joinery-bench", "probe", c.QuotaCPU, c.PeriodUs)
 	if err != nil {
 		return rep, err
 	}
@@ -296,6 +298,9 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 	if err := inf.rc.FlushAll(); err != nil {
 		return res, err
 	}
+	if err := inf.rc.ResetStats(); err != nil {
+		return res, err
+	}
 	msgs, err := inputs(w)
 	if err != nil {
 		return res, err
@@ -462,6 +467,9 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 	if res.KeysPerShard, err = inf.rc.DBSize(); err != nil {
 		return res, err
 	}
+	if res.CommandsPerShard, err = inf.rc.Commands(); err != nil {
+		return res, err
+	}
 	return res, nil
 }
 
@@ -515,7 +523,7 @@ func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, sr
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(nodeConfig(w, run, i, srcs, broker, redis, gossip, seed, admin)), 0o644); err != nil {
 			return nodes, err
 		}
-		cg, err := MakeCgroup(CgroupRoot, "joinery-bench", fmt.Sprintf("node%d", i), c.QuotaCPU)
+		cg, err := MakeCgroup(CgroupRoot, "joinery-bench", fmt.Sprintf("node%d", i), c.QuotaCPU, c.PeriodUs)
 		if err != nil {
 			return nodes, err
 		}

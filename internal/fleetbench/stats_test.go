@@ -172,25 +172,30 @@ func TestRate(t *testing.T) {
 
 func TestMakeCgroupErrors(t *testing.T) {
 	// A directory without the cpu controller's files is refused, saying so.
-	if _, err := MakeCgroup(t.TempDir(), "joinery-bench", "x", 0.3); !errors.Is(err, ErrNoCgroup) {
+	if _, err := MakeCgroup(t.TempDir(), "joinery-bench", "x", 0.3, 0); !errors.Is(err, ErrNoCgroup) {
 		t.Fatalf("err = %v, want ErrNoCgroup", err)
 	}
 	root := t.TempDir()
 	if err := os.WriteFile(root+"/cpu.cfs_quota_us", []byte("-1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := MakeCgroup(root, "joinery-bench", "x", 0.001); !errors.Is(err, ErrNoCgroup) {
+	if _, err := MakeCgroup(root, "joinery-bench", "x", 0.001, 0); !errors.Is(err, ErrNoCgroup) {
 		t.Fatalf("quota below 1 ms: err = %v, want ErrNoCgroup", err)
 	}
 	// On a plain directory tree the files are written as the kernel's would be.
-	cg, err := MakeCgroup(root, "joinery-bench", "node1", 0.3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for file, want := range map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "30000"} {
-		b, err := os.ReadFile(cg.Path + "/" + file)
-		if err != nil || string(b) != want {
-			t.Errorf("%s = %q, %v; want %q", file, b, err, want)
+	for _, tc := range []struct {
+		period                int
+		wantPeriod, wantQuota string
+	}{{0, "100000", "30000"}, {10000, "10000", "3000"}} {
+		cg, err := MakeCgroup(root, "joinery-bench", "node1", 0.3, tc.period)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for file, want := range map[string]string{"cpu.cfs_period_us": tc.wantPeriod, "cpu.cfs_quota_us": tc.wantQuota} {
+			b, err := os.ReadFile(cg.Path + "/" + file)
+			if err != nil || string(b) != want {
+				t.Errorf("period %d: %s = %q, %v; want %q", tc.period, file, b, err, want)
+			}
 		}
 	}
 }
@@ -230,5 +235,16 @@ func TestNodeConfig(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestMaxShare(t *testing.T) {
+	for _, tc := range []struct {
+		in   []int64
+		want string
+	}{{nil, "-"}, {[]int64{0, 0}, "-"}, {[]int64{1, 1, 2}, "50%"}, {[]int64{10, 10, 10}, "33%"}} {
+		if got := maxShare(tc.in); got != tc.want {
+			t.Errorf("maxShare(%v) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
