@@ -125,6 +125,13 @@ type Config struct {
 	// declared dead learns it (see Provider.DeclaredDead). Default: 10s.
 	ReconnectInterval time.Duration
 
+	// RestartConfirm is how long a node that finds it must restart (see
+	// DeadNotice) waits, after syncing its view with every live peer, before
+	// it decides again and, if the verdict holds, reports it. A verdict
+	// taken while a partition heals can rest on a view still in flux.
+	// Default: 2s.
+	RestartConfirm time.Duration
+
 	// OnDeclaredDead, when set, is called once when this node learns that
 	// its live peers declared it dead (see DeadNotice). It runs with the
 	// Provider's lock held: it must return at once and not call the
@@ -152,6 +159,7 @@ func DefaultConfig() Config {
 		LeaveTimeout:      5 * time.Second,
 		DepartedRetention: 5 * time.Minute,
 		ReconnectInterval: 10 * time.Second,
+		RestartConfirm:    2 * time.Second,
 	}
 }
 
@@ -178,6 +186,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReconnectInterval == 0 {
 		c.ReconnectInterval = d.ReconnectInterval
+	}
+	if c.RestartConfirm == 0 {
+		c.RestartConfirm = d.RestartConfirm
 	}
 	c.Seeds = append([]string(nil), c.Seeds...)
 	c.SecretKey = append([]byte(nil), c.SecretKey...)
@@ -265,6 +276,7 @@ func (c Config) Validate() error {
 		{"LeaveTimeout", c.LeaveTimeout},
 		{"DepartedRetention", c.DepartedRetention},
 		{"ReconnectInterval", c.ReconnectInterval},
+		{"RestartConfirm", c.RestartConfirm},
 	} {
 		if d.v < 0 {
 			bad(d.name, "%v is negative", d.v)

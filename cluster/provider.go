@@ -206,11 +206,75 @@ func trustDeclarations(nodes []string, declared map[string][]string) map[string]
 }
 
 // checkDeclaredDeadLocked applies restartSet to the current view, after
-// trustDeclarations, and sets the DeadNotice when this node is in it.
+// trustDeclarations, and when this node is in it starts confirmRestart: the
+// notice is set only if the verdict still holds once the views are synced.
 func (p *Provider) checkDeclaredDeadLocked() {
-	if p.declaredDead.Load() != nil || p.ownMeta.ID == "" {
+	if p.declaredDead.Load() != nil || p.ownMeta.ID == "" || p.mu.confirming || p.mu.state != stateRunning {
 		return
 	}
+	if _, _, restart := p.restartVerdictLocked(); !restart {
+		return
+	}
+	var addrs []string
+	for _, n := range p.mu.nodes {
+		if n.status == StatusAlive && n.name != p.mu.self && n.gossipAddr != "" {
+			addrs = append(addrs, n.gossipAddr)
+		}
+	}
+	p.mu.confirming = true
+	p.wg.Add(1) // under p.mu with the state running: see start
+	go p.confirmRestart(p.mu.ml, addrs)
+}
+
+// confirmRestart settles a restart verdict before it becomes the
+// DeadNotice, which is for good. A verdict is taken on one node's view at
+// one moment, and while a partition heals that view is in flux: a peer's
+// meta update (its new dead list) is a UDP broadcast a loaded node may have
+// dropped, and the healed side's gossip arrives in pieces. On such a view a
+// majority node can find itself in restartSet (its own declaration seen,
+// its peers' not yet), restart for nothing and fail its /healthz. So it
+// first pulls every live peer's full state (memberlist's push/pull, over
+// TCP, which Join does with each address), waits Config.RestartConfirm for
+// the broadcasts in flight, and decides again; only a verdict that still
+// holds sets the notice. Later membership events check again.
+func (p *Provider) confirmRestart(ml *memberlist.Memberlist, addrs []string) {
+	defer p.wg.Done()
+	if ml != nil && len(addrs) > 0 {
+		_, _ = ml.Join(addrs) // a push/pull with each; an unreachable peer is not an error here
+	}
+	timer := time.NewTimer(p.cfg.RestartConfirm)
+	defer timer.Stop()
+	select {
+	case <-p.stop:
+		return
+	case <-timer.C:
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.confirming = false
+	if p.declaredDead.Load() != nil || p.mu.state != stateRunning {
+		return
+	}
+	by, blocked, restart := p.restartVerdictLocked()
+	if !restart {
+		p.logNow().Info("a restart verdict did not hold once the views were synced; staying in placement",
+			slog.Duration("confirm", p.cfg.RestartConfirm))
+		return
+	}
+	d := &DeadNotice{By: by, Blocked: blocked, At: time.Now()}
+	if p.declaredDead.CompareAndSwap(nil, d) {
+		if p.cfg.OnDeclaredDead != nil {
+			p.cfg.OnDeclaredDead(*d)
+		}
+		p.logNow().Error("this node must restart: it was declared dead by its live peers, or declared them dead, and protoactor blocks those member IDs for good (its /healthz fails from now on)",
+			slog.Any("declared_dead_by", d.By), slog.Any("declared_dead_here", d.Blocked))
+	}
+}
+
+// restartVerdictLocked says whether this node is in restartSet on the
+// current view (after trustDeclarations), with the live peers that
+// declared it dead and those it declared dead.
+func (p *Provider) restartVerdictLocked() (by, blocked []string, restart bool) {
 	names := map[string]string{p.ownMeta.ID: p.mu.self} // member ID -> name, live nodes
 	var live []*nodeView
 	for _, n := range p.mu.nodes {
@@ -222,7 +286,6 @@ func (p *Provider) checkDeclaredDeadLocked() {
 	}
 	nodes := []string{p.mu.self}
 	declared := map[string][]string{}
-	var by, blocked []string
 	for _, n := range live {
 		nodes = append(nodes, n.name)
 		for _, id := range n.meta.Dead {
@@ -239,18 +302,11 @@ func (p *Provider) checkDeclaredDeadLocked() {
 		}
 	}
 	if len(by) == 0 && len(blocked) == 0 || !slices.Contains(restartSet(nodes, trustDeclarations(nodes, declared)), p.mu.self) {
-		return
+		return nil, nil, false
 	}
 	slices.Sort(by)
 	slices.Sort(blocked)
-	d := &DeadNotice{By: by, Blocked: blocked, At: time.Now()}
-	if p.declaredDead.CompareAndSwap(nil, d) {
-		if p.cfg.OnDeclaredDead != nil {
-			p.cfg.OnDeclaredDead(*d)
-		}
-		p.logNow().Error("this node must restart: it was declared dead by its live peers, or declared them dead, and protoactor blocks those member IDs for good (its /healthz fails from now on)",
-			slog.Any("declared_dead_by", d.By), slog.Any("declared_dead_here", d.Blocked))
-	}
+	return by, blocked, true
 }
 
 // Provider is a protoactor cluster.ClusterProvider backed by
@@ -305,6 +361,8 @@ type Provider struct {
 		// connection broke, with until when they stay out of placement
 		// (Suspect).
 		suspects map[string]time.Time
+		// confirming is true while confirmRestart runs.
+		confirming bool
 	}
 }
 
