@@ -1,12 +1,14 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/record"
 )
 
 // BatchActorName is the name of every node's key batch actor: a sender
@@ -47,11 +49,24 @@ func WatchDeadLetters(system *actor.ActorSystem) {
 	})
 }
 
+// BatchOptions configure a node's key batch actor.
+type BatchOptions struct {
+	// Write, when set, writes the outputs of a batch's answered keys to the
+	// node's shared sinks (Kafka, Redis: one system every node reaches) when
+	// the sender asks for it (ApplyBatch.owner_writes), before the batch is
+	// answered. So a key's outputs reach those sinks from its owner alone,
+	// in the order its actor made them, whichever node read its inputs.
+	// written false (no shared sink here) or an error leaves the writing to
+	// the sender, as without owner_writes; ctx ends before the sender's
+	// timeout.
+	Write func(ctx context.Context, outs []record.Output) (written bool, err error)
+}
+
 // SpawnBatch starts system's key batch actor under BatchActorName. The
 // system needs WatchDeadLetters, so a request to a key whose actor is gone
 // is answered (dead_letter) rather than timed out.
-func SpawnBatch(system *actor.ActorSystem) (*actor.PID, error) {
-	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return batchActor{} }), BatchActorName)
+func SpawnBatch(system *actor.ActorSystem, opts BatchOptions) (*actor.PID, error) {
+	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return batchActor{opts: opts} }), BatchActorName)
 	if err != nil {
 		return nil, fmt.Errorf("actors: spawn %s: %w", BatchActorName, err)
 	}
@@ -61,10 +76,11 @@ func SpawnBatch(system *actor.ActorSystem) (*actor.PID, error) {
 // batchActor is a node's key batch actor. Its mailbox only decodes the rows
 // and hands the requests on, in order (so one key's requests of successive
 // batches reach its mailbox in the order they were sent); a goroutine per
-// batch gathers the answers, which come once the keys' states are durable.
-type batchActor struct{}
+// batch gathers the answers, which come once the keys' states are durable,
+// writes their outputs when asked (BatchOptions.Write) and answers.
+type batchActor struct{ opts BatchOptions }
 
-func (batchActor) Receive(ctx actor.Context) {
+func (b batchActor) Receive(ctx actor.Context) {
 	m, ok := ctx.Message().(*keypb.ApplyBatch)
 	if !ok {
 		return
@@ -78,6 +94,7 @@ func (batchActor) Receive(ctx actor.Context) {
 	deadline := time.Now().Add(timeout - timeout/10)
 	answers := make([]*keypb.Applied, len(m.Applies))
 	replies := make([]chan any, len(m.Applies))
+	raw := make([]any, len(m.Applies))
 	self := ctx.ActorSystem().Address()
 	for i, a := range m.Applies {
 		if i >= len(m.Pids) || m.Pids[i] == "" {
@@ -97,16 +114,45 @@ func (batchActor) Receive(ctx actor.Context) {
 		return // sent, not requested: nobody waits for the answers
 	}
 	root := ctx.ActorSystem().Root
+	write := b.opts.Write
+	if !m.OwnerWrites {
+		write = nil
+	}
 	go func() {
-		gather(answers, replies, deadline)
-		root.Send(sender, &keypb.AppliedBatch{Applied: answers})
+		gather(raw, replies, deadline)
+		ab := &keypb.AppliedBatch{Applied: answers}
+		if write != nil {
+			ab.Written = writeOutputs(write, raw, deadline)
+		}
+		for i, x := range raw {
+			if replies[i] != nil {
+				answers[i] = wireAnswer(x)
+			}
+		}
+		root.Send(sender, ab)
 	}()
 }
 
-// gather fills answers[i] with the answer on replies[i] (nil: answered
+// writeOutputs writes, in batch order, the outputs of the keys that
+// applied their requests (raw[i], a *LocalApplied without an error) through
+// write, bounded by deadline, and says whether they were written.
+func writeOutputs(write func(context.Context, []record.Output) (bool, error), raw []any, deadline time.Time) bool {
+	var outs []record.Output
+	for _, x := range raw {
+		if la, ok := x.(*LocalApplied); ok && la.Applied.GetError() == "" {
+			outs = append(outs, la.Outputs...)
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	written, err := write(ctx, outs)
+	return err == nil && written
+}
+
+// gather fills raw[i] with the answer on replies[i] (nil: answered
 // already), waiting until deadline; a key that has not answered by then is
 // answered with timeout.
-func gather(answers []*keypb.Applied, replies []chan any, deadline time.Time) {
+func gather(raw []any, replies []chan any, deadline time.Time) {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	expired := false
@@ -116,18 +162,16 @@ func gather(answers []*keypb.Applied, replies []chan any, deadline time.Time) {
 		}
 		if !expired {
 			select {
-			case x := <-ch:
-				answers[i] = wireAnswer(x)
+			case raw[i] = <-ch:
 				continue
 			case <-t.C:
 				expired = true
 			}
 		}
 		select {
-		case x := <-ch:
-			answers[i] = wireAnswer(x)
+		case raw[i] = <-ch:
 		default:
-			answers[i] = &keypb.Applied{Timeout: true}
+			raw[i] = &keypb.Applied{Timeout: true}
 		}
 	}
 }

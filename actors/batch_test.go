@@ -3,6 +3,9 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,11 +26,11 @@ func TestBatchActorAnswersEachKeyInOrder(t *testing.T) {
 	defer w.Close(ctx)
 	system, spawn := keyActors(t, store, w)
 	WatchDeadLetters(system)
-	batch, err := SpawnBatch(system)
+	batch, err := SpawnBatch(system, BatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := SpawnBatch(system); err == nil {
+	if _, err := SpawnBatch(system, BatchOptions{}); err == nil {
 		t.Fatal("a second batch actor spawned under the same name")
 	}
 	part := record.Position{Source: "s", Partition: 0}.PartitionID()
@@ -122,24 +125,119 @@ func rowHas(r map[string]any, s string) bool {
 func TestBatchGatherTimesOut(t *testing.T) {
 	answered, silent, late := make(chan any, 1), make(chan any, 1), make(chan any, 1)
 	answered <- &keypb.Applied{Skipped: 1}
-	answers := make([]*keypb.Applied, 4)
-	answers[2] = &keypb.Applied{Error: "bad rows"} // answered before sending
+	raw := make([]any, 4) // raw[2]: answered before sending (no reply channel)
 	go func() {
 		time.Sleep(10 * time.Millisecond)
 		late <- DeadLetter{}
 	}()
-	gather(answers, []chan any{answered, silent, nil, late}, time.Now().Add(200*time.Millisecond))
-	if answers[0].Skipped != 1 {
-		t.Errorf("answer 0: %+v", answers[0])
+	gather(raw, []chan any{answered, silent, nil, late}, time.Now().Add(200*time.Millisecond))
+	if ap, ok := raw[0].(*keypb.Applied); !ok || ap.Skipped != 1 {
+		t.Errorf("answer 0: %#v", raw[0])
 	}
-	if !answers[1].Timeout {
-		t.Errorf("answer 1 (no answer): %+v, want timeout", answers[1])
+	if ap, ok := raw[1].(*keypb.Applied); !ok || !ap.Timeout {
+		t.Errorf("answer 1 (no answer): %#v, want timeout", raw[1])
 	}
-	if answers[2].Error != "bad rows" {
-		t.Errorf("answer 2: %+v", answers[2])
+	if raw[2] != nil {
+		t.Errorf("answer 2 (no reply channel) = %#v, want left alone", raw[2])
 	}
-	if !answers[3].DeadLetter {
-		t.Errorf("answer 3: %+v, want a dead letter", answers[3])
+	if _, ok := raw[3].(DeadLetter); !ok {
+		t.Errorf("answer 3: %#v, want a dead letter", raw[3])
+	}
+	if ap := wireAnswer(raw[3]); !ap.DeadLetter {
+		t.Errorf("wire answer 3: %+v, want a dead letter", ap)
+	}
+}
+
+// TestBatchActorOwnerWrites: asked to (owner_writes) and able to (Write
+// says written), the batch actor writes the applied keys' outputs before it
+// answers, and says so (written), the outputs still in the answer; not
+// asked, or without a shared sink, or when the write fails, it writes
+// nothing it reports written, and the sender writes them.
+func TestBatchActorOwnerWrites(t *testing.T) {
+	tests := []struct {
+		name        string
+		ownerWrites bool
+		written     bool  // what Write says
+		writeErr    error // what Write returns
+		wantCalls   int
+		wantWritten bool
+	}{
+		{"asked and written", true, true, nil, 1, true},
+		{"not asked", false, true, nil, 0, false},
+		{"no shared sink here", true, false, nil, 1, false},
+		{"write failed", true, true, errors.New("broker down"), 1, false},
+	}
+	ctx := context.Background()
+	store := newEmbedded(t)
+	w := NewWriter(store, WriterOptions{})
+	defer w.Close(ctx)
+	system, spawn := keyActors(t, store, w)
+	WatchDeadLetters(system)
+	var mu sync.Mutex
+	var calls int
+	var got []record.Output
+	var tc struct {
+		written bool
+		err     error
+	}
+	batch, err := SpawnBatch(system, BatchOptions{Write: func(ctx context.Context, outs []record.Output) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("Write's context has no deadline")
+		}
+		calls++
+		got = append(got, outs...)
+		return tc.written, tc.err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range tests {
+		t.Run(c.name, func(t *testing.T) {
+			mu.Lock()
+			calls, got, tc.written, tc.err = 0, nil, c.written, c.writeErr
+			mu.Unlock()
+			key := fmt.Sprint(100 + i)
+			pid := spawn(key)
+			a := &keypb.Apply{Key: key}
+			var rows []EventRows
+			for j, e := range []record.Event{
+				{Side: record.Left, Op: record.OpCreate, After: record.Row{"id": json.Number(key), "name": "ann"}},
+				{Side: record.Right, Op: record.OpCreate, After: record.Row{"id": json.Number("1"), "user_id": json.Number(key), "host": "a.example"}},
+			} {
+				e.Key, e.Pos = record.Key(key), record.Position{Source: "s", Partition: 0, Offset: int64(j + 1)}
+				pe, r := EventShell(e)
+				a.Events = append(a.Events, pe)
+				rows = append(rows, r)
+			}
+			if err := FillRows(a, rows); err != nil {
+				t.Fatal(err)
+			}
+			req := &keypb.ApplyBatch{TimeoutMs: 5000, OwnerWrites: c.ownerWrites, Applies: []*keypb.Apply{a}, Pids: []string{pid.Id}}
+			res, err := system.Root.RequestFuture(batch, req, 10*time.Second).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ab := res.(*keypb.AppliedBatch)
+			if len(ab.Applied) != 1 || ab.Applied[0].Error != "" || len(ab.Applied[0].Outputs) != 1 {
+				t.Fatalf("answer %+v, want one applied key with one output", ab)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if calls != c.wantCalls || ab.Written != c.wantWritten {
+				t.Fatalf("Write called %d times, written %v; want %d, %v", calls, ab.Written, c.wantCalls, c.wantWritten)
+			}
+			if c.wantCalls > 0 {
+				o, err := DecodeOutput(ab.Applied[0].Outputs[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != 1 || got[0].ID != o.ID {
+					t.Errorf("Write got %+v, want the answered output %s", got, o.ID)
+				}
+			}
+		})
 	}
 }
 
@@ -148,7 +246,7 @@ func TestBatchGatherTimesOut(t *testing.T) {
 func TestBatchActorRefusesMissingPID(t *testing.T) {
 	system := actor.NewActorSystem()
 	t.Cleanup(system.Shutdown)
-	batch, err := SpawnBatch(system)
+	batch, err := SpawnBatch(system, BatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

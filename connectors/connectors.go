@@ -199,6 +199,12 @@ type Kind[E, T any] struct {
 	Shards bool
 	// Table marks the table sink, which the node keeps in memory.
 	Table bool
+	// Shared marks a sink kind whose target is one system every node of a
+	// fleet reaches (a Kafka topic, a Redis stream or hash), not a node's
+	// own file or stdout. A key's outputs are written to a shared sink by
+	// the key's owner node, so they arrive in order whichever node read the
+	// key's inputs (see docs/architecture.md, "Batched requests").
+	Shared bool
 }
 
 // Table is the registry of one role's kinds, in the order they were

@@ -30,7 +30,10 @@ type Spec struct {
 	Join Join `yaml:"join"`
 	// Sources are the inputs this node reads. A node of a fleet that only hosts key actors has none.
 	Sources []Source `yaml:"sources"`
-	// Sinks receive the join's outputs made from this node's sources.
+	// Sinks receive the join's outputs. A node-local sink (file, stdout,
+	// table) gets those made from this node's sources; a shared one (Kafka,
+	// Redis) is written by each key's owner node, whichever node read the
+	// key's inputs, so every node of a fleet lists the same shared sinks.
 	Sinks []Sink `yaml:"sinks"`
 	// DeadLetter, when set, receives every input record a source rejects
 	// (with policy dead-letter): a file, a Kafka topic or a Redis Stream. A

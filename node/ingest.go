@@ -521,9 +521,9 @@ func (r *reader) collect(ctx context.Context, queue <-chan *batch) error {
 
 func (r *reader) complete(ctx context.Context, b *batch) error {
 	n := r.n
-	var outs []record.Output
+	var outs, owned []record.Output // owned: the keys' owners wrote them to the shared sinks
 	for _, c := range b.calls {
-		ap, kouts, err := r.await(ctx, c)
+		ap, kouts, written, err := r.await(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -532,7 +532,11 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 		for _, l := range ap.Late {
 			r.late(b, c.key, l)
 		}
-		outs = append(outs, kouts...)
+		if written {
+			owned = append(owned, kouts...)
+		} else {
+			outs = append(outs, kouts...)
+		}
 	}
 	for _, c := range b.calls {
 		n.inflight.done(c.key, r, b.seq)
@@ -540,7 +544,10 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 	if err := n.out.write(ctx, outs, n.retry); err != nil {
 		return fmt.Errorf("sink: %w", err)
 	}
-	n.stats.addOut(len(outs))
+	if err := n.out.writeTo(ctx, localSinks, owned, n.retry); err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	n.stats.addOut(len(outs) + len(owned))
 	if len(b.dead) > 0 && r.dl != nil {
 		// Like the outputs, dead letters are durable before the offsets
 		// that pass their records are committed.
@@ -594,7 +601,10 @@ const retryFor = 2 * time.Minute
 // complete in order), or could not write its state — is sent again to the
 // key's current activation. Resending is safe: the actor skips events it
 // already applied and re-sends their outputs from its outbox.
-func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Output, error) {
+//
+// written says the key's owner node already wrote the outputs to the shared
+// sinks (owner_writes): the reader writes them to its node-local sinks only.
+func (r *reader) await(ctx context.Context, c call) (ap *keypb.Applied, outs []record.Output, written bool, err error) {
 	n := r.n
 	fut, sendErr := c.fut, c.sendErr
 	bo := retryBackoff()
@@ -603,13 +613,14 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Ou
 		why := sendErr
 		if fut != nil {
 			res, err := fut.Result()
-			var ap *keypb.Applied
-			var outs []record.Output
+			ap, outs, written = nil, nil, false
 			switch x := res.(type) {
 			case *actors.LocalApplied:
 				ap, outs = x.Applied, x.Outputs
 			case *keypb.Applied:
 				ap = x
+			case ownerWritten:
+				ap, written = x.Applied, true
 			}
 			switch {
 			case err != nil:
@@ -622,15 +633,15 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Ou
 				for _, po := range ap.Outputs {
 					o, err := actors.DecodeOutput(po)
 					if err != nil {
-						return nil, nil, fmt.Errorf("key %q: %w", c.key, err)
+						return nil, nil, false, fmt.Errorf("key %q: %w", c.key, err)
 					}
 					outs = append(outs, o)
 				}
-				return ap, outs, nil
+				return ap, outs, written, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("key %q: giving up after %d attempts: %w", c.key, attempt, why)
+			return nil, nil, false, fmt.Errorf("key %q: giving up after %d attempts: %w", c.key, attempt, why)
 		}
 		n.stats.Retries.Add(1)
 		n.log.Debug("key request failed; retrying", "key", c.key, "attempt", attempt, "err", why)
@@ -639,7 +650,7 @@ func (r *reader) await(ctx context.Context, c call) (*keypb.Applied, []record.Ou
 			// again at once; a new activation answers.
 		} else {
 			if err := bo.Wait(ctx); err != nil {
-				return nil, nil, err
+				return nil, nil, false, err
 			}
 		}
 		n.client.Forget(string(c.key))
@@ -699,7 +710,7 @@ func (r *reader) sendCalls(calls []call) {
 	}
 	for _, g := range groupByOwner(owners) {
 		ab := &keypb.ApplyBatch{Applies: make([]*keypb.Apply, len(g.calls)), Pids: make([]string, len(g.calls)),
-			TimeoutMs: n.timeout.Milliseconds()}
+			TimeoutMs: n.timeout.Milliseconds(), OwnerWrites: n.out.hasShared()}
 		for j, i := range g.calls {
 			ab.Applies[j], ab.Pids[j] = calls[i].apply, pids[i]
 		}

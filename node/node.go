@@ -292,8 +292,12 @@ func (n *Node) startCluster() (err error) {
 	n.cluster.StartMember()
 	n.watchPeers() // peers.go
 	n.client = actors.NewClient(n.cluster, n.kind, actors.ClientOptions{Timeout: n.timeout, Lost: n.peers.watch, Suspect: n.provider.IsSuspect})
-	// Peers send this node's keys their requests in one message per batch.
-	if _, err := actors.SpawnBatch(n.system); err != nil {
+	// Peers send this node's keys their requests in one message per batch;
+	// as the keys' owner it writes their outputs to the shared sinks.
+	writeShared := func(ctx context.Context, outs []record.Output) (bool, error) {
+		return n.out.writeShared(ctx, outs, n.retry)
+	}
+	if _, err := actors.SpawnBatch(n.system, actors.BatchOptions{Write: writeShared}); err != nil {
 		return err
 	}
 	return nil

@@ -32,21 +32,35 @@ type outputs struct {
 	// wmu serializes writes to the sinks, so order's view of what each
 	// sink holds is the order in which the sinks got it.
 	wmu    sync.Mutex
-	order  pkOrder
-	latest []bool // per sink: it keeps each row's last change (upsert formats), see pkOrder
+	order  pkOrder // of the node-local sinks (file, stdout)
+	sorder pkOrder // of the shared sinks (Kafka, Redis), which this node writes as the keys' owner
+	latest []bool  // per sink: it keeps each row's last change (upsert formats), see pkOrder
+	shared []bool  // per sink: its kind is Shared (connectors.Kind): the keys' owners write it
 }
+
+// sinkSet picks which of a node's sinks a write goes to.
+type sinkSet int
+
+const (
+	allSinks    sinkSet = iota // every sink and the table: outputs of keys this node owns, or that no owner wrote
+	localSinks                 // the node-local sinks and the table: the owner wrote the shared ones
+	sharedSinks                // the shared sinks alone: this node writes them as the keys' owner (BatchOptions.Write)
+)
 
 // pkOrder keeps, for the output primary keys written lately, the Seq of the
 // newest change written, so that a change overtaken by a newer one of the
 // same row is not written after it to a sink of an upsert format (a
 // changelog sink gets every change: its consumer orders them by seq, and a
-// dropped change would leave its retractions inconsistent). Two sources (or two readers) answer for
-// one join key separately: key 1's reply to the users source (seq 4) can
-// reach the sinks after its reply to the domains source (seq 5), and a
-// consumer that applies an upsert topic in arrival order — a KTable, a
-// JDBC sink, kcat — would end with seq 4's row. Dropping the overtaken
-// change leaves every sink's last change per row the newest one; a re-sent
-// change (same Seq) is written again, as outputs are at least once.
+// dropped change would leave its retractions inconsistent). Two sources
+// (or two readers) answer for one join key separately: key 1's reply to
+// the users source (seq 4) can reach the sinks after its reply to the
+// domains source (seq 5), and a consumer that applies an upsert topic in
+// arrival order — a KTable, a JDBC sink, kcat — would end with seq 4's row.
+// Dropping the overtaken change leaves every sink's last change per row the
+// newest one; a re-sent change (same Seq) is written again, as outputs are
+// at least once. A pkOrder sees one node's writes only: that is why a key's
+// owner node writes its outputs to the shared sinks (owner_writes, see
+// docs/architecture.md "Batched requests"), whichever node read its inputs.
 //
 // Memory is bounded: two generations of at most orderWindow rows each. A
 // change can only be overtaken by one in flight at the same time, far fewer
@@ -124,6 +138,7 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 			return nil, fmt.Errorf("sinks[%d]: %w", i, err)
 		}
 		o.sinks = append(o.sinks, sk)
+		o.shared = append(o.shared, kind.Shared)
 		// Upsert and Debezium envelopes carry no retractions: a consumer
 		// keeps each row's last change, so an overtaken change is dropped
 		// (pkOrder). A changelog keeps every change for a consumer that
@@ -138,19 +153,55 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 // the batch gets those outputs twice under the same ids), then applies it
 // to the table.
 func (o *outputs) write(ctx context.Context, batch []record.Output, retry func(context.Context, string, func(context.Context) error) error) error {
+	return o.writeTo(ctx, allSinks, batch, retry)
+}
+
+func (o *outputs) isShared(i int) bool { return i < len(o.shared) && o.shared[i] }
+func (o *outputs) isLatest(i int) bool { return i < len(o.latest) && o.latest[i] }
+
+// hasShared says whether the job has a shared sink (connectors.Kind.Shared).
+func (o *outputs) hasShared() bool { return slices.Contains(o.shared, true) }
+
+// writeShared writes batch to the shared sinks alone, as the owner of its
+// keys (the batch actor's BatchOptions.Write). written is false when the
+// node has no shared sink: the sender then writes them.
+func (o *outputs) writeShared(ctx context.Context, batch []record.Output, retry func(context.Context, string, func(context.Context) error) error) (bool, error) {
+	if !o.hasShared() {
+		return false, nil
+	}
+	return true, o.writeTo(ctx, sharedSinks, batch, retry)
+}
+
+// writeTo writes batch to the sinks of set (see sinkSet), each through
+// retry, then, unless set is sharedSinks, applies it to the table.
+func (o *outputs) writeTo(ctx context.Context, set sinkSet, batch []record.Output, retry func(context.Context, string, func(context.Context) error) error) error {
 	if len(batch) == 0 {
 		return nil
 	}
 	if len(o.sinks) > 0 {
 		o.wmu.Lock()
-		var fresh []record.Output
-		if slices.Contains(o.latest, true) {
-			fresh = o.order.fresh(batch)
+		var fresh, sfresh []record.Output
+		for i := range o.sinks {
+			if !o.isLatest(i) {
+				continue
+			}
+			switch {
+			case o.isShared(i) && set != localSinks && sfresh == nil:
+				sfresh = o.sorder.fresh(batch)
+			case !o.isShared(i) && set != sharedSinks && fresh == nil:
+				fresh = o.order.fresh(batch)
+			}
 		}
 		for i, s := range o.sinks {
+			if o.isShared(i) && set == localSinks || !o.isShared(i) && set == sharedSinks {
+				continue
+			}
 			b := batch
-			if i < len(o.latest) && o.latest[i] {
+			if o.isLatest(i) {
 				b = fresh
+				if o.isShared(i) {
+					b = sfresh
+				}
 			}
 			if len(b) == 0 {
 				continue
@@ -162,7 +213,7 @@ func (o *outputs) write(ctx context.Context, batch []record.Output, retry func(c
 		}
 		o.wmu.Unlock()
 	}
-	if o.table != nil {
+	if o.table != nil && set != sharedSinks {
 		o.mu.Lock()
 		for _, out := range batch {
 			if o.seen[out.ID] {

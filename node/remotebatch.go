@@ -48,8 +48,15 @@ type remoteBatch struct {
 	size  int    // requests in the batch
 	once  sync.Once
 	parts []*keypb.Applied
-	err   error
+	// written: the owner wrote the parts' outputs to its shared sinks
+	// (ApplyBatch.owner_writes, AppliedBatch.written).
+	written bool
+	err     error
 }
+
+// ownerWritten is a key's answer whose outputs its owner node already wrote
+// to the shared sinks: the reader writes them to its node-local sinks only.
+type ownerWritten struct{ *keypb.Applied }
 
 func (b *remoteBatch) wait() {
 	res, err := b.fut.Result()
@@ -64,7 +71,7 @@ func (b *remoteBatch) wait() {
 	case len(ab.Applied) != b.size:
 		b.err = fmt.Errorf("batch answer has %d answers for %d requests", len(ab.Applied), b.size)
 	default:
-		b.parts = ab.Applied
+		b.parts, b.written = ab.Applied, ab.Written
 	}
 }
 
@@ -72,7 +79,8 @@ func (b *remoteBatch) wait() {
 // single request's future would give: the key's Applied (a refusal, such
 // as a gap, in its Error), or actor.ErrDeadLetter or actor.ErrTimeout when
 // the owner says the key's actor was gone or did not answer in time, or
-// the batch's own failure.
+// the batch's own failure. An answer whose outputs the owner wrote comes as
+// ownerWritten.
 type batchPart struct {
 	b *remoteBatch
 	i int
@@ -91,6 +99,8 @@ func (p batchPart) Result() (any, error) {
 		return nil, actor.ErrDeadLetter
 	case ap.Timeout:
 		return nil, actor.ErrTimeout
+	case p.b.written:
+		return ownerWritten{ap}, nil
 	}
 	return ap, nil
 }

@@ -31,8 +31,9 @@ func (e *Entry) Config(env connectors.Env) (Config, error) {
 // Kind is the kafka sink's registry entry (connectors/all); it writes Avro
 // when the node passes env.Avro.
 var Kind = connectors.SinkKind{
-	Type: "kafka",
-	New:  func() connectors.Config { return new(Entry) },
+	Type:   "kafka",
+	Shared: true,
+	New:    func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SinkEnv) (sinks.Sink, error) {
 		cfg, err := c.(*Entry).Config(env.Env)
 		if err != nil {

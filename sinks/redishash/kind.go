@@ -23,8 +23,9 @@ func (e *Entry) Validate(v *connectors.Validator) {
 
 // Kind is the redis-hash sink's registry entry (connectors/all).
 var Kind = connectors.SinkKind{
-	Type: "redis-hash",
-	New:  func() connectors.Config { return new(Entry) },
+	Type:   "redis-hash",
+	Shared: true,
+	New:    func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SinkEnv) (sinks.Sink, error) {
 		e := c.(*Entry)
 		tc, err := e.Redis.TLS.Config(env.Resolve)

@@ -40,6 +40,7 @@ func (e *Entry) Config(env connectors.Env) (Config, error) {
 // Kind is the redis-stream sink's registry entry (connectors/all).
 var Kind = connectors.SinkKind{
 	Type:   "redis-stream",
+	Shared: true,
 	Shards: true,
 	New:    func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SinkEnv) (sinks.Sink, error) {
