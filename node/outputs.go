@@ -180,28 +180,29 @@ func (o *outputs) writeTo(ctx context.Context, set sinkSet, batch []record.Outpu
 	}
 	if len(o.sinks) > 0 {
 		o.wmu.Lock()
-		var fresh, sfresh []record.Output
-		for i := range o.sinks {
-			if !o.isLatest(i) {
-				continue
-			}
-			switch {
-			case o.isShared(i) && set != localSinks && sfresh == nil:
-				sfresh = o.sorder.fresh(batch)
-			case !o.isShared(i) && set != sharedSinks && fresh == nil:
-				fresh = o.order.fresh(batch)
-			}
-		}
+		// The upsert sinks of each kind get the batch less the overtaken
+		// changes, computed once per kind (fresh records what it keeps).
+		var fresh [2][]record.Output // [0] node-local sinks, [1] shared sinks
+		var done [2]bool
 		for i, s := range o.sinks {
-			if o.isShared(i) && set == localSinks || !o.isShared(i) && set == sharedSinks {
+			shared := o.isShared(i)
+			if shared && set == localSinks || !shared && set == sharedSinks {
 				continue
 			}
 			b := batch
 			if o.isLatest(i) {
-				b = fresh
-				if o.isShared(i) {
-					b = sfresh
+				k := 0
+				if shared {
+					k = 1
 				}
+				if !done[k] {
+					order := &o.order
+					if shared {
+						order = &o.sorder
+					}
+					fresh[k], done[k] = order.fresh(batch), true
+				}
+				b = fresh[k]
 			}
 			if len(b) == 0 {
 				continue

@@ -91,3 +91,49 @@ func TestOutputsOrderWindow(t *testing.T) {
 		t.Errorf("%d rows remembered, bound %d", n, 2*orderWindow)
 	}
 }
+
+// TestOutputsSinkSets: a write as the keys' owner (sharedSinks) reaches the
+// shared sinks alone, a reader's write of outputs an owner already wrote
+// (localSinks) the node-local sinks and the table alone, and each kind of
+// upsert sink keeps its own order: a newer change the owner wrote to the
+// shared sink does not make the reader drop an older one from its local
+// sink, which never got the newer one.
+func TestOutputsSinkSets(t *testing.T) {
+	retry := func(ctx context.Context, _ string, f func(context.Context) error) error { return f(ctx) }
+	ids := func(s *recordingSink) []string {
+		var out []string
+		for _, g := range s.got {
+			out = append(out, g.ID)
+		}
+		return out
+	}
+	local, shared := &recordingSink{}, &recordingSink{}
+	o := &outputs{sinks: []sinks.Sink{local, shared}, latest: []bool{true, true}, shared: []bool{false, true}}
+	ctx := context.Background()
+	if !o.hasShared() {
+		t.Fatal("hasShared false with a shared sink")
+	}
+	steps := []struct {
+		set   sinkSet
+		batch []record.Output
+	}{
+		{sharedSinks, []record.Output{{ID: "b5", PK: "p", Seq: 5}}}, // the owner writes seq 5
+		{localSinks, []record.Output{{ID: "a4", PK: "p", Seq: 4}}},  // the reader's own copy of seq 4
+		{allSinks, []record.Output{{ID: "c6", PK: "p", Seq: 6}}},    // a local key: everywhere
+		{sharedSinks, []record.Output{{ID: "a4", PK: "p", Seq: 4}}}, // overtaken on the shared sink
+	}
+	for _, st := range steps {
+		if err := o.writeTo(ctx, st.set, st.batch, retry); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := ids(local), []string{"a4", "c6"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("local sink got %v, want %v", got, want)
+	}
+	if got, want := ids(shared), []string{"b5", "c6"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("shared sink got %v, want %v", got, want)
+	}
+	if written, err := (&outputs{sinks: []sinks.Sink{local}}).writeShared(ctx, []record.Output{{ID: "x"}}, retry); err != nil || written {
+		t.Errorf("writeShared without a shared sink = %v, %v; want false (the sender writes)", written, err)
+	}
+}
