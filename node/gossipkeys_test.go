@@ -29,20 +29,7 @@ func TestNodeGossipKeyRotation(t *testing.T) {
 	}
 	n1 := start(t, parse(t, dir, spec("n1", oldKey)))
 	n2 := start(t, parse(t, dir, spec("n2", oldKey, n1.GossipAddr())))
-	alive := func(n *node.Node, want int) func() error {
-		return func() error {
-			m := 0
-			for _, mi := range n.Members() {
-				if mi.Status == cluster.StatusAlive {
-					m++
-				}
-			}
-			if m != want {
-				return fmt.Errorf("%s sees %d alive members, want %d", n.Address(), m, want)
-			}
-			return nil
-		}
-	}
+	alive := seesAlive
 	testutil.WaitFor(t, 20*time.Second, alive(n1, 2))
 	testutil.WaitFor(t, 20*time.Second, alive(n2, 2))
 	var clients []*admin.Client

@@ -202,18 +202,7 @@ cluster: {node_name: n1}
 	n2 := start(t, parse(t, dir, "name: three\n"+joinYAML+state+fmt.Sprintf(seeds, "n2")))
 	n3 := start(t, parse(t, dir, "name: three\n"+joinYAML+state+fmt.Sprintf(seeds, "n3")))
 	for _, n := range []*node.Node{n1, n2, n3} {
-		testutil.WaitFor(t, 20*time.Second, func() error {
-			m := 0
-			for _, mi := range n.Members() {
-				if mi.Status == cluster.StatusAlive {
-					m++
-				}
-			}
-			if m != 3 {
-				return fmt.Errorf("%s sees %d members", n.Address(), m)
-			}
-			return nil
-		})
+		testutil.WaitFor(t, 20*time.Second, seesAlive(n, 3))
 	}
 	run(t, n1)
 	diff(t, "three nodes vs one", tableMap(n1.Table()), want)
@@ -228,6 +217,22 @@ cluster: {node_name: n1}
 	}
 	if len(holders) != 3 {
 		t.Errorf("keys held by %v, want all three nodes", holders)
+	}
+}
+
+// seesAlive is a testutil.WaitFor condition: n lists want alive members.
+func seesAlive(n *node.Node, want int) func() error {
+	return func() error {
+		m := 0
+		for _, mi := range n.Members() {
+			if mi.Status == cluster.StatusAlive {
+				m++
+			}
+		}
+		if m != want {
+			return fmt.Errorf("%s sees %d alive members, want %d", n.Address(), m, want)
+		}
+		return nil
 	}
 }
 

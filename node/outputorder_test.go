@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/joinery/joinery/cluster"
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/ingest"
 	"github.com/joinery/joinery/internal/cdcgen"
@@ -75,18 +74,7 @@ sinks: [{type: kafka, kafka: {brokers: [%q], topic: joined}, format: upsert}]
 	n1 := start(t, parse(t, dir, common+source("users", "left")+"cluster: {node_name: n1}\n"))
 	n2 := start(t, parse(t, dir, common+source("domains", "right")+fmt.Sprintf("cluster: {seeds: [%q], node_name: n2}\n", n1.GossipAddr())))
 	for _, n := range []*node.Node{n1, n2} {
-		testutil.WaitFor(t, 20*time.Second, func() error {
-			m := 0
-			for _, mi := range n.Members() {
-				if mi.Status == cluster.StatusAlive {
-					m++
-				}
-			}
-			if m != 2 {
-				return fmt.Errorf("%s sees %d members", n.Address(), m)
-			}
-			return nil
-		})
+		testutil.WaitFor(t, 20*time.Second, seesAlive(n, 2))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -13,7 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/joinery/joinery/cluster"
 	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/node"
@@ -103,18 +102,7 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 	nodes := []*node.Node{n1, n2, n3}
 	alive := func(want int, ns ...*node.Node) {
 		for _, n := range ns {
-			testutil.WaitFor(t, 30*time.Second, func() error {
-				m := 0
-				for _, mi := range n.Members() {
-					if mi.Status == cluster.StatusAlive {
-						m++
-					}
-				}
-				if m != want {
-					return fmt.Errorf("%s sees %d live members, want %d", n.Address(), m, want)
-				}
-				return nil
-			})
+			testutil.WaitFor(t, 30*time.Second, seesAlive(n, want))
 		}
 	}
 	alive(3, nodes...)
