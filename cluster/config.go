@@ -132,6 +132,14 @@ type Config struct {
 	// Default: 2s.
 	RestartConfirm time.Duration
 
+	// MinorityConfirm is how long a restart verdict that no strict
+	// majority of the live peers stands behind (only a minority declared
+	// this node dead, or it alone declared live peers dead) must hold,
+	// after a sync with every live peer, before the node reports it: a
+	// view in flux while a partition heals can show such a verdict on a
+	// healthy majority node (see Provider.confirmRestart). Default: 30s.
+	MinorityConfirm time.Duration
+
 	// OnDeclaredDead, when set, is called once when this node learns that
 	// its live peers declared it dead (see DeadNotice). It runs with the
 	// Provider's lock held: it must return at once and not call the
@@ -160,6 +168,7 @@ func DefaultConfig() Config {
 		DepartedRetention: 5 * time.Minute,
 		ReconnectInterval: 10 * time.Second,
 		RestartConfirm:    2 * time.Second,
+		MinorityConfirm:   30 * time.Second,
 	}
 }
 
@@ -189,6 +198,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RestartConfirm == 0 {
 		c.RestartConfirm = d.RestartConfirm
+	}
+	if c.MinorityConfirm == 0 {
+		c.MinorityConfirm = d.MinorityConfirm
 	}
 	c.Seeds = append([]string(nil), c.Seeds...)
 	c.SecretKey = append([]byte(nil), c.SecretKey...)
@@ -277,6 +289,7 @@ func (c Config) Validate() error {
 		{"DepartedRetention", c.DepartedRetention},
 		{"ReconnectInterval", c.ReconnectInterval},
 		{"RestartConfirm", c.RestartConfirm},
+		{"MinorityConfirm", c.MinorityConfirm},
 	} {
 		if d.v < 0 {
 			bad(d.name, "%v is negative", d.v)

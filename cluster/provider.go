@@ -212,42 +212,68 @@ func (p *Provider) checkDeclaredDeadLocked() {
 	if p.declaredDead.Load() != nil || p.ownMeta.ID == "" || p.mu.confirming || p.mu.state != stateRunning {
 		return
 	}
-	if _, _, restart := p.restartVerdictLocked(); !restart {
+	v := p.restartVerdictLocked()
+	if !v.restart {
 		return
 	}
-	var addrs []string
-	for _, n := range p.mu.nodes {
-		if n.status == StatusAlive && n.name != p.mu.self && n.gossipAddr != "" {
-			addrs = append(addrs, n.gossipAddr)
-		}
+	addrs := p.liveGossipAddrsLocked()
+	wait := p.cfg.RestartConfirm
+	if !v.majority {
+		wait = p.cfg.MinorityConfirm
 	}
 	p.mu.confirming = true
 	p.wg.Add(1) // under p.mu with the state running: see start
-	go p.confirmRestart(p.mu.ml, addrs)
+	go p.confirmRestart(p.mu.ml, addrs, wait, v.majority)
 }
 
 // confirmRestart settles a restart verdict before it becomes the
 // DeadNotice, which is for good. A verdict is taken on one node's view at
 // one moment, and while a partition heals that view is in flux: a peer's
 // meta update (its new dead list) is a UDP broadcast a loaded node may have
-// dropped, and the healed side's gossip arrives in pieces. On such a view a
-// majority node can find itself in restartSet (its own declaration seen,
-// its peers' not yet), restart for nothing and fail its /healthz. So it
-// first pulls every live peer's full state (memberlist's push/pull, over
-// TCP, which Join does with each address), waits Config.RestartConfirm for
-// the broadcasts in flight, and decides again; only a verdict that still
-// holds sets the notice. Later membership events check again.
-func (p *Provider) confirmRestart(ml *memberlist.Memberlist, addrs []string) {
+// dropped, the healed side's gossip arrives in pieces, and the cut-off
+// side's own late declarations (its dead list, memberlist's dead messages)
+// reach the majority. On such a view a majority node can find itself in
+// restartSet, restart for nothing and fail its /healthz. So it first pulls
+// every live peer's full state (memberlist's push/pull, over TCP, which
+// Join does with each address), waits, and decides again; only a verdict
+// that still holds sets the notice. Later membership events check again.
+//
+// How long it waits depends on the evidence. A node that a strict majority
+// of its live peers declared dead (the cut-off side of a partition, a
+// paused node) has positive evidence, which a stale view can only lack:
+// it waits Config.RestartConfirm. A node in restartSet without that — only
+// a minority declared it dead, or it alone declared live peers dead — may
+// be looking at a view in flux, so the verdict must hold for
+// Config.MinorityConfirm, long enough for gossip to converge, and still be
+// minority-only then: a minority's declarations never make a majority node
+// unhealthy quickly, and only a conflict that stays does so at all.
+func (p *Provider) confirmRestart(ml *memberlist.Memberlist, addrs []string, wait time.Duration, majority bool) {
 	defer p.wg.Done()
 	if ml != nil && len(addrs) > 0 {
 		_, _ = ml.Join(addrs) // a push/pull with each; an unreachable peer is not an error here
 	}
-	timer := time.NewTimer(p.cfg.RestartConfirm)
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-p.stop:
 		return
 	case <-timer.C:
+	}
+	if !majority && ml != nil {
+		// Sync once more after the long wait, then give the
+		// broadcasts in flight RestartConfirm, as a majority verdict.
+		p.mu.Lock()
+		addrs = p.liveGossipAddrsLocked()
+		p.mu.Unlock()
+		if len(addrs) > 0 {
+			_, _ = ml.Join(addrs)
+		}
+		timer.Reset(p.cfg.RestartConfirm)
+		select {
+		case <-p.stop:
+			return
+		case <-timer.C:
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -255,26 +281,51 @@ func (p *Provider) confirmRestart(ml *memberlist.Memberlist, addrs []string) {
 	if p.declaredDead.Load() != nil || p.mu.state != stateRunning {
 		return
 	}
-	by, blocked, restart := p.restartVerdictLocked()
-	if !restart {
+	v := p.restartVerdictLocked()
+	if !v.restart || v.majority != majority && !v.majority {
+		// The verdict went, or it was a majority's and now rests on a
+		// minority only: that one has to hold for MinorityConfirm first.
 		p.logNow().Info("a restart verdict did not hold once the views were synced; staying in placement",
-			slog.Duration("confirm", p.cfg.RestartConfirm))
+			slog.Duration("confirm", wait), slog.Bool("declared_by_majority", v.majority))
+		if v.restart {
+			p.checkDeclaredDeadLocked()
+		}
 		return
 	}
-	d := &DeadNotice{By: by, Blocked: blocked, At: time.Now()}
+	d := &DeadNotice{By: v.by, Blocked: v.blocked, At: time.Now()}
 	if p.declaredDead.CompareAndSwap(nil, d) {
 		if p.cfg.OnDeclaredDead != nil {
 			p.cfg.OnDeclaredDead(*d)
 		}
 		p.logNow().Error("this node must restart: it was declared dead by its live peers, or declared them dead, and protoactor blocks those member IDs for good (its /healthz fails from now on)",
-			slog.Any("declared_dead_by", d.By), slog.Any("declared_dead_here", d.Blocked))
+			slog.Any("declared_dead_by", d.By), slog.Any("declared_dead_here", d.Blocked), slog.Bool("declared_by_majority", v.majority))
 	}
+}
+
+// liveGossipAddrsLocked lists the gossip addresses of the live peers.
+func (p *Provider) liveGossipAddrsLocked() []string {
+	var addrs []string
+	for _, n := range p.mu.nodes {
+		if n.status == StatusAlive && n.name != p.mu.self && n.gossipAddr != "" {
+			addrs = append(addrs, n.gossipAddr)
+		}
+	}
+	return addrs
+}
+
+// restartVerdict is restartVerdictLocked's answer: whether this node is in
+// restartSet, the live peers that declared it dead (by) and those it
+// declared dead (blocked), and whether by is a strict majority of its live
+// peers (see confirmRestart).
+type restartVerdict struct {
+	restart, majority bool
+	by, blocked       []string
 }
 
 // restartVerdictLocked says whether this node is in restartSet on the
 // current view (after trustDeclarations), with the live peers that
 // declared it dead and those it declared dead.
-func (p *Provider) restartVerdictLocked() (by, blocked []string, restart bool) {
+func (p *Provider) restartVerdictLocked() restartVerdict {
 	names := map[string]string{p.ownMeta.ID: p.mu.self} // member ID -> name, live nodes
 	var live []*nodeView
 	for _, n := range p.mu.nodes {
@@ -286,27 +337,30 @@ func (p *Provider) restartVerdictLocked() (by, blocked []string, restart bool) {
 	}
 	nodes := []string{p.mu.self}
 	declared := map[string][]string{}
+	var v restartVerdict
 	for _, n := range live {
 		nodes = append(nodes, n.name)
 		for _, id := range n.meta.Dead {
 			if name, ok := names[id]; ok {
 				declared[n.name] = append(declared[n.name], name)
 				if name == p.mu.self {
-					by = append(by, n.name)
+					v.by = append(v.by, n.name)
 				}
 			}
 		}
 		if _, ok := p.mu.deadIDs[n.meta.ID]; ok {
 			declared[p.mu.self] = append(declared[p.mu.self], n.name)
-			blocked = append(blocked, n.name)
+			v.blocked = append(v.blocked, n.name)
 		}
 	}
-	if len(by) == 0 && len(blocked) == 0 || !slices.Contains(restartSet(nodes, trustDeclarations(nodes, declared)), p.mu.self) {
-		return nil, nil, false
+	if len(v.by) == 0 && len(v.blocked) == 0 || !slices.Contains(restartSet(nodes, trustDeclarations(nodes, declared)), p.mu.self) {
+		return restartVerdict{}
 	}
-	slices.Sort(by)
-	slices.Sort(blocked)
-	return by, blocked, true
+	slices.Sort(v.by)
+	slices.Sort(v.blocked)
+	v.restart = true
+	v.majority = 2*len(v.by) > len(live)
+	return v
 }
 
 // Provider is a protoactor cluster.ClusterProvider backed by

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRestartSet checks which nodes of a fleet restart given who declared
@@ -90,5 +91,102 @@ func TestRestartSetCovers(t *testing.T) {
 		if len(got) == len(nodes) && len(nodes) > 1 {
 			t.Fatalf("%v, declared %v: every node restarts", nodes, declared)
 		}
+	}
+}
+
+// verdictProvider is a Provider with a hand-made view and no memberlist:
+// self is "n<self>" and live lists every live node with the names of the
+// nodes its gossiped dead list holds ("n3": "n2" means n3 declared n2).
+// Member IDs are the names with an "id-" prefix.
+func verdictProvider(t *testing.T, self string, live map[string][]string, confirm, minority time.Duration) *Provider {
+	t.Helper()
+	cfg := testConfig()
+	cfg.RestartConfirm, cfg.MinorityConfirm = confirm, minority
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(p.stop); p.wg.Wait() })
+	p.ownMeta = nodeMeta{ID: "id-" + self}
+	p.mu.state = stateRunning
+	p.mu.self = self
+	setVerdictView(p, live)
+	return p
+}
+
+// setVerdictView replaces p's view of the fleet (see verdictProvider) and
+// lets the Provider check it, as a membership event would.
+func setVerdictView(p *Provider, live map[string][]string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.nodes = map[string]*nodeView{}
+	p.mu.deadIDs = map[string]time.Time{}
+	for name, dead := range live {
+		var ids []string
+		for _, d := range dead {
+			ids = append(ids, "id-"+d)
+		}
+		if name == p.mu.self {
+			for _, id := range ids {
+				p.mu.deadIDs[id] = time.Now()
+			}
+			continue
+		}
+		p.mu.nodes[name] = &nodeView{name: name, status: StatusAlive, meta: nodeMeta{ID: "id-" + name, Dead: ids}}
+	}
+	p.checkDeclaredDeadLocked()
+}
+
+// TestRestartVerdictMajority checks the evidence rule of confirmRestart on
+// the views a healing partition shows: a node a strict majority of its live
+// peers declared dead reports it after RestartConfirm; a verdict resting on
+// a minority (the views of n3 when the cut-off n2's dead list arrived before
+// n4's, or when n1 had left) waits MinorityConfirm and is dropped when the
+// view converges meanwhile — the majority stays healthy (issue 25).
+func TestRestartVerdictMajority(t *testing.T) {
+	const confirm, minority = 30 * time.Millisecond, 600 * time.Millisecond
+	tests := []struct {
+		name     string
+		self     string
+		live     map[string][]string // the view at first
+		later    map[string][]string // the view after confirm, nil: unchanged
+		majority bool                // the first verdict's evidence
+		want     bool                // a DeadNotice in the end
+	}{
+		{"cut-off node, every peer declared it", "n2",
+			map[string][]string{"n1": {"n2"}, "n2": {"n1", "n3", "n4"}, "n3": {"n2"}, "n4": {"n2"}}, nil, true, true},
+		{"cut-off node, n1 left, both peers declared it", "n2",
+			map[string][]string{"n2": {"n3"}, "n3": {"n2"}, "n4": {"n2"}}, nil, true, true},
+		{"majority node, n2's dead list seen before n4's", "n3",
+			map[string][]string{"n2": {"n3"}, "n3": {"n2"}, "n4": nil}, map[string][]string{"n2": {"n3"}, "n3": {"n2"}, "n4": {"n2"}}, false, false},
+		{"majority node, one peer's declaration stays unseen", "n3",
+			map[string][]string{"n2": {"n3"}, "n3": {"n2"}, "n4": nil}, nil, false, true},
+		{"a node that alone declared a live peer dead", "n1",
+			map[string][]string{"n1": {"n3"}, "n2": nil, "n3": nil}, nil, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := verdictProvider(t, tt.self, tt.live, confirm, minority)
+			p.mu.Lock()
+			v := p.restartVerdictLocked()
+			p.mu.Unlock()
+			if !v.restart || v.majority != tt.majority {
+				t.Fatalf("verdict %+v, want restart with majority=%v", v, tt.majority)
+			}
+			time.Sleep(3 * confirm)
+			if got := p.DeclaredDead() != nil; got != tt.majority {
+				t.Fatalf("after %v: declared dead %v, want %v", 3*confirm, got, tt.majority)
+			}
+			if tt.later != nil {
+				setVerdictView(p, tt.later)
+			}
+			deadline := time.Now().Add(minority + 20*confirm)
+			for time.Now().Before(deadline) && p.DeclaredDead() == nil {
+				time.Sleep(confirm)
+			}
+			if got := p.DeclaredDead() != nil; got != tt.want {
+				t.Errorf("after %v: declared dead %v (%v), want %v", minority+20*confirm, got, p.DeclaredDead(), tt.want)
+			}
+		})
 	}
 }
