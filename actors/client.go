@@ -27,10 +27,10 @@ import (
 // wait, and an answer that ends as soon as the owner's connection is lost
 // — disthash waits a fixed 5 s for an activator that a kill -9 took.
 type Client struct {
-	c    *cluster.Cluster
-	kind string
-	opts ClientOptions
-	rdv  atomic.Pointer[cluster.Rendezvous] // placement of the latest topology
+	c     *cluster.Cluster
+	kind  string
+	opts  ClientOptions
+	owner atomic.Pointer[func(string) string] // placement of the latest topology
 }
 
 // ClientOptions tune how a Client resolves keys; the zero value is usable.
@@ -42,12 +42,18 @@ type ClientOptions struct {
 	Lost func(addr string) <-chan struct{}
 	// Suspect, when set, reports members not to ask at all.
 	Suspect func(addr string) bool
+	// Placement places the keys; it must be the cluster's Lookup's.
+	// nil: RendezvousPlacement (protoactor's disthash).
+	Placement Placement
 }
 
 // NewClient returns a client for kind on cluster c, which must be started.
 func NewClient(c *cluster.Cluster, kind string, opts ClientOptions) *Client {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
+	}
+	if opts.Placement == nil {
+		opts.Placement = RendezvousPlacement
 	}
 	cl := &Client{c: c, kind: kind, opts: opts}
 	cl.place(c.MemberList.Members().Members())
@@ -61,10 +67,13 @@ func NewClient(c *cluster.Cluster, kind string, opts ClientOptions) *Client {
 }
 
 func (cl *Client) place(members cluster.Members) {
-	r := cluster.NewRendezvous()
-	r.UpdateMembers(members)
-	cl.rdv.Store(r)
+	f := cl.opts.Placement(cl.kind, members)
+	cl.owner.Store(&f)
 }
+
+// Owner names the member (its remote address) that owns key in the latest
+// topology, "" when none hosts the kind; nothing is activated.
+func (cl *Client) Owner(key string) string { return (*cl.owner.Load())(key) }
 
 // ErrOwnerLost is returned when the connection to a key's owner broke while
 // it was asked for the key's actor (or the owner is suspected).
@@ -90,7 +99,7 @@ func (cl *Client) PID(key string) (*actor.PID, error) {
 // ActivationRequest).
 func (cl *Client) activate(key string) (*actor.PID, error) {
 	ci := cluster.NewClusterIdentity(key, cl.kind)
-	owner := cl.rdv.Load().GetByClusterIdentity(ci)
+	owner := cl.Owner(key)
 	if owner == "" {
 		return nil, ErrNoOwner
 	}

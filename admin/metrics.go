@@ -29,6 +29,11 @@ type Metrics struct {
 	Rejected *prometheus.CounterVec
 	// Late counts events dropped as late: joinery_late_total{job}.
 	Late *prometheus.CounterVec
+	// KeyRequests counts the requests this node's readers sent key actors,
+	// by where the key's actor lives: joinery_key_requests_total{job,where},
+	// where "local" (this node) or "remote" (a network hop; with sources
+	// partitioned by the join key it stays 0 in steady state).
+	KeyRequests *prometheus.CounterVec
 	// SkippedReplayed counts events key actors had already applied:
 	// joinery_skipped_replayed_total{job}.
 	SkippedReplayed *prometheus.CounterVec
@@ -96,6 +101,7 @@ func NewMetrics() *Metrics {
 		Outputs:            counterVec("outputs_total", "Records written to sinks.", "job", "sink"),
 		Rejected:           counterVec("rejected_total", "Records rejected (not decodable or routable), by reason.", "job", "source", "reason"),
 		Late:               counterVec("late_total", "Events dropped because they arrived behind the watermark.", "job"),
+		KeyRequests:        counterVec("key_requests_total", "Requests this node's readers sent key actors, by where the actor lives (local, remote).", "job", "where"),
 		SkippedReplayed:    counterVec("skipped_replayed_total", "Replayed events key actors had already applied.", "job"),
 		KeysActive:         gaugeVec("keys_active", "Key actors activated on this node.", "job"),
 		StateBytes:         gaugeVec("state_bytes", "Bytes of key state held on this node.", "job"),
@@ -122,7 +128,7 @@ func NewMetrics() *Metrics {
 		LostRanges:    counterVec("source_lost_ranges_total", "Times a source could not re-read records the state store lost (gone from the source: retention, trim); the node stops.", "job", "source"),
 		reg:           prometheus.NewRegistry(),
 	}
-	m.reg.MustRegister(m.RecordsIn, m.Outputs, m.Rejected, m.Late, m.SkippedReplayed, m.KeysActive,
+	m.reg.MustRegister(m.RecordsIn, m.Outputs, m.Rejected, m.Late, m.KeyRequests, m.SkippedReplayed, m.KeysActive,
 		m.Passivations, m.KeysBudgetBytes, m.KeysAccountedBytes, m.StateBytes, m.StateOverBudget, m.SnapshotSeconds, m.SnapshotBytes, m.FencedWrites, m.RedisErrors,
 		m.ClusterMembers, m.DeclaredDead, m.SourceReading, m.WatermarkLag, m.LostRanges)
 	return m

@@ -23,13 +23,13 @@ type fleet struct {
 	dir        string
 	redis      *testutil.Redis
 	n1, n2, n3 *proc
-	n4         *proc // not started by newFleet: the node that joins mid-stream
+	n4, n5     *proc // not started by newFleet: the nodes that join mid-stream, or a bigger fleet's
 	want       map[string]string
 	out        string
 
 	opts  fleetOpts
-	recs  []*recovery // one per fault, watching the output grow again
-	admin [4]string   // http://host:port of each node's admin endpoint (withAdmin)
+	recs  []*recovery      // one per fault, watching the output grow again
+	admin [maxNodes]string // http://host:port of each node's admin endpoint (withAdmin)
 }
 
 // fleetOpts change a fleet from the default one of newFleet.
@@ -97,7 +97,10 @@ func newFleet(t *testing.T, seed uint64, opts ...fleetOpt) *fleet {
 	}
 	in.Close()
 	f.out = filepath.Join(f.dir, "out.jsonl")
-	ports := [4]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
+	var ports [maxNodes]int
+	for i := range ports {
+		ports[i] = testutil.FreePort(t)
+	}
 	seedAddr := fmt.Sprintf("%s:%d", f.host(0), ports[0])
 	secure := "" // off loopback (network namespaces) a node needs a gossip key and remoting TLS
 	if f.opts.net != nil {
@@ -105,7 +108,7 @@ func newFleet(t *testing.T, seed uint64, opts ...fleetOpt) *fleet {
 		secure = fmt.Sprintf(", secret_key: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=, tls: {ca_file: %q, cert_file: %q, key_file: %q}",
 			certs.CA, certs.Cert, certs.Key)
 	}
-	for i := range 4 {
+	for i := range maxNodes {
 		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: {addr: %q}%s}
 cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile: local, request_timeout: 2s%s}
 `, redisAddr, extraState, i+1, f.host(i), ports[i], f.host(i), seedAddr, secure)
@@ -127,6 +130,10 @@ cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile:
 	f.n3 = f.start(t, 3)
 	return f
 }
+
+// maxNodes is how many nodes a fleet has job files for: newFleet starts
+// n2 and n3, a test n1 (startIngest) and any of n4 and n5 it needs.
+const maxNodes = 5
 
 // jobYAML is the chaos job's name and join, users ⋈ domains (left).
 const jobYAML = `name: chaos

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,22 +127,25 @@ func (l *netLab) pickOctet() int {
 	return 0
 }
 
-// partition cuts node v off from every other node (both directions); v
-// still reaches Redis and the test process.
-func (l *netLab) partition(v int) {
+// partition cuts the nodes of side off from every other node (both
+// directions); the nodes of side still reach each other, Redis and the
+// test process.
+func (l *netLab) partition(side ...int) {
 	l.t.Helper()
-	for i := 1; i <= l.nodes; i++ {
-		if i == v {
-			continue
-		}
-		for _, r := range [][]string{
-			{"from", l.subnet(v), "to", l.subnet(i), "blackhole"},
-			{"from", l.subnet(i), "to", l.subnet(v), "blackhole"},
-		} {
-			l.must(append([]string{"rule", "add"}, r...)...)
-			l.mu.Lock()
-			l.rules = append(l.rules, r)
-			l.mu.Unlock()
+	for _, v := range side {
+		for i := 1; i <= l.nodes; i++ {
+			if slices.Contains(side, i) {
+				continue
+			}
+			for _, r := range [][]string{
+				{"from", l.subnet(v), "to", l.subnet(i), "blackhole"},
+				{"from", l.subnet(i), "to", l.subnet(v), "blackhole"},
+			} {
+				l.must(append([]string{"rule", "add"}, r...)...)
+				l.mu.Lock()
+				l.rules = append(l.rules, r)
+				l.mu.Unlock()
+			}
 		}
 	}
 }

@@ -252,3 +252,92 @@ func metricSum(base, name string) int {
 	}
 	return n
 }
+
+// TestChaosPartitionTwoOfFive cuts two of five nodes, n2 and n3, off from
+// the other three (n2 and n3 still reach each other, and Redis), keeps
+// them cut off until n1, n4 and n5 have declared both dead and carried on,
+// then heals. Both sides may have declared the other dead; only the
+// cut-off pair, declared dead by a strict majority of each one's live
+// peers, may report that it must restart: n4 and n5 stay healthy
+// throughout, although n2 and n3 declared them dead too (two of their four
+// peers, not a majority). The final table equals the fault-free one,
+// nothing is lost.
+func TestChaosPartitionTwoOfFive(t *testing.T) {
+	n := trials(1)
+	for trial := range n {
+		seed := uint64(950 + trial)
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { partitionTwoOfFiveTrial(t, seed, trial, n) })
+	}
+}
+
+func partitionTwoOfFiveTrial(t *testing.T, seed uint64, trial, trials int) {
+	r := rand.New(rand.NewPCG(seed, seed))
+	lab := newNetLab(t, 5)
+	f := newFleet(t, seed, withNetns(lab), withAdmin(), inTrial(trial, trials))
+	f.n4 = f.start(t, 4)
+	f.n5 = f.start(t, 5)
+	f.startIngest(t)
+	waitLines(t, f.out, moment(r, 10000), time.Minute)
+	if !f.n1.running() {
+		t.Fatalf("n1 finished the input before the partition: nothing in flight to cut")
+	}
+	start := time.Now()
+	lab.partition(2, 3)
+	f.fault()
+	t.Logf("cut n2 and n3 off from n1, n4 and n5 with %d output lines written", lineCount(f.out))
+	majority := []int{0, 3, 4}
+	testutil.WaitFor(t, time.Minute, func() error {
+		for _, i := range majority {
+			if i == 0 && !f.n1.running() {
+				continue // finished: it has left the fleet
+			}
+			st := memberStatuses(f.admin[i])
+			if st == nil {
+				return fmt.Errorf("n%d does not list its members", i+1)
+			}
+			for _, cut := range []string{"n2", "n3"} {
+				if st[cut] == "alive" {
+					return fmt.Errorf("n%d still sees %s alive", i+1, cut)
+				}
+			}
+			for _, peer := range []string{"n4", "n5"} {
+				if st[peer] != "alive" {
+					return fmt.Errorf("n%d sees %s %q, want alive (the majority side)", i+1, peer, st[peer])
+				}
+			}
+		}
+		return nil
+	})
+	t.Logf("the majority saw n2 and n3 dead after %v", time.Since(start).Round(time.Millisecond))
+	lines := lineCount(f.out)
+	time.Sleep(3 * time.Second) // one request_timeout and a margin: the requests sent the cut-off pair are retried on the keys' new owners
+	if f.n1.running() {
+		waitLines(t, f.out, lines+1, time.Minute)
+	}
+	if err := lab.heal(); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.Now()
+	testutil.WaitFor(t, 45*time.Second, func() error {
+		for _, i := range []int{1, 2} {
+			if code, body := healthz(f.admin[i]); code != http.StatusServiceUnavailable || !strings.Contains(body, "declared dead") {
+				return fmt.Errorf("n%d /healthz = %d %q, want 503 declared dead", i+1, code, body)
+			}
+		}
+		return nil
+	})
+	t.Logf("n2 and n3 report themselves declared dead %v after the heal", time.Since(healed).Round(time.Millisecond))
+	for _, i := range []int{3, 4} {
+		if code, body := healthz(f.admin[i]); code != http.StatusOK {
+			t.Errorf("n%d (majority side) /healthz = %d %q, want 200", i+1, code, body)
+		}
+	}
+	f.finish(t)
+	for _, i := range []int{3, 4} {
+		if code, body := healthz(f.admin[i]); code != http.StatusOK {
+			t.Errorf("n%d (majority side) /healthz = %d %q at the end, want 200", i+1, code, body)
+		}
+	}
+	f.n4.term()
+	f.n5.term()
+}

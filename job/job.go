@@ -239,6 +239,16 @@ type Source struct {
 	// sources/redisstream and docs/sharded-streams.md). 0 (default): the
 	// one stream, read by one node at a time. At most MaxShards.
 	Shards int `yaml:"shards,omitempty"`
+	// PartitionedBy says which key the producer shards a sharded source
+	// by: "pk" (default), the row's primary key as Debezium partitions
+	// Kafka topics, or "join_key", the join column (the row's join key as
+	// a JSON array, `[42]`: streamshard.KeyGroup). A join_key source is
+	// co-partitioned with the join: shard i holds exactly the keys of key
+	// group i, so the key actors of group i are placed on the node that
+	// reads shard i and its events reach them without a network hop
+	// (docs/architecture.md, "Key groups"). Every join_key source of a
+	// job has the same shard count (Kafka Streams' co-partitioning rule).
+	PartitionedBy string `yaml:"partitioned_by,omitempty"`
 	// Lease of a redis-stream source: one node of the fleet reads the
 	// stream at a time and renews its lease every third of this; another
 	// takes over when it lapses (default 10s; see sources/redisstream).
@@ -289,6 +299,25 @@ func (s Source) CompiledFilter() (*transform.Filter, error) {
 // MaxShards bounds sources[].shards and sinks[].shards (as
 // sources/redisstream.MaxShards).
 const MaxShards = 4096
+
+// The values of sources[].partitioned_by.
+const (
+	PartitionedByPK      = "pk"
+	PartitionedByJoinKey = "join_key"
+)
+
+// KeyGroups is the number of key groups the job's key actors are placed
+// by: the shard count of its sources partitioned by the join key (all
+// equal, Validate checks), or 0 when none is: then keys are placed one by
+// one (rendezvous).
+func (s *Spec) KeyGroups() int {
+	for _, src := range s.Sources {
+		if src.PartitionedBy == PartitionedByJoinKey {
+			return src.Shards
+		}
+	}
+	return 0
+}
 
 // DefaultMaxRecordBytes is the record size limit of a source without
 // max_record_bytes.
@@ -747,6 +776,17 @@ func (s *Spec) Validate() error {
 		errs = append(errs, all.Sources.Validate(f, src.Type, src, s.Resolve)...)
 		if k, ok := all.Sources.Lookup(src.Type); ok && src.Shards != 0 && !k.Shards {
 			bad(f+".shards", "is only for a %s source (this one is %s)", all.Sources.Where(func(k connectors.SourceKind) bool { return k.Shards }), src.Type)
+		}
+		switch src.PartitionedBy {
+		case "", PartitionedByPK:
+		case PartitionedByJoinKey:
+			if src.Shards <= 0 {
+				bad(f+".partitioned_by", "join_key needs a sharded source (shards > 0): the shards are the key groups")
+			} else if groups := s.KeyGroups(); groups != src.Shards {
+				bad(f+".partitioned_by", "join_key sources must be co-partitioned: %q has %d shards, another join_key source %d (the same shard count and rule, as Kafka Streams requires of joined topics)", src.Name, src.Shards, groups)
+			}
+		default:
+			bad(f+".partitioned_by", "must be pk or join_key (got %q)", src.PartitionedBy)
 		}
 		if src.Shards > 0 && s.Ingest.Source != "" && s.Ingest.Source == src.Name {
 			// HTTP ingest appends to one stream, knowing no primary key.

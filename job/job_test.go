@@ -72,6 +72,11 @@ func TestJobValidateNamesField(t *testing.T) {
 		{"file shards", "path: x.jsonl,", "path: x.jsonl, shards: 4,", "sources[0].shards: is only for a redis-stream source"},
 		{"sink shards", "{type: stdout}", "{type: redis-stream, redis: {addr: 'r:1'}, stream: out, shards: -1}", "sinks[0].shards: must be 0"},
 		{"stdout shards", "{type: stdout}", "{type: stdout, shards: 2}", "sinks[0].shards: is only for a redis-stream sink"},
+		{"partitioned_by unknown", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, shards: 4, partitioned_by: user,", "sources[0].partitioned_by: must be pk or join_key"},
+		{"partitioned_by join_key unsharded", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, partitioned_by: join_key,", "sources[0].partitioned_by: join_key needs a sharded source"},
+		{"partitioned_by join_key shard counts differ", "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
+			"type: redis-stream, redis: {addr: 'r:1'}, stream: u, group: g, shards: 8, partitioned_by: join_key, tables: {users: left}}\n  - {name: d, type: redis-stream, redis: {addr: 'r:1'}, stream: d, group: g, shards: 4, partitioned_by: join_key, tables: {domains: right}}",
+			`sources[1].partitioned_by: join_key sources must be co-partitioned: "d" has 4 shards, another join_key source 8`},
 		{"dead letter unknown field", "sinks:", "dead_letter: {type: file, path: x, paht: y}\nsinks:", "paht"},
 	}
 	for _, c := range cases {

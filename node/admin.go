@@ -87,18 +87,18 @@ func (b backend) Members(context.Context) ([]admin.Member, error) {
 	return out, nil
 }
 
-// Locate names the member that owns key by rendezvous placement, without
-// activating it.
+// Locate names the member that owns key by the job's placement (its key
+// group's owner, or rendezvous; see keyPlacement), without activating it.
 func (b backend) Locate(_ context.Context, job, key string) (admin.Location, error) {
 	if err := b.job(job); err != nil {
 		return admin.Location{}, err
 	}
-	owner, ok := b.n.provider.OwnerOf(b.n.kind, key)
-	if !ok {
+	owner := b.n.client.Owner(key)
+	if owner == "" {
 		return admin.Location{}, errors.New("no member hosts the job's key actors yet")
 	}
 	_, active := b.n.cluster.PidCache.Get(key, b.n.kind)
-	return admin.Location{Job: job, Key: key, Node: owner.Address, Active: active}, nil
+	return admin.Location{Job: job, Key: key, Node: owner, Active: active}, nil
 }
 
 // Inspect asks the key's actor for its live state (activating it from the

@@ -708,6 +708,21 @@ func (r *reader) sendCalls(calls []call) {
 		}
 		owners[i], pids[i] = pid.Address, pid.Id
 	}
+	local, remote := 0, 0
+	for i := range calls {
+		switch {
+		case owners[i] != "":
+			remote++
+		case calls[i].sendErr == nil:
+			local++
+		}
+	}
+	if local > 0 {
+		n.metrics.KeyRequests.WithLabelValues(n.spec.Name, "local").Add(float64(local))
+	}
+	if remote > 0 {
+		n.metrics.KeyRequests.WithLabelValues(n.spec.Name, "remote").Add(float64(remote))
+	}
 	for _, g := range groupByOwner(owners) {
 		ab := &keypb.ApplyBatch{Applies: make([]*keypb.Apply, len(g.calls)), Pids: make([]string, len(g.calls)),
 			TimeoutMs: n.timeout.Milliseconds(), OwnerWrites: n.out.hasShared()}

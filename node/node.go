@@ -18,7 +18,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/joinery/joinery/actors"
@@ -73,6 +72,7 @@ type Node struct {
 	writer      *actors.Writer
 	kind        string
 	client      *actors.Client
+	placement   actors.Placement // where key actors live: keyPlacement (shards.go)
 	timeout     time.Duration
 	out         *outputs
 	stats       *Stats
@@ -279,7 +279,8 @@ func (n *Node) startCluster() (err error) {
 	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, Multi: n.multi, NewTimed: n.timed, Store: n.store, Writer: n.writer, Logger: n.log,
 		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats, Budget: n.budget})
 	n.kind = actors.KindName(n.spec.Name)
-	cfg := pcluster.Configure("joinery-"+n.spec.Name, n.provider, disthash.New(),
+	n.placement = n.keyPlacement()
+	cfg := pcluster.Configure("joinery-"+n.spec.Name, n.provider, actors.NewLookup(n.placement),
 		remote.Configure(rhost, rport, ropts...),
 		pcluster.WithKinds(kind), pcluster.WithRequestTimeout(n.timeout))
 	n.cluster = pcluster.New(n.system, cfg)
@@ -291,7 +292,8 @@ func (n *Node) startCluster() (err error) {
 	}()
 	n.cluster.StartMember()
 	n.watchPeers() // peers.go
-	n.client = actors.NewClient(n.cluster, n.kind, actors.ClientOptions{Timeout: n.timeout, Lost: n.peers.watch, Suspect: n.provider.IsSuspect})
+	n.client = actors.NewClient(n.cluster, n.kind, actors.ClientOptions{Timeout: n.timeout, Lost: n.peers.watch, Suspect: n.provider.IsSuspect,
+		Placement: n.placement})
 	// Peers send this node's keys their requests in one message per batch;
 	// as the keys' owner it writes their outputs to the shared sinks.
 	writeShared := func(ctx context.Context, outs []record.Output) (bool, error) {

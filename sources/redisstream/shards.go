@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/joinery/joinery/internal/streamshard"
-	"hash/fnv"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,64 +33,15 @@ func ShardStream(stream string, i int) string { return streamshard.Stream(stream
 // which key a producer hashes).
 func ShardOf(key []byte, shards int) int { return streamshard.Of(key, shards) }
 
-// AssignShards assigns shards 0…shards-1 to members, the live members of a
-// fleet (order does not matter, duplicates count once): owner[i] is the
-// member that should read shard i. It is rendezvous hashing with bounded
-// load: shard i goes to the member with the highest hash of (member, i)
-// among those below their share — every member reads floor or ceil of
-// shards/len(members) shards, never more than FairShare — so every member
-// computes the same assignment from the same member list, and a member
-// joining or leaving moves few shards. No members: nil.
-func AssignShards(shards int, members []string) []string {
-	ms := dedup(members)
-	if len(ms) == 0 || shards <= 0 {
-		return nil
-	}
-	base, extra := shards/len(ms), shards%len(ms)
-	load := make(map[string]int, len(ms))
-	owner := make([]string, shards)
-	for i := range shards {
-		best, bestScore := "", uint64(0)
-		for _, m := range ms {
-			if l := load[m]; l > base || (l == base && extra == 0) {
-				continue
-			}
-			if s := rendezvous(m, i); best == "" || s > bestScore {
-				best, bestScore = m, s
-			}
-		}
-		owner[i] = best
-		if load[best]++; load[best] > base {
-			extra--
-		}
-	}
-	return owner
-}
+// AssignShards assigns shards 0…shards-1 to members (streamshard.Assign):
+// owner[i] is the member that should read shard i. With sources whose
+// shards follow the join key, the key actors of shard i's key group are
+// placed on owner[i] too (streamshard.KeyGroup).
+func AssignShards(shards int, members []string) []string { return streamshard.Assign(shards, members) }
 
 // FairShare is the most shards one of members live members reads:
-// ceil(shards/members).
-func FairShare(shards, members int) int {
-	if members <= 0 {
-		return shards
-	}
-	return (shards + members - 1) / members
-}
-
-// rendezvous scores member for shard: FNV-1a 64 of "member\x00shard",
-// finished with a 64-bit mixer (FNV alone keeps similar names close).
-func rendezvous(member string, shard int) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(member))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write(strconv.AppendInt(nil, int64(shard), 10))
-	x := h.Sum64()
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
+// ceil(shards/members) (streamshard.FairShare).
+func FairShare(shards, members int) int { return streamshard.FairShare(shards, members) }
 
 // Open opens the source cfg describes: New for one stream, NewSharded when
 // cfg.Shards is set.
@@ -403,11 +352,7 @@ func (s *Sharded) rebalance(ctx context.Context) error {
 	return nil
 }
 
-func dedup(ms []string) []string {
-	out := slices.Clone(ms)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
+func dedup(ms []string) []string { return streamshard.Dedup(ms) }
 
 // waitKey names the member waiting for the lease of shard stream (in the
 // stream's hash slot, as the lease).

@@ -1,0 +1,185 @@
+package actors
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/eventstream"
+)
+
+// Placement decides where key actors live: given the live members of a
+// topology, it returns the function that names the owner (a member's
+// remote address, "" when none hosts kind) of a key actor of kind. The
+// Client, the Lookup's activator and the admin's key location all ask the
+// same Placement, so they agree whenever they saw the same topology.
+type Placement func(kind string, members cluster.Members) func(key string) string
+
+// RendezvousPlacement is protoactor's own placement, what its disthash
+// identity lookup does: the rendezvous (highest-random-weight) winner among
+// the members hosting kind. The default.
+func RendezvousPlacement(kind string, members cluster.Members) func(key string) string {
+	r := cluster.NewRendezvous()
+	r.UpdateMembers(members)
+	return func(key string) string { return r.GetByClusterIdentity(cluster.NewClusterIdentity(key, kind)) }
+}
+
+// Lookup is a protoactor identity lookup that places key actors by a
+// Placement: disthash's protocol (an activator actor per member, named as
+// disthash's, that spawns the actors asked of it and stops those a new
+// topology places elsewhere), with the placement swapped. disthash
+// hard-wires rendezvous per key; key groups that follow the source
+// partitions (streamshard.KeyGroup) need their own, and an activator that
+// stopped every actor rendezvous would place elsewhere would undo them at
+// each membership change.
+type Lookup struct {
+	place     Placement
+	c         *cluster.Cluster
+	activator *actor.PID
+	sub       *eventstream.Subscription
+	owners    atomic.Pointer[map[string]func(string) string] // kind -> placement of the latest topology
+}
+
+var _ cluster.IdentityLookup = (*Lookup)(nil)
+
+// NewLookup returns a Lookup placing by place (nil: RendezvousPlacement).
+func NewLookup(place Placement) *Lookup {
+	if place == nil {
+		place = RendezvousPlacement
+	}
+	return &Lookup{place: place}
+}
+
+// Setup starts the activator and follows the topology (cluster.IdentityLookup).
+func (l *Lookup) Setup(c *cluster.Cluster, kinds []string, isClient bool) {
+	l.c = c
+	l.update(c.MemberList.Members().Members())
+	a := &activator{l: l, actors: map[string]activation{}, byPID: map[string]string{}}
+	l.activator, _ = c.ActorSystem.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }), disthash.PartitionActivatorActorName)
+	l.sub = c.ActorSystem.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*cluster.ClusterTopology); ok {
+			l.update(t.Members)
+			c.ActorSystem.Root.Send(l.activator, t)
+		}
+	})
+}
+
+func (l *Lookup) update(members cluster.Members) {
+	owners := map[string]func(string) string{}
+	for _, k := range l.c.GetClusterKinds() {
+		owners[k] = l.place(k, members)
+	}
+	l.owners.Store(&owners)
+}
+
+// owner names the member that owns (kind, key) in the latest topology.
+func (l *Lookup) owner(kind, key string) string {
+	if m := l.owners.Load(); m != nil {
+		if f := (*m)[kind]; f != nil {
+			return f(key)
+		}
+	}
+	return ""
+}
+
+// Get asks the owner's activator for the actor (cluster.IdentityLookup;
+// actors.Client resolves keys itself, with a bounded wait).
+func (l *Lookup) Get(ci *cluster.ClusterIdentity) *actor.PID {
+	owner := l.owner(ci.Kind, ci.Identity)
+	if owner == "" {
+		return nil
+	}
+	res, err := l.c.ActorSystem.Root.RequestFuture(actor.NewPID(owner, disthash.PartitionActivatorActorName),
+		&cluster.ActivationRequest{ClusterIdentity: ci}, 5*time.Second).Result()
+	if err != nil {
+		return nil
+	}
+	if r, ok := res.(*cluster.ActivationResponse); ok && !r.Failed {
+		return r.Pid
+	}
+	return nil
+}
+
+// RemovePid tells the members that pid stopped (cluster.IdentityLookup).
+func (l *Lookup) RemovePid(ci *cluster.ClusterIdentity, pid *actor.PID) {
+	l.c.MemberList.BroadcastEvent(&cluster.ActivationTerminated{Pid: pid, ClusterIdentity: ci}, true)
+}
+
+// Shutdown stops following the topology and stops the activator, which
+// stops its actors (cluster.IdentityLookup).
+func (l *Lookup) Shutdown() {
+	l.c.ActorSystem.EventStream.Unsubscribe(l.sub)
+	if err := l.c.ActorSystem.Root.PoisonFuture(l.activator).Wait(); err != nil {
+		l.c.Logger().Warn("stopping the key activator", slog.Any("error", err))
+	}
+}
+
+// activation is one actor the activator spawned.
+type activation struct {
+	id  *cluster.ClusterIdentity
+	pid *actor.PID
+}
+
+// activator spawns the key actors asked of this member and stops those a
+// new topology places elsewhere (disthash's placement actor, with the
+// Lookup's Placement).
+type activator struct {
+	l      *Lookup
+	actors map[string]activation // by ClusterIdentity.AsKey
+	byPID  map[string]string     // PID.Id -> ClusterIdentity.AsKey
+}
+
+func (a *activator) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *cluster.ActivationRequest:
+		a.activate(ctx, m)
+	case *cluster.ClusterTopology:
+		self := a.l.c.ActorSystem.Address()
+		for _, act := range a.actors {
+			if a.l.owner(act.id.Kind, act.id.Identity) != self {
+				ctx.Poison(act.pid)
+			}
+		}
+	case *actor.Terminated:
+		k, ok := a.byPID[m.Who.Id]
+		if !ok {
+			return
+		}
+		act := a.actors[k]
+		delete(a.byPID, m.Who.Id)
+		delete(a.actors, k)
+		if kind := a.l.c.GetClusterKind(act.id.Kind); kind != nil {
+			kind.Dec()
+		}
+		a.l.c.MemberList.BroadcastEvent(&cluster.ActivationTerminated{Pid: act.pid, ClusterIdentity: act.id}, true)
+	case *actor.Stopping:
+		var futs []*actor.Future
+		for _, act := range a.actors {
+			futs = append(futs, ctx.PoisonFuture(act.pid))
+		}
+		for _, f := range futs {
+			_ = f.Wait()
+		}
+	}
+}
+
+func (a *activator) activate(ctx actor.Context, m *cluster.ActivationRequest) {
+	k := m.ClusterIdentity.AsKey()
+	if act, ok := a.actors[k]; ok {
+		ctx.Respond(&cluster.ActivationResponse{Pid: act.pid})
+		return
+	}
+	kind := a.l.c.GetClusterKind(m.ClusterIdentity.Kind)
+	if kind == nil {
+		ctx.Respond(&cluster.ActivationResponse{Failed: true})
+		return
+	}
+	pid := ctx.SpawnPrefix(cluster.WithClusterIdentity(kind.Props, m.ClusterIdentity), m.ClusterIdentity.Identity)
+	kind.Inc()
+	a.actors[k] = activation{id: m.ClusterIdentity, pid: pid}
+	a.byPID[pid.Id] = k
+	ctx.Respond(&cluster.ActivationResponse{Pid: pid})
+}
