@@ -71,6 +71,7 @@ type msg struct {
 	table string // the topic is table-run; the shard streams table-run.i
 	key   []byte // the Kafka key: table:id
 	pk    []byte // the row's primary key as a compact JSON array ([42]), the shard hash's input
+	jk    []byte // the row's join key as a compact JSON array, the shard hash's input when partitioned by it
 	value []byte
 }
 

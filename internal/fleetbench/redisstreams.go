@@ -24,10 +24,15 @@ import (
 
 // streamsSources is the sources: section of a node's job on the shard
 // streams at addr.
-func streamsSources(w *workload, run int, addr string, shards int) string {
+// byJoinKey: the shards follow the join key (partitioned_by: join_key).
+func streamsSources(w *workload, run int, addr string, shards int, byJoinKey bool) string {
+	part := ""
+	if byJoinKey {
+		part = ", partitioned_by: join_key"
+	}
 	src := func(table, side string) string {
-		return fmt.Sprintf("  - {name: %s, type: redis-stream, side: %s, redis: {addr: %q}, stream: %s, shards: %d, group: %s}\n",
-			table, side, addr, topic(table, run), shards, group(table, run))
+		return fmt.Sprintf("  - {name: %s, type: redis-stream, side: %s, redis: {addr: %q}, stream: %s, shards: %d%s, group: %s}\n",
+			table, side, addr, topic(table, run), shards, part, group(table, run))
 	}
 	return "sources:\n" + src(w.left, "left") + src(w.right, "right")
 }
@@ -40,14 +45,19 @@ func group(table string, run int) string { return fmt.Sprintf("fleet-%d-%s", run
 // primary key, as the entry field "value" (what the source reads), in
 // pipelines of up to 1000 XADDs.
 type redisFeeder struct {
-	rdb    *redis.Client
-	run    int
-	shards int
+	rdb       *redis.Client
+	run       int
+	shards    int
+	byJoinKey bool // shard by the row's join key, not its primary key
 }
 
 // shardStream is the shard stream m goes to.
 func (f redisFeeder) shardStream(m msg) string {
-	return streamshard.Stream(topic(m.table, f.run), streamshard.Of(m.pk, f.shards))
+	key := m.pk
+	if f.byJoinKey {
+		key = m.jk
+	}
+	return streamshard.Stream(topic(m.table, f.run), streamshard.Of(key, f.shards))
 }
 
 func (f redisFeeder) send(ctx context.Context, ms []msg, done func(error)) {

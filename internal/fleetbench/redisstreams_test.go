@@ -71,7 +71,7 @@ func TestRedisFeeder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := inputs(w)
+	msgs, err := inputs(w, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestKafkaFeeder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := inputs(w)
+	msgs, err := inputs(w, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/internal/streamshard"
 )
 
@@ -28,6 +29,12 @@ import (
 const (
 	SourceKafka        = "kafka"
 	SourceRedisStreams = "redis-streams"
+	// SourceCoPartitioned is redis-streams with the shard streams
+	// partitioned by the join key (partitioned_by: join_key): a key's
+	// actor lives on the reader of its shard (docs/architecture.md, "Key
+	// groups"); a change that moves a row to another key is a delete and
+	// a create, as Debezium emits them (cdcgen.ByJoinKey).
+	SourceCoPartitioned = "copartitioned"
 	// SourceBoth is kafka,redis-streams.
 	SourceBoth = "both"
 )
@@ -38,7 +45,7 @@ func ParseSources(s string) ([]string, error) {
 	var out []string
 	for f := range strings.SplitSeq(s, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case SourceKafka, SourceRedisStreams:
+		case SourceKafka, SourceRedisStreams, SourceCoPartitioned:
 			if !slices.Contains(out, f) {
 				out = append(out, f)
 			}
@@ -49,7 +56,7 @@ func ParseSources(s string) ([]string, error) {
 				}
 			}
 		default:
-			return nil, fmt.Errorf("fleetbench: unknown source %q (kafka, redis-streams, both, or a comma list)", f)
+			return nil, fmt.Errorf("fleetbench: unknown source %q (kafka, redis-streams, copartitioned, both, or a comma list)", f)
 		}
 	}
 	return out, nil
@@ -125,7 +132,7 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	}
 	defer inf.broker.Stop(10 * time.Second)
 	c.logf("kafka (kfake, pid %d): %s", inf.broker.Pid(), inf.brokerAddr)
-	if slices.Contains(srcs, SourceRedisStreams) {
+	if slices.Contains(srcs, SourceRedisStreams) || slices.Contains(srcs, SourceCoPartitioned) {
 		// The shard streams' server: a plain redis-server, not CPU-limited
 		// (the source has no Redis Cluster client).
 		if inf.streams, inf.streamsAddr, err = StartRedis(ctx, filepath.Join(c.Dir, "redis-streams")); err != nil {
@@ -215,11 +222,24 @@ func startBroker(ctx context.Context, c Config) (*Proc, string, error) {
 }
 
 // inputs turns a workload's lines into input records of their table,
-// with the Kafka key (table:id) and the primary key ([id]) a feeder
-// routes them by.
-func inputs(w *workload) ([]msg, error) {
-	out := make([]msg, 0, len(w.lines))
-	for i, l := range w.lines {
+// with the Kafka key (table:id), the primary key ([id]) and the join key
+// ([join column]) a feeder routes them by. byJoinKey: a change that moves
+// a row to another join key becomes a delete and a create first, as
+// Debezium emits them when a message key column changes (cdcgen.ByJoinKey).
+func inputs(w *workload, byJoinKey bool) ([]msg, error) {
+	lines := w.lines
+	if byJoinKey {
+		keyed, err := cdcgen.ByJoinKey(w.lines, w.joinCols)
+		if err != nil {
+			return nil, fmt.Errorf("%s input: %w", w.name, err)
+		}
+		lines = make([][]byte, len(keyed))
+		for i, k := range keyed {
+			lines[i] = k.Line
+		}
+	}
+	out := make([]msg, 0, len(lines))
+	for i, l := range lines {
 		var env struct {
 			Before map[string]json.RawMessage `json:"before"`
 			After  map[string]json.RawMessage `json:"after"`
@@ -238,7 +258,9 @@ func inputs(w *workload) ([]msg, error) {
 		if len(id) == 0 || (env.Source.Table != w.left && env.Source.Table != w.right) {
 			return nil, fmt.Errorf("%s input line %d has no row with an id or another table than %s and %s: %s", w.name, i, w.left, w.right, l)
 		}
-		out = append(out, msg{table: env.Source.Table, key: fmt.Appendf(nil, "%s:%s", env.Source.Table, id), pk: fmt.Appendf(nil, "[%s]", id), value: l})
+		jk := row[w.joinCols[env.Source.Table]]
+		out = append(out, msg{table: env.Source.Table, key: fmt.Appendf(nil, "%s:%s", env.Source.Table, id), pk: fmt.Appendf(nil, "[%s]", id),
+			jk: fmt.Appendf(nil, "[%s]", jk), value: l})
 	}
 	return out, nil
 }
@@ -301,7 +323,7 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 	if err := inf.rc.ResetStats(); err != nil {
 		return res, err
 	}
-	msgs, err := inputs(w)
+	msgs, err := inputs(w, src == SourceCoPartitioned)
 	if err != nil {
 		return res, err
 	}
@@ -323,7 +345,12 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 		if err := inf.rdb.FlushAll(ctx).Err(); err != nil {
 			return res, fmt.Errorf("flush the streams' redis-server: %w", err)
 		}
-		f, srcs = redisFeeder{rdb: inf.rdb, run: run, shards: c.Partitions}, streamsSources(w, run, inf.streamsAddr, c.Partitions)
+		f, srcs = redisFeeder{rdb: inf.rdb, run: run, shards: c.Partitions}, streamsSources(w, run, inf.streamsAddr, c.Partitions, false)
+	case SourceCoPartitioned:
+		if err := inf.rdb.FlushAll(ctx).Err(); err != nil {
+			return res, fmt.Errorf("flush the streams' redis-server: %w", err)
+		}
+		f, srcs = redisFeeder{rdb: inf.rdb, run: run, shards: c.Partitions, byJoinKey: true}, streamsSources(w, run, inf.streamsAddr, c.Partitions, true)
 	default:
 		return res, fmt.Errorf("fleetbench: unknown source %q", src)
 	}
@@ -360,7 +387,7 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 				return res, err
 			}
 		}
-	case SourceRedisStreams:
+	case SourceRedisStreams, SourceCoPartitioned:
 		if err := waitLeases(ctx, inf.rdb, w, run, c.Partitions, n); err != nil {
 			return res, err
 		}

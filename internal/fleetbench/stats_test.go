@@ -213,7 +213,7 @@ func TestNodeConfig(t *testing.T) {
 			`type: kafka, side: left, kafka: {brokers: ["127.0.0.1:9092"], topic: users-3, group: fleet-3-users`,
 			`type: kafka, side: right, kafka: {brokers: ["127.0.0.1:9092"], topic: domains-3, group: fleet-3-domains`,
 		}},
-		{SourceRedisStreams, streamsSources(w, 3, "127.0.0.1:6390", 12), []string{
+		{SourceRedisStreams, streamsSources(w, 3, "127.0.0.1:6390", 12, false), []string{
 			`{name: users, type: redis-stream, side: left, redis: {addr: "127.0.0.1:6390"}, stream: users-3, shards: 12, group: fleet-3-users}`,
 			`{name: domains, type: redis-stream, side: right, redis: {addr: "127.0.0.1:6390"}, stream: domains-3, shards: 12, group: fleet-3-domains}`,
 		}},

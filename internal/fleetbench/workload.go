@@ -19,10 +19,11 @@ import (
 // probes.
 type workload struct {
 	name        string
-	join        string   // the job's name and join (YAML)
-	left, right string   // the tables: one source each (a Kafka topic or a set of shard streams)
-	lines       [][]byte // the input, Debezium envelopes with source.table
-	stampField  string   // the output column a latency probe stamps
+	join        string            // the job's name and join (YAML)
+	left, right string            // the tables: one source each (a Kafka topic or a set of shard streams)
+	joinCols    map[string]string // each table's join column
+	lines       [][]byte          // the input, Debezium envelopes with source.table
+	stampField  string            // the output column a latency probe stamps
 	probes      func() (func(prefix string, i int) msg, error)
 }
 
@@ -44,7 +45,8 @@ func newWorkload(name string, c Config) (*workload, error) {
 // its probes are domain updates whose domain_name carries the produce time.
 func cdcWorkload(c Config) *workload {
 	h := cdcgen.Generate(cdcgen.Config{Seed: 7, Users: c.Users, Domains: c.Domains, Changes: c.Changes})
-	w := &workload{name: "cdc", join: cdcJoin, left: "users", right: "domains", lines: h.Lines, stampField: "domain_name"}
+	w := &workload{name: "cdc", join: cdcJoin, left: "users", right: "domains", lines: h.Lines, stampField: "domain_name",
+		joinCols: map[string]string{"users": "id", "domains": "user_id"}}
 	w.probes = func() (func(string, int) msg, error) {
 		// Domains that join (their user exists), in id order.
 		var ids []int
@@ -68,7 +70,7 @@ func cdcWorkload(c Config) *workload {
 			after := map[string]any{"id": id, "user_id": before["user_id"], "domain_name": prefix + strconv.FormatInt(time.Now().UnixNano(), 10)}
 			cur[id] = after
 			b, _ := json.Marshal(map[string]any{"op": "u", "before": before, "after": after, "source": map[string]any{"table": "domains"}, "ts_ms": time.Now().UnixMilli()})
-			return msg{table: "domains", key: fmt.Appendf(nil, "domains:%d", id), pk: fmt.Appendf(nil, "[%d]", id), value: b}
+			return msg{table: "domains", key: fmt.Appendf(nil, "domains:%d", id), pk: fmt.Appendf(nil, "[%d]", id), jk: fmt.Appendf(nil, "[%v]", before["user_id"]), value: b}
 		}, nil
 	}
 	return w
@@ -97,7 +99,8 @@ func benchJoin(name string) string {
 // carries the produce time.
 func q20Workload(c Config) *workload {
 	g := nexmark.New(nexmark.Config{Seed: 7, Events: c.Changes + c.Users + c.Domains, Pad: true})
-	w := &workload{name: "q20", join: q20Join, left: "auction", right: "bid", stampField: "url"}
+	w := &workload{name: "q20", join: q20Join, left: "auction", right: "bid", stampField: "url",
+		joinCols: map[string]string{"auction": "id", "bid": "auction"}}
 	var auctions []int64
 	var last nexmark.Bid
 	var maxID int64
@@ -128,7 +131,7 @@ func q20Workload(c Config) *workload {
 			b.ID, b.Auction = next, as[i%len(as)]
 			b.URL = prefix + strconv.FormatInt(time.Now().UnixNano(), 10)
 			env, _ := json.Marshal(map[string]any{"op": "c", "after": b, "source": map[string]any{"table": "bid"}, "ts_ms": time.Now().UnixMilli()})
-			return msg{table: "bid", key: fmt.Appendf(nil, "bid:%d", b.ID), pk: fmt.Appendf(nil, "[%d]", b.ID), value: env}
+			return msg{table: "bid", key: fmt.Appendf(nil, "bid:%d", b.ID), pk: fmt.Appendf(nil, "[%d]", b.ID), jk: fmt.Appendf(nil, "[%d]", b.Auction), value: env}
 		}, nil
 	}
 	return w

@@ -19,7 +19,7 @@ func TestWorkloadInputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			msgs, err := inputs(w)
+			msgs, err := inputs(w, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,6 +68,56 @@ func TestWorkloadInputs(t *testing.T) {
 			}
 			if _, err := newWorkload("q99", c); err == nil {
 				t.Fatal("unknown workload: no error")
+			}
+		})
+	}
+}
+
+// TestWorkloadInputsByJoinKey checks the co-partitioned input: every
+// record's join key is its row's join column, and no update changes it (a
+// move between keys is a delete keyed by the old value, then a create
+// keyed by the new one).
+func TestWorkloadInputsByJoinKey(t *testing.T) {
+	c := Config{Users: 40, Domains: 120, Changes: 2000}
+	for _, name := range workloadNames {
+		t.Run(name, func(t *testing.T) {
+			w, err := newWorkload(name, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := inputs(w, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moves := 0
+			for _, m := range msgs {
+				var env struct {
+					Op            string
+					Before, After map[string]json.RawMessage
+				}
+				if err := json.Unmarshal(m.value, &env); err != nil {
+					t.Fatal(err)
+				}
+				col := w.joinCols[m.table]
+				row := env.After
+				if row == nil {
+					row = env.Before
+				}
+				if want := "[" + string(row[col]) + "]"; string(m.jk) != want {
+					t.Fatalf("%s record keyed %s, its %s is %s", m.table, m.jk, col, want)
+				}
+				if env.Op == "u" && string(env.Before[col]) != string(env.After[col]) {
+					t.Fatalf("an update moves a %s row from %s to %s: %s", m.table, env.Before[col], env.After[col], m.value)
+				}
+				if env.Op == "d" && len(env.Before) > 0 {
+					moves++
+				}
+			}
+			if name == "cdc" && moves == 0 {
+				t.Errorf("no delete in the cdc input: the history has no move or delete to check")
+			}
+			if len(msgs) < len(w.lines) {
+				t.Errorf("%d records of %d lines", len(msgs), len(w.lines))
 			}
 		})
 	}
