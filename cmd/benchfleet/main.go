@@ -37,7 +37,7 @@ func main() {
 	joinery := flag.String("joinery", "bin/joinery", "the joinery binary (make build)")
 	nodes := flag.String("nodes", "1,2,3,4", "fleet sizes, comma separated")
 	workloads := flag.String("workloads", "cdc,q20", "workloads, comma separated: cdc (users ⋈ domains), q20 (Nexmark bid ⋈ auction)")
-	source := flag.String("source", fleetbench.SourceKafka, "partitioned source: kafka (a topic per table), redis-streams (shard streams per table, on a redis-server of their own), both, or a comma list")
+	source := flag.String("source", fleetbench.SourceKafka, "partitioned source: kafka (a topic per table), redis-streams (shard streams per table, on a redis-server of their own, sharded by primary key), copartitioned (redis-streams sharded by the join key: partitioned_by: join_key), both, or a comma list")
 	quota := flag.Float64("cpu", 0.3, "CPU quota of each node, in CPUs (cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us)")
 	period := flag.Duration("cpu-period", 100*time.Millisecond, "CFS period of the quota (cgroup v1 cpu.cfs_period_us; the kernel's default 100ms): a node that spends its quota early in a period waits for the next one")
 	partitions := flag.Int("partitions", 12, "partitions of each input topic, shard streams of each table with redis-streams")
