@@ -81,6 +81,15 @@ type Metrics struct {
 	// store lost (it went back in time and the source no longer holds the
 	// range): joinery_source_lost_ranges_total{job,source}. The node stops.
 	LostRanges *prometheus.CounterVec
+	// DeadLetters counts records written to the job's dead-letter output
+	// (bad input, late events), by the source that read them:
+	// joinery_dead_letters_total{job,source}.
+	DeadLetters *prometheus.CounterVec
+	// Watermark is this node's global event-time watermark, in Unix
+	// seconds (the minimum over its active partitions and the peers'
+	// shared ones), set as events arrive; event-time jobs only:
+	// joinery_watermark_seconds{job}.
+	Watermark *prometheus.GaugeVec
 
 	reg *prometheus.Registry
 }
@@ -126,11 +135,13 @@ func NewMetrics() *Metrics {
 		SourceReading: gaugeVec("source_reading", "1 while this node reads the source, 0 while another node does (a Redis stream's lease).", "job", "source"),
 		WatermarkLag:  gaugeVec("watermark_lag_seconds", "How far each partition's watermark is behind the wall clock.", "job", "source", "partition"),
 		LostRanges:    counterVec("source_lost_ranges_total", "Times a source could not re-read records the state store lost (gone from the source: retention, trim); the node stops.", "job", "source"),
+		DeadLetters:   counterVec("dead_letters_total", "Records written to the dead-letter output (bad input, late events), by source.", "job", "source"),
+		Watermark:     gaugeVec("watermark_seconds", "This node's global event-time watermark (Unix seconds), set as events arrive; event-time jobs only.", "job"),
 		reg:           prometheus.NewRegistry(),
 	}
 	m.reg.MustRegister(m.RecordsIn, m.Outputs, m.Rejected, m.Late, m.KeyRequests, m.SkippedReplayed, m.KeysActive,
 		m.Passivations, m.KeysBudgetBytes, m.KeysAccountedBytes, m.StateBytes, m.StateOverBudget, m.SnapshotSeconds, m.SnapshotBytes, m.FencedWrites, m.RedisErrors,
-		m.ClusterMembers, m.DeclaredDead, m.SourceReading, m.WatermarkLag, m.LostRanges)
+		m.ClusterMembers, m.DeclaredDead, m.SourceReading, m.WatermarkLag, m.LostRanges, m.DeadLetters, m.Watermark)
 	return m
 }
 
@@ -147,6 +158,26 @@ func (m *Metrics) RegisterRuntime() error {
 	return m.reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
+// InitJob creates job's series that count events (and the over-budget
+// flag) at 0 for each of its sources, so they are on /metrics from the
+// start: an alert on increase() or rate() sees the first event (a series
+// that appears with 1 has no increase), and a dashboard shows 0, not "no
+// data". Series whose labels only events tell (rejected_total's reason,
+// a partition's watermark lag) still appear with their first event.
+func (m *Metrics) InitJob(job string, sources []string) {
+	for _, src := range sources {
+		m.RecordsIn.WithLabelValues(job, src)
+		m.DeadLetters.WithLabelValues(job, src)
+		m.LostRanges.WithLabelValues(job, src)
+	}
+	m.Outputs.WithLabelValues(job, "all")
+	m.Late.WithLabelValues(job)
+	m.SkippedReplayed.WithLabelValues(job)
+	m.FencedWrites.WithLabelValues(job)
+	m.KeysActive.WithLabelValues(job)
+	m.StateOverBudget.WithLabelValues(job)
+}
+
 // ForgetJob removes every series labelled with job (for a job that stopped
 // on this node), so gauges of a gone job do not linger.
 func (m *Metrics) ForgetJob(job string) {
@@ -154,7 +185,9 @@ func (m *Metrics) ForgetJob(job string) {
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		m.RecordsIn.MetricVec, m.Outputs.MetricVec, m.Rejected.MetricVec, m.Late.MetricVec,
 		m.SkippedReplayed.MetricVec, m.KeysActive.MetricVec, m.StateBytes.MetricVec, m.StateOverBudget.MetricVec,
-		m.FencedWrites.MetricVec, m.WatermarkLag.MetricVec,
+		m.FencedWrites.MetricVec, m.WatermarkLag.MetricVec, m.Passivations.MetricVec, m.KeysBudgetBytes.MetricVec,
+		m.KeysAccountedBytes.MetricVec, m.SourceReading.MetricVec, m.LostRanges.MetricVec, m.DeadLetters.MetricVec,
+		m.Watermark.MetricVec,
 	} {
 		v.DeletePartialMatch(l)
 	}

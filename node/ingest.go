@@ -409,7 +409,7 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 		defer n.evt.mu.Unlock() // until the batch is sent: see observeLocked
 		wm := n.evt.observeLocked(b, arrivals, now)
 		if len(arrivals) > 0 {
-			n.exportLag(n.evt.wm.Partitions(), now)
+			n.exportLag(n.evt.wm.Partitions(), wm, now)
 		}
 		var err error
 		if order, err = r.addFires(ctx, applies, order, wm); err != nil {
@@ -557,6 +557,9 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 			return fmt.Errorf("dead letter: %w", err)
 		}
 		n.stats.DeadLettered.Add(int64(len(b.dead)))
+		for _, d := range b.dead {
+			n.metrics.DeadLetters.WithLabelValues(n.spec.Name, d.Source).Inc()
+		}
 	}
 	positions := make([]record.Position, 0, len(b.last))
 	offsets := make(map[string]int64, len(b.last))

@@ -128,6 +128,7 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	n = &Node{spec: spec, cdc: cdc, multi: multi, log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics(),
 		session: fmt.Sprintf("%x", rand.Uint64())}
 	n.stats = newStats(spec.Name, n.metrics)
+	n.initMetrics()
 	n.hot = hotkeys.New(1024, 10*time.Second, time.Now())
 	n.timed, n.evt = timedF, evt
 	if evt != nil {

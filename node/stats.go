@@ -151,3 +151,21 @@ func (s *Stats) PassivationsByCause() map[string]int64 {
 	defer s.mu.Unlock()
 	return maps.Clone(s.byCause)
 }
+
+// initMetrics puts the job's event counters on /metrics at 0 before the
+// first event (admin.Metrics.InitJob; the passivation causes are the
+// actors' own), and the Go runtime and process collectors (go_*,
+// process_*: the dashboard's memory panel reads process_resident_memory_bytes).
+func (n *Node) initMetrics() {
+	srcs := make([]string, 0, len(n.spec.Sources))
+	for _, s := range n.spec.Sources {
+		srcs = append(srcs, s.Name)
+	}
+	n.metrics.InitJob(n.spec.Name, srcs)
+	for _, cause := range []string{actors.CauseIdle, actors.CauseBudget, actors.CauseRequest, actors.CauseStopped} {
+		n.metrics.Passivations.WithLabelValues(n.spec.Name, cause)
+	}
+	if err := n.metrics.RegisterRuntime(); err != nil {
+		n.log.Warn("metrics: runtime collectors not registered", "err", err)
+	}
+}

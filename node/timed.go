@@ -237,8 +237,13 @@ func (n *Node) revokeGrace() time.Duration {
 
 // exportLag sets joinery_watermark_lag_seconds: how far each partition's
 // watermark is behind the wall clock (the usual freshness signal of a live
-// stream; for a replay of old data it is large by nature).
-func (n *Node) exportLag(parts []timers.PartitionWatermark, now time.Time) {
+// stream; for a replay of old data it is large by nature), and
+// joinery_watermark_seconds: the global watermark global (milliseconds),
+// when it is a time (not before the first event, not past the end of input).
+func (n *Node) exportLag(parts []timers.PartitionWatermark, global int64, now time.Time) {
+	if global != math.MinInt64 && global != math.MaxInt64 {
+		n.metrics.Watermark.WithLabelValues(n.spec.Name).Set(float64(global) / 1000)
+	}
 	for _, p := range parts {
 		if p.Watermark == math.MinInt64 || p.Watermark == math.MaxInt64 {
 			continue

@@ -53,8 +53,8 @@ func Render(ch *chart.Chart, vals map[string]any) (map[string]string, error) {
 }
 
 // Object is one rendered manifest decoded into its type: *appsv1.StatefulSet,
-// *corev1.Service, *corev1.ConfigMap, *policyv1.PodDisruptionBudget or
-// *ServiceMonitor.
+// *corev1.Service, *corev1.ConfigMap, *policyv1.PodDisruptionBudget,
+// *ServiceMonitor or *PrometheusRule.
 type Object struct {
 	Source string // template file
 	Kind   string
@@ -72,6 +72,7 @@ var kinds = map[string]func() any{
 	"networking.k8s.io/v1/NetworkPolicy":      func() any { return &networkingv1.NetworkPolicy{} },
 	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
 	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &ServiceMonitor{} },
+	"monitoring.coreos.com/v1/PrometheusRule": func() any { return &PrometheusRule{} },
 }
 
 // Decode splits every rendered template (not NOTES.txt) into documents and
@@ -171,4 +172,36 @@ type ServiceMonitor struct {
 			ScrapeTimeout string `json:"scrapeTimeout,omitempty"`
 		} `json:"endpoints"`
 	} `json:"spec"`
+}
+
+// PrometheusRule is the part of monitoring.coreos.com/v1 PrometheusRule the
+// chart uses. Its spec is a Prometheus rules file's content (groups).
+type PrometheusRule struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       RulesFile         `json:"spec"`
+}
+
+// RulesFile is a Prometheus rules file (rule_files:), as far as the chart's
+// rules use it.
+type RulesFile struct {
+	Groups []RuleGroup `json:"groups"`
+}
+
+// RuleGroup is one group of a rules file.
+type RuleGroup struct {
+	Name     string `json:"name"`
+	Interval string `json:"interval,omitempty"`
+	Rules    []Rule `json:"rules"`
+}
+
+// Rule is an alerting or a recording rule.
+type Rule struct {
+	Alert       string            `json:"alert,omitempty"`
+	Record      string            `json:"record,omitempty"`
+	Expr        string            `json:"expr"`
+	For         string            `json:"for,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
 }

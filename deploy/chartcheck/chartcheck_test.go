@@ -69,6 +69,8 @@ type fleet struct {
 	services map[string]*corev1.Service
 	pdb      *policyv1.PodDisruptionBudget
 	sm       *ServiceMonitor
+	rule     *PrometheusRule
+	board    *corev1.ConfigMap // the Grafana dashboard's
 	notes    string
 }
 
@@ -91,6 +93,13 @@ func render(t *testing.T, ch *chart.Chart, vals map[string]any) fleet {
 			}
 			f.sts = x
 		case *corev1.ConfigMap:
+			if strings.HasSuffix(o.Source, "grafana-dashboard.yaml") {
+				if f.board != nil {
+					t.Fatalf("two dashboard ConfigMaps")
+				}
+				f.board = x
+				continue
+			}
 			if f.cm != nil {
 				t.Fatalf("two ConfigMaps")
 			}
@@ -101,6 +110,8 @@ func render(t *testing.T, ch *chart.Chart, vals map[string]any) fleet {
 			f.pdb = x
 		case *ServiceMonitor:
 			f.sm = x
+		case *PrometheusRule:
+			f.rule = x
 		}
 	}
 	if f.sts == nil || f.cm == nil {
@@ -254,6 +265,8 @@ func checkFleet(t *testing.T, f fleet, v chartutil.Values) {
 	} else if f.sm != nil {
 		t.Error("ServiceMonitor rendered while metrics.serviceMonitor.enabled is off")
 	}
+
+	checkMonitoring(t, f, v)
 
 	for _, want := range []string{"port-forward pod/" + sts.Name + "-0 8081:admin", "joinctl --server http://127.0.0.1:8081 members"} {
 		if !strings.Contains(f.notes, want) {
