@@ -32,6 +32,11 @@ type nodeMeta struct {
 	// on it again (Provider.DeclaredDead). encodeMeta drops the oldest
 	// entries that do not fit memberlist's meta limit.
 	Dead []string `json:"dead,omitempty"`
+	// Restarting is set once this node reported that it must restart
+	// (Provider.DeclaredDead): it is on its way out, so its dead list no
+	// longer counts against anyone (restartVerdictLocked) — the other
+	// side of a conflict it is in need not restart too.
+	Restarting bool `json:"restarting,omitempty"`
 }
 
 func encodeMeta(m nodeMeta) ([]byte, error) {

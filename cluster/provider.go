@@ -294,6 +294,10 @@ func (p *Provider) confirmRestart(ml *memberlist.Memberlist, addrs []string, wai
 	}
 	d := &DeadNotice{By: v.by, Blocked: v.blocked, At: time.Now()}
 	if p.declaredDead.CompareAndSwap(nil, d) {
+		select { // gossip meta.Restarting
+		case p.metaChanged <- struct{}{}:
+		default:
+		}
 		if p.cfg.OnDeclaredDead != nil {
 			p.cfg.OnDeclaredDead(*d)
 		}
@@ -329,8 +333,8 @@ func (p *Provider) restartVerdictLocked() restartVerdict {
 	names := map[string]string{p.ownMeta.ID: p.mu.self} // member ID -> name, live nodes
 	var live []*nodeView
 	for _, n := range p.mu.nodes {
-		if n.status != StatusAlive || n.metaErr != nil || n.meta.Client || n.meta.ID == p.ownMeta.ID {
-			continue
+		if n.status != StatusAlive || n.metaErr != nil || n.meta.Client || n.meta.ID == p.ownMeta.ID || n.meta.Restarting {
+			continue // a restarting node is on its way out: its conflicts end with its restart
 		}
 		names[n.meta.ID] = n.name
 		live = append(live, n)
@@ -798,6 +802,7 @@ func (p *Provider) joinLoop(ml *memberlist.Memberlist, seeds []string) {
 func (p *Provider) storeMetaLocked() error {
 	m := p.ownMeta
 	m.Leaving = p.leaving
+	m.Restarting = p.declaredDead.Load() != nil
 	type dead struct {
 		id string
 		at time.Time

@@ -96,7 +96,8 @@ func TestRestartSetCovers(t *testing.T) {
 
 // verdictProvider is a Provider with a hand-made view and no memberlist:
 // self is "n<self>" and live lists every live node with the names of the
-// nodes its gossiped dead list holds ("n3": "n2" means n3 declared n2).
+// nodes its gossiped dead list holds ("n3": "n2" means n3 declared n2; a
+// name ending in "!" gossips that it is restarting).
 // Member IDs are the names with an "id-" prefix.
 func verdictProvider(t *testing.T, self string, live map[string][]string, confirm, minority time.Duration) *Provider {
 	t.Helper()
@@ -122,6 +123,7 @@ func setVerdictView(p *Provider, live map[string][]string) {
 	p.mu.nodes = map[string]*nodeView{}
 	p.mu.deadIDs = map[string]time.Time{}
 	for name, dead := range live {
+		name, restarting := strings.CutSuffix(name, "!")
 		var ids []string
 		for _, d := range dead {
 			ids = append(ids, "id-"+d)
@@ -132,7 +134,7 @@ func setVerdictView(p *Provider, live map[string][]string) {
 			}
 			continue
 		}
-		p.mu.nodes[name] = &nodeView{name: name, status: StatusAlive, meta: nodeMeta{ID: "id-" + name, Dead: ids}}
+		p.mu.nodes[name] = &nodeView{name: name, status: StatusAlive, meta: nodeMeta{ID: "id-" + name, Dead: ids, Restarting: restarting}}
 	}
 	p.checkDeclaredDeadLocked()
 }
@@ -188,5 +190,29 @@ func TestRestartVerdictMajority(t *testing.T) {
 				t.Errorf("after %v: declared dead %v (%v), want %v", minority+20*confirm, got, p.DeclaredDead(), tt.want)
 			}
 		})
+	}
+}
+
+// TestRestartVerdictIgnoresRestarting: once the cut-off side of a
+// partition reported that it must restart (meta.Restarting), its dead list
+// no longer counts. Two of five cut off, and the ingesting n1 left: the
+// four live nodes are an even split, where restartSet's tie-break would
+// restart n4 and n5, the majority side — unless n2 and n3 are on their way
+// out.
+func TestRestartVerdictIgnoresRestarting(t *testing.T) {
+	split := map[string][]string{"n2": {"n4", "n5"}, "n3": {"n4", "n5"}, "n4": {"n2", "n3"}, "n5": {"n2", "n3"}}
+	leaving := map[string][]string{"n2!": {"n4", "n5"}, "n3!": {"n4", "n5"}, "n4": {"n2", "n3"}, "n5": {"n2", "n3"}}
+	for _, tt := range []struct {
+		name string
+		live map[string][]string
+		want bool
+	}{{"the pair still counts", split, true}, {"the pair is restarting", leaving, false}} {
+		p := verdictProvider(t, "n4", tt.live, time.Hour, time.Hour)
+		p.mu.Lock()
+		v := p.restartVerdictLocked()
+		p.mu.Unlock()
+		if v.restart != tt.want {
+			t.Errorf("%s: n4 restart verdict %+v, want restart=%v", tt.name, v, tt.want)
+		}
 	}
 }
