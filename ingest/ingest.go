@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
 
@@ -30,9 +30,9 @@ const (
 // Reasons a record of a request is refused (RecordError.Reason), in the
 // vocabulary of the node's dead letters and its joinery_rejected_total.
 const (
-	// ReasonBadUTF8: the record holds bytes that are not UTF-8 (a key
-	// would be silently rewritten to U+FFFD by a JSON decoder, merging
-	// distinct keys).
+	// ReasonBadUTF8: the record holds bytes that are not UTF-8, or a \u
+	// escape of an unpaired UTF-16 surrogate (a key would be silently
+	// rewritten to U+FFFD by a JSON decoder, merging distinct keys).
 	ReasonBadUTF8 = string(reason.BadUTF8)
 	// ReasonDuplicateField: an object of the record names a field twice
 	// (decoders disagree on which one wins).
@@ -303,13 +303,14 @@ func SplitNDJSON(body []byte) ([][]byte, error) {
 	return values, nil
 }
 
-// CheckRecords refuses the first record that is not UTF-8 (ReasonBadUTF8)
-// or whose objects repeat a field (ReasonDuplicateField), as a
+// CheckRecords refuses the first record that is not UTF-8 or escapes an
+// unpaired UTF-16 surrogate in a string (\ud800k; ReasonBadUTF8, see
+// internal/utf8json) or whose objects repeat a field (ReasonDuplicateField), as a
 // *RecordError. values are valid JSON (SplitJSON, SplitNDJSON).
 func CheckRecords(values [][]byte) error {
 	for i, v := range values {
-		if !utf8.Valid(v) {
-			return &RecordError{Record: i + 1, Reason: ReasonBadUTF8, Msg: "the record is not valid UTF-8"}
+		if err := utf8json.Check(v); err != nil {
+			return &RecordError{Record: i + 1, Reason: ReasonBadUTF8, Msg: "the record is not valid UTF-8 once decoded: " + err.Error()}
 		}
 		if field, dup := duplicateField(v); dup {
 			return &RecordError{Record: i + 1, Reason: ReasonDuplicateField, Msg: fmt.Sprintf("field %q appears twice in one object", field)}
