@@ -13,9 +13,9 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/joinery/joinery/internal/bearer"
 	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
@@ -85,7 +85,8 @@ type Config struct {
 	// that gets 408. Default DefaultBodyTimeout.
 	BodyTimeout time.Duration
 	// Token, when set, is the bearer token every request must carry
-	// ("Authorization: Bearer <Token>"); others get 401.
+	// ("Authorization: Bearer <Token>", the scheme in any case); others,
+	// a bare token without the scheme included, get 401.
 	Token string
 	// OnRefused, when set, is called once per request refused for its
 	// contents, with the reason: ReasonBadUTF8, ReasonDuplicateField or
@@ -165,8 +166,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.cfg.Token != "" {
-		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.cfg.Token)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(bearer.Token(r)), []byte(h.cfg.Token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="joinery-ingest"`)
 			writeError(w, http.StatusUnauthorized, "ingest: missing or wrong bearer token")
 			return
