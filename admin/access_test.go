@@ -3,8 +3,10 @@ package admin_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -116,15 +118,103 @@ func TestAdminLongKey(t *testing.T) {
 	wantCode(t, call(t, "GET", ts.URL+"/v1/jobs/j/keys/"+long[1:], "s"), 404)
 }
 
-// TestAdminMetricsToken: with a metrics token /metrics needs it; the API
-// tokens do not open it.
-func TestAdminMetricsToken(t *testing.T) {
-	ts := newTestServer(t, admin.ServerConfig{Backend: &fakeBackend{}, Token: "a", MetricsToken: "m"})
-	wantCode(t, call(t, "GET", ts.URL+"/metrics", ""), 401)
-	wantCode(t, call(t, "GET", ts.URL+"/metrics", "a"), 401)
-	wantCode(t, call(t, "GET", ts.URL+"/metrics", "m"), 200)
-	wantCode(t, call(t, "GET", ts.URL+"/v1/members", "m"), 401)
-	wantCode(t, call(t, "GET", ts.URL+"/healthz", ""), 200)
+// callAuth is call with the Authorization header as given ("" for none).
+func callAuth(t *testing.T, method, u, authorization string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{resp.StatusCode, string(b), resp.Header}
+}
+
+// TestAdminScopes runs every kind of route with every kind of token on a
+// server with admin, read and metrics tokens: a higher scope is accepted
+// wherever a lower one is (admin ⊇ read ⊇ metrics), a smaller scope is
+// 403, no or an unknown token 401; the console's page is open (it holds no
+// data and asks for the token), its data (/ui/api/) needs the read scope;
+// the scheme "Bearer" is matched case-insensitively.
+func TestAdminScopes(t *testing.T) {
+	ts := newTestServer(t, admin.ServerConfig{Backend: &fakeBackend{}, Pprof: true, Token: "4dm1n", ReadToken: "r34d", MetricsToken: "m3tr1cs"})
+	// The Authorization headers, by column of the table below.
+	auths := []string{"", "Bearer guess", "Bearer m3tr1cs", "Bearer r34d", "Bearer 4dm1n", "bearer r34d", "BEARER 4dm1n", "r34d", "Basic r34d"}
+	for _, c := range []struct {
+		method, path string
+		want         [9]int // by auths
+	}{
+		{"GET", "/healthz", [9]int{200, 200, 200, 200, 200, 200, 200, 200, 200}},
+		{"GET", "/readyz", [9]int{200, 200, 200, 200, 200, 200, 200, 200, 200}},
+		{"GET", "/metrics", [9]int{401, 401, 200, 200, 200, 200, 200, 401, 401}},
+		{"GET", "/ui/", [9]int{200, 200, 200, 200, 200, 200, 200, 200, 200}},
+		{"GET", "/ui/app.js", [9]int{200, 200, 200, 200, 200, 200, 200, 200, 200}},
+		{"GET", "/ui/api/samples", [9]int{401, 401, 403, 200, 200, 200, 200, 401, 401}},
+		{"HEAD", "/ui/api/samples", [9]int{401, 401, 403, 200, 200, 200, 200, 401, 401}},
+		{"GET", "/ui/api/nothing", [9]int{401, 401, 403, 404, 404, 404, 404, 401, 401}},
+		{"GET", "/v1/members", [9]int{401, 401, 403, 200, 200, 200, 200, 401, 401}},
+		{"GET", "/v1/jobs/j/keys/1", [9]int{401, 401, 403, 200, 200, 200, 200, 401, 401}},
+		{"GET", "/v1/jobs/j/keys/1/why", [9]int{401, 401, 403, 200, 200, 200, 200, 401, 401}},
+		{"GET", "/v1/jobs/j/watermarks", [9]int{401, 401, 403, 200, 200, 200, 200, 401, 401}},
+		{"POST", "/v1/jobs/j/keys/1/passivate", [9]int{401, 401, 403, 403, 204, 403, 204, 401, 401}},
+		{"GET", "/debug/pprof/", [9]int{401, 401, 403, 403, 200, 403, 200, 401, 401}},
+	} {
+		for i, auth := range auths {
+			a := callAuth(t, c.method, ts.URL+c.path, auth)
+			if a.code != c.want[i] {
+				t.Errorf("%s %s with Authorization %q = %d, want %d (%s)", c.method, c.path, auth, a.code, c.want[i], strings.TrimSpace(a.body))
+			}
+			if a.code == 401 && !strings.HasPrefix(a.hdr.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("%s %s: 401 without WWW-Authenticate: Bearer", c.method, c.path)
+			}
+		}
+	}
+	// A 403 says which token the route needs.
+	wantJSONError(t, call(t, "GET", ts.URL+"/ui/api/samples", "m3tr1cs"), 403, "the read or admin token")
+	wantJSONError(t, call(t, "POST", ts.URL+"/v1/jobs/j/keys/1/passivate", "r34d"), 403, "the admin token")
+}
+
+// TestAdminScopesWithoutMetricsToken: /metrics stays open without a
+// metrics token, while the console's data needs the read scope as soon as
+// an API token is set; on loopback without any token everything is open.
+func TestAdminScopesWithoutMetricsToken(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		cfg           admin.ServerConfig
+		token         string
+		metrics, data int
+	}{
+		{"read token set, none sent", admin.ServerConfig{ReadToken: "r"}, "", 200, 401},
+		{"read token set and sent", admin.ServerConfig{ReadToken: "r"}, "r", 200, 200},
+		{"admin token set and sent", admin.ServerConfig{Token: "a"}, "a", 200, 200},
+		{"admin token set, none sent", admin.ServerConfig{Token: "a"}, "", 200, 401},
+		{"only a metrics token, on loopback", admin.ServerConfig{MetricsToken: "m"}, "", 401, 200},
+		{"no token, on loopback", admin.ServerConfig{}, "", 200, 200},
+	} {
+		c.cfg.Backend = &fakeBackend{}
+		ts := newTestServer(t, c.cfg)
+		if a := call(t, "GET", ts.URL+"/metrics", c.token); a.code != c.metrics {
+			t.Errorf("%s: /metrics = %d, want %d", c.name, a.code, c.metrics)
+		}
+		for _, p := range []string{"/ui/api/samples", "/v1/members"} {
+			if a := call(t, "GET", ts.URL+p, c.token); a.code != c.data {
+				t.Errorf("%s: %s = %d, want %d", c.name, p, a.code, c.data)
+			}
+		}
+		if a := call(t, "GET", ts.URL+"/ui/", ""); a.code != 200 || !strings.Contains(a.body, "token") {
+			t.Errorf("%s: /ui/ = %d, want the page", c.name, a.code)
+		}
+	}
 }
 
 func TestAdminCheckAccess(t *testing.T) {

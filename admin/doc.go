@@ -31,17 +31,23 @@
 //	GET  /v1/jobs/{job}/hot?n=10                []HotKey   (501 without HotKeys)
 //	POST /v1/jobs/{job}/keys/{key}/passivate    204        (501 without KeyActions)
 //	POST /v1/jobs/{job}/keys/{key}/evict        204        (501 without KeyActions)
-//	GET  /ui/                                   the read-only web console (package console)
+//	GET  /ui/                                   the read-only web console's page (package console): open, no data
+//	GET  /ui/api/samples                        the console's samples (console.Samples): the read scope
 //	GET  /v1/gossip/keys                        []GossipKey (501 without GossipKeyring)
 //	POST /v1/gossip/keys                        204, body GossipKeyChange; needs the token
 //	GET  /debug/pprof/...                       only with ServerConfig.Pprof
 //
-// Access (ServerConfig): the read routes take the read or the admin bearer
-// token, the write actions and pprof the admin token only (403 for the read
-// token, 401 without a known one); /metrics takes MetricsToken when one is
-// set; the probes are always open. Without tokens the reads are open only
-// while the configured address is loopback: off loopback Start refuses with
-// ErrInsecure unless Insecure. A key over MaxKeyBytes is 414. The
-// http.Server has read-header, read, write and idle timeouts.
+// Access (ServerConfig): bearer tokens of three scopes, each accepted
+// wherever a smaller one is (admin ⊇ read ⊇ metrics). /metrics takes any of
+// them when MetricsToken is set (open otherwise); the read routes and the
+// console's data (/ui/api/) the read or the admin token; the write actions,
+// gossip key changes and pprof the admin token only. A known token of too
+// small a scope is 403, none or an unknown one 401; "Bearer" is matched
+// case-insensitively (internal/bearer). The probes and the console's page
+// (HTML, CSS, JavaScript: it asks for the token) are always open. Without
+// tokens the reads are open only while the configured address is loopback:
+// off loopback Start refuses with ErrInsecure unless Insecure. A key over
+// MaxKeyBytes is 414. The http.Server has read-header, read, write and idle
+// timeouts.
 // docs/security.md has the threat model.
 package admin

@@ -13,11 +13,11 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/joinery/joinery/console"
+	bearertok "github.com/joinery/joinery/internal/bearer"
 	"github.com/joinery/joinery/internal/bindaddr"
 )
 
@@ -51,11 +51,15 @@ var ErrInsecure = errors.New("admin: refusing to serve the admin API off loopbac
 
 // ServerConfig configures NewServer. A zero field means its default.
 //
-// Access: /healthz and /readyz are always open (probes). /metrics is open
-// unless MetricsToken is set. The /v1 routes and /debug/pprof take bearer
-// tokens of two scopes: ReadToken allows the read-only routes, Token (the
-// admin scope) allows everything; a read token on a write action or pprof is
-// 403, a missing or unknown token 401. Without any token the read routes and
+// Access: /healthz and /readyz are always open (probes), and so is the
+// console's page under /ui/ (no data: it asks for a token). /metrics is
+// open unless MetricsToken is set. Bearer tokens have three scopes, each
+// including the ones below: MetricsToken allows /metrics, ReadToken also
+// the read-only /v1 routes and the console's data (/ui/api/), Token (the
+// admin scope) everything. A token of too small a scope is 403 (a read
+// token on a write action or pprof, a metrics token on a read route), a
+// missing or unknown token 401. The "Bearer" scheme is matched
+// case-insensitively. Without any token the read routes and
 // pprof are open, but only while the server binds to loopback
 // (bindaddr.Loopback of Addr) or Insecure is set: off loopback Start refuses
 // with ErrInsecure. Write actions always need Token.
@@ -157,7 +161,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
 	mux.HandleFunc("GET /readyz", s.handleReadyz)
 	mux.Handle("GET /metrics", s.metrics(s.cfg.Metrics.Handler()))
-	mux.Handle("GET "+console.Prefix, console.New(s.cfg.Metrics.Registry(), console.Options{})) // the read-only web console
+	// The read-only web console: its page (HTML, CSS, JavaScript, no data)
+	// is open so that it can ask for a token; its data needs the read
+	// scope, like the /v1 routes it also reads.
+	ui := console.New(s.cfg.Metrics.Registry(), console.Options{})
+	mux.Handle("GET "+console.Prefix, ui)
+	mux.Handle("GET "+console.APIPrefix, s.authed(scopeRead, ui))
 
 	mux.Handle("GET /v1/members", s.read(s.handleMembers))
 	mux.Handle("GET /v1/jobs/{job}/keys/{key}/location", s.read(keyed(s.handleLocate)))
@@ -346,71 +355,87 @@ func (s *Server) write(action string, do func(KeyActions, context.Context, strin
 	})
 }
 
-// scope is what a route needs: scopeRead is met by the read or the admin
-// token, scopeAdmin by the admin token only.
+// scope is what a route needs, and what a token allows. Each scope
+// includes the ones below it: the admin token is accepted wherever the
+// read token is, and both wherever the metrics token is.
 type scope int
 
 const (
-	scopeRead scope = iota
-	scopeAdmin
+	scopeMetrics scope = iota // /metrics (MetricsToken)
+	scopeRead                 // the read-only /v1 routes and the console's data (ReadToken)
+	scopeAdmin                // everything: write actions, gossip keys, pprof (Token)
 )
 
-// bearer is the request's bearer token, "" without one.
-func bearer(r *http.Request) string {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return ""
+// what names the token that a need asks for, for error messages.
+func (need scope) what() string {
+	switch need {
+	case scopeMetrics:
+		return "the metrics, read or admin token"
+	case scopeRead:
+		return "the read or admin token"
 	}
-	return strings.TrimSpace(got)
+	return "the admin token"
 }
+
+// bearer is the request's bearer token, "" without one.
+func bearer(r *http.Request) string { return bearertok.Token(r) }
 
 // tokenIs compares in constant time; an empty want never matches.
 func tokenIs(got, want string) bool {
 	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-// authed lets a request through when it carries a token of scope need (or
-// when the server is open, see ServerConfig): 401 without a known token, 403
-// with a read token where the admin scope is needed.
+// scopeOf is the scope the token got allows; ok is false for no token or
+// an unknown one.
+func (s *Server) scopeOf(got string) (sc scope, ok bool) {
+	switch {
+	case got == "":
+		return 0, false
+	case tokenIs(got, s.cfg.Token):
+		return scopeAdmin, true
+	case tokenIs(got, s.cfg.ReadToken):
+		return scopeRead, true
+	case tokenIs(got, s.cfg.MetricsToken):
+		return scopeMetrics, true
+	}
+	return 0, false
+}
+
+// authed lets a request through when it carries a token of scope need or
+// above (or when the route is open: /metrics without MetricsToken, the
+// others see ServerConfig): 401 without a known token, 403 with a token of
+// a smaller scope.
 func (s *Server) authed(need scope, h http.Handler) http.Handler {
-	open := s.cfg.open()
+	open, realm := s.cfg.open(), `Bearer realm="joinery"`
+	if need == scopeMetrics {
+		open, realm = s.cfg.MetricsToken == "", `Bearer realm="joinery-metrics"`
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if open {
 			h.ServeHTTP(w, r)
 			return
 		}
-		got := bearer(r)
+		got, ok := s.scopeOf(bearer(r))
 		switch {
-		case tokenIs(got, s.cfg.Token):
-			h.ServeHTTP(w, r)
-		case tokenIs(got, s.cfg.ReadToken):
-			if need == scopeRead {
-				h.ServeHTTP(w, r)
-				return
-			}
-			s.log.Warn("admin: read token used where the admin scope is needed", "path", r.URL.Path, "remote", r.RemoteAddr)
-			writeError(w, http.StatusForbidden, "this needs the admin token; the read token only allows reads")
-		default:
-			w.Header().Set("WWW-Authenticate", `Bearer realm="joinery"`)
+		case !ok:
+			w.Header().Set("WWW-Authenticate", realm)
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		case got < need:
+			s.log.Warn("admin: token of too small a scope", "path", r.URL.Path, "remote", r.RemoteAddr, "needs", need.what())
+			msg := "this needs " + need.what() + "; the read token only allows reads"
+			if got == scopeMetrics {
+				msg = "this needs " + need.what() + "; the metrics token only allows /metrics"
+			}
+			writeError(w, http.StatusForbidden, msg)
+		default:
+			h.ServeHTTP(w, r)
 		}
 	})
 }
 
-// metrics guards /metrics with MetricsToken when one is set.
-func (s *Server) metrics(h http.Handler) http.Handler {
-	if s.cfg.MetricsToken == "" {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !tokenIs(bearer(r), s.cfg.MetricsToken) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="joinery-metrics"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong metrics bearer token")
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
+// metrics guards /metrics: open without MetricsToken; with it, the
+// metrics, read or admin token.
+func (s *Server) metrics(h http.Handler) http.Handler { return s.authed(scopeMetrics, h) }
 
 // api runs f with the backend and a bounded context and writes its answer.
 func (s *Server) api(f apiFunc) http.Handler {

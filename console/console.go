@@ -19,6 +19,12 @@ var static embed.FS
 // full request path (it is mounted on the admin mux without StripPrefix).
 const Prefix = "/ui/"
 
+// APIPrefix is where the console's data is served (api/samples). The page
+// itself, under Prefix, holds no data; a server with tokens guards
+// APIPrefix with the read scope and leaves the page open, so that the page
+// can load and ask for the token.
+const APIPrefix = Prefix + "api/"
+
 // Defaults of Options.
 const (
 	DefaultInterval = time.Second

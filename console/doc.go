@@ -5,14 +5,18 @@
 // page (where a key lives, its state and why it has not emitted yet).
 //
 // The page reads the admin server's own JSON routes (/v1/..., /healthz,
-// /readyz) from the browser, sending the admin token the operator types in
-// as a bearer token. The only data console serves itself is
-// GET /ui/api/samples: a small in-memory ring of samples (one a second,
-// the last five minutes by default) taken from the node's Prometheus
-// registry — rates of the joinery_* counters, gauges, and snapshot write
-// latency quantiles from the histogram's bucket deltas — so the page can
-// draw history without a Prometheus server. Like /metrics it carries no key
-// data.
+// /readyz) from the browser, sending the token the operator types in (the
+// read or the admin token, kept in the tab's sessionStorage) as a bearer
+// token. The only data console serves itself is GET /ui/api/samples
+// (under APIPrefix): a small in-memory ring of samples (one a second, the
+// last five minutes by default) taken from the node's Prometheus registry
+// — rates of the joinery_* counters, gauges, and snapshot write latency
+// quantiles from the histogram's bucket deltas — so the page can draw
+// history without a Prometheus server. Like /metrics it carries no key
+// data, but it is served as the console's data: when the node has tokens,
+// the admin server asks for the read scope under APIPrefix and leaves the
+// page's assets open (they hold no data), so the page can load and ask for
+// the token.
 //
 // console owns the page, its assets and the sampler. It must not change
 // anything: it serves GET only, has no passivate or evict buttons, and does

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/joinery/joinery/ingest"
+	"github.com/joinery/joinery/internal/utf8json"
 )
 
 func TestCheckRecords(t *testing.T) {
@@ -27,6 +28,12 @@ func TestCheckRecords(t *testing.T) {
 		{"in an array element", []string{`[{"k":1,"k":1}]`}, 1, ingest.ReasonDuplicateField},
 		{"bad utf-8 in a value", []string{"{\"a\":\"\xff\"}"}, 1, ingest.ReasonBadUTF8},
 		{"bad utf-8 in a key", []string{`{"a":1}`, "{\"k\xc3\":1}"}, 2, ingest.ReasonBadUTF8},
+		{"lone high surrogate in a key", []string{`{"after":{"id":"\ud800k"}}`}, 1, ingest.ReasonBadUTF8},
+		{"the other lone high surrogate", []string{`{"a":1}`, `{"after":{"id":"\udbffk"}}`}, 2, ingest.ReasonBadUTF8},
+		{"lone low surrogate, upper case", []string{`["\uDC00"]`}, 1, ingest.ReasonBadUTF8},
+		{"high then not low", []string{`{"\ud800\u0041":1}`}, 1, ingest.ReasonBadUTF8},
+		{"surrogate before a duplicate", []string{`{"a":"\udfff","a":1}`}, 1, ingest.ReasonBadUTF8},
+		{"a pair and escaped backslashes", []string{`{"id":"\ud83d\ude00","x":"\\ud800","y":"\\\ud800\udc00"}`}, 0, ""},
 	} {
 		vals := make([][]byte, len(c.values))
 		for i, v := range c.values {
@@ -43,9 +50,10 @@ func TestCheckRecords(t *testing.T) {
 	}
 }
 
-// FuzzCheckRecords: CheckRecords never panics, refuses exactly the values
-// that are not UTF-8 and, for valid JSON objects, agrees with a decode into
-// a map about duplicates (a map loses one of two equal names).
+// FuzzCheckRecords: CheckRecords never panics, refuses as bad-utf8 the
+// values that are not UTF-8 and only values utf8json.Check refuses, and
+// otherwise, for valid JSON objects, agrees with a decode into a map about
+// duplicates (a map loses one of two equal names).
 func FuzzCheckRecords(f *testing.F) {
 	for _, s := range []string{`{"a":1}`, `{"a":1,"a":2}`, `[{"a":{"b":[1,2]},"c":null}]`, "{\"a\":\"\xff\"}", `{"\u0061":1,"a":2}`} {
 		f.Add([]byte(s))
@@ -94,6 +102,12 @@ func FuzzCheckRecords(f *testing.F) {
 			if depth == 1 {
 				expect = true
 			}
+		}
+		if re != nil && re.Reason == ingest.ReasonBadUTF8 {
+			if utf8json.Check(b) == nil {
+				t.Fatalf("%q: refused as %s: %v", b, re.Reason, err)
+			}
+			return
 		}
 		if fields != len(m) && re == nil {
 			t.Fatalf("%q: %d top-level fields, %d distinct, but not refused", b, fields, len(m))

@@ -14,8 +14,9 @@
 //   - 202 Accepted, {"appended": n}: Append returned nil, the n entries are in
 //     the log (in request order);
 //   - 400: a value is not valid JSON (the message names the line), or a
-//     record is refused by CheckRecords: {"error", "reason": "bad-utf8" or
-//     "duplicate-field", "record": n}; nothing is appended;
+//     record is refused by CheckRecords: {"error", "reason": "bad-utf8"
+//     (bytes that are not UTF-8, or a \u escape of an unpaired surrogate)
+//     or "duplicate-field", "record": n}; nothing is appended;
 //   - 401: Config.Token is set and the request does not carry it;
 //   - 408: the body did not arrive within Config.BodyTimeout;
 //   - 405: not a POST; 415: another Content-Type;

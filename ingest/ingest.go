@@ -13,10 +13,10 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/joinery/joinery/internal/bearer"
+	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
 
@@ -30,9 +30,9 @@ const (
 // Reasons a record of a request is refused (RecordError.Reason), in the
 // vocabulary of the node's dead letters and its joinery_rejected_total.
 const (
-	// ReasonBadUTF8: the record holds bytes that are not UTF-8 (a key
-	// would be silently rewritten to U+FFFD by a JSON decoder, merging
-	// distinct keys).
+	// ReasonBadUTF8: the record holds bytes that are not UTF-8, or a \u
+	// escape of an unpaired UTF-16 surrogate (a key would be silently
+	// rewritten to U+FFFD by a JSON decoder, merging distinct keys).
 	ReasonBadUTF8 = string(reason.BadUTF8)
 	// ReasonDuplicateField: an object of the record names a field twice
 	// (decoders disagree on which one wins).
@@ -85,7 +85,8 @@ type Config struct {
 	// that gets 408. Default DefaultBodyTimeout.
 	BodyTimeout time.Duration
 	// Token, when set, is the bearer token every request must carry
-	// ("Authorization: Bearer <Token>"); others get 401.
+	// ("Authorization: Bearer <Token>", the scheme in any case); others,
+	// a bare token without the scheme included, get 401.
 	Token string
 	// OnRefused, when set, is called once per request refused for its
 	// contents, with the reason: ReasonBadUTF8, ReasonDuplicateField or
@@ -165,8 +166,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.cfg.Token != "" {
-		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.cfg.Token)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(bearer.Token(r)), []byte(h.cfg.Token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="joinery-ingest"`)
 			writeError(w, http.StatusUnauthorized, "ingest: missing or wrong bearer token")
 			return
@@ -303,13 +303,14 @@ func SplitNDJSON(body []byte) ([][]byte, error) {
 	return values, nil
 }
 
-// CheckRecords refuses the first record that is not UTF-8 (ReasonBadUTF8)
-// or whose objects repeat a field (ReasonDuplicateField), as a
+// CheckRecords refuses the first record that is not UTF-8 or escapes an
+// unpaired UTF-16 surrogate in a string (\ud800k; ReasonBadUTF8, see
+// internal/utf8json) or whose objects repeat a field (ReasonDuplicateField), as a
 // *RecordError. values are valid JSON (SplitJSON, SplitNDJSON).
 func CheckRecords(values [][]byte) error {
 	for i, v := range values {
-		if !utf8.Valid(v) {
-			return &RecordError{Record: i + 1, Reason: ReasonBadUTF8, Msg: "the record is not valid UTF-8"}
+		if err := utf8json.Check(v); err != nil {
+			return &RecordError{Record: i + 1, Reason: ReasonBadUTF8, Msg: "the record is not valid UTF-8 once decoded: " + err.Error()}
 		}
 		if field, dup := duplicateField(v); dup {
 			return &RecordError{Record: i + 1, Reason: ReasonDuplicateField, Msg: fmt.Sprintf("field %q appears twice in one object", field)}

@@ -265,3 +265,41 @@ func TestIngestKafka(t *testing.T) {
 }
 
 var saslNoUser = kafkaopts.SASL{Mechanism: kafkaopts.MechanismPlain}
+
+// TestIngestToken: with a token, the Bearer scheme in any case carries it;
+// no header, a wrong token, another scheme and a bare token (which the
+// handler used to accept) are 401 and append nothing.
+func TestIngestToken(t *testing.T) {
+	app := &memAppender{}
+	h := Handler(Config{Appender: app, Token: "1ngest"})
+	for _, c := range []struct {
+		auth   string
+		status int
+	}{
+		{"", 401},
+		{"Bearer wrong", 401},
+		{"Basic 1ngest", 401},
+		{"1ngest", 401},
+		{"Bearer1ngest", 401},
+		{"Bearer 1ngest", 202},
+		{"bearer 1ngest", 202},
+		{"BEARER  1ngest", 202},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/ingest", strings.NewReader(`{"a":1}`))
+		req.Header.Set("Content-Type", ContentTypeJSON)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.status {
+			t.Errorf("Authorization %q: %d %s, want %d", c.auth, rec.Code, rec.Body, c.status)
+		}
+		if c.status == 401 && !strings.HasPrefix(rec.Header().Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("Authorization %q: 401 without WWW-Authenticate: Bearer", c.auth)
+		}
+	}
+	if got := len(app.got()); got != 3 {
+		t.Errorf("%d records appended, want 3 (one per accepted request)", got)
+	}
+}

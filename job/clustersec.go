@@ -48,7 +48,7 @@ func decodeGossipKey(v string) ([]byte, error) {
 		return nil, fmt.Errorf("not base64: %w", err)
 	}
 	if n := len(b); n != 16 && n != 24 && n != 32 {
-		return nil, fmt.Errorf("%d bytes, want 16, 24 or 32 (AES-128/192/256)", n)
+		return nil, fmt.Errorf("decodes to %d bytes, want 16, 24 or 32 (AES-128/192/256)", n)
 	}
 	return b, nil
 }

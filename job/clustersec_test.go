@@ -15,8 +15,8 @@ func TestJobClusterSecurity(t *testing.T) {
 		{"{tls: {ca_file: ca.pem, cert_file: c.pem, key_file: k.pem}, insecure: false}", ""},
 		{"{insecure: true}", ""},
 		{"{secret_key: 'not base64!'}", "cluster.secret_key: not base64"},
-		{"{secret_key: c2hvcnQ=}", "cluster.secret_key: 5 bytes, want 16, 24 or 32"},
-		{"{secret_key: " + key + ", secret_keys: [c2hvcnQ=]}", "cluster.secret_keys[0]: 5 bytes"},
+		{"{secret_key: c2hvcnQ=}", "cluster.secret_key: decodes to 5 bytes, want 16, 24 or 32"},
+		{"{secret_key: " + key + ", secret_keys: [c2hvcnQ=]}", "cluster.secret_keys[0]: decodes to 5 bytes"},
 		{"{secret_keys: [" + key + "]}", "cluster.secret_keys: needs cluster.secret_key"},
 		{"{tls: {cert_file: c.pem}}", "cluster.tls: ca_file, cert_file and key_file go together"},
 	} {

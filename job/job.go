@@ -51,6 +51,11 @@ type Spec struct {
 	Runtime Runtime `yaml:"runtime,omitempty"`
 
 	dir string // directory of the job file; relative paths are resolved against it
+	// unresolved holds the secret fields whose ${VAR} or *_file could not
+	// be read (expandSecrets): that error is their first cause, so Validate
+	// says nothing more about them (an unset ${JOINERY_GOSSIP_KEY} is not
+	// also "not base64").
+	unresolved map[string]bool
 }
 
 // Join describes the join.
@@ -671,10 +676,14 @@ func (s *Spec) Resolve(p string) string {
 	return filepath.Join(s.dir, p)
 }
 
-// Validate reports every problem of the spec, each naming its field.
+// Validate reports every problem of the spec, each naming its field, once
+// (and nothing about a secret field whose value could not be read).
 func (s *Spec) Validate() error {
 	var errs []error
 	bad := func(field, format string, a ...any) {
+		if s.unresolved[field] {
+			return // expandSecrets reported why it holds no value
+		}
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
 	}
 	if !nameRE.MatchString(s.Name) {

@@ -3,7 +3,6 @@ package job
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -120,14 +119,7 @@ func (c Cluster) GossipKey() ([]byte, error) {
 	if c.SecretKey == "" {
 		return nil, nil
 	}
-	key, err := base64.StdEncoding.DecodeString(c.SecretKey)
-	if err != nil {
-		return nil, fmt.Errorf("not base64: %w", err)
-	}
-	if n := len(key); n != 16 && n != 24 && n != 32 {
-		return nil, fmt.Errorf("decodes to %d bytes, want 16, 24 or 32 (AES-128/192/256)", n)
-	}
-	return key, nil
+	return decodeGossipKey(c.SecretKey)
 }
 
 // secret is one secret setting of the job: its field path, its value and
@@ -174,18 +166,26 @@ func (s *Spec) secrets() []secret {
 // expandSecrets fills every secret: ${VAR} and ${VAR:-default} from the
 // environment (lookup), $$ as a literal $, or the contents of its *_file
 // (one trailing newline trimmed, not expanded). Every problem is reported,
-// each naming its field.
+// each naming its field; the fields it could not fill are marked
+// unresolved, so that Validate does not report a second, misleading cause.
 func (s *Spec) expandSecrets(lookup func(string) (string, bool)) error {
 	var errs []error
+	fail := func(field string, err error) {
+		errs = append(errs, err)
+		if s.unresolved == nil {
+			s.unresolved = map[string]bool{}
+		}
+		s.unresolved[field] = true
+	}
 	for _, sec := range s.secrets() {
 		if sec.file != nil && *sec.file != "" {
 			if *sec.val != "" {
-				errs = append(errs, fmt.Errorf("%s: set %s or %s_file, not both", sec.field, lastName(sec.field), lastName(sec.field)))
+				fail(sec.field, fmt.Errorf("%s: set %s or %s_file, not both", sec.field, lastName(sec.field), lastName(sec.field)))
 				continue
 			}
 			v, err := readSecretFile(s.Resolve(*sec.file))
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s_file: %w", sec.field, err))
+				fail(sec.field, fmt.Errorf("%s_file: %w", sec.field, err))
 				continue
 			}
 			*sec.val = v
@@ -193,7 +193,7 @@ func (s *Spec) expandSecrets(lookup func(string) (string, bool)) error {
 		}
 		v, err := ExpandSecret(*sec.val, lookup)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", sec.field, err))
+			fail(sec.field, fmt.Errorf("%s: %w", sec.field, err))
 			continue
 		}
 		*sec.val = v
@@ -302,9 +302,7 @@ const Redacted = "<redacted>"
 // would otherwise only hit when it starts (gossip key, TLS files, an admin
 // or ingest endpoint off loopback without credentials).
 func (s *Spec) validateSecurity(bad func(field, format string, a ...any)) {
-	if _, err := s.Cluster.GossipKey(); err != nil {
-		bad("cluster.secret_key", "%v", err)
-	}
+	// cluster.secret_key is checked once, by validateClusterSecurity.
 	if s.Admin.Addr != "" {
 		if _, err := s.ServerTLSConfig(s.Admin.TLS); err != nil {
 			bad("admin.tls", "%v", err)

@@ -74,6 +74,46 @@ func TestJobSecretUnsetVarNamesField(t *testing.T) {
 	}
 }
 
+// TestJobSecretErrorOnce: each problem of a secret is reported once and
+// by its first cause only: an unset ${VAR} or an unreadable *_file is not
+// followed by what validating the unexpanded text would say ("not base64"),
+// and a bad gossip key is one line, not one per check that looks at it.
+func TestJobSecretErrorOnce(t *testing.T) {
+	t.Setenv(EnvToken, "")
+	t.Setenv(EnvReadToken, "")
+	t.Setenv("JOINERY_TEST_GOSSIP", "")
+	os.Unsetenv("JOINERY_TEST_GOSSIP")
+	const key = "c2VjcmV0LXNlY3JldC0xNg=="
+	for _, c := range []struct {
+		add  string
+		want []string // the lines of the error, each by a part of it
+	}{
+		{"cluster: {secret_key: '${JOINERY_TEST_GOSSIP}'}", []string{"cluster.secret_key: ${JOINERY_TEST_GOSSIP}: environment variable not set"}},
+		{"cluster: {secret_key_file: /nope/gossip}", []string{"cluster.secret_key_file: open /nope/gossip"}},
+		{"cluster: {secret_key: x, secret_key_file: /nope/gossip}", []string{"cluster.secret_key: set secret_key or secret_key_file, not both"}},
+		{"cluster: {secret_key: '" + key + "', secret_keys: ['${JOINERY_TEST_GOSSIP}']}", []string{"cluster.secret_keys[0]: ${JOINERY_TEST_GOSSIP}"}},
+		{"cluster: {secret_key: 'not base64!'}", []string{"cluster.secret_key: not base64"}},
+		{"cluster: {secret_key: 'c2hvcnQ='}", []string{"cluster.secret_key: decodes to 5 bytes"}},
+		// Two problems of two fields: both, once each.
+		{"cluster: {secret_key: '${JOINERY_TEST_GOSSIP}', secret_keys: ['c2hvcnQ=']}", []string{
+			"cluster.secret_key: ${JOINERY_TEST_GOSSIP}", "cluster.secret_keys[0]: decodes to 5 bytes"}},
+	} {
+		_, err := Parse([]byte(strings.Replace(good, "sinks:", c.add+"\nsinks:", 1)))
+		if err == nil {
+			t.Errorf("%s: no error", c.add)
+			continue
+		}
+		lines := strings.Split(err.Error(), "\n")
+		ok := len(lines) == len(c.want)
+		for i := 0; ok && i < len(lines); i++ {
+			ok = strings.Contains(lines[i], c.want[i])
+		}
+		if !ok {
+			t.Errorf("%s: error\n%v\nwant %d line(s): %q", c.add, err, len(c.want), c.want)
+		}
+	}
+}
+
 // TestJobSecretFiles: every *_file option reads its secret (one trailing
 // newline trimmed, relative to the job file, contents not expanded); value
 // and file together, a missing file and an empty one are errors.

@@ -259,7 +259,8 @@ func TestNodeBadInputFail(t *testing.T) {
 }
 
 // TestNodeBadInputEventTime checks the event-time classes: a missing key, a
-// missing timestamp, a timestamp of the wrong type, not JSON, too large.
+// missing timestamp, a timestamp of the wrong type, not JSON, too large,
+// keys escaping unpaired surrogates (bad-utf8: both would be key "\uFFFDa").
 func TestNodeBadInputEventTime(t *testing.T) {
 	dir := t.TempDir()
 	lines := []struct{ line, reason string }{
@@ -271,6 +272,8 @@ func TestNodeBadInputEventTime(t *testing.T) {
 		{`{"k":["a"],"ts":1500,"v":"arraykey"}`, "wrong-type"},
 		{`{"k":"a","ts":"yesterday","v":"badts"}`, "bad-ts"},
 		{`{"k":"a","ts":1600,"v":"` + strings.Repeat("x", 300) + `"}`, "too-large"},
+		{`{"k":"\ud800a","ts":1700,"v":"lonehigh"}`, "bad-utf8"},
+		{`{"k":"\udc00a","ts":1700,"v":"lonelow"}`, "bad-utf8"},
 		{`[1,2]`, "not-object"},
 		{`{"k":"a","ts":2000,"v":"l2"}`, ""},
 	}

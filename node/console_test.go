@@ -109,9 +109,11 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Logf("wrote %s (%d bytes)", path, len(png))
 }
 
-// TestConsole runs the users ⋈ domains example on one node with an admin
-// token, opens the console in headless Chromium, and checks what it shows:
-// the API refuses it until the token is typed in; then the fleet table
+// TestConsole runs the users ⋈ domains example on one node with admin,
+// read and metrics tokens, opens the console in headless Chromium, and
+// checks what it shows: the page loads but the API (its samples included)
+// refuses it until the read token is typed in, and the token survives a
+// reload (session storage); then the fleet table
 // lists this node, alive, with its key count and the source it reads; and a
 // key typed into the box shows the user's row, its two domain rows, its
 // applied offset and why it has nothing pending.
@@ -126,6 +128,7 @@ func TestConsole(t *testing.T) {
 		spec.Sources[0].Rate = 6 // spread the records over a few samples, for the charts
 	}
 	spec.Admin = job.Admin{Addr: "127.0.0.1:0", Token: "s3cret"}
+	spec.Admin.ReadToken, spec.Admin.MetricsToken = "r34d", "m3tr1cs"
 	n := start(t, spec)
 	run(t, n)
 	base := "http://" + n.AdminAddr()
@@ -141,8 +144,12 @@ func TestConsole(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui")); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, ctx, "#error", "missing or wrong bearer token", "token box")
-	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#token"), "s3cret"+kb.Enter)); err != nil {
+	waitText(t, ctx, "#error", "samples: missing or wrong bearer token", "members: missing or wrong bearer token", "token box")
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#token"), "r34d"+kb.Enter)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#members tbody", n.Address(), "this node", "alive")
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
 		t.Fatal(err)
 	}
 	fleet := waitText(t, ctx, "#members tbody", n.Address(), "this node", "alive")
@@ -160,11 +167,14 @@ func TestConsole(t *testing.T) {
 	waitText(t, ctx, "#wm-note", "changelog")
 	// The samples behind the charts saw the records and the snapshot writes.
 	testutil.WaitFor(t, 30*time.Second, func() error {
-		resp, err := http.Get(base + "/ui/api/samples")
+		resp, err := samplesAs(base, "r34d")
 		if err != nil {
 			return err
 		}
 		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("samples with the read token: %s", resp.Status)
+		}
 		var got console.Samples
 		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 			return err
@@ -180,6 +190,22 @@ func TestConsole(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The samples need the read scope (the admin token has it); the
+	// metrics token only opens /metrics.
+	for _, c := range []struct {
+		token string
+		code  int
+	}{{"", 401}, {"m3tr1cs", 403}, {"s3cret", 200}} {
+		resp, err := samplesAs(base, c.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.code {
+			t.Errorf("GET /ui/api/samples with token %q = %s, want %d", c.token, resp.Status, c.code)
+		}
+	}
 
 	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#key"), "1"+kb.Enter)); err != nil {
 		t.Fatal(err)
@@ -217,6 +243,18 @@ func TestConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#key-error", `key "999" has no state`)
+}
+
+// samplesAs gets the console's samples with token ("" for none).
+func samplesAs(base, token string) (*http.Response, error) {
+	req, err := http.NewRequest("GET", base+"/ui/api/samples", nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return http.DefaultClient.Do(req)
 }
 
 // TestConsoleEventTime runs a window join from two Redis Streams where the

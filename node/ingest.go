@@ -21,6 +21,7 @@ import (
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/internal/backoff"
+	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
@@ -826,9 +827,13 @@ func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, src
 			fmt.Errorf("truncate of table %q: the join state keeps its rows; re-snapshot the table to rebuild it", env.Table))
 	case err != nil:
 		var de *debezium.DecodeError
+		var ue *utf8json.Error
 		why := reason.Decode
-		if errors.As(err, &de) {
+		switch {
+		case errors.As(err, &de):
 			why = reason.Reason(de.Reason)
+		case errors.As(err, &ue): // formats/changelog
+			why = reason.BadUTF8
 		}
 		return nil, "", r.reject(b, m, why, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
@@ -290,6 +291,9 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 	}
 	if _, err := d.Token(); err != io.EOF {
 		return "", nil, r.reject(b, m, reason.NotJSON, errors.New("trailing data after the JSON value"))
+	}
+	if err := utf8json.Check(m.Value); err != nil {
+		return "", nil, r.reject(b, m, reason.BadUTF8, err) // decoded, a key would hold U+FFFD
 	}
 	if row == nil {
 		return "", nil, r.reject(b, m, reason.NotObject, errors.New("event is not a JSON object"))

@@ -115,3 +115,31 @@ func TestCheckRefusesExposedCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigErrorPrintedOnce: `check` and `run` with an unset
+// ${JOINERY_GOSSIP_KEY} print the job's error once, its first cause only
+// (not also "not base64", which validating the unexpanded text said, twice),
+// and exit 2.
+func TestConfigErrorPrintedOnce(t *testing.T) {
+	t.Setenv("JOINERY_TOKEN", "")
+	t.Setenv("JOINERY_READ_TOKEN", "")
+	t.Setenv("JOINERY_GOSSIP_KEY", "")
+	os.Unsetenv("JOINERY_GOSSIP_KEY")
+	p := writeJob(t, `name: once
+join: {type: cdc, left: {name: users, pk: id, join_on: id}, right: {name: domains, pk: id, join_on: user_id}}
+sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains: right}}]
+cluster: {secret_key: '${JOINERY_GOSSIP_KEY}'}
+`)
+	for _, cmd := range []string{"check", "run"} {
+		var out, errOut strings.Builder
+		code := run([]string{cmd, "--config", p}, &out, &errOut)
+		got := errOut.String()
+		if code != 2 || out.Len() != 0 {
+			t.Errorf("%s: exit %d, stdout %q; want 2 and nothing", cmd, code, out.String())
+		}
+		if strings.Count(got, "cluster.secret_key") != 1 || !strings.Contains(got, "${JOINERY_GOSSIP_KEY}: environment variable not set") ||
+			strings.Contains(got, "base64") || strings.Count(got, "invalid job file") != 1 {
+			t.Errorf("%s: stderr\n%s\nwant one error, naming cluster.secret_key and the unset variable only", cmd, got)
+		}
+	}
+}

@@ -64,8 +64,10 @@ class ApiError extends Error {
   constructor(status, msg) { super(msg); this.status = status; }
 }
 
-// api fetches a path relative to the console (../v1/... is the admin API),
-// with the bearer token when one was typed in.
+// api fetches a path relative to the console (../v1/... is the admin API,
+// api/samples the console's own data), with the bearer token when one was
+// typed in (kept in this tab's sessionStorage). With tokens set on the node
+// both need the read or the admin token; only the page itself is open.
 async function api(path, asText) {
   const headers = {};
   if (st.token) headers.Authorization = 'Bearer ' + st.token;
@@ -75,7 +77,8 @@ async function api(path, asText) {
   if (!r.ok) {
     let msg = body.trim();
     try { msg = parseJSON(body).error || msg; } catch (e) { /* not JSON */ }
-    if (r.status === 401) msg += ' (type the admin token in the token box)';
+    if (r.status === 401) msg += ' (type the read or admin token in the token box)';
+    if (r.status === 403) msg += ' (the console needs the read or admin token)';
     throw new ApiError(r.status, msg);
   }
   return body ? parseJSON(body) : null;
@@ -161,7 +164,8 @@ async function pollOverview() {
 }
 
 async function refreshOverview() {
-  const samples = await api('api/samples').catch((e) => { showError('samples: ' + e.message); return null; });
+  let samplesErr = '';
+  const samples = await api('api/samples').catch((e) => { samplesErr = 'samples: ' + e.message; return null; });
   if (samples) {
     st.samples = samples;
     fill($('#jobs'), samples.jobs.map((j) => el('option', { value: j })));
@@ -176,7 +180,7 @@ async function refreshOverview() {
     job ? api(jobPath(job) + '/watermarks') : Promise.reject(new Error('no job yet')),
     job ? api(jobPath(job) + '/hot?n=10') : Promise.reject(new Error('no job yet')),
   ]);
-  const errs = [];
+  const errs = samplesErr ? [samplesErr] : [];
   if (members.status === 'rejected') errs.push('members: ' + members.reason.message);
   if (wm.status === 'rejected' && wm.reason.status !== 501 && job) errs.push('watermarks: ' + wm.reason.message);
   if (hot.status === 'rejected' && hot.reason.status !== 501 && job) errs.push('hot keys: ' + hot.reason.message);

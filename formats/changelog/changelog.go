@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/record"
 )
 
@@ -171,8 +172,13 @@ func (f Format) Encode(o record.Output) (line []byte, ok bool) {
 // Output: numbers in Row are json.Number, PK is the compacted JSON text of
 // "pk" ("" when pk is null or absent, the inverse of Marshal). "id" and "op"
 // are required; unknown fields are ignored; trailing data
-// after the object is an error.
+// after the object is an error, and so is a line that is not UTF-8 or
+// escapes an unpaired surrogate (an *utf8json.Error, wrapped: decoded, it
+// would hold U+FFFD and merge distinct keys).
 func DecodeChangelog(line []byte) (record.Output, error) {
+	if err := utf8json.Check(line); err != nil {
+		return record.Output{}, fmt.Errorf("changelog: decode: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()
 	var l struct {
@@ -205,8 +211,11 @@ func DecodeChangelog(line []byte) (record.Output, error) {
 
 // DecodeUpsert decodes one line written by Upsert.Marshal. It returns the
 // output id, the compacted key JSON text and the value row, nil for a
-// tombstone.
+// tombstone. It refuses what DecodeChangelog refuses as not UTF-8.
 func DecodeUpsert(line []byte) (id, key string, value record.Row, err error) {
+	if err := utf8json.Check(line); err != nil {
+		return "", "", nil, fmt.Errorf("changelog: decode: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()
 	var l struct {

@@ -2,8 +2,10 @@ package changelog
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
+	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/record"
 )
 
@@ -46,6 +48,36 @@ func TestDecodeChange(t *testing.T) {
 		}
 		if tc.before && c.After != nil || !tc.before && c.Before != nil {
 			t.Errorf("%s: both images set: %+v", tc.line, c)
+		}
+	}
+}
+
+// TestDecodeChangeBadUTF8: a line whose strings would decode with U+FFFD
+// (an unpaired surrogate escape, a byte that is not UTF-8) is refused
+// with an *utf8json.Error, in every field; a pair and an escaped
+// backslash are kept as they are.
+func TestDecodeChangeBadUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		bad  bool
+	}{
+		{`{"id":"a","op":"+I","pk":["\ud800k"],"row":{"user":"x"}}`, true},
+		{`{"id":"a","op":"+I","pk":[1],"row":{"user":"\udbffk"}}`, true},
+		{`{"id":"a","op":"+I","pk":[1],"row":{"\udc00":1}}`, true},
+		{`{"id":"\ud83d","op":"+I","pk":[1],"row":{"user":"x"}}`, true},
+		{"{\"id\":\"a\",\"op\":\"+I\",\"pk\":[1],\"row\":{\"user\":\"\xff\"}}", true},
+		{`{"id":"a","op":"+I","pk":[1],"row":{"user":"\ud83d\ude00","b":"\\ud800"}}`, false},
+	} {
+		_, err := DecodeChange([]byte(tc.line), record.Position{})
+		var ue *utf8json.Error
+		if tc.bad != errors.As(err, &ue) {
+			t.Errorf("DecodeChange(%s) = %v, want a *utf8json.Error: %v", tc.line, err, tc.bad)
+		}
+		if !tc.bad && err != nil {
+			t.Errorf("DecodeChange(%s) = %v", tc.line, err)
+		}
+		if _, _, _, err := DecodeUpsert([]byte(tc.line)); tc.bad != errors.As(err, &ue) {
+			t.Errorf("DecodeUpsert(%s) = %v, want a *utf8json.Error: %v", tc.line, err, tc.bad)
 		}
 	}
 }

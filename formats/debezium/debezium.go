@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
@@ -45,6 +46,10 @@ const (
 	ReasonBadRow = string(reason.BadRow)
 	// ReasonBadTs: "ts_ms" is neither null nor an integer that fits in int64.
 	ReasonBadTs = string(reason.BadTs)
+	// ReasonBadUTF8: the value holds bytes that are not UTF-8 or a \u
+	// escape of an unpaired UTF-16 surrogate; encoding/json would read
+	// either as U+FFFD and merge distinct keys (internal/utf8json).
+	ReasonBadUTF8 = string(reason.BadUTF8)
 )
 
 // DecodeError reports why a value is not a usable Debezium change event.
@@ -69,6 +74,11 @@ func decodeErr(pos record.Position, reason, format string, args ...any) error {
 // {"schema":…,"payload":…} envelope (recognised by a "payload" field and no
 // "op" field at the top level). Numbers are decoded as json.Number so they
 // round-trip exactly.
+//
+// A value that is not UTF-8, or that escapes an unpaired UTF-16 surrogate
+// (\ud800 not followed by a low surrogate, a lone \udc00) in any string,
+// is refused as ReasonBadUTF8: decoded, it would hold U+FFFD instead, and
+// distinct keys would become one.
 //
 // Rules: op must be "c", "r", "u" or "d". c, r and u need a non-null "after";
 // d needs a non-null "before". "before" is dropped for c and r and "after" for
@@ -203,6 +213,9 @@ func decode(b []byte, pos record.Position) (record.Change, map[string]any, error
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return record.Change{}, nil, decodeErr(pos, ReasonNotJSON, "trailing data after the JSON value")
+	}
+	if err := utf8json.Check(b); err != nil {
+		return record.Change{}, nil, decodeErr(pos, ReasonBadUTF8, "%v", err)
 	}
 	if v == nil {
 		return record.Change{}, nil, ErrTombstone

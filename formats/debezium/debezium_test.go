@@ -23,6 +23,11 @@ func TestDecodeDebeziumAccepts(t *testing.T) {
 			want: record.Change{Op: record.OpCreate, After: record.Row{"id": json.Number("1"), "name": "ann"}, TsMs: 1700000000000},
 		},
 		{
+			name: "surrogate pair and escaped backslashes",
+			in:   `{"after":{"id":"\ud83d\ude00","a":"\\ud800k","b":"\uFFFD"},"op":"c"}`,
+			want: record.Change{Op: record.OpCreate, After: record.Row{"id": "\U0001F600", "a": `\ud800k`, "b": "\uFFFD"}},
+		},
+		{
 			name: "snapshot read without ts",
 			in:   `{"after":{"id":2},"op":"r"}`,
 			want: record.Change{Op: record.OpRead, After: record.Row{"id": json.Number("2")}},
@@ -108,6 +113,15 @@ func TestDecodeDebeziumRejects(t *testing.T) {
 		{`{"after":{},"op":"c","ts_ms":"1"}`, ReasonBadTs},
 		{`{"after":{},"op":"c","ts_ms":1.5}`, ReasonBadTs},
 		{`{"after":{},"op":"c","ts_ms":99999999999999999999}`, ReasonBadTs},
+		{`{"after":{"id":"\ud800k"},"op":"c"}`, ReasonBadUTF8},
+		{`{"after":{"id":"\udbffk"},"op":"c"}`, ReasonBadUTF8},
+		{`{"after":{"id":"\uDC00"},"op":"c"}`, ReasonBadUTF8},
+		{`{"after":{"\ud83dk":1},"op":"c"}`, ReasonBadUTF8},
+		{`{"after":{"id":1,"v":["\ud800\u0041"]},"op":"c"}`, ReasonBadUTF8},
+		{`{"before":{"id":"\udfff"},"op":"d"}`, ReasonBadUTF8},
+		{`{"after":{"id":1},"op":"c","source":{"table":"\ud800"}}`, ReasonBadUTF8},
+		{`{"schema":{},"payload":{"after":{"id":"\udc00"},"op":"c"}}`, ReasonBadUTF8},
+		{"{\"after\":{\"id\":\"\xffk\"},\"op\":\"c\"}", ReasonBadUTF8},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			_, err := Decode([]byte(tc.in), testPos)

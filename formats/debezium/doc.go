@@ -7,7 +7,9 @@
 // rejects by reason. DecodeEnvelope also returns the envelope's source.table
 // and an ordered source position (source.lsn, source.file/pos/row, …: see
 // SourcePosition) so callers can drop Debezium's at-least-once replays.
-// Truncate events (op "t") are ErrTruncate. DecodeMap applies the same
+// Truncate events (op "t") are ErrTruncate. A value that is not UTF-8 or
+// escapes an unpaired surrogate (\ud800k) is ReasonBadUTF8, never a key
+// holding U+FFFD (internal/utf8json). DecodeMap applies the same
 // rules to an envelope another format's decoder already turned into JSON
 // values (formats/debeziumavro), so both formats yield identical changes.
 // It does no I/O and keeps no state.

@@ -48,8 +48,9 @@ const (
 	// BadAvro: the payload does not decode with the writer schema
 	// (truncated, corrupt, trailing bytes), or is not a record.
 	BadAvro Reason = "bad-avro"
-	// BadUTF8: the record holds bytes that are not UTF-8 (a key would be
-	// silently rewritten to U+FFFD by a JSON decoder, merging keys).
+	// BadUTF8: the record holds bytes that are not UTF-8, or a \u escape
+	// of an unpaired UTF-16 surrogate ("\ud800k"): a JSON decoder would
+	// silently rewrite either to U+FFFD, merging keys (internal/utf8json).
 	BadUTF8 Reason = "bad-utf8"
 	// DuplicateField: an object of the record names a field twice
 	// (decoders disagree on which one wins).
