@@ -40,7 +40,22 @@ func TestChaosKillShardReader(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2000 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, false) })
+	}
+}
+
+// TestChaosKillShardReaderCoPartitioned is TestChaosKillShardReader on
+// the chart's default shape: shard streams partitioned by the join key
+// (partitioned_by: join_key), so each node hosts the key actors of the
+// shards it reads, and domains moving between users arrive as a delete in
+// the old user's shard and a create in the new one's (cdcgen.ByJoinKey),
+// read by different nodes. The killed node's shards and their key groups
+// move together to the two others; the table equals the true join.
+func TestChaosKillShardReaderCoPartitioned(t *testing.T) {
+	n := trials(1)
+	for trial := range n {
+		seed := uint64(2100 + trial)
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, true) })
 	}
 }
 
@@ -62,7 +77,7 @@ func shardOfLine(t *testing.T, l []byte) int {
 	return redisstream.ShardOf(key, shardCount)
 }
 
-func shardTrial(t *testing.T, seed uint64, trial, trials int) {
+func shardTrial(t *testing.T, seed uint64, trial, trials int, byJoinKey bool) {
 	r := rand.New(rand.NewPCG(seed, seed))
 	dir := t.TempDir()
 	t.Cleanup(func() { keepFiles(t, dir) })
@@ -72,11 +87,28 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int) {
 	defer rc.Close()
 	h := cdcgen.Generate(cdcgen.Config{Seed: seed, Users: 300, Domains: 900, Changes: inputChanges})
 	want := h.LeftJoin()
-	for i := 0; i < len(h.Lines); i += 1000 {
+	var input []cdcgen.KeyedLine // each line and the key its shard is by
+	partitioned := ""
+	if byJoinKey {
+		var err error
+		if input, err = cdcgen.ByJoinKey(h.Lines, map[string]string{"users": "id", "domains": "user_id"}); err != nil {
+			t.Fatal(err)
+		}
+		partitioned = ", partitioned_by: join_key"
+	} else {
+		for _, l := range h.Lines {
+			input = append(input, cdcgen.KeyedLine{Line: l})
+		}
+	}
+	for i := 0; i < len(input); i += 1000 {
 		p := rc.Pipeline()
-		for _, l := range h.Lines[i:min(i+1000, len(h.Lines))] {
-			p.XAdd(ctx, &redis.XAddArgs{Stream: redisstream.ShardStream("cdc", shardOfLine(t, l)),
-				Values: map[string]any{redisstream.ValueField: string(l)}})
+		for _, k := range input[i:min(i+1000, len(input))] {
+			shard := shardOfLine(t, k.Line)
+			if byJoinKey {
+				shard = redisstream.ShardOf(k.Key, shardCount)
+			}
+			p.XAdd(ctx, &redis.XAddArgs{Stream: redisstream.ShardStream("cdc", shard),
+				Values: map[string]any{redisstream.ValueField: string(k.Line)}})
 		}
 		if _, err := p.Exec(ctx); err != nil {
 			t.Fatal(err)
@@ -91,9 +123,9 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int) {
 		names = append(names, name)
 		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: {addr: %[1]q}}
 cluster: {node_name: %[2]s, gossip: "127.0.0.1:%[3]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[4]d"], profile: local, request_timeout: 2s}
-sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[5]d, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
+sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[5]d%[6]s, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
 sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
-`, rs.Addr, name, ports[i], ports[0], shardCount)
+`, rs.Addr, name, ports[i], ports[0], shardCount, partitioned)
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(job), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +196,11 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 	}
 	all := filepath.Join(dir, "out.jsonl")
 	repeated := mergeBySeq(t, all, out(names[0]), out(names[1]), out(names[2]))
-	row := summaryRow{Scenario: "KillShardReader", Trial: trial + 1, Trials: trials, EventsIn: inputChanges,
+	scenario := "KillShardReader"
+	if byJoinKey {
+		scenario = "KillShardReaderCoPartitioned"
+	}
+	row := summaryRow{Scenario: scenario, Trial: trial + 1, Trials: trials, EventsIn: inputChanges,
 		RecoveryMS: ms(rt.first), MaxStallMS: ms(rt.stall)}
 	got, lines, _ := table(t, all)
 	bad := compare(t, got, want)

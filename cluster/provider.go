@@ -249,31 +249,54 @@ func (p *Provider) checkDeclaredDeadLocked() {
 // unhealthy quickly, and only a conflict that stays does so at all.
 func (p *Provider) confirmRestart(ml *memberlist.Memberlist, addrs []string, wait time.Duration, majority bool) {
 	defer p.wg.Done()
-	if ml != nil && len(addrs) > 0 {
-		_, _ = ml.Join(addrs) // a push/pull with each; an unreachable peer is not an error here
+	sync := func() {
+		if ml != nil && len(addrs) > 0 {
+			_, _ = ml.Join(addrs) // a push/pull with each; an unreachable peer is not an error here
+		}
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-p.stop:
-		return
-	case <-timer.C:
+	sleep := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-p.stop:
+			return false
+		case <-t.C:
+			return true
+		}
 	}
-	if !majority && ml != nil {
-		// Sync once more after the long wait, then give the
-		// broadcasts in flight RestartConfirm, as a majority verdict.
+	sync()
+	if !majority {
+		// The verdict must hold for wait (MinorityConfirm), looked at
+		// every RestartConfirm: one that goes ends the wait, one that
+		// gains a strict majority takes the majority's path (the cut-off
+		// node's own view is in flux too while the partition heals).
+		for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
+			if !sleep(p.cfg.RestartConfirm) {
+				return
+			}
+			p.mu.Lock()
+			v := p.restartVerdictLocked()
+			if !v.restart {
+				p.mu.confirming = false
+				p.mu.Unlock()
+				p.logNow().Info("a restart verdict no majority stood behind went while it was confirmed; staying in placement")
+				return
+			}
+			p.mu.Unlock()
+			if v.majority {
+				majority = true
+				break
+			}
+		}
+		// Sync once more, then give the broadcasts in flight
+		// RestartConfirm, as a majority verdict.
 		p.mu.Lock()
 		addrs = p.liveGossipAddrsLocked()
 		p.mu.Unlock()
-		if len(addrs) > 0 {
-			_, _ = ml.Join(addrs)
-		}
-		timer.Reset(p.cfg.RestartConfirm)
-		select {
-		case <-p.stop:
-			return
-		case <-timer.C:
-		}
+		sync()
+	}
+	if !sleep(p.cfg.RestartConfirm) {
+		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -302,7 +325,8 @@ func (p *Provider) confirmRestart(ml *memberlist.Memberlist, addrs []string, wai
 			p.cfg.OnDeclaredDead(*d)
 		}
 		p.logNow().Error("this node must restart: it was declared dead by its live peers, or declared them dead, and protoactor blocks those member IDs for good (its /healthz fails from now on)",
-			slog.Any("declared_dead_by", d.By), slog.Any("declared_dead_here", d.Blocked), slog.Bool("declared_by_majority", v.majority))
+			slog.Any("declared_dead_by", d.By), slog.Any("declared_dead_here", d.Blocked), slog.Bool("declared_by_majority", v.majority),
+			slog.Any("live", v.nodes), slog.Any("dead_lists", v.declared))
 	}
 }
 
@@ -324,6 +348,8 @@ func (p *Provider) liveGossipAddrsLocked() []string {
 type restartVerdict struct {
 	restart, majority bool
 	by, blocked       []string
+	nodes             []string            // the live nodes, this one first, for the log
+	declared          map[string][]string // their dead lists by name, for the log
 }
 
 // restartVerdictLocked says whether this node is in restartSet on the
@@ -362,6 +388,7 @@ func (p *Provider) restartVerdictLocked() restartVerdict {
 	}
 	slices.Sort(v.by)
 	slices.Sort(v.blocked)
+	v.nodes, v.declared = nodes, declared
 	v.restart = true
 	v.majority = 2*len(v.by) > len(live)
 	return v
@@ -875,6 +902,7 @@ func (p *Provider) reconnectLoop(ml *memberlist.Memberlist) {
 		}
 		var addrs []string
 		p.mu.Lock()
+		p.checkDeclaredDeadLocked() // also without a membership event: a verdict dropped on a view in flux is looked at again
 		p.pruneDepartedLocked(time.Now())
 		for _, n := range p.mu.nodes {
 			if n.status == StatusDead && n.gossipAddr != "" {
@@ -1049,6 +1077,7 @@ func (p *Provider) recordNode(n *memberlist.Node, departed bool) {
 	p.checkDeclaredDeadLocked()
 	p.mu.Unlock()
 	if newDead {
+		p.logNow().Warn("a peer was declared dead: protoactor blocks its member ID for good", slog.String("node", v.name), slog.String("member", v.meta.ID))
 		select {
 		case p.metaChanged <- struct{}{}:
 		default:

@@ -216,3 +216,33 @@ func TestRestartVerdictIgnoresRestarting(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartVerdictGainsMajority: the cut-off node's own view is in flux
+// while a partition heals — its peers' dead lists arrive one by one. A
+// verdict first resting on a minority takes the majority's short path as
+// soon as a strict majority's declarations have arrived, instead of
+// waiting out MinorityConfirm.
+func TestRestartVerdictGainsMajority(t *testing.T) {
+	const confirm, minority = 30 * time.Millisecond, time.Hour
+	first := map[string][]string{"n1": nil, "n3": {"n2"}, "n4": {"n2"}, "n5": nil}
+	p := verdictProvider(t, "n2", first, confirm, minority)
+	p.mu.Lock()
+	v := p.restartVerdictLocked()
+	p.mu.Unlock()
+	if !v.restart || v.majority {
+		t.Fatalf("first verdict %+v, want a restart no majority stands behind", v)
+	}
+	time.Sleep(3 * confirm)
+	if d := p.DeclaredDead(); d != nil {
+		t.Fatalf("declared dead on a minority's word after %v: %v", 3*confirm, d)
+	}
+	setVerdictView(p, map[string][]string{"n1": nil, "n3": {"n2"}, "n4": {"n2"}, "n5": {"n2"}})
+	start := time.Now()
+	for p.DeclaredDead() == nil && time.Since(start) < 100*confirm {
+		time.Sleep(confirm / 3)
+	}
+	if d := p.DeclaredDead(); d == nil || !slices.Equal(d.By, []string{"n3", "n4", "n5"}) {
+		t.Fatalf("after the third declaration arrived: declared dead %v, want by n3, n4, n5 within %v", d, 100*confirm)
+	}
+	t.Logf("declared dead %v after the majority's declarations arrived", time.Since(start).Round(time.Millisecond))
+}
