@@ -37,4 +37,12 @@
 // files, logs included, there), CHAOS_LOG_LEVEL (the nodes' --log-level),
 // CHAOS_PAUSE (the pause scenario's SIGSTOP length), CHAOS_PASSIVATE (the
 // passivation scenario's passivate_after; setting it runs that scenario).
+//
+// The fleets run memberlist's LAN timings (cluster profile lan, the
+// default of a real fleet), not the local profile's 200 ms probe timeout
+// and single indirect probe: on a loaded two-core machine (CI runs this
+// package beside node's tests) the local profile made the healthy nodes
+// declare each other dead, which no scenario is about. Failure detection
+// takes about five seconds either way (the suspicion timeout shrinks as the
+// other nodes confirm it).
 package chaos

@@ -83,7 +83,7 @@ join:
   window: {type: tumbling, size: 10s}
   project: [{name: lv, from: l.v}, {name: rv, from: r.v}]
 state: {store: redis, redis: {addr: %q}}
-cluster: {node_name: n%d, gossip: "127.0.0.1:%d", remote: "127.0.0.1:0", seeds: [%q], profile: local, request_timeout: 2s}
+cluster: {node_name: n%d, gossip: "127.0.0.1:%d", remote: "127.0.0.1:0", seeds: [%q], profile: lan, request_timeout: 2s}
 `, redis.Addr, i+1, ports[i], seedAddr)
 				if i == 0 {
 					job += `sources:

@@ -110,7 +110,7 @@ func newFleet(t *testing.T, seed uint64, opts ...fleetOpt) *fleet {
 	}
 	for i := range maxNodes {
 		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: {addr: %q}%s}
-cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile: local, request_timeout: 2s%s}
+cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile: lan, request_timeout: 2s%s}
 `, redisAddr, extraState, i+1, f.host(i), ports[i], f.host(i), seedAddr, secure)
 		if f.opts.admin {
 			port := testutil.FreePort(t)
@@ -294,7 +294,7 @@ func TestChaosKillRedis(t *testing.T) {
 // failure detection, lets its keys move, then continues it (SIGCONT): the
 // paused node wakes up with stale activations, and their state writes must be
 // refused (fenced) — the result equals the fault-free one, and at least one
-// write was refused. The pause is 12 s: memberlist (profile local) marks n2
+// write was refused. The pause is 12 s: memberlist (profile lan) marks n2
 // failed about 5 s into it, so its keys live elsewhere (a newer epoch writes
 // them) for ~7 s before n2 wakes with its pending writes; with the earlier
 // 6 s pause that window was under a second and no write was ever fenced
@@ -313,7 +313,7 @@ func TestChaosPauseActorNode(t *testing.T) {
 			}
 			f.fault()
 			t.Logf("stopped n2 with %d output lines written", lineCount(f.out))
-			// Past memberlist's failure detection (profile local): the fleet
+			// Past memberlist's failure detection (profile lan): the fleet
 			// declares n2 dead and its keys reactivate elsewhere.
 			pause, err := time.ParseDuration(envStr("CHAOS_PAUSE", "12s"))
 			if err != nil {

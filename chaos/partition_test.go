@@ -29,7 +29,7 @@ import (
 // never arrive: they sit unacknowledged in n1's TCP connection to n2, and
 // the kernel retransmits them, with backoff, even after n1 closes that
 // connection when it declares n2 dead (about 5 s in, memberlist profile
-// local; the others confirm each other's suspicion). Then the keys move:
+// lan; the others confirm each other's suspicion). Then the keys move:
 // n1, n3 and n4 activate them with newer owner epochs from Redis and re-apply
 // those requests there. When the partition heals, the kernel's next
 // retransmission delivers the old requests to n2, whose activations of
@@ -94,7 +94,7 @@ func partitionTrial(t *testing.T, seed uint64, trial, trials int) int {
 	f.fault()
 	cutAt := lineCount(f.out)
 	t.Logf("cut n2 off from n1, n3 and n4 with %d output lines written", cutAt)
-	// n1, n3 and n4 declare n2 dead (memberlist, profile local)... n1
+	// n1, n3 and n4 declare n2 dead (memberlist, profile lan)... n1
 	// may finish the input and exit first (under load the declaration
 	// can take longer than the rest of the input): then n3 and n4 decide,
 	// and finish checks n1's exit and the output. An exited n1 has left

@@ -122,7 +122,7 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int, byJoinKey bool) {
 		name := fmt.Sprint("n", i+1)
 		names = append(names, name)
 		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: {addr: %[1]q}}
-cluster: {node_name: %[2]s, gossip: "127.0.0.1:%[3]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[4]d"], profile: local, request_timeout: 2s}
+cluster: {node_name: %[2]s, gossip: "127.0.0.1:%[3]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[4]d"], profile: lan, request_timeout: 2s}
 sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[5]d%[6]s, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
 sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 `, rs.Addr, name, ports[i], ports[0], shardCount, partitioned)
