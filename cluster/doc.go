@@ -90,7 +90,12 @@
 //     out the same smallest set of nodes whose restart ends every such
 //     block (restartSet: the cut-off side of a partition, whichever way
 //     the declarations went); a node in it reports DeclaredDead (the
-//     node's /healthz then fails, and its supervisor restarts it). memberlist never
+//     node's /healthz then fails, and its supervisor restarts it) — at
+//     once when a strict majority of its live peers declared it dead,
+//     else only after the verdict held for Config.MinorityConfirm, so a
+//     healing partition's view in flux never restarts a majority node (see
+//     Provider.confirmRestart); a node that reported gossips it, and its
+//     dead list no longer counts. memberlist never
 //     contacts a dead node again, so the Provider also rejoins, every
 //     ReconnectInterval, the members it saw die: without that the two
 //     sides of a healed partition would stay split for good.
