@@ -40,7 +40,7 @@ func TestChaosKillShardReader(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2000 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, false) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, false, false) })
 	}
 }
 
@@ -55,7 +55,19 @@ func TestChaosKillShardReaderCoPartitioned(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2100 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, true) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, true, false) })
+	}
+}
+
+// TestChaosJoinShardReaderCoPartitioned adds a fourth node to the
+// co-partitioned fleet mid-run: it takes its share of the shards (1 or 2
+// of 6), handed over by their readers, and the key groups of those shards
+// move to it with them; the table equals the true join, nothing is lost.
+func TestChaosJoinShardReaderCoPartitioned(t *testing.T) {
+	n := trials(1)
+	for trial := range n {
+		seed := uint64(2200 + trial)
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, true, true) })
 	}
 }
 
@@ -77,7 +89,11 @@ func shardOfLine(t *testing.T, l []byte) int {
 	return redisstream.ShardOf(key, shardCount)
 }
 
-func shardTrial(t *testing.T, seed uint64, trial, trials int, byJoinKey bool) {
+// shardTrial runs one trial of the sharded scenario: three nodes read the
+// shard streams (by primary key, or byJoinKey co-partitioned); then one of
+// them is killed -9, or, with join, a fourth node joins and takes its
+// share of the shards and their key groups.
+func shardTrial(t *testing.T, seed uint64, trial, trials int, byJoinKey, join bool) {
 	r := rand.New(rand.NewPCG(seed, seed))
 	dir := t.TempDir()
 	t.Cleanup(func() { keepFiles(t, dir) })
@@ -100,27 +116,33 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int, byJoinKey bool) {
 			input = append(input, cdcgen.KeyedLine{Line: l})
 		}
 	}
-	for i := 0; i < len(input); i += 1000 {
-		p := rc.Pipeline()
-		for _, k := range input[i:min(i+1000, len(input))] {
-			shard := shardOfLine(t, k.Line)
-			if byJoinKey {
-				shard = redisstream.ShardOf(k.Key, shardCount)
+	feed := func(input []cdcgen.KeyedLine) {
+		for i := 0; i < len(input); i += 1000 {
+			p := rc.Pipeline()
+			for _, k := range input[i:min(i+1000, len(input))] {
+				shard := shardOfLine(t, k.Line)
+				if byJoinKey {
+					shard = redisstream.ShardOf(k.Key, shardCount)
+				}
+				p.XAdd(ctx, &redis.XAddArgs{Stream: redisstream.ShardStream("cdc", shard),
+					Values: map[string]any{redisstream.ValueField: string(k.Line)}})
 			}
-			p.XAdd(ctx, &redis.XAddArgs{Stream: redisstream.ShardStream("cdc", shard),
-				Values: map[string]any{redisstream.ValueField: string(k.Line)}})
-		}
-		if _, err := p.Exec(ctx); err != nil {
-			t.Fatal(err)
+			if _, err := p.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	later := input[len(input):] // with join, the second half comes once n4 reads
+	if join {
+		input, later = input[:len(input)/2], input[len(input)/2:]
+	}
+	feed(input)
 
-	ports := [3]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
+	ports := [4]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
 	procs := map[string]*proc{}
 	var names []string
-	for i := range 3 {
+	for i := range 4 {
 		name := fmt.Sprint("n", i+1)
-		names = append(names, name)
 		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: {addr: %[1]q}}
 cluster: {node_name: %[2]s, gossip: "127.0.0.1:%[3]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[4]d"], profile: lan, request_timeout: 2s}
 sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[5]d%[6]s, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
@@ -129,7 +151,10 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(job), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		procs[name] = startProc(t, dir, name, name+".yaml")
+		if i < 3 { // n4 only joins (join)
+			names = append(names, name)
+			procs[name] = startProc(t, dir, name, name+".yaml")
+		}
 	}
 	out := func(name string) string { return filepath.Join(dir, "out-"+name+".jsonl") }
 	holders := func() map[string][]int {
@@ -150,7 +175,7 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 				return fmt.Errorf("leases %v: some free", hs)
 			}
 			for _, n := range names {
-				if got := len(hs[n]); got != shardCount/len(names) {
+				if got := len(hs[n]); got < shardCount/len(names) || got > redisstream.FairShare(shardCount, len(names)) {
 					return fmt.Errorf("leases %v: %s holds %d", hs, n, got)
 				}
 			}
@@ -159,22 +184,40 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 	}
 	spread(names...)
 	t.Logf("leases: %v", holders())
-	victim := names[r.IntN(3)]
-	waitLines(t, out(victim), moment(r, 5000), time.Minute)
-	var others []string
-	for _, n := range names {
-		if n != victim {
-			others = append(others, n)
+	var rec *recovery
+	var took time.Duration
+	live := names // the nodes that run to the end
+	if join {
+		waitLines(t, out(names[0]), moment(r, 2000), time.Minute)
+		rec = watchRecovery(out(names[0]), out(names[1]), out(names[2]))
+		joined := time.Now()
+		procs["n4"] = startProc(t, dir, "n4", "n4.yaml")
+		names = append(names, "n4")
+		live = names
+		t.Logf("n4 joined with %d output lines written", lineCount(out(names[0]))+lineCount(out(names[1]))+lineCount(out(names[2])))
+		spread(names...)
+		took = time.Since(joined)
+		t.Logf("leases after n4 joined (%v): %v", took.Round(time.Millisecond), holders())
+		feed(later)
+	} else {
+		victim := names[r.IntN(3)]
+		waitLines(t, out(victim), moment(r, 5000), time.Minute)
+		var others []string
+		for _, n := range names {
+			if n != victim {
+				others = append(others, n)
+			}
 		}
+		rec = watchRecovery(out(others[0]), out(others[1]))
+		killed := time.Now()
+		lost := holders()[victim]
+		procs[victim].kill()
+		t.Logf("killed %s, holding shards %v, with %d output lines written", victim, lost, lineCount(out(victim)))
+		spread(others...)
+		took = time.Since(killed)
+		live = others
+		t.Logf("leases after the kill (%v): %v", took.Round(time.Millisecond), holders())
 	}
-	rec := watchRecovery(out(others[0]), out(others[1]))
-	killed := time.Now()
-	lost := holders()[victim]
-	procs[victim].kill()
-	t.Logf("killed %s, holding shards %v, with %d output lines written", victim, lost, lineCount(out(victim)))
-	spread(others...)
-	took := time.Since(killed)
-	t.Logf("leases after the kill (%v): %v", took.Round(time.Millisecond), holders())
 	// Done when every entry of every shard was delivered and acknowledged
 	// (outputs are written before the offsets are committed).
 	testutil.WaitFor(t, scaled(3*time.Minute), func() error {
@@ -191,14 +234,18 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 		return nil
 	})
 	rt := rec.done()
-	for _, n := range others {
+	for _, n := range live {
 		procs[n].term()
 	}
 	all := filepath.Join(dir, "out.jsonl")
-	repeated := mergeBySeq(t, all, out(names[0]), out(names[1]), out(names[2]))
-	scenario := "KillShardReader"
+	var outs []string
+	for _, n := range names {
+		outs = append(outs, out(n))
+	}
+	repeated := mergeBySeq(t, all, outs...)
+	scenario := map[bool]string{false: "KillShardReader", true: "JoinShardReader"}[join]
 	if byJoinKey {
-		scenario = "KillShardReaderCoPartitioned"
+		scenario += "CoPartitioned"
 	}
 	row := summaryRow{Scenario: scenario, Trial: trial + 1, Trials: trials, EventsIn: inputChanges,
 		RecoveryMS: ms(rt.first), MaxStallMS: ms(rt.stall)}
@@ -212,7 +259,7 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 			t.Errorf("%s wrote no output: the shards did not spread", n)
 		}
 	}
-	t.Logf("%s's shards moved within %v of the kill; changelog: %d distinct ids, %d repeated", victim, took.Round(time.Millisecond), lines, repeated)
+	t.Logf("the shards moved within %v of the fault; changelog: %d distinct ids, %d repeated", took.Round(time.Millisecond), lines, repeated)
 }
 
 // mergeBySeq writes to dst the changelog lines of paths, first line per
