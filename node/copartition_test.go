@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"reflect"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,22 +39,9 @@ func xaddByJoinKey(t *testing.T, rc *redis.Client, stream string, shards int, li
 	}
 }
 
-// keyRequests is a node's joinery_key_requests_total{where}.
+// keyRequests is a node's joinery_key_requests_total{where} (0 before any).
 func keyRequests(t *testing.T, n *node.Node, where string) float64 {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	n.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	for _, l := range strings.Split(rec.Body.String(), "\n") {
-		if strings.HasPrefix(l, "joinery_key_requests_total{") && strings.Contains(l, `where="`+where+`"`) {
-			f := strings.Fields(l)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			if err != nil {
-				t.Fatalf("metric line %q: %v", l, err)
-			}
-			return v
-		}
-	}
-	return 0
+	return max(0, metricValue(t, n, "joinery_key_requests_total", `where="`+where+`"`))
 }
 
 // TestClusterCoPartitionedShards runs three nodes over real memberlist and

@@ -194,11 +194,17 @@ func xadd(t *testing.T, rc *redis.Client, stream string, lines [][]byte) {
 // sourceReading is the node's joinery_source_reading for source cdc, as
 // its /metrics serves it (-1 when absent).
 func sourceReading(t *testing.T, n *node.Node) float64 {
+	return metricValue(t, n, "joinery_source_reading", `source="cdc"`)
+}
+
+// metricValue is the value of the first series of metric name on n's
+// /metrics whose labels contain label (-1 when there is none).
+func metricValue(t *testing.T, n *node.Node, name, label string) float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	n.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, l := range strings.Split(rec.Body.String(), "\n") {
-		if strings.HasPrefix(l, "joinery_source_reading{") && strings.Contains(l, `source="cdc"`) {
+		if strings.HasPrefix(l, name+"{") && strings.Contains(l, label) {
 			f := strings.Fields(l)
 			v, err := strconv.ParseFloat(f[len(f)-1], 64)
 			if err != nil {
