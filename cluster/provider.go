@@ -357,19 +357,25 @@ type restartVerdict struct {
 // declared it dead and those it declared dead.
 func (p *Provider) restartVerdictLocked() restartVerdict {
 	names := map[string]string{p.ownMeta.ID: p.mu.self} // member ID -> name, live nodes
-	var live []*nodeView
+	var live, left []*nodeView
 	for _, n := range p.mu.nodes {
-		if n.status != StatusAlive || n.metaErr != nil || n.meta.Client || n.meta.ID == p.ownMeta.ID || n.meta.Restarting {
-			continue // a restarting node is on its way out: its conflicts end with its restart
+		if n.metaErr != nil || n.meta.Client || n.meta.ID == p.ownMeta.ID {
+			continue
 		}
-		names[n.meta.ID] = n.name
-		live = append(live, n)
+		switch {
+		case n.status == StatusLeft:
+			left = append(left, n)
+		case n.status != StatusAlive || n.meta.Restarting:
+			// a restarting node is on its way out: its conflicts end with its restart
+		default:
+			names[n.meta.ID] = n.name
+			live = append(live, n)
+		}
 	}
-	nodes := []string{p.mu.self}
+	nodes := []string{p.mu.self} // the live nodes, which can restart
 	declared := map[string][]string{}
 	var v restartVerdict
-	for _, n := range live {
-		nodes = append(nodes, n.name)
+	declare := func(n *nodeView) {
 		for _, id := range n.meta.Dead {
 			if name, ok := names[id]; ok {
 				declared[n.name] = append(declared[n.name], name)
@@ -378,19 +384,33 @@ func (p *Provider) restartVerdictLocked() restartVerdict {
 				}
 			}
 		}
+	}
+	for _, n := range live {
+		nodes = append(nodes, n.name)
+		declare(n)
 		if _, ok := p.mu.deadIDs[n.meta.ID]; ok {
 			declared[p.mu.self] = append(declared[p.mu.self], n.name)
 			v.blocked = append(v.blocked, n.name)
 		}
 	}
-	if len(v.by) == 0 && len(v.blocked) == 0 || !slices.Contains(restartSet(nodes, trustDeclarations(nodes, declared)), p.mu.self) {
+	// A node that left gracefully (within DepartedRetention) still votes:
+	// its dead list is what it saw while it ran. Without its word, a fleet
+	// whose ingesting node finished after a partition (3 against 2 of 5)
+	// looks like an even split on the healed view. It blocks nobody any
+	// more, so it is not a node of restartSet.
+	voters := slices.Clone(nodes)
+	for _, n := range left {
+		voters = append(voters, n.name)
+		declare(n)
+	}
+	if len(v.by) == 0 && len(v.blocked) == 0 || !slices.Contains(restartSet(nodes, trustDeclarations(voters, declared)), p.mu.self) {
 		return restartVerdict{}
 	}
 	slices.Sort(v.by)
 	slices.Sort(v.blocked)
-	v.nodes, v.declared = nodes, declared
+	v.nodes, v.declared = voters, declared
 	v.restart = true
-	v.majority = 2*len(v.by) > len(live)
+	v.majority = 2*len(v.by) > len(voters)-1
 	return v
 }
 

@@ -97,7 +97,8 @@ func TestRestartSetCovers(t *testing.T) {
 // verdictProvider is a Provider with a hand-made view and no memberlist:
 // self is "n<self>" and live lists every live node with the names of the
 // nodes its gossiped dead list holds ("n3": "n2" means n3 declared n2; a
-// name ending in "!" gossips that it is restarting).
+// name ending in "!" gossips that it is restarting, one ending in "~" left
+// the fleet gracefully).
 // Member IDs are the names with an "id-" prefix.
 func verdictProvider(t *testing.T, self string, live map[string][]string, confirm, minority time.Duration) *Provider {
 	t.Helper()
@@ -124,6 +125,7 @@ func setVerdictView(p *Provider, live map[string][]string) {
 	p.mu.deadIDs = map[string]time.Time{}
 	for name, dead := range live {
 		name, restarting := strings.CutSuffix(name, "!")
+		name, gone := strings.CutSuffix(name, "~")
 		var ids []string
 		for _, d := range dead {
 			ids = append(ids, "id-"+d)
@@ -134,7 +136,11 @@ func setVerdictView(p *Provider, live map[string][]string) {
 			}
 			continue
 		}
-		p.mu.nodes[name] = &nodeView{name: name, status: StatusAlive, meta: nodeMeta{ID: "id-" + name, Dead: ids, Restarting: restarting}}
+		status := StatusAlive
+		if gone {
+			status = StatusLeft
+		}
+		p.mu.nodes[name] = &nodeView{name: name, status: status, meta: nodeMeta{ID: "id-" + name, Dead: ids, Restarting: restarting}}
 	}
 	p.checkDeclaredDeadLocked()
 }
@@ -245,4 +251,24 @@ func TestRestartVerdictGainsMajority(t *testing.T) {
 		t.Fatalf("after the third declaration arrived: declared dead %v, want by n3, n4, n5 within %v", d, 100*confirm)
 	}
 	t.Logf("declared dead %v after the majority's declarations arrived", time.Since(start).Round(time.Millisecond))
+}
+
+// TestRestartVerdictCountsLeftVoters: two of five (n2, n3) were cut off
+// and declared only n4 dead before the heal; n1, which had declared both,
+// finished and left. On the healed view the live nodes are an even split,
+// but n1's word still counts: the cut-off pair restarts, n4 and n5 stay
+// (seen in TestChaosPartitionTwoOfFive before: n4 and n5 restarted).
+func TestRestartVerdictCountsLeftVoters(t *testing.T) {
+	view := map[string][]string{"n1~": {"n2", "n3"}, "n2": {"n4"}, "n3": {"n4"}, "n4": {"n2", "n3"}, "n5": {"n2", "n3"}}
+	for self, want := range map[string]restartVerdict{
+		"n2": {restart: true, majority: true}, "n3": {restart: true, majority: true}, "n4": {}, "n5": {},
+	} {
+		p := verdictProvider(t, self, view, time.Hour, time.Hour)
+		p.mu.Lock()
+		v := p.restartVerdictLocked()
+		p.mu.Unlock()
+		if v.restart != want.restart || v.majority != want.majority {
+			t.Errorf("%s: verdict %+v, want restart=%v majority=%v", self, v, want.restart, want.majority)
+		}
+	}
 }
