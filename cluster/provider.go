@@ -935,7 +935,7 @@ func (p *Provider) reconnectLoop(ml *memberlist.Memberlist) {
 		}
 		if n, _ := ml.Join(addrs); n > 0 {
 			p.reconnects.Add(1)
-			p.logNow().Info("reached members that were declared dead; merging views", slog.Any("addresses", addrs), slog.Int("reached", n))
+			p.logNow().Warn("reached members that were declared dead; merging views", slog.Any("addresses", addrs), slog.Int("reached", n))
 		}
 	}
 }
