@@ -105,11 +105,20 @@ func TestStoreRedisRollbackFromSnapshot(t *testing.T) {
 	if owner <= zombie {
 		t.Fatalf("Acquire after the rollback = %d, want more than the zombie's %d", owner, zombie)
 	}
-	err = s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("zombie"), Epoch: zombie}})
+	// The zombie's own handle saw the writes the rollback lost: its write
+	// generation refuses it before any epoch is compared.
+	zs := []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("zombie"), Epoch: zombie}}
+	if err := s.Save(ctx, zs); !errors.Is(err, persistence.ErrStoreRolledBack) {
+		t.Fatalf("zombie Save through its own handle after the rollback = %v, want ErrStoreRolledBack", err)
+	}
+	// A zombie whose handle saw nothing of the key's shard (another node's)
+	// is fenced: its epoch was never issued again.
+	fresh := newStore(t, r.Addr)
+	err = fresh.Save(ctx, zs)
 	if f := persistence.Fenced(err); len(f) != 1 || f[0].Epoch != zombie || f[0].Holder != owner {
 		t.Fatalf("zombie Save after the rollback = %v, want fenced by %d", err, owner)
 	}
-	if sn, err := s.Load(ctx, "job", "k"); err != nil || string(sn.State) != "at 10" {
+	if sn, err := fresh.Load(ctx, "job", "k"); err != nil || string(sn.State) != "at 10" {
 		t.Fatalf("Load after the zombie's Save = %q, %v; want the snapshot's state", sn.State, err)
 	}
 }
