@@ -155,6 +155,12 @@ func (a *keyActor) Receive(ctx actor.Context) {
 				ctx.Stop(ctx.Self())
 				return
 			}
+			if errors.Is(m.err, persistence.ErrRollback) {
+				// The writer and the node's guard report it once.
+				a.deps.Logger.Debug("key state write refused: the state store went back in time; stopping the activation", "job", a.deps.Job, "key", a.core.Key())
+				ctx.Stop(ctx.Self())
+				return
+			}
 			a.deps.Logger.Error("key state write failed; stopping the activation", "job", a.deps.Job, "key", a.core.Key(), "err", m.err)
 			ctx.Stop(ctx.Self())
 			return

@@ -74,6 +74,18 @@ func (n *Node) startGuard(ctx context.Context) error {
 	return nil
 }
 
+// keyStore is the store as the key actors and their Writer see it: the
+// guard when there is one, so that a key write (or load) the store refuses
+// because it went back in time under this node (persistence.
+// StaleStoreError: the first write after the rollback to a shard whose
+// writes were lost) stops the node as a rollback found at a commit does.
+func (n *Node) keyStore() persistence.Store {
+	if n.guard != nil {
+		return n.guard
+	}
+	return n.store
+}
+
 // commitOffsets commits through the guard when there is one.
 func (n *Node) commitOffsets(ctx context.Context, offsets map[string]int64) error {
 	if n.guard != nil {

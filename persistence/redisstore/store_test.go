@@ -35,15 +35,36 @@ func newStore(t testing.TB, addr string) *Store {
 	return s
 }
 
+// TestStoreRedisConformance runs the store suite on one real server per
+// subtest. The rollback subtests send it back in time for real: SAVE
+// writes the server's dump, and restoring kills it (-9) and starts it again
+// on the same port and directory, so it loads the older dump.
 func TestStoreRedisConformance(t *testing.T) {
+	var mu sync.Mutex
+	servers := map[string]*testutil.Redis{}
 	storetest.Run(t, func(t *testing.T) persistence.Store {
-		return newStore(t, testutil.StartRedis(t).Addr)
+		r := testutil.StartRedis(t, "--dbfilename", "dump.rdb")
+		mu.Lock()
+		servers[r.Addr] = r
+		mu.Unlock()
+		return newStore(t, r.Addr)
 	}, storetest.WithReopen(func(t *testing.T, old persistence.Store) persistence.Store {
 		addr := old.(*Store).cfg.Addr
 		if err := old.Close(); err != nil {
 			t.Fatal(err)
 		}
 		return newStore(t, addr)
+	}), storetest.WithRollback(func(t *testing.T, s persistence.Store) func() {
+		mu.Lock()
+		r := servers[s.(*Store).cfg.Addr]
+		mu.Unlock()
+		if err := rawClient(t, r.Addr).Save(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			r.Kill()
+			r.Start()
+		}
 	}))
 }
 
