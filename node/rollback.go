@@ -48,7 +48,7 @@ func (n *Node) startGuard(ctx context.Context) error {
 	g := persistence.NewGuard(n.store, func(re *persistence.RollbackError) {
 		rollbacks.WithLabelValues(re.Job).Inc()
 		n.log.Error("state store went back in time; stopping ingestion (restart the node to resume from the store's committed offsets)",
-			"seen", re.Seen.String(), "found", re.Found.String())
+			"seen", re.Seen.String(), "found", re.Found.String(), "err", re)
 		n.rollback.stop(re)
 	})
 	if g == nil {
