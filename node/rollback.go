@@ -12,8 +12,12 @@ import (
 	"github.com/joinery/joinery/record"
 )
 
-// Rollback detection (docs/operations.md, "Rollback detection"): the node
-// commits offsets through a persistence.Guard, which checks the store's
+// Rollback detection (docs/operations.md, "Rollback detection"): the node's
+// key actors and their Writer load and save through a persistence.Guard
+// (keyStore), which turns the store's refusal of a write to a shard gone
+// back in time (its write generation below what this node saw) into the
+// rollback, at the first such write; the node
+// commits offsets through the same guard, which checks the store's
 // lineage (incarnation and commit sequence) in the same atomic step, and
 // checks it at start and every rollbackCheckEvery (a reconnect to a Redis
 // restarted from an older snapshot shows there). A store that went back in
@@ -178,9 +182,10 @@ func (n *Node) lostRange(source string, err error) {
 }
 
 // rollbackStop tells Run that the guard found the store gone back in time
-// (at a commit or in its periodic check): key writes on the rolled-back
-// store would be refused and retried for minutes, so Run stops at once and
-// returns the *persistence.RollbackError.
+// (at a key write or load the store refused, persistence.StaleStoreError;
+// at a commit; or in its periodic check): every later key write to a shard
+// that lost writes would be refused too, so Run stops at once and returns
+// the *persistence.RollbackError.
 type rollbackStop struct {
 	once sync.Once
 	done chan struct{}
