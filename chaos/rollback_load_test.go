@@ -28,6 +28,17 @@ import (
 // refused (its slot group's write generation is below what the node saw),
 // the node stops on it, and the restarted node's rewind makes the
 // changelog replay to the true join.
+//
+// Known open failure (seen in 1 of 2 runs with the fix, and in the run
+// without it): the first node writes nothing after the rollback (it stops
+// at the rollback's output line), but the restarted node, whose source
+// logs the rewind to the store's committed offsets, first applies some 700
+// outputs' worth of entries from after the lost range (the ones in flight
+// at the stop) and only then re-reads the lost range; keys that took such
+// an entry on their restored state skip the lost range after it
+// ("changelog inconsistent: … primary key absent"). That is the Redis
+// stream source's rewind (sources/redisstream/rewind.go) delivering
+// entries past the store's offset before it, not the store.
 func TestChaosStoreRollbackUnderLoad(t *testing.T) {
 	seed := uint64(2500)
 	dir := t.TempDir()
