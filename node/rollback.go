@@ -231,6 +231,10 @@ func (r *rollbackStop) watch(ctx context.Context, cancel context.CancelFunc) {
 	}()
 }
 
+// stopped is closed once a rollback is found (nil, never closed, before
+// init).
+func (r *rollbackStop) stopped() <-chan struct{} { return r.done }
+
 // found is the rollback found, nil if none.
 func (r *rollbackStop) found() error {
 	if r.done == nil {
