@@ -98,6 +98,7 @@ type keyActor struct {
 	stop     bool     // passivation requested: stop once nothing is pending
 	cause    string   // why it was requested
 	poisoned bool     // the poison pill is sent
+	failed   bool     // a write failed: stopping, nothing more is applied (abandon)
 	waiting  []waiter // answers that wait for the next write (keycore.Ready.Wait)
 	budget   *budgetEntry
 	bytes    int64 // what the budget accounts this activation
@@ -117,6 +118,9 @@ func (a *keyActor) account(ctx actor.Context, state []byte, wrote bool) {
 }
 
 func (a *keyActor) Receive(ctx actor.Context) {
+	if a.failed && a.refuse(ctx) {
+		return
+	}
 	switch m := ctx.Message().(type) {
 	case *cluster.ClusterInit:
 		if a.cfg == nil {
@@ -152,11 +156,17 @@ func (a *keyActor) Receive(ctx actor.Context) {
 				if a.deps.Events != nil {
 					a.deps.Events.Fenced(a.deps.Job, a.core.Key())
 				}
-				ctx.Stop(ctx.Self())
+				a.abandon(ctx)
+				return
+			}
+			if errors.Is(m.err, persistence.ErrRollback) {
+				// The writer and the node's guard report it once.
+				a.deps.Logger.Debug("key state write refused: the state store went back in time; stopping the activation", "job", a.deps.Job, "key", a.core.Key())
+				a.abandon(ctx)
 				return
 			}
 			a.deps.Logger.Error("key state write failed; stopping the activation", "job", a.deps.Job, "key", a.core.Key(), "err", m.err)
-			ctx.Stop(ctx.Self())
+			a.abandon(ctx)
 			return
 		}
 		if a.core.Pending() == 0 && a.core.Dirty() {
@@ -192,6 +202,47 @@ func (a *keyActor) Receive(ctx actor.Context) {
 			a.deps.Events.Passivated(a.deps.Job, a.core.Key())
 		}
 	}
+}
+
+// abandon stops the activation after a failed write: its memory is ahead
+// of the store (or another activation owns the key), so it applies
+// nothing more. It poisons rather than stops, as maybeStop does: a stop
+// would drop the requests already in the mailbox without a dead letter,
+// and their senders would wait out their whole timeout (30 s: the node
+// that found a rollback took that long to stop). Until the pill arrives
+// refuse answers each of them as if no actor were there, and the senders
+// resend them to the next activation.
+func (a *keyActor) abandon(ctx actor.Context) {
+	a.failed = true
+	if !a.poisoned {
+		a.poisoned = true
+		ctx.Poison(ctx.Self())
+	}
+}
+
+// refuse answers a request that reaches an abandoned activation, as fail
+// answers those that wait for a write that will not come, and reports
+// whether the message was one; a late writeDone is dropped (its waiters
+// were answered by its callback). Other messages are handled as usual.
+func (a *keyActor) refuse(ctx actor.Context) bool {
+	switch m := ctx.Message().(type) {
+	case *keypb.Apply:
+		ctx.Respond(&keypb.Applied{Error: "key activation stopped before its state was written"})
+	case *LocalApply:
+		if m.Reply == nil {
+			ctx.Respond(&keypb.Applied{Error: "key activation stopped before its state was written"})
+			return true
+		}
+		select {
+		case m.Reply <- DeadLetter{}:
+		default:
+		}
+	case *writeDone:
+		a.core.Durable()
+	default:
+		return false
+	}
+	return true
 }
 
 // maybeStop passivates once nothing is being written. It poisons rather than
@@ -423,7 +474,7 @@ func (a *keyActor) flush(ctx actor.Context) {
 		a.waiting = waiters
 		a.fail(ctx, fmt.Errorf("encode state: %w", err))
 		a.deps.Logger.Error("key state encode failed; stopping the activation", "job", a.deps.Job, "key", a.core.Key(), "err", err)
-		ctx.Stop(ctx.Self())
+		a.abandon(ctx)
 	case w == nil:
 		for _, wt := range waiters {
 			wt.give(ctx.ActorSystem().Root, wt.answer)

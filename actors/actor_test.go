@@ -236,3 +236,47 @@ func testKeyActorGroupCommit(t *testing.T, groupCommit bool, want int64) {
 		t.Errorf("durable offsets %v, want s/0=6", snap.Offsets)
 	}
 }
+
+// refusingStore refuses every Save as a store gone back in time.
+type refusingStore struct{ persistence.Store }
+
+func (s refusingStore) Save(context.Context, []persistence.Snapshot) error {
+	return &persistence.StaleStoreError{Job: "j", Seen: 2, Found: 1}
+}
+
+// TestKeyActorStopAnswersQueuedRequests: a key whose write is refused
+// (here: the store went back in time) stops, with requests still queued in
+// its mailbox. Each of them must be answered at once, as if no actor had
+// been there, so the sender resends it to the next activation: an actor
+// that stops drops the messages left in its mailbox without a dead letter,
+// and their senders used to wait out the whole request timeout (30 s) —
+// the node that found the rollback took that long to stop.
+func TestKeyActorStopAnswersQueuedRequests(t *testing.T) {
+	ctx := context.Background()
+	inner := newEmbedded(t)
+	w := NewWriter(refusingStore{inner}, WriterOptions{})
+	defer w.Close(ctx)
+	system, spawn := keyActors(t, inner, w)
+	WatchDeadLetters(system)
+	pid := spawn("7")
+	const n = 300
+	chs := make([]chan any, n)
+	for i := range chs {
+		ev := record.Event{Key: "7", Side: record.Left, Op: record.OpCreate,
+			After: record.Row{"id": "7", "name": fmt.Sprint(i)}, Pos: record.Position{Source: "s", Partition: 0, Offset: int64(i + 1)}}
+		pe, rows := EventShell(ev)
+		chs[i] = make(chan any, 1)
+		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}}, Rows: []EventRows{rows}, Reply: chs[i]})
+	}
+	deadline := time.After(5 * time.Second)
+	for i, ch := range chs {
+		select {
+		case x := <-ch:
+			if la, ok := x.(*LocalApplied); ok && la.Applied.Error == "" {
+				t.Fatalf("request %d answered %+v on a store that refuses every write", i, la.Applied)
+			}
+		case <-deadline:
+			t.Fatalf("request %d of %d: no answer after the activation stopped", i, n)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -34,7 +35,9 @@ type writeReq struct {
 // Writer batches snapshots from many key actors into pipelined Store.Save
 // calls (write-behind). A failed Save is retried with backoff until it
 // succeeds or the Writer is closed, so a Redis outage stalls ingestion instead
-// of losing writes. Submit is safe for concurrent use; callbacks run on the
+// of losing writes; except a Save refused because the store went back in
+// time (an error matching persistence.ErrRollback), which no retry can
+// pass: its callbacks get the error at once. Submit is safe for concurrent use; callbacks run on the
 // Writer's goroutine, in submission order, after their snapshot is durable.
 type Writer struct {
 	store persistence.Store
@@ -45,6 +48,9 @@ type Writer struct {
 	wg    sync.WaitGroup
 	once  sync.Once
 	subs  atomic.Int64 // snapshots submitted
+	// rolledBack is set at the first Save refused for a store gone back in
+	// time (logged once).
+	rolledBack atomic.Bool
 
 	// mu guards closed and the send on in: Submit sends under the read lock,
 	// Close takes the write lock before it closes in.
@@ -192,6 +198,15 @@ func (w *Writer) save(snaps []persistence.Snapshot) error {
 		if err == nil || len(persistence.Fenced(err)) > 0 {
 			// Fenced snapshots are refused for good (a newer activation owns
 			// the key); retrying cannot help, and the rest of the batch is in.
+			return err
+		}
+		if errors.Is(err, persistence.ErrRollback) {
+			// The store went back in time under this writer
+			// (persistence.StaleStoreError): it refuses every write of the
+			// shard from now on, and the node stops (its guard saw it).
+			if !w.rolledBack.Swap(true) {
+				w.opts.Logger.Error("state write refused: the state store went back in time; not retried", "snapshots", len(snaps), "err", err)
+			}
 			return err
 		}
 		if w.ctx.Err() != nil {

@@ -223,6 +223,11 @@ func (n *Node) runSource(ctx context.Context, cfg job.Source, dl deadletter.Writ
 		select {
 		case <-time.After(drainTimeout):
 			stopDrain()
+		case <-n.rollback.stopped():
+			// The store went back in time: nothing in flight may be
+			// written to a sink or committed, and the keys whose writes
+			// are refused answer no more; stop waiting for them at once.
+			stopDrain()
 		case <-drainCtx.Done():
 		}
 	}()
@@ -616,7 +621,7 @@ func (r *reader) await(ctx context.Context, c call) (ap *keypb.Applied, outs []r
 	for attempt := 1; ; attempt++ {
 		why := sendErr
 		if fut != nil {
-			res, err := fut.Result()
+			res, err := fut.Result(ctx)
 			ap, outs, written = nil, nil, false
 			switch x := res.(type) {
 			case *actors.LocalApplied:
@@ -743,9 +748,10 @@ func (r *reader) sendCalls(calls []call) {
 }
 
 // answer is a key request's answer to come: a localAnswer, or a key's part
-// of an owner node's batch answer (batchPart).
+// of an owner node's batch answer (batchPart). Result waits for it until
+// the request's timeout or ctx ends (then ctx.Err()).
 type answer interface {
-	Result() (any, error)
+	Result(ctx context.Context) (any, error)
 }
 
 // localAnswer waits for a local key actor's answer to a LocalApply on its
@@ -757,7 +763,7 @@ type localAnswer struct {
 	deadline time.Time
 }
 
-func (l *localAnswer) Result() (any, error) {
+func (l *localAnswer) Result(ctx context.Context) (any, error) {
 	var x any
 	select {
 	case x = <-l.ch:
@@ -768,6 +774,8 @@ func (l *localAnswer) Result() (any, error) {
 		case x = <-l.ch:
 		case <-t.C:
 			return nil, actor.ErrTimeout
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 	if _, ok := x.(actors.DeadLetter); ok {

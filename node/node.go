@@ -154,7 +154,7 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	if err = n.startGuard(ctx); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	n.writer = actors.NewWriter(meteredSaves{n.store, n.metrics}, actors.WriterOptions{MaxBatch: spec.State.FlushBatch, Logger: n.log})
+	n.writer = actors.NewWriter(meteredSaves{n.keyStore(), n.metrics}, actors.WriterOptions{MaxBatch: spec.State.FlushBatch, Logger: n.log})
 	if n.out, err = openSinks(ctx, spec, opts.Stdout); err != nil {
 		return nil, err
 	}
@@ -277,7 +277,7 @@ func (n *Node) startCluster() (err error) {
 		}
 		ropts = append(ropts, topts...)
 	}
-	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, Multi: n.multi, NewTimed: n.timed, Store: n.store, Writer: n.writer, Logger: n.log,
+	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, Multi: n.multi, NewTimed: n.timed, Store: n.keyStore(), Writer: n.writer, Logger: n.log,
 		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats, Budget: n.budget})
 	n.kind = actors.KindName(n.spec.Name)
 	n.placement = n.keyPlacement()

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -98,7 +99,7 @@ type remoteAnswer struct {
 	lost <-chan struct{}
 }
 
-func (a *remoteAnswer) Result() (any, error) {
+func (a *remoteAnswer) Result(ctx context.Context) (any, error) {
 	type result struct {
 		v   any
 		err error
@@ -113,5 +114,7 @@ func (a *remoteAnswer) Result() (any, error) {
 		return r.v, r.err
 	case <-a.lost:
 		return nil, errPeerLost{a.addr}
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }

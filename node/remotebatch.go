@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -58,8 +59,10 @@ type remoteBatch struct {
 // to the shared sinks: the reader writes them to its node-local sinks only.
 type ownerWritten struct{ *keypb.Applied }
 
-func (b *remoteBatch) wait() {
-	res, err := b.fut.Result()
+// wait awaits the batch's answer; ctx is the first waiter's (the parts of
+// one batch are awaited by one reader, under one context).
+func (b *remoteBatch) wait(ctx context.Context) {
+	res, err := b.fut.Result(ctx)
 	if err != nil {
 		b.err = err // the whole batch: a timeout, or a dead letter (no batch actor there)
 		return
@@ -86,8 +89,8 @@ type batchPart struct {
 	i int
 }
 
-func (p batchPart) Result() (any, error) {
-	p.b.once.Do(p.b.wait)
+func (p batchPart) Result(ctx context.Context) (any, error) {
+	p.b.once.Do(func() { p.b.wait(ctx) })
 	if p.b.err != nil {
 		return nil, p.b.err
 	}

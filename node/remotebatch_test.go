@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -56,7 +57,7 @@ type fixedAnswer struct {
 	calls int
 }
 
-func (f *fixedAnswer) Result() (any, error) { f.calls++; return f.res, f.err }
+func (f *fixedAnswer) Result(context.Context) (any, error) { f.calls++; return f.res, f.err }
 
 // TestBatchPartResult: each key's part of a batch answer is what a single
 // request's future would give, so await treats it the same: a refusal (a
@@ -79,7 +80,7 @@ func TestBatchPartResult(t *testing.T) {
 		{i: 3, wantErr: actor.ErrTimeout},
 		{i: 4, wantErr: errors.New("any")},
 	} {
-		res, err := batchPart{b: rb, i: tc.i}.Result()
+		res, err := batchPart{b: rb, i: tc.i}.Result(context.Background())
 		switch {
 		case tc.wantErr != nil && err == nil:
 			t.Errorf("part %d: %v, want an error", tc.i, res)
@@ -99,7 +100,7 @@ func TestBatchPartResult(t *testing.T) {
 	} {
 		rb := &remoteBatch{fut: fut, size: 2}
 		for i := range 2 {
-			if res, err := (batchPart{b: rb, i: i}).Result(); err == nil {
+			if res, err := (batchPart{b: rb, i: i}).Result(context.Background()); err == nil {
 				t.Errorf("%s: part %d answered %v", name, i, res)
 			}
 		}

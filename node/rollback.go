@@ -12,8 +12,12 @@ import (
 	"github.com/joinery/joinery/record"
 )
 
-// Rollback detection (docs/operations.md, "Rollback detection"): the node
-// commits offsets through a persistence.Guard, which checks the store's
+// Rollback detection (docs/operations.md, "Rollback detection"): the node's
+// key actors and their Writer load and save through a persistence.Guard
+// (keyStore), which turns the store's refusal of a write to a shard gone
+// back in time (its write generation below what this node saw) into the
+// rollback, at the first such write; the node
+// commits offsets through the same guard, which checks the store's
 // lineage (incarnation and commit sequence) in the same atomic step, and
 // checks it at start and every rollbackCheckEvery (a reconnect to a Redis
 // restarted from an older snapshot shows there). A store that went back in
@@ -48,7 +52,7 @@ func (n *Node) startGuard(ctx context.Context) error {
 	g := persistence.NewGuard(n.store, func(re *persistence.RollbackError) {
 		rollbacks.WithLabelValues(re.Job).Inc()
 		n.log.Error("state store went back in time; stopping ingestion (restart the node to resume from the store's committed offsets)",
-			"seen", re.Seen.String(), "found", re.Found.String())
+			"seen", re.Seen.String(), "found", re.Found.String(), "err", re)
 		n.rollback.stop(re)
 	})
 	if g == nil {
@@ -72,6 +76,18 @@ func (n *Node) startGuard(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// keyStore is the store as the key actors and their Writer see it: the
+// guard when there is one, so that a key write (or load) the store refuses
+// because it went back in time under this node (persistence.
+// StaleStoreError: the first write after the rollback to a shard whose
+// writes were lost) stops the node as a rollback found at a commit does.
+func (n *Node) keyStore() persistence.Store {
+	if n.guard != nil {
+		return n.guard
+	}
+	return n.store
 }
 
 // commitOffsets commits through the guard when there is one.
@@ -166,9 +182,10 @@ func (n *Node) lostRange(source string, err error) {
 }
 
 // rollbackStop tells Run that the guard found the store gone back in time
-// (at a commit or in its periodic check): key writes on the rolled-back
-// store would be refused and retried for minutes, so Run stops at once and
-// returns the *persistence.RollbackError.
+// (at a key write or load the store refused, persistence.StaleStoreError;
+// at a commit; or in its periodic check): every later key write to a shard
+// that lost writes would be refused too, so Run stops at once and returns
+// the *persistence.RollbackError.
 type rollbackStop struct {
 	once sync.Once
 	done chan struct{}
@@ -213,6 +230,10 @@ func (r *rollbackStop) watch(ctx context.Context, cancel context.CancelFunc) {
 		}
 	}()
 }
+
+// stopped is closed once a rollback is found (nil, never closed, before
+// init).
+func (r *rollbackStop) stopped() <-chan struct{} { return r.done }
 
 // found is the rollback found, nil if none.
 func (r *rollbackStop) found() error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/joinery/joinery/record"
 )
 
 // Guard is a Store that watches its LineageStore for going back in time.
@@ -93,6 +95,40 @@ func (g *Guard) CommitOffsets(ctx context.Context, job string, offsets map[strin
 	}
 	g.note(job, l)
 	return nil
+}
+
+// Save passes the batch to the store. A batch the store refused because it
+// went back in time under this writer (a *StaleStoreError: a shard's write
+// generation below what this handle saw acknowledged) is a rollback found,
+// as at a commit: the guard reads the lineage, re-founds the store when its
+// floor did not move, calls OnRollback once, and from then on Check and
+// CommitOffsets of the job return the *RollbackError (its Write names the
+// refused write). Save returns the store's error as it was.
+func (g *Guard) Save(ctx context.Context, batch []Snapshot) error {
+	err := g.LineageStore.Save(ctx, batch)
+	g.stale(ctx, err)
+	return err
+}
+
+// Load passes through; a Load the store refused with a *StaleStoreError
+// is a rollback found, as for Save.
+func (g *Guard) Load(ctx context.Context, job string, key record.Key) (Snapshot, error) {
+	sn, err := g.LineageStore.Load(ctx, job, key)
+	g.stale(ctx, err)
+	return sn, err
+}
+
+// stale turns a *StaleStoreError in err into the job's rollback.
+func (g *Guard) stale(ctx context.Context, err error) {
+	var se *StaleStoreError
+	if !errors.As(err, &se) || g.lostErr(se.Job) != nil {
+		return
+	}
+	re := &RollbackError{Job: se.Job, Seen: g.Seen(se.Job), Write: se}
+	// Unreadable, Found stays zero: re-founding against it changes nothing,
+	// and the restarted node's start check finds the store behind again.
+	re.Found, _ = g.LineageStore.Lineage(ctx, se.Job)
+	_ = g.rollback(ctx, re)
 }
 
 // Recover compares seen, the lineage a source's commit carried (what the

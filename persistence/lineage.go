@@ -96,15 +96,24 @@ var ErrRollback = errors.New("persistence: store went back in time")
 // lost writes the node already acknowledged to its sources, so going on
 // would hand out owner epochs twice and replay a changelog with gaps: the
 // node stops ingesting.
+//
+// Write is the refused key write (or read) that found the rollback, nil
+// when a commit or a lineage check found it: a write finds it first, at the
+// first write after the rollback to a shard whose writes were lost, even
+// when no offsets were committed since (then Found's Seq may equal Seen's).
 type RollbackError struct {
 	Job   string
 	Seen  Lineage
 	Found Lineage
+	Write *StaleStoreError
 }
 
 func (e *RollbackError) Error() string {
 	what := "commit sequence went back"
-	if e.Seen.Incarnation != e.Found.Incarnation {
+	switch {
+	case e.Write != nil:
+		what = fmt.Sprintf("a key write found shard %d at write generation %d, below the %d acknowledged before", e.Write.Shard, e.Write.Found, e.Write.Seen)
+	case e.Seen.Incarnation != e.Found.Incarnation:
 		what = "incarnation changed"
 	}
 	return fmt.Sprintf("persistence: store of job %q went back in time (%s): saw incarnation %s seq %d, found incarnation %s seq %d",

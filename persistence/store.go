@@ -138,6 +138,17 @@ type Store interface {
 	// group); retrying it is safe. Implementations that apply it atomically
 	// (embedded does) say so.
 	//
+	// A store that can go back in time under an open handle (a server
+	// restored from an older snapshot: redisstore) refuses the handle's
+	// writes to a shard that lost writes the handle saw acknowledged:
+	// nothing of that shard's part is written, and Save returns a
+	// *StaleStoreError (errors.Is(err, ErrStoreRolledBack), also
+	// ErrRollback); Load refuses such a shard's keys the same way. Retrying
+	// cannot succeed; a new handle (a restarted node) takes the store as it
+	// is. A store that cannot go back in time under a running process
+	// (embedded) never returns it (storetest: WithRollback,
+	// RollbackFirstWriteRefused).
+	//
 	// Each written snapshot also updates the job's timer index in the same
 	// atomic step: with HasTimer (and non-empty State) the key is indexed at
 	// NextTimer, replacing its previous entry; otherwise, and when it

@@ -230,3 +230,33 @@ func (c *RedisCluster) CountKeys(pattern string) []int {
 	}
 	return out
 }
+
+// Save runs SAVE on every master: each writes its dump (dump.rdb in its
+// directory), a point-in-time copy its restart loads.
+func (c *RedisCluster) Save() {
+	c.t.Helper()
+	for _, m := range c.Masters {
+		cl := node(m.Addr)
+		err := cl.Save(context.Background()).Err()
+		_ = cl.Close()
+		if err != nil {
+			c.t.Fatalf("SAVE on %s: %v", m.Addr, err)
+		}
+	}
+}
+
+// Restart kills the masters (SIGKILL), starts them again on the same
+// ports and directories, so each loads its last dump and its nodes.conf,
+// and waits until the cluster is ok. Without AOF (the default here) each
+// master goes back to its last Save: a cluster restored from older
+// snapshots.
+func (c *RedisCluster) Restart() {
+	c.t.Helper()
+	for _, m := range c.Masters {
+		m.Kill()
+	}
+	for _, m := range c.Masters {
+		m.Start()
+	}
+	c.WaitOK()
+}

@@ -25,6 +25,18 @@
 // the snapshots and, with a Path, in the log; they are kept when a snapshot
 // is deleted, so a key that was ever acquired costs a few bytes for good.
 //
+// # Write generations
+//
+// The Redis store checks a per-shard write generation on every Save, so
+// that a server restored from an older snapshot refuses a running node's
+// first write (persistence.StaleStoreError). This store needs no such
+// check and implements none: one process owns its data, in memory and in
+// its log, and nothing can set it back while the Store is open. A log file
+// replaced by an older copy while no process ran is a new Store over older
+// data, which the node's lineage check at start and the sources' commit
+// lineage find (docs/operations.md, "Rollback detection"). Save and Load
+// never return persistence.ErrStoreRolledBack.
+//
 // # Timer index
 //
 // Each job keeps its keys with a pending timer (Snapshot.HasTimer) in an

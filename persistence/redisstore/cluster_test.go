@@ -36,7 +36,8 @@ func newClusterStore(t testing.TB, c *testutil.RedisCluster, prefix string) *Sto
 
 // TestStoreClusterConformance runs the store suite against a real
 // three-master Redis Cluster. The subtests share the cluster; each gets an
-// empty store through a key prefix of its own.
+// empty store through a key prefix of its own. The rollback subtests SAVE
+// every master and later kill -9 and restart them all from those dumps.
 func TestStoreClusterConformance(t *testing.T) {
 	c := testutil.StartRedisCluster(t, 3)
 	var n atomic.Int64
@@ -48,6 +49,9 @@ func TestStoreClusterConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return newClusterStore(t, c, prefix)
+	}), storetest.WithRollback(func(t *testing.T, s persistence.Store) func() {
+		c.Save()
+		return c.Restart // every master back to its dump
 	}))
 }
 

@@ -18,6 +18,8 @@
 //	<prefix>:{<tag0>}:wm           hash: the job's watermark board (group 0 only)
 //	<prefix>:{<tag0>}:incarnation  string: "<id>:<floor>", the job's incarnation (group 0 only)
 //	<prefix>:{<tag0>}:seq          string: the job's commit sequence (decimal, by INCR; group 0 only)
+//	<prefix>:{<tag>}:gen           string: the group's write generation (decimal, by INCR; on one
+//	                               server only group 0's, the job's)
 //
 // A join key belongs to group FNV-1a-64(key bytes) mod 256, and so does a
 // partition id's committed offset. <tag> is "<job>:<g>:<n>": the escaped
@@ -61,13 +63,34 @@
 // parallel, and follows MOVED and ASK per command. A group's script gets
 // the group's keys set and timers set and, per snapshot, its epoch and
 // state key as KEYS, and the writer's epoch, the join key, the encoded
-// value ("" deletes) and the next timer (decimal, "" for none) as ARGV. It
-// first compares each snapshot's epoch with GET of its epoch key (missing
+// value ("" deletes) and the next timer (decimal, "" for none) as ARGV,
+// after the write generation (below). It first compares each snapshot's epoch with GET of its epoch key (missing
 // = "0", compared as decimal strings), then, for the snapshots that match
 // and in order, runs SET, SADD and ZADD (ZREM when the snapshot has no
 // timer), or DEL, SREM and ZREM for empty state. It replies with the
 // index and holder epoch of each refused snapshot, which Save turns into
 // *persistence.FencedError values, in batch order.
+//
+// # Write generations
+//
+// Every call of the save script also checks and bumps a write generation:
+// on a cluster the group's gen key (in the group's slot, so the script
+// stays one slot), on one server the job's (group 0's gen key; the call
+// then covers every group, and one key per job of the batch). Its keys
+// come first in KEYS, with ARGV[1] their number and then, per key, the
+// least value it must show: the highest this Store saw acknowledged by a
+// save (the INCR results the script returns) or read by a Load (which
+// MGETs the state key and its gen key). A key below it means the server
+// went back in time under this Store (restored from an older dump, failed
+// over to a lagging replica, restarted empty): the script writes nothing
+// and answers the keys found behind, which Save returns as
+// *persistence.StaleStoreError values; a Load so refused returns one too.
+// A generation only grows, and each Store compares with what it saw
+// itself, so many nodes writing a group pass; after a restore each is
+// refused at its first write to a group that lost writes it had made
+// (TestStoreRedisGenerations, TestStoreClusterGenerations; the conformance
+// suite's RollbackFirstWriteRefused). It costs one GET and one INCR in the
+// script per call, no round trip.
 //
 // Everything a snapshot's write touches — its epoch, its state, its
 // group's keys set and timer index — is in its group's slot, so the

@@ -14,21 +14,41 @@ import (
 	"github.com/joinery/joinery/record"
 )
 
-// Load implements persistence.Store with one GET. It returns
-// persistence.ErrNotFound for a key without a snapshot and an error for a
-// value it cannot decode. The returned Offsets is never nil.
+// Load implements persistence.Store with one MGET of the key's state and
+// its shard's write generation (in the same slot). It returns
+// persistence.ErrNotFound for a key without a snapshot, a
+// *persistence.StaleStoreError when the generation is below the highest
+// this handle saw acknowledged (the store went back in time: what it holds
+// may lack writes this node made), and an error for a value it cannot
+// decode. The returned Offsets is never nil.
 func (s *Store) Load(ctx context.Context, job string, key record.Key) (persistence.Snapshot, error) {
 	if s.closed.Load() {
 		return persistence.Snapshot{}, persistence.ErrClosed
 	}
-	b, err := s.client.Get(ctx, stateKey(layoutOf(s.prefix, job).keyPrefix(key), key)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return persistence.Snapshot{}, persistence.ErrNotFound
-	}
+	l := layoutOf(s.prefix, job)
+	g := groupOf(string(key))
+	ref := s.genOf(job, l, g)
+	// What was acknowledged before the read is sent: a Save answered
+	// while the read is on its way may have bumped past what it finds.
+	seen := ref.seen.Load()
+	vals, err := s.client.MGet(ctx, stateKey(l.prefixes[g], key), ref.key).Result()
 	if err != nil {
 		return persistence.Snapshot{}, wrap("load", err)
 	}
-	offsets, state, err := decodeSnapshot(b)
+	if len(vals) != 2 {
+		return persistence.Snapshot{}, fmt.Errorf("redisstore: load %q of job %q: unexpected reply %v", key, job, vals)
+	}
+	if err := ref.check(vals[1], seen); err != nil {
+		return persistence.Snapshot{}, err
+	}
+	if vals[0] == nil {
+		return persistence.Snapshot{}, persistence.ErrNotFound
+	}
+	b, ok := vals[0].(string)
+	if !ok {
+		return persistence.Snapshot{}, fmt.Errorf("redisstore: load %q of job %q: unexpected value %T", key, job, vals[0])
+	}
+	offsets, state, err := decodeSnapshot([]byte(b))
 	if err != nil {
 		return persistence.Snapshot{}, fmt.Errorf("redisstore: load %q of job %q: %w", key, job, err)
 	}
@@ -36,51 +56,77 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 }
 
 // saveScript applies a Save batch, or the part of one that falls in one
-// slot group. Per snapshot i (0-based) it takes four keys,
-// KEYS[4i+1..4i+4] = epoch key, state key, keys set, timers sorted set
-// (the last two the same for every snapshot of a group), and four
-// arguments, ARGV[4i+1..4i+4] = the writer's epoch (decimal), the join key
-// (the set members), the encoded value ("" deletes), the next timer
-// (decimal; "" = no timer). It first compares every epoch key's value (a
-// missing key counts as "0") with the writer's epoch, then writes the
-// snapshots that match, in order: SET, SADD and ZADD (or ZREM without a
-// timer), or DEL, SREM and ZREM. Checking everything before writing
-// anything means a failing GET (a key of the wrong type) aborts the script
-// before it wrote. It returns a flat array of the refused snapshots:
-// 1-based index in the call, then the holder's epoch (a decimal string).
+// slot group. KEYS[1..m] are the write generation keys the call covers
+// (ARGV[1] = m; on a cluster the group's, on one server the job's, one per
+// job of the batch) and ARGV[2..m+1] the least generation each must show:
+// the highest this store handle saw acknowledged ("0" when none). When one
+// shows less, the store went back in time under this writer: the script
+// writes nothing and returns {0, {j, generation, ...}} for every such key.
+// Then, per snapshot i (0-based) it takes four keys, KEYS[m+4i+1..m+4i+4] =
+// epoch key, state key, keys set, timers sorted set (the last two the same
+// for every snapshot of a group), and four arguments, ARGV[m+4i+2..m+4i+5]
+// = the writer's epoch (decimal), the join key (the set members), the
+// encoded value ("" deletes), the next timer (decimal; "" = no timer). It
+// first compares every epoch key's value (a missing key counts as "0") with
+// the writer's epoch, then writes the snapshots that match, in order: SET,
+// SADD and ZADD (or ZREM without a timer), or DEL, SREM and ZREM. Checking
+// everything before writing anything means a failing GET (a key of the
+// wrong type) aborts the script before it wrote. Last it INCRs every
+// generation key and returns {1, refused, generations}: refused a flat
+// array of the refused snapshots, 1-based index in the call, then the
+// holder's epoch (a decimal string); generations the keys' new values.
 //
 // The epochs compare as strings: both sides are canonical decimals (INCR's
-// and strconv's), and Lua numbers are doubles. The timer goes to ZADD as
-// the decimal string, which Redis parses into the double score exactly
+// and strconv's), and Lua numbers are doubles. So do the generations (a
+// counter, far below 2^53, returned as an integer). The timer goes to ZADD
+// as the decimal string, which Redis parses into the double score exactly
 // because Save keeps it within ±2^53.
-var saveScript = redis.NewScript(`
+var saveScript = redis.NewScript(luaLess + `
+local m = tonumber(ARGV[1])
+local stale = {}
+for j = 1, m do
+  local cur = redis.call('GET', KEYS[j]) or '0'
+  if less(cur, ARGV[j + 1]) then
+    stale[#stale + 1] = j
+    stale[#stale + 1] = cur
+  end
+end
+if #stale > 0 then
+  return {0, stale}
+end
 local fenced = {}
 local ok = {}
-for i = 1, #ARGV, 4 do
-  local cur = redis.call('GET', KEYS[i]) or '0'
+for i = m + 2, #ARGV, 4 do
+  local k = i - 1
+  local cur = redis.call('GET', KEYS[k]) or '0'
   if cur == ARGV[i] then
     ok[#ok + 1] = i
   else
-    fenced[#fenced + 1] = (i + 3) / 4
+    fenced[#fenced + 1] = (i - m - 2) / 4 + 1
     fenced[#fenced + 1] = cur
   end
 end
 for _, i in ipairs(ok) do
+  local k = i - 1
   if ARGV[i + 2] == '' then
-    redis.call('DEL', KEYS[i + 1])
-    redis.call('SREM', KEYS[i + 2], ARGV[i + 1])
-    redis.call('ZREM', KEYS[i + 3], ARGV[i + 1])
+    redis.call('DEL', KEYS[k + 1])
+    redis.call('SREM', KEYS[k + 2], ARGV[i + 1])
+    redis.call('ZREM', KEYS[k + 3], ARGV[i + 1])
   else
-    redis.call('SET', KEYS[i + 1], ARGV[i + 2])
-    redis.call('SADD', KEYS[i + 2], ARGV[i + 1])
+    redis.call('SET', KEYS[k + 1], ARGV[i + 2])
+    redis.call('SADD', KEYS[k + 2], ARGV[i + 1])
     if ARGV[i + 3] == '' then
-      redis.call('ZREM', KEYS[i + 3], ARGV[i + 1])
+      redis.call('ZREM', KEYS[k + 3], ARGV[i + 1])
     else
-      redis.call('ZADD', KEYS[i + 3], ARGV[i + 3], ARGV[i + 1])
+      redis.call('ZADD', KEYS[k + 3], ARGV[i + 3], ARGV[i + 1])
     end
   end
 end
-return fenced
+local gens = {}
+for j = 1, m do
+  gens[j] = redis.call('INCR', KEYS[j])
+end
+return {1, fenced, gens}
 `)
 
 // scriptCall is one call of a script: its keys and arguments.
@@ -167,10 +213,12 @@ func (s *Store) checkWaits(waits []*redis.Cmd) error {
 	return nil
 }
 
-// saveGroup is the part of a Save batch in one slot group of one job.
+// saveGroup is the part of a Save batch in one slot group of one job (on
+// one server: the whole batch).
 type saveGroup struct {
-	call scriptCall
-	idx  []int // batch index of each snapshot of the call
+	idx  []int    // batch index of each snapshot of the call
+	gens []genRef // the generation keys the call checks and bumps
+	snap scriptCall
 }
 
 // Save implements persistence.Store. On one server the whole batch is one
@@ -178,15 +226,19 @@ type saveGroup struct {
 // On a cluster the batch is split by slot group (job and group of the key,
 // see the package doc) keeping batch order within each, and each part is
 // one call of the script, all in one pipeline (one round trip per master,
-// in parallel). The script checks every snapshot's epoch and writes the
-// ones that pass, snapshot, keys set and timer index together,
-// atomically. A timer outside [persistence.MinTimer, persistence.MaxTimer]
-// (which a double score could not hold exactly) fails the batch before
-// anything is sent. When Save returns nil the batch is in Redis; how
-// durable that is depends on the server's persistence settings
-// (appendonly, appendfsync). On another error, on a cluster, some parts
-// may have been applied and others not; each snapshot was applied wholly
-// or not at all, so retrying the batch is safe.
+// in parallel). The script checks the write generation of the call's
+// shards against the highest this handle saw acknowledged (a lower one is
+// a store gone back in time: the part writes nothing and Save returns a
+// *persistence.StaleStoreError), checks every snapshot's epoch and writes
+// the ones that pass, snapshot, keys set and timer index together, and
+// bumps the generations, atomically. A timer outside
+// [persistence.MinTimer, persistence.MaxTimer] (which a double score could
+// not hold exactly) fails the batch before anything is sent. When Save
+// returns nil the batch is in Redis; how durable that is depends on the
+// server's persistence settings (appendonly, appendfsync). On another
+// error, on a cluster, some parts may have been applied and others not;
+// each snapshot was applied wholly or not at all, so retrying the batch is
+// safe.
 func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
@@ -200,7 +252,9 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	parts := map[string]*saveGroup{}
 	var order []*saveGroup
 	for i, sn := range batch {
-		gp := layoutOf(s.prefix, sn.Job).keyPrefix(sn.Key)
+		l := layoutOf(s.prefix, sn.Job)
+		g := groupOf(string(sn.Key))
+		gp := l.prefixes[g]
 		part := parts[gp]
 		if !s.cluster && len(order) > 0 {
 			part = order[0] // one server: one call, whatever the slots
@@ -210,6 +264,10 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 			parts[gp] = part
 			order = append(order, part)
 		}
+		ref := s.genOf(sn.Job, l, g)
+		if !slices.ContainsFunc(part.gens, func(r genRef) bool { return r.key == ref.key }) {
+			part.gens = append(part.gens, ref)
+		}
 		var value []byte // empty: delete
 		timer := ""      // empty: no timer
 		if len(sn.State) > 0 {
@@ -218,25 +276,37 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 				timer = strconv.FormatInt(sn.NextTimer, 10)
 			}
 		}
-		part.call.keys = append(part.call.keys, epochKey(gp, sn.Key), stateKey(gp, sn.Key), keysKey(gp), timersKey(gp))
-		part.call.args = append(part.call.args, strconv.FormatInt(sn.Epoch, 10), string(sn.Key), value, timer)
+		part.snap.keys = append(part.snap.keys, epochKey(gp, sn.Key), stateKey(gp, sn.Key), keysKey(gp), timersKey(gp))
+		part.snap.args = append(part.snap.args, strconv.FormatInt(sn.Epoch, 10), string(sn.Key), value, timer)
 		part.idx = append(part.idx, i)
 	}
 	calls := make([]scriptCall, len(order))
 	for i, p := range order {
-		calls[i] = p.call
+		keys := make([]string, 0, len(p.gens)+len(p.snap.keys))
+		args := make([]any, 0, 1+len(p.gens)+len(p.snap.args))
+		args = append(args, len(p.gens))
+		for _, r := range p.gens {
+			keys = append(keys, r.key)
+			args = append(args, strconv.FormatInt(r.seen.Load(), 10))
+		}
+		calls[i] = scriptCall{keys: append(keys, p.snap.keys...), args: append(args, p.snap.args...)}
 	}
 	replies, err := s.runScripts(ctx, saveScript, calls)
 	if err != nil {
 		return wrap("save", err)
 	}
 	var refused []refusal
+	var stale []error
 	for i, p := range order {
-		r, err := parseFenced(p.idx, replies[i])
+		r, st, err := parseSave(p, replies[i])
 		if err != nil {
 			return err
 		}
 		refused = append(refused, r...)
+		stale = append(stale, st...)
+	}
+	if len(stale) > 0 {
+		return errors.Join(stale...)
 	}
 	slices.SortFunc(refused, func(a, b refusal) int { return cmp.Compare(a.index, b.index) })
 	var errs []error
@@ -245,6 +315,50 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		errs = append(errs, &persistence.FencedError{Job: sn.Job, Key: sn.Key, Epoch: sn.Epoch, Holder: r.holder})
 	}
 	return errors.Join(errs...)
+}
+
+// parseSave reads saveScript's reply for part: the fenced snapshots, or
+// (nothing written) one *persistence.StaleStoreError per generation key
+// found behind; the generations the call bumped are noted as seen.
+func parseSave(part *saveGroup, reply any) ([]refusal, []error, error) {
+	res, ok := reply.([]any)
+	if !ok || len(res) < 2 {
+		return nil, nil, fmt.Errorf("redisstore: save: unexpected script reply %v", reply)
+	}
+	if passed, _ := res[0].(int64); passed != 1 {
+		st, ok := res[1].([]any)
+		if !ok || len(st)%2 != 0 || len(st) == 0 {
+			return nil, nil, fmt.Errorf("redisstore: save: unexpected script reply %v", reply)
+		}
+		var errs []error
+		for i := 0; i < len(st); i += 2 {
+			j, ok1 := st[i].(int64)
+			cur, ok2 := st[i+1].(string)
+			if !ok1 || !ok2 || j < 1 || j > int64(len(part.gens)) {
+				return nil, nil, fmt.Errorf("redisstore: save: unexpected script reply %v", reply)
+			}
+			found, err := strconv.ParseInt(cur, 10, 64)
+			if err != nil {
+				return nil, nil, fmt.Errorf("redisstore: save: write generation %q: %w", cur, err)
+			}
+			r := part.gens[j-1]
+			errs = append(errs, &persistence.StaleStoreError{Job: r.job, Shard: r.group, Seen: r.seen.Load(), Found: found})
+		}
+		return nil, errs, nil
+	}
+	gens, ok := res[2].([]any)
+	if len(res) != 3 || !ok || len(gens) != len(part.gens) {
+		return nil, nil, fmt.Errorf("redisstore: save: unexpected script reply %v", reply)
+	}
+	for j, v := range gens {
+		g, ok := v.(int64)
+		if !ok {
+			return nil, nil, fmt.Errorf("redisstore: save: unexpected write generation %v", v)
+		}
+		part.gens[j].note(g)
+	}
+	r, err := parseFenced(part.idx, res[1])
+	return r, nil, err
 }
 
 // refusal is one fenced snapshot: its batch index and the holder's epoch.

@@ -27,6 +27,9 @@ type Store struct {
 	cluster bool // a Redis Cluster: Save splits batches by slot group
 	prefix  string
 	closed  atomic.Bool
+	// gens holds, per write generation key, the highest generation a Save
+	// of this Store saw acknowledged (generation.go).
+	gens gensMap
 }
 
 // clusterMaxRedirects is how often a cluster command follows MOVED or ASK

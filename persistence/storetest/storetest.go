@@ -28,7 +28,8 @@ func WithReopen(reopen func(t *testing.T, old persistence.Store) persistence.Sto
 }
 
 type suite struct {
-	reopen func(t *testing.T, old persistence.Store) persistence.Store
+	reopen   func(t *testing.T, old persistence.Store) persistence.Store
+	rollback func(t *testing.T, s persistence.Store) (restore func())
 }
 
 // Run runs the conformance suite as subtests of t. open returns a fresh, empty
@@ -46,6 +47,25 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store, opts ...Option
 			s := open(t)
 			t.Cleanup(func() { _ = s.Close() })
 			tc.fn(t, s)
+		})
+	}
+	for _, tc := range rollbackCases {
+		t.Run(tc.name, func(t *testing.T) {
+			if su.rollback == nil {
+				t.Skip("the store cannot go back in time under an open handle (Run without WithRollback)")
+			}
+			s := open(t)
+			t.Cleanup(func() { _ = s.Close() })
+			var reopen func(persistence.Store) persistence.Store
+			if su.reopen != nil {
+				reopen = func(old persistence.Store) persistence.Store {
+					t.Helper()
+					s := su.reopen(t, old)
+					t.Cleanup(func() { _ = s.Close() })
+					return s
+				}
+			}
+			tc.fn(t, s, func() func() { t.Helper(); return su.rollback(t, s) }, reopen)
 		})
 	}
 	for _, tc := range reopenCases {

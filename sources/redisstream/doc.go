@@ -19,7 +19,10 @@
 // source starts, merged in ID order with its own pending entries and before
 // new ones; then, every ClaimMinIdle/2, those after the last entry the
 // source delivered, so offsets keep growing. An idle entry older than that
-// stays pending until a consumer starts.
+// stays pending until a consumer starts. After a rewind to the store's
+// offset (Config.Applied) the entries pending past it come again as new
+// entries, in order, and no claim runs until the reads are back where the
+// group was.
 //
 // One source of a group reads the stream at a time: it holds the stream's
 // lease (Config.Lease, default 10 s, renewed every third of it), and the

@@ -208,6 +208,7 @@ type Source struct {
 	lastOffset   int64            // offset of the last entry delivered
 	claimFrom    string           // where a periodic claim scan resumes; "" none
 	nextClaim    time.Time        // when the next periodic claim scan starts
+	rewoundTo    int64            // after a rewind: the group's last delivered offset before it; -1 none
 	tombstones   []delivered      // deleted pending entries found at start
 	queue        []redis.XMessage // entries to deliver before reading more
 	waitReported bool             // OnPartitions was told this source waits
@@ -277,7 +278,7 @@ func newWith(cfg Config, client *redis.Client) *Source {
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultLease
 	}
-	src := &Source{cfg: cfg, client: client, pendingFrom: "0"}
+	src := &Source{cfg: cfg, client: client, pendingFrom: "0", rewoundTo: -1}
 	if cfg.Lease > 0 {
 		src.lease = &lease{ttl: cfg.Lease}
 		src.lease.key, src.lease.epochKey = leaseKeys(cfg.Stream, cfg.Group)
@@ -343,7 +344,10 @@ func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
 		s.startClaimed = true
 		s.nextClaim = time.Now().Add(s.cfg.ClaimMinIdle / 2)
 	}
-	if s.pendingDone && s.cfg.ClaimMinIdle > 0 && !time.Now().Before(s.nextClaim) {
+	if s.rewoundTo >= 0 && s.delivered && s.lastOffset >= s.rewoundTo {
+		s.rewoundTo = -1 // the new entries reached where the group was before the rewind
+	}
+	if s.pendingDone && s.rewoundTo < 0 && s.cfg.ClaimMinIdle > 0 && !time.Now().Before(s.nextClaim) {
 		entries, err := s.claim(ctx, max)
 		if err != nil {
 			return nil, s.readErr(ctx, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -163,8 +164,15 @@ func (s *Source) rewind(ctx context.Context) error {
 		return fmt.Errorf("redisstream: move group %s of %s back to %s: %w", s.cfg.Group, s.cfg.Stream, to, err)
 	}
 	// Every entry after applied, pending ones included (XREADGROUP > hands
-	// a pending entry to its new reader), now comes as a new entry.
+	// a pending entry to its new reader), now comes as a new entry. The
+	// pending ones, up to last, must wait for the new entries to reach
+	// them: the periodic claim would deliver those idle past ClaimMinIdle
+	// (the node that left them took that long to stop, say) ahead of the
+	// rewound range, and the key actors that took them first would skip
+	// the range. So no claim runs until the source delivered last.
 	s.startClaimed, s.tombstones = true, nil
+	s.rewoundTo = last
+	s.nextClaim = time.Now().Add(s.cfg.ClaimMinIdle / 2)
 	s.endPending()
 	return nil
 }

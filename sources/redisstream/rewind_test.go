@@ -119,3 +119,63 @@ func TestRedisStreamSourceRewindsToTheStore(t *testing.T) {
 		t.Fatalf("Read = %v, want a LostRangeError through the deleted %s", err, ids[4])
 	}
 }
+
+// TestRedisStreamSourceRewindBeforeIdlePending: after a rewind the entries
+// pending past the store's offset (delivered before the crash, never
+// acknowledged) have been idle longer than ClaimMinIdle when the node comes
+// back (it took that long to stop): the periodic claim must not deliver them
+// ahead of the rewound range — neither at the first Read nor later while
+// the rewound range is being read — or the key actors that take them first
+// skip the lost range. Every entry after the store's offset comes once, in
+// order, whoever held it pending.
+func TestRedisStreamSourceRewindBeforeIdlePending(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer admin.Close()
+	ids := appendValues(t, admin, "in", "a", "b", "c", "d", "e", "f", "g", "h")
+	off := func(i int) int64 { o, _ := Offset(ids[i]); return o }
+	const idle = 200 * time.Millisecond
+	cfg := Config{Name: "users", Addr: r.Addr, Stream: "in", Group: "g", Consumer: "c1", Block: 20 * time.Millisecond,
+		ClaimMinIdle: idle, Lease: time.Second}
+	// c1 reads a..f and acknowledges a..d (the store committed d, then went
+	// back to b); e, f stay pending on c1. c0, a reader before it, left h
+	// pending: it read g, h ahead of c1 in a test of the no-lease mode.
+	s, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readN(t, s, 6, 6)
+	if err := s.Commit(ctx, []record.Position{{Source: "users", Offset: off(3)}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := admin.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c0", Streams: []string{"in", ">"}, Count: 2}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, admin, "in", "g", "c1", 2*idle)
+	waitIdle(t, admin, "in", "g", "c0", 2*idle)
+
+	cfg.Applied = func(context.Context, int32, string) (int64, bool, error) { return off(1), true, nil }
+	s2, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	// One entry a Read, slower than the periodic claims, so that the claims
+	// get their chance while the rewound range is read.
+	var got []sources.Message
+	for len(got) < 6 {
+		msgs, err := s2.Read(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, msgs...)
+		time.Sleep(idle)
+	}
+	got = append(got, readFor(t, s2, 3*idle)...)
+	if v := values(got); v != "c,d,e,f,g,h" {
+		t.Fatalf("after the rewind to b: read %s, want c,d,e,f,g,h", v)
+	}
+	increasing(t, got)
+}
