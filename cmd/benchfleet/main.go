@@ -59,6 +59,7 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the working directory (configs and logs)")
 	trickle := flag.Bool("trickle", false, "run the trickle row alone: one node without a CPU quota reads its backlog, then, once idle, gets one probe every 1/-trickle-rate s for -latency-duration; prints p50/p99/max event-to-sink (-nodes, -cpu and -plot are ignored; -workloads defaults to cdc)")
 	trickleRate := flag.Float64("trickle-rate", fleetbench.DefaultTrickleRate, "probes per second of the trickle row")
+	traceOut := flag.String("trace", "", "with -trickle: execution traces of the node over the middle half of the probes, to PREFIX-<source>-<workload>.trace (go tool trace)")
 	flag.Parse()
 	if *trickle {
 		set := map[string]bool{}
@@ -115,7 +116,7 @@ func main() {
 		Workloads: strings.Split(*workloads, ","), Source: *source, QuotaCPU: *quota, PeriodUs: int(period.Microseconds()), Partitions: *partitions,
 		Users: int(4000 * *scale), Domains: int(12000 * *scale), Changes: int(40000 * *scale),
 		Timeout: *timeout, LatencyFor: *latFor, LatencyLoad: *latLoad,
-		ProfileNodes: profSizes, ProfileOut: *profOut, Trickle: *trickle, TrickleRate: *trickleRate, Log: os.Stderr,
+		ProfileNodes: profSizes, ProfileOut: *profOut, Trickle: *trickle, TrickleRate: *trickleRate, TraceOut: *traceOut, Log: os.Stderr,
 	}
 	rep, err := fleetbench.Run(ctx, cfg)
 	if len(rep.Results) > 0 {

@@ -43,6 +43,13 @@ type Result struct {
 	P99Ms       float64 `json:"p99_ms"`
 	MaxMs       float64 `json:"max_ms"`
 	LatencyRate float64 `json:"latency_rate"`
+	// SinkP50Ms, SinkP99Ms, SinkMaxMs: the same probes from the feeder's
+	// stamp to the sink's produce call in the node (the output record's
+	// timestamp, whole milliseconds): the node's part of P50Ms…, without
+	// the broker and the output consumer.
+	SinkP50Ms float64 `json:"sink_p50_ms"`
+	SinkP99Ms float64 `json:"sink_p99_ms"`
+	SinkMaxMs float64 `json:"sink_max_ms"`
 	// LatencyNodeCPUUtil is NodeCPUUtil over the latency run (its waits
 	// included): near 1, the probes saturated the nodes.
 	LatencyNodeCPUUtil float64 `json:"latency_node_cpu_util"`
@@ -148,10 +155,10 @@ func WriteTable(w io.Writer, rs []Result) error {
 // quota.
 func WriteTrickle(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "trickle\tsource\tworkload\tnodes\tprobes/s\tsamples\tp50 ms\tp99 ms\tmax ms\tnode CPU\tidle node CPU\tbacklog events/s\tnode CPU µs/event\t")
+	fmt.Fprintln(tw, "trickle\tsource\tworkload\tnodes\tprobes/s\tsamples\tp50 ms\tp99 ms\tmax ms\tto sink p50/p99/max ms\tnode CPU\tidle node CPU\tbacklog events/s\tnode CPU µs/event\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "trickle\t%s\t%s\t%d\t%.0f\t%d\t%s\t%s\t%s\t%s%%\t%s%%\t%.0f\t%.1f\t\n", r.Source, r.Workload, r.Nodes, r.LatencyRate, r.LatencySamples,
-			fnum(r.P50Ms, 2), fnum(r.P99Ms, 2), fnum(r.MaxMs, 2), fnum(100*r.LatencyNodeCPU, 1), fnum(100*r.IdleNodeCPU, 1), r.EventsPerSec, r.CPUPerEventUs)
+		fmt.Fprintf(tw, "trickle\t%s\t%s\t%d\t%.0f\t%d\t%s\t%s\t%s\t%s/%s/%s\t%s%%\t%s%%\t%.0f\t%.1f\t\n", r.Source, r.Workload, r.Nodes, r.LatencyRate, r.LatencySamples,
+			fnum(r.P50Ms, 2), fnum(r.P99Ms, 2), fnum(r.MaxMs, 2), fnum(r.SinkP50Ms, 0), fnum(r.SinkP99Ms, 0), fnum(r.SinkMaxMs, 0), fnum(100*r.LatencyNodeCPU, 1), fnum(100*r.IdleNodeCPU, 1), r.EventsPerSec, r.CPUPerEventUs)
 	}
 	return tw.Flush()
 }
@@ -204,7 +211,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 func (r Result) clean() Result {
 	for _, p := range []*float64{&r.EventsPerSec, &r.Efficiency, &r.P50Ms, &r.P99Ms, &r.MaxMs, &r.CPUPerEventUs,
-		&r.RedisCPUPerEventUs, &r.NodeCPUUtil, &r.CPUEfficiency, &r.EventsPerNodeCPUs, &r.IdleNodeCPU, &r.LatencyNodeCPUUtil, &r.LatencyNodeCPU} {
+		&r.RedisCPUPerEventUs, &r.NodeCPUUtil, &r.CPUEfficiency, &r.EventsPerNodeCPUs, &r.IdleNodeCPU, &r.LatencyNodeCPUUtil, &r.LatencyNodeCPU, &r.SinkP50Ms, &r.SinkP99Ms, &r.SinkMaxMs} {
 		if math.IsNaN(*p) || math.IsInf(*p, 0) {
 			*p = -1
 		}

@@ -96,7 +96,11 @@ type Config struct {
 	// trickle").
 	Trickle     bool
 	TrickleRate float64 // probes per second of the trickle row (DefaultTrickleRate when 0)
-	Log         io.Writer
+	// TraceOut, with Trickle, is the prefix of the execution traces of
+	// the node over the middle half of the probes,
+	// TraceOut-<source>-<workload>.trace (none when empty).
+	TraceOut string
+	Log      io.Writer
 }
 
 // DefaultTrickleRate is the trickle row's rate: one probe every 10 ms.
@@ -346,7 +350,8 @@ type sample struct {
 
 func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n int, inf *infra) (Result, error) {
 	workload := w.name
-	res := Result{Source: src, Workload: workload, Nodes: n, P50Ms: math.NaN(), P99Ms: math.NaN(), MaxMs: math.NaN()}
+	res := Result{Source: src, Workload: workload, Nodes: n, P50Ms: math.NaN(), P99Ms: math.NaN(), MaxMs: math.NaN(),
+		SinkP50Ms: math.NaN(), SinkP99Ms: math.NaN(), SinkMaxMs: math.NaN()}
 	dir := filepath.Join(c.Dir, fmt.Sprintf("run%d-%s-%s-%dnodes", run, src, workload, n))
 	if c.Trickle {
 		res.Mode = ModeTrickle
@@ -534,7 +539,28 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 		kf.cl = pcl
 		lf = kf
 	}
-	lat, rate, err := c.latency(ctx, run, lf, addr, w, rate)
+	var traced chan error
+	tracePath := fmt.Sprintf("%s-%s-%s.trace", c.TraceOut, src, workload)
+	if c.Trickle && c.TraceOut != "" {
+		// An execution trace of the node over the middle of the probes
+		// (the latency run's consumer takes 2 s to start).
+		traced = make(chan error, 1)
+		go func() {
+			select {
+			case <-time.After(2*time.Second + c.LatencyFor/4):
+			case <-ctx.Done():
+			}
+			traced <- fetchTo(ctx, nodes[0].admin+fmt.Sprintf("/debug/pprof/trace?seconds=%d", max(1, int(c.LatencyFor.Seconds()/2))), tracePath)
+		}()
+	}
+	lat, toSink, rate, err := c.latency(ctx, run, lf, addr, w, rate)
+	if traced != nil {
+		if err := <-traced; err != nil {
+			c.logf("trace: %v", err)
+		} else {
+			c.logf("execution trace of n1 over the trickle in %s (go tool trace)", tracePath)
+		}
+	}
 	if err != nil {
 		return res, err
 	}
@@ -546,6 +572,7 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 	res.LatencyRate, res.LatencySamples = rate, len(lat)
 	if len(lat) > 0 {
 		res.P50Ms, res.P99Ms, res.MaxMs = Percentile(lat, 0.5), Percentile(lat, 0.99), Percentile(lat, 1)
+		res.SinkP50Ms, res.SinkP99Ms, res.SinkMaxMs = Percentile(toSink, 0.5), Percentile(toSink, 0.99), Percentile(toSink, 1)
 	}
 	if res.KeysPerShard, err = inf.rc.DBSize(); err != nil {
 		return res, err
@@ -721,7 +748,12 @@ func (c Config) read(nodes []*node, inf *infra) (sample, error) {
 
 // profile fetches a 10 s CPU profile from a node's admin endpoint.
 func profile(ctx context.Context, admin, out string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/debug/pprof/profile?seconds=10", nil)
+	return fetchTo(ctx, admin+"/debug/pprof/profile?seconds=10", out)
+}
+
+// fetchTo writes what GET url answers (a pprof profile or trace) to out.
+func fetchTo(ctx context.Context, url, out string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -747,26 +779,27 @@ func profile(ctx context.Context, admin, out string) error {
 // latency runs the open-loop phase: w's probes (changes whose
 // w.stampField carries the produce time) at rate per second for
 // c.LatencyFor, and the latencies (ms) of the joined rows that carry them,
-// as read from the output topic. It returns the rate it ran at.
-func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *workload, rate float64) ([]float64, float64, error) {
+// as read from the output topic, and of the same rows to the sink's
+// produce call (their record timestamps, in whole ms). It returns the rate
+// it ran at.
+func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *workload, rate float64) (lat, toSink []float64, _ float64, _ error) {
 	if rate < 1 {
-		return nil, rate, nil
+		return nil, nil, rate, nil
 	}
 	probe, err := w.probes()
 	if err != nil {
-		return nil, rate, err
+		return nil, nil, rate, err
 	}
 	prefix := fmt.Sprintf("lat-%d-", run)
 	out, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic("out", run)),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
 	if err != nil {
-		return nil, rate, err
+		return nil, nil, rate, err
 	}
 	defer out.Close()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
-	var lat []float64
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -795,6 +828,9 @@ func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *
 				}
 				mu.Lock()
 				lat = append(lat, float64(now-ns)/1e6)
+				// The record's timestamp is the sink's produce call (the
+				// node's clock is this one), in whole milliseconds.
+				toSink = append(toSink, float64(r.Timestamp.UnixMilli()-ns/1e6))
 				mu.Unlock()
 			})
 		}
@@ -802,7 +838,7 @@ func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *
 	time.Sleep(2 * time.Second) // the consumer has its end offsets
 	sent, lag, err := produceAt(ctx, f, rate, c.LatencyFor, func(i int) msg { return probe(prefix, i) })
 	if err != nil {
-		return nil, rate, err
+		return nil, nil, rate, err
 	}
 	if lag > c.LatencyFor/10 {
 		c.logf("latency run: the feeder ended %v behind its schedule", lag)
@@ -823,5 +859,5 @@ func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *
 	if len(lat) < sent {
 		c.logf("latency run: %d of %d updates seen in the output within 20 s; the missing are left out of the percentiles", len(lat), sent)
 	}
-	return lat, rate, nil
+	return lat, toSink, rate, nil
 }
