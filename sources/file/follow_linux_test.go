@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -58,4 +59,46 @@ func TestFileSourceFollowWakesOnWrite(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not end the wait")
 	}
+}
+
+// BenchmarkFollowTrickle appends one line every 10 ms to a followed file
+// and reports how long each took to come out of Read (p50, p99, max in ms):
+// a figure, not a check. JOINERY_FOLLOW_POLL=1 measures the poll alone
+// (no inotify), as before the waker.
+func BenchmarkFollowTrickle(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "in.jsonl")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Config{Name: "f", Path: path, Follow: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if os.Getenv("JOINERY_FOLLOW_POLL") != "" && s.waker != nil {
+		s.waker.Close() // its waits return at once: make it poll
+		s.waker = nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	var lat []float64
+	for b.Loop() {
+		time.Sleep(10 * time.Millisecond)
+		t0 := time.Now()
+		if _, err := f.WriteString("x\n"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Read(ctx, 10); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, float64(time.Since(t0).Microseconds())/1000)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(lat[len(lat)/2], "p50-ms")
+	b.ReportMetric(lat[min(len(lat)-1, len(lat)*99/100)], "p99-ms")
+	b.ReportMetric(lat[len(lat)-1], "max-ms")
 }
