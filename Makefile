@@ -74,6 +74,8 @@ bench:
 ## bench-fleet: the fleet benchmark (figures, not pass/fail): 1-4 joinery nodes at BENCH_FLEET_CPU (0.3) CPU each
 ## (cgroup v1 quota; needs root), a 3-master Redis Cluster, a kfake Kafka broker process; table on stdout,
 ## JSON to BENCH_OUT, plot to BENCH_FLEET_PLOT (default docs/scaling.png). See docs/scaling.md.
+## BENCH_FLEET_FLAGS="-trickle [-source kafka,redis-streams]": the trickle row alone (one node, no CPU quota, one
+## update every 10 ms once idle; p50/p99/max event-to-sink, its own table; no plot): docs/scaling.md "Latency at a trickle".
 BENCH_FLEET_NODES ?= 1,2,3,4
 .PHONY: bench-fleet
 bench-fleet: redis build

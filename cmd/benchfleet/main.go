@@ -13,6 +13,12 @@
 // It needs root (to make the cgroups under /sys/fs/cgroup/cpu) and
 // redis-server and redis-cli on PATH, and fails saying so without them.
 //
+// With -trickle it runs the trickle row alone: one node without a CPU
+// quota, one probe every 10 ms (-trickle-rate 100) into the idle node,
+// p50/p99/max event-to-sink.
+//
+//	make build && go run ./cmd/benchfleet -trickle -source redis-streams
+//
 // With -broker it is the broker process instead: it starts a kfake broker,
 // prints "broker host:port" and serves until SIGTERM.
 package main
@@ -51,7 +57,18 @@ func main() {
 	profOut := flag.String("profile", "/tmp/joinery-bench-fleet", "-profile-nodes writes PREFIX-<workload>-<N>nodes.pprof")
 	dir := flag.String("dir", "", "working directory (default: a new one under /dev/shm or TMPDIR, removed unless -keep)")
 	keep := flag.Bool("keep", false, "keep the working directory (configs and logs)")
+	trickle := flag.Bool("trickle", false, "run the trickle row alone: one node without a CPU quota reads its backlog, then, once idle, gets one probe every 1/-trickle-rate s for -latency-duration; prints p50/p99/max event-to-sink (-nodes, -cpu and -plot are ignored; -workloads defaults to cdc)")
+	trickleRate := flag.Float64("trickle-rate", fleetbench.DefaultTrickleRate, "probes per second of the trickle row")
+	traceOut := flag.String("trace", "", "with -trickle: execution traces of the node over the middle half of the probes, to PREFIX-<source>-<workload>.trace (go tool trace)")
 	flag.Parse()
+	if *trickle {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["workloads"] {
+			*workloads = "cdc"
+		}
+		*nodes, *plotOut = "1", ""
+	}
 	if *brokerMode {
 		if err := serveBroker(); err != nil {
 			fail(err)
@@ -99,7 +116,7 @@ func main() {
 		Workloads: strings.Split(*workloads, ","), Source: *source, QuotaCPU: *quota, PeriodUs: int(period.Microseconds()), Partitions: *partitions,
 		Users: int(4000 * *scale), Domains: int(12000 * *scale), Changes: int(40000 * *scale),
 		Timeout: *timeout, LatencyFor: *latFor, LatencyLoad: *latLoad,
-		ProfileNodes: profSizes, ProfileOut: *profOut, Log: os.Stderr,
+		ProfileNodes: profSizes, ProfileOut: *profOut, Trickle: *trickle, TrickleRate: *trickleRate, TraceOut: *traceOut, Log: os.Stderr,
 	}
 	rep, err := fleetbench.Run(ctx, cfg)
 	if len(rep.Results) > 0 {

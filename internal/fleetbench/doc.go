@@ -9,7 +9,10 @@
 // leases spread over the fleet), and measures steady-state
 // events/s, CPU per event, open-loop p99 event-to-output latency and keys
 // per Redis shard, with scaling efficiency = throughput(N) / (N ×
-// throughput(1)). docs/scaling.md describes the method and the figures.
+// throughput(1)). With Config.Trickle it runs the trickle row instead: one
+// node without a quota, one probe every 10 ms once it is idle, p50/p99/max
+// event-to-sink (docs/scaling.md, "Latency at a trickle").
+// docs/scaling.md describes the method and the figures.
 //
 // It owns the benchmark's orchestration (processes, cgroups, the feeder and
 // the output consumer), the arithmetic on what it measures (CPU from

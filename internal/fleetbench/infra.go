@@ -64,6 +64,9 @@ func MakeCgroup(root, parent, name string, cpus float64, periodUs int) (*Cgroup,
 
 // Throttled returns cpu.stat's nr_throttled and throttled_time (seconds).
 func (c *Cgroup) Throttled() (periods int64, secs float64) {
+	if c == nil {
+		return 0, 0
+	}
 	b, err := os.ReadFile(filepath.Join(c.Path, "cpu.stat"))
 	if err != nil {
 		return 0, 0
@@ -83,6 +86,9 @@ func (c *Cgroup) Throttled() (periods int64, secs float64) {
 
 // Remove removes the group; its processes must have exited.
 func (c *Cgroup) Remove() error {
+	if c == nil {
+		return nil
+	}
 	var err error
 	for range 50 { // the kernel frees a group a moment after its last task exits
 		if err = os.Remove(c.Path); err == nil || os.IsNotExist(err) {

@@ -14,7 +14,11 @@ import (
 type Result struct {
 	// Source is the partitioned source kind the nodes read: kafka or
 	// redis-streams.
-	Source   string `json:"source"`
+	Source string `json:"source"`
+	// Mode is "trickle" for the trickle row (Config.Trickle: one node
+	// without a CPU quota, LatencyRate probes per second once idle), empty
+	// for a fleet size's row.
+	Mode     string `json:"mode,omitempty"`
 	Workload string `json:"workload"`
 	Nodes    int    `json:"nodes"`
 	// EventsPerSec is the fleet's steady-state input rate: the sum of the
@@ -39,10 +43,20 @@ type Result struct {
 	P99Ms       float64 `json:"p99_ms"`
 	MaxMs       float64 `json:"max_ms"`
 	LatencyRate float64 `json:"latency_rate"`
+	// SinkP50Ms, SinkP99Ms, SinkMaxMs: the same probes from the feeder's
+	// stamp to the sink's produce call in the node (the output record's
+	// timestamp, whole milliseconds): the node's part of P50Ms…, without
+	// the broker and the output consumer.
+	SinkP50Ms float64 `json:"sink_p50_ms"`
+	SinkP99Ms float64 `json:"sink_p99_ms"`
+	SinkMaxMs float64 `json:"sink_max_ms"`
 	// LatencyNodeCPUUtil is NodeCPUUtil over the latency run (its waits
 	// included): near 1, the probes saturated the nodes.
 	LatencyNodeCPUUtil float64 `json:"latency_node_cpu_util"`
-	LatencySamples     int     `json:"latency_samples"`
+	// LatencyNodeCPU is the CPU per second a node used over the latency
+	// run (the mean of the nodes).
+	LatencyNodeCPU float64 `json:"latency_node_cpu"`
+	LatencySamples int     `json:"latency_samples"`
 	// KeysPerShard is DBSIZE of each Redis master after the run.
 	KeysPerShard []int64 `json:"keys_per_shard"`
 	// CommandsPerShard is each Redis master's commands over the whole run
@@ -94,15 +108,15 @@ type Report struct {
 // 1-node result of its source and workload (NaN, written as -1, without
 // one).
 func SetEfficiency(rs []Result) {
-	type series struct{ source, workload string }
+	type series struct{ source, mode, workload string }
 	one := map[series]Result{}
 	for _, r := range rs {
 		if r.Nodes == 1 {
-			one[series{r.Source, r.Workload}] = r
+			one[series{r.Source, r.Mode, r.Workload}] = r
 		}
 	}
 	for i := range rs {
-		o, ok := one[series{rs[i].Source, rs[i].Workload}]
+		o, ok := one[series{rs[i].Source, rs[i].Mode, rs[i].Workload}]
 		rs[i].Efficiency = Efficiency(rs[i].Nodes, rs[i].EventsPerSec, o.EventsPerSec)
 		rs[i].CPUEfficiency = math.NaN()
 		if ok && rs[i].CPUPerEventUs > 0 {
@@ -111,8 +125,45 @@ func SetEfficiency(rs []Result) {
 	}
 }
 
-// WriteTable prints the results as a table.
+// WriteTable prints the results as a table: the fleet sizes' rows, then
+// the trickle rows as a table of their own (WriteTrickle).
 func WriteTable(w io.Writer, rs []Result) error {
+	var fleet, trickle []Result
+	for _, r := range rs {
+		if r.Mode == ModeTrickle {
+			trickle = append(trickle, r)
+		} else {
+			fleet = append(fleet, r)
+		}
+	}
+	if len(fleet) > 0 {
+		if err := writeFleet(w, fleet); err != nil {
+			return err
+		}
+	}
+	if len(trickle) > 0 {
+		if len(fleet) > 0 {
+			fmt.Fprintln(w)
+		}
+		return WriteTrickle(w, trickle)
+	}
+	return nil
+}
+
+// WriteTrickle prints trickle rows: the probes' rate, their event-to-sink
+// latency, the node's CPU over them, and the backlog's rate without a
+// quota.
+func WriteTrickle(w io.Writer, rs []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "trickle\tsource\tworkload\tnodes\tprobes/s\tsamples\tp50 ms\tp99 ms\tmax ms\tto sink p50/p99/max ms\tnode CPU\tidle node CPU\tbacklog events/s\tnode CPU µs/event\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "trickle\t%s\t%s\t%d\t%.0f\t%d\t%s\t%s\t%s\t%s/%s/%s\t%s%%\t%s%%\t%.0f\t%.1f\t\n", r.Source, r.Workload, r.Nodes, r.LatencyRate, r.LatencySamples,
+			fnum(r.P50Ms, 2), fnum(r.P99Ms, 2), fnum(r.MaxMs, 2), fnum(r.SinkP50Ms, 0), fnum(r.SinkP99Ms, 0), fnum(r.SinkMaxMs, 0), fnum(100*r.LatencyNodeCPU, 1), fnum(100*r.IdleNodeCPU, 1), r.EventsPerSec, r.CPUPerEventUs)
+	}
+	return tw.Flush()
+}
+
+func writeFleet(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "source\tworkload\tnodes\tevents/s\tefficiency\tCPU efficiency\tevents/node-CPU-s\tp50 ms\tp99 ms\tnode CPU µs/event\tnode CPU use\tidle node CPU\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
 	for _, r := range rs {
@@ -160,7 +211,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 func (r Result) clean() Result {
 	for _, p := range []*float64{&r.EventsPerSec, &r.Efficiency, &r.P50Ms, &r.P99Ms, &r.MaxMs, &r.CPUPerEventUs,
-		&r.RedisCPUPerEventUs, &r.NodeCPUUtil, &r.CPUEfficiency, &r.EventsPerNodeCPUs, &r.IdleNodeCPU} {
+		&r.RedisCPUPerEventUs, &r.NodeCPUUtil, &r.CPUEfficiency, &r.EventsPerNodeCPUs, &r.IdleNodeCPU, &r.LatencyNodeCPUUtil, &r.LatencyNodeCPU, &r.SinkP50Ms, &r.SinkP99Ms, &r.SinkMaxMs} {
 		if math.IsNaN(*p) || math.IsInf(*p, 0) {
 			*p = -1
 		}

@@ -88,12 +88,42 @@ type Config struct {
 	// ProfileOut-<workload>-<N>nodes.pprof.
 	ProfileNodes []int
 	ProfileOut   string
-	Log          io.Writer
+	// Trickle runs the trickle row instead of the fleet sizes: one node
+	// without a CPU quota (QuotaCPU is ignored), its backlog read (the
+	// state the probes join with), then, once it is idle, one probe every
+	// 1/TrickleRate seconds for LatencyFor: latency at a trickle, where
+	// nothing has anything to batch with (docs/scaling.md, "Latency at a
+	// trickle").
+	Trickle     bool
+	TrickleRate float64 // probes per second of the trickle row (DefaultTrickleRate when 0)
+	// TraceOut, with Trickle, is the prefix of the execution traces of
+	// the node over the middle half of the probes,
+	// TraceOut-<source>-<workload>.trace (none when empty).
+	TraceOut string
+	Log      io.Writer
+}
+
+// DefaultTrickleRate is the trickle row's rate: one probe every 10 ms.
+const DefaultTrickleRate = 100
+
+// ModeTrickle is Result.Mode of a trickle row.
+const ModeTrickle = "trickle"
+
+// quota is a node's CPU quota, 0 for none (the trickle row).
+func (c Config) quota() float64 {
+	if c.Trickle {
+		return 0
+	}
+	return c.QuotaCPU
 }
 
 // Run runs every workload on every fleet size and returns the report.
 func Run(ctx context.Context, c Config) (Report, error) {
-	rep := Report{NumCPU: runtime.NumCPU(), QuotaCPU: c.QuotaCPU, PeriodUs: cmp.Or(c.PeriodUs, CgroupPeriodUs), Partitions: c.Partitions, Source: c.Source, Machine: machine()}
+	if c.Trickle {
+		c.Nodes = []int{1}
+		c.TrickleRate = cmp.Or(c.TrickleRate, DefaultTrickleRate)
+	}
+	rep := Report{NumCPU: runtime.NumCPU(), QuotaCPU: c.quota(), PeriodUs: cmp.Or(c.PeriodUs, CgroupPeriodUs), Partitions: c.Partitions, Source: c.Source, Machine: machine()}
 	srcs, err := ParseSources(c.Source)
 	if err != nil {
 		return rep, err
@@ -110,15 +140,18 @@ func Run(ctx context.Context, c Config) (Report, error) {
 		}
 		wls = append(wls, w)
 	}
-	// The cgroups first: without them there is nothing to measure.
-	probe, err := MakeCgroup(CgroupRoot, "joinery-bench", "probe", c.QuotaCPU, c.PeriodUs)
-	if err != nil {
-		return rep, err
+	// The cgroups first: without them there is nothing to measure (the
+	// trickle row runs without a quota).
+	if c.quota() > 0 {
+		probe, err := MakeCgroup(CgroupRoot, "joinery-bench", "probe", c.QuotaCPU, c.PeriodUs)
+		if err != nil {
+			return rep, err
+		}
+		if err := probe.Remove(); err != nil {
+			return rep, err
+		}
+		defer os.Remove(filepath.Join(CgroupRoot, "joinery-bench"))
 	}
-	if err := probe.Remove(); err != nil {
-		return rep, err
-	}
-	defer os.Remove(filepath.Join(CgroupRoot, "joinery-bench"))
 	inf := &infra{}
 	if inf.rc, err = StartRedisCluster(ctx, c.Dir, 3); err != nil {
 		return rep, err
@@ -154,6 +187,11 @@ func Run(ctx context.Context, c Config) (Report, error) {
 				}
 				rep.Results = append(rep.Results, r)
 				SetEfficiency(rep.Results)
+				if c.Trickle {
+					c.logf("%s from %s, trickle at %.0f/s: p50 %s ms, p99 %s ms, max %s ms (%d samples)", w.name, src, r.LatencyRate,
+						fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), fnum(r.MaxMs, 1), r.LatencySamples)
+					continue
+				}
 				c.logf("%s from %s, %d node(s): %.0f events/s, efficiency %s, p99 %s ms", w.name, src, n, r.EventsPerSec,
 					fnum(rep.Results[len(rep.Results)-1].Efficiency, 2), fnum(r.P99Ms, 1))
 			}
@@ -312,8 +350,13 @@ type sample struct {
 
 func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n int, inf *infra) (Result, error) {
 	workload := w.name
-	res := Result{Source: src, Workload: workload, Nodes: n, P50Ms: math.NaN(), P99Ms: math.NaN(), MaxMs: math.NaN()}
+	res := Result{Source: src, Workload: workload, Nodes: n, P50Ms: math.NaN(), P99Ms: math.NaN(), MaxMs: math.NaN(),
+		SinkP50Ms: math.NaN(), SinkP99Ms: math.NaN(), SinkMaxMs: math.NaN()}
 	dir := filepath.Join(c.Dir, fmt.Sprintf("run%d-%s-%s-%dnodes", run, src, workload, n))
+	if c.Trickle {
+		res.Mode = ModeTrickle
+		dir += "-trickle"
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
 	}
@@ -456,7 +499,7 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 	res.CPUPerEventUs = 1e6 * res.NodeCPUs / res.Events
 	res.EventsPerNodeCPUs = res.Events / res.NodeCPUs
 	res.RedisCPUPerEventUs = 1e6 * res.RedisCPUs / res.Events
-	res.NodeCPUUtil = res.NodeCPUs / (win * float64(n) * c.QuotaCPU)
+	res.NodeCPUUtil = res.NodeCPUs / (win * float64(n) * c.quota()) // +Inf without a quota: written as -1
 	if profileDone != nil {
 		if err := <-profileDone; err != nil {
 			c.logf("cpu profile: %v", err)
@@ -480,16 +523,56 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 	if err != nil {
 		return res, err
 	}
-	lat, rate, err := c.latency(ctx, run, f, addr, w, res.EventsPerSec*c.LatencyLoad)
+	rate := res.EventsPerSec * c.LatencyLoad
+	if c.Trickle {
+		rate = c.TrickleRate
+	}
+	lf := f
+	if kf, ok := f.(kafkaFeeder); ok {
+		// The probes go out without the backlog client's linger: the
+		// feeder's own wait is not the service's latency.
+		pcl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(0))
+		if err != nil {
+			return res, err
+		}
+		defer pcl.Close()
+		kf.cl = pcl
+		lf = kf
+	}
+	var traced chan error
+	tracePath := fmt.Sprintf("%s-%s-%s.trace", c.TraceOut, src, workload)
+	if c.Trickle && c.TraceOut != "" {
+		// An execution trace of the node over the middle of the probes
+		// (the latency run's consumer takes 2 s to start).
+		traced = make(chan error, 1)
+		go func() {
+			select {
+			case <-time.After(2*time.Second + c.LatencyFor/4):
+			case <-ctx.Done():
+			}
+			traced <- fetchTo(ctx, nodes[0].admin+fmt.Sprintf("/debug/pprof/trace?seconds=%d", max(1, int(c.LatencyFor.Seconds()/2))), tracePath)
+		}()
+	}
+	lat, toSink, rate, err := c.latency(ctx, run, lf, addr, w, rate)
+	if traced != nil {
+		if err := <-traced; err != nil {
+			c.logf("trace: %v", err)
+		} else {
+			c.logf("execution trace of n1 over the trickle in %s (go tool trace)", tracePath)
+		}
+	}
 	if err != nil {
 		return res, err
 	}
 	if l1, err := read(); err == nil {
-		res.LatencyNodeCPUUtil = (l1.nodeCPU - l0.nodeCPU) / (l1.t.Sub(l0.t).Seconds() * float64(n) * c.QuotaCPU)
+		cpu := (l1.nodeCPU - l0.nodeCPU) / l1.t.Sub(l0.t).Seconds() / float64(n)
+		res.LatencyNodeCPU = cpu
+		res.LatencyNodeCPUUtil = cpu / c.quota()
 	}
 	res.LatencyRate, res.LatencySamples = rate, len(lat)
 	if len(lat) > 0 {
 		res.P50Ms, res.P99Ms, res.MaxMs = Percentile(lat, 0.5), Percentile(lat, 0.99), Percentile(lat, 1)
+		res.SinkP50Ms, res.SinkP99Ms, res.SinkMaxMs = Percentile(toSink, 0.5), Percentile(toSink, 0.99), Percentile(toSink, 1)
 	}
 	if res.KeysPerShard, err = inf.rc.DBSize(); err != nil {
 		return res, err
@@ -501,7 +584,8 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 }
 
 // quiet waits (up to a minute) until the fleet is idle: its nodes used
-// under 10% of their quota over one second.
+// under 10% of their quota over one second (without a quota, under 5% of
+// a CPU).
 // It returns the CPU a node used per second in that last second (the mean
 // of the nodes).
 func (c Config) quiet(ctx context.Context, nodes []*node, inf *infra) (float64, error) {
@@ -517,9 +601,14 @@ func (c Config) quiet(ctx context.Context, nodes []*node, inf *infra) (float64, 
 			return err
 		}
 		idle = (s.nodeCPU - prev.nodeCPU) / s.t.Sub(prev.t).Seconds() / float64(len(nodes))
-		use := idle / c.QuotaCPU
 		prev = s
-		if use > 0.10 {
+		if c.quota() <= 0 {
+			if idle > 0.05 {
+				return fmt.Errorf("nodes at %.0f%% of a CPU", 100*idle)
+			}
+			return nil
+		}
+		if use := idle / c.quota(); use > 0.10 {
 			return fmt.Errorf("nodes at %.0f%% of their quota", 100*use)
 		}
 		return nil
@@ -550,9 +639,11 @@ func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, sr
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(nodeConfig(w, run, i, srcs, broker, redis, gossip, seed, admin)), 0o644); err != nil {
 			return nodes, err
 		}
-		cg, err := MakeCgroup(CgroupRoot, "joinery-bench", fmt.Sprintf("node%d", i), c.QuotaCPU, c.PeriodUs)
-		if err != nil {
-			return nodes, err
+		var cg *Cgroup // none for the trickle row: no CPU cap
+		if c.quota() > 0 {
+			if cg, err = MakeCgroup(CgroupRoot, "joinery-bench", fmt.Sprintf("node%d", i), c.QuotaCPU, c.PeriodUs); err != nil {
+				return nodes, err
+			}
 		}
 		p, err := StartProc(dir, name, cg, c.Joinery, "run", "--config", name+".yaml", "--log-level", "warn")
 		if err != nil {
@@ -657,7 +748,12 @@ func (c Config) read(nodes []*node, inf *infra) (sample, error) {
 
 // profile fetches a 10 s CPU profile from a node's admin endpoint.
 func profile(ctx context.Context, admin, out string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/debug/pprof/profile?seconds=10", nil)
+	return fetchTo(ctx, admin+"/debug/pprof/profile?seconds=10", out)
+}
+
+// fetchTo writes what GET url answers (a pprof profile or trace) to out.
+func fetchTo(ctx context.Context, url, out string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -683,26 +779,27 @@ func profile(ctx context.Context, admin, out string) error {
 // latency runs the open-loop phase: w's probes (changes whose
 // w.stampField carries the produce time) at rate per second for
 // c.LatencyFor, and the latencies (ms) of the joined rows that carry them,
-// as read from the output topic. It returns the rate it ran at.
-func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *workload, rate float64) ([]float64, float64, error) {
+// as read from the output topic, and of the same rows to the sink's
+// produce call (their record timestamps, in whole ms). It returns the rate
+// it ran at.
+func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *workload, rate float64) (lat, toSink []float64, _ float64, _ error) {
 	if rate < 1 {
-		return nil, rate, nil
+		return nil, nil, rate, nil
 	}
 	probe, err := w.probes()
 	if err != nil {
-		return nil, rate, err
+		return nil, nil, rate, err
 	}
 	prefix := fmt.Sprintf("lat-%d-", run)
 	out, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic("out", run)),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
 	if err != nil {
-		return nil, rate, err
+		return nil, nil, rate, err
 	}
 	defer out.Close()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
-	var lat []float64
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -731,6 +828,9 @@ func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *
 				}
 				mu.Lock()
 				lat = append(lat, float64(now-ns)/1e6)
+				// The record's timestamp is the sink's produce call (the
+				// node's clock is this one), in whole milliseconds.
+				toSink = append(toSink, float64(r.Timestamp.UnixMilli()-ns/1e6))
 				mu.Unlock()
 			})
 		}
@@ -738,7 +838,7 @@ func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *
 	time.Sleep(2 * time.Second) // the consumer has its end offsets
 	sent, lag, err := produceAt(ctx, f, rate, c.LatencyFor, func(i int) msg { return probe(prefix, i) })
 	if err != nil {
-		return nil, rate, err
+		return nil, nil, rate, err
 	}
 	if lag > c.LatencyFor/10 {
 		c.logf("latency run: the feeder ended %v behind its schedule", lag)
@@ -759,5 +859,5 @@ func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *
 	if len(lat) < sent {
 		c.logf("latency run: %d of %d updates seen in the output within 20 s; the missing are left out of the percentiles", len(lat), sent)
 	}
-	return lat, rate, nil
+	return lat, toSink, rate, nil
 }

@@ -20,8 +20,20 @@ import (
 const DefaultMaxLineBytes = 1 << 20
 
 // followPoll is how often a following source looks for appended data at the
-// end of the file.
-const followPoll = 100 * time.Millisecond
+// end of the file when nothing wakes it earlier: on Linux a write to the
+// file wakes it at once (inotify, follow_linux.go), so an appended line
+// does not wait for the poll; stdin and a caller's Reader block in their
+// reads, or are polled.
+var followPoll = 100 * time.Millisecond
+
+// waker wakes a following source once its file is written (see
+// inotifyWaker).
+type waker interface {
+	// wait returns once the file was written since the last wait, after
+	// d at the latest, and at once after Close.
+	wait(d time.Duration)
+	Close() error
+}
 
 // ErrClosed is returned by Read after Close.
 var ErrClosed = errors.New("file: source closed")
@@ -90,6 +102,7 @@ type Source struct {
 	stop   chan struct{}
 	done   chan struct{}
 	closer io.Closer // the file New opened; nil for stdin and Reader
+	waker  waker     // Follow of a file, on Linux: wakes the reader when the file is written; nil: poll
 	once   sync.Once
 
 	err error // terminal error seen by Read; only Read touches it
@@ -126,6 +139,9 @@ func New(cfg Config) (*Source, error) {
 			return nil, fmt.Errorf("file: %w", err)
 		}
 		r, s.closer = f, f
+		if cfg.Follow {
+			s.waker = newWaker(cfg.Path) // before the first read: no write is missed
+		}
 	}
 	go s.run(r)
 	return s, nil
@@ -181,6 +197,13 @@ func (s *Source) run(r io.Reader) {
 			return
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
+		case err == io.EOF && s.cfg.Follow && s.waker != nil:
+			s.waker.wait(followPoll)
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
 		case err == io.EOF && s.cfg.Follow:
 			t := time.NewTimer(followPoll)
 			select {
@@ -276,6 +299,9 @@ func (s *Source) Close() error {
 	var err error
 	s.once.Do(func() {
 		close(s.stop)
+		if s.waker != nil {
+			_ = s.waker.Close() // ends a wait at once
+		}
 		if s.closer != nil {
 			err = s.closer.Close()
 			<-s.done
