@@ -66,7 +66,8 @@ type Join struct {
 	// interval, time-bounded (Spark-style, with outer modes), unbounded (a
 	// regular join whose state is bounded by ttl) or temporal.
 	Type string `yaml:"type"`
-	// Mode is inner, left, right or full (what the type supports).
+	// Mode is inner, left, right, full or semi (a left semi join), what
+	// the type supports.
 	Mode string `yaml:"mode"`
 	// Window assigns windows for type window.
 	Window Window `yaml:"window"`

@@ -157,6 +157,11 @@ sources:
 		{"time-bounded", "left", ""},
 		{"temporal", "left", ""},
 		{"temporal", "full", "join.type"},
+		{"time-bounded", "semi", ""},
+		{"window", "semi", ""},
+		{"interval", "semi", "join.mode"},
+		{"temporal", "semi", "join.type"},
+		{"time-bounded", "anti", "join.mode: must be inner, left, right, full or semi"},
 	} {
 		s, err := Parse([]byte(fmt.Sprintf(base, c.typ, c.mode)))
 		switch {
@@ -232,5 +237,26 @@ func TestJobEnvRedisUsernameTLS(t *testing.T) {
 	}
 	if !s.State.Redis.TLS.Enabled || s.State.Redis.TLS.CAFile != "" {
 		t.Errorf("JOINERY_REDIS_TLS=true: tls = %+v", s.State.Redis.TLS)
+	}
+}
+
+// TestJobSemiProject: a left semi join outputs the left row only, so a
+// projection of a right column is refused, naming the column.
+func TestJobSemiProject(t *testing.T) {
+	_, err := Parse([]byte(`
+name: semi
+join:
+  type: time-bounded
+  mode: semi
+  left:  {name: visits, key: user, ts: ts}
+  right: {name: ads, key: user, ts: ts}
+  lower: 0s
+  upper: 2m
+  project: [{name: v, from: visits.id}, {name: a, from: ads.id}]
+sources:
+  - {name: v, type: file, path: v.jsonl, side: left}
+`))
+	if err == nil || !strings.Contains(err.Error(), "join.project[1].side: a left semi join outputs the left row only") {
+		t.Errorf("semi with a right column: %v", err)
 	}
 }

@@ -56,7 +56,7 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 	}
 	jt, err := joins.ParseTimedJoinType(mode)
 	if err != nil {
-		bad("mode", "must be inner, left, right or full (got %q)", j.Mode)
+		bad("mode", "must be inner, left, right, full or semi (got %q)", j.Mode)
 	}
 	var project []joins.Column
 	for i, c := range j.Project {
@@ -135,7 +135,7 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		factory = func() joins.Timed { return joins.NewWindowJoin(spec) }
 	case "interval":
 		if jt != joins.TimedInner {
-			bad("mode", "an interval join is inner; use type time-bounded for outer modes")
+			bad("mode", "an interval join is inner; use type time-bounded for outer and semi modes")
 		}
 		spec := &joins.IntervalSpec{Left: j.Left.Name, Right: j.Right.Name, Lower: ms(j.Lower), Upper: ms(j.Upper),
 			LowerExclusive: j.LowerExclusive, UpperExclusive: j.UpperExclusive, Project: project, Where: where, Late: late}

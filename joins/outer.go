@@ -44,8 +44,9 @@ func (s *TimeBoundedSpec) Validate() error {
 	}
 	var c collector
 	if !s.Type.valid() {
-		c.bad("type", "unknown join type %d (want inner, left, right or full)", int(s.Type))
+		c.bad("type", "unknown join type %d (want inner, left, right, full or semi)", int(s.Type))
 	}
+	validateSemi(&c, s.Type, s.Project)
 	validateBounds(&c, s.Lower, s.Upper, false, false)
 	validateLate(&c, s.Late, true)
 	validateShape(c.bad, s.Left, s.Right, s.Project, nil, nil)
@@ -56,7 +57,7 @@ func (s *TimeBoundedSpec) Validate() error {
 // spec must be valid and must not change while the join is in use.
 func NewTimeBounded(spec *TimeBoundedSpec) *TimeBounded {
 	return &TimeBounded{typ: spec.Type, lo: spec.Lower, hi: spec.Upper, where: spec.Where, rule: spec.Late, kind: "outer",
-		shape: &pairShape{left: spec.Left, right: spec.Right, project: spec.Project}}
+		shape: &pairShape{left: spec.Left, right: spec.Right, project: spec.Project, semi: spec.Type.semi()}}
 }
 
 // TimeBounded is the per-key state of a time-bounded join: each side's
@@ -80,6 +81,15 @@ func NewTimeBounded(spec *TimeBoundedSpec) *TimeBounded {
 //     never earlier: the timer is that end + 1. A row arriving with its range
 //     already passed is matched against the buffer and, unmatched, padded at
 //     once. Rows are dropped at the same time; a matched row is never padded.
+//   - A left semi join (TimedLeftSemi, Spark's left_semi with
+//     SymmetricHashJoinStateManager's rules) emits a left row alone, stamped
+//     with its own time, id semi|leftPos|-|l.ts|0, once: on arrival when a
+//     buffered right row matches it (it is then not buffered: Spark's
+//     early state exclusion of a matched left row), or when the first
+//     right row matching it arrives (it stays buffered, marked matched, and
+//     no later right row emits it again). Right rows are always buffered
+//     (they may match later left rows); nothing is ever padded, and a row
+//     failing its own side's condition is dropped.
 //
 // A TimeBounded is not safe for concurrent use; it keeps the rows it is given
 // and shares them with its outputs: treat them as read-only.
@@ -167,6 +177,10 @@ func (j *TimeBounded) OnElement(e Element, watermark int64, fx *Effects) {
 		}
 		return
 	}
+	if j.typ.semi() {
+		j.onSemi(e.Side, me, watermark, fx)
+		return
+	}
 	if e.Side == record.Left {
 		from, to := j.span(j.right, addSat(e.Ts, j.lo), addSat(e.Ts, j.hi))
 		for k := from; k < to; k++ {
@@ -201,6 +215,37 @@ func (j *TimeBounded) OnElement(e Element, watermark int64, fx *Effects) {
 		fx.SetTimers = append(fx.SetTimers, j.rule.expiry(end))
 	} else if !me.Matched && j.typ.padRight() {
 		emitPair(fx, j.shape, j.kind, e.Ts, nil, &me.elem, e.Ts)
+	}
+}
+
+// onSemi applies an element of a left semi join that passed its side's
+// condition.
+func (j *TimeBounded) onSemi(side record.Side, me matchElem, watermark int64, fx *Effects) {
+	if side == record.Left {
+		from, to := j.span(j.right, addSat(me.Ts, j.lo), addSat(me.Ts, j.hi))
+		for k := from; k < to; k++ {
+			if j.where.pair(me.Row, j.right[k].Row) {
+				// Matched on arrival: emitted once and never buffered.
+				emitSemi(fx, j.shape, &me.elem)
+				return
+			}
+		}
+		if end := addSat(me.Ts, j.hi); j.rule.open(end, watermark) {
+			j.left = insertMatch(j.left, me)
+			fx.SetTimers = append(fx.SetTimers, j.rule.expiry(end))
+		}
+		return
+	}
+	from, to := j.span(j.left, subSat(me.Ts, j.hi), subSat(me.Ts, j.lo))
+	for k := from; k < to; k++ {
+		if l := &j.left[k]; !l.Matched && j.where.pair(l.Row, me.Row) {
+			l.Matched = true
+			emitSemi(fx, j.shape, &l.elem)
+		}
+	}
+	if end := subSat(me.Ts, j.lo); j.rule.open(end, watermark) {
+		j.right = insertMatch(j.right, me)
+		fx.SetTimers = append(fx.SetTimers, j.rule.expiry(end))
 	}
 }
 

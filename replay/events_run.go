@@ -67,6 +67,7 @@ const refCol = "\x00ref"
 //
 //	{"left":V|null,"right":V|null,"ts":T|null[,"op":"+I|-U|+U|-D"]}
 //
+// (a left semi join, mode semi, writes {"left":V,"ts":T}: no right).
 // V is the matched input's value exactly as it was given (white space
 // removed); for a cdc join the row image (after, or before for a
 // retraction of a row never given as an after). null stands for the missing
@@ -494,14 +495,17 @@ func (r *eventsRun) output(o record.Output) error {
 	if err != nil {
 		return err
 	}
-	rt, err := r.value(o.Row[s.Right.Name])
-	if err != nil {
-		return err
-	}
 	b := append(r.buf[:0], `{"left":`...)
 	b = append(b, l...)
-	b = append(b, `,"right":`...)
-	b = append(b, rt...)
+	if !s.semi() {
+		// A left semi join's output is the left row alone: no right.
+		rt, err := r.value(o.Row[s.Right.Name])
+		if err != nil {
+			return err
+		}
+		b = append(b, `,"right":`...)
+		b = append(b, rt...)
+	}
 	b = append(b, `,"ts":`...)
 	if s.timedOutputs() {
 		b = strconv.AppendInt(b, o.Ts, 10)

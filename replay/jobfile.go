@@ -219,7 +219,7 @@ func parseJobFile(b []byte) (*Job, error) {
 		s.Type = TypeCDC
 	case "window":
 		s.Type = TypeWindow
-		if m := j.Mode; m != "" && m != "inner" {
+		if m := j.Mode; m != "" && m != "inner" && m != "semi" {
 			s.Type = TypeCoGroupOuter
 		}
 		w := &Window{Assigner: j.Window.Type}

@@ -44,10 +44,11 @@ type Spec struct {
 	// Type is cdc, cdc-multi, window, cogroup-outer, interval, time-bounded, unbounded,
 	// temporal or temporal-latest.
 	Type string `yaml:"type"`
-	// Mode is inner (the default when empty), left, right or full, as the
-	// type allows: cdc inner/left/full; window inner; cogroup-outer
-	// left/right/full; interval inner; time-bounded and unbounded any; temporal and
-	// temporal-latest inner/left.
+	// Mode is inner (the default when empty), left, right, full or semi
+	// (a left semi join), as the type allows: cdc inner/left/full; window
+	// inner/semi; cogroup-outer left/right/full; interval inner;
+	// time-bounded and unbounded any; temporal and temporal-latest
+	// inner/left.
 	Mode string `yaml:"mode"`
 	// Left and Right describe the inputs. For temporal joins the left side
 	// is the probe stream and the right side the versioned one.
@@ -192,6 +193,10 @@ func (s *Spec) eventTime() bool { return s.Type != TypeCDC && s.Type != TypeCDCM
 func (s *Spec) changelogProbe() bool {
 	return (s.Type == TypeTemporal || s.Type == TypeTemporalLatest) && s.Temporal.Semantics == "flink"
 }
+
+// semi reports whether the spec is a left semi join: its outputs are the
+// left row alone.
+func (s *Spec) semi() bool { return s.Mode == "semi" }
 
 // timedOutputs reports whether outputs carry a time: every event-time
 // join's, and a cdc join's with cdc.ts max.
@@ -379,8 +384,8 @@ func (s *Spec) build() (*built, error) {
 		mode = "inner"
 	}
 	allowed := map[string][]string{
-		TypeCDC: {"inner", "left", "full"}, TypeWindow: {"inner"}, TypeCoGroupOuter: {"left", "right", "full"},
-		TypeInterval: {"inner"}, TypeTimeBounded: {"inner", "left", "right", "full"}, TypeUnbounded: {"inner", "left", "right", "full"},
+		TypeCDC: {"inner", "left", "full"}, TypeWindow: {"inner", "semi"}, TypeCoGroupOuter: {"left", "right", "full"},
+		TypeInterval: {"inner"}, TypeTimeBounded: {"inner", "left", "right", "full", "semi"}, TypeUnbounded: {"inner", "left", "right", "full", "semi"},
 		TypeTemporal: {"inner", "left"}, TypeTemporalLatest: {"inner", "left"},
 	}[s.Type]
 	modeOK := false
