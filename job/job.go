@@ -101,7 +101,8 @@ type Join struct {
 	// watermark passes its time + TTL (required for type unbounded).
 	TTL time.Duration `yaml:"ttl,omitempty"`
 	// Temporal holds the options of a temporal join (type temporal or
-	// temporal-latest): semantics strict (the default) or flink.
+	// temporal-latest): semantics strict (the default), flink or kafka
+	// (temporal-latest: Kafka Streams' KStream-KTable null rules).
 	Temporal TemporalOptions `yaml:"temporal,omitempty"`
 	// CDC holds the options of a changelog join (type cdc): its row kinds
 	// and output timestamps.

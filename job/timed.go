@@ -14,6 +14,15 @@ func (s *Spec) Timed() bool {
 	return s.Join.Type != "" && s.Join.Type != "cdc" && s.Join.Type != TypeCDCMulti
 }
 
+// PadsNullKeys reports whether a probe (left) input whose key is null is
+// joined, padded, instead of refused: a left temporal-latest join with
+// temporal: {semantics: kafka}, Kafka Streams' left KStream-KTable join
+// since KIP-962. Such inputs are routed to joins.NullKey.
+func (s *Spec) PadsNullKeys() bool {
+	j := s.Join
+	return j.Type == "temporal-latest" && j.Mode == "left" && j.Temporal.Semantics == "kafka"
+}
+
 // SourceFormat is the effective record format of a source.
 func (s *Spec) SourceFormat(src Source) string {
 	switch {
@@ -72,7 +81,10 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 	temporal := j.Type == "temporal" || j.Type == "temporal-latest"
 	sem, serr := joins.ParseTemporalSemantics(j.Temporal.Semantics)
 	if serr != nil {
-		bad("temporal.semantics", "must be strict or flink (got %q)", j.Temporal.Semantics)
+		bad("temporal.semantics", "must be strict, flink or kafka (got %q)", j.Temporal.Semantics)
+	}
+	if sem == joins.SemanticsKafka && j.Type == "temporal" {
+		bad("temporal.semantics", "kafka (Kafka Streams' KStream-KTable join) is for temporal-latest joins")
 	}
 	if !temporal && j.Temporal != (TemporalOptions{}) {
 		bad("temporal", "only for temporal joins")

@@ -164,7 +164,6 @@ func parseJobFile(b []byte) (*Job, error) {
 	if j.Right.Name == "" {
 		j.Right.Name = "right"
 	}
-	latest := j.Type == "temporal-latest"
 	var errs []error
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("replay: job: join.%s: %s", field, fmt.Sprintf(format, a...)))
@@ -187,11 +186,7 @@ func parseJobFile(b []byte) (*Job, error) {
 		for _, sd := range []*job.Side{&j.Left, &j.Right} {
 			sd.Key, sd.Ts = "key", "ts" // events lines carry them
 		}
-		check := js
-		if latest {
-			check.Join.Type = "temporal"
-		}
-		if _, err := check.TimedFactory(); err != nil {
+		if _, err := js.TimedFactory(); err != nil {
 			addAll(err)
 		}
 	default:

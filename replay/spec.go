@@ -337,7 +337,10 @@ func (s *Spec) build() (*built, error) {
 	temporal := s.Type == TypeTemporal || s.Type == TypeTemporalLatest
 	sem, err := joins.ParseTemporalSemantics(s.Temporal.Semantics)
 	if err != nil {
-		bad("temporal.semantics", "must be strict or flink (got %q)", s.Temporal.Semantics)
+		bad("temporal.semantics", "must be strict, flink or kafka (got %q)", s.Temporal.Semantics)
+	}
+	if sem == joins.SemanticsKafka && s.Type == TypeTemporal {
+		bad("temporal.semantics", "kafka (Kafka Streams' KStream-KTable join) is for temporal-latest joins")
 	}
 	if !temporal && s.Temporal != (job.TemporalOptions{}) {
 		bad("temporal", "only for temporal and temporal-latest joins")
