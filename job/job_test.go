@@ -260,3 +260,40 @@ sources:
 		t.Errorf("semi with a right column: %v", err)
 	}
 }
+
+// TestJobHalfBounded: open and ttl on time-bounded and unbounded joins,
+// with clear errors for the nonsense.
+func TestJobHalfBounded(t *testing.T) {
+	base := `
+name: half
+join:
+  type: %s
+  left:  {name: l, key: k, ts: ts}
+  right: {name: r, key: k, ts: ts}
+  %s
+sources:
+  - {name: v, type: file, path: v.jsonl, side: left}
+`
+	for _, c := range []struct{ typ, fields, wantErr string }{
+		{"time-bounded", "lower: 5s\n  open: upper\n  ttl: none", ""},
+		{"time-bounded", "upper: -1ms\n  open: lower\n  ttl: 1h", ""},
+		{"unbounded", "ttl: none", ""},
+		{"unbounded", "ttl: 10m", ""},
+		{"time-bounded", "lower: 5s\n  open: upper", "join.ttl: must be set with open: upper"},
+		{"time-bounded", "upper: 5s\n  open: upper\n  ttl: none", "join.upper: must not be set with open: upper"},
+		{"time-bounded", "upper: 5s\n  ttl: 1h", "join.ttl: only for unbounded joins and half-bounded time-bounded joins"},
+		{"time-bounded", "open: sideways\n  ttl: 1h", "join.open: must be lower or upper"},
+		{"time-bounded", "upper: -2h\n  open: lower\n  ttl: 1h", "join.ttl: must be at least -upper (7200000)"},
+		{"interval", "upper: 1s\n  open: lower", "join.open: only for time-bounded joins"},
+		{"unbounded", "ttl: never", "ttl: want a duration (10m) or none"},
+		{"unbounded", "", "join.ttl: must be positive"},
+	} {
+		_, err := Parse([]byte(fmt.Sprintf(base, c.typ, c.fields)))
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%s %q: %v", c.typ, c.fields, err)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%s %q: error %v, want %q", c.typ, c.fields, err, c.wantErr)
+		}
+	}
+}

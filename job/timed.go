@@ -122,9 +122,23 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 	if j.Emit != "" && j.Type != "window" {
 		bad("emit", "only for window joins")
 	}
-	if j.TTL != 0 && j.Type != "unbounded" {
-		bad("ttl", "only for unbounded joins")
+	var open joins.OpenBound
+	switch j.Open {
+	case "":
+	case "lower":
+		open = joins.OpenLower
+	case "upper":
+		open = joins.OpenUpper
+	default:
+		bad("open", "must be lower or upper, the bound a half-bounded range lacks (got %q)", j.Open)
 	}
+	if j.Open != "" && j.Type != "time-bounded" {
+		bad("open", "only for time-bounded joins (a half-bounded range)")
+	}
+	if !j.TTL.IsZero() && j.Type != "unbounded" && !(j.Type == "time-bounded" && j.Open != "") {
+		bad("ttl", "only for unbounded joins and half-bounded time-bounded joins (open: lower or upper)")
+	}
+
 	ms := func(d interface{ Milliseconds() int64 }) int64 { return d.Milliseconds() }
 	var factory func() joins.Timed
 	var verr error
@@ -155,11 +169,14 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		factory = func() joins.Timed { return joins.NewInterval(spec) }
 	case "time-bounded":
 		spec := &joins.TimeBoundedSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Lower: ms(j.Lower), Upper: ms(j.Upper), Project: project,
-			Where: where, Late: late}
+			Where: where, Late: late, Open: open}
+		if open != joins.OpenNone {
+			spec.TTL = j.TTL.Millis()
+		}
 		verr = spec.Validate()
 		factory = func() joins.Timed { return joins.NewTimeBounded(spec) }
 	case "unbounded":
-		spec := &joins.UnboundedSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, TTL: ms(j.TTL), Project: project,
+		spec := &joins.UnboundedSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, TTL: j.TTL.Millis(), Project: project,
 			Where: where, Late: late}
 		verr = spec.Validate()
 		factory = func() joins.Timed { return joins.NewUnbounded(spec) }

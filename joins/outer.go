@@ -34,7 +34,36 @@ type TimeBoundedSpec struct {
 	Where Condition
 	// Late is the late-data rule (zero: ts < watermark).
 	Late LateRule
+	// Open makes the range half-bounded (Spark's leftTime > rightTime with
+	// no other bound): OpenLower drops the lower bound (r.ts - l.ts <=
+	// Upper only), OpenUpper the upper one (r.ts - l.ts >= Lower only). The
+	// open bound's field must be 0. The rows of the side the open bound lets
+	// wait for ever — right rows under OpenLower, left rows under OpenUpper
+	// — are kept for TTL instead: a right row meets left rows up to
+	// r.ts + TTL (OpenLower), a left row right rows up to l.ts + TTL
+	// (OpenUpper), and is retired (padded on an outer side) once the
+	// watermark passes that. TTL is required with Open (NoTTL: kept for
+	// ever, until the input ends) and only with it.
+	Open OpenBound
+	TTL  int64
 }
+
+// OpenBound names the missing bound of a half-bounded time range.
+type OpenBound uint8
+
+const (
+	// OpenNone: both bounds hold (the zero value).
+	OpenNone OpenBound = iota
+	// OpenLower: no lower bound.
+	OpenLower
+	// OpenUpper: no upper bound.
+	OpenUpper
+)
+
+// NoTTL is a TTL that never expires: state is kept until the input ends
+// (the watermark reaches its maximum). Unbounded joins and half-bounded
+// time-bounded joins take it.
+const NoTTL int64 = math.MaxInt64
 
 // Validate reports every problem of the spec, joined with errors.Join, each
 // naming its field.
@@ -47,7 +76,31 @@ func (s *TimeBoundedSpec) Validate() error {
 		c.bad("type", "unknown join type %d (want inner, left, right, full or semi)", int(s.Type))
 	}
 	validateSemi(&c, s.Type, s.Project)
-	validateBounds(&c, s.Lower, s.Upper, false, false)
+	switch s.Open {
+	case OpenNone:
+		validateBounds(&c, s.Lower, s.Upper, false, false)
+		if s.TTL != 0 {
+			c.bad("ttl", "only for a half-bounded range (open: lower or upper): both bounds retire the rows")
+		}
+	case OpenLower, OpenUpper:
+		open, bound, other := "lower", s.Lower, s.Upper
+		if s.Open == OpenUpper {
+			open, bound, other = "upper", s.Upper, s.Lower
+		}
+		if bound != 0 {
+			c.bad(open, "must not be set with open: %s (got %d)", open, bound)
+		}
+		switch {
+		case s.TTL <= 0:
+			c.bad("ttl", "must be set with open: %s: how long rows wait for a match without an %s bound (a duration, or none: for ever), got %d", open, open, s.TTL)
+		case s.Open == OpenLower && subSat(0, s.TTL) > other:
+			c.bad("ttl", "must be at least -upper (%d) or no pair could ever match, got %d", subSat(0, other), s.TTL)
+		case s.Open == OpenUpper && s.TTL < other:
+			c.bad("ttl", "must be at least lower (%d) or no pair could ever match, got %d", other, s.TTL)
+		}
+	default:
+		c.bad("open", "unknown open bound %d (want lower or upper)", s.Open)
+	}
 	validateLate(&c, s.Late, true)
 	validateShape(c.bad, s.Left, s.Right, s.Project, nil, nil)
 	return c.err()
@@ -56,7 +109,14 @@ func (s *TimeBoundedSpec) Validate() error {
 // NewTimeBounded returns the empty state of one key of a time-bounded join.
 // spec must be valid and must not change while the join is in use.
 func NewTimeBounded(spec *TimeBoundedSpec) *TimeBounded {
-	return &TimeBounded{typ: spec.Type, lo: spec.Lower, hi: spec.Upper, where: spec.Where, rule: spec.Late, kind: "outer",
+	lo, hi := spec.Lower, spec.Upper
+	switch spec.Open {
+	case OpenLower:
+		lo = subSat(0, spec.TTL) // a right row meets left rows up to r.ts + TTL
+	case OpenUpper:
+		hi = spec.TTL // a left row meets right rows up to l.ts + TTL
+	}
+	return &TimeBounded{typ: spec.Type, lo: lo, hi: hi, where: spec.Where, rule: spec.Late, kind: "outer",
 		shape: &pairShape{left: spec.Left, right: spec.Right, project: spec.Project, semi: spec.Type.semi()}}
 }
 

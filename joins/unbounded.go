@@ -21,7 +21,9 @@ import "fmt"
 type UnboundedSpec struct {
 	Type        TimedJoinType
 	Left, Right string
-	// TTL (ms, > 0) keeps each row until the watermark passes ts + TTL.
+	// TTL (ms, > 0) keeps each row until the watermark passes ts + TTL;
+	// NoTTL keeps rows for ever (until the input ends: outer rows are
+	// padded then).
 	TTL     int64
 	Project []Column
 	Where   Condition

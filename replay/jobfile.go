@@ -239,7 +239,11 @@ func parseJobFile(b []byte) (*Job, error) {
 	case "temporal-latest":
 		s.Type = TypeTemporalLatest
 	}
-	s.TTL = ms("ttl", j.TTL)
+	s.TTL = TTLMillis(j.TTL.Millis())
+	if !j.TTL.None {
+		s.TTL = TTLMillis(ms("ttl", j.TTL.D))
+	}
+	s.Open = j.Open
 	if bounded {
 		s.Interval = &Bounds{Lower: ms("lower", j.Lower), Upper: ms("upper", j.Upper),
 			LowerExclusive: j.LowerExclusive, UpperExclusive: j.UpperExclusive}

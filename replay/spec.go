@@ -62,8 +62,11 @@ type Spec struct {
 	// Interval bounds r.ts - l.ts for interval and time-bounded joins.
 	Interval *Bounds `yaml:"interval"`
 	// TTL keeps each row of an unbounded join until the watermark passes
-	// its time + TTL (required there, > 0; only there).
-	TTL Millis `yaml:"ttl"`
+	// its time + TTL (required there, > 0, or none: for ever), and the rows
+	// of the open side of a half-bounded time-bounded join (Open).
+	TTL TTLMillis `yaml:"ttl"`
+	// Open (time-bounded joins): lower or upper, the bound the range lacks.
+	Open string `yaml:"open"`
 	// Project lists the output columns; empty means
 	// {left name: left row, right name: right row}.
 	Project []Column `yaml:"project"`
@@ -166,6 +169,18 @@ func (m *Millis) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*m = Millis(d.Milliseconds())
 	return nil
+}
+
+// TTLMillis is a TTL: Millis, or none (joins.NoTTL: kept for ever).
+type TTLMillis Millis
+
+// UnmarshalYAML decodes none or what Millis takes.
+func (t *TTLMillis) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Value == "none" {
+		*t = TTLMillis(joins.NoTTL)
+		return nil
+	}
+	return (*Millis)(t).UnmarshalYAML(n)
 }
 
 // ParseSpec decodes a YAML spec, refusing unknown fields, and validates it.
@@ -331,8 +346,16 @@ func (s *Spec) build() (*built, error) {
 	default:
 		bad("emit", "must be on-close or on-arrival (got %q)", s.Emit)
 	}
-	if s.Type != TypeUnbounded && s.TTL != 0 {
-		bad("ttl", "only for unbounded joins")
+	switch s.Open {
+	case "", "lower", "upper":
+	default:
+		bad("open", "must be lower or upper, the bound a half-bounded range lacks (got %q)", s.Open)
+	}
+	if s.Open != "" && s.Type != TypeTimeBounded {
+		bad("open", "only for time-bounded joins (a half-bounded range)")
+	}
+	if s.Type != TypeUnbounded && s.TTL != 0 && !(s.Type == TypeTimeBounded && s.Open != "") {
+		bad("ttl", "only for unbounded joins and half-bounded time-bounded joins (open: lower or upper)")
 	}
 	temporal := s.Type == TypeTemporal || s.Type == TypeTemporalLatest
 	sem, err := joins.ParseTemporalSemantics(s.Temporal.Semantics)
@@ -481,6 +504,12 @@ func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition
 	case TypeTimeBounded:
 		js := &joins.TimeBoundedSpec{Type: typ, Left: l, Right: r,
 			Lower: int64(s.Interval.Lower), Upper: int64(s.Interval.Upper), Project: cols, Where: where, Late: late}
+		switch s.Open {
+		case "lower":
+			js.Open, js.TTL = joins.OpenLower, int64(s.TTL)
+		case "upper":
+			js.Open, js.TTL = joins.OpenUpper, int64(s.TTL)
+		}
 		err = js.Validate()
 		b.fresh = func() joins.Timed { return joins.NewTimeBounded(js) }
 	case TypeUnbounded:
@@ -535,7 +564,7 @@ func (w *Window) assigner() (joins.Assigner, error) {
 
 // fieldNames maps the joins specs' field names to the YAML ones.
 var fieldNames = map[string]string{
-	"lower": "interval.lower", "upper": "interval.upper",
+	"lower": "interval.lower", "upper": "interval.upper", "open": "open",
 	"lower_exclusive": "interval.lower_exclusive", "upper_exclusive": "interval.upper_exclusive",
 	"left": "left.name", "right": "right.name", "late": "late.rule",
 }
