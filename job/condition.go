@@ -40,8 +40,11 @@ func (j Join) streamOnly() []error {
 	if j.Type == "cdc" && j.Emit != "" {
 		errs = append(errs, fmt.Errorf("join.emit: only for window joins"))
 	}
-	if j.Type == "cdc" && j.TTL != 0 {
+	if j.Type == "cdc" && !j.TTL.IsZero() {
 		errs = append(errs, fmt.Errorf("join.ttl: only for unbounded joins"))
+	}
+	if j.Type == "cdc" && j.Open != "" {
+		errs = append(errs, fmt.Errorf("join.open: only for time-bounded joins"))
 	}
 	return errs
 }

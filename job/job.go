@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -66,7 +67,8 @@ type Join struct {
 	// interval, time-bounded (Spark-style, with outer modes), unbounded (a
 	// regular join whose state is bounded by ttl) or temporal.
 	Type string `yaml:"type"`
-	// Mode is inner, left, right or full (what the type supports).
+	// Mode is inner, left, right, full or semi (a left semi join), what
+	// the type supports.
 	Mode string `yaml:"mode"`
 	// Window assigns windows for type window.
 	Window Window `yaml:"window"`
@@ -97,10 +99,17 @@ type Join struct {
 	// unbounded join.
 	Late Late `yaml:"late,omitempty"`
 	// TTL bounds the state of an unbounded join: a row is kept until the
-	// watermark passes its time + TTL (required for type unbounded).
-	TTL time.Duration `yaml:"ttl,omitempty"`
+	// watermark passes its time + TTL (required for type unbounded), or for
+	// ever with `ttl: none`. A half-bounded time-bounded join (Open) needs
+	// it for the rows of its open side.
+	TTL TTL `yaml:"ttl,omitempty"`
+	// Open makes a time-bounded join's range half-bounded: lower (no lower
+	// bound) or upper (no upper bound); the open side's rows are kept for
+	// TTL.
+	Open string `yaml:"open,omitempty"`
 	// Temporal holds the options of a temporal join (type temporal or
-	// temporal-latest): semantics strict (the default) or flink.
+	// temporal-latest): semantics strict (the default), flink or kafka
+	// (temporal-latest: Kafka Streams' KStream-KTable null rules).
 	Temporal TemporalOptions `yaml:"temporal,omitempty"`
 	// CDC holds the options of a changelog join (type cdc): its row kinds
 	// and output timestamps.
@@ -110,6 +119,38 @@ type Join struct {
 	// on-arrival (Spark's windowed join: a pair as soon as both rows are
 	// there, only the unmatched outer rows at the close).
 	Emit string `yaml:"emit,omitempty"`
+}
+
+// TTL is a state time-to-live: a Go duration, or `none` (kept for ever,
+// joins.NoTTL).
+type TTL struct {
+	D    time.Duration
+	None bool
+}
+
+// UnmarshalYAML decodes a duration or none.
+func (t *TTL) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Value == "none" {
+		*t = TTL{None: true}
+		return nil
+	}
+	var d time.Duration
+	if err := n.Decode(&d); err != nil {
+		return fmt.Errorf("line %d: ttl: want a duration (10m) or none", n.Line)
+	}
+	*t = TTL{D: d}
+	return nil
+}
+
+// IsZero reports whether no TTL is set.
+func (t TTL) IsZero() bool { return t == TTL{} }
+
+// Millis is the TTL in ms, joins.NoTTL for none.
+func (t TTL) Millis() int64 {
+	if t.None {
+		return math.MaxInt64
+	}
+	return t.D.Milliseconds()
 }
 
 // TemporalOptions are a temporal join's options.

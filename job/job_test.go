@@ -157,6 +157,11 @@ sources:
 		{"time-bounded", "left", ""},
 		{"temporal", "left", ""},
 		{"temporal", "full", "join.type"},
+		{"time-bounded", "semi", ""},
+		{"window", "semi", ""},
+		{"interval", "semi", "join.mode"},
+		{"temporal", "semi", "join.type"},
+		{"time-bounded", "anti", "join.mode: must be inner, left, right, full or semi"},
 	} {
 		s, err := Parse([]byte(fmt.Sprintf(base, c.typ, c.mode)))
 		switch {
@@ -232,5 +237,63 @@ func TestJobEnvRedisUsernameTLS(t *testing.T) {
 	}
 	if !s.State.Redis.TLS.Enabled || s.State.Redis.TLS.CAFile != "" {
 		t.Errorf("JOINERY_REDIS_TLS=true: tls = %+v", s.State.Redis.TLS)
+	}
+}
+
+// TestJobSemiProject: a left semi join outputs the left row only, so a
+// projection of a right column is refused, naming the column.
+func TestJobSemiProject(t *testing.T) {
+	_, err := Parse([]byte(`
+name: semi
+join:
+  type: time-bounded
+  mode: semi
+  left:  {name: visits, key: user, ts: ts}
+  right: {name: ads, key: user, ts: ts}
+  lower: 0s
+  upper: 2m
+  project: [{name: v, from: visits.id}, {name: a, from: ads.id}]
+sources:
+  - {name: v, type: file, path: v.jsonl, side: left}
+`))
+	if err == nil || !strings.Contains(err.Error(), "join.project[1].side: a left semi join outputs the left row only") {
+		t.Errorf("semi with a right column: %v", err)
+	}
+}
+
+// TestJobHalfBounded: open and ttl on time-bounded and unbounded joins,
+// with clear errors for the nonsense.
+func TestJobHalfBounded(t *testing.T) {
+	base := `
+name: half
+join:
+  type: %s
+  left:  {name: l, key: k, ts: ts}
+  right: {name: r, key: k, ts: ts}
+  %s
+sources:
+  - {name: v, type: file, path: v.jsonl, side: left}
+`
+	for _, c := range []struct{ typ, fields, wantErr string }{
+		{"time-bounded", "lower: 5s\n  open: upper\n  ttl: none", ""},
+		{"time-bounded", "upper: -1ms\n  open: lower\n  ttl: 1h", ""},
+		{"unbounded", "ttl: none", ""},
+		{"unbounded", "ttl: 10m", ""},
+		{"time-bounded", "lower: 5s\n  open: upper", "join.ttl: must be set with open: upper"},
+		{"time-bounded", "upper: 5s\n  open: upper\n  ttl: none", "join.upper: must not be set with open: upper"},
+		{"time-bounded", "upper: 5s\n  ttl: 1h", "join.ttl: only for unbounded joins and half-bounded time-bounded joins"},
+		{"time-bounded", "open: sideways\n  ttl: 1h", "join.open: must be lower or upper"},
+		{"time-bounded", "upper: -2h\n  open: lower\n  ttl: 1h", "join.ttl: must be at least -upper (7200000)"},
+		{"interval", "upper: 1s\n  open: lower", "join.open: only for time-bounded joins"},
+		{"unbounded", "ttl: never", "ttl: want a duration (10m) or none"},
+		{"unbounded", "", "join.ttl: must be positive"},
+	} {
+		_, err := Parse([]byte(fmt.Sprintf(base, c.typ, c.fields)))
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%s %q: %v", c.typ, c.fields, err)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%s %q: error %v, want %q", c.typ, c.fields, err, c.wantErr)
+		}
 	}
 }

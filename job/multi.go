@@ -60,7 +60,7 @@ func (s *Spec) MultiSpec() (*joins.MultiSpec, error) {
 	if j.Emit != "" {
 		bad("emit", "only for window joins")
 	}
-	if j.TTL != 0 {
+	if !j.TTL.IsZero() || j.Open != "" {
 		bad("ttl", "only for unbounded joins")
 	}
 	ms := &joins.MultiSpec{}

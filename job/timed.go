@@ -14,6 +14,15 @@ func (s *Spec) Timed() bool {
 	return s.Join.Type != "" && s.Join.Type != "cdc" && s.Join.Type != TypeCDCMulti
 }
 
+// PadsNullKeys reports whether a probe (left) input whose key is null is
+// joined, padded, instead of refused: a left temporal-latest join with
+// temporal: {semantics: kafka}, Kafka Streams' left KStream-KTable join
+// since KIP-962. Such inputs are routed to joins.NullKey.
+func (s *Spec) PadsNullKeys() bool {
+	j := s.Join
+	return j.Type == "temporal-latest" && j.Mode == "left" && j.Temporal.Semantics == "kafka"
+}
+
 // SourceFormat is the effective record format of a source.
 func (s *Spec) SourceFormat(src Source) string {
 	switch {
@@ -56,7 +65,7 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 	}
 	jt, err := joins.ParseTimedJoinType(mode)
 	if err != nil {
-		bad("mode", "must be inner, left, right or full (got %q)", j.Mode)
+		bad("mode", "must be inner, left, right, full or semi (got %q)", j.Mode)
 	}
 	var project []joins.Column
 	for i, c := range j.Project {
@@ -72,7 +81,10 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 	temporal := j.Type == "temporal" || j.Type == "temporal-latest"
 	sem, serr := joins.ParseTemporalSemantics(j.Temporal.Semantics)
 	if serr != nil {
-		bad("temporal.semantics", "must be strict or flink (got %q)", j.Temporal.Semantics)
+		bad("temporal.semantics", "must be strict, flink or kafka (got %q)", j.Temporal.Semantics)
+	}
+	if sem == joins.SemanticsKafka && j.Type == "temporal" {
+		bad("temporal.semantics", "kafka (Kafka Streams' KStream-KTable join) is for temporal-latest joins")
 	}
 	if !temporal && j.Temporal != (TemporalOptions{}) {
 		bad("temporal", "only for temporal joins")
@@ -110,9 +122,23 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 	if j.Emit != "" && j.Type != "window" {
 		bad("emit", "only for window joins")
 	}
-	if j.TTL != 0 && j.Type != "unbounded" {
-		bad("ttl", "only for unbounded joins")
+	var open joins.OpenBound
+	switch j.Open {
+	case "":
+	case "lower":
+		open = joins.OpenLower
+	case "upper":
+		open = joins.OpenUpper
+	default:
+		bad("open", "must be lower or upper, the bound a half-bounded range lacks (got %q)", j.Open)
 	}
+	if j.Open != "" && j.Type != "time-bounded" {
+		bad("open", "only for time-bounded joins (a half-bounded range)")
+	}
+	if !j.TTL.IsZero() && j.Type != "unbounded" && !(j.Type == "time-bounded" && j.Open != "") {
+		bad("ttl", "only for unbounded joins and half-bounded time-bounded joins (open: lower or upper)")
+	}
+
 	ms := func(d interface{ Milliseconds() int64 }) int64 { return d.Milliseconds() }
 	var factory func() joins.Timed
 	var verr error
@@ -135,7 +161,7 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		factory = func() joins.Timed { return joins.NewWindowJoin(spec) }
 	case "interval":
 		if jt != joins.TimedInner {
-			bad("mode", "an interval join is inner; use type time-bounded for outer modes")
+			bad("mode", "an interval join is inner; use type time-bounded for outer and semi modes")
 		}
 		spec := &joins.IntervalSpec{Left: j.Left.Name, Right: j.Right.Name, Lower: ms(j.Lower), Upper: ms(j.Upper),
 			LowerExclusive: j.LowerExclusive, UpperExclusive: j.UpperExclusive, Project: project, Where: where, Late: late}
@@ -143,11 +169,14 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		factory = func() joins.Timed { return joins.NewInterval(spec) }
 	case "time-bounded":
 		spec := &joins.TimeBoundedSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Lower: ms(j.Lower), Upper: ms(j.Upper), Project: project,
-			Where: where, Late: late}
+			Where: where, Late: late, Open: open}
+		if open != joins.OpenNone {
+			spec.TTL = j.TTL.Millis()
+		}
 		verr = spec.Validate()
 		factory = func() joins.Timed { return joins.NewTimeBounded(spec) }
 	case "unbounded":
-		spec := &joins.UnboundedSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, TTL: ms(j.TTL), Project: project,
+		spec := &joins.UnboundedSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, TTL: j.TTL.Millis(), Project: project,
 			Where: where, Late: late}
 		verr = spec.Validate()
 		factory = func() joins.Timed { return joins.NewUnbounded(spec) }

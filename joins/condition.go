@@ -2,6 +2,7 @@ package joins
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/joinery/joinery/record"
 )
@@ -120,6 +121,9 @@ func (r LateRule) late(ts, wm int64) bool {
 // watermark wm. Under LateNever it is the same as the default: the
 // watermark (stream time - grace) still bounds the buffers.
 func (r LateRule) open(end, wm int64) bool {
+	if wm == math.MaxInt64 {
+		return false // the input has ended (a NoTTL row's end saturates there)
+	}
 	if r == LateAtWatermark {
 		return end > wm
 	}

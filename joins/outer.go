@@ -34,7 +34,36 @@ type TimeBoundedSpec struct {
 	Where Condition
 	// Late is the late-data rule (zero: ts < watermark).
 	Late LateRule
+	// Open makes the range half-bounded (Spark's leftTime > rightTime with
+	// no other bound): OpenLower drops the lower bound (r.ts - l.ts <=
+	// Upper only), OpenUpper the upper one (r.ts - l.ts >= Lower only). The
+	// open bound's field must be 0. The rows of the side the open bound lets
+	// wait for ever — right rows under OpenLower, left rows under OpenUpper
+	// — are kept for TTL instead: a right row meets left rows up to
+	// r.ts + TTL (OpenLower), a left row right rows up to l.ts + TTL
+	// (OpenUpper), and is retired (padded on an outer side) once the
+	// watermark passes that. TTL is required with Open (NoTTL: kept for
+	// ever, until the input ends) and only with it.
+	Open OpenBound
+	TTL  int64
 }
+
+// OpenBound names the missing bound of a half-bounded time range.
+type OpenBound uint8
+
+const (
+	// OpenNone: both bounds hold (the zero value).
+	OpenNone OpenBound = iota
+	// OpenLower: no lower bound.
+	OpenLower
+	// OpenUpper: no upper bound.
+	OpenUpper
+)
+
+// NoTTL is a TTL that never expires: state is kept until the input ends
+// (the watermark reaches its maximum). Unbounded joins and half-bounded
+// time-bounded joins take it.
+const NoTTL int64 = math.MaxInt64
 
 // Validate reports every problem of the spec, joined with errors.Join, each
 // naming its field.
@@ -44,9 +73,34 @@ func (s *TimeBoundedSpec) Validate() error {
 	}
 	var c collector
 	if !s.Type.valid() {
-		c.bad("type", "unknown join type %d (want inner, left, right or full)", int(s.Type))
+		c.bad("type", "unknown join type %d (want inner, left, right, full or semi)", int(s.Type))
 	}
-	validateBounds(&c, s.Lower, s.Upper, false, false)
+	validateSemi(&c, s.Type, s.Project)
+	switch s.Open {
+	case OpenNone:
+		validateBounds(&c, s.Lower, s.Upper, false, false)
+		if s.TTL != 0 {
+			c.bad("ttl", "only for a half-bounded range (open: lower or upper): both bounds retire the rows")
+		}
+	case OpenLower, OpenUpper:
+		open, bound, other := "lower", s.Lower, s.Upper
+		if s.Open == OpenUpper {
+			open, bound, other = "upper", s.Upper, s.Lower
+		}
+		if bound != 0 {
+			c.bad(open, "must not be set with open: %s (got %d)", open, bound)
+		}
+		switch {
+		case s.TTL <= 0:
+			c.bad("ttl", "must be set with open: %s: how long rows wait for a match without an %s bound (a duration, or none: for ever), got %d", open, open, s.TTL)
+		case s.Open == OpenLower && subSat(0, s.TTL) > other:
+			c.bad("ttl", "must be at least -upper (%d) or no pair could ever match, got %d", subSat(0, other), s.TTL)
+		case s.Open == OpenUpper && s.TTL < other:
+			c.bad("ttl", "must be at least lower (%d) or no pair could ever match, got %d", other, s.TTL)
+		}
+	default:
+		c.bad("open", "unknown open bound %d (want lower or upper)", s.Open)
+	}
 	validateLate(&c, s.Late, true)
 	validateShape(c.bad, s.Left, s.Right, s.Project, nil, nil)
 	return c.err()
@@ -55,8 +109,15 @@ func (s *TimeBoundedSpec) Validate() error {
 // NewTimeBounded returns the empty state of one key of a time-bounded join.
 // spec must be valid and must not change while the join is in use.
 func NewTimeBounded(spec *TimeBoundedSpec) *TimeBounded {
-	return &TimeBounded{typ: spec.Type, lo: spec.Lower, hi: spec.Upper, where: spec.Where, rule: spec.Late, kind: "outer",
-		shape: &pairShape{left: spec.Left, right: spec.Right, project: spec.Project}}
+	lo, hi := spec.Lower, spec.Upper
+	switch spec.Open {
+	case OpenLower:
+		lo = subSat(0, spec.TTL) // a right row meets left rows up to r.ts + TTL
+	case OpenUpper:
+		hi = spec.TTL // a left row meets right rows up to l.ts + TTL
+	}
+	return &TimeBounded{typ: spec.Type, lo: lo, hi: hi, where: spec.Where, rule: spec.Late, kind: "outer",
+		shape: &pairShape{left: spec.Left, right: spec.Right, project: spec.Project, semi: spec.Type.semi()}}
 }
 
 // TimeBounded is the per-key state of a time-bounded join: each side's
@@ -80,6 +141,15 @@ func NewTimeBounded(spec *TimeBoundedSpec) *TimeBounded {
 //     never earlier: the timer is that end + 1. A row arriving with its range
 //     already passed is matched against the buffer and, unmatched, padded at
 //     once. Rows are dropped at the same time; a matched row is never padded.
+//   - A left semi join (TimedLeftSemi, Spark's left_semi with
+//     SymmetricHashJoinStateManager's rules) emits a left row alone, stamped
+//     with its own time, id semi|leftPos|-|l.ts|0, once: on arrival when a
+//     buffered right row matches it (it is then not buffered: Spark's
+//     early state exclusion of a matched left row), or when the first
+//     right row matching it arrives (it stays buffered, marked matched, and
+//     no later right row emits it again). Right rows are always buffered
+//     (they may match later left rows); nothing is ever padded, and a row
+//     failing its own side's condition is dropped.
 //
 // A TimeBounded is not safe for concurrent use; it keeps the rows it is given
 // and shares them with its outputs: treat them as read-only.
@@ -167,6 +237,10 @@ func (j *TimeBounded) OnElement(e Element, watermark int64, fx *Effects) {
 		}
 		return
 	}
+	if j.typ.semi() {
+		j.onSemi(e.Side, me, watermark, fx)
+		return
+	}
 	if e.Side == record.Left {
 		from, to := j.span(j.right, addSat(e.Ts, j.lo), addSat(e.Ts, j.hi))
 		for k := from; k < to; k++ {
@@ -201,6 +275,37 @@ func (j *TimeBounded) OnElement(e Element, watermark int64, fx *Effects) {
 		fx.SetTimers = append(fx.SetTimers, j.rule.expiry(end))
 	} else if !me.Matched && j.typ.padRight() {
 		emitPair(fx, j.shape, j.kind, e.Ts, nil, &me.elem, e.Ts)
+	}
+}
+
+// onSemi applies an element of a left semi join that passed its side's
+// condition.
+func (j *TimeBounded) onSemi(side record.Side, me matchElem, watermark int64, fx *Effects) {
+	if side == record.Left {
+		from, to := j.span(j.right, addSat(me.Ts, j.lo), addSat(me.Ts, j.hi))
+		for k := from; k < to; k++ {
+			if j.where.pair(me.Row, j.right[k].Row) {
+				// Matched on arrival: emitted once and never buffered.
+				emitSemi(fx, j.shape, &me.elem)
+				return
+			}
+		}
+		if end := addSat(me.Ts, j.hi); j.rule.open(end, watermark) {
+			j.left = insertMatch(j.left, me)
+			fx.SetTimers = append(fx.SetTimers, j.rule.expiry(end))
+		}
+		return
+	}
+	from, to := j.span(j.left, subSat(me.Ts, j.hi), subSat(me.Ts, j.lo))
+	for k := from; k < to; k++ {
+		if l := &j.left[k]; !l.Matched && j.where.pair(l.Row, me.Row) {
+			l.Matched = true
+			emitSemi(fx, j.shape, &l.elem)
+		}
+	}
+	if end := subSat(me.Ts, j.lo); j.rule.open(end, watermark) {
+		j.right = insertMatch(j.right, me)
+		fx.SetTimers = append(fx.SetTimers, j.rule.expiry(end))
 	}
 }
 

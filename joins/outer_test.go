@@ -215,3 +215,63 @@ func BenchmarkOuterJoin(b *testing.B) {
 		})
 	}
 }
+
+// TestJoinHalfBounded: Spark's "stream stream inner join with time range -
+// with watermark - one side condition" (leftTime < rightTime - 5 s: lower
+// 5001 ms, no upper bound) in ms/1000, and its mirror with no lower bound.
+// Rows on the open side wait for TTL; NoTTL keeps them until the input
+// ends, when an outer row is padded.
+func TestJoinHalfBounded(t *testing.T) {
+	spec := &TimeBoundedSpec{Type: TimedInner, Left: "l", Right: "r", Lower: 5001, Open: OpenUpper, TTL: NoTTL, Late: LateAtWatermark}
+	d := outerDriver(t, spec)
+	d.script(E(lt, 5000, "l5"), E(rt, 11000, "r11"), E(rt, 10000, "r10"))
+	d.script(E(lt, 3000, "l3"), E(lt, 30000, "l30"), W(20000)) // Spark's right (0, 30) is another key
+	d.script(E(rt, 20000, "r20"), E(rt, 21000, "r21"), E(rt, 28000, "r28"))
+	d.script(E(lt, 20000, "l20"), E(lt, 21000, "l21"))
+	eqLines(t, "Spark's rows", fmtPairs(t, "l", "r", d.take()), []string{
+		"11000 l5,r11", "10000 l3,r10", "11000 l3,r11", "21000 l3,r21", "21000 l5,r21", "28000 l3,r28", "28000 l5,r28", "28000 l21,r28"})
+	if fmtLate(d.late)[0] != "20000 r20 behind-watermark" || len(d.late) != 2 {
+		t.Fatalf("late %v", fmtLate(d.late))
+	}
+	// Left rows are kept for ever; right rows until the watermark passes
+	// r.ts - 5001.
+	if s := string(d.j.Snapshot()); !strings.Contains(s, `"n":"l3"`) || strings.Contains(s, `"n":"r11"`) {
+		t.Fatalf("state %s", s)
+	}
+	// No lower bound, a TTL: leftTime > rightTime (upper -1), right rows
+	// kept 10 after their time; left outer rows padded when the range ends.
+	spec = &TimeBoundedSpec{Type: TimedLeftOuter, Left: "l", Right: "r", Upper: -1, Open: OpenLower, TTL: 10}
+	d = outerDriver(t, spec)
+	d.script(E(rt, 0, "r0"), E(lt, 5, "l5"), E(lt, 10, "l10"), E(lt, 11, "l11"), E(lt, 0, "l0"), W(100))
+	eqLines(t, "lower open", fmtPairs(t, "l", "r", d.take()), []string{"5 l5,r0", "10 l10,r0", "0 l0,-", "11 l11,-"})
+	// An unbounded join with NoTTL pads at the end of input only.
+	u := &UnboundedSpec{Type: TimedLeftOuter, Left: "l", Right: "r", TTL: NoTTL}
+	d = newDriver(t, func() Timed { return NewUnbounded(u) })
+	d.script(E(lt, 0, "a"), W(1<<60), E(rt, 1<<60, "x"), E(lt, 5, "late"))
+	eqLines(t, "kept for ever", fmtPairs(t, "l", "r", d.take()), []string{"1152921504606846976 a,x"})
+	d.script(E(lt, 1<<61, "b"), W(math.MaxInt64))
+	eqLines(t, "x is kept for ever too", fmtPairs(t, "l", "r", d.take()), []string{"2305843009213693952 b,x"})
+	d = newDriver(t, func() Timed { return NewUnbounded(u) })
+	d.script(E(lt, 0, "c"), W(1<<62))
+	eqLines(t, "not padded while the input goes on", fmtPairs(t, "l", "r", d.take()), nil)
+	d.script(W(math.MaxInt64))
+	eqLines(t, "padded at the end", fmtPairs(t, "l", "r", d.take()), []string{"0 c,-"})
+	if !d.j.Empty() {
+		t.Fatalf("state after the end: %s", d.j.Snapshot())
+	}
+	for _, c := range []struct {
+		spec TimeBoundedSpec
+		want string
+	}{
+		{TimeBoundedSpec{Open: OpenUpper, Lower: 0}, "ttl: must be set with open: upper"},
+		{TimeBoundedSpec{Open: OpenUpper, Upper: 5, TTL: 10}, "upper: must not be set with open: upper"},
+		{TimeBoundedSpec{Open: OpenLower, Upper: -20, TTL: 10}, "ttl: must be at least -upper (20)"},
+		{TimeBoundedSpec{Open: OpenUpper, Lower: 20, TTL: 10}, "ttl: must be at least lower (20)"},
+		{TimeBoundedSpec{Upper: 5, TTL: 10}, "ttl: only for a half-bounded range"},
+	} {
+		c.spec.Left, c.spec.Right = "l", "r"
+		if err := c.spec.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.spec, err, c.want)
+		}
+	}
+}

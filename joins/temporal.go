@@ -42,8 +42,8 @@ func (s *TemporalSpec) Validate() error {
 	if s.Type != TimedInner && s.Type != TimedLeftOuter {
 		c.bad("type", "must be inner or left for a temporal join, got %v", s.Type)
 	}
-	if s.Semantics != SemanticsStrict && s.Semantics != SemanticsFlink {
-		c.bad("semantics", "must be strict or flink, got %v", s.Semantics)
+	if s.Semantics != SemanticsStrict && s.Semantics != SemanticsFlink && s.Semantics != SemanticsKafka {
+		c.bad("semantics", "must be strict, flink or kafka, got %v", s.Semantics)
 	}
 	validateShape(c.bad, s.Left, s.Right, s.Project, nil, nil)
 	return c.err()
@@ -208,9 +208,13 @@ func (j *Temporal) Restore(b []byte) error {
 // append-only probe side), id temporal-latest|probePos|versionPos|
 // probe ts|0. A right element replaces the version (a nil Row, an
 // UpdateBefore or a Delete removes it).
-// Nothing is ever late and no timer is used. spec must be valid.
+// Nothing is ever late and no timer is used. With SemanticsKafka (Kafka
+// Streams' KStream-KTable join) a probe with a nil Row is dropped
+// (LateNullValue), and a probe at NullKey — a null key, which the caller
+// routes there in a left join (KIP-962) — finds no version and comes out
+// padded. spec must be valid.
 func NewTemporalLatest(spec *TemporalSpec) *TemporalLatest {
-	return &TemporalLatest{outer: spec.Type == TimedLeftOuter,
+	return &TemporalLatest{outer: spec.Type == TimedLeftOuter, kafka: spec.Semantics == SemanticsKafka,
 		shape: &pairShape{left: spec.Left, right: spec.Right, project: spec.Project}}
 }
 
@@ -219,6 +223,7 @@ func NewTemporalLatest(spec *TemporalSpec) *TemporalLatest {
 // concurrent use.
 type TemporalLatest struct {
 	outer  bool
+	kafka  bool
 	shape  *pairShape
 	latest *elem
 }
@@ -227,6 +232,10 @@ type TemporalLatest struct {
 func (j *TemporalLatest) OnElement(e Element, watermark int64, fx *Effects) {
 	switch e.Side {
 	case record.Left:
+		if j.kafka && e.Row == nil {
+			fx.Late = append(fx.Late, Late{Element: e, Reason: LateNullValue})
+			return
+		}
 		p := elemOf(e)
 		n := len(fx.Out)
 		if j.latest != nil {

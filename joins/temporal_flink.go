@@ -25,18 +25,38 @@ const (
 	// firing with t <= watermark, probes in arrival order, and the probe's
 	// row kind is the output's.
 	SemanticsFlink
+	// SemanticsKafka is Kafka Streams' KStream-KTable join, for the
+	// processing-time temporal join (NewTemporalLatest) only: a table record
+	// with a null value is a tombstone (it removes the version), a stream
+	// record with a null value is dropped (LateNullValue), and in a left join
+	// a stream record whose key (or join key) is null is emitted padded
+	// with nulls at once instead of being dropped (KIP-962, Kafka Streams
+	// 3.7): the caller routes it to NullKey, where no version ever is.
+	SemanticsKafka
 )
 
-// ParseTemporalSemantics parses "" or "strict" (SemanticsStrict) and
-// "flink".
+// NullKey is the key a caller gives a probe whose key is null in a left
+// join with SemanticsKafka (KIP-962): no version is ever stored under it
+// (a table record with a null key is dropped), so the probe is emitted
+// padded. Callers must refuse it as a key of the versioned side.
+const NullKey record.Key = "\x00null"
+
+// LateNullValue: a probe of a SemanticsKafka join without a value, which
+// Kafka Streams skips ("null join key or value").
+const LateNullValue = "null-value"
+
+// ParseTemporalSemantics parses "" or "strict" (SemanticsStrict), "flink"
+// and "kafka".
 func ParseTemporalSemantics(s string) (TemporalSemantics, error) {
 	switch s {
 	case "", "strict":
 		return SemanticsStrict, nil
 	case "flink":
 		return SemanticsFlink, nil
+	case "kafka":
+		return SemanticsKafka, nil
 	}
-	return 0, fmt.Errorf("joins: unknown temporal semantics %q (want strict or flink)", s)
+	return 0, fmt.Errorf("joins: unknown temporal semantics %q (want strict, flink or kafka)", s)
 }
 
 func (s TemporalSemantics) String() string {
@@ -45,6 +65,8 @@ func (s TemporalSemantics) String() string {
 		return "strict"
 	case SemanticsFlink:
 		return "flink"
+	case SemanticsKafka:
+		return "kafka"
 	}
 	return fmt.Sprintf("TemporalSemantics(%d)", int(s))
 }
@@ -52,6 +74,10 @@ func (s TemporalSemantics) String() string {
 // NewTemporalJoin returns the empty state of one key of the event-time
 // temporal join spec describes: a Temporal, or a TemporalFlink when
 // spec.Semantics is SemanticsFlink. spec must be valid.
+//
+// SemanticsKafka is for the processing-time join: NewTemporalJoin treats it
+// as SemanticsStrict, and job files refuse it on an event-time temporal
+// join.
 func NewTemporalJoin(spec *TemporalSpec) Timed {
 	if spec.Semantics == SemanticsFlink {
 		return NewTemporalFlink(spec)

@@ -174,3 +174,26 @@ func BenchmarkTemporalJoin(b *testing.B) {
 	b.Run("event-time", func(b *testing.B) { benchTimed(b, func() Timed { return NewTemporal(spec) }) })
 	b.Run("latest", func(b *testing.B) { benchTimed(b, func() Timed { return NewTemporalLatest(spec) }) })
 }
+
+// TestJoinTemporalLatestKafka: Kafka Streams' KStream-KTable rules. A
+// probe without a row is dropped (null-value); a version without one is a
+// tombstone; at NullKey (a null-key probe of a left join, KIP-962) no
+// version is there, so the probe comes out padded.
+func TestJoinTemporalLatestKafka(t *testing.T) {
+	spec := &TemporalSpec{Type: TimedLeftOuter, Left: "s", Right: "t", Semantics: SemanticsKafka}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(t, func() Timed { return NewTemporalLatest(spec) })
+	d.script(E(rt, 0, "y0"), E(lt, 1, "x1"))
+	d.el(lt, 2, nil)
+	d.el(rt, 3, nil) // tombstone
+	d.script(E(lt, 4, "x4"))
+	eqLines(t, "outputs", fmtPairs(t, "s", "t", d.take()), []string{"1 x1,y0", "4 x4,-"})
+	if len(d.late) != 1 || d.late[0].Reason != LateNullValue || d.late[0].Element.Ts != 2 {
+		t.Fatalf("late %v", fmtLate(d.late))
+	}
+	if s, err := ParseTemporalSemantics("kafka"); err != nil || s != SemanticsKafka || s.String() != "kafka" {
+		t.Errorf("parse kafka: %v %v", s, err)
+	}
+}

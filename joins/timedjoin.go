@@ -31,9 +31,14 @@ const (
 	TimedRightOuter
 	// TimedFullOuter pads unmatched rows of both sides.
 	TimedFullOuter
+	// TimedLeftSemi is a left semi join (Spark's left_semi): each left row
+	// that matches is emitted once, alone (its row only, never padded), as
+	// soon as its first match is there; a left row that never matches is
+	// never emitted, and a right row is never emitted.
+	TimedLeftSemi
 )
 
-var timedJoinTypeNames = [...]string{"inner", "left", "right", "full"}
+var timedJoinTypeNames = [...]string{"inner", "left", "right", "full", "semi"}
 
 func (t TimedJoinType) String() string {
 	if t.valid() {
@@ -42,17 +47,20 @@ func (t TimedJoinType) String() string {
 	return fmt.Sprintf("TimedJoinType(%d)", int(t))
 }
 
-// ParseTimedJoinType parses "inner", "left", "right" or "full".
+// ParseTimedJoinType parses "inner", "left", "right", "full" or "semi".
 func ParseTimedJoinType(s string) (TimedJoinType, error) {
 	for i, n := range timedJoinTypeNames {
 		if n == s {
 			return TimedJoinType(i), nil
 		}
 	}
-	return 0, fmt.Errorf("joins: unknown join type %q (want inner, left, right or full)", s)
+	return 0, fmt.Errorf("joins: unknown join type %q (want inner, left, right, full or semi)", s)
 }
 
-func (t TimedJoinType) valid() bool { return t >= TimedInner && t <= TimedFullOuter }
+func (t TimedJoinType) valid() bool { return t >= TimedInner && t <= TimedLeftSemi }
+
+// semi reports whether the join is a left semi join.
+func (t TimedJoinType) semi() bool { return t == TimedLeftSemi }
 
 // padLeft reports whether an unmatched left row is emitted with nulls.
 func (t TimedJoinType) padLeft() bool { return t == TimedLeftOuter || t == TimedFullOuter }
@@ -76,6 +84,9 @@ type pairShape struct {
 	project     []Column
 	join        JoinFunc
 	flat        FlatJoinFunc
+	// semi: a left semi join's output, the left row alone ({left: l}
+	// without a projection).
+	semi bool
 }
 
 // rows returns the output rows of the pair (l or r nil when padded).
@@ -85,6 +96,8 @@ func (p *pairShape) rows(l, r record.Row) []record.Row {
 		return p.flat(l, r)
 	case p.join != nil:
 		return []record.Row{p.join(l, r)}
+	case p.semi && len(p.project) == 0:
+		return []record.Row{{p.left: rowValue(l)}}
 	}
 	return []record.Row{projectPair(p.left, p.right, p.project, l, r)}
 }
@@ -112,6 +125,19 @@ func projectPair(left, right string, project []Column, l, r record.Row) record.R
 		row[c.Name] = v
 	}
 	return row
+}
+
+// validateSemi checks what a left semi join allows: its output is the left
+// row, so a projection names left columns only.
+func validateSemi(c *collector, t TimedJoinType, project []Column) {
+	if !t.semi() {
+		return
+	}
+	for i, col := range project {
+		if col.Compute == nil && col.Side == record.Right {
+			c.bad(fmt.Sprintf("project[%d].side", i), "a left semi join outputs the left row only: a right column is never there")
+		}
+	}
 }
 
 // validateShape checks the output description shared by the event-time
@@ -227,6 +253,12 @@ func emitPair(fx *Effects, shape *pairShape, kind string, ts int64, l, r *elem, 
 		id, pk := outputID(kind, lp, rp, extra, n)
 		fx.Out = append(fx.Out, record.Output{ID: id, Kind: record.Insert, PK: pk, Row: row, Ts: ts})
 	}
+}
+
+// emitSemi appends the output of a left semi join's matched left row l,
+// stamped with its own time: its row alone, id semi|leftPos|-|l.ts|n.
+func emitSemi(fx *Effects, shape *pairShape, l *elem) {
+	emitPair(fx, shape, "semi", l.Ts, l, nil, l.Ts)
 }
 
 // Late reasons.

@@ -21,7 +21,9 @@ import "fmt"
 type UnboundedSpec struct {
 	Type        TimedJoinType
 	Left, Right string
-	// TTL (ms, > 0) keeps each row until the watermark passes ts + TTL.
+	// TTL (ms, > 0) keeps each row until the watermark passes ts + TTL;
+	// NoTTL keeps rows for ever (until the input ends: outer rows are
+	// padded then).
 	TTL     int64
 	Project []Column
 	Where   Condition
@@ -36,8 +38,9 @@ func (s *UnboundedSpec) Validate() error {
 	}
 	var c collector
 	if !s.Type.valid() {
-		c.bad("type", "unknown join type %d (want inner, left, right or full)", int(s.Type))
+		c.bad("type", "unknown join type %d (want inner, left, right, full or semi)", int(s.Type))
 	}
+	validateSemi(&c, s.Type, s.Project)
 	if s.TTL <= 0 {
 		c.bad("ttl", "must be positive (the state of an unbounded join needs a bound), got %d", s.TTL)
 	}
@@ -53,5 +56,5 @@ func (s *UnboundedSpec) Validate() error {
 func NewUnbounded(spec *UnboundedSpec) *TimeBounded {
 	return &TimeBounded{typ: spec.Type, lo: -spec.TTL, hi: spec.TTL, all: true, kind: "unbounded",
 		where: spec.Where, rule: spec.Late,
-		shape: &pairShape{left: spec.Left, right: spec.Right, project: spec.Project}}
+		shape: &pairShape{left: spec.Left, right: spec.Right, project: spec.Project, semi: spec.Type.semi()}}
 }

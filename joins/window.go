@@ -68,7 +68,11 @@ func (s *WindowJoinSpec) Validate() error {
 	}
 	var c collector
 	if !s.Type.valid() {
-		c.bad("type", "unknown join type %d (want inner, left, right or full)", int(s.Type))
+		c.bad("type", "unknown join type %d (want inner, left, right, full or semi)", int(s.Type))
+	}
+	validateSemi(&c, s.Type, s.Project)
+	if s.Type.semi() && (s.Join != nil || s.FlatJoin != nil) {
+		c.bad("type", "a left semi join outputs the left row: no join function")
 	}
 	s.Assigner.validate(&c, "assigner.")
 	if s.AllowedLateness < 0 {
@@ -100,7 +104,7 @@ func (s *WindowJoinSpec) Validate() error {
 // downstream upsert or dedup by id keeps one copy. A session window that
 // grows by a merge has a new end, hence new ids.
 func NewWindowJoin(spec *WindowJoinSpec) *Windowed {
-	shape := &pairShape{left: spec.Left, right: spec.Right, project: spec.Project, join: spec.Join, flat: spec.FlatJoin}
+	shape := &pairShape{left: spec.Left, right: spec.Right, project: spec.Project, join: spec.Join, flat: spec.FlatJoin, semi: spec.Type.semi()}
 	t := spec.Type
 	j := &Windowed{
 		assigner: spec.Assigner,
@@ -135,6 +139,12 @@ func NewWindowJoin(spec *WindowJoinSpec) *Windowed {
 		j.fire = func(w *winState, fx *Effects) {
 			ts, end := w.W.MaxTimestamp(), w.W.End
 			switch {
+			case t.semi():
+				if len(w.R) > 0 {
+					for i := range w.L {
+						emitPair(fx, shape, "window", ts, &w.L[i], nil, end)
+					}
+				}
 			case len(w.L) > 0 && len(w.R) > 0:
 				for i := range w.L {
 					for k := range w.R {
@@ -159,6 +169,15 @@ func NewWindowJoin(spec *WindowJoinSpec) *Windowed {
 		ts, end := w.W.MaxTimestamp(), w.W.End
 		matchedR := make([]bool, len(w.R))
 		for i := range w.L {
+			if t.semi() {
+				for k := range w.R {
+					if where.match(w.L[i].Row, w.R[k].Row) {
+						emitPair(fx, shape, "window", ts, &w.L[i], nil, end)
+						break
+					}
+				}
+				continue
+			}
 			matched := false
 			for k := range w.R {
 				if where.match(w.L[i].Row, w.R[k].Row) {
@@ -259,6 +278,28 @@ func (w *winState) markMatched(side record.Side, i int) {
 // rows of each pair matched.
 func (j *Windowed) joinArrival(w *winState, side record.Side, fx *Effects) {
 	ts, end := w.W.MaxTimestamp(), w.W.End
+	if j.typ.semi() {
+		// A left semi join: a left row once, at its first match.
+		if side == record.Left {
+			i := len(w.L) - 1
+			for k := range w.R {
+				if j.where.match(w.L[i].Row, w.R[k].Row) {
+					emitPair(fx, j.shape, "window", ts, &w.L[i], nil, end)
+					w.markMatched(record.Left, i)
+					return
+				}
+			}
+			return
+		}
+		k := len(w.R) - 1
+		for i := range w.L {
+			if !w.matched(record.Left, i) && j.where.match(w.L[i].Row, w.R[k].Row) {
+				emitPair(fx, j.shape, "window", ts, &w.L[i], nil, end)
+				w.markMatched(record.Left, i)
+			}
+		}
+		return
+	}
 	if side == record.Left {
 		i := len(w.L) - 1
 		for k := range w.R {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/node"
 )
 
 // outLine is one line of a file sink in the changelog format.
@@ -244,4 +245,50 @@ sinks: [{type: file, path: out.jsonl}]
 		check(t, lines, false)
 		t.Logf("%d outputs", len(lines))
 	})
+}
+
+// TestNodeKafkaNullKeyProbe: a left temporal-latest join with temporal:
+// {semantics: kafka} emits a probe whose key is null (missing, or a
+// key_expr that yields null) padded, as Kafka Streams' left KStream-KTable
+// join does since KIP-962; a table record with a null key is still refused,
+// and so is every null-key probe of the default semantics.
+func TestNodeKafkaNullKeyProbe(t *testing.T) {
+	for _, sem := range []string{"kafka", "strict"} {
+		t.Run(sem, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "right.jsonl"), []byte(`{"k":"a","ts":0,"v":"y0"}
+{"ts":0,"v":"ynull"}
+`), 0o644)
+			os.WriteFile(filepath.Join(dir, "left.jsonl"), []byte(`{"k":"a","ts":1,"v":"pa"}
+{"ts":2,"v":"pnull"}
+{"k":null,"ts":3,"v":"pnull2"}
+{"k":"b","ts":4,"v":"pb"}
+`), 0o644)
+			n := start(t, parse(t, dir, `name: kip962
+join:
+  type: temporal-latest
+  mode: left
+  temporal: {semantics: `+sem+`}
+  left:  {name: l, key: k, ts: ts}
+  right: {name: r, key: k, ts: ts}
+  project: [{name: lv, from: l.v}, {name: rv, from: r.v}]
+sources:
+  - {name: rs, type: file, path: right.jsonl, side: right, on_bad_input: skip}
+  - {name: ls, type: file, path: left.jsonl, side: left, on_bad_input: skip}
+sinks: [{type: table}]
+`))
+			run(t, n)
+			got := node.PairsOf(n.Table())
+			want := map[string]bool{"pb|<nil>": true}
+			if sem == "kafka" {
+				want["pnull|<nil>"], want["pnull2|<nil>"] = true, true
+			}
+			// pa joins y0 unless the left file is read first.
+			delete(got, "pa|y0")
+			delete(got, "pa|<nil>")
+			if missing, extra := node.DiffSets(got, want); len(missing)+len(extra) > 0 {
+				t.Errorf("%s: missing %v, extra %v", sem, missing, extra)
+			}
+		})
+	}
 }

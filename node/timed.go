@@ -16,6 +16,7 @@ import (
 	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/job"
+	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter/reason"
@@ -311,12 +312,22 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 		}
 		kv, present = v, true
 	}
-	if !present || kv == nil {
+	var key record.Key
+	switch {
+	case (!present || kv == nil) && side == record.Left && n.spec.PadsNullKeys():
+		// KIP-962: a left KStream-KTable join emits a null-key record
+		// padded; at joins.NullKey no version is ever stored.
+		key = joins.NullKey
+	case !present || kv == nil:
 		return "", nil, r.reject(b, m, reason.MissingKey, fmt.Errorf("field %q missing or null", ss.Key))
-	}
-	key, ok := record.KeyOf(kv)
-	if !ok {
-		return "", nil, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q is not a scalar", ss.Key))
+	default:
+		var ok bool
+		if key, ok = record.KeyOf(kv); !ok {
+			return "", nil, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q is not a scalar", ss.Key))
+		}
+		if key == joins.NullKey {
+			return "", nil, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q: %q is reserved (the key of null-key probes)", ss.Key, key))
+		}
 	}
 	ts, why, err := eventTs(row[ss.Ts])
 	if err != nil {

@@ -153,8 +153,24 @@ func TestNodeTimedJoins(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, join string
+		project    string // default: lv and rv
 		want       func() map[string]bool
 	}{{
+		// A left semi join: each left row with a match, once, alone.
+		name: "time-bounded semi", join: "type: time-bounded\n  mode: semi\n  lower: -1s\n  upper: 1500ms",
+		project: "[{name: lv, from: l.v}]",
+		want: func() map[string]bool {
+			w := map[string]bool{}
+			for i := range left {
+				for j := range right {
+					if l, rr := &left[i], &right[j]; l.K == rr.K && rr.Ts >= l.Ts-1000 && rr.Ts <= l.Ts+1500 {
+						w[pair(l, nil)] = true
+					}
+				}
+			}
+			return w
+		},
+	}, {
 		name: "interval", join: "type: interval\n  lower: -2s\n  upper: 1s",
 		want: func() map[string]bool {
 			w := map[string]bool{}
@@ -210,6 +226,10 @@ func TestNodeTimedJoins(t *testing.T) {
 		},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
+			project := c.project
+			if project == "" {
+				project = "[{name: lv, from: l.v}, {name: rv, from: r.v}]"
+			}
 			dir := t.TempDir()
 			for name, evs := range map[string][]ev{"left.jsonl": left, "right.jsonl": right} {
 				f, _ := os.Create(filepath.Join(dir, name))
@@ -224,7 +244,7 @@ join:
   `+c.join+`
   left:  {name: l, key: k, ts: ts}
   right: {name: r, key: k, ts: ts}
-  project: [{name: lv, from: l.v}, {name: rv, from: r.v}]
+  project: `+project+`
 sources:
   - {name: ls, type: file, path: left.jsonl, side: left, watermark: {max_out_of_orderness: 1s}}
   - {name: rs, type: file, path: right.jsonl, side: right, watermark: {max_out_of_orderness: 1s}}
@@ -233,6 +253,9 @@ sinks: [{type: table}]
 			run(t, n)
 			got := node.PairsOf(n.Table())
 			want := c.want()
+			if c.project != "" && len(n.Table()) != len(want) {
+				t.Errorf("%s: %d rows, want %d (each once)", c.name, len(n.Table()), len(want))
+			}
 			missing, extra := node.DiffSets(got, want)
 			if len(missing)+len(extra) > 0 || len(want) == 0 {
 				t.Errorf("%s: %d outputs, want %d; missing %v; extra %v; late %d", c.name, len(got), len(want), head(missing), head(extra), n.Stats().Late.Load())

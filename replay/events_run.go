@@ -67,6 +67,7 @@ const refCol = "\x00ref"
 //
 //	{"left":V|null,"right":V|null,"ts":T|null[,"op":"+I|-U|+U|-D"]}
 //
+// (a left semi join, mode semi, writes {"left":V,"ts":T}: no right).
 // V is the matched input's value exactly as it was given (white space
 // removed); for a cdc join the row image (after, or before for a
 // retraction of a row never given as an after). null stands for the missing
@@ -285,6 +286,23 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 	}
 	pos := record.Position{Source: Source, Offset: int64(n)}
 	ref := strconv.Itoa(n)
+	kafka := r.d.spec.Type == TypeTemporalLatest && r.d.spec.Temporal.Semantics == "kafka"
+	key := record.Key(ev.key)
+	if kafka {
+		// Kafka Streams' KStream-KTable join: a stream record without a
+		// value is skipped; a table record without one is a tombstone.
+		isNull := ev.value == nil || string(ev.value) == "null"
+		switch {
+		case side == record.Left && isNull:
+			r.sum.Dropped++
+			return r.writeLate(n, side, nullText(ev), ev.ts, nil, ev.op, joins.LateNullValue)
+		case side == record.Right && isNull:
+			del = true
+		case side == record.Left && ev.null && r.d.spec.Mode == "left":
+			// KIP-962: a left join emits a null-key record padded.
+			key, ev.null = joins.NullKey, false
+		}
+	}
 	if ev.null {
 		r.sum.Dropped++
 		return r.writeLate(n, side, "null", ev.ts, ev.value, ev.op, DropNullKey)
@@ -299,7 +317,15 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 		e.Row = r.d.b.eventRow(ref, v)
 	}
 	r.sum.Inputs++
-	return r.d.feed(record.Key(ev.key), e)
+	return r.d.feed(key, e)
+}
+
+// nullText is an input's key as a late line shows it.
+func nullText(ev eventLine) string {
+	if ev.null {
+		return "null"
+	}
+	return ev.key
 }
 
 // change applies an input of a cdc join.
@@ -494,14 +520,17 @@ func (r *eventsRun) output(o record.Output) error {
 	if err != nil {
 		return err
 	}
-	rt, err := r.value(o.Row[s.Right.Name])
-	if err != nil {
-		return err
-	}
 	b := append(r.buf[:0], `{"left":`...)
 	b = append(b, l...)
-	b = append(b, `,"right":`...)
-	b = append(b, rt...)
+	if !s.semi() {
+		// A left semi join's output is the left row alone: no right.
+		rt, err := r.value(o.Row[s.Right.Name])
+		if err != nil {
+			return err
+		}
+		b = append(b, `,"right":`...)
+		b = append(b, rt...)
+	}
 	b = append(b, `,"ts":`...)
 	if s.timedOutputs() {
 		b = strconv.AppendInt(b, o.Ts, 10)

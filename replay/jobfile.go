@@ -164,7 +164,6 @@ func parseJobFile(b []byte) (*Job, error) {
 	if j.Right.Name == "" {
 		j.Right.Name = "right"
 	}
-	latest := j.Type == "temporal-latest"
 	var errs []error
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("replay: job: join.%s: %s", field, fmt.Sprintf(format, a...)))
@@ -187,11 +186,7 @@ func parseJobFile(b []byte) (*Job, error) {
 		for _, sd := range []*job.Side{&j.Left, &j.Right} {
 			sd.Key, sd.Ts = "key", "ts" // events lines carry them
 		}
-		check := js
-		if latest {
-			check.Join.Type = "temporal"
-		}
-		if _, err := check.TimedFactory(); err != nil {
+		if _, err := js.TimedFactory(); err != nil {
 			addAll(err)
 		}
 	default:
@@ -219,7 +214,7 @@ func parseJobFile(b []byte) (*Job, error) {
 		s.Type = TypeCDC
 	case "window":
 		s.Type = TypeWindow
-		if m := j.Mode; m != "" && m != "inner" {
+		if m := j.Mode; m != "" && m != "inner" && m != "semi" {
 			s.Type = TypeCoGroupOuter
 		}
 		w := &Window{Assigner: j.Window.Type}
@@ -244,7 +239,11 @@ func parseJobFile(b []byte) (*Job, error) {
 	case "temporal-latest":
 		s.Type = TypeTemporalLatest
 	}
-	s.TTL = ms("ttl", j.TTL)
+	s.TTL = TTLMillis(j.TTL.Millis())
+	if !j.TTL.None {
+		s.TTL = TTLMillis(ms("ttl", j.TTL.D))
+	}
+	s.Open = j.Open
 	if bounded {
 		s.Interval = &Bounds{Lower: ms("lower", j.Lower), Upper: ms("upper", j.Upper),
 			LowerExclusive: j.LowerExclusive, UpperExclusive: j.UpperExclusive}

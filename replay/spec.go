@@ -44,10 +44,11 @@ type Spec struct {
 	// Type is cdc, cdc-multi, window, cogroup-outer, interval, time-bounded, unbounded,
 	// temporal or temporal-latest.
 	Type string `yaml:"type"`
-	// Mode is inner (the default when empty), left, right or full, as the
-	// type allows: cdc inner/left/full; window inner; cogroup-outer
-	// left/right/full; interval inner; time-bounded and unbounded any; temporal and
-	// temporal-latest inner/left.
+	// Mode is inner (the default when empty), left, right, full or semi
+	// (a left semi join), as the type allows: cdc inner/left/full; window
+	// inner/semi; cogroup-outer left/right/full; interval inner;
+	// time-bounded and unbounded any; temporal and temporal-latest
+	// inner/left.
 	Mode string `yaml:"mode"`
 	// Left and Right describe the inputs. For temporal joins the left side
 	// is the probe stream and the right side the versioned one.
@@ -61,8 +62,11 @@ type Spec struct {
 	// Interval bounds r.ts - l.ts for interval and time-bounded joins.
 	Interval *Bounds `yaml:"interval"`
 	// TTL keeps each row of an unbounded join until the watermark passes
-	// its time + TTL (required there, > 0; only there).
-	TTL Millis `yaml:"ttl"`
+	// its time + TTL (required there, > 0, or none: for ever), and the rows
+	// of the open side of a half-bounded time-bounded join (Open).
+	TTL TTLMillis `yaml:"ttl"`
+	// Open (time-bounded joins): lower or upper, the bound the range lacks.
+	Open string `yaml:"open"`
 	// Project lists the output columns; empty means
 	// {left name: left row, right name: right row}.
 	Project []Column `yaml:"project"`
@@ -167,6 +171,18 @@ func (m *Millis) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// TTLMillis is a TTL: Millis, or none (joins.NoTTL: kept for ever).
+type TTLMillis Millis
+
+// UnmarshalYAML decodes none or what Millis takes.
+func (t *TTLMillis) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Value == "none" {
+		*t = TTLMillis(joins.NoTTL)
+		return nil
+	}
+	return (*Millis)(t).UnmarshalYAML(n)
+}
+
 // ParseSpec decodes a YAML spec, refusing unknown fields, and validates it.
 func ParseSpec(b []byte) (*Spec, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
@@ -192,6 +208,10 @@ func (s *Spec) eventTime() bool { return s.Type != TypeCDC && s.Type != TypeCDCM
 func (s *Spec) changelogProbe() bool {
 	return (s.Type == TypeTemporal || s.Type == TypeTemporalLatest) && s.Temporal.Semantics == "flink"
 }
+
+// semi reports whether the spec is a left semi join: its outputs are the
+// left row alone.
+func (s *Spec) semi() bool { return s.Mode == "semi" }
 
 // timedOutputs reports whether outputs carry a time: every event-time
 // join's, and a cdc join's with cdc.ts max.
@@ -326,13 +346,24 @@ func (s *Spec) build() (*built, error) {
 	default:
 		bad("emit", "must be on-close or on-arrival (got %q)", s.Emit)
 	}
-	if s.Type != TypeUnbounded && s.TTL != 0 {
-		bad("ttl", "only for unbounded joins")
+	switch s.Open {
+	case "", "lower", "upper":
+	default:
+		bad("open", "must be lower or upper, the bound a half-bounded range lacks (got %q)", s.Open)
+	}
+	if s.Open != "" && s.Type != TypeTimeBounded {
+		bad("open", "only for time-bounded joins (a half-bounded range)")
+	}
+	if s.Type != TypeUnbounded && s.TTL != 0 && !(s.Type == TypeTimeBounded && s.Open != "") {
+		bad("ttl", "only for unbounded joins and half-bounded time-bounded joins (open: lower or upper)")
 	}
 	temporal := s.Type == TypeTemporal || s.Type == TypeTemporalLatest
 	sem, err := joins.ParseTemporalSemantics(s.Temporal.Semantics)
 	if err != nil {
-		bad("temporal.semantics", "must be strict or flink (got %q)", s.Temporal.Semantics)
+		bad("temporal.semantics", "must be strict, flink or kafka (got %q)", s.Temporal.Semantics)
+	}
+	if sem == joins.SemanticsKafka && s.Type == TypeTemporal {
+		bad("temporal.semantics", "kafka (Kafka Streams' KStream-KTable join) is for temporal-latest joins")
 	}
 	if !temporal && s.Temporal != (job.TemporalOptions{}) {
 		bad("temporal", "only for temporal and temporal-latest joins")
@@ -379,8 +410,8 @@ func (s *Spec) build() (*built, error) {
 		mode = "inner"
 	}
 	allowed := map[string][]string{
-		TypeCDC: {"inner", "left", "full"}, TypeWindow: {"inner"}, TypeCoGroupOuter: {"left", "right", "full"},
-		TypeInterval: {"inner"}, TypeTimeBounded: {"inner", "left", "right", "full"}, TypeUnbounded: {"inner", "left", "right", "full"},
+		TypeCDC: {"inner", "left", "full"}, TypeWindow: {"inner", "semi"}, TypeCoGroupOuter: {"left", "right", "full"},
+		TypeInterval: {"inner"}, TypeTimeBounded: {"inner", "left", "right", "full", "semi"}, TypeUnbounded: {"inner", "left", "right", "full", "semi"},
 		TypeTemporal: {"inner", "left"}, TypeTemporalLatest: {"inner", "left"},
 	}[s.Type]
 	modeOK := false
@@ -473,6 +504,12 @@ func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition
 	case TypeTimeBounded:
 		js := &joins.TimeBoundedSpec{Type: typ, Left: l, Right: r,
 			Lower: int64(s.Interval.Lower), Upper: int64(s.Interval.Upper), Project: cols, Where: where, Late: late}
+		switch s.Open {
+		case "lower":
+			js.Open, js.TTL = joins.OpenLower, int64(s.TTL)
+		case "upper":
+			js.Open, js.TTL = joins.OpenUpper, int64(s.TTL)
+		}
 		err = js.Validate()
 		b.fresh = func() joins.Timed { return joins.NewTimeBounded(js) }
 	case TypeUnbounded:
@@ -527,7 +564,7 @@ func (w *Window) assigner() (joins.Assigner, error) {
 
 // fieldNames maps the joins specs' field names to the YAML ones.
 var fieldNames = map[string]string{
-	"lower": "interval.lower", "upper": "interval.upper",
+	"lower": "interval.lower", "upper": "interval.upper", "open": "open",
 	"lower_exclusive": "interval.lower_exclusive", "upper_exclusive": "interval.upper_exclusive",
 	"left": "left.name", "right": "right.name", "late": "late.rule",
 }
