@@ -38,6 +38,12 @@ func (b logBridge) Write(p []byte) (int, error) {
 		}
 	}
 	msg = bytes.TrimPrefix(msg, []byte("memberlist: "))
+	if level > slog.LevelDebug && bytes.Contains(msg, []byte("use of closed network connection")) {
+		// memberlist's probe and gossip goroutines race its Shutdown
+		// closing the transport: on a clean stop these say nothing an
+		// operator must act on (an ERROR line would page).
+		level = slog.LevelDebug
+	}
 	ctx := context.Background()
 	if b.l.Enabled(ctx, level) {
 		b.l.Log(ctx, level, string(msg), slog.String("component", "memberlist"))
