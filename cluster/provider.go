@@ -937,6 +937,22 @@ func (p *Provider) reconnectLoop(ml *memberlist.Memberlist) {
 			p.reconnects.Add(1)
 			p.logNow().Warn("reached members that were declared dead; merging views", slog.Any("addresses", addrs), slog.Int("reached", n))
 		}
+		// While members are dead in this view, also pull every live
+		// peer's full state: a member this node declared dead refutes
+		// when a peer reaches it, but its refutation (a higher
+		// incarnation) reaches this node only by gossip or a push/pull —
+		// and memberlist gossips to the dead for GossipToTheDeadTime only
+		// and pushes/pulls with one random peer every PushPullInterval.
+		// Seen after two of five were cut off: a cut-off node that had
+		// declared a majority node dead kept it dead for over 45 s, so it
+		// never saw that node's dead list and never learned that it must
+		// restart.
+		p.mu.Lock()
+		live := p.liveGossipAddrsLocked()
+		p.mu.Unlock()
+		if len(live) > 0 {
+			_, _ = ml.Join(live)
+		}
 	}
 }
 
