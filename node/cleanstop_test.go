@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +16,6 @@ import (
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/node"
 )
-
-// lockedBuffer is a log sink several nodes write at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestClusterCleanStopLogsNoError stops a 3-node fleet (real memberlist
 // and protoactor remoting) that has just run a join, one node after the
@@ -49,9 +30,9 @@ func TestClusterCleanStopLogsNoError(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), append(bytes.Join(h.Lines, []byte("\n")), '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := make([]*lockedBuffer, 3)
+	logs := make([]*testutil.SyncBuffer, 3)
 	startLogged := func(i int, yml string) *node.Node {
-		logs[i] = &lockedBuffer{}
+		logs[i] = &testutil.SyncBuffer{}
 		l := slog.New(slog.NewTextHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelWarn}))
 		n, err := node.Start(context.Background(), parse(t, dir, yml), node.Options{Logger: l, Stdout: io.Discard})
 		if err != nil {

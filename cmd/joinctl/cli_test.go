@@ -321,29 +321,11 @@ func TestCLIWatermarks(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while joinctl writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestCLIWatermarksWatch(t *testing.T) {
 	url := startServer(t, &fakeBackend{}, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut testutil.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- runContext(ctx, []string{"--server", url, "watermarks", "j", "-w", "10ms"}, &out, &errOut, func(string) string { return "" })

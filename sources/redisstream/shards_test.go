@@ -16,22 +16,6 @@ import (
 	"github.com/joinery/joinery/record"
 )
 
-func names(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("joinery-%d", i)
-	}
-	return out
-}
-
-func loads(owner []string) map[string]int {
-	l := map[string]int{}
-	for _, o := range owner {
-		l[o]++
-	}
-	return l
-}
-
 func TestShardOf(t *testing.T) {
 	for _, tc := range []struct {
 		key    string
