@@ -958,7 +958,7 @@ func (s *Spec) CDCSpec() (*joins.CDCSpec, error) {
 	}
 	kinds, err := joins.ParseCDCKinds(s.Join.CDC.Kinds)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("join.cdc.kinds: must be update or flink (got %q)", s.Join.CDC.Kinds))
+		errs = append(errs, fmt.Errorf("join.cdc.kinds: must be update, flink or kafka (got %q)", s.Join.CDC.Kinds))
 	}
 	switch s.Join.CDC.Ts {
 	case "", "none", "max":

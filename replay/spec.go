@@ -370,7 +370,7 @@ func (s *Spec) build() (*built, error) {
 	}
 	kinds, err := joins.ParseCDCKinds(s.CDC.Kinds)
 	if err != nil {
-		bad("cdc.kinds", "must be update or flink (got %q)", s.CDC.Kinds)
+		bad("cdc.kinds", "must be update, flink or kafka (got %q)", s.CDC.Kinds)
 	}
 	switch s.CDC.Ts {
 	case "", "none", "max":
