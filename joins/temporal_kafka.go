@@ -5,8 +5,8 @@ import "github.com/joinery/joinery/record"
 // LateBehindHistory: an input of the versioned Kafka Streams join
 // (TemporalKafka) older than the watermark minus the history retention: a
 // version that old, which Kafka Streams' versioned store refuses to put, or,
-// in an inner join, a stream record that old, which can find no version
-// (a left join pads it instead, as Kafka Streams does).
+// in an inner join, a stream record that old that finds no version (a left
+// join pads it instead, as Kafka Streams does).
 const LateBehindHistory = "behind-history"
 
 // NewTemporalKafka returns the empty state of one key of Kafka Streams'
@@ -38,10 +38,13 @@ func NewTemporalKafka(spec *TemporalSpec) *TemporalKafka {
 //     when that is a tombstone or there is none (a left join pads it, an
 //     inner one emits nothing). The output is stamped t with id
 //     temporal|probePos|versionPos|t|0.
-//   - A stream record at t < W - H on arrival finds no version (the store
-//     answers null that far back): padded in a left join, reported late
-//     (LateBehindHistory) in an inner one. One without a row is dropped
-//     (LateNullValue), as Kafka Streams skips a null value.
+//   - A stream record at t < W - H (on arrival, or when the watermark
+//     jumped past its grace and history at once) is behind the history: it
+//     joins the key's latest version if that one is valid at t (Kafka
+//     Streams' versioned store never expires its latest value), else finds
+//     none: padded in a left join, reported late (LateBehindHistory) in an
+//     inner one. One without a row is dropped (LateNullValue), as Kafka
+//     Streams skips a null value.
 //   - A table (right) record at t is kept as the version from t (a later
 //     arrival at the same t replaces it), out of order or not, unless
 //     t < W - H (late, LateBehindHistory: the store refuses it). A nil Row,
@@ -72,14 +75,9 @@ func (j *TemporalKafka) OnElement(e Element, watermark int64, fx *Effects) {
 		switch {
 		case e.Row == nil:
 			fx.Late = append(fx.Late, Late{Element: e, Reason: LateNullValue})
-		case e.Ts < horizon && !j.outer:
-			fx.Late = append(fx.Late, Late{Element: e, Reason: LateBehindHistory})
-		case e.Ts < horizon:
-			p := elemOf(e)
-			emitPair(fx, j.shape, "temporal", e.Ts, &p, nil, e.Ts)
 		case addSat(e.Ts, j.grace) <= watermark:
 			p := elemOf(e)
-			j.emit(fx, &p)
+			j.emit(fx, &p, watermark)
 		default:
 			i := firstAtLeast(j.probes, e.Ts)
 			if i == len(j.probes) || j.probes[i].Ts != e.Ts {
@@ -110,14 +108,36 @@ func (j *TemporalKafka) OnElement(e Element, watermark int64, fx *Effects) {
 	}
 }
 
-// emit joins probe p with the version valid at its time.
-func (j *TemporalKafka) emit(fx *Effects, p *elem) {
-	i := firstAbove(j.versions, p.Ts)
+// lookup answers as Kafka Streams' versioned store answers get(key, t):
+// the version valid at t (the entry of the greatest time <= t, none when it
+// is a tombstone); for t behind the history (t < watermark - H, expired),
+// only the latest version, when it is valid at t: the latest value never
+// expires, older ones are no longer answered.
+func (j *TemporalKafka) lookup(t, watermark int64) (v *elem, expired bool) {
+	if t < subSat(watermark, j.history) {
+		if n := len(j.versions); n > 0 && j.versions[n-1].Row != nil && j.versions[n-1].Ts <= t {
+			return &j.versions[n-1], true
+		}
+		return nil, true
+	}
+	if i := firstAbove(j.versions, t); i > 0 && j.versions[i-1].Row != nil {
+		return &j.versions[i-1], false
+	}
+	return nil, false
+}
+
+// emit joins stream record p with the version lookup finds: padded when
+// there is none in a left join, nothing in an inner one, where a record
+// behind the history is reported late rather than dropped unseen.
+func (j *TemporalKafka) emit(fx *Effects, p *elem, watermark int64) {
+	v, expired := j.lookup(p.Ts, watermark)
 	switch {
-	case i > 0 && j.versions[i-1].Row != nil:
-		emitPair(fx, j.shape, "temporal", p.Ts, p, &j.versions[i-1], p.Ts)
+	case v != nil:
+		emitPair(fx, j.shape, "temporal", p.Ts, p, v, p.Ts)
 	case j.outer:
 		emitPair(fx, j.shape, "temporal", p.Ts, p, nil, p.Ts)
+	case expired:
+		fx.Late = append(fx.Late, Late{Element: Element{Side: record.Left, Ts: p.Ts, Row: p.Row, Pos: p.Pos}, Reason: LateBehindHistory})
 	}
 }
 
@@ -126,7 +146,7 @@ func (j *TemporalKafka) emit(fx *Effects, p *elem) {
 func (j *TemporalKafka) OnTimer(ts int64, watermark int64, fx *Effects) {
 	n := 0
 	for ; n < len(j.probes) && addSat(j.probes[n].Ts, j.grace) <= watermark; n++ {
-		j.emit(fx, &j.probes[n])
+		j.emit(fx, &j.probes[n], watermark)
 	}
 	j.probes = trim(j.probes, n)
 	horizon := subSat(watermark, j.history)
