@@ -1,6 +1,10 @@
 package joins
 
-import "github.com/joinery/joinery/record"
+import (
+	"math"
+
+	"github.com/joinery/joinery/record"
+)
 
 // LateBehindHistory: an input of the versioned Kafka Streams join
 // (TemporalKafka) older than the watermark minus the history retention: a
@@ -38,13 +42,15 @@ func NewTemporalKafka(spec *TemporalSpec) *TemporalKafka {
 //     when that is a tombstone or there is none (a left join pads it, an
 //     inner one emits nothing). The output is stamped t with id
 //     temporal|probePos|versionPos|t|0.
-//   - A stream record at t < W - H (on arrival, or when the watermark
-//     jumped past its grace and history at once) is behind the history: it
+//   - A stream record that arrives at t < W - H is behind the history: it
 //     joins the key's latest version if that one is valid at t (Kafka
 //     Streams' versioned store never expires its latest value), else finds
 //     none: padded in a left join, reported late (LateBehindHistory) in an
-//     inner one. One without a row is dropped (LateNullValue), as Kafka
-//     Streams skips a null value.
+//     inner one. A buffered record is never behind it: it joins the version
+//     valid at t however far the watermark jumped (to the end of time when
+//     the input ends), as Kafka Streams measures the history against the
+//     table's stream time, which a stream record does not move. One without
+//     a row is dropped (LateNullValue), as Kafka Streams skips a null value.
 //   - A table (right) record at t is kept as the version from t (a later
 //     arrival at the same t replaces it), out of order or not, unless
 //     t < W - H (late, LateBehindHistory: the store refuses it). A nil Row,
@@ -77,7 +83,7 @@ func (j *TemporalKafka) OnElement(e Element, watermark int64, fx *Effects) {
 			fx.Late = append(fx.Late, Late{Element: e, Reason: LateNullValue})
 		case addSat(e.Ts, j.grace) <= watermark:
 			p := elemOf(e)
-			j.emit(fx, &p, watermark)
+			j.emit(fx, &p, horizon)
 		default:
 			i := firstAtLeast(j.probes, e.Ts)
 			if i == len(j.probes) || j.probes[i].Ts != e.Ts {
@@ -110,11 +116,11 @@ func (j *TemporalKafka) OnElement(e Element, watermark int64, fx *Effects) {
 
 // lookup answers as Kafka Streams' versioned store answers get(key, t):
 // the version valid at t (the entry of the greatest time <= t, none when it
-// is a tombstone); for t behind the history (t < watermark - H, expired),
-// only the latest version, when it is valid at t: the latest value never
-// expires, older ones are no longer answered.
-func (j *TemporalKafka) lookup(t, watermark int64) (v *elem, expired bool) {
-	if t < subSat(watermark, j.history) {
+// is a tombstone); for t behind the history (t < horizon, expired), only the
+// latest version, when it is valid at t: the latest value never expires,
+// older ones are no longer answered.
+func (j *TemporalKafka) lookup(t, horizon int64) (v *elem, expired bool) {
+	if t < horizon {
 		if n := len(j.versions); n > 0 && j.versions[n-1].Row != nil && j.versions[n-1].Ts <= t {
 			return &j.versions[n-1], true
 		}
@@ -126,11 +132,12 @@ func (j *TemporalKafka) lookup(t, watermark int64) (v *elem, expired bool) {
 	return nil, false
 }
 
-// emit joins stream record p with the version lookup finds: padded when
-// there is none in a left join, nothing in an inner one, where a record
-// behind the history is reported late rather than dropped unseen.
-func (j *TemporalKafka) emit(fx *Effects, p *elem, watermark int64) {
-	v, expired := j.lookup(p.Ts, watermark)
+// emit joins stream record p with the version lookup finds (horizon: the
+// history's start, math.MinInt64 for none): padded when there is none in a
+// left join, nothing in an inner one, where a record behind the history is
+// reported late rather than dropped unseen.
+func (j *TemporalKafka) emit(fx *Effects, p *elem, horizon int64) {
+	v, expired := j.lookup(p.Ts, horizon)
 	switch {
 	case v != nil:
 		emitPair(fx, j.shape, "temporal", p.Ts, p, v, p.Ts)
@@ -146,7 +153,7 @@ func (j *TemporalKafka) emit(fx *Effects, p *elem, watermark int64) {
 func (j *TemporalKafka) OnTimer(ts int64, watermark int64, fx *Effects) {
 	n := 0
 	for ; n < len(j.probes) && addSat(j.probes[n].Ts, j.grace) <= watermark; n++ {
-		j.emit(fx, &j.probes[n], watermark)
+		j.emit(fx, &j.probes[n], math.MinInt64)
 	}
 	j.probes = trim(j.probes, n)
 	horizon := subSat(watermark, j.history)

@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/joinery/joinery/replay"
 )
 
 // refLines reads a JSON-lines file of examples/replay/<name>/ as maps.
@@ -104,4 +108,139 @@ sinks: [{type: file, path: out.jsonl}]
 	if got.String() != want.String() {
 		t.Errorf("node outputs per key:\n%s\nreplay's (expected.jsonl):\n%s", got, want)
 	}
+}
+
+// TestNodeKafkaVersioned runs the versioned KStream-KTable join (type
+// temporal, temporal: {semantics: kafka, grace, history}) on a node and
+// replay over the same records: stream records out of order within and
+// beyond the grace, null keys (KIP-962: padded in a left join), table
+// tombstones (op -D), the table written in time order. The node reads the
+// two files concurrently, in no fixed interleaving; the join makes that
+// immaterial here (its watermark, the minimum of both sources', reaches
+// t + grace only once the table source is past t, and the history is long),
+// so every record's output is fixed: the node's outputs equal replay's, with
+// the stream's time as the watermark after each stream record, as a
+// multiset. Some records wait for the grace and some join at once on both.
+func TestNodeKafkaVersioned(t *testing.T) {
+	for _, mode := range []string{"left", "inner"} {
+		t.Run(mode, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(7, 8))
+			dir := t.TempDir()
+			var table, stream [][]byte
+			var in strings.Builder // replay's input
+			line := func(m map[string]any) []byte { b, _ := json.Marshal(m); return b }
+			for i := range 150 {
+				k := fmt.Sprint("k", r.IntN(5))
+				row := map[string]any{"k": k, "ts": i * 7, "v": fmt.Sprint("y", i)}
+				rl := map[string]any{"side": "right", "key": k, "ts": i * 7, "value": row["v"]}
+				if r.IntN(6) == 0 {
+					row["op"], rl["op"] = "-D", "-D"
+					delete(rl, "value")
+				}
+				table = append(table, line(row))
+				in.Write(append(line(rl), '\n'))
+			}
+			streamTime, behind := int64(-1), 0
+			for i := range 300 {
+				ts := int64(i*3 + r.IntN(60)) // up to 60 ms out of order, against a 20 ms grace
+				row := map[string]any{"k": fmt.Sprint("k", r.IntN(6)), "ts": ts, "v": fmt.Sprint("x", i)}
+				rl := map[string]any{"side": "left", "key": row["k"], "ts": ts, "value": row["v"]}
+				if r.IntN(15) == 0 {
+					delete(row, "k")
+					rl["key"] = nil
+				}
+				if ts+20 <= streamTime {
+					behind++
+				}
+				streamTime = max(streamTime, ts)
+				stream = append(stream, line(row))
+				in.Write(append(line(rl), '\n'))
+				in.Write(append(line(map[string]any{"watermark": streamTime}), '\n'))
+			}
+			if behind < 20 {
+				t.Fatalf("only %d stream records behind the grace: the input does not test joining at once", behind)
+			}
+			writeLines(t, filepath.Join(dir, "table.jsonl"), table)
+			writeLines(t, filepath.Join(dir, "stream.jsonl"), stream)
+			jobYAML := `name: versioned
+join:
+  type: temporal
+  mode: ` + mode + `
+  temporal: {semantics: kafka, grace: 20ms, history: 1h}
+  left:  {name: s, key: k, ts: ts}
+  right: {name: tb, key: k, ts: ts, kind: op}
+  project: [{name: lv, from: s.v}, {name: rv, from: tb.v}]
+sources:
+  - {name: tbs, type: file, path: table.jsonl, side: right}
+  - {name: ss, type: file, path: stream.jsonl, side: left, on_bad_input: skip}
+sinks: [{type: file, path: out.jsonl}]
+`
+			n := start(t, parse(t, dir, jobYAML))
+			run(t, n)
+			var got []string
+			for _, l := range readOut(t, filepath.Join(dir, "out.jsonl")) {
+				got = append(got, fmt.Sprintf("%v|%v|%d", l.Row["lv"], l.Row["rv"], l.Ts))
+			}
+			jb, err := replay.ParseJob([]byte(jobYAML))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			if _, err := replay.RunEvents(jb, strings.NewReader(in.String()), &out, replay.Options{Late: io.Discard}); err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			padded, nullKeys := 0, 0
+			for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				var o struct {
+					Left, Right any
+					Ts          int64
+				}
+				if err := json.Unmarshal([]byte(l), &o); err != nil {
+					t.Fatal(err)
+				}
+				if o.Right == nil {
+					o.Right, padded = "<nil>", padded+1
+				}
+				want = append(want, fmt.Sprintf("%v|%v|%d", o.Left, o.Right, o.Ts))
+			}
+			for _, s := range stream {
+				if !strings.Contains(string(s), `"k"`) {
+					nullKeys++
+				}
+			}
+			sort.Strings(got)
+			sort.Strings(want)
+			if extra, missing := multisetDiff(got, want); len(extra)+len(missing) > 0 {
+				t.Errorf("node outputs (%d) differ from replay's (%d):\nonly on the node: %v\nonly in replay:   %v", len(got), len(want), extra, missing)
+			}
+			if mode == "left" && (len(want) != len(stream) || padded <= nullKeys) {
+				t.Errorf("left: %d outputs for %d stream records, %d padded (%d null keys)", len(want), len(stream), padded, nullKeys)
+			}
+			t.Logf("%d outputs, %d padded, %d null keys, %d behind the grace", len(got), padded, nullKeys, behind)
+		})
+	}
+}
+
+// multisetDiff returns the elements of a not in b and those of b not in a,
+// counting repeats.
+func multisetDiff(a, b []string) (onlyA, onlyB []string) {
+	n := map[string]int{}
+	for _, s := range a {
+		n[s]++
+	}
+	for _, s := range b {
+		n[s]--
+	}
+	for s, c := range n {
+		for ; c > 0; c-- {
+			onlyA = append(onlyA, s)
+		}
+		for ; c < 0; c++ {
+			onlyB = append(onlyB, s)
+		}
+	}
+	sort.Strings(onlyA)
+	sort.Strings(onlyB)
+	return onlyA, onlyB
 }
