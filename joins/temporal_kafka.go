@@ -56,10 +56,11 @@ func NewTemporalKafka(spec *TemporalSpec) *TemporalKafka {
 //     t < W - H (late, LateBehindHistory: the store refuses it). A nil Row,
 //     an UpdateBefore or a Delete is a tombstone: no version from t.
 //   - Versions no stream record can reach are dropped: once the watermark
-//     passes v + H for a version v that has an older entry, every entry older
-//     than the newest one at or before W - H goes, and so does a tombstone
-//     with nothing before it (timer v + H). The newest version is kept
-//     however old, as the versioned store keeps its latest value.
+//     passes v + H for an entry v that has an older one (or is a
+//     tombstone), every entry older than the newest one at or before W - H
+//     goes, and so does a tombstone with nothing before it (timer v + H). The
+//     newest version is kept however old, as the versioned store keeps its
+//     latest value.
 //
 // Kafka Streams measures the history against the table's own stream time;
 // here it is the watermark, the join's one. A TemporalKafka is not safe for
@@ -106,8 +107,13 @@ func (j *TemporalKafka) OnElement(e Element, watermark int64, fx *Effects) {
 		} else {
 			j.versions = insertByTs(j.versions, v)
 		}
+		// Prune once an entry with an older one before it is behind the
+		// history: this one, or the one after it when it went in first.
 		if i > 0 || v.Row == nil {
-			fx.SetTimers = append(fx.SetTimers, addSat(e.Ts, j.history)) // prune then
+			fx.SetTimers = append(fx.SetTimers, addSat(e.Ts, j.history))
+		}
+		if i == 0 && len(j.versions) > 1 {
+			fx.SetTimers = append(fx.SetTimers, addSat(j.versions[1].Ts, j.history))
 		}
 	default:
 		fx.Late = append(fx.Late, Late{Element: e, Reason: LateUnknownSide})

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/joinery/joinery/record"
@@ -111,6 +112,21 @@ func TestJoinTemporalKafkaSteps(t *testing.T) {
 				t.Logf("state left: %s", d.j.Snapshot())
 			}
 		})
+	}
+}
+
+// TestJoinTemporalKafkaPrunes: versions behind the history go, whatever
+// their arrival order, and the newest one stays.
+func TestJoinTemporalKafkaPrunes(t *testing.T) {
+	for _, order := range [][]int64{{5, 10, 20}, {20, 10, 5}, {10, 20, 5}} {
+		d := kafkaTemporalDriver(t, TimedLeftOuter, 0, 10)
+		for _, ts := range order {
+			d.el(rt, ts, named(fmt.Sprint("v", ts)))
+		}
+		d.advance(100)
+		if snap := string(d.j.Snapshot()); !strings.Contains(snap, `"n":"v20"`) || strings.Count(snap, `"t":`) != 1 {
+			t.Errorf("arrival order %v: state %s, want only v20", order, d.j.Snapshot())
+		}
 	}
 }
 
