@@ -114,13 +114,15 @@ sinks: [{type: file, path: out.jsonl}]
 // temporal, temporal: {semantics: kafka, grace, history}) on a node and
 // replay over the same records: stream records out of order within and
 // beyond the grace, null keys (KIP-962: padded in a left join), table
-// tombstones (op -D), the table written in time order. The node reads the
-// two files concurrently, in no fixed interleaving; the join makes that
-// immaterial here (its watermark, the minimum of both sources', reaches
-// t + grace only once the table source is past t, and the history is long),
-// so every record's output is fixed: the node's outputs equal replay's, with
-// the stream's time as the watermark after each stream record, as a
-// multiset. Some records wait for the grace and some join at once on both.
+// tombstones (op -D), table records out of order by less than the grace.
+// The node reads the two files concurrently, in no fixed interleaving; the
+// join makes that immaterial here (its watermark, the minimum of both
+// sources', reaches t + grace only once the table source has read a record
+// later than t + grace, hence every record at t or before; the history is
+// long), so every record's output is fixed: the node's outputs equal
+// replay's (the table first, then the stream with its stream time as the
+// watermark after each record), as a multiset. Some records wait for the
+// grace and some join at once on both.
 func TestNodeKafkaVersioned(t *testing.T) {
 	for _, mode := range []string{"left", "inner"} {
 		t.Run(mode, func(t *testing.T) {
@@ -129,10 +131,19 @@ func TestNodeKafkaVersioned(t *testing.T) {
 			var table, stream [][]byte
 			var in strings.Builder // replay's input
 			line := func(m map[string]any) []byte { b, _ := json.Marshal(m); return b }
+			tableMax, disorder := int64(-1), 0
 			for i := range 150 {
+				// Out of order by less than the grace: a record at x comes
+				// before every one later than x + grace, so the table
+				// source is past x before any record at x is released.
+				ts := int64(i*7 + r.IntN(20))
+				if ts < tableMax {
+					disorder++
+				}
+				tableMax = max(tableMax, ts)
 				k := fmt.Sprint("k", r.IntN(5))
-				row := map[string]any{"k": k, "ts": i * 7, "v": fmt.Sprint("y", i)}
-				rl := map[string]any{"side": "right", "key": k, "ts": i * 7, "value": row["v"]}
+				row := map[string]any{"k": k, "ts": ts, "v": fmt.Sprint("y", i)}
+				rl := map[string]any{"side": "right", "key": k, "ts": ts, "value": row["v"]}
 				if r.IntN(6) == 0 {
 					row["op"], rl["op"] = "-D", "-D"
 					delete(rl, "value")
@@ -157,8 +168,8 @@ func TestNodeKafkaVersioned(t *testing.T) {
 				in.Write(append(line(rl), '\n'))
 				in.Write(append(line(map[string]any{"watermark": streamTime}), '\n'))
 			}
-			if behind < 20 {
-				t.Fatalf("only %d stream records behind the grace: the input does not test joining at once", behind)
+			if behind < 20 || disorder < 20 {
+				t.Fatalf("%d stream records behind the grace, %d table records out of order: the input does not test them", behind, disorder)
 			}
 			writeLines(t, filepath.Join(dir, "table.jsonl"), table)
 			writeLines(t, filepath.Join(dir, "stream.jsonl"), stream)
@@ -217,7 +228,7 @@ sinks: [{type: file, path: out.jsonl}]
 			if mode == "left" && (len(want) != len(stream) || padded <= nullKeys) {
 				t.Errorf("left: %d outputs for %d stream records, %d padded (%d null keys)", len(want), len(stream), padded, nullKeys)
 			}
-			t.Logf("%d outputs, %d padded, %d null keys, %d behind the grace", len(got), padded, nullKeys, behind)
+			t.Logf("%d outputs, %d padded, %d null keys, %d behind the grace, %d table records out of order", len(got), padded, nullKeys, behind, disorder)
 		})
 	}
 }
