@@ -109,7 +109,8 @@ type Join struct {
 	Open string `yaml:"open,omitempty"`
 	// Temporal holds the options of a temporal join (type temporal or
 	// temporal-latest): semantics strict (the default), flink or kafka
-	// (temporal-latest: Kafka Streams' KStream-KTable null rules).
+	// (Kafka Streams' KStream-KTable join; on type temporal with its grace
+	// and history).
 	Temporal TemporalOptions `yaml:"temporal,omitempty"`
 	// CDC holds the options of a changelog join (type cdc): its row kinds
 	// and output timestamps.
@@ -156,10 +157,28 @@ func (t TTL) Millis() int64 {
 // TemporalOptions are a temporal join's options.
 type TemporalOptions struct {
 	// Semantics is strict (the default: an input behind the watermark is
-	// late; a probe at t is emitted once the watermark passes t) or flink
+	// late; a probe at t is emitted once the watermark passes t), flink
 	// (Flink's TemporalRowTimeJoinOperator: nothing is late, a probe at t is
-	// emitted once t <= watermark, in arrival order, with its row kind).
+	// emitted once t <= watermark, in arrival order, with its row kind) or
+	// kafka (Kafka Streams' KStream-KTable join and its null rules: on type
+	// temporal-latest against the table's latest value, on type temporal
+	// against a versioned table with a grace period, KIP-914; see
+	// docs/replay.md).
 	Semantics string `yaml:"semantics,omitempty"`
+	// Grace (type temporal, semantics kafka) is Kafka Streams'
+	// Joined.withGracePeriod: a stream record at t waits until the
+	// watermark (Kafka Streams' stream time) reaches t + grace, then joins
+	// the table version valid at t; one already that far behind is joined
+	// at once. Default 0: every record joins on arrival (once the watermark
+	// reaches its time). At most History.
+	Grace time.Duration `yaml:"grace,omitempty"`
+	// History (type temporal, semantics kafka; required there) is the
+	// versioned table's history retention (Kafka Streams'
+	// persistentVersionedKeyValueStore historyRetention): a table record
+	// older than watermark - history is refused (late, behind-history), a
+	// stream record that old finds no version, and older versions are
+	// dropped once no record can reach them.
+	History time.Duration `yaml:"history,omitempty"`
 }
 
 // CDCOptions are a changelog join's options.
@@ -958,7 +977,7 @@ func (s *Spec) CDCSpec() (*joins.CDCSpec, error) {
 	}
 	kinds, err := joins.ParseCDCKinds(s.Join.CDC.Kinds)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("join.cdc.kinds: must be update or flink (got %q)", s.Join.CDC.Kinds))
+		errs = append(errs, fmt.Errorf("join.cdc.kinds: must be update, flink or kafka (got %q)", s.Join.CDC.Kinds))
 	}
 	switch s.Join.CDC.Ts {
 	case "", "none", "max":

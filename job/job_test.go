@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/joinery/joinery/internal/testutil"
+	"github.com/joinery/joinery/joins"
 )
 
 const good = `
@@ -294,6 +295,76 @@ sources:
 			t.Errorf("%s %q: %v", c.typ, c.fields, err)
 		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
 			t.Errorf("%s %q: error %v, want %q", c.typ, c.fields, err, c.wantErr)
+		}
+	}
+}
+
+// TestJobKafkaModes: temporal: {semantics: kafka} with grace and history
+// on a temporal join (Kafka Streams' versioned KStream-KTable join) and
+// cdc: {kinds: kafka} are accepted, and every bad combination is refused
+// naming its field.
+func TestJobKafkaModes(t *testing.T) {
+	base := `
+name: kafka
+join:
+  type: %s
+  mode: left
+  left:  {name: l, key: k, ts: ts}
+  right: {name: r, key: k, ts: ts}
+  %s
+sources:
+  - {name: v, type: file, path: v.jsonl, side: left}
+`
+	for _, c := range []struct{ typ, fields, wantErr string }{
+		{"temporal", "temporal: {semantics: kafka, grace: 10ms, history: 5m}", ""},
+		{"temporal", "temporal: {semantics: kafka, history: 1h}", ""},
+		{"temporal", "temporal: {semantics: kafka, grace: 1h, history: 1h}", ""},
+		{"temporal", "temporal: {semantics: kafka}", "join.temporal.history: required for type temporal with semantics kafka"},
+		{"temporal", "temporal: {semantics: kafka, grace: 2s}", "join.temporal.history: required"},
+		{"temporal", "temporal: {semantics: kafka, grace: 2h, history: 1h}", "join.temporal.grace: must not exceed temporal.history (2h0m0s > 1h0m0s)"},
+		{"temporal", "temporal: {semantics: kafka, grace: -1ms, history: 1h}", "join.temporal.grace: must not be negative"},
+		{"temporal", "temporal: {semantics: kafka, history: -1h}", "join.temporal.history: must not be negative"},
+		{"temporal", "temporal: {semantics: kafka, grace: 1500us, history: 1h}", "join.temporal.grace: must be a whole number of milliseconds"},
+		{"temporal", "temporal: {grace: 1s, history: 1h}", "join.temporal.grace: only for type temporal with semantics kafka"},
+		{"temporal", "temporal: {semantics: flink, history: 1h}", "join.temporal.history: only for type temporal with semantics kafka"},
+		{"temporal-latest", "temporal: {semantics: kafka, grace: 1s}", "join.temporal.grace: only for type temporal with semantics kafka"},
+		{"temporal-latest", "temporal: {semantics: kafka, history: 1h}", "join.temporal.history: only for type temporal with semantics kafka"},
+		{"interval", "upper: 1s\n  temporal: {semantics: kafka, history: 1h}", "join.temporal: only for temporal joins"},
+		{"temporal", "temporal: {semantics: kafka, history: 1h}\n  cdc: {kinds: kafka}", "join.cdc: only for cdc joins"},
+	} {
+		s, err := Parse([]byte(fmt.Sprintf(base, c.typ, c.fields)))
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%s %q: %v", c.typ, c.fields, err)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%s %q: error %v, want %q", c.typ, c.fields, err, c.wantErr)
+		case err == nil:
+			f, _ := s.TimedFactory()
+			if _, ok := f().(*joins.TemporalKafka); !ok {
+				t.Errorf("%s %q: machine %T, want a *joins.TemporalKafka", c.typ, c.fields, f())
+			}
+			if !s.PadsNullKeys() {
+				t.Errorf("%s %q: a left kafka join pads null-key probes (KIP-962)", c.typ, c.fields)
+			}
+		}
+	}
+	cdc := strings.Replace(good, "  mode: left\n", "  mode: left\n  cdc: {kinds: %s}\n", 1)
+	for _, c := range []struct{ kinds, wantErr string }{
+		{"kafka", ""},
+		{"update", ""},
+		{"flink", ""},
+		{"spark", "join.cdc.kinds: must be update, flink or kafka (got \"spark\")"},
+	} {
+		s, err := Parse([]byte(fmt.Sprintf(cdc, c.kinds)))
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("kinds %s: %v", c.kinds, err)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("kinds %s: error %v, want %q", c.kinds, err, c.wantErr)
+		case c.kinds == "kafka":
+			if cs, err := s.CDCSpec(); err != nil || cs.Kinds != joins.KindsKafka {
+				t.Errorf("kinds kafka: spec %+v, %v", cs, err)
+			}
 		}
 	}
 }

@@ -63,6 +63,12 @@ func (s *Spec) MultiSpec() (*joins.MultiSpec, error) {
 	if !j.TTL.IsZero() || j.Open != "" {
 		bad("ttl", "only for unbounded joins")
 	}
+	if j.CDC != (CDCOptions{}) {
+		bad("cdc", "only for cdc joins (a cdc-multi join emits the update kinds, without times)")
+	}
+	if j.Temporal != (TemporalOptions{}) {
+		bad("temporal", "only for temporal joins")
+	}
 	ms := &joins.MultiSpec{}
 	for i, t := range j.Tables {
 		mt := joins.MultiTable{Name: t.Name, PK: t.PK, JoinOn: t.JoinOn}

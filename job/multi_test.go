@@ -61,6 +61,8 @@ func TestJobMultiNamesField(t *testing.T) {
 		{"project table", "from: domains.domain_name", "from: nosuch.x", "join.project[1].from: must be <table>.<field>"},
 		{"source table", "user_settings: settings", "user_settings: prefs", `sources[0].tables.user_settings: must name a table of join.tables`},
 		{"mode", "type: cdc-multi", "type: cdc-multi\n  mode: left", "join.mode: not for a cdc-multi join"},
+		{"cdc kinds", "type: cdc-multi", "type: cdc-multi\n  cdc: {kinds: kafka}", "join.cdc: only for cdc joins"},
+		{"temporal", "type: cdc-multi", "type: cdc-multi\n  temporal: {semantics: kafka}", "join.temporal: only for temporal joins"},
 		{"one table", "    - {name: domains, pk: id, join_on: user_id, kind: left}\n    - {name: settings, pk: id, join_on: user_id, kind: inner}\n", "",
 			"join.tables: must list 2"},
 		{"tables on cdc", "type: cdc-multi", "type: cdc\n  left: {name: users, pk: id, join_on: id}\n  right: {name: domains, pk: id, join_on: user_id}", "join.tables: only for a cdc-multi join"},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
@@ -15,12 +16,13 @@ func (s *Spec) Timed() bool {
 }
 
 // PadsNullKeys reports whether a probe (left) input whose key is null is
-// joined, padded, instead of refused: a left temporal-latest join with
-// temporal: {semantics: kafka}, Kafka Streams' left KStream-KTable join
-// since KIP-962. Such inputs are routed to joins.NullKey.
+// joined, padded, instead of refused: a left temporal or temporal-latest
+// join with temporal: {semantics: kafka}, Kafka Streams' left
+// KStream-KTable join since KIP-962. Such inputs are routed to
+// joins.NullKey.
 func (s *Spec) PadsNullKeys() bool {
 	j := s.Join
-	return j.Type == "temporal-latest" && j.Mode == "left" && j.Temporal.Semantics == "kafka"
+	return (j.Type == "temporal-latest" || j.Type == "temporal") && j.Mode == "left" && j.Temporal.Semantics == "kafka"
 }
 
 // SourceFormat is the effective record format of a source.
@@ -83,9 +85,7 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 	if serr != nil {
 		bad("temporal.semantics", "must be strict, flink or kafka (got %q)", j.Temporal.Semantics)
 	}
-	if sem == joins.SemanticsKafka && j.Type == "temporal" {
-		bad("temporal.semantics", "kafka (Kafka Streams' KStream-KTable join) is for temporal-latest joins")
-	}
+	grace, history := j.Temporal.KafkaVersioned(j.Type, bad)
 	if !temporal && j.Temporal != (TemporalOptions{}) {
 		bad("temporal", "only for temporal joins")
 	}
@@ -181,7 +181,8 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		verr = spec.Validate()
 		factory = func() joins.Timed { return joins.NewUnbounded(spec) }
 	case "temporal", "temporal-latest":
-		spec := &joins.TemporalSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Project: project, Semantics: sem}
+		spec := &joins.TemporalSpec{Type: jt, Left: j.Left.Name, Right: j.Right.Name, Project: project, Semantics: sem,
+			Grace: grace, History: history}
 		verr = spec.Validate()
 		if j.Type == "temporal" {
 			factory = func() joins.Timed { return joins.NewTemporalJoin(spec) }
@@ -201,6 +202,45 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		return nil, errors.Join(errs...)
 	}
 	return factory, nil
+}
+
+// KafkaVersioned checks temporal.grace and temporal.history, the options
+// of Kafka Streams' versioned KStream-KTable join (join type temporal,
+// semantics kafka), reporting each problem with bad (fields relative to
+// the join), and returns them in ms when they are valid (0 otherwise, so the
+// joins spec reports nothing twice). replay checks bare specs with it too.
+func (t TemporalOptions) KafkaVersioned(joinType string, bad func(field, format string, a ...any)) (grace, history int64) {
+	sem, _ := joins.ParseTemporalSemantics(t.Semantics)
+	versioned := joinType == "temporal" && sem == joins.SemanticsKafka
+	ok := true
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"grace", t.Grace}, {"history", t.History}} {
+		switch {
+		case f.d != 0 && !versioned:
+			bad("temporal."+f.name, "only for type temporal with semantics kafka (Kafka Streams' join against a versioned table)")
+			ok = false
+		case f.d < 0:
+			bad("temporal."+f.name, "must not be negative (got %v)", f.d)
+			ok = false
+		case f.d%time.Millisecond != 0:
+			bad("temporal."+f.name, "must be a whole number of milliseconds (got %v)", f.d)
+			ok = false
+		}
+	}
+	switch {
+	case versioned && t.History == 0:
+		bad("temporal.history", "required for type temporal with semantics kafka: the versioned table's history retention (Kafka Streams' historyRetention), e.g. 1h")
+		ok = false
+	case ok && t.Grace > t.History:
+		bad("temporal.grace", "must not exceed temporal.history (%v > %v), as Kafka Streams requires", t.Grace, t.History)
+		ok = false
+	}
+	if !ok || !versioned {
+		return 0, 0
+	}
+	return t.Grace.Milliseconds(), t.History.Milliseconds()
 }
 
 func unjoin(err error) []error {

@@ -134,11 +134,15 @@ func (j *CDC) leftUpsert(em *emitter, row record.Row, ts int64) {
 		em.emit(record.UpdateBefore, old, nil, 0)
 		em.emit(record.UpdateAfter, row, nil, 0)
 	case old == nil && len(j.rights) > 0:
+		gone, came := record.Insert, record.Insert
+		if t == FullOuter {
+			gone, came = j.padSwap()
+		}
 		for _, r := range j.rights {
 			if t == FullOuter {
-				em.emit(record.Delete, nil, r.row, r.ts)
+				em.emit(gone, nil, r.row, r.ts)
 			}
-			em.emit(record.Insert, row, r.row, r.ts)
+			em.emit(came, row, r.row, r.ts)
 		}
 	case old == nil && t.outer():
 		em.emit(record.Insert, row, nil, 0)
@@ -156,10 +160,14 @@ func (j *CDC) leftDelete(em *emitter, pk string) {
 	}
 	switch {
 	case len(j.rights) > 0:
+		gone, came := record.Delete, record.Insert
+		if j.spec.Type == FullOuter {
+			gone, came = j.padSwap()
+		}
 		for _, r := range j.rights {
-			em.emit(record.Delete, old, r.row, r.ts)
+			em.emit(gone, old, r.row, r.ts)
 			if j.spec.Type == FullOuter {
-				em.emit(record.Insert, nil, r.row, r.ts)
+				em.emit(came, nil, r.row, r.ts)
 			}
 		}
 	case j.spec.Type.outer():
@@ -180,10 +188,11 @@ func (j *CDC) rightUpsert(em *emitter, pk string, row record.Row, ts int64) {
 	case l != nil && found:
 		em.emit(record.UpdateBefore, l, j.rights[i].row, lts)
 		em.emit(record.UpdateAfter, l, row, lts)
+	case l != nil && len(j.rights) == 0 && t.outer():
+		gone, came := j.padSwap()
+		em.emit(gone, l, nil, lts)
+		em.emit(came, l, row, lts)
 	case l != nil:
-		if len(j.rights) == 0 && t.outer() {
-			em.emit(record.Delete, l, nil, lts)
-		}
 		em.emit(record.Insert, l, row, lts)
 	case t == FullOuter && found:
 		em.emit(record.UpdateBefore, nil, j.rights[i].row, 0)
@@ -210,14 +219,27 @@ func (j *CDC) rightDelete(em *emitter, pk string) {
 	}
 	l, t := j.left, j.spec.Type
 	switch {
+	case l != nil && len(j.rights) == 0 && t.outer():
+		gone, came := j.padSwap()
+		em.emit(gone, l, old, j.leftTs)
+		em.emit(came, l, nil, j.leftTs)
 	case l != nil:
 		em.emit(record.Delete, l, old, j.leftTs)
-		if len(j.rights) == 0 && t.outer() {
-			em.emit(record.Insert, l, nil, j.leftTs)
-		}
 	case t == FullOuter:
 		em.emit(record.Delete, nil, old, 0)
 	}
+}
+
+// padSwap returns the kinds of a result row that replaces another of the
+// same left (or, in a full join, right) row, where one side turns from padded
+// to matched or back: the old row's and the new one's. KindsKafka makes it
+// one update, Change(new, old) in Kafka Streams' terms: -U then +U; the
+// other conventions -D then +I.
+func (j *CDC) padSwap() (gone, came record.Kind) {
+	if j.spec.Kinds == KindsKafka {
+		return record.UpdateBefore, record.UpdateAfter
+	}
+	return record.Delete, record.Insert
 }
 
 // emitter appends the outputs of one OnEvent call.

@@ -62,40 +62,7 @@ func TestCDCFlinkKinds(t *testing.T) {
 func TestCDCFlinkKindsTable(t *testing.T) {
 	for _, typ := range []JoinType{Inner, LeftOuter, FullOuter} {
 		t.Run(typ.String(), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(3, uint64(typ)))
-			users, domains := map[int]record.Row{}, map[int]record.Row{}
-			var steps []step
-			for i := range 600 {
-				if r.IntN(2) == 0 {
-					id := r.IntN(6)
-					old, ok := users[id]
-					switch {
-					case ok && r.IntN(4) == 0:
-						steps = append(steps, L(del(old)))
-						delete(users, id)
-					case ok:
-						users[id] = user(id, fmt.Sprint("u", i))
-						steps = append(steps, L(upd(old, users[id])))
-					default:
-						users[id] = user(id, fmt.Sprint("u", i))
-						steps = append(steps, L(ins(users[id])))
-					}
-					continue
-				}
-				id := r.IntN(12)
-				old, ok := domains[id]
-				switch {
-				case ok && r.IntN(4) == 0:
-					steps = append(steps, R(del(old)))
-					delete(domains, id)
-				case ok:
-					domains[id] = domain(id, r.IntN(6), fmt.Sprint("d", i))
-					steps = append(steps, R(upd(old, domains[id])))
-				default:
-					domains[id] = domain(id, r.IntN(6), fmt.Sprint("d", i))
-					steps = append(steps, R(ins(domains[id])))
-				}
-			}
+			steps := randomCDCSteps(rand.New(rand.NewPCG(3, uint64(typ))), 600)
 			def, fl := newHarness(t, projSpec(typ)), newHarness(t, flinkSpec(typ))
 			var kinds [4]int
 			for _, s := range steps {
@@ -117,6 +84,45 @@ func TestCDCFlinkKindsTable(t *testing.T) {
 			t.Logf("kinds +I %d, -U %d, +U %d, -D %d", kinds[0], kinds[1], kinds[2], kinds[3])
 		})
 	}
+}
+
+// randomCDCSteps makes n random changes of users (ids 0..5) and domains
+// (ids 0..11, each of a random user), each a consistent changelog.
+func randomCDCSteps(r *rand.Rand, n int) []step {
+	users, domains := map[int]record.Row{}, map[int]record.Row{}
+	var steps []step
+	for i := range n {
+		if r.IntN(2) == 0 {
+			id := r.IntN(6)
+			old, ok := users[id]
+			switch {
+			case ok && r.IntN(4) == 0:
+				steps = append(steps, L(del(old)))
+				delete(users, id)
+			case ok:
+				users[id] = user(id, fmt.Sprint("u", i))
+				steps = append(steps, L(upd(old, users[id])))
+			default:
+				users[id] = user(id, fmt.Sprint("u", i))
+				steps = append(steps, L(ins(users[id])))
+			}
+			continue
+		}
+		id := r.IntN(12)
+		old, ok := domains[id]
+		switch {
+		case ok && r.IntN(4) == 0:
+			steps = append(steps, R(del(old)))
+			delete(domains, id)
+		case ok:
+			domains[id] = domain(id, r.IntN(6), fmt.Sprint("d", i))
+			steps = append(steps, R(upd(old, domains[id])))
+		default:
+			domains[id] = domain(id, r.IntN(6), fmt.Sprint("d", i))
+			steps = append(steps, R(ins(domains[id])))
+		}
+	}
+	return steps
 }
 
 func tableMapOf(tb *Table) map[string]string {

@@ -13,16 +13,19 @@
 //     right rows by primary key (map state). CDC.OnEvent applies one event and
 //     appends the resulting changelog records (+I, -U, +U, -D), following
 //     Flink's streaming join conventions; with CDCSpec.Kinds KindsFlink,
-//     exactly Flink's StreamingJoinOperator row kinds, and with MaxTs
-//     output times as Kafka Streams' KTable-KTable join stamps them.
+//     exactly Flink's StreamingJoinOperator row kinds, with KindsKafka
+//     Kafka Streams' KTable-KTable Change(new, old) records (a padded row
+//     turning into a match is one -U/+U pair), and with MaxTs output times
+//     as Kafka Streams' KTable-KTable join stamps them.
 //     Snapshot and Restore give its versioned, deterministic encoding.
 //   - MultiSpec and Multi are the multi-way changelog join on one key (as
 //     Flink's multi-way join operator): a driving table and further tables
 //     each inner or left joined to it, every table's rows by primary key at
 //     the key and no intermediate result; the same changelog rules as CDC.
 //   - The event-time joins (Timed: window and coGroup, interval,
-//     time-bounded outer, unbounded with a TTL, temporal, and the temporal
-//     join with Flink's semantics, TemporalFlink) are per-key
+//     time-bounded outer, unbounded with a TTL, temporal, the temporal
+//     join with Flink's semantics, TemporalFlink, and Kafka Streams' join
+//     against a versioned table with a grace period, TemporalKafka) are per-key
 //     machines driven by OnElement and OnTimer. The stream-stream ones take
 //     a residual Condition (a pair predicate plus one-sided ones, with
 //     Spark's early state exclusion) and a LateRule (ts < watermark,

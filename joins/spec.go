@@ -98,7 +98,7 @@ type CDCSpec struct {
 	// {Left.Name: left row or null, Right.Name: right row or null}.
 	Project []Column
 	// Kinds is the row-kind convention of the output: KindsUpdate (the
-	// default) or KindsFlink.
+	// default), KindsFlink or KindsKafka.
 	Kinds CDCKinds
 	// MaxTs stamps every output with the larger of its input change's
 	// source time (Event.Ts) and the source time of the other side's row in
@@ -122,17 +122,26 @@ const (
 	// that side is outer, the null-padded rows come and go as +I and -D, and
 	// only an inner side of an inner join forwards -U/+U.
 	KindsFlink
+	// KindsKafka: Kafka Streams' KTable-KTable join with old values sent,
+	// whose every output is one Change(new, old) of a result row: as
+	// KindsUpdate, except that a padded row a match replaces, or that
+	// replaces the last match, is one -U (old) / +U (new) pair instead of
+	// -D then +I. So +I is Change(new, null), -U/+U is Change(new, old)
+	// and -D is Change(null, old).
+	KindsKafka
 )
 
-// ParseCDCKinds parses "" or "update" (KindsUpdate) and "flink".
+// ParseCDCKinds parses "" or "update" (KindsUpdate), "flink" and "kafka".
 func ParseCDCKinds(s string) (CDCKinds, error) {
 	switch s {
 	case "", "update":
 		return KindsUpdate, nil
 	case "flink":
 		return KindsFlink, nil
+	case "kafka":
+		return KindsKafka, nil
 	}
-	return 0, fmt.Errorf("joins: unknown changelog kinds %q (want update or flink)", s)
+	return 0, fmt.Errorf("joins: unknown changelog kinds %q (want update, flink or kafka)", s)
 }
 
 // Validate reports every problem of the spec, joined with errors.Join, each
@@ -148,8 +157,8 @@ func (s *CDCSpec) Validate() error {
 	if !s.Type.valid() {
 		bad("type", "unknown join type %d (want inner, left or full)", int(s.Type))
 	}
-	if s.Kinds != KindsUpdate && s.Kinds != KindsFlink {
-		bad("kinds", "unknown changelog kinds %d (want update or flink)", int(s.Kinds))
+	if s.Kinds != KindsUpdate && s.Kinds != KindsFlink && s.Kinds != KindsKafka {
+		bad("kinds", "unknown changelog kinds %d (want update, flink or kafka)", int(s.Kinds))
 	}
 	for _, side := range []struct {
 		field string

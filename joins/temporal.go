@@ -27,10 +27,18 @@ type TemporalSpec struct {
 	// output row is {Left: probe row, Right: version row or null}.
 	Left, Right string
 	Project     []Column
-	// Semantics is SemanticsStrict (the default: NewTemporal) or
-	// SemanticsFlink (NewTemporalFlink). NewTemporalJoin picks by it; the
-	// processing-time join (NewTemporalLatest) does not use it.
+	// Semantics is SemanticsStrict (the default: NewTemporal),
+	// SemanticsFlink (NewTemporalFlink) or SemanticsKafka
+	// (NewTemporalKafka). NewTemporalJoin picks by it; the processing-time
+	// join (NewTemporalLatest) takes its null rules from SemanticsKafka and
+	// its row kinds from every semantics.
 	Semantics TemporalSemantics
+	// Grace and History (ms, SemanticsKafka only) are the versioned
+	// KStream-KTable join's grace period (Joined.withGracePeriod: how long a
+	// stream record waits for out-of-order table records) and the versioned
+	// store's history retention (how far back versions are kept): 0 <=
+	// Grace <= History. NewTemporalKafka needs History > 0.
+	Grace, History int64
 }
 
 // Validate reports every problem of the spec, joined, each naming its field.
@@ -44,6 +52,20 @@ func (s *TemporalSpec) Validate() error {
 	}
 	if s.Semantics != SemanticsStrict && s.Semantics != SemanticsFlink && s.Semantics != SemanticsKafka {
 		c.bad("semantics", "must be strict, flink or kafka, got %v", s.Semantics)
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"grace", s.Grace}, {"history", s.History}} {
+		switch {
+		case f.v != 0 && s.Semantics != SemanticsKafka:
+			c.bad(f.name, "only for semantics kafka (Kafka Streams' versioned table join), got semantics %v", s.Semantics)
+		case f.v < 0:
+			c.bad(f.name, "must not be negative, got %d ms", f.v)
+		}
+	}
+	if s.Grace > s.History && s.History > 0 {
+		c.bad("grace", "must not exceed history (%d ms > %d ms), as Kafka Streams requires of a grace period", s.Grace, s.History)
 	}
 	validateShape(c.bad, s.Left, s.Right, s.Project, nil, nil)
 	return c.err()
@@ -174,31 +196,36 @@ func (j *Temporal) Snapshot() []byte {
 // Restore replaces the state with the one b encodes; on error (a wrapped
 // ErrBadTimedSnapshot) the state is unchanged.
 func (j *Temporal) Restore(b []byte) error {
-	var s temporalSnap
-	if err := decodeSnap(b, 'T', &s); err != nil {
+	v, p, err := decodeTemporalSnap(b, 'T')
+	if err != nil {
 		return err
+	}
+	j.versions, j.probes = v, p
+	return nil
+}
+
+// decodeTemporalSnap decodes and checks a temporalSnap of the given kind:
+// versions strictly ordered by time, probes sorted, every probe with a
+// row; empty lists come back nil.
+func decodeTemporalSnap(b []byte, kind byte) (versions, probes []elem, err error) {
+	var s temporalSnap
+	if err := decodeSnap(b, kind, &s); err != nil {
+		return nil, nil, err
 	}
 	for i := 1; i < len(s.V); i++ {
 		if s.V[i].Ts <= s.V[i-1].Ts {
-			return fmt.Errorf("%w: versions not strictly ordered by time", ErrBadTimedSnapshot)
+			return nil, nil, fmt.Errorf("%w: versions not strictly ordered by time", ErrBadTimedSnapshot)
 		}
 	}
 	if !sortedByTs(s.P) {
-		return fmt.Errorf("%w: probes not sorted by time", ErrBadTimedSnapshot)
+		return nil, nil, fmt.Errorf("%w: probes not sorted by time", ErrBadTimedSnapshot)
 	}
 	for _, p := range s.P {
 		if p.Row == nil {
-			return fmt.Errorf("%w: probe at %d has no row", ErrBadTimedSnapshot, p.Ts)
+			return nil, nil, fmt.Errorf("%w: probe at %d has no row", ErrBadTimedSnapshot, p.Ts)
 		}
 	}
-	j.versions, j.probes = trim(s.V, 0), trim(s.P, 0)
-	if len(j.versions) == 0 {
-		j.versions = nil
-	}
-	if len(j.probes) == 0 {
-		j.probes = nil
-	}
-	return nil
+	return trim(s.V, 0), trim(s.P, 0), nil
 }
 
 // NewTemporalLatest returns the empty state of one key of a processing-time

@@ -25,13 +25,16 @@ const (
 	// firing with t <= watermark, probes in arrival order, and the probe's
 	// row kind is the output's.
 	SemanticsFlink
-	// SemanticsKafka is Kafka Streams' KStream-KTable join, for the
-	// processing-time temporal join (NewTemporalLatest) only: a table record
+	// SemanticsKafka is Kafka Streams' KStream-KTable join: a table record
 	// with a null value is a tombstone (it removes the version), a stream
 	// record with a null value is dropped (LateNullValue), and in a left join
 	// a stream record whose key (or join key) is null is emitted padded
-	// with nulls at once instead of being dropped (KIP-962, Kafka Streams
-	// 3.7): the caller routes it to NullKey, where no version ever is.
+	// with nulls instead of being dropped (KIP-962, Kafka Streams 3.7): the
+	// caller routes it to NullKey, where no version ever is. The
+	// processing-time join (NewTemporalLatest) joins the latest value, as
+	// against a plain KTable; the event-time one (NewTemporalKafka) joins
+	// the version valid at the record's time after a grace period, as
+	// against a versioned KTable (KIP-914).
 	SemanticsKafka
 )
 
@@ -72,15 +75,15 @@ func (s TemporalSemantics) String() string {
 }
 
 // NewTemporalJoin returns the empty state of one key of the event-time
-// temporal join spec describes: a Temporal, or a TemporalFlink when
-// spec.Semantics is SemanticsFlink. spec must be valid.
-//
-// SemanticsKafka is for the processing-time join: NewTemporalJoin treats it
-// as SemanticsStrict, and job files refuse it on an event-time temporal
-// join.
+// temporal join spec describes: a Temporal, a TemporalFlink when
+// spec.Semantics is SemanticsFlink, or a TemporalKafka when it is
+// SemanticsKafka (then spec.History must be > 0). spec must be valid.
 func NewTemporalJoin(spec *TemporalSpec) Timed {
-	if spec.Semantics == SemanticsFlink {
+	switch spec.Semantics {
+	case SemanticsFlink:
 		return NewTemporalFlink(spec)
+	case SemanticsKafka:
+		return NewTemporalKafka(spec)
 	}
 	return NewTemporal(spec)
 }

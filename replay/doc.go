@@ -25,8 +25,9 @@
 //	left_condition: 'orange.v != 0'          # over one side only
 //	late: {rule: "ts<=wm"}                   # ts<wm (default), ts<=wm (Spark), none (Kafka Streams)
 //	ttl: 1h                                  # unbounded joins: rows kept until the watermark passes ts + ttl
-//	temporal: {semantics: flink}             # temporal joins: strict (default) or Flink's TemporalRowTimeJoinOperator
-//	cdc: {kinds: flink, ts: max}             # cdc joins: -U/+U (update, default) or Flink's row kinds; output times none or max
+//	temporal: {semantics: flink}             # temporal joins: strict (default), Flink's TemporalRowTimeJoinOperator, or kafka
+//	temporal: {semantics: kafka, grace: 2ms, history: 5m}  # type temporal: Kafka Streams' versioned-table join (KIP-914)
+//	cdc: {kinds: flink, ts: max}             # cdc joins: -U/+U (update, default), Flink's row kinds or kafka (Change(new, old)); output times none or max
 //
 // The script, one JSON object per line, in arrival order:
 //

@@ -286,7 +286,7 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 	}
 	pos := record.Position{Source: Source, Offset: int64(n)}
 	ref := strconv.Itoa(n)
-	kafka := r.d.spec.Type == TypeTemporalLatest && r.d.spec.Temporal.Semantics == "kafka"
+	kafka := (r.d.spec.Type == TypeTemporalLatest || r.d.spec.Type == TypeTemporal) && r.d.spec.Temporal.Semantics == "kafka"
 	key := record.Key(ev.key)
 	if kafka {
 		// Kafka Streams' KStream-KTable join: a stream record without a

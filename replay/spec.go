@@ -91,12 +91,15 @@ type Spec struct {
 	// outer rows at the close).
 	Emit string `yaml:"emit"`
 	// Temporal (temporal and temporal-latest joins): {semantics: strict}
-	// (the default) or {semantics: flink}, Flink's TemporalRowTimeJoinOperator
+	// (the default), {semantics: flink}, Flink's TemporalRowTimeJoinOperator
 	// (nothing late, probes emitted once t <= watermark in arrival order)
-	// with a changelog probe side (+I, -U, +U, -D kept on the outputs).
+	// with a changelog probe side (+I, -U, +U, -D kept on the outputs), or
+	// {semantics: kafka}, Kafka Streams' KStream-KTable join (temporal:
+	// against a versioned table, with grace and history, Go durations).
 	Temporal job.TemporalOptions `yaml:"temporal"`
-	// CDC (cdc joins): {kinds: update|flink, ts: none|max}, the row kinds
-	// (today's -U/+U, or Flink's StreamingJoinOperator's) and the output
+	// CDC (cdc joins): {kinds: update|flink|kafka, ts: none|max}, the row
+	// kinds (today's -U/+U, Flink's StreamingJoinOperator's, or Kafka
+	// Streams' Change(new, old) as -U/+U) and the output
 	// times (none, or Kafka Streams' max of the two rows' source times).
 	CDC job.CDCOptions `yaml:"cdc"`
 }
@@ -362,15 +365,13 @@ func (s *Spec) build() (*built, error) {
 	if err != nil {
 		bad("temporal.semantics", "must be strict, flink or kafka (got %q)", s.Temporal.Semantics)
 	}
-	if sem == joins.SemanticsKafka && s.Type == TypeTemporal {
-		bad("temporal.semantics", "kafka (Kafka Streams' KStream-KTable join) is for temporal-latest joins")
-	}
+	grace, history := s.Temporal.KafkaVersioned(s.Type, bad)
 	if !temporal && s.Temporal != (job.TemporalOptions{}) {
 		bad("temporal", "only for temporal and temporal-latest joins")
 	}
 	kinds, err := joins.ParseCDCKinds(s.CDC.Kinds)
 	if err != nil {
-		bad("cdc.kinds", "must be update or flink (got %q)", s.CDC.Kinds)
+		bad("cdc.kinds", "must be update, flink or kafka (got %q)", s.CDC.Kinds)
 	}
 	switch s.CDC.Ts {
 	case "", "none", "max":
@@ -445,7 +446,7 @@ func (s *Spec) build() (*built, error) {
 	if windowed && s.Window == nil || bounded && s.Interval == nil {
 		return nil, errors.Join(errs...)
 	}
-	b, err := s.joinsSpec(mode, cols, where, late, sem, kinds)
+	b, err := s.joinsSpec(mode, cols, where, late, sem, kinds, grace, history)
 	if err != nil {
 		// Add the joins spec's problems not already reported.
 		seen := make(map[string]bool, len(errs))
@@ -473,7 +474,7 @@ func unjoin(err error) []error {
 
 // joinsSpec builds and validates the joins spec; its field names are
 // translated to the YAML ones.
-func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition, late joins.LateRule, sem joins.TemporalSemantics, kinds joins.CDCKinds) (*built, error) {
+func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition, late joins.LateRule, sem joins.TemporalSemantics, kinds joins.CDCKinds, grace, history int64) (*built, error) {
 	b := built{conditioned: !where.IsZero()}
 	var err error
 	typ, _ := joins.ParseTimedJoinType(mode)
@@ -517,7 +518,7 @@ func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition
 		err = js.Validate()
 		b.fresh = func() joins.Timed { return joins.NewUnbounded(js) }
 	case TypeTemporal, TypeTemporalLatest:
-		js := &joins.TemporalSpec{Type: typ, Left: l, Right: r, Project: cols, Semantics: sem}
+		js := &joins.TemporalSpec{Type: typ, Left: l, Right: r, Project: cols, Semantics: sem, Grace: grace, History: history}
 		err = js.Validate()
 		if s.Type == TypeTemporal {
 			b.fresh = func() joins.Timed { return joins.NewTemporalJoin(js) }
