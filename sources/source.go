@@ -60,3 +60,23 @@ func (e transientError) Unwrap() error { return e.error }
 // (Kafka retention, a trimmed Redis stream). Nothing can recover them: the
 // node stops, naming the source, the partition and the lost range.
 var ErrLostRange = errors.New("sources: records the state store lost are gone from the source")
+
+// Forward is one record a source repartitions: the raw record at Pos, to
+// be written to partition Group of the source's repartition streams.
+type Forward struct {
+	Pos   record.Position
+	Group int
+	Value []byte
+}
+
+// Repartitioner is a source that can repartition its records (a sharded
+// Redis Streams source with repartition: stream): Repartition writes
+// each record to its group's repartition stream, atomically per raw
+// partition and exactly once per raw record — a record at or below the
+// highest raw position a Repartition already wrote (before a crash, or by
+// the partition's previous reader) is skipped — so the raw positions may
+// be committed once it returns. The records of one raw partition are in
+// that partition's order.
+type Repartitioner interface {
+	Repartition(ctx context.Context, fwd []Forward) error
+}
