@@ -25,7 +25,7 @@ import (
 // actors. Once the leases of both have settled no event goes to another
 // node — every node's joinery_key_requests_total{where="remote"} stays put
 // while each applies locally — every raw and repartition entry is
-// acknowledged, the repartition streams are trimmed to nothing, and the
+// acknowledged, the repartition streams are trimmed to their last entry, and the
 // Redis hash view equals the brute-force join (domains moving between
 // users, whose update is in one raw shard and reaches two key groups,
 // included).
@@ -124,8 +124,8 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 			t.Fatal(err)
 		}
 		added += info.EntriesAdded
-		if info.Length != 0 {
-			t.Errorf("%s holds %d entries after all were acknowledged, want 0 (trimmed)", s, info.Length)
+		if info.Length > 1 {
+			t.Errorf("%s holds %d entries after all were acknowledged, want at most the last (trimmed)", s, info.Length)
 		}
 	}
 	if want := repartitionEntries(t, h.Lines, shards); added != want {

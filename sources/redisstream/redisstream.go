@@ -133,8 +133,8 @@ type Config struct {
 	// (streamshard.RepartitionStream; see Sharded.Repartition); "" none.
 	RepartitionTo string
 	// TrimAcked trims the stream at every Commit up to the last entry it
-	// acknowledged (XTRIM MINID): for a stream only this group consumes,
-	// such as the repartition streams.
+	// acknowledged, which stays (XTRIM MINID): for a stream only this
+	// group consumes, such as the repartition streams.
 	TrimAcked bool
 
 	// partition is the partition of the stream's positions: 0, or the
@@ -654,8 +654,11 @@ func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
 		if s.cfg.TrimAcked {
 			// Entries are delivered and acknowledged in stream order by the
 			// one lease holder, which re-delivers its predecessors' pending
-			// entries first: everything up to the last acknowledged is consumed.
-			p.XTrimMinID(ctx, s.cfg.Stream, ID(last+1))
+			// entries first: everything up to the last acknowledged is
+			// consumed. That last one stays: it is the store's committed
+			// offset, which the next reader's rewind check looks for (a
+			// store that lost writes then sees its own entry gone).
+			p.XTrimMinID(ctx, s.cfg.Stream, ID(last))
 		}
 		return nil
 	})

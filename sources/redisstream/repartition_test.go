@@ -2,8 +2,10 @@ package redisstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -95,7 +97,8 @@ func TestShardedRepartitionOnce(t *testing.T) {
 }
 
 // TestTrimAcked checks that a source with TrimAcked trims its stream up to
-// what it acknowledged, and leaves the rest.
+// the last entry it acknowledged, which stays (the store's committed offset,
+// which the rewind check looks for), and leaves the rest.
 func TestTrimAcked(t *testing.T) {
 	rs := testutil.StartRedis(t)
 	ctx := context.Background()
@@ -124,7 +127,54 @@ func TestTrimAcked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(xs) != 4 || xs[0].Values[ValueField] != "6" {
-		t.Errorf("after acknowledging 0..5 the stream holds %d entries from %v, want 4 from 6", len(xs), xs)
+	if len(xs) != 5 || xs[0].Values[ValueField] != "5" {
+		t.Errorf("after acknowledging 0..5 the stream holds %d entries from %v, want 5 from 5 (the last acknowledged stays)", len(xs), xs)
+	}
+}
+
+// TestTrimAckedRewind checks the rewind check on a trimmed stream: a next
+// reader whose store committed what was acknowledged reads on (the last
+// acknowledged entry, the store's offset, is still there, however far the
+// next entry's ID is), and one whose store lost the acknowledged entries
+// fails with a LostRangeError.
+func TestTrimAckedRewind(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	ctx := context.Background()
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	ids := appendValues(t, rc, "s", "a", "b", "c", "d")
+	later := rc.XAdd(ctx, &redis.XAddArgs{Stream: "s", ID: "8000000000000-0", Values: map[string]any{ValueField: "e"}}).Val()
+	var applied int64
+	cfg := Config{Addr: rs.Addr, Stream: "s", Group: "g", Consumer: "c", TrimAcked: true, Block: 50 * time.Millisecond,
+		Applied: func(context.Context, int32, string) (int64, bool, error) { return applied, true, nil }}
+	src, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := readN(t, src, 5, 5)
+	applied = msgs[3].Pos.Offset // the store committed a..d, then they were acknowledged
+	if err := src.Commit(ctx, []record.Position{msgs[3].Pos}); err != nil {
+		t.Fatal(err)
+	}
+	_ = src.Close()
+	if n := rc.XLen(ctx, "s").Val(); n != 2 {
+		t.Fatalf("stream holds %d entries, want d and e", n)
+	}
+	next, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := values(readN(t, next, 1, 2)); got != "e" {
+		t.Errorf("the next reader read %q, want [e] (%s)", got, later)
+	}
+	_ = next.Close()
+	applied, _ = Offset(ids[1]) // the store lost c and d
+	lost, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lost.Close()
+	if _, err := lost.Read(ctx, 10); !errors.Is(err, sources.ErrLostRange) {
+		t.Errorf("a store behind the trimmed entries: Read error %v, want a LostRangeError", err)
 	}
 }
