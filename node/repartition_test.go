@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
-	"github.com/joinery/joinery/node"
 	"github.com/joinery/joinery/sources/redisstream"
 )
 
@@ -43,30 +41,9 @@ state: {store: redis, redis: {addr: %[1]q}}
 sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[2]d, repartition: stream, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
 sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 `, rs.Addr, shards)
-	n1 := start(t, parse(t, dir, yml+"cluster: {node_name: n1}\n"))
-	seeds := fmt.Sprintf("cluster: {node_name: %%s, seeds: [%q]}\n", n1.GossipAddr())
-	n2 := start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n2")))
-	n3 := start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n3")))
-	nodes := []*node.Node{n1, n2, n3}
-	for _, n := range nodes {
-		testutil.WaitFor(t, 30*time.Second, seesAlive(n, 3))
-	}
+	nodes := startThree(t, dir, yml)
 	xaddSharded(t, rc, "cdc", shards, h.Lines[:half])
-	var cancels [3]context.CancelFunc
-	var dones [3]chan error
-	for i, n := range nodes {
-		runCtx, cancel := context.WithCancel(ctx)
-		cancels[i], dones[i] = cancel, make(chan error, 1)
-		go func() { dones[i] <- n.Run(runCtx) }()
-	}
-	defer func() {
-		for i := range nodes {
-			cancels[i]()
-			if err := <-dones[i]; err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("n%d run: %v", i+1, err)
-			}
-		}
-	}()
+	runAll(t, nodes)
 	repart := streamshard.RepartitionStream("cdc", "joinery")
 	// Both the raw shards' and the repartition shards' leases settle as
 	// streamshard.Assign spreads them (3, 3, 2).
@@ -89,22 +66,7 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 
 	// Steady state: the rest of the input is repartitioned and applied
 	// where its keys live.
-	var remote, local [3]float64
-	for i, n := range nodes {
-		remote[i], local[i] = keyRequests(t, n, "remote"), keyRequests(t, n, "local")
-	}
-	xaddSharded(t, rc, "cdc", shards, h.Lines[half:])
-	testutil.WaitFor(t, 90*time.Second, acked)
-	for i, n := range nodes {
-		r, l := keyRequests(t, n, "remote"), keyRequests(t, n, "local")
-		t.Logf("n%d: %v local and %v remote key requests in steady state (%v and %v before)", i+1, l-local[i], r-remote[i], local[i], remote[i])
-		if r != remote[i] {
-			t.Errorf("n%d sent %v key requests to other nodes in steady state, want 0", i+1, r-remote[i])
-		}
-		if l == local[i] {
-			t.Errorf("n%d applied nothing locally in steady state", i+1)
-		}
-	}
+	allLocal(t, nodes, func() { xaddSharded(t, rc, "cdc", shards, h.Lines[half:]) }, acked)
 	testutil.WaitFor(t, 30*time.Second, func() error {
 		if got, want := hashView(t, rc, "view"), h.LeftJoin(); !reflect.DeepEqual(got, want) {
 			return fmt.Errorf("view has %d rows, want %d", len(got), len(want))

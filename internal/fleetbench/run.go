@@ -420,16 +420,7 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 	}
 	// The fleet.
 	nodes, err := c.startFleet(ctx, w, run, n, dir, srcs, addr, inf.rc.Addrs)
-	defer func() {
-		for _, nd := range nodes {
-			nd.proc.Stop(30 * time.Second)
-		}
-		for _, nd := range nodes {
-			if err := nd.cg.Remove(); err != nil {
-				c.logf("%v", err)
-			}
-		}
-	}()
+	defer func() { c.stopFleet(nodes) }()
 	if err != nil {
 		return res, err
 	}
@@ -514,18 +505,8 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 		}
 	}
 	win := s1.t.Sub(s0.t).Seconds()
-	res.WindowS, res.Events = win, s1.in-s0.in
+	c.setWindow(&res, *s0, *s1, s1.in-s0.in, win, n)
 	res.EventsPerSec = Rate(s0.in, s1.in, 0, win)
-	res.NodeCPUs = s1.nodeCPU - s0.nodeCPU
-	res.RedisCPUs = s1.redisCPU - s0.redisCPU
-	res.StreamsRedisCPUs = s1.streamsCPU - s0.streamsCPU
-	res.FeederCPUs = s1.self - s0.self
-	res.BrokerCPUs = s1.broker - s0.broker
-	res.ThrottledS = s1.throttled - s0.throttled
-	res.CPUPerEventUs = 1e6 * res.NodeCPUs / res.Events
-	res.EventsPerNodeCPUs = res.Events / res.NodeCPUs
-	res.RedisCPUPerEventUs = 1e6 * res.RedisCPUs / res.Events
-	res.NodeCPUUtil = res.NodeCPUs / (win * float64(n) * c.quota()) // +Inf without a quota: written as -1
 	if profileDone != nil {
 		if err := <-profileDone; err != nil {
 			c.logf("cpu profile: %v", err)
@@ -697,6 +678,34 @@ func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, sr
 		}
 	}
 	return nodes, nil
+}
+
+// setWindow fills res's figures of a window of win seconds from s0 to s1
+// in which events records went in, on n nodes.
+func (c Config) setWindow(res *Result, s0, s1 sample, events, win float64, n int) {
+	res.WindowS, res.Events = win, events
+	res.NodeCPUs = s1.nodeCPU - s0.nodeCPU
+	res.RedisCPUs = s1.redisCPU - s0.redisCPU
+	res.StreamsRedisCPUs = s1.streamsCPU - s0.streamsCPU
+	res.FeederCPUs = s1.self - s0.self
+	res.BrokerCPUs = s1.broker - s0.broker
+	res.ThrottledS = s1.throttled - s0.throttled
+	res.CPUPerEventUs = 1e6 * res.NodeCPUs / res.Events
+	res.EventsPerNodeCPUs = res.Events / res.NodeCPUs
+	res.RedisCPUPerEventUs = 1e6 * res.RedisCPUs / res.Events
+	res.NodeCPUUtil = res.NodeCPUs / (win * float64(n) * c.quota()) // +Inf without a quota: written as -1
+}
+
+// stopFleet stops the nodes and removes their cgroups.
+func (c Config) stopFleet(nodes []*node) {
+	for _, nd := range nodes {
+		nd.proc.Stop(30 * time.Second)
+	}
+	for _, nd := range nodes {
+		if err := nd.cg.Remove(); err != nil {
+			c.logf("%v", err)
+		}
+	}
 }
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}
@@ -931,16 +940,7 @@ func (c Config) coldStart(ctx context.Context, res Result, run int, src string, 
 	}
 	t0 := time.Now()
 	nodes, err := c.startFleet(ctx, w, run, n, dir, srcs, inf.brokerAddr, inf.rc.Addrs)
-	defer func() {
-		for _, nd := range nodes {
-			nd.proc.Stop(30 * time.Second)
-		}
-		for _, nd := range nodes {
-			if err := nd.cg.Remove(); err != nil {
-				c.logf("%v", err)
-			}
-		}
-	}()
+	defer func() { c.stopFleet(nodes) }()
 	if err != nil {
 		return res, err
 	}
@@ -961,21 +961,8 @@ func (c Config) coldStart(ctx context.Context, res Result, run int, src string, 
 	if err != nil {
 		return res, err
 	}
-	res.WindowS, res.Events = took.Seconds(), float64(len(msgs))
+	c.setWindow(&res, s0, s1, float64(len(msgs)), took.Seconds(), n) // s0 has no nodes: theirs from their start
 	res.EventsPerSec = res.Events / res.WindowS
-	res.NodeCPUs = s1.nodeCPU
-	res.RedisCPUs = s1.redisCPU - s0.redisCPU
-	res.StreamsRedisCPUs = s1.streamsCPU - s0.streamsCPU
-	res.FeederCPUs = s1.self - s0.self
-	res.BrokerCPUs = s1.broker - s0.broker
-	res.CPUPerEventUs = 1e6 * res.NodeCPUs / res.Events
-	res.EventsPerNodeCPUs = res.Events / res.NodeCPUs
-	res.RedisCPUPerEventUs = 1e6 * res.RedisCPUs / res.Events
-	res.NodeCPUUtil = res.NodeCPUs / (res.WindowS * float64(n) * c.quota())
-	for _, nd := range nodes {
-		_, th := nd.cg.Throttled()
-		res.ThrottledS += th
-	}
 	c.logf("%s from %s, %d node(s): cold start done in %.2f s", w.name, src, n, res.WindowS)
 	return res, nil
 }

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -29,7 +29,7 @@ func TestShardedRepartitionOnce(t *testing.T) {
 	defer rc.Close()
 	repart := streamshard.RepartitionStream("cdc", "g")
 	open := func(consumer string) *Sharded {
-		s, err := NewSharded(ctx, Config{Addr: rs.Addr, Stream: "cdc", Group: "g", Consumer: consumer, Shards: 4, RepartitionTo: repart, })
+		s, err := NewSharded(ctx, Config{Addr: rs.Addr, Stream: "cdc", Group: "g", Consumer: consumer, Shards: 4, RepartitionTo: repart})
 		if err != nil {
 			t.Fatal(err)
 		}
