@@ -3,7 +3,9 @@ package node
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/joinery/joinery/internal/backoff"
 	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/record"
@@ -94,13 +96,41 @@ func (r *reader) inGroup(key record.Key, pos record.Position) bool {
 	return streamshard.KeyGroup(string(key), r.cfg.Shards) == int(pos.Partition)
 }
 
+// maxRepartitionBacklog bounds the entries a repartition stream holds
+// (written, not consumed yet): past it the raw readers wait for the
+// streams to be consumed before they commit the batch and read on, so a
+// large raw backlog — a fleet starting on hours of changes — is not copied
+// into Redis at once, faster than the key groups apply it.
+const maxRepartitionBacklog = 20000
+
 // repartition writes b's records to the repartition streams (readRaw),
-// retried as a commit is: the batch's raw offsets are committed after.
+// retried as a commit is, then waits while a repartition stream holds
+// more than maxRepartitionBacklog entries: the batch's raw offsets are
+// committed after.
 func (r *reader) repartition(ctx context.Context, b *batch) error {
 	if len(b.forward) == 0 {
 		return nil
 	}
-	return r.n.retry(ctx, "repartition", func(ctx context.Context) error {
-		return r.fwd.Repartition(ctx, b.forward)
-	})
+	var backlog int64
+	if err := r.n.retry(ctx, "repartition", func(ctx context.Context) error {
+		var err error
+		backlog, err = r.fwd.Repartition(ctx, b.forward)
+		return err
+	}); err != nil {
+		return err
+	}
+	bo := backoff.Backoff{Initial: 10 * time.Millisecond, Max: 250 * time.Millisecond}
+	for backlog > maxRepartitionBacklog {
+		if err := bo.Wait(ctx); err != nil {
+			return err
+		}
+		if err := r.n.retry(ctx, "repartition backlog", func(ctx context.Context) error {
+			var err error
+			backlog, err = r.fwd.Backlog(ctx)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -76,7 +76,12 @@ type Forward struct {
 // highest raw position a Repartition already wrote (before a crash, or by
 // the partition's previous reader) is skipped — so the raw positions may
 // be committed once it returns. The records of one raw partition are in
-// that partition's order.
+// that partition's order. It returns the backlog: the most entries one of
+// the repartition streams it wrote to holds (written and not consumed
+// yet); Backlog returns that of every repartition stream. A caller bounds
+// it by waiting, so that a large raw backlog is not copied into the
+// repartition streams faster than they are consumed.
 type Repartitioner interface {
-	Repartition(ctx context.Context, fwd []Forward) error
+	Repartition(ctx context.Context, fwd []Forward) (backlog int64, err error)
+	Backlog(ctx context.Context) (int64, error)
 }

@@ -34,42 +34,48 @@ func RepartitionedKey(repart string, i int) string {
 // repartitionScript appends the records of one raw shard not written yet:
 // KEYS[1] is the shard's RepartitionedKey, KEYS[2…] the repartition shard
 // streams; ARGV holds, per record, the index of its stream in KEYS, its
-// raw offset in 19 digits and its value. It returns how many it wrote.
+// raw offset in 19 digits and its value. It returns the most entries one
+// of KEYS[2…] holds.
 var repartitionScript = redis.NewScript(`
 local done = redis.call('GET', KEYS[1]) or ''
 local last = done
-local n = 0
 for i = 1, #ARGV, 3 do
   local off = ARGV[i + 1]
   if off > done then
     redis.call('XADD', KEYS[tonumber(ARGV[i])], '*', 'value', ARGV[i + 2])
     if off > last then last = off end
-    n = n + 1
   end
 end
 if last > done then redis.call('SET', KEYS[1], last) end
-return n
+local most = 0
+for k = 2, #KEYS do
+  local n = redis.call('XLEN', KEYS[k])
+  if n > most then most = n end
+end
+return most
 `)
 
 // Repartition writes fwd (records of this source's shards, each shard's in
 // its order) to the repartition streams, one script per raw shard, each
-// record once (see above). An error leaves the records to write again.
-func (s *Sharded) Repartition(ctx context.Context, fwd []sources.Forward) error {
+// record once (see above), and returns the most entries one of the
+// streams it wrote to holds. An error leaves the records to write again.
+func (s *Sharded) Repartition(ctx context.Context, fwd []sources.Forward) (int64, error) {
 	if s.cfg.RepartitionTo == "" {
-		return fmt.Errorf("redisstream: %s is not repartitioned", s.cfg.Stream)
+		return 0, fmt.Errorf("redisstream: %s is not repartitioned", s.cfg.Stream)
 	}
 	byShard := map[int32][]sources.Forward{}
 	var order []int32
 	for _, f := range fwd {
 		p := f.Pos.Partition
 		if p < 0 || int(p) >= s.cfg.Shards || f.Group < 0 || f.Group >= s.cfg.Shards {
-			return fmt.Errorf("redisstream: repartition %v to group %d: %s has %d shards", f.Pos, f.Group, s.cfg.Name, s.cfg.Shards)
+			return 0, fmt.Errorf("redisstream: repartition %v to group %d: %s has %d shards", f.Pos, f.Group, s.cfg.Name, s.cfg.Shards)
 		}
 		if _, ok := byShard[p]; !ok {
 			order = append(order, p)
 		}
 		byShard[p] = append(byShard[p], f)
 	}
+	most := int64(0)
 	for _, p := range order {
 		fs := byShard[p]
 		keys := []string{RepartitionedKey(s.cfg.RepartitionTo, int(p))}
@@ -84,9 +90,35 @@ func (s *Sharded) Repartition(ctx context.Context, fwd []sources.Forward) error 
 			}
 			args = append(args, k, fmt.Sprintf("%019d", f.Pos.Offset), f.Value)
 		}
-		if err := repartitionScript.Run(ctx, s.client, keys, args...).Err(); err != nil {
-			return fmt.Errorf("redisstream: repartition %d records of %s: %w", len(fs), ShardStream(s.cfg.Stream, int(p)), err)
+		n, err := repartitionScript.Run(ctx, s.client, keys, args...).Int64()
+		if err != nil {
+			return 0, fmt.Errorf("redisstream: repartition %d records of %s: %w", len(fs), ShardStream(s.cfg.Stream, int(p)), err)
 		}
+		most = max(most, n)
 	}
-	return nil
+	return most, nil
+}
+
+// Backlog returns the most entries one repartition stream holds, in one
+// round trip (XLEN of each; trimmed as consumed, a stream holds what is
+// not consumed yet and the last entry acknowledged).
+func (s *Sharded) Backlog(ctx context.Context) (int64, error) {
+	if s.cfg.RepartitionTo == "" {
+		return 0, fmt.Errorf("redisstream: %s is not repartitioned", s.cfg.Stream)
+	}
+	cmds := make([]*redis.IntCmd, s.cfg.Shards)
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for g := range cmds {
+			cmds[g] = p.XLen(ctx, streamshard.Stream(s.cfg.RepartitionTo, g))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("redisstream: backlog of %s: %w", s.cfg.RepartitionTo, err)
+	}
+	most := int64(0)
+	for _, c := range cmds {
+		most = max(most, c.Val())
+	}
+	return most, nil
 }

@@ -68,9 +68,16 @@ func TestShardedRepartitionOnce(t *testing.T) {
 		{"and again", a, fwd(3, 1<<60, 1<<60+1, one)},
 	}
 	for _, st := range steps {
-		if err := st.src.Repartition(ctx, st.fwd); err != nil {
+		backlog, err := st.src.Repartition(ctx, st.fwd)
+		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
+		if want := rc.XLen(ctx, streamshard.Stream(repart, st.fwd[0].Group)).Val(); backlog < want {
+			t.Errorf("%s: backlog %d, want at least the group %d stream's %d entries", st.name, backlog, st.fwd[0].Group, want)
+		}
+	}
+	if backlog, err := b.Backlog(ctx); err != nil || backlog != 12 {
+		t.Errorf("Backlog = %d, %v; want 12 (group 1's stream)", backlog, err)
 	}
 	values := func(g int) []string {
 		xs, err := rc.XRange(ctx, streamshard.Stream(repart, g), "-", "+").Result()
@@ -91,7 +98,7 @@ func TestShardedRepartitionOnce(t *testing.T) {
 	if got := values(2); !slices.Equal(got, []string{"0/5"}) {
 		t.Errorf("group 2 stream: %v, want [0/5]", got)
 	}
-	if err := a.Repartition(ctx, []sources.Forward{{Pos: record.Position{Source: "cdc", Partition: 0, Offset: 9}, Group: 4}}); err == nil {
+	if _, err := a.Repartition(ctx, []sources.Forward{{Pos: record.Position{Source: "cdc", Partition: 0, Offset: 9}, Group: 4}}); err == nil {
 		t.Error("a group out of range was written")
 	}
 }
