@@ -65,8 +65,9 @@
 // RepartitionTo.<g> (streamshard.RepartitionStream) and moves shard i's
 // written mark (RepartitionedKey) in one script, skipping records at or
 // below it: each raw record is written once, in its shard's order, however
-// often it is re-delivered. It does not route, decode or decide groups:
-// the node does. A source with Config.TrimAcked (the repartition streams'
+// often it is re-delivered; it returns how many entries the fullest
+// stream it wrote to holds (Backlog: of all of them), for the node to bound
+// them. It does not route, decode or decide groups: the node does. A source with Config.TrimAcked (the repartition streams'
 // reader) trims its stream at each Commit up to the last entry it
 // acknowledged, which stays for the next reader's rewind check.
 //
