@@ -21,7 +21,8 @@
 //
 // With -cold-start it runs the cold-start rows: the input (40,000 cdc
 // changes at -scale 1) written to the shard streams first, then each fleet
-// size started on it and timed until every entry is acknowledged.
+// size started on it and timed until every entry is acknowledged. It draws
+// no plot (-plot is ignored).
 //
 //	make build && go run ./cmd/benchfleet -cold-start -nodes 1,2,3,4
 //
@@ -65,7 +66,7 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the working directory (configs and logs)")
 	trickle := flag.Bool("trickle", false, "run the trickle row alone: one node without a CPU quota reads its backlog, then, once idle, gets one probe every 1/-trickle-rate s for -latency-duration; prints p50/p99/max event-to-sink (-nodes, -cpu and -plot are ignored; -workloads defaults to cdc)")
 	trickleRate := flag.Float64("trickle-rate", fleetbench.DefaultTrickleRate, "probes per second of the trickle row")
-	coldStart := flag.Bool("cold-start", false, "run the cold-start rows instead: the whole input written to the shard streams first, then each fleet size started on it, timed from the nodes' start until every entry is acknowledged (leases spreading included); efficiency T(1)/(N×T(N)); redis-streams, copartitioned and repartitioned sources only (-workloads defaults to cdc, -source to copartitioned,repartitioned)")
+	coldStart := flag.Bool("cold-start", false, "run the cold-start rows instead: the whole input written to the shard streams first, then each fleet size started on it, timed from the nodes' start until every entry is acknowledged (leases spreading included); efficiency T(1)/(N×T(N)); redis-streams, copartitioned and repartitioned sources only (-workloads defaults to cdc, -source to copartitioned,repartitioned; -plot is ignored)")
 	traceOut := flag.String("trace", "", "with -trickle: execution traces of the node over the middle half of the probes, to PREFIX-<source>-<workload>.trace (go tool trace)")
 	flag.Parse()
 	if *trickle {
@@ -85,6 +86,7 @@ func main() {
 		if !set["source"] {
 			*source = fleetbench.SourceCoPartitioned + "," + fleetbench.SourceRepartitioned
 		}
+		*plotOut = "" // the plot is of the fleet sizes' backlog rows (make bench-fleet's docs/scaling.png)
 	}
 	if *brokerMode {
 		if err := serveBroker(); err != nil {
