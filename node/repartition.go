@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/joinery/joinery/internal/backoff"
@@ -77,16 +78,11 @@ func (r *reader) setRole() error {
 func (r *reader) forward(b *batch, m sources.Message, evs []record.Event) {
 	var groups [2]int
 	seen := groups[:0]
-outer:
 	for _, e := range evs {
-		g := streamshard.KeyGroup(string(e.Key), r.cfg.Shards)
-		for _, s := range seen {
-			if s == g {
-				continue outer
-			}
+		if g := streamshard.KeyGroup(string(e.Key), r.cfg.Shards); !slices.Contains(seen, g) {
+			seen = append(seen, g)
+			b.forward = append(b.forward, sources.Forward{Pos: m.Pos, Group: g, Value: m.Value})
 		}
-		seen = append(seen, g)
-		b.forward = append(b.forward, sources.Forward{Pos: m.Pos, Group: g, Value: m.Value})
 	}
 }
 
