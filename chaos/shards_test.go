@@ -89,6 +89,19 @@ func TestChaosKillShardReaderRepartitioned(t *testing.T) {
 	}
 }
 
+// TestChaosJoinShardReaderRepartitioned adds a fourth node to the
+// repartitioned fleet mid-run: it takes its share of the raw shards and of
+// the repartition shards (with their key groups), handed over by their
+// readers while records are forwarded and applied; the table equals the
+// true join, nothing is lost.
+func TestChaosJoinShardReaderRepartitioned(t *testing.T) {
+	n := trials(1)
+	for trial := range n {
+		seed := uint64(2400 + trial)
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeRepartitioned, true) })
+	}
+}
+
 // The shapes of the sharded scenario's source.
 const (
 	shapePK            = iota // sharded by the row's primary key
