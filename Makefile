@@ -76,6 +76,8 @@ bench:
 ## JSON to BENCH_OUT, plot to BENCH_FLEET_PLOT (default docs/scaling.png). See docs/scaling.md.
 ## BENCH_FLEET_FLAGS="-trickle [-source kafka,redis-streams]": the trickle row alone (one node, no CPU quota, one
 ## update every 10 ms once idle; p50/p99/max event-to-sink, its own table; no plot): docs/scaling.md "Latency at a trickle".
+## BENCH_FLEET_FLAGS="-cold-start [-source copartitioned,repartitioned]": the cold-start rows (the backlog written first, each
+## fleet timed from its start to every entry acknowledged; its own table; no plot): docs/scaling.md "Cold start".
 BENCH_FLEET_NODES ?= 1,2,3,4
 .PHONY: bench-fleet
 bench-fleet: redis build

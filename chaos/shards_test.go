@@ -19,6 +19,7 @@ import (
 
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/sources/redisstream"
 )
@@ -40,7 +41,7 @@ func TestChaosKillShardReader(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2000 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, false, false) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapePK, false) })
 	}
 }
 
@@ -55,7 +56,7 @@ func TestChaosKillShardReaderCoPartitioned(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2100 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, true, false) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeJoinKey, false) })
 	}
 }
 
@@ -67,9 +68,46 @@ func TestChaosJoinShardReaderCoPartitioned(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2200 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, true, true) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeJoinKey, true) })
 	}
 }
+
+// TestChaosKillShardReaderRepartitioned is TestChaosKillShardReader with
+// the shard streams (by primary key) repartitioned by the join key
+// (repartition: stream): each node reads raw shards, writes their records
+// to the repartition streams of their key groups, and reads the
+// repartition shards whose key groups it hosts. The killed node may die
+// between a repartition write and the raw XACK: the next reader of the raw
+// shard re-delivers those records and the write skips them (each raw
+// record once); its repartition shards and key groups move to the two
+// others. The table equals the true join, nothing is lost.
+func TestChaosKillShardReaderRepartitioned(t *testing.T) {
+	n := trials(1)
+	for trial := range n {
+		seed := uint64(2300 + trial)
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeRepartitioned, false) })
+	}
+}
+
+// TestChaosJoinShardReaderRepartitioned adds a fourth node to the
+// repartitioned fleet mid-run: it takes its share of the raw shards and of
+// the repartition shards (with their key groups), handed over by their
+// readers while records are forwarded and applied; the table equals the
+// true join, nothing is lost.
+func TestChaosJoinShardReaderRepartitioned(t *testing.T) {
+	n := trials(1)
+	for trial := range n {
+		seed := uint64(2400 + trial)
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeRepartitioned, true) })
+	}
+}
+
+// The shapes of the sharded scenario's source.
+const (
+	shapePK            = iota // sharded by the row's primary key
+	shapeJoinKey              // by the join key: partitioned_by: join_key
+	shapeRepartitioned        // by the primary key, repartition: stream
+)
 
 // shardOfLine is the shard of a Debezium line, by its row's primary key
 // ([id]) as a producer shards: redisstream.ShardOf.
@@ -93,7 +131,8 @@ func shardOfLine(t *testing.T, l []byte) int {
 // shard streams (by primary key, or byJoinKey co-partitioned); then one of
 // them is killed -9, or, with join, a fourth node joins and takes its
 // share of the shards and their key groups.
-func shardTrial(t *testing.T, seed uint64, trial, trials int, byJoinKey, join bool) {
+func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, join bool) {
+	byJoinKey := shape == shapeJoinKey
 	r := rand.New(rand.NewPCG(seed, seed))
 	dir := t.TempDir()
 	t.Cleanup(func() { keepFiles(t, dir) })
@@ -115,6 +154,11 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int, byJoinKey, join bo
 		for _, l := range h.Lines {
 			input = append(input, cdcgen.KeyedLine{Line: l})
 		}
+	}
+	streams := []string{"cdc"} // the streams whose entries must all be acknowledged
+	if shape == shapeRepartitioned {
+		partitioned = ", repartition: stream"
+		streams = append(streams, streamshard.RepartitionStream("cdc", "joinery"))
 	}
 	feed := func(input []cdcgen.KeyedLine) {
 		for i := 0; i < len(input); i += 1000 {
@@ -231,14 +275,16 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 	// Done when every entry of every shard was delivered and acknowledged
 	// (outputs are written before the offsets are committed).
 	testutil.WaitFor(t, scaled(3*time.Minute), func() error {
-		for i := range shardCount {
-			s := redisstream.ShardStream("cdc", i)
-			gs, err := rc.XInfoGroups(ctx, s).Result()
-			if err != nil || len(gs) != 1 {
-				return fmt.Errorf("%s groups %v: %v", s, gs, err)
-			}
-			if g := gs[0]; g.Lag != 0 || g.Pending != 0 {
-				return fmt.Errorf("%s: lag %d, %d pending", s, g.Lag, g.Pending)
+		for _, stream := range streams {
+			for i := range shardCount {
+				s := redisstream.ShardStream(stream, i)
+				gs, err := rc.XInfoGroups(ctx, s).Result()
+				if err != nil || len(gs) != 1 {
+					return fmt.Errorf("%s groups %v: %v", s, gs, err)
+				}
+				if g := gs[0]; g.Lag != 0 || g.Pending != 0 {
+					return fmt.Errorf("%s: lag %d, %d pending", s, g.Lag, g.Pending)
+				}
 			}
 		}
 		return nil
@@ -254,9 +300,7 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 	}
 	repeated := mergeBySeq(t, all, outs...)
 	scenario := map[bool]string{false: "KillShardReader", true: "JoinShardReader"}[join]
-	if byJoinKey {
-		scenario += "CoPartitioned"
-	}
+	scenario += [...]string{shapeJoinKey: "CoPartitioned", shapeRepartitioned: "Repartitioned"}[shape]
 	row := summaryRow{Scenario: scenario, Trial: trial + 1, Trials: trials, EventsIn: inputChanges,
 		RecoveryMS: ms(rt.first), MaxStallMS: ms(rt.stall)}
 	got, lines, _ := table(t, all)

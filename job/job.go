@@ -18,6 +18,7 @@ import (
 	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/gctune"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/transform"
@@ -314,6 +315,23 @@ type Source struct {
 	// (docs/architecture.md, "Key groups"). Every join_key source of a
 	// job has the same shard count (Kafka Streams' co-partitioning rule).
 	PartitionedBy string `yaml:"partitioned_by,omitempty"`
+	// Repartition, on a sharded source partitioned by the primary key
+	// (partitioned_by: pk), repartitions it by the join key once:
+	// "stream" makes the reader of raw shard i write each record to the
+	// repartition stream of its join key's key group (streamshard.
+	// RepartitionStream: <stream>:repart:<group>.<g>, in the source's
+	// Redis) before it acknowledges the raw entry, and the key group's
+	// owner reads that stream as a source partitioned by the join key
+	// (RepartitionReader), so every event reaches its key actor on the
+	// node that reads it (docs/architecture.md, "Key groups"). "" (the
+	// default): each event goes to its key's owner over the network.
+	Repartition string `yaml:"repartition,omitempty"`
+	// TrimAcked trims each stream of a redis-stream source, at every
+	// commit, up to the last entry the group acknowledged (XTRIM MINID):
+	// for a stream this job's group alone consumes, such as the
+	// repartition streams (RepartitionReader sets it). A store that loses
+	// writes then cannot be caught up from the stream (docs/operations.md).
+	TrimAcked bool `yaml:"trim_acked,omitempty"`
 	// Lease of a redis-stream source: one node of the fleet reads the
 	// stream at a time and renews its lease every third of this; another
 	// takes over when it lapses (default 10s; see sources/redisstream).
@@ -371,17 +389,40 @@ const (
 	PartitionedByJoinKey = "join_key"
 )
 
+// RepartitionStream is the value of sources[].repartition that
+// repartitions a source through Redis streams.
+const RepartitionStream = "stream"
+
 // KeyGroups is the number of key groups the job's key actors are placed
-// by: the shard count of its sources partitioned by the join key (all
-// equal, Validate checks), or 0 when none is: then keys are placed one by
-// one (rendezvous).
+// by: the shard count of its sources partitioned by the join key or
+// repartitioned by it (all equal, Validate checks), or 0 when none is:
+// then keys are placed one by one (rendezvous).
 func (s *Spec) KeyGroups() int {
 	for _, src := range s.Sources {
-		if src.PartitionedBy == PartitionedByJoinKey {
+		if src.PartitionedBy == PartitionedByJoinKey || src.Repartition == RepartitionStream {
 			return src.Shards
 		}
 	}
 	return 0
+}
+
+// RepartitionSuffix ends the name of a repartitioned source's reader of
+// its repartition streams (RepartitionReader): "cdc:repart".
+const RepartitionSuffix = ":repart"
+
+// RepartitionReader is the source that reads the repartition streams of
+// s, a source with repartition: stream: the same Redis, group, lease,
+// format, tables, filter and bad-input policies, over the shard streams
+// streamshard.RepartitionStream(stream, group).0 … .<shards-1>,
+// partitioned by the join key, each trimmed once acknowledged. Its name,
+// s.Name+RepartitionSuffix, keeps its positions apart from the raw
+// shards' (the key actors record the repartition streams' offsets).
+func (s Source) RepartitionReader() Source {
+	r := s
+	r.Name = s.Name + RepartitionSuffix
+	r.Stream = streamshard.RepartitionStream(s.Stream, s.Group)
+	r.PartitionedBy, r.Repartition, r.TrimAcked = PartitionedByJoinKey, "", true
+	return r
 }
 
 // DefaultMaxRecordBytes is the record size limit of a source without
@@ -856,6 +897,22 @@ func (s *Spec) Validate() error {
 			}
 		default:
 			bad(f+".partitioned_by", "must be pk or join_key (got %q)", src.PartitionedBy)
+		}
+		switch src.Repartition {
+		case "":
+		case RepartitionStream:
+			switch {
+			case src.Type != "redis-stream" || src.Shards <= 0:
+				bad(f+".repartition", "stream needs a sharded redis-stream source (shards > 0): its raw shards are repartitioned into as many key groups")
+			case src.PartitionedBy == PartitionedByJoinKey:
+				bad(f+".repartition", "a join_key source is co-partitioned already: repartition one partitioned_by pk")
+			case s.Timed():
+				bad(f+".repartition", "is for changelog (cdc) joins; an event-time join's source is read where it is")
+			case s.KeyGroups() != src.Shards:
+				bad(f+".repartition", "repartitioned and join_key sources must be co-partitioned: %q has %d shards, another %d", src.Name, src.Shards, s.KeyGroups())
+			}
+		default:
+			bad(f+".repartition", "must be stream, or unset (got %q)", src.Repartition)
 		}
 		if src.Shards > 0 && s.Ingest.Source != "" && s.Ingest.Source == src.Name {
 			// HTTP ingest appends to one stream, knowing no primary key.

@@ -78,6 +78,12 @@ func TestJobValidateNamesField(t *testing.T) {
 		{"partitioned_by join_key shard counts differ", "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
 			"type: redis-stream, redis: {addr: 'r:1'}, stream: u, group: g, shards: 8, partitioned_by: join_key, tables: {users: left}}\n  - {name: d, type: redis-stream, redis: {addr: 'r:1'}, stream: d, group: g, shards: 4, partitioned_by: join_key, tables: {domains: right}}",
 			`sources[1].partitioned_by: join_key sources must be co-partitioned: "d" has 4 shards, another join_key source 8`},
+		{"repartition unknown", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, shards: 4, repartition: kafka,", "sources[0].repartition: must be stream"},
+		{"repartition unsharded", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, repartition: stream,", "sources[0].repartition: stream needs a sharded redis-stream source"},
+		{"repartition of a join_key source", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, shards: 4, partitioned_by: join_key, repartition: stream,", "sources[0].repartition: a join_key source is co-partitioned already"},
+		{"repartition shard counts differ", "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
+			"type: redis-stream, redis: {addr: 'r:1'}, stream: u, group: g, shards: 8, partitioned_by: join_key, tables: {users: left}}\n  - {name: d, type: redis-stream, redis: {addr: 'r:1'}, stream: d, group: g, shards: 4, repartition: stream, tables: {domains: right}}",
+			`sources[1].repartition: repartitioned and join_key sources must be co-partitioned: "d" has 4 shards, another 8`},
 		{"dead letter unknown field", "sinks:", "dead_letter: {type: file, path: x, paht: y}\nsinks:", "paht"},
 	}
 	for _, c := range cases {

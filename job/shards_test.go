@@ -29,3 +29,37 @@ func TestJobShards(t *testing.T) {
 		t.Errorf("job.MaxShards %d != redisstream.MaxShards %d", MaxShards, redisstream.MaxShards)
 	}
 }
+
+// TestJobRepartition checks a repartitioned source: its key groups place
+// the job's keys, and its reader of the repartition streams is a join_key
+// source on streamshard.RepartitionStream, trimmed, under its own name,
+// with the raw source's other settings.
+func TestJobRepartition(t *testing.T) {
+	in := strings.Replace(good, "type: file, path: x.jsonl,",
+		"type: redis-stream, redis: {addr: 'r:1'}, stream: cdc, group: g, shards: 16, repartition: stream, on_bad_input: skip,", 1)
+	s, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.KeyGroups(); got != 16 {
+		t.Errorf("KeyGroups = %d, want 16", got)
+	}
+	raw := s.Sources[0]
+	r := raw.RepartitionReader()
+	for _, c := range []struct{ what, got, want string }{
+		{"name", r.Name, raw.Name + ":repart"},
+		{"stream", r.Stream, "cdc:repart:g"},
+		{"partitioned_by", r.PartitionedBy, PartitionedByJoinKey},
+		{"repartition", r.Repartition, ""},
+		{"group", r.Group, "g"},
+		{"on_bad_input", r.OnBadInput, "skip"},
+		{"redis", r.Redis.Addr, "r:1"},
+	} {
+		if c.got != c.want {
+			t.Errorf("repartition reader's %s = %q, want %q", c.what, c.got, c.want)
+		}
+	}
+	if !r.TrimAcked || r.Shards != 16 || raw.TrimAcked {
+		t.Errorf("repartition reader trims %v with %d shards (raw trims %v); want true, 16 (false)", r.TrimAcked, r.Shards, raw.TrimAcked)
+	}
+}

@@ -67,30 +67,10 @@ sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, sha
 sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 admin: {addr: "127.0.0.1:0"}
 `, rs.Addr, shards)
-	n1 := start(t, parse(t, dir, yml+"cluster: {node_name: n1}\n"))
-	seeds := fmt.Sprintf("cluster: {node_name: %%s, seeds: [%q]}\n", n1.GossipAddr())
-	n2 := start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n2")))
-	n3 := start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n3")))
-	nodes := []*node.Node{n1, n2, n3}
-	for _, n := range nodes {
-		testutil.WaitFor(t, 30*time.Second, seesAlive(n, 3))
-	}
+	nodes := startThree(t, dir, yml)
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 	xaddByJoinKey(t, rc, "cdc", shards, h.Lines[:half])
-	var cancels [3]context.CancelFunc
-	var dones [3]chan error
-	for i, n := range nodes {
-		runCtx, cancel := context.WithCancel(ctx)
-		cancels[i], dones[i] = cancel, make(chan error, 1)
-		go func() { dones[i] <- n.Run(runCtx) }()
-	}
-	defer func() {
-		for i := range nodes {
-			cancels[i]()
-			if err := <-dones[i]; err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("n%d run: %v", i+1, err)
-			}
-		}
-	}()
+	runAll(t, nodes)
 	// The leases settle as streamshard.Assign spreads them (3, 3, 2).
 	want := streamshard.Assign(shards, []string{"n1", "n2", "n3"})
 	testutil.WaitFor(t, 60*time.Second, func() error {
@@ -104,22 +84,7 @@ admin: {addr: "127.0.0.1:0"}
 
 	// Steady state: the rest of the input is read and applied where its
 	// keys live.
-	var remote, local [3]float64
-	for i, n := range nodes {
-		remote[i], local[i] = keyRequests(t, n, "remote"), keyRequests(t, n, "local")
-	}
-	xaddByJoinKey(t, rc, "cdc", shards, h.Lines[half:])
-	testutil.WaitFor(t, 90*time.Second, allAcked(rc, shards))
-	for i, n := range nodes {
-		r, l := keyRequests(t, n, "remote"), keyRequests(t, n, "local")
-		t.Logf("n%d: %v local and %v remote key requests in steady state (%v and %v before)", i+1, l-local[i], r-remote[i], local[i], remote[i])
-		if r != remote[i] {
-			t.Errorf("n%d sent %v key requests to other nodes in steady state, want 0", i+1, r-remote[i])
-		}
-		if l == local[i] {
-			t.Errorf("n%d applied nothing locally in steady state", i+1)
-		}
-	}
+	allLocal(t, nodes, func() { xaddByJoinKey(t, rc, "cdc", shards, h.Lines[half:]) }, allAcked(rc, shards))
 	testutil.WaitFor(t, 30*time.Second, func() error {
 		if got, want := hashView(t, rc, "view"), h.LeftJoin(); !reflect.DeepEqual(got, want) {
 			return fmt.Errorf("view has %d rows, want %d", len(got), len(want))
@@ -142,6 +107,63 @@ admin: {addr: "127.0.0.1:0"}
 		}
 		if g := streamshard.KeyGroup(key, shards); loc.Node != addrOf[want[g]] {
 			t.Errorf("key %s (group %d, read by %s at %s) located on %s", key, g, want[g], addrOf[want[g]], loc.Node)
+		}
+	}
+}
+
+// startThree starts nodes n1, n2 and n3 of the job yml (with no cluster:
+// section; n2 and n3 seeded by n1) and waits until each sees all three.
+func startThree(t *testing.T, dir, yml string) []*node.Node {
+	t.Helper()
+	n1 := start(t, parse(t, dir, yml+"cluster: {node_name: n1}\n"))
+	seeds := fmt.Sprintf("cluster: {node_name: %%s, seeds: [%q]}\n", n1.GossipAddr())
+	nodes := []*node.Node{n1, start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n2"))), start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n3")))}
+	for _, n := range nodes {
+		testutil.WaitFor(t, 30*time.Second, seesAlive(n, len(nodes)))
+	}
+	return nodes
+}
+
+// runAll runs every node until the test ends; a run that fails otherwise
+// than by being stopped fails the test.
+func runAll(t *testing.T, nodes []*node.Node) {
+	t.Helper()
+	dones := make([]chan error, len(nodes))
+	cancels := make([]context.CancelFunc, len(nodes))
+	for i, n := range nodes {
+		runCtx, cancel := context.WithCancel(context.Background())
+		cancels[i], dones[i] = cancel, make(chan error, 1)
+		go func() { dones[i] <- n.Run(runCtx) }()
+	}
+	t.Cleanup(func() {
+		for i := range nodes {
+			cancels[i]()
+			if err := <-dones[i]; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("n%d run: %v", i+1, err)
+			}
+		}
+	})
+}
+
+// allLocal runs feed and waits until done passes; meanwhile no node may
+// send a key request to another (joinery_key_requests_total{where=
+// "remote"} stays put) and each must apply some locally.
+func allLocal(t *testing.T, nodes []*node.Node, feed func(), done func() error) {
+	t.Helper()
+	remote, local := make([]float64, len(nodes)), make([]float64, len(nodes))
+	for i, n := range nodes {
+		remote[i], local[i] = keyRequests(t, n, "remote"), keyRequests(t, n, "local")
+	}
+	feed()
+	testutil.WaitFor(t, 90*time.Second, done)
+	for i, n := range nodes {
+		r, l := keyRequests(t, n, "remote"), keyRequests(t, n, "local")
+		t.Logf("n%d: %v local and %v remote key requests in steady state (%v and %v before)", i+1, l-local[i], r-remote[i], local[i], remote[i])
+		if r != remote[i] {
+			t.Errorf("n%d sent %v key requests to other nodes in steady state, want 0", i+1, r-remote[i])
+		}
+		if l == local[i] {
+			t.Errorf("n%d applied nothing locally in steady state", i+1)
 		}
 	}
 }

@@ -13,6 +13,13 @@
 // routed are logged with the reason, counted, and written to the dead-letter
 // file when the job names one; their offsets are committed like any other.
 //
+// A repartitioned source (sources[].repartition: stream, repartition.go) is
+// read by two such loops: the raw shards' loop writes each routed record to
+// the repartition streams of its keys' key groups instead of sending it,
+// and commits once they are written; the repartition streams' loop sends
+// to keys placed on this node (keyPlacement: the key groups follow its
+// shards' leases).
+//
 // Order: one source goroutine sends to one key in order, and protoactor
 // delivers one sender's messages to one actor in order, so the events of one
 // key from one partition are applied in order. An Apply carries the offsets

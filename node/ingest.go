@@ -57,13 +57,14 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	stopTick := n.startTimerTick(ctx) // watermarks shared: wake due timers while sources run (wmshare.go)
 	var wg sync.WaitGroup
-	errs := make([]error, len(n.spec.Sources))
-	for i, cfg := range n.spec.Sources {
+	runs := n.sourceRuns() // repartition.go: a repartitioned source is two
+	errs := make([]error, len(runs))
+	for i, sr := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := n.runSource(ctx, cfg, dl); err != nil && !errors.Is(err, context.Canceled) {
-				errs[i] = fmt.Errorf("sources[%d] %s: %w", i, cfg.Name, err)
+			if err := n.runSource(ctx, sr.cfg, dl, sr.role); err != nil && !errors.Is(err, context.Canceled) {
+				errs[i] = fmt.Errorf("sources[%d] %s: %w", sr.index, sr.cfg.Name, err)
 				cancel()
 			}
 		}()
@@ -148,6 +149,7 @@ type batch struct {
 	seq     uint64
 	last    map[string]record.Position // partition id -> highest position in the batch
 	calls   []call
+	forward []sources.Forward // readRaw: the records to write to the repartition streams
 	records int
 	dead    []deadletter.Record // dead letters, written before the offsets are committed
 }
@@ -177,6 +179,10 @@ type reader struct {
 	filter *transform.Filter
 	// avro decodes a debezium-avro source's records; nil for Debezium JSON.
 	avro *debeziumavro.Decoder
+	// role: a source read as it is, or one half of a repartitioned source
+	// (repartition.go); fwd writes the repartition streams (readRaw).
+	role sourceRole
+	fwd  sources.Repartitioner
 
 	mu        sync.Mutex
 	committed map[string]int64 // partition id -> committed offset
@@ -192,15 +198,18 @@ type reader struct {
 	wg       sync.WaitGroup      // batches queued and not completed
 }
 
-func (n *Node) runSource(ctx context.Context, cfg job.Source, dl deadletter.Writer) error {
+func (n *Node) runSource(ctx context.Context, cfg job.Source, dl deadletter.Writer, role sourceRole) error {
 	src, err := n.openSource(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	n.opened.Store(cfg.Name, true) // readiness: this source is assigned and reading
 	r := &reader{n: n, cfg: cfg, src: src, dl: dl, committed: map[string]int64{},
-		lastFire: math.MinInt64, parts: map[string]struct{}{}}
+		lastFire: math.MinInt64, parts: map[string]struct{}{}, role: role}
+	if err := r.setRole(); err != nil { // repartition.go
+		return err
+	}
+	n.opened.Store(cfg.Name, true) // readiness: this source is assigned and reading
 	if r.filter, err = cfg.CompiledFilter(); err != nil {
 		return fmt.Errorf("source %s: %w", cfg.Name, err) // job validation compiled it already
 	}
@@ -390,7 +399,14 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 		if err != nil {
 			return nil, err
 		}
+		if r.role == readRaw {
+			r.forward(b, m, evs) // to the key groups' repartition streams
+			continue
+		}
 		for _, e := range evs {
+			if r.role == readRepartitioned && !r.inGroup(e.Key, m.Pos) {
+				continue // the part of a moved row that its other key group applies
+			}
 			// The rows travel decoded to a local key actor; FillRows
 			// encodes them only for one in another process.
 			pe, er := actors.EventShell(e)
@@ -546,6 +562,9 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 	}
 	for _, c := range b.calls {
 		n.inflight.done(c.key, r, b.seq)
+	}
+	if err := r.repartition(ctx, b); err != nil { // before the raw offsets are committed
+		return err
 	}
 	if err := n.out.write(ctx, outs, n.retry); err != nil {
 		return fmt.Errorf("sink: %w", err)

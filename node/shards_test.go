@@ -58,10 +58,13 @@ func shardHolders(rc *redis.Client, stream, group string, shards int) []string {
 
 // allAcked is a WaitFor condition: every entry of every shard was delivered
 // to group joinery and acknowledged.
-func allAcked(rc *redis.Client, shards int) func() error {
+func allAcked(rc *redis.Client, shards int) func() error { return allAckedOf(rc, "cdc", shards) }
+
+// allAckedOf is allAcked for the shard streams of stream.
+func allAckedOf(rc *redis.Client, stream string, shards int) func() error {
 	return func() error {
 		for i := range shards {
-			s := redisstream.ShardStream("cdc", i)
+			s := redisstream.ShardStream(stream, i)
 			gs, err := rc.XInfoGroups(context.Background(), s).Result()
 			if err != nil || len(gs) != 1 {
 				return fmt.Errorf("%s groups %v: %v", s, gs, err)

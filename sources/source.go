@@ -60,3 +60,28 @@ func (e transientError) Unwrap() error { return e.error }
 // (Kafka retention, a trimmed Redis stream). Nothing can recover them: the
 // node stops, naming the source, the partition and the lost range.
 var ErrLostRange = errors.New("sources: records the state store lost are gone from the source")
+
+// Forward is one record a source repartitions: the raw record at Pos, to
+// be written to partition Group of the source's repartition streams.
+type Forward struct {
+	Pos   record.Position
+	Group int
+	Value []byte
+}
+
+// Repartitioner is a source that can repartition its records (a sharded
+// Redis Streams source with repartition: stream): Repartition writes
+// each record to its group's repartition stream, atomically per raw
+// partition and exactly once per raw record — a record at or below the
+// highest raw position a Repartition already wrote (before a crash, or by
+// the partition's previous reader) is skipped — so the raw positions may
+// be committed once it returns. The records of one raw partition are in
+// that partition's order. It returns the backlog: the most entries one of
+// the repartition streams it wrote to holds (written and not consumed
+// yet); Backlog returns that of every repartition stream. A caller bounds
+// it by waiting, so that a large raw backlog is not copied into the
+// repartition streams faster than they are consumed.
+type Repartitioner interface {
+	Repartition(ctx context.Context, fwd []Forward) (backlog int64, err error)
+	Backlog(ctx context.Context) (int64, error)
+}

@@ -19,6 +19,13 @@
 //
 //	make build && go run ./cmd/benchfleet -trickle -source redis-streams
 //
+// With -cold-start it runs the cold-start rows: the input (40,000 cdc
+// changes at -scale 1) written to the shard streams first, then each fleet
+// size started on it and timed until every entry is acknowledged. It draws
+// no plot (-plot is ignored).
+//
+//	make build && go run ./cmd/benchfleet -cold-start -nodes 1,2,3,4
+//
 // With -broker it is the broker process instead: it starts a kfake broker,
 // prints "broker host:port" and serves until SIGTERM.
 package main
@@ -43,7 +50,7 @@ func main() {
 	joinery := flag.String("joinery", "bin/joinery", "the joinery binary (make build)")
 	nodes := flag.String("nodes", "1,2,3,4", "fleet sizes, comma separated")
 	workloads := flag.String("workloads", "cdc,q20", "workloads, comma separated: cdc (users ⋈ domains), q20 (Nexmark bid ⋈ auction)")
-	source := flag.String("source", fleetbench.SourceKafka, "partitioned source: kafka (a topic per table), redis-streams (shard streams per table, on a redis-server of their own, sharded by primary key), copartitioned (redis-streams sharded by the join key: partitioned_by: join_key), both, or a comma list")
+	source := flag.String("source", fleetbench.SourceKafka, "partitioned source: kafka (a topic per table), redis-streams (shard streams per table, on a redis-server of their own, sharded by primary key), copartitioned (redis-streams sharded by the join key: partitioned_by: join_key), repartitioned (redis-streams sharded by primary key, repartitioned by the join key: repartition: stream), both, or a comma list")
 	quota := flag.Float64("cpu", 0.3, "CPU quota of each node, in CPUs (cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us)")
 	period := flag.Duration("cpu-period", 100*time.Millisecond, "CFS period of the quota (cgroup v1 cpu.cfs_period_us; the kernel's default 100ms): a node that spends its quota early in a period waits for the next one")
 	partitions := flag.Int("partitions", 12, "partitions of each input topic, shard streams of each table with redis-streams")
@@ -59,6 +66,7 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the working directory (configs and logs)")
 	trickle := flag.Bool("trickle", false, "run the trickle row alone: one node without a CPU quota reads its backlog, then, once idle, gets one probe every 1/-trickle-rate s for -latency-duration; prints p50/p99/max event-to-sink (-nodes, -cpu and -plot are ignored; -workloads defaults to cdc)")
 	trickleRate := flag.Float64("trickle-rate", fleetbench.DefaultTrickleRate, "probes per second of the trickle row")
+	coldStart := flag.Bool("cold-start", false, "run the cold-start rows instead: the whole input written to the shard streams first, then each fleet size started on it, timed from the nodes' start until every entry is acknowledged (leases spreading included); efficiency T(1)/(N×T(N)); redis-streams, copartitioned and repartitioned sources only (-workloads defaults to cdc, -source to copartitioned,repartitioned; -plot is ignored)")
 	traceOut := flag.String("trace", "", "with -trickle: execution traces of the node over the middle half of the probes, to PREFIX-<source>-<workload>.trace (go tool trace)")
 	flag.Parse()
 	if *trickle {
@@ -68,6 +76,17 @@ func main() {
 			*workloads = "cdc"
 		}
 		*nodes, *plotOut = "1", ""
+	}
+	if *coldStart {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["workloads"] {
+			*workloads = "cdc"
+		}
+		if !set["source"] {
+			*source = fleetbench.SourceCoPartitioned + "," + fleetbench.SourceRepartitioned
+		}
+		*plotOut = "" // the plot is of the fleet sizes' backlog rows (make bench-fleet's docs/scaling.png)
 	}
 	if *brokerMode {
 		if err := serveBroker(); err != nil {
@@ -116,7 +135,7 @@ func main() {
 		Workloads: strings.Split(*workloads, ","), Source: *source, QuotaCPU: *quota, PeriodUs: int(period.Microseconds()), Partitions: *partitions,
 		Users: int(4000 * *scale), Domains: int(12000 * *scale), Changes: int(40000 * *scale),
 		Timeout: *timeout, LatencyFor: *latFor, LatencyLoad: *latLoad,
-		ProfileNodes: profSizes, ProfileOut: *profOut, Trickle: *trickle, TrickleRate: *trickleRate, TraceOut: *traceOut, Log: os.Stderr,
+		ProfileNodes: profSizes, ProfileOut: *profOut, Trickle: *trickle, TrickleRate: *trickleRate, TraceOut: *traceOut, ColdStart: *coldStart, Log: os.Stderr,
 	}
 	rep, err := fleetbench.Run(ctx, cfg)
 	if len(rep.Results) > 0 {

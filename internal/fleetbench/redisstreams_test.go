@@ -137,7 +137,7 @@ func TestRedisFeeder(t *testing.T) {
 		if name == "n1" {
 			// n1 alone: it may take every lease, which is not spread yet.
 			testutil.WaitFor(t, 10*time.Second, func() error {
-				hs, err := leaseHolders(ctx, rdb, w.left, run, shards)
+				hs, err := leaseHolders(ctx, rdb, topic(w.left, run), group(w.left, run), shards)
 				if err != nil {
 					return err
 				}
@@ -146,16 +146,16 @@ func TestRedisFeeder(t *testing.T) {
 				}
 				return nil
 			})
-			if err := leasesSpread(must(leaseHolders(ctx, rdb, w.left, run, shards)), []string{"n1", "n2"}); err == nil {
+			if err := leasesSpread(must(leaseHolders(ctx, rdb, topic(w.left, run), group(w.left, run), shards)), []string{"n1", "n2"}); err == nil {
 				t.Fatal("n1 alone holds n2's shards: want the leases not spread")
 			}
 		}
 	}
-	if err := waitLeases(wctx, rdb, w, run, shards, 2); err != nil {
+	if err := waitLeases(wctx, rdb, w, run, shards, 2, SourceRedisStreams); err != nil {
 		t.Fatal(err)
 	}
 	for _, table := range []string{w.left, w.right} {
-		hs := must(leaseHolders(ctx, rdb, table, run, shards))
+		hs := must(leaseHolders(ctx, rdb, topic(table, run), group(table, run), shards))
 		if !slices.Equal(hs, redisstream.AssignShards(shards, []string{"n1", "n2"})) {
 			t.Fatalf("%s: holders %v after waitLeases", table, hs)
 		}

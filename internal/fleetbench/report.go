@@ -16,8 +16,10 @@ type Result struct {
 	// redis-streams.
 	Source string `json:"source"`
 	// Mode is "trickle" for the trickle row (Config.Trickle: one node
-	// without a CPU quota, LatencyRate probes per second once idle), empty
-	// for a fleet size's row.
+	// without a CPU quota, LatencyRate probes per second once idle),
+	// "cold-start" for a cold-start row (Config.ColdStart: EventsPerSec is
+	// the input over WindowS, from the nodes' start to every entry
+	// acknowledged), empty for a fleet size's row.
 	Mode     string `json:"mode,omitempty"`
 	Workload string `json:"workload"`
 	Nodes    int    `json:"nodes"`
@@ -126,28 +128,50 @@ func SetEfficiency(rs []Result) {
 }
 
 // WriteTable prints the results as a table: the fleet sizes' rows, then
-// the trickle rows as a table of their own (WriteTrickle).
+// the trickle rows (WriteTrickle) and the cold-start rows (WriteColdStart)
+// as tables of their own.
 func WriteTable(w io.Writer, rs []Result) error {
-	var fleet, trickle []Result
+	var fleet, trickle, cold []Result
 	for _, r := range rs {
-		if r.Mode == ModeTrickle {
+		switch r.Mode {
+		case ModeTrickle:
 			trickle = append(trickle, r)
-		} else {
+		case ModeColdStart:
+			cold = append(cold, r)
+		default:
 			fleet = append(fleet, r)
 		}
 	}
-	if len(fleet) > 0 {
-		if err := writeFleet(w, fleet); err != nil {
-			return err
+	sep := false
+	for _, t := range []struct {
+		rs    []Result
+		write func(io.Writer, []Result) error
+	}{{fleet, writeFleet}, {trickle, WriteTrickle}, {cold, WriteColdStart}} {
+		if len(t.rs) == 0 {
+			continue
 		}
-	}
-	if len(trickle) > 0 {
-		if len(fleet) > 0 {
+		if sep {
 			fmt.Fprintln(w)
 		}
-		return WriteTrickle(w, trickle)
+		if err := t.write(w, t.rs); err != nil {
+			return err
+		}
+		sep = true
 	}
 	return nil
+}
+
+// WriteColdStart prints cold-start rows: the time from the nodes' start to
+// every entry acknowledged, the input records over it, the efficiency
+// T(1)/(N×T(N)), and the nodes' CPU from their start.
+func WriteColdStart(w io.Writer, rs []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "cold start\tsource\tworkload\tnodes\trecords\tseconds\tevents/s\tefficiency\tCPU efficiency\tnode CPU s\tnode CPU µs/event\tnode CPU use\tredis CPU s\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "cold start\t%s\t%s\t%d\t%.0f\t%.2f\t%.0f\t%s\t%s\t%.2f\t%.1f\t%.0f%%\t%.2f\t\n", r.Source, r.Workload, r.Nodes, r.Events, r.WindowS, r.EventsPerSec,
+			fnum(r.Efficiency, 2), fnum(r.CPUEfficiency, 2), r.NodeCPUs, r.CPUPerEventUs, 100*r.NodeCPUUtil, r.RedisCPUs)
+	}
+	return tw.Flush()
 }
 
 // WriteTrickle prints trickle rows: the probes' rate, their event-to-sink

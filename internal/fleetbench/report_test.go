@@ -71,3 +71,41 @@ func TestTrickleQuota(t *testing.T) {
 		t.Fatalf("trickle quota %v, want none", c.quota())
 	}
 }
+
+// Cold-start rows print as a table of their own, after the fleet's rows,
+// with their efficiency T(1)/(N×T(N)) taken against the cold-start 1-node
+// row of their source, and their mode in the JSON.
+func TestColdStartRow(t *testing.T) {
+	rs := []Result{
+		{Source: SourceRepartitioned, Workload: "cdc", Nodes: 1, EventsPerSec: 1000, CPUPerEventUs: 100},
+		{Source: SourceRepartitioned, Mode: ModeColdStart, Workload: "cdc", Nodes: 1, Events: 48000, WindowS: 8, EventsPerSec: 6000, CPUPerEventUs: 40, NodeCPUs: 1.92},
+		{Source: SourceRepartitioned, Mode: ModeColdStart, Workload: "cdc", Nodes: 3, Events: 48000, WindowS: 4, EventsPerSec: 12000, CPUPerEventUs: 50, NodeCPUs: 2.4},
+	}
+	SetEfficiency(rs)
+	if e := rs[2].Efficiency; math.Abs(e-8.0/(3*4)) > 1e-9 {
+		t.Fatalf("3-node cold-start efficiency %v, want T(1)/(3×T(3)) = %v", e, 8.0/(3*4))
+	}
+	if e := rs[2].CPUEfficiency; math.Abs(e-0.8) > 1e-9 {
+		t.Fatalf("3-node cold-start CPU efficiency %v, want 0.8", e)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	fleet, cold, ok := strings.Cut(b.String(), "\n\n")
+	if !ok || strings.Contains(fleet, "cold start") {
+		t.Fatalf("want the fleet table, then the cold-start one:\n%s", b.String())
+	}
+	lines := strings.Split(strings.TrimSpace(cold), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "seconds") {
+		t.Fatalf("cold-start table:\n%s", cold)
+	}
+	for _, want := range []string{" 48000 ", " 4.00 ", " 12000 ", " 0.67 ", " 0.80 ", " 2.40 "} {
+		if !strings.Contains(lines[2]+" ", want) {
+			t.Errorf("cold-start row lacks %q: %s", want, lines[2])
+		}
+	}
+	if j, _ := json.Marshal(rs[2]); !strings.Contains(string(j), `"mode":"cold-start"`) {
+		t.Errorf("JSON lacks the mode: %s", j)
+	}
+}

@@ -35,6 +35,11 @@ const (
 	// groups"); a change that moves a row to another key is a delete and
 	// a create, as Debezium emits them (cdcgen.ByJoinKey).
 	SourceCoPartitioned = "copartitioned"
+	// SourceRepartitioned is redis-streams (sharded by the primary key)
+	// repartitioned by the join key (repartition: stream): each raw
+	// shard's reader writes its records to the repartition streams of
+	// their key groups, read where the groups' keys live.
+	SourceRepartitioned = "repartitioned"
 	// SourceBoth is kafka,redis-streams.
 	SourceBoth = "both"
 )
@@ -45,7 +50,7 @@ func ParseSources(s string) ([]string, error) {
 	var out []string
 	for f := range strings.SplitSeq(s, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case SourceKafka, SourceRedisStreams, SourceCoPartitioned:
+		case SourceKafka, SourceRedisStreams, SourceCoPartitioned, SourceRepartitioned:
 			if !slices.Contains(out, f) {
 				out = append(out, f)
 			}
@@ -56,7 +61,7 @@ func ParseSources(s string) ([]string, error) {
 				}
 			}
 		default:
-			return nil, fmt.Errorf("fleetbench: unknown source %q (kafka, redis-streams, copartitioned, both, or a comma list)", f)
+			return nil, fmt.Errorf("fleetbench: unknown source %q (kafka, redis-streams, copartitioned, repartitioned, both, or a comma list)", f)
 		}
 	}
 	return out, nil
@@ -100,7 +105,14 @@ type Config struct {
 	// the node over the middle half of the probes,
 	// TraceOut-<source>-<workload>.trace (none when empty).
 	TraceOut string
-	Log      io.Writer
+	// ColdStart runs the cold-start rows instead of the fleet sizes'
+	// backlog and latency runs: the whole input is written to the shard
+	// streams first, then the fleet starts, timed from the nodes' start
+	// until every entry of every shard stream (with repartitioned, of the
+	// repartition streams too) is acknowledged — the leases spreading
+	// included. Shard-stream sources only (docs/scaling.md, "Cold start").
+	ColdStart bool
+	Log       io.Writer
 }
 
 // DefaultTrickleRate is the trickle row's rate: one probe every 10 ms.
@@ -108,6 +120,9 @@ const DefaultTrickleRate = 100
 
 // ModeTrickle is Result.Mode of a trickle row.
 const ModeTrickle = "trickle"
+
+// ModeColdStart is Result.Mode of a cold-start row (Config.ColdStart).
+const ModeColdStart = "cold-start"
 
 // quota is a node's CPU quota, 0 for none (the trickle row).
 func (c Config) quota() float64 {
@@ -165,7 +180,7 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	}
 	defer inf.broker.Stop(10 * time.Second)
 	c.logf("kafka (kfake, pid %d): %s", inf.broker.Pid(), inf.brokerAddr)
-	if slices.Contains(srcs, SourceRedisStreams) || slices.Contains(srcs, SourceCoPartitioned) {
+	if slices.ContainsFunc(srcs, func(s string) bool { return s != SourceKafka }) {
 		// The shard streams' server: a plain redis-server, not CPU-limited
 		// (the source has no Redis Cluster client).
 		if inf.streams, inf.streamsAddr, err = StartRedis(ctx, filepath.Join(c.Dir, "redis-streams")); err != nil {
@@ -190,6 +205,11 @@ func Run(ctx context.Context, c Config) (Report, error) {
 				if c.Trickle {
 					c.logf("%s from %s, trickle at %.0f/s: p50 %s ms, p99 %s ms, max %s ms (%d samples)", w.name, src, r.LatencyRate,
 						fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), fnum(r.MaxMs, 1), r.LatencySamples)
+					continue
+				}
+				if c.ColdStart {
+					c.logf("%s from %s, cold start on %d node(s): %.2f s, %.0f events/s, efficiency %s", w.name, src, n, r.WindowS, r.EventsPerSec,
+						fnum(rep.Results[len(rep.Results)-1].Efficiency, 2))
 					continue
 				}
 				c.logf("%s from %s, %d node(s): %.0f events/s, efficiency %s, p99 %s ms", w.name, src, n, r.EventsPerSec,
@@ -384,34 +404,23 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 	case SourceKafka:
 		topics = append(topics, topic(w.left, run), topic(w.right, run))
 		f, srcs = kafkaFeeder{cl: cl, run: run}, kafkaSources(w, run, addr)
-	case SourceRedisStreams:
+	case SourceRedisStreams, SourceCoPartitioned, SourceRepartitioned:
 		if err := inf.rdb.FlushAll(ctx).Err(); err != nil {
 			return res, fmt.Errorf("flush the streams' redis-server: %w", err)
 		}
-		f, srcs = redisFeeder{rdb: inf.rdb, run: run, shards: c.Partitions}, streamsSources(w, run, inf.streamsAddr, c.Partitions, false)
-	case SourceCoPartitioned:
-		if err := inf.rdb.FlushAll(ctx).Err(); err != nil {
-			return res, fmt.Errorf("flush the streams' redis-server: %w", err)
-		}
-		f, srcs = redisFeeder{rdb: inf.rdb, run: run, shards: c.Partitions, byJoinKey: true}, streamsSources(w, run, inf.streamsAddr, c.Partitions, true)
+		f, srcs = redisFeeder{rdb: inf.rdb, run: run, shards: c.Partitions, byJoinKey: src == SourceCoPartitioned}, streamsSources(w, run, inf.streamsAddr, c.Partitions, src)
 	default:
 		return res, fmt.Errorf("fleetbench: unknown source %q", src)
 	}
 	if err := createTopics(ctx, cl, int32(c.Partitions), topics...); err != nil {
 		return res, err
 	}
+	if c.ColdStart {
+		return c.coldStart(ctx, res, run, src, w, n, dir, srcs, msgs, f, inf)
+	}
 	// The fleet.
 	nodes, err := c.startFleet(ctx, w, run, n, dir, srcs, addr, inf.rc.Addrs)
-	defer func() {
-		for _, nd := range nodes {
-			nd.proc.Stop(30 * time.Second)
-		}
-		for _, nd := range nodes {
-			if err := nd.cg.Remove(); err != nil {
-				c.logf("%v", err)
-			}
-		}
-	}()
+	defer func() { c.stopFleet(nodes) }()
 	if err != nil {
 		return res, err
 	}
@@ -430,8 +439,8 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 				return res, err
 			}
 		}
-	case SourceRedisStreams, SourceCoPartitioned:
-		if err := waitLeases(ctx, inf.rdb, w, run, c.Partitions, n); err != nil {
+	case SourceRedisStreams, SourceCoPartitioned, SourceRepartitioned:
+		if err := waitLeases(ctx, inf.rdb, w, run, c.Partitions, n, src); err != nil {
 			return res, err
 		}
 	}
@@ -439,7 +448,15 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 
 	// Backlog run: everything produced at once; the window is from 20% to
 	// 90% of it read.
-	read := func() (sample, error) { return c.read(nodes, inf) }
+	in := inCount{}
+	if src == SourceRepartitioned {
+		entries, err := repartitionEntries(w, msgs, c.Partitions)
+		if err != nil {
+			return res, err
+		}
+		in = inCount{repart: true, perEntry: float64(len(msgs)) / float64(entries)}
+	}
+	read := func() (sample, error) { return c.read(nodes, inf, in) }
 	feedErr := make(chan error, 1)
 	go func() { feedErr <- produceAll(ctx, f, msgs) }()
 	total := float64(len(msgs))
@@ -488,18 +505,8 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 		}
 	}
 	win := s1.t.Sub(s0.t).Seconds()
-	res.WindowS, res.Events = win, s1.in-s0.in
+	c.setWindow(&res, *s0, *s1, s1.in-s0.in, win, n)
 	res.EventsPerSec = Rate(s0.in, s1.in, 0, win)
-	res.NodeCPUs = s1.nodeCPU - s0.nodeCPU
-	res.RedisCPUs = s1.redisCPU - s0.redisCPU
-	res.StreamsRedisCPUs = s1.streamsCPU - s0.streamsCPU
-	res.FeederCPUs = s1.self - s0.self
-	res.BrokerCPUs = s1.broker - s0.broker
-	res.ThrottledS = s1.throttled - s0.throttled
-	res.CPUPerEventUs = 1e6 * res.NodeCPUs / res.Events
-	res.EventsPerNodeCPUs = res.Events / res.NodeCPUs
-	res.RedisCPUPerEventUs = 1e6 * res.RedisCPUs / res.Events
-	res.NodeCPUUtil = res.NodeCPUs / (win * float64(n) * c.quota()) // +Inf without a quota: written as -1
 	if profileDone != nil {
 		if err := <-profileDone; err != nil {
 			c.logf("cpu profile: %v", err)
@@ -589,14 +596,14 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 // It returns the CPU a node used per second in that last second (the mean
 // of the nodes).
 func (c Config) quiet(ctx context.Context, nodes []*node, inf *infra) (float64, error) {
-	prev, err := c.read(nodes, inf)
+	prev, err := c.read(nodes, inf, inCount{})
 	if err != nil {
 		return math.NaN(), err
 	}
 	idle := math.NaN()
 	err = waitFor(ctx, time.Minute, "the fleet idle after its backlog", func() error {
 		time.Sleep(time.Second)
-		s, err := c.read(nodes, inf)
+		s, err := c.read(nodes, inf, inCount{})
 		if err != nil {
 			return err
 		}
@@ -673,6 +680,34 @@ func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, sr
 	return nodes, nil
 }
 
+// setWindow fills res's figures of a window of win seconds from s0 to s1
+// in which events records went in, on n nodes.
+func (c Config) setWindow(res *Result, s0, s1 sample, events, win float64, n int) {
+	res.WindowS, res.Events = win, events
+	res.NodeCPUs = s1.nodeCPU - s0.nodeCPU
+	res.RedisCPUs = s1.redisCPU - s0.redisCPU
+	res.StreamsRedisCPUs = s1.streamsCPU - s0.streamsCPU
+	res.FeederCPUs = s1.self - s0.self
+	res.BrokerCPUs = s1.broker - s0.broker
+	res.ThrottledS = s1.throttled - s0.throttled
+	res.CPUPerEventUs = 1e6 * res.NodeCPUs / res.Events
+	res.EventsPerNodeCPUs = res.Events / res.NodeCPUs
+	res.RedisCPUPerEventUs = 1e6 * res.RedisCPUs / res.Events
+	res.NodeCPUUtil = res.NodeCPUs / (win * float64(n) * c.quota()) // +Inf without a quota: written as -1
+}
+
+// stopFleet stops the nodes and removes their cgroups.
+func (c Config) stopFleet(nodes []*node) {
+	for _, nd := range nodes {
+		nd.proc.Stop(30 * time.Second)
+	}
+	for _, nd := range nodes {
+		if err := nd.cg.Remove(); err != nil {
+			c.logf("%v", err)
+		}
+	}
+}
+
 var httpClient = &http.Client{Timeout: 5 * time.Second}
 
 func getJSON(ctx context.Context, url string, v any) error {
@@ -703,17 +738,40 @@ func get(ctx context.Context, url string) ([]byte, error) {
 	return b, nil
 }
 
-// read samples every counter: records in (all nodes), CPU seconds.
-func (c Config) read(nodes []*node, inf *infra) (sample, error) {
+// inCount is how a run counts its input records from the nodes'
+// joinery_records_in_total: every source's (the zero value), or with
+// repartitioned only the repartition streams' readers' (the raw shards'
+// readers only forward), times perEntry (input records per repartition
+// entry: a record whose join keys are in two key groups makes two), so
+// that the rate is of input records applied, not of records forwarded.
+type inCount struct {
+	repart   bool
+	perEntry float64
+}
+
+// repartLabel ends the source label of a repartition streams' reader
+// (job.RepartitionSuffix).
+const repartLabel = `:repart"`
+
+// read samples every counter: records in (all nodes, as in says), CPU
+// seconds.
+func (c Config) read(nodes []*node, inf *infra, in inCount) (sample, error) {
 	s := sample{t: time.Now()}
+	var keep func(string) bool
+	if in.repart {
+		keep = func(labels string) bool { return strings.Contains(labels, repartLabel) }
+	}
 	for _, nd := range nodes {
 		b, err := get(context.Background(), nd.admin+"/metrics")
 		if err != nil {
 			return s, fmt.Errorf("%s metrics: %w", nd.proc.Name, err)
 		}
-		v, _, err := SumCounter(b, "joinery_records_in_total")
+		v, _, err := SumCounterWhere(b, "joinery_records_in_total", keep)
 		if err != nil {
 			return s, fmt.Errorf("%s metrics: %w", nd.proc.Name, err)
+		}
+		if in.repart {
+			v *= in.perEntry
 		}
 		s.in += v
 		cpu, err := nd.proc.CPU()
@@ -860,4 +918,51 @@ func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *
 		c.logf("latency run: %d of %d updates seen in the output within 20 s; the missing are left out of the percentiles", len(lat), sent)
 	}
 	return lat, toSink, rate, nil
+}
+
+// coldStart runs a cold-start row (Config.ColdStart): msgs are written to
+// the shard streams, then n nodes start on them; the row's time is from
+// their start until every entry of src's shard streams is acknowledged,
+// and its EventsPerSec the input records over that time, so Efficiency is
+// T(1)/(N×T(N)). The nodes' CPU is all they used, from their start.
+func (c Config) coldStart(ctx context.Context, res Result, run int, src string, w *workload, n int, dir, srcs string, msgs []msg, f feeder, inf *infra) (Result, error) {
+	res.Mode = ModeColdStart
+	if src == SourceKafka {
+		return res, errors.New("fleetbench: the cold-start rows are for the shard-stream sources (redis-streams, copartitioned, repartitioned)")
+	}
+	if err := produceAll(ctx, f, msgs); err != nil {
+		return res, err
+	}
+	c.logf("%s from %s, %d node(s): cold start on %d records over %d partitions per table", w.name, src, n, len(msgs), c.Partitions)
+	s0, err := c.read(nil, inf, inCount{}) // the servers' CPU before: they outlive the run
+	if err != nil {
+		return res, err
+	}
+	t0 := time.Now()
+	nodes, err := c.startFleet(ctx, w, run, n, dir, srcs, inf.brokerAddr, inf.rc.Addrs)
+	defer func() { c.stopFleet(nodes) }()
+	if err != nil {
+		return res, err
+	}
+	err = waitFor(ctx, c.Timeout, "every entry acknowledged", func() error {
+		for _, nd := range nodes {
+			if !nd.proc.Running() {
+				return fmt.Errorf("%s exited (see %s)", nd.proc.Name, nd.proc.Log)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+		return allAcked(ctx, inf.rdb, w, run, c.Partitions, src)
+	})
+	took := time.Since(t0)
+	if err != nil {
+		return res, fmt.Errorf("%w (node logs in %s)", err, dir)
+	}
+	s1, err := c.read(nodes, inf, inCount{})
+	if err != nil {
+		return res, err
+	}
+	c.setWindow(&res, s0, s1, float64(len(msgs)), took.Seconds(), n) // s0 has no nodes: theirs from their start
+	res.EventsPerSec = res.Events / res.WindowS
+	c.logf("%s from %s, %d node(s): cold start done in %.2f s", w.name, src, n, res.WindowS)
+	return res, nil
 }

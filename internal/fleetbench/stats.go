@@ -53,6 +53,12 @@ func ProcCPU(pid int) (float64, error) {
 // SumCounter sums every sample of the counter metric name (all label sets)
 // in a Prometheus text exposition; found reports whether any sample was.
 func SumCounter(text []byte, name string) (sum float64, found bool, err error) {
+	return SumCounterWhere(text, name, nil)
+}
+
+// SumCounterWhere is SumCounter of the samples whose label set (the text
+// between the braces, "" for none) keep accepts; keep nil accepts all.
+func SumCounterWhere(text []byte, name string, keep func(labels string) bool) (sum float64, found bool, err error) {
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -64,12 +70,16 @@ func SumCounter(text []byte, name string) (sum float64, found bool, err error) {
 		if rest == "" || (rest[0] != '{' && rest[0] != ' ') {
 			continue // another metric with name as a prefix
 		}
+		labels := ""
 		if rest[0] == '{' {
 			j := strings.LastIndexByte(rest, '}')
 			if j < 0 {
 				return 0, false, fmt.Errorf("metric line %q: no closing brace", line)
 			}
-			rest = rest[j+1:]
+			labels, rest = rest[1:j], rest[j+1:]
+		}
+		if keep != nil && !keep(labels) {
+			continue
 		}
 		fs := strings.Fields(rest)
 		if len(fs) == 0 {

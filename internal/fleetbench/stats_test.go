@@ -84,6 +84,13 @@ joinery_records_out_total{job="fleet"} 7
 			}
 		})
 	}
+	// A repartitioned run counts the repartition streams' readers alone.
+	repart := text + `joinery_records_in_total{job="fleet",source="users:repart"} 30
+joinery_records_in_total{job="fleet",source="domains:repart"} 12
+`
+	if got, found, err := SumCounterWhere([]byte(repart), "joinery_records_in_total", func(l string) bool { return strings.Contains(l, repartLabel) }); got != 42 || !found || err != nil {
+		t.Errorf("the :repart sources sum to %v, %v, %v; want 42", got, found, err)
+	}
 	if _, _, err := SumCounter([]byte("m{a=\"b\" 1\n"), "m"); err == nil {
 		t.Fatal("unclosed label set: no error")
 	}
@@ -213,9 +220,13 @@ func TestNodeConfig(t *testing.T) {
 			`type: kafka, side: left, kafka: {brokers: ["127.0.0.1:9092"], topic: users-3, group: fleet-3-users`,
 			`type: kafka, side: right, kafka: {brokers: ["127.0.0.1:9092"], topic: domains-3, group: fleet-3-domains`,
 		}},
-		{SourceRedisStreams, streamsSources(w, 3, "127.0.0.1:6390", 12, false), []string{
+		{SourceRedisStreams, streamsSources(w, 3, "127.0.0.1:6390", 12, SourceRedisStreams), []string{
 			`{name: users, type: redis-stream, side: left, redis: {addr: "127.0.0.1:6390"}, stream: users-3, shards: 12, group: fleet-3-users}`,
 			`{name: domains, type: redis-stream, side: right, redis: {addr: "127.0.0.1:6390"}, stream: domains-3, shards: 12, group: fleet-3-domains}`,
+		}},
+		{SourceRepartitioned, streamsSources(w, 3, "127.0.0.1:6390", 12, SourceRepartitioned), []string{
+			`{name: users, type: redis-stream, side: left, redis: {addr: "127.0.0.1:6390"}, stream: users-3, shards: 12, repartition: stream, group: fleet-3-users}`,
+			`{name: domains, type: redis-stream, side: right, redis: {addr: "127.0.0.1:6390"}, stream: domains-3, shards: 12, repartition: stream, group: fleet-3-domains}`,
 		}},
 	} {
 		t.Run(tc.source, func(t *testing.T) {

@@ -30,3 +30,13 @@ func Of(key []byte, shards int) int {
 	_, _ = h.Write(key)
 	return int(h.Sum32() % uint32(shards))
 }
+
+// RepartitionStream is the base name of the repartition streams of a
+// source that is sharded by the row's primary key and repartitioned by the
+// join key (sources[].repartition: stream): the reader of raw shard i of
+// stream, read by group, writes each record to the shard stream
+// Stream(RepartitionStream(stream, group), KeyGroup(join key, shards)),
+// which the key group's owner reads as a source partitioned by the join
+// key. Per consumer group, as each job reads the raw streams through its
+// own group: "cdc:repart:joinery" (shards "cdc:repart:joinery.0", …).
+func RepartitionStream(stream, group string) string { return stream + ":repart:" + group }

@@ -58,6 +58,19 @@
 // row's primary key, as Debezium partitions Kafka topics, never by the join
 // key. The Redis Streams sink shards its outputs the same way.
 //
+// Repartitioning (Config.RepartitionTo, sources[].repartition: stream): a
+// sharded source is a sources.Repartitioner. The node routes each record of
+// raw shard i to its join keys' key groups and hands them to
+// Sharded.Repartition, which appends them to the repartition shard streams
+// RepartitionTo.<g> (streamshard.RepartitionStream) and moves shard i's
+// written mark (RepartitionedKey) in one script, skipping records at or
+// below it: each raw record is written once, in its shard's order, however
+// often it is re-delivered; it returns how many entries the fullest
+// stream it wrote to holds (Backlog: of all of them), for the node to bound
+// them. It does not route, decode or decide groups: the node does. A source with Config.TrimAcked (the repartition streams'
+// reader) trims its stream at each Commit up to the last entry it
+// acknowledged, which stays for the next reader's rewind check.
+//
 // Each Commit also writes the state store's lineage it committed under
 // (Config.Lineage) to LineageKey, beside the group (per shard stream); the
 // next source of the group hands it to Config.Applied, so that a store gone

@@ -8,6 +8,7 @@ import (
 	"github.com/joinery/joinery/connectors"
 	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/ingest"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/sources"
 )
 
@@ -22,6 +23,11 @@ type Entry struct {
 	Lease time.Duration `yaml:"lease"`
 	// Consumer is this node's consumer name (default: the node's name).
 	Consumer string `yaml:"consumer"`
+	// Repartition "stream" repartitions the shards by the join key
+	// (Config.RepartitionTo; job validates it).
+	Repartition string `yaml:"repartition"`
+	// TrimAcked is Config.TrimAcked.
+	TrimAcked bool `yaml:"trim_acked"`
 }
 
 // Validate reports every bad field.
@@ -55,7 +61,11 @@ var Kind = connectors.SourceKind{
 		}
 		o := e.Redis.Options(tc)
 		rc := Config{Name: env.Name, Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLS: o.TLS,
-			Stream: e.Stream, Group: e.Group, Consumer: consumer, Lease: e.Lease, OnPartitions: env.OnLease, Applied: env.Applied, Lineage: env.Lineage}
+			Stream: e.Stream, Group: e.Group, Consumer: consumer, Lease: e.Lease, OnPartitions: env.OnLease, Applied: env.Applied, Lineage: env.Lineage,
+			TrimAcked: e.TrimAcked}
+		if e.Repartition != "" {
+			rc.RepartitionTo = streamshard.RepartitionStream(e.Stream, e.Group)
+		}
 		if e.Shards > 0 {
 			rc.Shards, rc.Members = e.Shards, env.Members
 			if env.Member != nil {

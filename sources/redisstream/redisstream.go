@@ -128,6 +128,15 @@ type Config struct {
 	// next source of the group hands it to Applied.
 	Lineage func() string
 
+	// RepartitionTo, for a sharded source, is the base name of the
+	// repartition streams its records are written to
+	// (streamshard.RepartitionStream; see Sharded.Repartition); "" none.
+	RepartitionTo string
+	// TrimAcked trims the stream at every Commit up to the last entry it
+	// acknowledged, which stays (XTRIM MINID): for a stream only this
+	// group consumes, such as the repartition streams.
+	TrimAcked bool
+
 	// partition is the partition of the stream's positions: 0, or the
 	// shard index when a sharded source opened this one.
 	partition int32
@@ -623,6 +632,10 @@ func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
 	for i := range ids {
 		ids[i] = s.mu.unacked[i].id
 	}
+	var last int64
+	if n > 0 {
+		last = s.mu.unacked[n-1].offset
+	}
 	s.mu.Unlock()
 	if n == 0 {
 		return nil
@@ -637,6 +650,15 @@ func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
 		}
 		if lineage != "" {
 			p.Set(ctx, LineageKey(s.cfg.Stream, s.cfg.Group), lineage, 0)
+		}
+		if s.cfg.TrimAcked {
+			// Entries are delivered and acknowledged in stream order by the
+			// one lease holder, which re-delivers its predecessors' pending
+			// entries first: everything up to the last acknowledged is
+			// consumed. That last one stays: it is the store's committed
+			// offset, which the next reader's rewind check looks for (a
+			// store that lost writes then sees its own entry gone).
+			p.XTrimMinID(ctx, s.cfg.Stream, ID(last))
 		}
 		return nil
 	})
