@@ -198,6 +198,8 @@ func (n *Node) runSource(ctx context.Context, cfg job.Source, dl deadletter.Writ
 		return err
 	}
 	defer src.Close()
+	// joinery_source_lag_records (sourcelag.go), until before the source closes.
+	defer n.watchLag(ctx, cfg.Name, src)()
 	n.opened.Store(cfg.Name, true) // readiness: this source is assigned and reading
 	r := &reader{n: n, cfg: cfg, src: src, dl: dl, committed: map[string]int64{},
 		lastFire: math.MinInt64, parts: map[string]struct{}{}}

@@ -44,6 +44,9 @@ type Options struct {
 	Stdin io.Reader
 	// WatermarkSharing configures how an event-time job's ingest nodes share watermarks.
 	WatermarkSharing WatermarkSharing
+	// SourceLagEvery is how often the lag of each Redis stream and Kafka
+	// source is asked for (joinery_source_lag_records). Default 15s.
+	SourceLagEvery time.Duration
 }
 
 // Node is one running Joinery node.

@@ -60,3 +60,14 @@ func (e transientError) Unwrap() error { return e.error }
 // (Kafka retention, a trimmed Redis stream). Nothing can recover them: the
 // node stops, naming the source, the partition and the lost range.
 var ErrLostRange = errors.New("sources: records the state store lost are gone from the source")
+
+// Lagger is a Source that can say how far behind its input it is: the
+// node polls it for joinery_source_lag_records (docs/operations.md).
+type Lagger interface {
+	// Lag returns, for each partition this source reads now, how many
+	// records the input holds after the last one committed, read or not.
+	// Partitions it does not read (another reader holds them) are absent.
+	// It is cheap (one round trip or so) and may be called concurrently
+	// with Read and Commit.
+	Lag(ctx context.Context) (map[int32]int64, error)
+}
