@@ -246,6 +246,8 @@ func (n *Node) startCluster() (err error) {
 	pcfg.Profile = cc.Profile
 	pcfg.Logger = libLogger(n.log, "memberlist")
 	pcfg.OnDeclaredDead = func(cluster.DeadNotice) { n.metrics.DeclaredDead.Set(1) }
+	// Every member gossips its key actor count (joinctl members).
+	pcfg.KeysActive = func() int64 { return n.stats.ActiveKeys() }
 	if cc.Advertise != "" {
 		pcfg.AdvertiseAddr = cc.Advertise
 	}
