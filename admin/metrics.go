@@ -62,7 +62,9 @@ type Metrics struct {
 	// FencedWrites counts writes refused because another node holds a newer
 	// epoch: joinery_fenced_writes_total{job}.
 	FencedWrites *prometheus.CounterVec
-	// RedisErrors counts failed Redis calls: joinery_redis_errors_total.
+	// RedisErrors counts failed Redis calls of the state store and the
+	// Redis connectors (no answer or an error reply; see redisopts.Failed):
+	// joinery_redis_errors_total.
 	RedisErrors prometheus.Counter
 	// ClusterMembers is the number of alive members this node sees:
 	// joinery_cluster_members.
@@ -133,7 +135,7 @@ func NewMetrics() *Metrics {
 			Help: "Snapshot bytes written to the store."}),
 		FencedWrites: counterVec("fenced_writes_total", "Snapshot writes refused because another node holds a newer epoch.", "job"),
 		RedisErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "redis_errors_total",
-			Help: "Failed Redis calls."}),
+			Help: "Failed Redis calls (no answer or an error reply) of the state store and the Redis sources and sinks."}),
 		ClusterMembers: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "cluster_members",
 			Help: "Alive cluster members this node sees."}),
 		DeclaredDead: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "cluster_declared_dead",

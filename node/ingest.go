@@ -48,7 +48,7 @@ func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n.rollback.watch(ctx, cancel) // rollback.go
-	dl, err := openDeadLetter(ctx, n.spec)
+	dl, err := openDeadLetter(ctx, n.spec, n.redisError)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		consumer = n.system.ID
 	}
 	env := &connectors.SourceEnv{
-		Env:         connectors.Env{Resolve: n.spec.Resolve},
+		Env:         connectors.Env{Resolve: n.spec.Resolve, OnRedisError: n.redisError},
 		Name:        cfg.Name,
 		RecordLimit: cfg.RecordLimit(),
 		Stdin:       n.opts.Stdin,

@@ -55,7 +55,7 @@ var Kind = connectors.SourceKind{
 		}
 		o := e.Redis.Options(tc)
 		rc := Config{Name: env.Name, Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLS: o.TLS,
-			Stream: e.Stream, Group: e.Group, Consumer: consumer, Lease: e.Lease, OnPartitions: env.OnLease, Applied: env.Applied, Lineage: env.Lineage}
+			Stream: e.Stream, Group: e.Group, Consumer: consumer, Lease: e.Lease, OnPartitions: env.OnLease, Applied: env.Applied, Lineage: env.Lineage, OnRedisError: env.OnRedisError}
 		if e.Shards > 0 {
 			rc.Shards, rc.Members = e.Shards, env.Members
 			if env.Member != nil {
