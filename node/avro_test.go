@@ -109,8 +109,8 @@ func TestNodeKafkaDebeziumAvro(t *testing.T) {
 		}
 		produce("avro."+e.Table, b)
 		if i == 300 {
-			produce("avro.users", nil)                                                 // a tombstone
-			produce("avro.users", append([]byte{0, 0, 0, 0x7f, 0x7f}, b[5:]...))       // an unknown schema id
+			produce("avro.users", nil)                                           // a tombstone
+			produce("avro.users", append([]byte{0, 0, 0, 0x7f, 0x7f}, b[5:]...)) // an unknown schema id
 			bad, err := usersEnc.Encode(map[string]any{"op": "c", "ts_ms": 1, "source": m["source"],
 				"after": map[string]any{"id": 999999, "firstname": "k\xff", "lastname": nil}}) // not UTF-8
 			if err != nil {
