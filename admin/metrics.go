@@ -62,7 +62,9 @@ type Metrics struct {
 	// FencedWrites counts writes refused because another node holds a newer
 	// epoch: joinery_fenced_writes_total{job}.
 	FencedWrites *prometheus.CounterVec
-	// RedisErrors counts failed Redis calls: joinery_redis_errors_total.
+	// RedisErrors counts failed Redis calls of the state store and the
+	// Redis connectors (no answer or an error reply; see redisopts.Failed):
+	// joinery_redis_errors_total.
 	RedisErrors prometheus.Counter
 	// ClusterMembers is the number of alive members this node sees:
 	// joinery_cluster_members.
@@ -77,6 +79,12 @@ type Metrics struct {
 	// WatermarkLag is how far each partition's watermark is behind now:
 	// joinery_watermark_lag_seconds{job,source,partition}.
 	WatermarkLag *prometheus.GaugeVec
+	// SourceLag is how many records each partition a Redis stream or
+	// Kafka source reads holds after the last one committed (Redis: the
+	// group's pending and not yet delivered entries; Kafka: the high
+	// watermark minus the committed offset), asked every 15s:
+	// joinery_source_lag_records{job,source,partition}.
+	SourceLag *prometheus.GaugeVec
 	// LostRanges counts sources that could not re-read what the state
 	// store lost (it went back in time and the source no longer holds the
 	// range): joinery_source_lost_ranges_total{job,source}. The node stops.
@@ -127,13 +135,14 @@ func NewMetrics() *Metrics {
 			Help: "Snapshot bytes written to the store."}),
 		FencedWrites: counterVec("fenced_writes_total", "Snapshot writes refused because another node holds a newer epoch.", "job"),
 		RedisErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "redis_errors_total",
-			Help: "Failed Redis calls."}),
+			Help: "Failed Redis calls (no answer or an error reply) of the state store and the Redis sources and sinks."}),
 		ClusterMembers: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "cluster_members",
 			Help: "Alive cluster members this node sees."}),
 		DeclaredDead: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "cluster_declared_dead",
 			Help: "1 once this node's peers declared it dead: they no longer place keys on it until it restarts."}),
 		SourceReading: gaugeVec("source_reading", "1 while this node reads the source, 0 while another node does (a Redis stream's lease).", "job", "source"),
 		WatermarkLag:  gaugeVec("watermark_lag_seconds", "How far each partition's watermark is behind the wall clock.", "job", "source", "partition"),
+		SourceLag:     gaugeVec("source_lag_records", "Records each partition of a Redis stream or Kafka source holds after the last one committed (read or not).", "job", "source", "partition"),
 		LostRanges:    counterVec("source_lost_ranges_total", "Times a source could not re-read records the state store lost (gone from the source: retention, trim); the node stops.", "job", "source"),
 		DeadLetters:   counterVec("dead_letters_total", "Records written to the dead-letter output (bad input, late events), by source.", "job", "source"),
 		Watermark:     gaugeVec("watermark_seconds", "This node's global event-time watermark (Unix seconds), set as events arrive; event-time jobs only.", "job"),
@@ -141,7 +150,7 @@ func NewMetrics() *Metrics {
 	}
 	m.reg.MustRegister(m.RecordsIn, m.Outputs, m.Rejected, m.Late, m.KeyRequests, m.SkippedReplayed, m.KeysActive,
 		m.Passivations, m.KeysBudgetBytes, m.KeysAccountedBytes, m.StateBytes, m.StateOverBudget, m.SnapshotSeconds, m.SnapshotBytes, m.FencedWrites, m.RedisErrors,
-		m.ClusterMembers, m.DeclaredDead, m.SourceReading, m.WatermarkLag, m.LostRanges, m.DeadLetters, m.Watermark)
+		m.ClusterMembers, m.DeclaredDead, m.SourceReading, m.WatermarkLag, m.SourceLag, m.LostRanges, m.DeadLetters, m.Watermark)
 	return m
 }
 
@@ -185,7 +194,7 @@ func (m *Metrics) ForgetJob(job string) {
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		m.RecordsIn.MetricVec, m.Outputs.MetricVec, m.Rejected.MetricVec, m.Late.MetricVec,
 		m.SkippedReplayed.MetricVec, m.KeysActive.MetricVec, m.StateBytes.MetricVec, m.StateOverBudget.MetricVec,
-		m.FencedWrites.MetricVec, m.WatermarkLag.MetricVec, m.Passivations.MetricVec, m.KeysBudgetBytes.MetricVec,
+		m.FencedWrites.MetricVec, m.WatermarkLag.MetricVec, m.SourceLag.MetricVec, m.Passivations.MetricVec, m.KeysBudgetBytes.MetricVec,
 		m.KeysAccountedBytes.MetricVec, m.SourceReading.MetricVec, m.LostRanges.MetricVec, m.DeadLetters.MetricVec,
 		m.Watermark.MetricVec,
 	} {

@@ -19,11 +19,13 @@ type Member struct {
 	Status string `json:"status"`
 	// Self marks the member that answered.
 	Self bool `json:"self"`
-	// KeysActive is the number of key actors activated on the member; -1 when
-	// the answering node does not know it (another member's count).
+	// KeysActive is the number of key actors activated on the member: live
+	// for the answering node, as the member last gossiped it (every few
+	// seconds) for the others; -1 when unknown (a departed member, a node
+	// that does not gossip it).
 	KeysActive int `json:"keys_active"`
-	// Uptime is how long the member has run, 0 when unknown. JSON carries it in
-	// nanoseconds.
+	// Uptime is how long the member has run (from the start time it
+	// gossips), 0 when unknown. JSON carries it in nanoseconds.
 	Uptime time.Duration `json:"uptime_ns"`
 	// Memory is the member's key memory budget; nil when the answering node
 	// does not know it (another member's).

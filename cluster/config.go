@@ -146,6 +146,15 @@ type Config struct {
 	// Provider. Optional; Provider.DeclaredDead can be polled instead.
 	OnDeclaredDead func(DeadNotice)
 
+	// KeysActive, when set, says how many key actors are activated on this
+	// node: the Provider asks it every StatsInterval and gossips the count
+	// in its node meta when it changed, so every member's
+	// MemberInfo.KeysActive is known fleet-wide (joinctl members).
+	// Optional; it must return at once.
+	KeysActive func() int64
+	// StatsInterval is how often KeysActive is asked for. Default: 5s.
+	StatsInterval time.Duration
+
 	// tune, when set (tests only), adjusts memberlist's Config before
 	// memberlist starts: a test wraps the transport to cut and heal links.
 	tune func(*memberlist.Config) error
@@ -169,6 +178,7 @@ func DefaultConfig() Config {
 		ReconnectInterval: 10 * time.Second,
 		RestartConfirm:    2 * time.Second,
 		MinorityConfirm:   30 * time.Second,
+		StatsInterval:     5 * time.Second,
 	}
 }
 
@@ -192,6 +202,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DepartedRetention == 0 {
 		c.DepartedRetention = d.DepartedRetention
+	}
+	if c.StatsInterval <= 0 {
+		c.StatsInterval = d.StatsInterval
 	}
 	if c.ReconnectInterval == 0 {
 		c.ReconnectInterval = d.ReconnectInterval

@@ -14,7 +14,9 @@
 // # How membership flows
 //
 // Each node gossips a small JSON meta {id, host, port, kinds} (its actor
-// system ID, protoactor remote address and cluster kinds). memberlist's
+// system ID, protoactor remote address and cluster kinds), plus its start
+// time and live key actor count (Config.KeysActive, regossipped when it
+// changed, at most every StatsInterval) for MemberInfo. memberlist's
 // join/leave/update events are copied into the Provider's view and a
 // single goroutine owned by the Provider publishes the full live member
 // list to protoactor after each change. Seeds that are not up yet are

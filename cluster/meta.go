@@ -37,6 +37,12 @@ type nodeMeta struct {
 	// longer counts against anyone (restartVerdictLocked) — the other
 	// side of a conflict it is in need not restart too.
 	Restarting bool `json:"restarting,omitempty"`
+	// Started is when the node's Provider started, in Unix milliseconds
+	// (0: an older node that does not say).
+	Started int64 `json:"started,omitempty"`
+	// Keys is how many key actors the node has activated, as of its last
+	// regossip (Config.KeysActive); nil when it does not say.
+	Keys *int64 `json:"keys,omitempty"`
 }
 
 func encodeMeta(m nodeMeta) ([]byte, error) {

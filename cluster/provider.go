@@ -51,6 +51,12 @@ type MemberInfo struct {
 	Client bool
 	// Self is true for this node.
 	Self bool
+	// KeysActive is how many key actors the node has activated, as it
+	// last gossiped (within Config.StatsInterval plus gossip time); -1
+	// when it does not say (no Config.KeysActive, an older node).
+	KeysActive int64
+	// Started is when the node started (its Provider); zero when unknown.
+	Started time.Time
 }
 
 type providerState int
@@ -449,6 +455,7 @@ type Provider struct {
 	metaChanged  chan struct{}              // cap 1: the dead list changed; metaLoop regossips the meta
 	metaMu       sync.Mutex                 // serialises building and storing meta
 	leaving      bool                       // under metaMu: a graceful Shutdown began
+	keysGossiped int64                      // under metaMu: the key actor count in the meta (Config.KeysActive)
 	publishing   atomic.Bool                // true while UpdateClusterTopology runs; read by tests
 
 	mu struct {
@@ -566,6 +573,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	p.mu.nodes = make(map[string]*nodeView)
 	p.mu.deadIDs = make(map[string]time.Time)
+	p.keysGossiped = -1 // unknown until KeysActive is first asked
 	return p, nil
 }
 
@@ -655,7 +663,7 @@ func (p *Provider) createMemberlist(c *protocluster.Cluster, client bool) (*memb
 	if err != nil {
 		return nil, fmt.Errorf("cluster: actor system address: %w", err)
 	}
-	m := nodeMeta{ID: c.ActorSystem.ID, Host: host, Port: port, Client: client}
+	m := nodeMeta{ID: c.ActorSystem.ID, Host: host, Port: port, Client: client, Started: time.Now().UnixMilli()}
 	if !client {
 		m.Kinds = c.GetClusterKinds()
 		slices.Sort(m.Kinds)
@@ -849,6 +857,10 @@ func (p *Provider) joinLoop(ml *memberlist.Memberlist, seeds []string) {
 func (p *Provider) storeMetaLocked() error {
 	m := p.ownMeta
 	m.Leaving = p.leaving
+	if p.cfg.KeysActive != nil {
+		k := p.keysGossiped
+		m.Keys = &k
+	}
 	m.Restarting = p.declaredDead.Load() != nil
 	type dead struct {
 		id string
@@ -875,18 +887,33 @@ func (p *Provider) storeMetaLocked() error {
 	return nil
 }
 
-// metaLoop regossips this node's meta whenever its dead list changes, and
-// once per DepartedRetention so expired entries drop out.
+// metaLoop regossips this node's meta whenever its dead list changes, once
+// per DepartedRetention so expired entries drop out, and when its key actor
+// count (Config.KeysActive, asked every StatsInterval) changed.
 func (p *Provider) metaLoop(ml *memberlist.Memberlist) {
 	defer p.wg.Done()
 	ticker := time.NewTicker(p.cfg.DepartedRetention)
 	defer ticker.Stop()
+	stats := time.NewTicker(p.cfg.StatsInterval)
+	defer stats.Stop()
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-p.metaChanged:
 		case <-ticker.C:
+		case <-stats.C:
+			if p.cfg.KeysActive == nil {
+				continue
+			}
+			k := p.cfg.KeysActive()
+			p.metaMu.Lock()
+			same := k == p.keysGossiped
+			p.keysGossiped = k
+			p.metaMu.Unlock()
+			if same {
+				continue
+			}
 		}
 		p.metaMu.Lock()
 		err := p.storeMetaLocked()
@@ -1055,7 +1082,14 @@ func (n *nodeView) infoLocked(self string) MemberInfo {
 		Status:     n.status,
 		Self:       n.name == self,
 	}
+	mi.KeysActive = -1
 	if n.metaErr == nil {
+		if n.meta.Keys != nil {
+			mi.KeysActive = *n.meta.Keys
+		}
+		if n.meta.Started > 0 {
+			mi.Started = time.UnixMilli(n.meta.Started)
+		}
 		mi.ID = n.meta.ID
 		mi.Address = net.JoinHostPort(n.meta.Host, strconv.Itoa(n.meta.Port))
 		mi.Kinds = slices.Clone(n.meta.Kinds)

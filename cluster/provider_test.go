@@ -153,3 +153,40 @@ func FuzzDecodeMeta(f *testing.F) {
 		}
 	})
 }
+
+// TestMemberInfoStats: a member's key actor count and start time come
+// from its gossiped meta; a node that does not gossip them (no
+// Config.KeysActive, an older node) shows -1 and a zero time.
+func TestMemberInfoStats(t *testing.T) {
+	keys := int64(42)
+	started := time.UnixMilli(1_700_000_000_123)
+	for _, c := range []struct {
+		name    string
+		meta    string
+		keys    int64
+		started time.Time
+		encode  bool
+	}{
+		{"gossiped", "", 42, started, true},
+		{"older node", `{"v":1,"id":"a","host":"h","port":1}`, -1, time.Time{}, false},
+		{"zero keys", `{"v":1,"id":"a","host":"h","port":1,"keys":0,"started":5}`, 0, time.UnixMilli(5), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := []byte(c.meta)
+			if c.encode {
+				var err error
+				if b, err = encodeMeta(nodeMeta{ID: "a", Host: "h", Port: 1, Keys: &keys, Started: started.UnixMilli()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := decodeMeta(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mi := (&nodeView{name: "n", status: StatusAlive, meta: m}).infoLocked("other")
+			if mi.KeysActive != c.keys || !mi.Started.Equal(c.started) {
+				t.Errorf("keys %d started %v, want %d %v", mi.KeysActive, mi.Started, c.keys, c.started)
+			}
+		})
+	}
+}

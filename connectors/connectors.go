@@ -113,6 +113,9 @@ func (v *Validator) Kafka(field string, k kafkaopts.Config) {
 type Env struct {
 	// Resolve maps a file name of the job file to its path.
 	Resolve func(string) string
+	// OnRedisError, when set, is called for each failed call of a Redis
+	// connector's client (redisopts.Failed): joinery_redis_errors_total.
+	OnRedisError func()
 }
 
 // SourceEnv is what a source constructor gets from its node.

@@ -66,13 +66,22 @@ func (b backend) job(job string) error {
 	return nil
 }
 
-// Members lists the members this node sees.
+// Members lists the members this node sees. Another member's key actor
+// count and start time are what it last gossiped (cluster.MemberInfo: its
+// count refreshed every few seconds); a departed member has neither.
 func (b backend) Members(context.Context) ([]admin.Member, error) {
 	ms := b.n.provider.Members()
 	out := make([]admin.Member, 0, len(ms))
 	alive := 0
+	now := time.Now()
 	for _, m := range ms {
 		am := admin.Member{ID: m.ID, Name: m.Name, Address: m.Address, GossipAddr: m.GossipAddr, Status: m.Status, Self: m.Self, KeysActive: -1}
+		if departed := m.Status == cluster.StatusLeft || m.Status == cluster.StatusDead; !departed {
+			am.KeysActive = int(m.KeysActive)
+			if !m.Started.IsZero() {
+				am.Uptime = max(0, now.Sub(m.Started))
+			}
+		}
 		if m.Self {
 			am.KeysActive = int(b.n.stats.ActiveKeys())
 			am.Uptime = time.Since(b.n.started)

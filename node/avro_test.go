@@ -29,8 +29,8 @@ import (
 // domains topic; both jobs give the same joined table, equal to the
 // history's true join. The Avro topics also carry a schema change mid-stream
 // (domains gets an optional column: a new schema id), a tombstone, a record
-// with an unknown schema id and one that is not in the wire format (both
-// dead-lettered with their reasons), and the registry is unreachable when
+// with an unknown schema id, one whose string is not UTF-8 and one that is
+// not in the wire format (all dead-lettered with their reasons), and the registry is unreachable when
 // the node starts: the source stalls and retries instead of dead-lettering.
 // The job's Avro upsert sink folds to the same table, and a third copy of
 // the topics in debezium-jsonschema (the header, then JSON) too.
@@ -109,8 +109,14 @@ func TestNodeKafkaDebeziumAvro(t *testing.T) {
 		}
 		produce("avro."+e.Table, b)
 		if i == 300 {
-			produce("avro.users", nil)                                                 // a tombstone
-			produce("avro.users", append([]byte{0, 0, 0, 0x7f, 0x7f}, b[5:]...))       // an unknown schema id
+			produce("avro.users", nil)                                           // a tombstone
+			produce("avro.users", append([]byte{0, 0, 0, 0x7f, 0x7f}, b[5:]...)) // an unknown schema id
+			bad, err := usersEnc.Encode(map[string]any{"op": "c", "ts_ms": 1, "source": m["source"],
+				"after": map[string]any{"id": 999999, "firstname": "k\xff", "lastname": nil}}) // not UTF-8
+			if err != nil {
+				t.Fatal(err)
+			}
+			produce("avro.users", bad)
 			produce("avro.domains", []byte(`{"op":"c","after":{"id":1,"user_id":1}}`)) // JSON on an Avro topic
 		}
 	}
@@ -164,7 +170,7 @@ dead_letter: dead.jsonl
 			t.Errorf("dead letter %+v without its error or bytes", d)
 		}
 	}
-	if want := map[string]string{"users": debeziumavro.ReasonUnknownSchema, "domains": debeziumavro.ReasonBadHeader}; !reflect.DeepEqual(got, want) {
+	if want := map[string]string{"users": debeziumavro.ReasonUnknownSchema + debezium.ReasonBadUTF8, "domains": debeziumavro.ReasonBadHeader}; !reflect.DeepEqual(got, want) {
 		t.Errorf("dead letters by source %v, want %v", got, want)
 	}
 	// The Avro upsert topic, folded by key, is the table.

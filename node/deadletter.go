@@ -35,12 +35,12 @@ func (e *BadInputError) Error() string {
 func (e *BadInputError) Unwrap() error { return e.Err }
 
 // openDeadLetter opens the job's dead-letter output; nil when it names none.
-func openDeadLetter(ctx context.Context, spec *job.Spec) (deadletter.Writer, error) {
+func openDeadLetter(ctx context.Context, spec *job.Spec, onRedisError func()) (deadletter.Writer, error) {
 	dl := spec.DeadLetter
 	if !dl.Enabled() {
 		return nil, nil
 	}
-	w, _, err := all.DeadLetters.Open(ctx, "dead_letter", dl.Type, dl, connectors.Env{Resolve: spec.Resolve})
+	w, _, err := all.DeadLetters.Open(ctx, "dead_letter", dl.Type, dl, connectors.Env{Resolve: spec.Resolve, OnRedisError: onRedisError})
 	if err == nil && w == nil {
 		err = fmt.Errorf("type %q opens nothing", dl.Type)
 	}

@@ -48,7 +48,7 @@ func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n.rollback.watch(ctx, cancel) // rollback.go
-	dl, err := openDeadLetter(ctx, n.spec)
+	dl, err := openDeadLetter(ctx, n.spec, n.redisError)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		consumer = n.system.ID
 	}
 	env := &connectors.SourceEnv{
-		Env:         connectors.Env{Resolve: n.spec.Resolve},
+		Env:         connectors.Env{Resolve: n.spec.Resolve, OnRedisError: n.redisError},
 		Name:        cfg.Name,
 		RecordLimit: cfg.RecordLimit(),
 		Stdin:       n.opts.Stdin,
@@ -204,6 +204,8 @@ func (n *Node) runSource(ctx context.Context, cfg job.Source, dl deadletter.Writ
 		return err
 	}
 	defer src.Close()
+	// joinery_source_lag_records (sourcelag.go), until before the source closes.
+	defer n.watchLag(ctx, cfg.Name, src)()
 	r := &reader{n: n, cfg: cfg, src: src, dl: dl, committed: map[string]int64{},
 		lastFire: math.MinInt64, parts: map[string]struct{}{}, role: role}
 	if err := r.setRole(); err != nil { // repartition.go

@@ -1,7 +1,9 @@
 package node_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,9 +13,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
 
+	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/node"
 )
@@ -34,10 +39,11 @@ var metricName = regexp.MustCompile(`\b(?:joinery|process|go)_[a-zA-Z0-9_]+\b`)
 // /metrics over HTTP and checks that every metric name the alerting rules'
 // and the dashboard's queries use is there as a sample line (a series, not
 // just a declaration: client_golang prints a Vec only once it has one).
-// Two nodes because two metrics are store specific: an event-time job on
-// Redis (joinery_store_rollbacks_total comes with the store's lineage
-// guard; watermarks come with event time) and a changelog job on the
-// embedded store (joinery_state_bytes is its held state).
+// Three nodes because some metrics are store or source specific: an
+// event-time job on Redis (joinery_store_rollbacks_total comes with the
+// store's lineage guard; watermarks come with event time), a changelog job
+// on the embedded store (joinery_state_bytes is its held state) and one
+// reading a Redis stream (joinery_source_lag_records).
 func TestMetricsCatalog(t *testing.T) {
 	want := map[string][]string{} // metric name -> where it is used
 	for _, e := range ruleExprs(t) {
@@ -56,6 +62,7 @@ func TestMetricsCatalog(t *testing.T) {
 
 	timed, timedBody := scrape(t, timedNode(t))
 	changelog, changelogBody := scrape(t, changelogNode(t))
+	stream := streamNode(t)
 	// The metrics this test's input must have moved, with their values.
 	for _, c := range []struct{ body, line string }{
 		{timedBody, `joinery_dead_letters_total{job="windows",source="ls"} 1`},
@@ -76,7 +83,7 @@ func TestMetricsCatalog(t *testing.T) {
 	}
 
 	have := map[string][]string{} // sample name -> the nodes exposing it
-	for name, samples := range map[string]map[string]bool{"event-time on redis": timed, "changelog embedded": changelog} {
+	for name, samples := range map[string]map[string]bool{"event-time on redis": timed, "changelog embedded": changelog, "redis stream": stream} {
 		for s := range samples {
 			have[s] = append(have[s], name)
 		}
@@ -143,6 +150,58 @@ func changelogNode(t *testing.T) *node.Node {
 		"dead_letter: dead.jsonl\nadmin: {addr: \"127.0.0.1:0\", insecure: true}\n"))
 	run(t, n)
 	return n
+}
+
+// streamNode runs a changelog job reading a Redis stream at 40 records a
+// second, its lag asked every 50ms, and returns the sample names of its
+// /metrics once its lag was seen above 0 and then at 0 (every entry
+// committed).
+func streamNode(t *testing.T) map[string]bool {
+	rs := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	h := cdcgen.Generate(cdcgen.Config{Seed: 3, Users: 5, Domains: 10, Changes: 60})
+	xadd(t, rc, "cdc", h.Lines)
+	spec := parse(t, t.TempDir(), "name: lagging\n"+joinYAML+fmt.Sprintf(`
+state: {store: redis, redis: {addr: %[1]q}}
+sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, group: joinery, rate: 40, tables: {users: left, domains: right}}]
+sinks: [{type: table}]
+admin: {addr: "127.0.0.1:0", insecure: true}
+`, rs.Addr))
+	n, err := node.Start(context.Background(), spec, node.Options{Logger: testLogger(t), Stdout: io.Discard, SourceLagEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close(context.Background()) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	const lag = `joinery_source_lag_records{job="lagging",partition="cdc/0",source="cdc"} `
+	var seen []string
+	testutil.WaitFor(t, 60*time.Second, func() error {
+		_, body := scrape(t, n)
+		if l := sampleLine(body, lag); l != "" {
+			if v := strings.TrimPrefix(l, lag); len(seen) == 0 || seen[len(seen)-1] != v {
+				seen = append(seen, v)
+			}
+		}
+		if len(seen) == 0 || seen[len(seen)-1] != "0" {
+			return fmt.Errorf("joinery_source_lag_records went %v, not yet to 0", seen)
+		}
+		return nil
+	})
+	t.Logf("joinery_source_lag_records went %v", seen)
+	if seen[0] == "0" {
+		t.Errorf("joinery_source_lag_records went %v: never above 0 while the node read at 40/s", seen)
+	}
+	names, _ := scrape(t, n)
+	return names
 }
 
 // sampleLine returns the first line of body that starts with prefix.

@@ -44,6 +44,9 @@ type Options struct {
 	Stdin io.Reader
 	// WatermarkSharing configures how an event-time job's ingest nodes share watermarks.
 	WatermarkSharing WatermarkSharing
+	// SourceLagEvery is how often the lag of each Redis stream and Kafka
+	// source is asked for (joinery_source_lag_records). Default 15s.
+	SourceLagEvery time.Duration
 }
 
 // Node is one running Joinery node.
@@ -148,14 +151,14 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 			self.Close(context.Background())
 		}
 	}()
-	if n.store, err = openStore(ctx, spec); err != nil {
+	if n.store, err = openStore(ctx, spec, n.redisError); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	if err = n.startGuard(ctx); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	n.writer = actors.NewWriter(meteredSaves{n.keyStore(), n.metrics}, actors.WriterOptions{MaxBatch: spec.State.FlushBatch, Logger: n.log})
-	if n.out, err = openSinks(ctx, spec, opts.Stdout); err != nil {
+	if n.out, err = openSinks(ctx, spec, opts.Stdout, n.redisError); err != nil {
 		return nil, err
 	}
 	if err = n.startCluster(); err != nil {
@@ -183,7 +186,7 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	return n, nil
 }
 
-func openStore(ctx context.Context, spec *job.Spec) (persistence.Store, error) {
+func openStore(ctx context.Context, spec *job.Spec, onRedisError func()) (persistence.Store, error) {
 	switch spec.State.Store {
 	case "redis":
 		r := spec.State.Redis
@@ -192,7 +195,7 @@ func openStore(ctx context.Context, spec *job.Spec) (persistence.Store, error) {
 			return nil, fmt.Errorf("state.redis.tls: %w", err)
 		}
 		st, err := redisstore.New(ctx, redisstore.Config{Addr: r.Addr, Cluster: r.Cluster.Addrs, Username: r.Username, Password: r.Password, DB: r.DB, TLS: tc,
-			MinReplicas: r.MinReplicas, ReplicaTimeout: r.ReplicaTimeout})
+			MinReplicas: r.MinReplicas, ReplicaTimeout: r.ReplicaTimeout, OnRedisError: onRedisError})
 		if err != nil {
 			return nil, err // not a typed nil in the interface: Close checks for nil
 		}
@@ -243,6 +246,8 @@ func (n *Node) startCluster() (err error) {
 	pcfg.Profile = cc.Profile
 	pcfg.Logger = libLogger(n.log, "memberlist")
 	pcfg.OnDeclaredDead = func(cluster.DeadNotice) { n.metrics.DeclaredDead.Set(1) }
+	// Every member gossips its key actor count (joinctl members).
+	pcfg.KeysActive = func() int64 { return n.stats.ActiveKeys() }
 	if cc.Advertise != "" {
 		pcfg.AdvertiseAddr = cc.Advertise
 	}

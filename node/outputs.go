@@ -105,7 +105,7 @@ func (p *pkOrder) fresh(batch []record.Output) []record.Output {
 	return kept
 }
 
-func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs, error) {
+func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer, onRedisError func()) (*outputs, error) {
 	o := &outputs{stdout: stdout}
 	for i, s := range spec.Sinks {
 		format := changelog.Changelog
@@ -122,7 +122,7 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer) (*outputs,
 			o.close()
 			return nil, fmt.Errorf("sinks[%d]: %w", i, err)
 		}
-		env := &connectors.SinkEnv{Env: connectors.Env{Resolve: spec.Resolve}, Format: format, Stdout: stdout, Avro: av}
+		env := &connectors.SinkEnv{Env: connectors.Env{Resolve: spec.Resolve, OnRedisError: onRedisError}, Format: format, Stdout: stdout, Avro: av}
 		sk, kind, err := all.Sinks.Open(ctx, fmt.Sprintf("sinks[%d]", i), s.Type, s, env)
 		if err == nil && kind.Table {
 			o.table = joins.NewTable()

@@ -31,3 +31,7 @@ func (s meteredSaves) Save(ctx context.Context, snaps []persistence.Snapshot) er
 	}
 	return err
 }
+
+// redisError counts one failed Redis call of the state store or a Redis
+// connector (redisopts.Failed) into joinery_redis_errors_total.
+func (n *Node) redisError() { n.metrics.RedisErrors.Inc() }

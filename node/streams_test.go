@@ -220,7 +220,8 @@ func metricValue(t *testing.T, n *node.Node, name, label string) float64 {
 // Redis Streams source and one of its sinks — half-way, and restarts it from its
 // append-only file: the node stalls and retries instead of failing, then
 // reads on; the joined table equals the true join and every entry ends
-// acknowledged.
+// acknowledged. joinery_redis_errors_total stays 0 while Redis is up (empty
+// blocking reads are not errors) and rises while it is down.
 func TestNodeRedisStreamsRedisRestart(t *testing.T) {
 	rs := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	h := cdcgen.Generate(cdcgen.Config{Seed: 37, Users: 20, Domains: 60, Changes: 1500})
@@ -244,6 +245,10 @@ sinks: [{type: table}, {type: redis-stream, redis: {addr: %[1]q}, stream: joined
 		}
 		return nil
 	})
+	time.Sleep(500 * time.Millisecond) // idle reads that find nothing
+	if e := unlabelledValue(t, n, "joinery_redis_errors_total"); e != 0 {
+		t.Errorf("joinery_redis_errors_total = %v while Redis was up, want 0", e)
+	}
 	rs.Kill()
 	time.Sleep(1500 * time.Millisecond)
 	select {
@@ -251,6 +256,11 @@ sinks: [{type: table}, {type: redis-stream, redis: {addr: %[1]q}, stream: joined
 		t.Fatalf("the node stopped while Redis was down: %v", err)
 	default:
 	}
+	down := unlabelledValue(t, n, "joinery_redis_errors_total")
+	if down <= 0 {
+		t.Errorf("joinery_redis_errors_total = %v after 1.5s of Redis down, want it above 0", down)
+	}
+	t.Logf("%v failed Redis calls counted while Redis was down", down)
 	rs.Start()
 	xadd(t, rc, "cdc", h.Lines[half:])
 	testutil.WaitFor(t, 60*time.Second, joinedAndAcked(n, rc, h.LeftJoin()))
@@ -264,6 +274,24 @@ sinks: [{type: table}, {type: redis-stream, redis: {addr: %[1]q}, stream: joined
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("run: %v", err)
 	}
+}
+
+// unlabelledValue is the value of n's metric name that has no labels
+// (-1: none).
+func unlabelledValue(t *testing.T, n *node.Node, name string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	n.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric line %q: %v", l, err)
+			}
+			return f
+		}
+	}
+	return -1
 }
 
 // joinedAndAcked is a WaitFor condition: n's table equals want and no entry

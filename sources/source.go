@@ -85,3 +85,14 @@ type Repartitioner interface {
 	Repartition(ctx context.Context, fwd []Forward) (backlog int64, err error)
 	Backlog(ctx context.Context) (int64, error)
 }
+
+// Lagger is a Source that can say how far behind its input it is: the
+// node polls it for joinery_source_lag_records (docs/operations.md).
+type Lagger interface {
+	// Lag returns, for each partition this source reads now, how many
+	// records the input holds after the last one committed, read or not.
+	// Partitions it does not read (another reader holds them) are absent.
+	// It is cheap (one round trip or so) and may be called concurrently
+	// with Read and Commit.
+	Lag(ctx context.Context) (map[int32]int64, error)
+}

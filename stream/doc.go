@@ -8,8 +8,10 @@
 // CoMap and CoFlatMap, keyed windows with WindowApply, WindowAggregate and
 // Reduce) and the event-time joins of seeds flink-joining and
 // dynamic-joiner-watermarks (window join and coGroup with tumbling, sliding
-// and session windows, outer window joins, interval join, Spark-style
-// time-bounded outer joins, temporal as-of join), each with a late-data side
+// and session windows, outer and left semi window joins, interval join,
+// Spark-style time-bounded outer and left semi joins over a bounded or a
+// half-bounded range (AtLeast, AtMost, with a TTL or NoTTL), temporal as-of
+// join), each with a late-data side
 // output. It does not own join semantics: every join and window here runs
 // the per-key machines of package joins (joins.Timed), driven per key with a
 // timers.TimerService exactly as replay/ drives them; typed values travel

@@ -113,8 +113,27 @@ func (j *TimeBoundedBuilder[O, L, R, K]) Between(lower, upper time.Duration) *Ti
 		late: newStream[Late[L, R]](j.a.s.env)}
 }
 
+// AtLeast sets a half-bounded range with no upper bound (a job's
+// open: upper): l and r match when r.ts >= l.ts + lower (Spark's
+// rightTime >= leftTime + lower and no other bound). A left row would wait
+// for ever; it waits for right rows up to l.ts + TTL instead — TTL or NoTTL
+// is required (Execute fails without one, wrapping ErrInvalid).
+func (j *TimeBoundedBuilder[O, L, R, K]) AtLeast(lower time.Duration) *TimeBoundedJoined[O, L, R, K] {
+	return &TimeBoundedJoined[O, L, R, K]{a: j.a, b: j.b, lower: lower, open: joins.OpenUpper,
+		late: newStream[Late[L, R]](j.a.s.env)}
+}
+
+// AtMost sets a half-bounded range with no lower bound (a job's
+// open: lower): l and r match when r.ts <= l.ts + upper. A right row would
+// wait for ever; it waits for left rows up to r.ts + TTL instead — TTL or
+// NoTTL is required.
+func (j *TimeBoundedBuilder[O, L, R, K]) AtMost(upper time.Duration) *TimeBoundedJoined[O, L, R, K] {
+	return &TimeBoundedJoined[O, L, R, K]{a: j.a, b: j.b, upper: upper, open: joins.OpenLower,
+		late: newStream[Late[L, R]](j.a.s.env)}
+}
+
 // TimeBoundedJoined is a time-bounded join ready to process; inner unless
-// LeftOuter, RightOuter or FullOuter says otherwise. It runs
+// LeftOuter, RightOuter, FullOuter or LeftSemi says otherwise. It runs
 // joins.TimeBounded: a match is emitted as soon as both rows are there,
 // stamped max(l.ts, r.ts); an unmatched row of an outer side is emitted
 // with the other side nil, stamped with its own time, once the watermark
@@ -123,6 +142,9 @@ type TimeBoundedJoined[O, L any, R any, K comparable] struct {
 	a            *KeyedStream[L, K]
 	b            *KeyedStream[R, K]
 	lower, upper time.Duration
+	open         joins.OpenBound // AtLeast, AtMost: the range's missing bound
+	ttl          time.Duration   // with open: how long the waiting side's rows wait
+	noTTL        bool            // with open: they wait until the input ends
 	typ          joins.TimedJoinType
 	late         *Stream[Late[L, R]]
 	cond         cond[L, R]
@@ -146,11 +168,36 @@ func (j *TimeBoundedJoined[O, L, R, K]) FullOuter() *TimeBoundedJoined[O, L, R, 
 	return j
 }
 
+// LeftSemi makes it a left semi join (a job's mode: semi; Spark's
+// left_semi): each left row that matches at least one right row is emitted
+// once, alone — Process's r is always nil — stamped with its own time, as
+// soon as its first match is there; right rows are never emitted.
+func (j *TimeBoundedJoined[O, L, R, K]) LeftSemi() *TimeBoundedJoined[O, L, R, K] {
+	j.typ = joins.TimedLeftSemi
+	return j
+}
+
+// TTL is how long the rows of a half-bounded range's waiting side wait for
+// a match (AtLeast: left rows, up to l.ts + d; AtMost: right rows, up to
+// r.ts + d): once the watermark passes that they are dropped (padded on an
+// outer side). Only with AtLeast or AtMost.
+func (j *TimeBoundedJoined[O, L, R, K]) TTL(d time.Duration) *TimeBoundedJoined[O, L, R, K] {
+	j.ttl, j.noTTL = d, false
+	return j
+}
+
+// NoTTL keeps a half-bounded range's waiting rows until the input ends (a
+// job's ttl: none): state grows with the input.
+func (j *TimeBoundedJoined[O, L, R, K]) NoTTL() *TimeBoundedJoined[O, L, R, K] {
+	j.ttl, j.noTTL = 0, true
+	return j
+}
+
 // Late is the late-data side output.
 func (j *TimeBoundedJoined[O, L, R, K]) Late() *Stream[Late[L, R]] { return j.late }
 
 // Process makes one result per match and per padded row: l or r is nil for
-// a padded row.
+// a padded row (r always, for LeftSemi).
 func (j *TimeBoundedJoined[O, L, R, K]) Process(fn func(l *L, r *R) O) *Stream[O] {
 	env := j.a.s.env
 	spec := &joins.TimeBoundedSpec{
@@ -160,6 +207,13 @@ func (j *TimeBoundedJoined[O, L, R, K]) Process(fn func(l *L, r *R) O) *Stream[O
 		Lower: env.millis("time-bounded join: lower bound", j.lower),
 		Upper: env.millis("time-bounded join: upper bound", j.upper),
 		Where: j.cond.joins(),
+		Open:  j.open,
+	}
+	switch {
+	case j.noTTL:
+		spec.TTL = joins.NoTTL
+	case j.ttl != 0:
+		spec.TTL = env.millis("time-bounded join: ttl", j.ttl)
 	}
 	if err := spec.Validate(); err != nil {
 		env.fail("time-bounded join", err)

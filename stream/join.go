@@ -106,6 +106,27 @@ func (w *WindowJoin[K, O, L, R]) FullOuterApply(fn func(l *L, r *R) O) *Stream[O
 	return w.build(joins.TimedFullOuter, fn2flat(fn))
 }
 
+// LeftSemiApply is a left semi window join (a job's mode: semi): each left
+// element of a window that holds at least one right element is emitted
+// once, alone, stamped with the window's MaxTimestamp; right elements are
+// never emitted.
+func (w *WindowJoin[K, O, L, R]) LeftSemiApply(fn func(l L) O) *Stream[O] {
+	env := w.a.env
+	spec := &joins.WindowJoinSpec{
+		Type:            joins.TimedLeftSemi,
+		Left:            leftCol,
+		Right:           rightCol,
+		Assigner:        w.assigner.assigner(env, "window join"),
+		AllowedLateness: env.millis("window join: allowed lateness", w.lateness),
+		Where:           w.cond.joins(),
+	}
+	if err := spec.Validate(); err != nil {
+		env.fail("window join", err)
+	}
+	op := newKeyedOp[K](env, 2, func() joins.Timed { return joins.NewWindowJoin(spec) })
+	return twoInput(op, w.a, w.b, w.kl, w.kr, boxRow[L], boxRow[R], pairConv(func(l *L, _ *R) O { return fn(*l) }), w.late)
+}
+
 func fn2flat[L, R, O any](fn func(l *L, r *R) O) func(l *L, r *R, emit func(O)) {
 	return func(l *L, r *R, emit func(O)) { emit(fn(l, r)) }
 }

@@ -39,6 +39,21 @@ func TestStreamBuildErrors(t *testing.T) {
 				Between(time.Second, 0).FullOuter().
 				Process(func(l, r *int) int { return 0 })
 		}, "lower: must be <= upper (1000 > 0)"},
+		{"half-bounded range without a TTL", func(env *stream.Env) {
+			stream.TimeBoundedJoin[int](stream.KeyBy(ints(env), idKey), stream.KeyBy(ints(env), idKey)).
+				AtLeast(time.Second).
+				Process(func(l, r *int) int { return 0 })
+		}, "ttl: must be set with open: upper"},
+		{"half-bounded TTL below the bound's reach", func(env *stream.Env) {
+			stream.TimeBoundedJoin[int](stream.KeyBy(ints(env), idKey), stream.KeyBy(ints(env), idKey)).
+				AtMost(-2 * time.Second).TTL(time.Second).LeftSemi().
+				Process(func(l, r *int) int { return 0 })
+		}, "ttl: must be at least -upper (2000)"},
+		{"TTL on a bounded range", func(env *stream.Env) {
+			stream.TimeBoundedJoin[int](stream.KeyBy(ints(env), idKey), stream.KeyBy(ints(env), idKey)).
+				Between(0, time.Second).TTL(time.Hour).
+				Process(func(l, r *int) int { return 0 })
+		}, "ttl: only for a half-bounded range"},
 		{"sub-millisecond bound", func(env *stream.Env) {
 			stream.IntervalJoin[int](stream.KeyBy(ints(env), idKey), stream.KeyBy(ints(env), idKey)).
 				Between(-time.Microsecond, time.Millisecond).

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -56,7 +57,8 @@ func (f *fakeBackend) Members(context.Context) ([]admin.Member, error) {
 	}
 	return []admin.Member{
 		{ID: "id-1", Name: "node-1", Address: "10.0.0.1:7000", GossipAddr: "10.0.0.1:7946", Status: "alive", Self: true, KeysActive: 3, Uptime: 90 * time.Minute},
-		{ID: "id-2", Name: "node-2", Address: "10.0.0.2:7000", GossipAddr: "10.0.0.2:7946", Status: "suspect", KeysActive: -1},
+		{ID: "id-2", Name: "node-2", Address: "10.0.0.2:7000", GossipAddr: "10.0.0.2:7946", Status: "alive", KeysActive: 17, Uptime: 2 * time.Minute},
+		{ID: "id-3", Name: "node-3", Address: "10.0.0.3:7000", GossipAddr: "10.0.0.3:7946", Status: "dead", KeysActive: -1},
 	}, nil
 }
 
@@ -184,23 +186,26 @@ func TestCLIMembers(t *testing.T) {
 	env := map[string]string{envServer: startServer(t, &fakeBackend{}, "")}
 	r := runCLI(t, env, "members")
 	wantExit(t, r, 0)
-	wantContains(t, r.stdout, "SELF", "NAME", "node-1", "10.0.0.1:7946", "1h30m0s", "suspect")
+	wantContains(t, r.stdout, "SELF", "NAME", "KEYS", "UPTIME", "node-1", "10.0.0.1:7946", "1h30m0s", "dead")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[1], "*") || !strings.Contains(lines[2], "?") {
+	// Another member's gossiped count and uptime show; an unknown one "?" and "-".
+	if len(lines) != 4 || !strings.HasPrefix(lines[1], "*") ||
+		!regexp.MustCompile(`node-2 .* alive +17 +2m0s$`).MatchString(lines[2]) ||
+		!regexp.MustCompile(`node-3 .* dead +\? +-$`).MatchString(lines[3]) {
 		t.Fatalf("table:\n%s", r.stdout)
 	}
 
 	r = runCLI(t, env, "members", "-o", "json")
 	wantExit(t, r, 0)
 	var ms []admin.Member
-	if err := json.Unmarshal([]byte(r.stdout), &ms); err != nil || len(ms) != 2 || ms[0].Name != "node-1" {
+	if err := json.Unmarshal([]byte(r.stdout), &ms); err != nil || len(ms) != 3 || ms[0].Name != "node-1" {
 		t.Fatalf("json %v:\n%s", err, r.stdout)
 	}
 
 	r = runCLI(t, env, "-o", "yaml", "members")
 	wantExit(t, r, 0)
 	var ym []map[string]any
-	if err := yaml.Unmarshal([]byte(r.stdout), &ym); err != nil || len(ym) != 2 || ym[0]["gossip_addr"] != "10.0.0.1:7946" || ym[0]["keys_active"] != 3 {
+	if err := yaml.Unmarshal([]byte(r.stdout), &ym); err != nil || len(ym) != 3 || ym[0]["gossip_addr"] != "10.0.0.1:7946" || ym[0]["keys_active"] != 3 {
 		t.Fatalf("yaml %v:\n%s", err, r.stdout)
 	}
 }

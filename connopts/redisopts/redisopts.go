@@ -10,7 +10,10 @@
 package redisopts
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -66,6 +69,10 @@ type Options struct {
 	DB       int
 	// TLS, when not nil, connects with TLS (cloned for the client).
 	TLS *tls.Config
+	// OnError, when set, is called once for each failed call of the
+	// client (a command, or a pipeline's round trip; see Failed): the
+	// node's joinery_redis_errors_total.
+	OnError func()
 }
 
 // Options is c's connection with the TLS configuration tc (built from
@@ -93,4 +100,75 @@ func (o Options) GoRedis() *redis.Options {
 }
 
 // Client is a go-redis client for o; it connects on first use.
-func (o Options) Client() *redis.Client { return redis.NewClient(o.GoRedis()) }
+func (o Options) Client() *redis.Client {
+	c := redis.NewClient(o.GoRedis())
+	if o.OnError != nil {
+		c.AddHook(ErrorHook(o.OnError))
+	}
+	return c
+}
+
+// Failed reports whether err, the error of a Redis call, is a failure worth
+// counting: no answer (a refused or broken connection, a timeout) or an
+// error reply (LOADING, READONLY, OOM, NOAUTH, …). A nil reply
+// (redis.Nil), a call its caller cancelled or made on a client it closed,
+// and the replies the callers expect and handle — BUSYGROUP (the group
+// exists) and NOSCRIPT (a script's EVALSHA before its EVAL) — are not.
+func Failed(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, redis.Nil), errors.Is(err, context.Canceled), errors.Is(err, redis.ErrClosed):
+		return false
+	case redis.HasErrorPrefix(err, "BUSYGROUP"), redis.HasErrorPrefix(err, "NOSCRIPT"):
+		return false
+	}
+	return true
+}
+
+// clientSetInfo reports whether c is the CLIENT SETINFO go-redis sends
+// when it opens a connection: servers before Redis 7.2 refuse it, and
+// go-redis goes on without it.
+func clientSetInfo(c redis.Cmder) bool {
+	args := c.Args()
+	if c.Name() != "client" || len(args) < 2 {
+		return false
+	}
+	sub, _ := args[1].(string)
+	return strings.EqualFold(sub, "setinfo")
+}
+
+// ErrorHook is a go-redis hook (Client.AddHook, also on a ClusterClient)
+// that calls onError once for each command whose error is Failed, and once
+// for each pipeline round trip where a command's is (the CLIENT SETINFO of
+// a new connection excepted).
+func ErrorHook(onError func()) redis.Hook { return errorHook{onError} }
+
+type errorHook struct{ onError func() }
+
+func (errorHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h errorHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if Failed(err) {
+			h.onError()
+		}
+		return err
+	}
+}
+
+func (h errorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		failed := false
+		for _, c := range cmds {
+			failed = failed || (Failed(c.Err()) && !clientSetInfo(c))
+		}
+		if len(cmds) == 0 {
+			failed = Failed(err)
+		}
+		if failed {
+			h.onError()
+		}
+		return err
+	}
+}

@@ -220,7 +220,7 @@ function renderFleet(members, wm) {
         ? el('span', { class: 'chip ' + (s.reading ? 'on' : 'off'), title: s.reading ? 'holds the lease: reads it now' : 'waits for the lease holder to stop' }, s.source + (s.reading ? ' ✓ lease' : ' (waiting for lease)'))
         : el('span', { class: 'chip', title: 'read by every node it runs on' }, s.source))) : 'none') : '–'),
       el('td', {}, known ? (parts.length ? parts.map((p) => el('span', { class: 'chip' }, p.partition)) : 'none with watermarks') : '–'),
-      el('td', { class: 'num' }, known ? fmtDuration(m.uptime_ns) : '–'),
+      el('td', { class: 'num' }, m.uptime_ns > 0 ? fmtDuration(m.uptime_ns) : '–'),
       el('td', {}, el('code', {}, m.address)),
       el('td', {}, el('code', {}, m.gossip_addr)),
       el('td', { class: 'dim' }, el('code', {}, m.id)));

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -234,7 +235,7 @@ func (d *Decoder) DecodeEnvelope(ctx context.Context, value []byte, pos record.P
 	schema := e.schema
 	v, err := e.read(payload)
 	if err != nil {
-		return debezium.Envelope{}, &debezium.DecodeError{Reason: ReasonBadAvro, Msg: fmt.Sprintf("schema id %d: %v", id, err), Pos: pos}
+		return debezium.Envelope{}, &debezium.DecodeError{Reason: readReason(err), Msg: fmt.Sprintf("schema id %d: %v", id, err), Pos: pos}
 	}
 	if v == nil {
 		return debezium.Envelope{}, debezium.ErrTombstone
@@ -263,9 +264,49 @@ func (d *Decoder) DecodeValue(ctx context.Context, value []byte) (any, error) {
 	}
 	v, err := e.read(payload)
 	if err != nil {
-		return nil, &debezium.DecodeError{Reason: ReasonBadAvro, Msg: fmt.Sprintf("schema id %d: %v", id, err)}
+		return nil, &debezium.DecodeError{Reason: readReason(err), Msg: fmt.Sprintf("schema id %d: %v", id, err)}
 	}
 	return v, nil
+}
+
+// badUTF8Error is a string or a map key of an Avro payload that is not
+// UTF-8 (a lone surrogate's encoding included). Decoded, Go would turn its
+// bad bytes into U+FFFD when the row meets JSON, and two distinct keys
+// into one, as internal/utf8json explains for JSON input: refused as
+// bad-utf8 (debezium.ReasonBadUTF8), as the JSON decoders do.
+type badUTF8Error struct {
+	what string // "string" or "map key"
+	at   int    // the offset of the first bad byte in it
+}
+
+func (e *badUTF8Error) Error() string {
+	return fmt.Sprintf("%s is not valid UTF-8 (byte %d); decoded, it would hold U+FFFD", e.what, e.at)
+}
+
+// checkUTF8 returns a *badUTF8Error when s is not valid UTF-8.
+func checkUTF8(what, s string) error {
+	if utf8.ValidString(s) {
+		return nil
+	}
+	at := 0
+	for at < len(s) {
+		r, n := utf8.DecodeRuneInString(s[at:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		at += n
+	}
+	return &badUTF8Error{what: what, at: at}
+}
+
+// readReason is the reject reason of a payload read failed with err:
+// bad-utf8 for a string that is not UTF-8, else bad-avro.
+func readReason(err error) string {
+	var bu *badUTF8Error
+	if errors.As(err, &bu) {
+		return debezium.ReasonBadUTF8
+	}
+	return ReasonBadAvro
 }
 
 // read decodes payload with the writer schema into JSON-like values.
@@ -303,12 +344,17 @@ func normalize(schema avro.Schema, v any) (any, error) {
 				}
 			}
 		}
+		var bu *badUTF8Error
 		for _, t := range s.Types() {
 			if t.Type() == avro.Null {
 				continue
 			}
-			if x, err := normalize(t, v); err == nil {
+			x, err := normalize(t, v)
+			if err == nil {
 				return x, nil
+			}
+			if errors.As(err, &bu) {
+				return nil, err // the branch fits; its value is bad
 			}
 		}
 		return nil, fmt.Errorf("union value %T fits no branch", v)
@@ -347,6 +393,9 @@ func normalize(schema avro.Schema, v any) (any, error) {
 		}
 		out := make(map[string]any, len(m))
 		for k, x := range m {
+			if err := checkUTF8("map key", k); err != nil {
+				return nil, err
+			}
 			y, err := normalize(s.Values(), x)
 			if err != nil {
 				return nil, err
@@ -398,7 +447,12 @@ func float(f float64, bits int) any {
 // scalar maps a primitive (or logical) value.
 func scalar(schema avro.Schema, v any) (any, error) {
 	switch x := v.(type) {
-	case bool, string:
+	case string:
+		if err := checkUTF8("string", x); err != nil {
+			return nil, err
+		}
+		return x, nil
+	case bool:
 		return x, nil
 	case int:
 		return num(int64(x)), nil

@@ -17,7 +17,8 @@
 // before/after, ts_ms, source positions) are formats/debezium's
 // (debezium.DecodeMap), with the same reason codes; the Avro-specific
 // rejects are bad-header, unknown-schema, bad-schema and bad-avro, all
-// *debezium.DecodeError. A registry that cannot be reached is not bad
+// *debezium.DecodeError, and bad-utf8 for a string or map key that is not
+// UTF-8 (as the JSON decoders refuse it, internal/utf8json). A registry that cannot be reached is not bad
 // input: those calls fail with a *RegistryError, which callers retry.
 //
 // DecodeJSONSchema reads Confluent's JsonSchemaConverter framing (the

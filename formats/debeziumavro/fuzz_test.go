@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -27,7 +28,7 @@ func (m memRegistry) SchemaByID(_ context.Context, id int) (sr.Schema, error) {
 }
 
 func FuzzDecode(f *testing.F) {
-	reg := memRegistry{1: usersV1, 2: usersV2, 3: typesV1, 4: `{"type":"string"}`, 5: `not a schema`}
+	reg := memRegistry{1: usersV1, 2: usersV2, 3: typesV1, 4: `{"type":"string"}`, 5: `not a schema`, 6: textsV1}
 	schemas := map[int]avro.Schema{}
 	for id, text := range reg {
 		if s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{}); err == nil {
@@ -48,6 +49,12 @@ func FuzzDecode(f *testing.F) {
 	seed(2, map[string]any{"op": "r", "after": map[string]any{"id": 2, "firstname": "A", "score": -0.25}, "source": src("users", 7)})
 	seed(3, map[string]any{"op": "c", "source": src("types", 8), "after": map[string]any{
 		"id": 1, "ok": true, "f": "NaN", "raw": "AQI=", "day": -3, "at": 17, "price": "-0.05", "tags": []any{"x"}, "color": "RED"}})
+	texts := func(id, name, key string) map[string]any {
+		return map[string]any{"id": id, "name": name, "tags": []any{name}, "attrs": map[string]any{key: name}}
+	}
+	seed(6, map[string]any{"op": "c", "source": src("texts", 9), "after": texts("1", "Égor 🙂", "k")})
+	seed(6, map[string]any{"op": "c", "source": src("texts", 10), "after": texts("1", "k\xff", "k")})
+	seed(6, map[string]any{"op": "c", "source": src("texts", 11), "after": texts("2", "n", "\xed\xa0\x80")})
 	if b, err := debeziumavro.Encode(schemas[4], 4, "not a record"); err == nil {
 		f.Add(b)
 	} else {
@@ -75,6 +82,13 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
+		// No text that is not UTF-8 gets through (it is bad-utf8).
+		if err := validText(map[string]any(c.Before)); err != nil {
+			t.Fatalf("before: %v", err)
+		}
+		if err := validText(map[string]any(c.After)); err != nil {
+			t.Fatalf("after: %v", err)
+		}
 		// What decodes encodes back (with the same schema) to the same change.
 		id := int(b[1])<<24 | int(b[2])<<16 | int(b[3])<<8 | int(b[4])
 		env := map[string]any{"op": c.Op.String(), "before": map[string]any(c.Before), "after": map[string]any(c.After),
@@ -97,6 +111,33 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip differs:\n %#v\n %#v", c, c2)
 		}
 	})
+}
+
+// validText returns an error for the first string or map key in v that is
+// not UTF-8.
+func validText(v any) error {
+	switch x := v.(type) {
+	case string:
+		if !utf8.ValidString(x) {
+			return fmt.Errorf("%q is not UTF-8", x)
+		}
+	case map[string]any:
+		for k, y := range x {
+			if err := validText(k); err != nil {
+				return err
+			}
+			if err := validText(y); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, y := range x {
+			if err := validText(y); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // BenchmarkDecodeEnvelope: one users change, Avro with a cached schema

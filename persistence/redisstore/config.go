@@ -35,6 +35,9 @@ type Config struct {
 	// TLS, when not nil, makes the connection use TLS with this
 	// configuration.
 	TLS *tls.Config
+	// OnRedisError, when set, is called for each failed Redis call
+	// (redisopts.Failed): the node's joinery_redis_errors_total. Optional.
+	OnRedisError func()
 	// KeyPrefix starts every key the store writes; DefaultKeyPrefix when
 	// empty. It must not contain "{" or "}", which would break the hash
 	// tags that place the keys in cluster slots (see the package doc).

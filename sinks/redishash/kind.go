@@ -33,6 +33,6 @@ var Kind = connectors.SinkKind{
 			return nil, err
 		}
 		o := e.Redis.Options(tc)
-		return New(ctx, Config{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, Key: e.Key, TLS: o.TLS})
+		return New(ctx, Config{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, Key: e.Key, TLS: o.TLS, OnRedisError: env.OnRedisError})
 	},
 }

@@ -48,6 +48,9 @@ type Config struct {
 	SeqsKey string
 	// TLS, when not nil, connects with TLS using this configuration.
 	TLS *tls.Config
+	// OnRedisError, when set, is called for each failed Redis call
+	// (redisopts.Failed): the node's joinery_redis_errors_total. Optional.
+	OnRedisError func()
 }
 
 // Validate reports every problem with c at once, naming each field.
@@ -95,7 +98,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	if cfg.SeqsKey == "" {
 		cfg.SeqsKey = cfg.Key + SeqsSuffix
 	}
-	client := redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: cfg.TLS}.Client()
+	client := redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: cfg.TLS, OnError: cfg.OnRedisError}.Client()
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("redishash: ping %s: %w", cfg.Addr, err)

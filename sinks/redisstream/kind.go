@@ -34,7 +34,7 @@ func (e *Entry) Config(env connectors.Env) (Config, error) {
 		return Config{}, err
 	}
 	o := e.Redis.Options(tc)
-	return Config{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLS: o.TLS, Stream: e.Stream, Shards: e.Shards}, nil
+	return Config{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLS: o.TLS, Stream: e.Stream, Shards: e.Shards, OnRedisError: env.OnRedisError}, nil
 }
 
 // Kind is the redis-stream sink's registry entry (connectors/all).

@@ -49,6 +49,9 @@ type Config struct {
 	MaxLen int64
 	// TLS, when not nil, connects with TLS using this configuration.
 	TLS *tls.Config
+	// OnRedisError, when set, is called for each failed Redis call
+	// (redisopts.Failed): the node's joinery_redis_errors_total. Optional.
+	OnRedisError func()
 	// Shards, when positive, writes the shard streams Stream.0 …
 	// Stream.<Shards-1> instead of Stream: each output goes to shard
 	// ShardOf(its primary key, Shards) — FNV-1a 32 of record.Output.PK
@@ -100,7 +103,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	client := redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: cfg.TLS}.Client()
+	client := redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: cfg.TLS, OnError: cfg.OnRedisError}.Client()
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("redisstream: ping %s: %w", cfg.Addr, err)

@@ -324,6 +324,12 @@ func (s *Source) rewind(ctx context.Context, offsets map[string]map[int32]kgo.Of
 
 // startOffsets asks the partitions' leaders for their earliest offsets.
 func (s *Source) startOffsets(ctx context.Context, parts []int32) (map[int32]int64, error) {
+	return s.listOffsets(ctx, parts, -2)
+}
+
+// listOffsets asks the partitions' leaders for their earliest (ts -2) or
+// end (ts -1: the high watermark) offsets.
+func (s *Source) listOffsets(ctx context.Context, parts []int32, ts int64) (map[int32]int64, error) {
 	select { // the group joins while New still pings the brokers
 	case <-s.ready:
 	case <-ctx.Done():
@@ -335,26 +341,26 @@ func (s *Source) startOffsets(ctx context.Context, parts []int32) (map[int32]int
 	t.Topic = s.cfg.Topic
 	for _, p := range parts {
 		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -2, -1 // -2: earliest
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, ts, -1
 		t.Partitions = append(t.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, t)
 	resp, err := req.RequestWith(ctx, s.client)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: source %s: list start offsets: %w", s.cfg.Name, err)
+		return nil, fmt.Errorf("kafka: source %s: list offsets: %w", s.cfg.Name, err)
 	}
 	out := map[int32]int64{}
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				return nil, fmt.Errorf("kafka: source %s: start offset of partition %d: %w", s.cfg.Name, rp.Partition, err)
+				return nil, fmt.Errorf("kafka: source %s: offset of partition %d: %w", s.cfg.Name, rp.Partition, err)
 			}
 			out[rp.Partition] = rp.Offset
 		}
 	}
 	for _, p := range parts {
 		if _, ok := out[p]; !ok {
-			return nil, fmt.Errorf("kafka: source %s: no start offset for partition %d", s.cfg.Name, p)
+			return nil, fmt.Errorf("kafka: source %s: no offset for partition %d", s.cfg.Name, p)
 		}
 	}
 	return out, nil

@@ -62,7 +62,7 @@ var Kind = connectors.SourceKind{
 		o := e.Redis.Options(tc)
 		rc := Config{Name: env.Name, Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLS: o.TLS,
 			Stream: e.Stream, Group: e.Group, Consumer: consumer, Lease: e.Lease, OnPartitions: env.OnLease, Applied: env.Applied, Lineage: env.Lineage,
-			TrimAcked: e.TrimAcked}
+			TrimAcked: e.TrimAcked, OnRedisError: env.OnRedisError}
 		if e.Repartition != "" {
 			rc.RepartitionTo = streamshard.RepartitionStream(e.Stream, e.Group)
 		}

@@ -77,6 +77,9 @@ type Config struct {
 	ClaimMinIdle time.Duration
 	// TLS, when not nil, connects with TLS using this configuration.
 	TLS *tls.Config
+	// OnRedisError, when set, is called for each failed Redis call
+	// (redisopts.Failed): the node's joinery_redis_errors_total. Optional.
+	OnRedisError func()
 	// Lease is how long this source's lease on the stream lasts unless
 	// renewed (every Lease/3): one source of the group reads at a time,
 	// the others wait and take over when the holder closes or its lease
@@ -253,7 +256,7 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 }
 
 func newClient(cfg Config) *redis.Client {
-	return redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: cfg.TLS}.Client()
+	return redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: cfg.TLS, OnError: cfg.OnRedisError}.Client()
 }
 
 // newOn is New on an existing client, which the source does not close.
