@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/joinery/joinery/internal/stateparts"
 	"github.com/joinery/joinery/record"
 )
 
@@ -59,6 +60,31 @@ var ErrClosed = errors.New("persistence: closed")
 // out of the index whatever its timer fields say. Like Epoch, Load leaves
 // both zero: the timers themselves live in State, and the index only says
 // when to wake the key (see Store.DueTimers).
+//
+// # Parts and deltas (incremental writes)
+//
+// A key's state may be stored in parts: State is then its base and Parts
+// its named pieces besides (a changelog join's rows, outbox entries; what
+// they mean is the writer's business). A snapshot without Delta replaces
+// the key's whole state: base State, exactly the Parts given (those with a
+// Value). One with Delta changes it: State replaces the base, each part
+// with a Value sets that part, each without one deletes it, and parts it
+// does not name stay as they are; Offsets and the timer fields replace the
+// stored ones as in any snapshot. A delta onto a key without a snapshot
+// applies onto an empty one. A snapshot with empty State still deletes the
+// key, parts and all, Delta or not. Parts of one snapshot are applied in
+// order (the later of two with one name wins); names must not be empty.
+//
+// Load returns a key stored with parts packed into State
+// (stateparts.Pack: the base and the parts in name order) and a key
+// without any as its base alone, so a reader that writes only whole
+// states reads them back unchanged. keycore decodes both forms. A delta
+// is written like a whole state — fenced, generation-checked, atomic per
+// key with its offsets and timer — so a delta then a Load gives what the
+// equivalent whole snapshot would (storetest: Delta*). Deltas apply in
+// order: a writer sends one only on top of the writes before it, and after
+// a failed write reloads rather than sending more (actors' Writer merges
+// a key's deltas of one batch with MergeSnapshots).
 type Snapshot struct {
 	Job       string
 	Key       record.Key
@@ -67,6 +93,57 @@ type Snapshot struct {
 	Epoch     int64            // the writer's owner epoch from Acquire; 0 = unfenced
 	HasTimer  bool             // the key has a pending event-time timer, due at NextTimer
 	NextTimer int64            // ms; the earliest pending timer, meaningful only with HasTimer
+	Parts     []Part           // the state's named parts besides State (see above); Load leaves it nil
+	Delta     bool             // State and Parts change the stored state instead of replacing it
+}
+
+// Part is one named part of a key's state (Snapshot.Parts); in a delta an
+// empty Value deletes the part.
+type Part = stateparts.Part
+
+// MergeSnapshots returns the one snapshot that writing a then b (two
+// snapshots of one key) amounts to: b's base, offsets, epoch and timer,
+// with b's parts over a's when b is a delta. A writer that coalesces a
+// key's snapshots of one batch keeps every delta's changes this way. The
+// result shares a's and b's values.
+func MergeSnapshots(a, b Snapshot) Snapshot {
+	if !b.Delta || len(b.State) == 0 {
+		return b
+	}
+	out := b
+	if len(a.State) == 0 {
+		// A delete then a delta: the delta applies onto nothing.
+		out.Delta = false
+		out.Parts = stateparts.Merge(nil, b.Parts)
+	} else {
+		out.Delta = a.Delta
+		out.Parts = stateparts.Merge(a.Parts, b.Parts)
+	}
+	if !out.Delta {
+		// A whole state then a delta: a whole state without the deleted parts.
+		kept := out.Parts[:0]
+		for _, p := range out.Parts {
+			if len(p.Value) > 0 {
+				kept = append(kept, p)
+			}
+		}
+		out.Parts = kept
+	}
+	return out
+}
+
+// ValidParts returns an error naming the first snapshot of batch with an
+// empty part name, or nil. Store implementations call it at the start of
+// Save.
+func ValidParts(batch []Snapshot) error {
+	for _, sn := range batch {
+		for _, p := range sn.Parts {
+			if p.Name == "" {
+				return fmt.Errorf("persistence: key %q of job %q has a part without a name", sn.Key, sn.Job)
+			}
+		}
+	}
+	return nil
 }
 
 // MinTimer and MaxTimer bound Snapshot.NextTimer: ±2^53 ms, about ±285,000
@@ -111,12 +188,13 @@ type TimerDue struct {
 // retained after the call returns; those returned belong to the caller.
 type Store interface {
 	// Load returns the snapshot of key in job, or ErrNotFound. The returned
-	// snapshot's Job and Key are the arguments; its State is non-empty and its
-	// Offsets may be empty. Job names and keys may be any strings, including
+	// snapshot's Job and Key are the arguments; its State is non-empty (packed
+	// with its parts when it has any: see Snapshot) and its Offsets may be
+	// empty. Job names and keys may be any strings, including
 	// empty ones and ones with separators or braces in them.
 	Load(ctx context.Context, job string, key record.Key) (Snapshot, error)
 	// Save writes a batch of snapshots, each replacing the previous snapshot of
-	// its key. Implementations send the batch in one round trip (pipelined) where
+	// its key, or changing it (Snapshot.Delta). Implementations send the batch in one round trip (pipelined) where
 	// they can. A snapshot with empty State deletes the key. When Save returns
 	// nil every snapshot of the batch is durable to the store's standard.
 	//
