@@ -175,6 +175,18 @@ func CheckTimers(batch []Snapshot) error {
 	return nil
 }
 
+// BatchLoader is an optional extension of Store (check it by type
+// assertion): LoadMany reads many keys' snapshots of one job in one round
+// trip where Load takes one each (redisstore: one call per slot group, all
+// pipelined). The result has one snapshot per key, in keys' order, each
+// as Load would return it, except that a key without a snapshot has an
+// empty State (and nil Offsets) instead of ErrNotFound. An error (a
+// connection failure, a *StaleStoreError of a shard gone back in time)
+// fails the whole call.
+type BatchLoader interface {
+	LoadMany(ctx context.Context, job string, keys []record.Key) ([]Snapshot, error)
+}
+
 // TimerDue is one entry of a job's timer index: Key's earliest pending
 // event-time timer is At (ms).
 type TimerDue struct {
