@@ -191,7 +191,7 @@ func (c *Core) Init() { c.loaded, c.fresh = true, true }
 // a Write. On error the core stays not loaded.
 func (c *Core) Restore(offsets map[string]int64, state []byte) error {
 	var st keyState
-	var rows bool
+	var rows int
 	var err error
 	packed := stateparts.IsPacked(state)
 	if packed {
@@ -209,13 +209,22 @@ func (c *Core) Restore(offsets map[string]int64, state []byte) error {
 	}
 	c.m.restoreTimers(st.Timers, st.Wm)
 	c.outbox, c.src, c.seq = st.Outbox, st.Src, st.Seq
-	c.pt = partsState{stored: packed, all: rows && !c.rowParts(), size: len(state), whole: len(state)}
+	c.pt = partsState{stored: packed, all: rows > 0 && !c.rowParts()}
+	rest := len(state)
 	for i := range c.outbox {
 		if !packed {
 			c.outbox[i].id = uint64(i)
 		}
 		c.pt.next = max(c.pt.next, c.outbox[i].id+1)
+		c.pt.outboxBytes += 18 + len(c.outbox[i].enc)
 	}
+	for id, pos := range c.src {
+		c.pt.srcBytes += 2 + len(id) + len(pos)
+	}
+	// What the outbox and positions leave of the state is about the rows
+	// (and a small base).
+	rest = max(0, rest-c.pt.outboxBytes-c.pt.srcBytes)
+	c.pt.rowBytes, c.pt.rowAvg = rest, rest/max(1, rows)
 	c.pt.written = c.pt.next
 	c.offsets = maps.Clone(offsets)
 	if c.offsets == nil {
@@ -440,7 +449,8 @@ func (c *Core) duplicate(e record.Event, pos string) bool {
 		return false
 	}
 	id := spec.sideName(e.Side) + "/" + string(pk)
-	if last, ok := c.src[id]; ok && pos <= last {
+	last, ok := c.src[id]
+	if ok && pos <= last {
 		return true
 	}
 	if c.src == nil {
@@ -449,6 +459,10 @@ func (c *Core) duplicate(e record.Event, pos string) bool {
 	c.src[id] = pos
 	if c.cfg.Parts {
 		c.pt.src = append(c.pt.src, id)
+		c.pt.srcBytes += len(pos) - len(last)
+		if !ok {
+			c.pt.srcBytes += 2 + len(id)
+		}
 	}
 	return false
 }
@@ -464,6 +478,7 @@ func (c *Core) prune(committed map[string]int64) bool {
 		if n, ok := committed[e.Part]; ok && e.Offset <= n {
 			if c.cfg.Parts && e.id < c.pt.written {
 				c.pt.dropped = append(c.pt.dropped, e.id)
+				c.pt.outboxBytes -= 18 + len(e.enc)
 			}
 			continue
 		}

@@ -40,13 +40,15 @@ import (
 // applied: the driver writes them in order and, after a failed one, Resets
 // the core (as it must anyway). The first Write after Init, after a Restore
 // of a state not stored in parts, and after a Write that deleted the key is
-// whole; so is one once the deltas since the last whole Write add up to
-// more than it (which bounds Write.Size's over-estimate, below, and costs
-// at most one whole write per state's worth of deltas).
+// whole; every other is a delta, however many came before.
 //
-// A store keeps each part's latest value (redisstore: a hash per key), so
-// reads stay bounded by the live state with no log to fold; Load packs base
-// and parts (stateparts), and decodeState reads either form.
+// No delta needs folding: a store keeps each part's latest value
+// (redisstore: a hash per key; embedded: a map per key, its log compacted
+// as before), so a key's reads stay bounded by its live state, whatever
+// its history. Load packs base and parts (stateparts), and decodeState
+// reads either form. Write.Size is then an estimate kept without
+// re-encoding: the outbox and positions exactly, the rows as their number
+// times their average size at the last whole Write or Restore.
 const (
 	partLeft   = "l"
 	partRight  = "r:"
@@ -63,11 +65,13 @@ type partsState struct {
 	dropped []uint64            // outbox ids written before and pruned since the last Write
 	written uint64              // outbox entries with an id at or above it are not written yet
 	next    uint64              // the next outbox id
-	// size is Write.Size: the state's bytes at the last whole Write (or
-	// Restore) plus what the deltas since set (an over-estimate: a part
-	// set again counts twice until the next whole Write).
-	size, whole int
+	// Write.Size's parts: the base's bytes; the rows' (their number
+	// times rowAvg); the written outbox entries' and positions' (exact).
+	base, rowBytes, rowAvg, outboxBytes, srcBytes int
 }
+
+// size is Write.Size.
+func (p *partsState) size() int { return p.base + p.rowBytes + p.outboxBytes + p.srcBytes }
 
 func (p *partsState) mark(name string) {
 	if p.rows == nil {
@@ -145,12 +149,17 @@ func (c *Core) writeParts(w *Write) error {
 		return err
 	}
 	p := &c.pt
-	whole := !p.stored || p.all || p.size-p.whole > p.whole
+	whole := !p.stored || p.all
 	var parts []stateparts.Part
 	add := func(name string, v []byte) { parts = append(parts, stateparts.Part{Name: name, Value: v}) }
 	if c.rowParts() {
 		if whole {
 			err = c.allRows(add)
+			n := 0
+			for _, pt := range parts {
+				n += len(pt.Name) + len(pt.Value)
+			}
+			p.rowBytes, p.rowAvg = n, n/max(1, len(parts))
 		} else {
 			err = c.changedRows(add)
 		}
@@ -158,7 +167,9 @@ func (c *Core) writeParts(w *Write) error {
 			return err
 		}
 	}
-	if !whole {
+	if whole {
+		p.outboxBytes, p.srcBytes = 0, 0
+	} else {
 		for _, id := range p.dropped {
 			add(outboxName(id), nil)
 		}
@@ -173,26 +184,20 @@ func (c *Core) writeParts(w *Write) error {
 			return err
 		}
 		add(outboxName(e.id), b)
+		p.outboxBytes += 18 + len(b)
 	}
 	if whole {
 		for id, pos := range c.src {
 			add(partSrc+id, []byte(pos))
+			p.srcBytes += 2 + len(id) + len(pos)
 		}
 	} else {
 		for _, id := range p.src {
 			add(partSrc+id, []byte(c.src[id]))
 		}
 	}
-	n := len(base)
-	for _, pt := range parts {
-		n += len(pt.Name) + len(pt.Value)
-	}
-	if whole {
-		p.size, p.whole = n, n
-	} else {
-		p.size += n
-	}
-	w.State, w.Parts, w.Delta, w.Size = base, parts, !whole, p.size
+	p.base = len(base)
+	w.State, w.Parts, w.Delta, w.Size = base, parts, !whole, p.size()
 	p.stored, p.all = true, false
 	clear(p.rows)
 	p.src, p.dropped, p.written = p.src[:0], p.dropped[:0], p.next
@@ -229,6 +234,17 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 	if len(c.pt.rows) == 0 {
 		return nil
 	}
+	defer func() {
+		// The rows' size: their number times the average row's.
+		if c.pt.rowAvg == 0 {
+			c.pt.rowAvg = 64
+		}
+		n := len(c.m.cdc.Rights())
+		if c.m.cdc.Left() != nil {
+			n++
+		}
+		c.pt.rowBytes = n * c.pt.rowAvg
+	}()
 	var rights []record.Row
 	pk := c.cfg.Machine.CDC.Right.PK
 	names := make([]string, 0, len(c.pt.rows))
@@ -269,27 +285,27 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 // with the parts folded in, and whether the join's rows were parts. Outbox
 // entries keep their ids and JSON (their outputs are decoded when
 // re-sent).
-func decodeParts(b []byte) (keyState, bool, error) {
+func decodeParts(b []byte) (keyState, int, error) {
 	base, parts, err := stateparts.Unpack(b)
 	if err != nil {
-		return keyState{}, false, fmt.Errorf("%w: %v", errBadState, err)
+		return keyState{}, 0, fmt.Errorf("%w: %v", errBadState, err)
 	}
 	if stateparts.IsPacked(base) {
-		return keyState{}, false, fmt.Errorf("%w: a packed base", errBadState)
+		return keyState{}, 0, fmt.Errorf("%w: a packed base", errBadState)
 	}
 	s, err := decodeState(base)
 	if err != nil {
-		return keyState{}, false, err
+		return keyState{}, 0, err
 	}
 	var left []byte
 	var rights []stateparts.Part
-	rows := false
+	rows := 0
 	for _, p := range parts {
 		switch {
 		case p.Name == partLeft:
-			left, rows = p.Value, true
+			left, rows = p.Value, rows+1
 		case strings.HasPrefix(p.Name, partRight):
-			rights, rows = append(rights, stateparts.Part{Name: p.Name[len(partRight):], Value: p.Value}), true
+			rights, rows = append(rights, stateparts.Part{Name: p.Name[len(partRight):], Value: p.Value}), rows+1
 		case strings.HasPrefix(p.Name, partOutbox):
 			id, err := strconv.ParseUint(p.Name[len(partOutbox):], 16, 64)
 			var e struct {
@@ -300,7 +316,7 @@ func decodeParts(b []byte) (keyState, bool, error) {
 				err = json.Unmarshal(p.Value, &e)
 			}
 			if err != nil {
-				return keyState{}, false, fmt.Errorf("%w: outbox part %q: %v", errBadState, p.Name, err)
+				return keyState{}, 0, fmt.Errorf("%w: outbox part %q: %v", errBadState, p.Name, err)
 			}
 			s.Outbox = append(s.Outbox, outboxEntry{Part: e.P, Offset: e.N, id: id, enc: []byte(string(p.Value))})
 		case strings.HasPrefix(p.Name, partSrc):
@@ -309,12 +325,12 @@ func decodeParts(b []byte) (keyState, bool, error) {
 			}
 			s.Src[p.Name[len(partSrc):]] = string(p.Value)
 		default:
-			return keyState{}, false, fmt.Errorf("%w: unknown part %q", errBadState, p.Name)
+			return keyState{}, 0, fmt.Errorf("%w: unknown part %q", errBadState, p.Name)
 		}
 	}
-	if rows {
+	if rows > 0 {
 		if len(s.Join) > 0 {
-			return keyState{}, false, fmt.Errorf("%w: join rows both whole and in parts", errBadState)
+			return keyState{}, 0, fmt.Errorf("%w: join rows both whole and in parts", errBadState)
 		}
 		s.Join = cdcSnapshot(left, rights)
 	}

@@ -73,6 +73,11 @@ func TestCorePartsEqualWhole(t *testing.T) {
 				if !bytes.Equal(got, want) {
 					t.Fatalf("step %d: restored from the parts:\n%s\nwant:\n%s", step, got, want)
 				}
+				// Write.Size estimates the whole state's size without
+				// encoding it (for the memory budget).
+				if size := r.Write.Size; size < len(want)/2 || size > 2*len(want)+64 {
+					t.Fatalf("step %d: Write.Size %d, the whole state takes %d bytes", step, size, len(want))
+				}
 				if step%50 == 49 {
 					c = again // a reactivation: deltas go on from the loaded state
 				}
