@@ -49,6 +49,10 @@ type Deps struct {
 	// carries what changed, persistence.Snapshot.Parts and Delta). For a
 	// store that does not apply parts, and for comparisons.
 	WholeWrites bool
+
+	// loads shares activations' loads' round trips (loader.go); NewKind
+	// makes it. Nil: each activation loads alone.
+	loads *loader
 }
 
 // Passivation causes, for EventsWithCause.
@@ -83,9 +87,18 @@ func NewKind(d *Deps) *cluster.Kind {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	cfg := &keycore.Config{Machine: keycore.MachineSpec{CDC: d.Spec, Multi: d.Multi, NewTimed: d.NewTimed}}
+	cfg := coreConfig(d)
+	if d.loads == nil {
+		d.loads = newLoader(d.Store)
+	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d, cfg: cfg} }, actor.WithDispatcher(keyDispatcher()))
 	return cluster.NewKind(KindName(d.Job), props)
+}
+
+// coreConfig is the key core configuration of d's key actors.
+func coreConfig(d *Deps) *keycore.Config {
+	return &keycore.Config{Machine: keycore.MachineSpec{CDC: d.Spec, Multi: d.Multi, NewTimed: d.NewTimed},
+		Coalesce: d.GroupCommit, Parts: !d.WholeWrites}
 }
 
 // writeDone tells a key actor that one of its snapshots is durable (or not).
@@ -129,7 +142,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *cluster.ClusterInit:
 		if a.cfg == nil {
-			a.cfg = &keycore.Config{Machine: keycore.MachineSpec{CDC: a.deps.Spec, Multi: a.deps.Multi, NewTimed: a.deps.NewTimed}, Coalesce: a.deps.GroupCommit, Parts: !a.deps.WholeWrites}
+			a.cfg = coreConfig(a.deps)
 		}
 		a.core = keycore.New(a.cfg, record.Key(m.Identity.Identity))
 		a.node = ctx.ActorSystem().Address()
@@ -282,7 +295,13 @@ func (a *keyActor) load() error {
 		}
 		c.SetEpoch(epoch)
 	}
-	snap, err := a.deps.Store.Load(ctx, a.deps.Job, c.Key())
+	var snap persistence.Snapshot
+	var err error
+	if a.deps.loads != nil {
+		snap, err = a.deps.loads.Load(ctx, a.deps.Job, c.Key())
+	} else {
+		snap, err = a.deps.Store.Load(ctx, a.deps.Job, c.Key())
+	}
 	switch {
 	case errors.Is(err, persistence.ErrNotFound):
 		c.Init()

@@ -187,6 +187,27 @@ type BatchLoader interface {
 	LoadMany(ctx context.Context, job string, keys []record.Key) ([]Snapshot, error)
 }
 
+// LoadMany reads keys' snapshots with s's LoadMany when it is a
+// BatchLoader, else with one Load per key; the result is as
+// BatchLoader.LoadMany's.
+func LoadMany(ctx context.Context, s Store, job string, keys []record.Key) ([]Snapshot, error) {
+	if bl, ok := s.(BatchLoader); ok {
+		return bl.LoadMany(ctx, job, keys)
+	}
+	out := make([]Snapshot, len(keys))
+	for i, k := range keys {
+		sn, err := s.Load(ctx, job, k)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			sn = Snapshot{Job: job, Key: k}
+		case err != nil:
+			return nil, err
+		}
+		out[i] = sn
+	}
+	return out, nil
+}
+
 // TimerDue is one entry of a job's timer index: Key's earliest pending
 // event-time timer is At (ms).
 type TimerDue struct {

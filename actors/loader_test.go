@@ -1,0 +1,126 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
+)
+
+// batchStore is an embedded store whose LoadMany records each call's keys
+// and, while gate is not nil, waits for it to close.
+type batchStore struct {
+	persistence.Store
+	mu    sync.Mutex
+	calls [][]record.Key
+	gate  chan struct{} // nil: answer at once
+}
+
+func (s *batchStore) LoadMany(ctx context.Context, job string, keys []record.Key) ([]persistence.Snapshot, error) {
+	s.mu.Lock()
+	s.calls = append(s.calls, keys)
+	gate := s.gate
+	s.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return persistence.LoadMany(ctx, s.Store, job, keys)
+}
+
+func (s *batchStore) callSizes() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int
+	for _, c := range s.calls {
+		out = append(out, len(c))
+	}
+	return out
+}
+
+// TestLoaderTrickle: loads one at a time each go out at once, alone.
+func TestLoaderTrickle(t *testing.T) {
+	ctx := context.Background()
+	st := &batchStore{Store: newEmbedded(t)}
+	if err := st.Save(ctx, []persistence.Snapshot{{Job: "j", Key: "k1", State: []byte("s1")}}); err != nil {
+		t.Fatal(err)
+	}
+	l := newLoader(st)
+	for range 3 {
+		sn, err := l.Load(ctx, "j", "k1")
+		if err != nil || string(sn.State) != "s1" || sn.Key != "k1" {
+			t.Fatalf("Load = %+v, %v", sn, err)
+		}
+		if _, err := l.Load(ctx, "j", "none"); !errors.Is(err, persistence.ErrNotFound) {
+			t.Fatalf("Load of a missing key = %v, want ErrNotFound", err)
+		}
+	}
+	if got := st.callSizes(); len(got) != 6 || got[0] != 1 || got[5] != 1 {
+		t.Fatalf("LoadMany calls of sizes %v, want six of one key", got)
+	}
+}
+
+// TestLoaderBurst: loads that arrive while the round trips in flight are
+// busy share the next one, and each gets its own key's snapshot.
+func TestLoaderBurst(t *testing.T) {
+	ctx := context.Background()
+	st := &batchStore{Store: newEmbedded(t), gate: make(chan struct{})}
+	const n = 100
+	var batch []persistence.Snapshot
+	for i := range n {
+		batch = append(batch, persistence.Snapshot{Job: "j", Key: record.Key(fmt.Sprint(i)), State: []byte(fmt.Sprint("s", i))})
+	}
+	if err := st.Save(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	l := newLoader(st)
+	var wg sync.WaitGroup
+	errs := make(chan error, n+2)
+	load := func(i int) {
+		defer wg.Done()
+		sn, err := l.Load(ctx, "j", record.Key(fmt.Sprint(i)))
+		if err == nil && string(sn.State) != fmt.Sprint("s", i) {
+			err = fmt.Errorf("key %d loaded %q", i, sn.State)
+		}
+		if err != nil {
+			errs <- err
+		}
+	}
+	// Two loads take the two flights, and wait at the gate.
+	for i := range 2 {
+		wg.Add(1)
+		go load(i)
+		for len(st.callSizes()) < i+1 {
+			runtimeGosched()
+		}
+	}
+	wg.Add(n - 2)
+	for i := 2; i < n; i++ {
+		go load(i)
+	}
+	for {
+		l.mu.Lock()
+		queued := len(l.queue)
+		l.mu.Unlock()
+		if queued == n-2 {
+			break
+		}
+		runtimeGosched()
+	}
+	close(st.gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	got := st.callSizes()
+	if len(got) > 4 || got[0] != 1 || got[1] != 1 {
+		t.Fatalf("LoadMany calls of sizes %v: want the first two alone and the other %d loads in one or two", got, n-2)
+	}
+}
+
+func runtimeGosched() { runtime.Gosched() }
