@@ -73,6 +73,21 @@ func TestCorePartsEqualWhole(t *testing.T) {
 				if !bytes.Equal(got, want) {
 					t.Fatalf("step %d: restored from the parts:\n%s\nwant:\n%s", step, got, want)
 				}
+				// Offline tools (admin's inspect) read the packed state
+				// as the whole one.
+				pi, err := DecodeStateInfo(st.loaded())
+				if err != nil {
+					t.Fatal(err)
+				}
+				wi, err := DecodeStateInfo(want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pj, wj := joins.NewCDC(spec), joins.NewCDC(spec)
+				if pi.Outbox != wi.Outbox || (len(wi.Join) > 0) != (len(pi.Join) > 0) ||
+					(len(wi.Join) > 0 && (pj.Restore(pi.Join) != nil || wj.Restore(wi.Join) != nil || !bytes.Equal(pj.Snapshot(), wj.Snapshot()))) {
+					t.Fatalf("step %d: DecodeStateInfo of the packed state %+v, of the whole %+v", step, pi, wi)
+				}
 				// Write.Size estimates the whole state's size without
 				// encoding it (for the memory budget).
 				if size := r.Write.Size; size < len(want)/2 || size > 2*len(want)+64 {
