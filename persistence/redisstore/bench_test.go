@@ -26,17 +26,21 @@ func BenchmarkStoreSave(b *testing.B) {
 	for _, target := range []string{"single", "cluster3"} {
 		b.Run(target, func(b *testing.B) {
 			// Opened once per target; the sub-benchmarks run several times.
-			var s *Store
-			if target == "single" {
-				s = newStore(b, testutil.StartRedis(b).Addr)
-			} else {
-				s = newClusterStore(b, testutil.StartRedisCluster(b, 3), "bench")
-			}
+			s := benchTarget(b, target)
 			for _, writers := range []int{1, 4} {
 				b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) { benchSave(b, s, writers) })
 			}
 		})
 	}
+}
+
+// benchTarget opens a store on target: "single" (one local
+// redis-server) or "cluster3" (a local three-master cluster).
+func benchTarget(b *testing.B, target string) *Store {
+	if target == "single" {
+		return newStore(b, testutil.StartRedis(b).Addr)
+	}
+	return newClusterStore(b, testutil.StartRedisCluster(b, 3), "bench")
 }
 
 func benchSave(b *testing.B, s *Store, writers int) {
@@ -157,12 +161,7 @@ func benchUpdate(b *testing.B, s *Store, domains int, delta bool) {
 func BenchmarkStoreLoad(b *testing.B) {
 	for _, target := range []string{"single", "cluster3"} {
 		b.Run(target, func(b *testing.B) {
-			var s *Store
-			if target == "single" {
-				s = newStore(b, testutil.StartRedis(b).Addr)
-			} else {
-				s = newClusterStore(b, testutil.StartRedisCluster(b, 3), "bench")
-			}
+			s := benchTarget(b, target)
 			const n = 256
 			ctx := context.Background()
 			keys := make([]record.Key, n)
