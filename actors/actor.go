@@ -286,6 +286,21 @@ func (a *keyActor) load() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if c.Epoch() == 0 && a.deps.loads != nil {
+		// Become the owner, then read, in one round trip shared with the
+		// activations that run at once (loader.go).
+		epoch, snap, err := a.deps.loads.Activate(ctx, a.deps.Job, c.Key())
+		switch {
+		case errors.Is(err, persistence.ErrNotFound):
+			c.SetEpoch(epoch)
+			c.Init()
+			return nil
+		case err != nil:
+			return err
+		}
+		c.SetEpoch(epoch)
+		return c.Restore(snap.Offsets, snap.State)
+	}
 	if c.Epoch() == 0 {
 		// Become the owner before reading: a stale activation's later write
 		// is then refused, so what this one loads stays what it will extend.

@@ -24,7 +24,9 @@ const (
 // all busy queues, and goes with the next. So at a trickle a load costs
 // one round trip and never waits for a timer, and under a burst of
 // activations the loads of one round trip's time share the next one (on a
-// Redis Cluster, one script per slot group: redisstore's LoadMany).
+// Redis Cluster, one script per slot group: redisstore's LoadMany). An
+// activation's Acquire goes with its load (Activate:
+// persistence.Activator, the same round trip).
 type loader struct {
 	store  persistence.Store // a persistence.BatchLoader, or loads go one by one (persistence.LoadMany)
 	mu     sync.Mutex
@@ -33,11 +35,13 @@ type loader struct {
 }
 
 type loadReq struct {
-	job  string
-	key  record.Key
-	done chan struct{}
-	snap persistence.Snapshot
-	err  error
+	job     string
+	key     record.Key
+	acquire bool // take the key (Acquire) before reading it
+	done    chan struct{}
+	epoch   int64
+	snap    persistence.Snapshot
+	err     error
 }
 
 // newLoader returns a loader over store.
@@ -45,7 +49,17 @@ func newLoader(store persistence.Store) *loader { return &loader{store: store} }
 
 // Load returns key's snapshot as Store.Load does (ErrNotFound for none).
 func (l *loader) Load(ctx context.Context, job string, key record.Key) (persistence.Snapshot, error) {
-	r := &loadReq{job: job, key: key, done: make(chan struct{})}
+	_, sn, err := l.do(ctx, &loadReq{job: job, key: key, done: make(chan struct{})})
+	return sn, err
+}
+
+// Activate takes key (Store.Acquire) and then returns its snapshot, as
+// Load does; both share the round trip (persistence.Activator).
+func (l *loader) Activate(ctx context.Context, job string, key record.Key) (int64, persistence.Snapshot, error) {
+	return l.do(ctx, &loadReq{job: job, key: key, acquire: true, done: make(chan struct{})})
+}
+
+func (l *loader) do(ctx context.Context, r *loadReq) (int64, persistence.Snapshot, error) {
 	l.mu.Lock()
 	l.queue = append(l.queue, r)
 	start := l.flying < loadFlights
@@ -59,15 +73,15 @@ func (l *loader) Load(ctx context.Context, job string, key record.Key) (persiste
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		return persistence.Snapshot{}, ctx.Err()
+		return 0, persistence.Snapshot{}, ctx.Err()
 	}
 	if r.err != nil {
-		return persistence.Snapshot{}, r.err
+		return 0, persistence.Snapshot{}, r.err
 	}
 	if len(r.snap.State) == 0 {
-		return persistence.Snapshot{}, persistence.ErrNotFound
+		return r.epoch, persistence.Snapshot{}, persistence.ErrNotFound
 	}
-	return r.snap, nil
+	return r.epoch, r.snap, nil
 }
 
 // fly sends what is queued, one round trip after the other, until the
@@ -91,29 +105,45 @@ func (l *loader) fly() {
 	}
 }
 
-// load reads batch (grouped by job: LoadMany is per job) and answers it.
+// load reads batch (grouped by job and by whether they acquire: a
+// LoadMany or AcquireLoadMany is per job) and answers it.
 func (l *loader) load(batch []*loadReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	byJob := map[string][]*loadReq{}
-	var jobs []string
-	for _, r := range batch {
-		if byJob[r.job] == nil {
-			jobs = append(jobs, r.job)
-		}
-		byJob[r.job] = append(byJob[r.job], r)
+	type group struct {
+		job     string
+		acquire bool
 	}
-	for _, job := range jobs {
-		rs := byJob[job]
+	byGroup := map[group][]*loadReq{}
+	var groups []group
+	for _, r := range batch {
+		g := group{r.job, r.acquire}
+		if byGroup[g] == nil {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], r)
+	}
+	for _, g := range groups {
+		rs := byGroup[g]
 		keys := make([]record.Key, len(rs))
 		for i, r := range rs {
 			keys[i] = r.key
 		}
-		out, err := persistence.LoadMany(ctx, l.store, job, keys)
+		var epochs []int64
+		var out []persistence.Snapshot
+		var err error
+		if g.acquire {
+			epochs, out, err = persistence.AcquireLoadMany(ctx, l.store, g.job, keys)
+		} else {
+			out, err = persistence.LoadMany(ctx, l.store, g.job, keys)
+		}
 		for i, r := range rs {
-			if err != nil {
+			switch {
+			case err != nil:
 				r.err = err
-			} else {
+			case g.acquire:
+				r.epoch, r.snap = epochs[i], out[i]
+			default:
 				r.snap = out[i]
 			}
 			close(r.done)

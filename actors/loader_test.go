@@ -124,3 +124,31 @@ func TestLoaderBurst(t *testing.T) {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+// TestLoaderActivate: Activate takes the key (its epoch is the store's
+// now, above any before) and reads it, also for a key without a snapshot.
+func TestLoaderActivate(t *testing.T) {
+	ctx := context.Background()
+	st := &batchStore{Store: newEmbedded(t)}
+	before, err := st.Acquire(ctx, "j", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Save(ctx, []persistence.Snapshot{{Job: "j", Key: "k1", State: []byte("s1"), Epoch: before}}); err != nil {
+		t.Fatal(err)
+	}
+	l := newLoader(st)
+	e, sn, err := l.Activate(ctx, "j", "k1")
+	if err != nil || string(sn.State) != "s1" || e <= before {
+		t.Fatalf("Activate = %d, %+v, %v; want an epoch above %d and the snapshot", e, sn, err, before)
+	}
+	e2, _, err := l.Activate(ctx, "j", "none")
+	if !errors.Is(err, persistence.ErrNotFound) || e2 < 1 {
+		t.Fatalf("Activate of a missing key = %d, %v; want an epoch and ErrNotFound", e2, err)
+	}
+	for k, want := range map[record.Key]int64{"k1": e, "none": e2} {
+		if got, err := st.Epoch(ctx, "j", k); err != nil || got != want {
+			t.Fatalf("Epoch(%s) = %d, %v; want %d", k, got, err, want)
+		}
+	}
+}

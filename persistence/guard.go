@@ -127,6 +127,14 @@ func (g *Guard) LoadMany(ctx context.Context, job string, keys []record.Key) ([]
 	return out, err
 }
 
+// AcquireLoadMany implements Activator as LoadMany implements
+// BatchLoader.
+func (g *Guard) AcquireLoadMany(ctx context.Context, job string, keys []record.Key) ([]int64, []Snapshot, error) {
+	epochs, out, err := AcquireLoadMany(ctx, g.LineageStore, job, keys)
+	g.stale(ctx, err)
+	return epochs, out, err
+}
+
 // stale turns a *StaleStoreError in err into the job's rollback.
 func (g *Guard) stale(ctx context.Context, err error) {
 	var se *StaleStoreError

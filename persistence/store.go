@@ -227,6 +227,39 @@ func LoadMany(ctx context.Context, s Store, job string, keys []record.Key) ([]Sn
 	return out, nil
 }
 
+// Activator is an optional extension of Store (check it by type
+// assertion): AcquireLoadMany does for many keys of one job what a new
+// activation does for its key — Acquire, then Load — in one round trip
+// where that takes two per key (redisstore: one script per slot group).
+// epochs[i] is keys[i]'s new owner epoch, issued as Acquire issues it, and
+// snaps[i] its snapshot read after it, as BatchLoader.LoadMany returns
+// them (an empty State for a key without one). On an error some keys may
+// have been acquired (their epochs skipped, as a retried Acquire may).
+type Activator interface {
+	AcquireLoadMany(ctx context.Context, job string, keys []record.Key) (epochs []int64, snaps []Snapshot, err error)
+}
+
+// AcquireLoadMany is s's AcquireLoadMany when it is an Activator, else an
+// Acquire per key then LoadMany.
+func AcquireLoadMany(ctx context.Context, s Store, job string, keys []record.Key) ([]int64, []Snapshot, error) {
+	if a, ok := s.(Activator); ok {
+		return a.AcquireLoadMany(ctx, job, keys)
+	}
+	epochs := make([]int64, len(keys))
+	for i, k := range keys {
+		e, err := s.Acquire(ctx, job, k)
+		if err != nil {
+			return nil, nil, err
+		}
+		epochs[i] = e
+	}
+	snaps, err := LoadMany(ctx, s, job, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	return epochs, snaps, nil
+}
+
 // TimerDue is one entry of a job's timer index: Key's earliest pending
 // event-time timer is At (ms).
 type TimerDue struct {

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -66,14 +67,81 @@ type loadGroup struct {
 // one call in all), pipelined; on a cluster each master gets its groups'
 // calls in parallel. Each group's generation is checked as Load checks it.
 func (s *Store) LoadMany(ctx context.Context, job string, keys []record.Key) ([]persistence.Snapshot, error) {
+	_, out, err := s.readMany(ctx, job, keys, false)
+	return out, err
+}
+
+// activateScript is loadScript after an Acquire of each key: the keys'
+// epoch keys come before their state and parts (KEYS: the generation key,
+// then per key epoch, state and parts keys) and each is raised to the
+// floor and INCRed first, as acquireScript does; per key the reply holds
+// the new epoch (as the key's string) before value and parts. On one
+// server ARGV[2] is "i": KEYS[1] is then the job's incarnation key (created
+// from the candidate ARGV[1] when missing), whose floor applies; on a
+// cluster ARGV[1] is the floor, read before.
+var activateScript = redis.NewScript(luaLess + `
+local floor, first = ARGV[1], 1
+if ARGV[2] == 'i' then
+` + luaIncarnation + `
+  floor = string.match(inc, ':(%d+)$') or '0'
+  first = 2
+end
+local out = {redis.call('GET', KEYS[first])}
+for i = first + 1, #KEYS, 3 do
+  local ek = KEYS[i]
+  local cur = redis.call('GET', ek) or '0'
+  if less(cur, floor) then
+    redis.call('SET', ek, floor)
+  end
+  redis.call('INCR', ek)
+  out[#out + 1] = redis.call('GET', ek)
+  local v = redis.call('GET', KEYS[i + 1])
+  out[#out + 1] = v
+  if v then
+    out[#out + 1] = redis.call('HGETALL', KEYS[i + 2])
+  else
+    out[#out + 1] = false
+  end
+end
+return out
+`)
+
+var _ persistence.Activator = (*Store)(nil)
+
+// AcquireLoadMany implements persistence.Activator: Acquire then Load of
+// every key, in one call of a script per slot group (on one server one
+// call in all, with the incarnation's floor read in it; on a cluster after
+// one read of the lineage), pipelined. Each key's epoch is issued as
+// Acquire issues it, and its snapshot read after, in the same atomic step.
+func (s *Store) AcquireLoadMany(ctx context.Context, job string, keys []record.Key) ([]int64, []persistence.Snapshot, error) {
+	return s.readMany(ctx, job, keys, true)
+}
+
+// readMany is LoadMany, and with acquire AcquireLoadMany.
+func (s *Store) readMany(ctx context.Context, job string, keys []record.Key, acquire bool) ([]int64, []persistence.Snapshot, error) {
 	if s.closed.Load() {
-		return nil, persistence.ErrClosed
+		return nil, nil, persistence.ErrClosed
 	}
 	out := make([]persistence.Snapshot, len(keys))
+	var epochs []int64
+	if acquire {
+		epochs = make([]int64, len(keys))
+	}
 	if len(keys) == 0 {
-		return out, nil
+		return epochs, out, nil
 	}
 	l := layoutOf(s.prefix, job)
+	var floorArgs []any
+	if acquire {
+		floorArgs = []any{candidate(), "i"}
+		if s.cluster {
+			lin, err := s.Lineage(ctx, job)
+			if err != nil {
+				return nil, nil, err
+			}
+			floorArgs = []any{strconv.FormatInt(lin.Floor, 10), "f"}
+		}
+	}
 	byGroup := map[int]*loadGroup{}
 	var order []*loadGroup
 	for i, key := range keys {
@@ -90,39 +158,59 @@ func (s *Store) LoadMany(ctx context.Context, job string, keys []record.Key) ([]
 			// answered while the read is on its way may have bumped past
 			// what it finds.
 			lg.seen = lg.gen.seen.Load()
+			if acquire && !s.cluster {
+				lg.call.keys = append(lg.call.keys, incarnationKey(l))
+			}
 			lg.call.keys = append(lg.call.keys, lg.gen.key)
+			lg.call.args = floorArgs
 			byGroup[gk] = lg
 			order = append(order, lg)
 		}
 		gp := l.prefixes[g]
 		lg.idx = append(lg.idx, i)
+		if acquire {
+			lg.call.keys = append(lg.call.keys, epochKey(gp, key))
+		}
 		lg.call.keys = append(lg.call.keys, stateKey(gp, key), partsKey(gp, key))
 	}
 	calls := make([]scriptCall, len(order))
 	for i, lg := range order {
 		calls[i] = lg.call
 	}
-	replies, err := s.runScriptsWait(ctx, loadScript, calls, false)
+	script, per := loadScript, 2
+	if acquire {
+		script, per = activateScript, 3
+	}
+	replies, err := s.runScriptsWait(ctx, script, calls, false)
 	if err != nil {
-		return nil, wrap("load", err)
+		return nil, nil, wrap("load", err)
 	}
 	for i, lg := range order {
 		res, ok := replies[i].([]any)
-		if !ok || len(res) != 1+2*len(lg.idx) {
-			return nil, fmt.Errorf("redisstore: load of job %q: unexpected reply %v", job, replies[i])
+		if !ok || len(res) != 1+per*len(lg.idx) {
+			return nil, nil, fmt.Errorf("redisstore: load of job %q: unexpected reply %v", job, replies[i])
 		}
 		if err := lg.gen.check(res[0], lg.seen); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for j, at := range lg.idx {
-			sn, err := decodeLoaded(res[1+2*j], res[2+2*j])
+			r := res[1+per*j : 1+per*(j+1)]
+			if acquire {
+				v, _ := r[0].(string)
+				e, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return nil, nil, fmt.Errorf("redisstore: acquire %q of job %q: owner epoch %v: %w", keys[at], job, r[0], err)
+				}
+				epochs[at], r = e, r[1:]
+			}
+			sn, err := decodeLoaded(r[0], r[1])
 			if err != nil {
-				return nil, fmt.Errorf("redisstore: load %q of job %q: %w", keys[at], job, err)
+				return nil, nil, fmt.Errorf("redisstore: load %q of job %q: %w", keys[at], job, err)
 			}
 			out[at].State, out[at].Offsets = sn.State, sn.Offsets
 		}
 	}
-	return out, nil
+	return epochs, out, nil
 }
 
 // decodeLoaded decodes one key of the load script's reply: its value (nil:

@@ -30,6 +30,8 @@ var partsCases = []struct {
 	{"PartsMany", testPartsMany},
 	{"PartsEmptyName", testPartsEmptyName},
 	{"PartsMerge", testPartsMerge},
+	{"LoadMany", testLoadMany},
+	{"AcquireLoadMany", testAcquireLoadMany},
 }
 
 // model is a key's state as the contract defines it: a base and its parts.
@@ -322,4 +324,62 @@ func testPartsSurviveReopen(t *testing.T, s persistence.Store, reopen func(persi
 	m.apply(sn)
 	s = reopen(s)
 	checkModel(t, s, "job", "k", &m, map[string]int64{"p/0": 3})
+}
+
+// testLoadMany: persistence.LoadMany (the store's BatchLoader, or a Load
+// per key) returns what Load does, in keys' order, an empty State for a
+// key without a snapshot.
+func testLoadMany(t *testing.T, s persistence.Store) {
+	save(t, s,
+		persistence.Snapshot{Job: "job", Key: "a", State: []byte("b"), Parts: parts("r:1", "x"), Offsets: map[string]int64{"p/0": 1}},
+		persistence.Snapshot{Job: "job", Key: "b", State: []byte("whole")},
+		persistence.Snapshot{Job: "other", Key: "c", State: []byte("c")})
+	keys := []record.Key{"b", "missing", "a", "c"}
+	got, err := persistence.LoadMany(ctx(t), s, "job", keys)
+	if err != nil || len(got) != len(keys) {
+		t.Fatalf("LoadMany = %d snapshots, %v", len(got), err)
+	}
+	for i, k := range keys {
+		if got[i].Job != "job" || got[i].Key != k {
+			t.Fatalf("LoadMany[%d] is %q/%q, want job/%q", i, got[i].Job, got[i].Key, k)
+		}
+		if k == "missing" || k == "c" {
+			if len(got[i].State) != 0 {
+				t.Fatalf("LoadMany[%d] (%q, no snapshot in job) = %q", i, k, got[i].State)
+			}
+			continue
+		}
+		checkSnapshot(t, got[i], load(t, s, "job", k))
+	}
+}
+
+// testAcquireLoadMany: persistence.AcquireLoadMany (the store's Activator,
+// or Acquire and Load per key) issues each key a new owner epoch, which
+// fences the earlier one, and returns the snapshots as Load does.
+func testAcquireLoadMany(t *testing.T, s persistence.Store) {
+	e1 := acquire(t, s, "job", "a")
+	save(t, s, persistence.Snapshot{Job: "job", Key: "a", State: []byte("b"), Parts: parts("r:1", "x"), Epoch: e1})
+	save(t, s, persistence.Snapshot{Job: "job", Key: "b", State: []byte("whole")})
+	keys := []record.Key{"a", "b", "missing"}
+	epochs, got, err := persistence.AcquireLoadMany(ctx(t), s, "job", keys)
+	if err != nil || len(epochs) != 3 || len(got) != 3 {
+		t.Fatalf("AcquireLoadMany = %v, %d snapshots, %v", epochs, len(got), err)
+	}
+	if epochs[0] <= e1 || epochs[1] < 1 || epochs[2] < 1 {
+		t.Fatalf("AcquireLoadMany epochs %v, want a's above %d", epochs, e1)
+	}
+	for i, k := range keys {
+		checkEpoch(t, s, "job", k, epochs[i])
+	}
+	checkSnapshot(t, got[0], persistence.Snapshot{Job: "job", Key: "a", State: stateparts.Pack([]byte("b"), parts("r:1", "x"))})
+	checkSnapshot(t, got[1], persistence.Snapshot{Job: "job", Key: "b", State: []byte("whole")})
+	if got[2].Key != "missing" || len(got[2].State) != 0 {
+		t.Fatalf("AcquireLoadMany of a missing key = %+v", got[2])
+	}
+	checkFenced(t, s.Save(ctx(t), []persistence.Snapshot{{Job: "job", Key: "a", State: []byte("stale"), Epoch: e1}}),
+		persistence.FencedError{Job: "job", Key: "a", Epoch: e1, Holder: epochs[0]})
+	save(t, s, persistence.Snapshot{Job: "job", Key: "a", State: []byte("b2"), Delta: true, Epoch: epochs[0]})
+	if e := acquire(t, s, "job", "b"); e <= epochs[1] {
+		t.Fatalf("Acquire after AcquireLoadMany = %d, want above %d", e, epochs[1])
+	}
 }

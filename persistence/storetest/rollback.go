@@ -7,6 +7,7 @@ import (
 
 	"github.com/joinery/joinery/internal/stateparts"
 	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
 )
 
 // WithRollback gives the suite a way to send a store back in time, as a
@@ -45,6 +46,13 @@ func testRollbackDeltaRefused(t *testing.T, s persistence.Store, mark func() fun
 	}
 	if _, err := s.Load(ctx(t), "job", "k"); !errors.Is(err, persistence.ErrStoreRolledBack) {
 		t.Fatalf("Load after the rollback = %v, want ErrStoreRolledBack", err)
+	}
+	// Batched loads check the generation too.
+	if _, err := persistence.LoadMany(ctx(t), s, "job", []record.Key{"k", "x"}); !errors.Is(err, persistence.ErrStoreRolledBack) {
+		t.Fatalf("LoadMany after the rollback = %v, want ErrStoreRolledBack", err)
+	}
+	if _, _, err := persistence.AcquireLoadMany(ctx(t), s, "job", []record.Key{"k"}); !errors.Is(err, persistence.ErrStoreRolledBack) {
+		t.Fatalf("AcquireLoadMany after the rollback = %v, want ErrStoreRolledBack", err)
 	}
 	if reopen == nil {
 		return
