@@ -154,8 +154,9 @@ func benchUpdate(b *testing.B, s *Store, domains int, delta bool) {
 }
 
 // BenchmarkStoreLoad loads 256 keys (10 domains rows each, as parts) one
-// Load at a time, as activations did, or with one LoadMany, on one local
-// redis-server and on a local three-master cluster:
+// Load at a time, as activations did, or with one LoadMany; and activates
+// them (Acquire then Load) one at a time or with one AcquireLoadMany; on
+// one local redis-server and on a local three-master cluster:
 //
 //	go test -run '^$' -bench BenchmarkStoreLoad ./persistence/redisstore
 func BenchmarkStoreLoad(b *testing.B) {
@@ -190,6 +191,28 @@ func BenchmarkStoreLoad(b *testing.B) {
 			b.Run("batched", func(b *testing.B) {
 				for range b.N {
 					if _, err := s.LoadMany(ctx, "bench", keys); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "keys/s")
+			})
+			// An activation: Acquire, then Load.
+			b.Run("activate-one-by-one", func(b *testing.B) {
+				for range b.N {
+					for _, k := range keys {
+						if _, err := s.Acquire(ctx, "bench", k); err != nil {
+							b.Fatal(err)
+						}
+						if _, err := s.Load(ctx, "bench", k); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "keys/s")
+			})
+			b.Run("activate-batched", func(b *testing.B) {
+				for range b.N {
+					if _, _, err := s.AcquireLoadMany(ctx, "bench", keys); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -156,6 +156,11 @@
 // call of the load script per slot group (on one server one call for the
 // job), pipelined: one round trip however many keys, where Load costs one
 // each. Each call checks its group's write generation as Load does.
+// AcquireLoadMany (persistence.Activator) is the same with an Acquire of
+// each key first, in the same script: the epoch key raised to the
+// incarnation's floor and INCRed, then the state read (on one server the
+// script reads the incarnation key too; on a cluster one lineage read
+// comes first), so a new activation costs no round trip of its own.
 //
 // Acquire is one script: it raises the epoch key to the incarnation's
 // floor when below it, then INCR (on one server the script also reads the
