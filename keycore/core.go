@@ -209,7 +209,11 @@ func (c *Core) Restore(offsets map[string]int64, state []byte) error {
 	}
 	c.m.restoreTimers(st.Timers, st.Wm)
 	c.outbox, c.src, c.seq = st.Outbox, st.Src, st.Seq
-	c.pt = partsState{stored: packed, all: rows > 0 && !c.rowParts()}
+	// A state stored with its rows as parts under a join that keeps them
+	// whole now (or the other way round: a job's max_ts changed) is
+	// written whole once.
+	split := c.rowParts()
+	c.pt = partsState{stored: packed, all: (rows > 0 && !split) || (rows == 0 && split && len(st.Join) > 0)}
 	rest := len(state)
 	for i := range c.outbox {
 		if !packed {
