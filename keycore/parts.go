@@ -166,6 +166,8 @@ func (c *Core) writeParts(w *Write) error {
 		if err != nil {
 			return err
 		}
+	} else {
+		p.rowBytes = 0 // the join is in the base
 	}
 	if whole {
 		p.outboxBytes, p.srcBytes = 0, 0
