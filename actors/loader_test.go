@@ -8,7 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/persistence/redisstore"
 	"github.com/joinery/joinery/record"
 )
 
@@ -150,5 +152,68 @@ func TestLoaderActivate(t *testing.T) {
 		if got, err := st.Epoch(ctx, "j", k); err != nil || got != want {
 			t.Fatalf("Epoch(%s) = %d, %v; want %d", k, got, err, want)
 		}
+	}
+}
+
+// BenchmarkActivations activates 256 keys at once (a sender's batch
+// reaching new keys), each from its own goroutine as key actors do, on a
+// local redis-server: each taking its key and reading it alone (Acquire
+// then Load, as activations did), or through the loader (their Acquires
+// and loads share round trips); and, "trickle", one at a time:
+//
+//	go test -run '^$' -bench BenchmarkActivations ./actors/
+func BenchmarkActivations(b *testing.B) {
+	ctx := context.Background()
+	st, err := redisstore.New(ctx, redisstore.Config{Addr: testutil.StartRedis(b).Addr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	const n = 256
+	keys := make([]record.Key, n)
+	var batch []persistence.Snapshot
+	for i := range keys {
+		keys[i] = record.Key(fmt.Sprint("user-", i))
+		batch = append(batch, persistence.Snapshot{Job: "j", Key: keys[i], State: []byte("state")})
+	}
+	if err := st.Save(ctx, batch); err != nil {
+		b.Fatal(err)
+	}
+	alone := func(k record.Key) error {
+		if _, err := st.Acquire(ctx, "j", k); err != nil {
+			return err
+		}
+		_, err := st.Load(ctx, "j", k)
+		return err
+	}
+	l := newLoader(st)
+	shared := func(k record.Key) error { _, _, err := l.Activate(ctx, "j", k); return err }
+	for _, v := range []struct {
+		name     string
+		activate func(record.Key) error
+	}{{"alone", alone}, {"loader", shared}} {
+		b.Run(v.name, func(b *testing.B) {
+			for range b.N {
+				var wg sync.WaitGroup
+				for _, k := range keys {
+					wg.Go(func() {
+						if err := v.activate(k); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "activations/s")
+		})
+		// At a trickle: one activation at a time, whose latency the
+		// loader must not add to.
+		b.Run(v.name+"/trickle", func(b *testing.B) {
+			for i := range b.N {
+				if err := v.activate(keys[i%n]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
