@@ -20,13 +20,41 @@ var _ persistence.BatchLoader = (*Store)(nil)
 // {generation or nil, then per key: value or nil, HGETALL of the parts
 // (flat; nil when the value is)}. One script rather than an MGET and an
 // HGETALL keeps a key's base and parts from two different writes.
-var loadScript = redis.NewScript(`
-local out = {redis.call('GET', KEYS[1])}
-for i = 2, #KEYS, 2 do
-  local v = redis.call('GET', KEYS[i])
+//
+// With ARGV[2] set it first takes each key, as acquireScript does (for
+// AcquireLoadMany): each key's epoch key comes before its state and parts
+// (three keys per key), is raised to the floor and INCRed, and the reply
+// holds the new epoch (as the key's string: Lua would round the integer)
+// before value and parts. ARGV[2] "f": ARGV[1] is the floor (a cluster,
+// which reads it before); "i": KEYS[1] is the job's incarnation key
+// (created from the candidate ARGV[1] when missing) whose floor applies,
+// and the generation key comes second (one server).
+var loadScript = redis.NewScript(luaLess + `
+local floor, first, per = ARGV[1], 1, 2
+if ARGV[2] == 'i' then
+` + luaIncarnation + `
+  floor = string.match(inc, ':(%d+)$') or '0'
+  first = 2
+end
+if ARGV[2] then
+  per = 3
+end
+local out = {redis.call('GET', KEYS[first])}
+for i = first + 1, #KEYS, per do
+  if per == 3 then
+    local ek = KEYS[i]
+    local cur = redis.call('GET', ek) or '0'
+    if less(cur, floor) then
+      redis.call('SET', ek, floor)
+    end
+    redis.call('INCR', ek)
+    out[#out + 1] = redis.call('GET', ek)
+  end
+  local sk = i + per - 2
+  local v = redis.call('GET', KEYS[sk])
   out[#out + 1] = v
   if v then
-    out[#out + 1] = redis.call('HGETALL', KEYS[i + 1])
+    out[#out + 1] = redis.call('HGETALL', KEYS[sk + 1])
   else
     out[#out + 1] = false
   end
@@ -70,41 +98,6 @@ func (s *Store) LoadMany(ctx context.Context, job string, keys []record.Key) ([]
 	_, out, err := s.readMany(ctx, job, keys, false)
 	return out, err
 }
-
-// activateScript is loadScript after an Acquire of each key: the keys'
-// epoch keys come before their state and parts (KEYS: the generation key,
-// then per key epoch, state and parts keys) and each is raised to the
-// floor and INCRed first, as acquireScript does; per key the reply holds
-// the new epoch (as the key's string) before value and parts. On one
-// server ARGV[2] is "i": KEYS[1] is then the job's incarnation key (created
-// from the candidate ARGV[1] when missing), whose floor applies; on a
-// cluster ARGV[1] is the floor, read before.
-var activateScript = redis.NewScript(luaLess + `
-local floor, first = ARGV[1], 1
-if ARGV[2] == 'i' then
-` + luaIncarnation + `
-  floor = string.match(inc, ':(%d+)$') or '0'
-  first = 2
-end
-local out = {redis.call('GET', KEYS[first])}
-for i = first + 1, #KEYS, 3 do
-  local ek = KEYS[i]
-  local cur = redis.call('GET', ek) or '0'
-  if less(cur, floor) then
-    redis.call('SET', ek, floor)
-  end
-  redis.call('INCR', ek)
-  out[#out + 1] = redis.call('GET', ek)
-  local v = redis.call('GET', KEYS[i + 1])
-  out[#out + 1] = v
-  if v then
-    out[#out + 1] = redis.call('HGETALL', KEYS[i + 2])
-  else
-    out[#out + 1] = false
-  end
-end
-return out
-`)
 
 var _ persistence.Activator = (*Store)(nil)
 
@@ -177,11 +170,11 @@ func (s *Store) readMany(ctx context.Context, job string, keys []record.Key, acq
 	for i, lg := range order {
 		calls[i] = lg.call
 	}
-	script, per := loadScript, 2
+	per := 2
 	if acquire {
-		script, per = activateScript, 3
+		per = 3
 	}
-	replies, err := s.runScriptsWait(ctx, script, calls, false)
+	replies, err := s.runScriptsWait(ctx, loadScript, calls, false)
 	if err != nil {
 		return nil, nil, wrap("load", err)
 	}
