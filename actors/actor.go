@@ -44,6 +44,15 @@ type Deps struct {
 	// nodes), and off, no answer waits for a second write. See
 	// docs/scaling.md.
 	GroupCommit bool
+	// WholeWrites writes every key's whole state on each write, as before
+	// incremental writes (keycore's Config.Parts, on by default: a write
+	// carries what changed, persistence.Snapshot.Parts and Delta). For a
+	// store that does not apply parts, and for comparisons.
+	WholeWrites bool
+
+	// loads shares activations' loads' round trips (loader.go); NewKind
+	// makes it. Nil: each activation loads alone.
+	loads *loader
 }
 
 // Passivation causes, for EventsWithCause.
@@ -78,9 +87,18 @@ func NewKind(d *Deps) *cluster.Kind {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	cfg := &keycore.Config{Machine: keycore.MachineSpec{CDC: d.Spec, Multi: d.Multi, NewTimed: d.NewTimed}}
+	cfg := coreConfig(d)
+	if d.loads == nil {
+		d.loads = newLoader(d.Store)
+	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d, cfg: cfg} }, actor.WithDispatcher(keyDispatcher()))
 	return cluster.NewKind(KindName(d.Job), props)
+}
+
+// coreConfig is the key core configuration of d's key actors.
+func coreConfig(d *Deps) *keycore.Config {
+	return &keycore.Config{Machine: keycore.MachineSpec{CDC: d.Spec, Multi: d.Multi, NewTimed: d.NewTimed},
+		Coalesce: d.GroupCommit, Parts: !d.WholeWrites}
 }
 
 // writeDone tells a key actor that one of its snapshots is durable (or not).
@@ -105,14 +123,14 @@ type keyActor struct {
 }
 
 // account tells the budget that the key was just used and what it holds
-// (state: its encoded state, when the request wrote one; nil keeps the
-// last figure).
-func (a *keyActor) account(ctx actor.Context, state []byte, wrote bool) {
+// (size: its encoded state's bytes, when the request wrote one, wrote;
+// else the last figure stays).
+func (a *keyActor) account(ctx actor.Context, size int, wrote bool) {
 	if a.deps.Budget == nil {
 		return
 	}
 	if wrote || a.bytes == 0 {
-		a.bytes = int64(ActivationBytes + StateFactor*len(state))
+		a.bytes = int64(ActivationBytes + StateFactor*size)
 	}
 	a.budget = a.deps.Budget.touch(a.budget, ctx.Self(), a.bytes)
 }
@@ -124,7 +142,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *cluster.ClusterInit:
 		if a.cfg == nil {
-			a.cfg = &keycore.Config{Machine: keycore.MachineSpec{CDC: a.deps.Spec, Multi: a.deps.Multi, NewTimed: a.deps.NewTimed}, Coalesce: a.deps.GroupCommit}
+			a.cfg = coreConfig(a.deps)
 		}
 		a.core = keycore.New(a.cfg, record.Key(m.Identity.Identity))
 		a.node = ctx.ActorSystem().Address()
@@ -137,7 +155,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		if a.deps.Events != nil {
 			a.deps.Events.Activated(a.deps.Job, a.core.Key())
 		}
-		a.account(ctx, nil, true)
+		a.account(ctx, 0, true)
 	case *keypb.Apply:
 		a.apply(ctx, m, nil, nil)
 	case *LocalApply:
@@ -268,6 +286,21 @@ func (a *keyActor) load() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if c.Epoch() == 0 && a.deps.loads != nil {
+		// Become the owner, then read, in one round trip shared with the
+		// activations that run at once (loader.go).
+		epoch, snap, err := a.deps.loads.Activate(ctx, a.deps.Job, c.Key())
+		switch {
+		case errors.Is(err, persistence.ErrNotFound):
+			c.SetEpoch(epoch)
+			c.Init()
+			return nil
+		case err != nil:
+			return err
+		}
+		c.SetEpoch(epoch)
+		return c.Restore(snap.Offsets, snap.State)
+	}
 	if c.Epoch() == 0 {
 		// Become the owner before reading: a stale activation's later write
 		// is then refused, so what this one loads stays what it will extend.
@@ -277,7 +310,13 @@ func (a *keyActor) load() error {
 		}
 		c.SetEpoch(epoch)
 	}
-	snap, err := a.deps.Store.Load(ctx, a.deps.Job, c.Key())
+	var snap persistence.Snapshot
+	var err error
+	if a.deps.loads != nil {
+		snap, err = a.deps.loads.Load(ctx, a.deps.Job, c.Key())
+	} else {
+		snap, err = a.deps.Store.Load(ctx, a.deps.Job, c.Key())
+	}
 	switch {
 	case errors.Is(err, persistence.ErrNotFound):
 		c.Init()
@@ -410,10 +449,10 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 	case r.Wait:
 		// A write is in flight: this request's change goes out with the
 		// next one (group commit), and so does its answer.
-		a.account(ctx, nil, false)
+		a.account(ctx, 0, false)
 		a.waiting = append(a.waiting, w)
 	case r.Write == nil:
-		a.account(ctx, nil, false)
+		a.account(ctx, 0, false)
 		respond(answer)
 	default:
 		a.submit(ctx, r.Write, []waiter{w})
@@ -443,8 +482,9 @@ func (w waiter) give(root *actor.RootContext, x any) {
 // submit hands w to the Writer; once it is durable (or failed) the
 // waiters are answered and the actor told (writeDone).
 func (a *keyActor) submit(ctx actor.Context, w *keycore.Write, waiters []waiter) {
-	a.account(ctx, w.State, true)
-	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.core.Key(), Epoch: a.core.Epoch(), Offsets: w.Offsets, State: w.State}
+	a.account(ctx, w.Size, true)
+	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.core.Key(), Epoch: a.core.Epoch(), Offsets: w.Offsets, State: w.State,
+		Parts: w.Parts, Delta: w.Delta}
 	if w.HasTimer {
 		// The store's timer index wakes this key when the watermark reaches
 		// its next timer, even if it is passivated by then.

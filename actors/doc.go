@@ -15,6 +15,13 @@
 // between nodes travel in a binary encoding (AppendRow, DecodeRowBin). See
 // docs/architecture.md, "Batched requests".
 //
+// Snapshots are incremental (keycore's Config.Parts): a key's write
+// carries the rows, outbox entries and positions that changed, and the
+// Writer merges one key's deltas of a batch (persistence.MergeSnapshots).
+// Activations that load at once share round trips (loader.go: one
+// persistence.BatchLoader.LoadMany per flight, no timer). See
+// docs/architecture.md, "Incremental state writes".
+//
 // Wiring sketch:
 //
 //	w := actors.NewWriter(store, actors.WriterOptions{Logger: log})

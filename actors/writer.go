@@ -146,7 +146,9 @@ func (w *Writer) run() {
 				break fill
 			}
 		}
-		// Coalesce: the last snapshot of a key's activation wins. Two
+		// Coalesce: the last snapshot of a key's activation wins, with
+		// the changes of the deltas before it (persistence.MergeSnapshots:
+		// a delta builds on the snapshot before it). Two
 		// activations of one key (a stale one still draining while a new
 		// one owns the key) are written separately, so the store's epoch
 		// check refuses the stale one's: had its snapshot been dropped in
@@ -157,7 +159,7 @@ func (w *Writer) run() {
 		for _, r := range batch {
 			id := activationID(r.snap.Job, r.snap.Key, r.snap.Epoch)
 			if i, ok := index[id]; ok {
-				snaps[i] = r.snap
+				snaps[i] = persistence.MergeSnapshots(snaps[i], r.snap)
 				continue
 			}
 			index[id] = len(snaps)

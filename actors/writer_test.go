@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joinery/joinery/internal/stateparts"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/persistence/embedded"
 	"github.com/joinery/joinery/record"
@@ -161,12 +163,32 @@ func TestWriterCloseGivesUp(t *testing.T) {
 // the real embedded store), so that later submissions queue into one batch.
 type gateStore struct {
 	persistence.Store
-	gate chan struct{}
+	gate    chan struct{}
+	entered chan struct{} // when not nil, told (without blocking) that a Save waits at the gate
 }
 
 func (s *gateStore) Save(ctx context.Context, b []persistence.Snapshot) error {
+	if s.entered != nil {
+		select {
+		case s.entered <- struct{}{}:
+		default:
+		}
+	}
 	<-s.gate
 	return s.Store.Save(ctx, b)
+}
+
+// blockedWriter returns a Writer over inner held in its first Save (of
+// key "other") until gs.gate closes: what is submitted next queues into
+// one batch. first gets the held Save's result.
+func blockedWriter(t *testing.T, inner persistence.Store) (w *Writer, gs *gateStore, first chan error) {
+	gs = &gateStore{Store: inner, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	w = NewWriter(gs, WriterOptions{MaxBatch: 16})
+	t.Cleanup(func() { w.Close(context.Background()) })
+	first = make(chan error, 1)
+	w.Submit(persistence.Snapshot{Job: "j", Key: "other", State: []byte("x")}, func(err error) { first <- err })
+	<-gs.entered
+	return w, gs, first
 }
 
 // TestWriterTwoActivationsInOneBatch: snapshots of one key from two
@@ -185,12 +207,7 @@ func TestWriterTwoActivationsInOneBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := &gateStore{Store: inner, gate: make(chan struct{})}
-	w := NewWriter(gs, WriterOptions{MaxBatch: 16})
-	defer w.Close(ctx)
-	first := make(chan error, 1)
-	w.Submit(persistence.Snapshot{Job: "j", Key: "other", State: []byte("x")}, func(err error) { first <- err })
-	time.Sleep(50 * time.Millisecond) // the writer is now blocked in the first Save
+	w, gs, first := blockedWriter(t, inner)
 	ownerSnap := persistence.Snapshot{Job: "j", Key: "k", Epoch: owner, State: []byte("owner"), Offsets: map[string]int64{"s/0": 5}}
 	staleSnap := persistence.Snapshot{Job: "j", Key: "k", Epoch: stale, State: []byte("stale"), Offsets: map[string]int64{"s/0": 9}}
 	ownerDone, staleDone := make(chan error, 1), make(chan error, 1)
@@ -209,5 +226,39 @@ func TestWriterTwoActivationsInOneBatch(t *testing.T) {
 	got, err := inner.Load(ctx, "j", "k")
 	if err != nil || string(got.State) != "owner" {
 		t.Errorf("stored %q, %v; want the owner's", got.State, err)
+	}
+}
+
+// TestWriterMergesDeltas: a key's whole snapshot and the deltas after it
+// that meet in one batch are written as one snapshot that keeps every
+// delta's changes (a delta builds on the snapshot before it: keeping only
+// the last would lose the parts the earlier ones set).
+func TestWriterMergesDeltas(t *testing.T) {
+	ctx := context.Background()
+	inner := newEmbedded(t)
+	w, gs, first := blockedWriter(t, inner)
+	part := func(name, v string) persistence.Part { return persistence.Part{Name: name, Value: []byte(v)} }
+	snaps := []persistence.Snapshot{
+		{Job: "j", Key: "k", State: []byte("b1"), Parts: []persistence.Part{part("a", "1"), part("b", "2")}},
+		{Job: "j", Key: "k", State: []byte("b2"), Delta: true, Parts: []persistence.Part{part("c", "3"), {Name: "a"}}},
+		{Job: "j", Key: "k", State: []byte("b3"), Delta: true, Parts: []persistence.Part{part("b", "2'")}},
+	}
+	done := make(chan error, len(snaps))
+	for _, sn := range snaps {
+		w.Submit(sn, func(err error) { done <- err })
+	}
+	close(gs.gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range snaps {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := inner.Load(ctx, "j", "k")
+	want := stateparts.Pack([]byte("b3"), []persistence.Part{part("b", "2'"), part("c", "3")})
+	if err != nil || !bytes.Equal(got.State, want) {
+		t.Errorf("stored %q, %v; want %q", got.State, err, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 
+	"github.com/joinery/joinery/internal/stateparts"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 )
@@ -59,11 +60,21 @@ type Request struct {
 // applied offsets and its encoded state (nil: the key holds nothing and its
 // stored state may be deleted), and its earliest timer for the store's
 // timer index.
+//
+// With Config.Parts the state is a base (State) and Parts, and Delta says
+// they change the state the Write before this one left (see parts.go);
+// the driver hands them to the store as they are
+// (persistence.Snapshot.Parts and Delta) and writes its Writes in order.
 type Write struct {
 	Offsets   map[string]int64
 	State     []byte
 	HasTimer  bool
 	NextTimer int64
+	Parts     []stateparts.Part
+	Delta     bool
+	// Size estimates the bytes the key's whole state takes (len(State)
+	// without Config.Parts), for drivers that account memory per key.
+	Size int
 }
 
 // Ready is what one Step decided.
@@ -100,6 +111,10 @@ type Config struct {
 	Machine MachineSpec
 	// NoSeq leaves outputs' Seq at 0 (replay's outputs carry none).
 	NoSeq bool
+	// Parts: Writes carry the state as a base and named parts, and after
+	// the first only what changed (incremental writes: see parts.go). The
+	// driver's store must apply persistence.Snapshot.Parts and Delta.
+	Parts bool
 	// Coalesce: a Step while a Write is pending encodes no Write of its
 	// own; its Ready says Wait, and once every pending Write is Durable,
 	// Flush gives one Write of the state as it is, covering every Step that
@@ -136,6 +151,7 @@ type Core struct {
 	fresh   bool // loaded, and no request stepped since
 	pending int  // writes handed out and not yet durable
 	dirty   bool // Coalesce: Steps wait for the next Flush
+	pt      partsState
 }
 
 // New returns key's core, not loaded.
@@ -153,6 +169,7 @@ func (c *Core) Reset() {
 	c.offsets = map[string]int64{}
 	c.outbox, c.src, c.seq = nil, nil, 0
 	c.loaded, c.fresh, c.epoch, c.dirty = false, false, 0, false
+	c.pt = partsState{}
 }
 
 // Key is the core's join key.
@@ -173,7 +190,15 @@ func (c *Core) Init() { c.loaded, c.fresh = true, true }
 // Restore loads durable state: the applied offsets and the state bytes of
 // a Write. On error the core stays not loaded.
 func (c *Core) Restore(offsets map[string]int64, state []byte) error {
-	st, err := decodeState(state)
+	var st keyState
+	var rows int
+	var err error
+	packed := stateparts.IsPacked(state)
+	if packed {
+		st, rows, err = decodeParts(state)
+	} else {
+		st, err = decodeState(state)
+	}
 	if err != nil {
 		return err
 	}
@@ -184,6 +209,27 @@ func (c *Core) Restore(offsets map[string]int64, state []byte) error {
 	}
 	c.m.restoreTimers(st.Timers, st.Wm)
 	c.outbox, c.src, c.seq = st.Outbox, st.Src, st.Seq
+	// A state stored with its rows as parts under a join that keeps them
+	// whole now (or the other way round: a job's max_ts changed) is
+	// written whole once.
+	split := c.rowParts()
+	c.pt = partsState{stored: packed, all: (rows > 0 && !split) || (rows == 0 && split && len(st.Join) > 0)}
+	rest := len(state)
+	for i := range c.outbox {
+		if !packed {
+			c.outbox[i].id = uint64(i)
+		}
+		c.pt.next = max(c.pt.next, c.outbox[i].id+1)
+		c.pt.outboxBytes += 18 + len(c.outbox[i].enc)
+	}
+	for id, pos := range c.src {
+		c.pt.srcBytes += 2 + len(id) + len(pos)
+	}
+	// What the outbox and positions leave of the state is about the rows
+	// (and a small base).
+	rest = max(0, rest-c.pt.outboxBytes-c.pt.srcBytes)
+	c.pt.rowBytes, c.pt.rowAvg = rest, rest/max(1, rows)
+	c.pt.written = c.pt.next
 	c.offsets = maps.Clone(offsets)
 	if c.offsets == nil {
 		c.offsets = map[string]int64{}
@@ -271,12 +317,14 @@ func (c *Core) Step(req *Request, now int64) Ready {
 			if c.duplicate(ev, e.SrcPos) {
 				r.Duplicates++
 			} else {
+				c.touch(&ev)
 				outs = c.m.OnEvent(ev, outs)
 			}
 		}
 		if len(outs) > n {
 			c.stamp(outs[n:], now)
-			c.outbox = append(c.outbox, outboxEntry{Part: part, Offset: e.Pos.Offset, Outputs: outs[n:len(outs):len(outs)]})
+			c.outbox = append(c.outbox, outboxEntry{Part: part, Offset: e.Pos.Offset, Outputs: outs[n:len(outs):len(outs)], id: c.pt.next})
+			c.pt.next++
 		}
 		c.offsets[part] = e.Pos.Offset
 		changed = true
@@ -295,7 +343,8 @@ func (c *Core) Step(req *Request, now int64) Ready {
 			outs, late = c.m.Advance(req.Watermark, limit, outs, late)
 			if len(outs) > n {
 				c.stamp(outs[n:], now)
-				c.outbox = append(c.outbox, outboxEntry{Part: FirePart, Offset: req.Watermark, Outputs: outs[n:len(outs):len(outs)], sentTo: req.Session})
+				c.outbox = append(c.outbox, outboxEntry{Part: FirePart, Offset: req.Watermark, Outputs: outs[n:len(outs):len(outs)], sentTo: req.Session, id: c.pt.next})
+				c.pt.next++
 			}
 			changed = true
 		}
@@ -329,12 +378,20 @@ func (c *Core) write() (*Write, error) {
 	// applied offsets survive passivation and failover: a request's Prev
 	// names offsets that an emptied key must still know it applied, or it
 	// would refuse the request as a gap for ever after reloading.
-	if !c.m.Empty() || len(c.outbox) > 0 || c.m.timers.Len() > 0 || len(c.src) > 0 || len(c.offsets) > 0 {
+	switch {
+	case c.m.Empty() && len(c.outbox) == 0 && c.m.timers.Len() == 0 && len(c.src) == 0 && len(c.offsets) == 0:
+		// Deleted: a Write after it starts the stored state again.
+		c.pt = partsState{next: c.pt.next, written: c.pt.next}
+	case c.cfg.Parts:
+		if err := c.writeParts(w); err != nil {
+			return nil, err
+		}
+	default:
 		b, err := c.Encode()
 		if err != nil {
 			return nil, err
 		}
-		w.State = b
+		w.State, w.Size = b, len(b)
 	}
 	w.NextTimer, w.HasTimer = c.m.NextTimer()
 	c.pending++
@@ -396,13 +453,21 @@ func (c *Core) duplicate(e record.Event, pos string) bool {
 		return false
 	}
 	id := spec.sideName(e.Side) + "/" + string(pk)
-	if last, ok := c.src[id]; ok && pos <= last {
+	last, ok := c.src[id]
+	if ok && pos <= last {
 		return true
 	}
 	if c.src == nil {
 		c.src = map[string]string{}
 	}
 	c.src[id] = pos
+	if c.cfg.Parts {
+		c.pt.src = append(c.pt.src, id)
+		c.pt.srcBytes += len(pos) - len(last)
+		if !ok {
+			c.pt.srcBytes += 2 + len(id)
+		}
+	}
 	return false
 }
 
@@ -415,6 +480,10 @@ func (c *Core) prune(committed map[string]int64) bool {
 	kept := c.outbox[:0]
 	for _, e := range c.outbox {
 		if n, ok := committed[e.Part]; ok && e.Offset <= n {
+			if c.cfg.Parts && e.id < c.pt.written {
+				c.pt.dropped = append(c.pt.dropped, e.id)
+				c.pt.outboxBytes -= 18 + len(e.enc)
+			}
 			continue
 		}
 		kept = append(kept, e)

@@ -14,7 +14,10 @@
 // (replays at new offsets are dropped), the outbox of outputs not yet
 // committed, the key's output sequence, and the owner epoch its driver took
 // the key with. The persisted encoding of all of it (keyState, version 1)
-// lives here too.
+// lives here too, and so does its incremental form (Config.Parts,
+// parts.go): a small base and named parts — rows, outbox entries, Debezium
+// positions — of which a Write after the first carries only those that
+// changed (docs/architecture.md, "Incremental state writes").
 //
 // It must not do I/O, start goroutines, read the clock or know protoactor,
 // Redis or the sinks: internal/lint checks the imports. Every runner of a

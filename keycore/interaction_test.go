@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joinery/joinery/internal/stateparts"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 )
@@ -49,6 +50,17 @@ func TestCoreInteraction(t *testing.T) {
 				t.Fatal(err)
 			}
 			blocks := parseBlocks(t, string(b))
+			// Every transcript runs again with incremental writes
+			// (Config.Parts): the store model applies the deltas, and the
+			// answers must be the same.
+			t.Run("parts", func(t *testing.T) {
+				env := &harness{parts: true}
+				for _, bl := range blocks {
+					if got := env.run(t, bl.cmd); got != bl.want {
+						t.Errorf("%s:%d (incremental writes): %s\n--- want\n%s--- got\n%s", path, bl.line, bl.cmd, bl.want, got)
+					}
+				}
+			})
 			env := &harness{}
 			var out strings.Builder
 			changed := false
@@ -113,6 +125,32 @@ func parseBlocks(t *testing.T, s string) []block {
 type stored struct {
 	offsets map[string]int64
 	state   []byte
+	parts   map[string][]byte // Config.Parts: the state's parts; state is then the base
+}
+
+// apply makes w the stored state (on top of s for a delta) and returns it.
+func (s *stored) apply(w *Write) *stored {
+	n := &stored{offsets: maps.Clone(w.Offsets), state: w.State, parts: map[string][]byte{}}
+	if len(w.State) == 0 {
+		return n
+	}
+	if w.Delta && s != nil {
+		maps.Copy(n.parts, s.parts)
+	}
+	stateparts.Apply(n.parts, w.Parts)
+	return n
+}
+
+// loaded is the state as a store's Load returns it.
+func (s *stored) loaded() []byte {
+	if len(s.parts) == 0 {
+		return s.state
+	}
+	var ps []stateparts.Part
+	for name, v := range s.parts {
+		ps = append(ps, stateparts.Part{Name: name, Value: v})
+	}
+	return stateparts.Pack(s.state, ps)
 }
 
 type harness struct {
@@ -121,6 +159,7 @@ type harness struct {
 	epoch   int64
 	store   *stored
 	pending []*Write
+	parts   bool // Config.Parts
 }
 
 var usersDomains = &joins.CDCSpec{Type: joins.Inner,
@@ -139,7 +178,7 @@ func (h *harness) load() error {
 		h.core.Init()
 		return nil
 	}
-	return h.core.Restore(h.store.offsets, h.store.state)
+	return h.core.Restore(h.store.offsets, h.store.loaded())
 }
 
 func (h *harness) run(t *testing.T, cmd string) string {
@@ -167,6 +206,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 		default:
 			t.Fatalf("new %q", arg)
 		}
+		h.cfg.Parts = h.parts
 		h.store, h.pending, h.epoch = nil, nil, 0
 		if err := h.activate(); err != nil {
 			t.Fatal(err)
@@ -211,7 +251,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 			h.core.Reset()
 			return "write failed: activation reset\n"
 		}
-		h.store = &stored{offsets: maps.Clone(w.Offsets), state: w.State}
+		h.store = h.store.apply(w)
 		out := "stored " + renderOffsets(w.Offsets) + "\n"
 		if h.core.Pending() == 0 && h.core.Dirty() {
 			// A coalescing driver writes what waited once nothing is pending.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/joinery/joinery/internal/jsonenc"
+	"github.com/joinery/joinery/internal/stateparts"
 	"github.com/joinery/joinery/record"
 )
 
@@ -51,6 +52,29 @@ type outboxEntry struct {
 	// sentTo is the sender session (Apply.session) the outputs were last
 	// sent to; memory only: a reloaded key re-sends them once.
 	sentTo string
+	// id names the entry's part in a state stored in parts ("o:" and id
+	// in 16 hex digits; ascending in outbox order); memory only otherwise.
+	id uint64
+}
+
+// encode caches the entry's JSON (see encodeState) and returns it.
+func (e *outboxEntry) encode() ([]byte, error) {
+	if e.enc == nil {
+		b, ok := appendOutboxEntry(nil, e)
+		if !ok {
+			var err error
+			if b, err = json.Marshal(e); err != nil {
+				return nil, err
+			}
+		}
+		e.enc = b
+		// The JSON is now the entry's only copy: its outputs are needed
+		// again only if the input is re-sent before it is committed
+		// (Entry.outputs decodes them), and an outbox entry of a key
+		// touched once lives as long as the key (docs/benchmarks.md).
+		e.Outputs = nil
+	}
+	return e.enc, nil
 }
 
 // encodeState encodes s exactly as encoding/json encodes a keyState, but
@@ -59,20 +83,8 @@ type outboxEntry struct {
 // many state writes carry it, and nothing already encoded is re-scanned.
 func encodeState(s keyState) ([]byte, error) {
 	for i := range s.Outbox {
-		if e := &s.Outbox[i]; e.enc == nil {
-			b, ok := appendOutboxEntry(nil, e)
-			if !ok {
-				var err error
-				if b, err = json.Marshal(e); err != nil {
-					return nil, err
-				}
-			}
-			e.enc = b
-			// The JSON is now the entry's only copy: its outputs are needed
-			// again only if the input is re-sent before it is committed
-			// (Entry.outputs decodes them), and an outbox entry of a key
-			// touched once lives as long as the key (docs/benchmarks.md).
-			e.Outputs = nil
+		if _, err := s.Outbox[i].encode(); err != nil {
+			return nil, err
 		}
 	}
 	size := 64 + base64.StdEncoding.EncodedLen(len(s.Join)) + 12*len(s.Timers)
@@ -197,6 +209,10 @@ func decodeState(b []byte) (keyState, error) {
 	var s keyState
 	if len(b) == 0 {
 		return s, nil
+	}
+	if stateparts.IsPacked(b) {
+		s, _, err := decodeParts(b)
+		return s, err
 	}
 	if b[0] != stateVersion {
 		return s, fmt.Errorf("%w: unknown version %d", errBadState, b[0])

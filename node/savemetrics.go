@@ -26,6 +26,9 @@ func (s meteredSaves) Save(ctx context.Context, snaps []persistence.Snapshot) er
 		n := 0
 		for _, sn := range snaps {
 			n += len(sn.State)
+			for _, p := range sn.Parts { // incremental writes: the parts written
+				n += len(p.Name) + len(p.Value)
+			}
 		}
 		s.m.SnapshotBytes.Add(float64(n))
 	}

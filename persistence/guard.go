@@ -118,6 +118,23 @@ func (g *Guard) Load(ctx context.Context, job string, key record.Key) (Snapshot,
 	return sn, err
 }
 
+// LoadMany implements BatchLoader: the store's LoadMany when it has one,
+// else a Load per key (persistence.LoadMany); a *StaleStoreError is a
+// rollback found, as for Load.
+func (g *Guard) LoadMany(ctx context.Context, job string, keys []record.Key) ([]Snapshot, error) {
+	out, err := LoadMany(ctx, g.LineageStore, job, keys)
+	g.stale(ctx, err)
+	return out, err
+}
+
+// AcquireLoadMany implements Activator as LoadMany implements
+// BatchLoader.
+func (g *Guard) AcquireLoadMany(ctx context.Context, job string, keys []record.Key) ([]int64, []Snapshot, error) {
+	epochs, out, err := AcquireLoadMany(ctx, g.LineageStore, job, keys)
+	g.stale(ctx, err)
+	return epochs, out, err
+}
+
 // stale turns a *StaleStoreError in err into the job's rollback.
 func (g *Guard) stale(ctx context.Context, err error) {
 	var se *StaleStoreError

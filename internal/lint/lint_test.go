@@ -80,14 +80,14 @@ var rules = []rule{
 		},
 	},
 	{
-		name: "joins, timers and keycore are pure: they import only record, each other and jsonenc, no I/O, no clock (keycore), no protoactor, Redis, Kafka or memberlist",
+		name: "joins, timers and keycore are pure: they import only record, each other, jsonenc and stateparts, no I/O, no clock (keycore), no protoactor, Redis, Kafka or memberlist",
 		applies: func(p string) bool {
 			return under(p, "joins") || under(p, "timers") || under(p, "keycore")
 		},
 		forbidden: func(pkg, dep string, direct bool) bool {
 			if strings.HasPrefix(dep, mod) {
 				rel := strings.TrimPrefix(dep, mod)
-				ok := []string{"record", "joins", "timers", "internal/jsonenc"}
+				ok := []string{"record", "joins", "timers", "internal/jsonenc", "internal/stateparts"}
 				if under(pkg, "keycore") {
 					ok = append(ok, "keycore")
 				}
@@ -104,6 +104,13 @@ var rules = []rule{
 				io = append(io, "time", "math/rand", "math/rand/v2", "sync")
 			}
 			return slices.Contains(io, dep)
+		},
+	},
+	{
+		name:    "the packed state parts are a leaf: standard library only (persistence and keycore share them)",
+		applies: func(p string) bool { return p == "internal/stateparts" },
+		forbidden: func(_, dep string, _ bool) bool {
+			return !isStd(dep)
 		},
 	},
 	{

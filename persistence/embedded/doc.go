@@ -56,9 +56,11 @@
 //	  kind 3 (epoch):  uvarint n, n × (str job, str key, uvarint epoch)
 //	  kind 4 (save with timers): uvarint n, n × (str job, str key, str state, offsets, timer)
 //	  kind 5 (lineage): str job, str incarnation, uvarint floor, uvarint seq, offsets
+//	  kind 6 (save with parts): uvarint n, n × (str job, str key, str state, offsets, timer, parts)
 //	str:     uvarint length, bytes
 //	offsets: uvarint n, n × (str partition, varint offset)
 //	timer:   0x00 (no timer) | 0x01, varint NextTimer (ms, within ±2^53)
+//	parts:   0x00 (whole) | 0x01 (delta), uvarint n, n × (str name, str value)
 //
 // An empty state in a save record deletes the key, as in Save. A save record
 // holds only the snapshots that passed the epoch check, so replay applies it
@@ -80,6 +82,17 @@
 // and Refound; compaction writes one per job in place of kind 2. Old logs hold only kind 1,
 // whose snapshots replay without timers. A binary that predates kind 4
 // refuses a log containing it rather than lose the timers.
+//
+// # Parts and deltas
+//
+// A key stored in parts (persistence.Snapshot.Parts) keeps its base and a
+// map of its parts in memory; a delta changes the map in place, under the
+// writer lock, and Load packs base and parts (stateparts.Pack). Only the
+// delta goes to the log (kind 6 above, written only for a batch with parts
+// or deltas, so logs of whole-state writers stay readable by older
+// binaries); replay applies it as Save did. The log's compaction bounds
+// what deltas add up to: it writes every key as one whole snapshot with
+// its live parts. A key's memory is its live parts, never its history.
 //
 // # Limits
 //

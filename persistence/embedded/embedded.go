@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/joinery/joinery/internal/stateparts"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
 )
@@ -61,8 +62,16 @@ func entryBytes(key record.Key, e entry) int64 {
 	for _, po := range e.offsets {
 		n += int64(len(po.part) + 24)
 	}
+	for name, v := range e.parts {
+		n += int64(PartOverhead + len(name) + len(v))
+	}
 	return n
 }
+
+// PartOverhead is what HeldBytes counts for one part of a key's state
+// (persistence.Snapshot.Parts) beyond its name and value: the map entry
+// and the slice header.
+const PartOverhead = 48
 
 // HeldBytes estimates the memory the stored snapshots take (every key's
 // state lives in memory, whether or not its key actor is live): the node
@@ -97,6 +106,32 @@ type jobState struct {
 type entry struct {
 	state   []byte
 	offsets []partOffset
+	parts   map[string][]byte // the state's parts besides state (the base); nil when none
+}
+
+// loadState is what Load returns of e: its base, packed with its parts
+// when it has any (a fresh copy either way).
+func (e entry) loadState() []byte {
+	if len(e.parts) == 0 {
+		return slices.Clone(e.state)
+	}
+	ps := make([]persistence.Part, 0, len(e.parts))
+	for name, v := range e.parts {
+		ps = append(ps, persistence.Part{Name: name, Value: v})
+	}
+	return stateparts.Pack(e.state, ps)
+}
+
+// wholeParts returns e's parts as a whole snapshot's Parts (values shared).
+func (e entry) wholeParts() []persistence.Part {
+	if len(e.parts) == 0 {
+		return nil
+	}
+	ps := make([]persistence.Part, 0, len(e.parts))
+	for _, name := range slices.Sorted(maps.Keys(e.parts)) {
+		ps = append(ps, persistence.Part{Name: name, Value: e.parts[name]})
+	}
+	return ps
 }
 
 type partOffset struct {
@@ -163,7 +198,8 @@ func (s *Store) applyLocked(r logRecord) {
 	case kindSave:
 		for _, sn := range r.snaps {
 			j := s.job(sn.Job)
-			if old, ok := j.snaps[sn.Key]; ok {
+			old, had := j.snaps[sn.Key]
+			if had {
 				s.held.Add(-entryBytes(sn.Key, old))
 			}
 			if len(sn.State) == 0 {
@@ -172,6 +208,18 @@ func (s *Store) applyLocked(r logRecord) {
 				continue
 			}
 			e := entry{state: sn.State, offsets: packOffsets(sn.Offsets)}
+			if sn.Delta && had {
+				e.parts = old.parts // owned by the store: changed in place
+			}
+			if len(sn.Parts) > 0 {
+				if e.parts == nil {
+					e.parts = make(map[string][]byte, len(sn.Parts))
+				}
+				stateparts.Apply(e.parts, sn.Parts)
+			}
+			if len(e.parts) == 0 {
+				e.parts = nil
+			}
 			j.snaps[sn.Key] = e
 			s.held.Add(entryBytes(sn.Key, e))
 			if sn.HasTimer {
@@ -226,7 +274,7 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 	if !ok {
 		return persistence.Snapshot{}, persistence.ErrNotFound
 	}
-	return persistence.Snapshot{Job: job, Key: key, State: slices.Clone(e.state), Offsets: e.offsetsMap()}, nil
+	return persistence.Snapshot{Job: job, Key: key, State: e.loadState(), Offsets: e.offsetsMap()}, nil
 }
 
 // Save implements persistence.Store. The epoch check and the write happen
@@ -244,6 +292,9 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := persistence.CheckTimers(batch); err != nil {
 		return fmt.Errorf("embedded: save: %w", err)
 	}
+	if err := persistence.ValidParts(batch); err != nil {
+		return fmt.Errorf("embedded: save: %w", err)
+	}
 	// Copy before taking any lock: the store never retains the caller's memory.
 	r := logRecord{kind: kindSave, snaps: make([]persistence.Snapshot, len(batch))}
 	for i, sn := range batch {
@@ -254,6 +305,13 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 			maps.Copy(c.Offsets, sn.Offsets)
 			if sn.HasTimer {
 				c.HasTimer, c.NextTimer = true, sn.NextTimer
+			}
+			c.Delta = sn.Delta
+			if len(sn.Parts) > 0 {
+				c.Parts = make([]persistence.Part, len(sn.Parts))
+				for i, p := range sn.Parts {
+					c.Parts[i] = persistence.Part{Name: p.Name, Value: slices.Clone(p.Value)}
+				}
 			}
 		}
 		r.snaps[i] = c
@@ -427,6 +485,9 @@ func (s *Store) liveSizeLocked() int64 {
 	for job, j := range s.mu.jobs {
 		for k, e := range j.snaps {
 			n += int64(len(job) + len(k) + len(e.state) + 8)
+			for name, v := range e.parts {
+				n += int64(len(name) + len(v) + 4)
+			}
 			for _, po := range e.offsets {
 				n += int64(len(po.part) + 10)
 			}
@@ -455,7 +516,10 @@ func (s *Store) recordsLocked() []logRecord {
 				e := j.snaps[k]
 				at, ok := j.timers.get(k)
 				r.snaps = append(r.snaps, persistence.Snapshot{Job: job, Key: k, State: e.state, Offsets: e.offsetsMap(),
-					HasTimer: ok, NextTimer: at})
+					HasTimer: ok, NextTimer: at, Parts: e.wholeParts()})
+				for name, v := range e.parts {
+					size += len(name) + len(v) + 4
+				}
 				if size += len(k) + len(e.state) + 16*len(e.offsets) + 11; size >= compactChunk {
 					out = append(out, r)
 					r, size = logRecord{kind: kindSave}, 0

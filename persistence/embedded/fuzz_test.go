@@ -35,6 +35,12 @@ func FuzzEmbeddedLogDecode(f *testing.F) {
 			{Job: "job", Key: "none", State: []byte("s")},
 			{Job: "job", Key: "gone"},
 		}},
+		{kind: kindSave, snaps: []persistence.Snapshot{ // written as kind 6
+			{Job: "job", Key: "p", State: []byte("base"), Parts: []persistence.Part{{Name: "r:1", Value: []byte("row")}}},
+			{Job: "job", Key: "d", State: []byte("base"), Delta: true, HasTimer: true, NextTimer: 5,
+				Parts: []persistence.Part{{Name: "r:1"}, {Name: "o:2", Value: []byte("out")}}},
+			{Job: "job", Key: "gone"},
+		}},
 	} {
 		var err error
 		if seed, err = encodeRecord(seed, r); err != nil {
@@ -83,7 +89,8 @@ func FuzzEmbeddedLogDecode(f *testing.F) {
 // they survive encode and decode. kind picks the record: 0 save, 1 commit,
 // 2 epochs (off, clamped to at least 1, is the epoch), 3 save with a timer
 // (off, clamped to [MinTimer, MaxTimer], is the timer), 4 lineage (key is
-// the incarnation, |off| floor and seq).
+// the incarnation, |off| floor and seq), 5 save with parts (part and key
+// name a part set to state and one deleted; off's parity says delta).
 func FuzzEmbeddedLogRoundTrip(f *testing.F) {
 	f.Add("job", "key", []byte("state"), "p/0", int64(5), uint8(0))
 	f.Add("", "", []byte{}, "", int64(-1<<63), uint8(1))
@@ -91,6 +98,7 @@ func FuzzEmbeddedLogRoundTrip(f *testing.F) {
 	f.Add("job", "k", []byte("s"), "p/0", int64(-1<<63), uint8(3))
 	f.Add("job", "k", []byte("s"), "p/0", int64(0), uint8(3))
 	f.Add("job", "inc", []byte{}, "p/0", int64(1<<60), uint8(4))
+	f.Add("job", "k", []byte("row"), "r:1", int64(2), uint8(5))
 	f.Fuzz(func(t *testing.T, job, key string, state []byte, part string, off int64, kind uint8) {
 		r := logRecord{kind: kindSave, snaps: []persistence.Snapshot{
 			{Job: job, Key: record.Key(key), State: state, Offsets: map[string]int64{part: off}},
@@ -99,7 +107,13 @@ func FuzzEmbeddedLogRoundTrip(f *testing.F) {
 		if len(state) == 0 {
 			r.snaps[0].State = nil
 		}
-		switch kind % 5 {
+		switch kind % 6 {
+		case 5:
+			if part == "" {
+				part = "p"
+			}
+			r.snaps[0].Delta = off%2 == 0
+			r.snaps[0].Parts = []persistence.Part{{Name: part, Value: state}, {Name: key + "x"}}
 		case 4:
 			if key == "" {
 				key = "i"
@@ -143,7 +157,8 @@ func checkRecord(t *testing.T, got, want logRecord) {
 	for i := range want.snaps {
 		g, w := got.snaps[i], want.snaps[i]
 		if g.Job != w.Job || g.Key != w.Key || !bytes.Equal(g.State, w.State) || !maps.Equal(g.Offsets, w.Offsets) ||
-			g.HasTimer != w.HasTimer || (w.HasTimer && g.NextTimer != w.NextTimer) {
+			g.HasTimer != w.HasTimer || (w.HasTimer && g.NextTimer != w.NextTimer) || g.Delta != w.Delta ||
+			!slices.EqualFunc(g.Parts, w.Parts, func(a, b persistence.Part) bool { return a.Name == b.Name && bytes.Equal(a.Value, b.Value) }) {
 			t.Fatalf("snapshot %d = %+v, want %+v", i, g, w)
 		}
 	}

@@ -36,6 +36,14 @@ const (
 	// CommitOffsets of a store that has a lineage writes one (a log
 	// without any reads as before; an older binary stops at it).
 	kindLineage byte = 5
+	// kindSaveParts is a save record whose snapshots carry a timer field
+	// and their parts (persistence.Snapshot.Parts and Delta); added after
+	// kind 5. Like kind 4 it exists only on disk: a kindSave logRecord is
+	// written as kind 6 only when one of its snapshots has parts or is a
+	// delta, so a store whose writers send whole states only writes logs
+	// older binaries read, and those refuse a log with kind 6 rather than
+	// drop parts of states.
+	kindSaveParts byte = 6
 )
 
 const (
@@ -92,7 +100,11 @@ func encodeRecord(dst []byte, r logRecord) ([]byte, error) {
 	switch r.kind {
 	case kindSave:
 		timers := slices.ContainsFunc(r.snaps, func(sn persistence.Snapshot) bool { return sn.HasTimer })
-		if timers {
+		parts := slices.ContainsFunc(r.snaps, func(sn persistence.Snapshot) bool { return sn.Delta || len(sn.Parts) > 0 })
+		switch {
+		case parts:
+			dst[len(dst)-1], timers = kindSaveParts, true
+		case timers:
 			dst[len(dst)-1] = kindSaveTimers
 		}
 		dst = binary.AppendUvarint(dst, uint64(len(r.snaps)))
@@ -107,13 +119,16 @@ func encodeRecord(dst []byte, r logRecord) ([]byte, error) {
 			}
 			if !sn.HasTimer {
 				dst = append(dst, 0)
-				continue
+			} else {
+				if sn.NextTimer < persistence.MinTimer || sn.NextTimer > persistence.MaxTimer {
+					return dst[:start], fmt.Errorf("timer %d of key %q is out of range", sn.NextTimer, sn.Key)
+				}
+				dst = append(dst, 1)
+				dst = binary.AppendVarint(dst, sn.NextTimer)
 			}
-			if sn.NextTimer < persistence.MinTimer || sn.NextTimer > persistence.MaxTimer {
-				return dst[:start], fmt.Errorf("timer %d of key %q is out of range", sn.NextTimer, sn.Key)
+			if parts {
+				dst = appendParts(dst, sn)
 			}
-			dst = append(dst, 1)
-			dst = binary.AppendVarint(dst, sn.NextTimer)
 		}
 	case kindCommit:
 		dst = appendString(dst, r.job)
@@ -149,6 +164,23 @@ func encodeRecord(dst []byte, r logRecord) ([]byte, error) {
 	return dst, nil
 }
 
+// appendParts appends a kind 6 snapshot's parts field: 0x00 (whole) or
+// 0x01 (delta), uvarint n, n × (str name, str value).
+func appendParts(dst []byte, sn persistence.Snapshot) []byte {
+	flag := byte(0)
+	if sn.Delta {
+		flag = 1
+	}
+	dst = append(dst, flag)
+	dst = binary.AppendUvarint(dst, uint64(len(sn.Parts)))
+	for _, p := range sn.Parts {
+		dst = appendString(dst, p.Name)
+		dst = binary.AppendUvarint(dst, uint64(len(p.Value)))
+		dst = append(dst, p.Value...)
+	}
+	return dst
+}
+
 func appendString(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
 	return append(dst, s...)
@@ -169,8 +201,9 @@ func decodePayload(b []byte) (logRecord, error) {
 	d := decoder{b: b}
 	r := logRecord{kind: d.byte()}
 	switch r.kind {
-	case kindSave, kindSaveTimers:
-		timers := r.kind == kindSaveTimers
+	case kindSave, kindSaveTimers, kindSaveParts:
+		parts := r.kind == kindSaveParts
+		timers := r.kind == kindSaveTimers || parts
 		r.kind = kindSave
 		n := d.count(3)
 		r.snaps = make([]persistence.Snapshot, 0, n)
@@ -184,6 +217,9 @@ func decodePayload(b []byte) (logRecord, error) {
 			sn.Offsets = d.offsets()
 			if timers {
 				sn.HasTimer, sn.NextTimer = d.timer()
+			}
+			if parts {
+				sn.Delta, sn.Parts = d.parts()
 			}
 			if d.err != nil {
 				break
@@ -307,6 +343,39 @@ func (d *decoder) offsets() map[string]int64 {
 		m[p] = o
 	}
 	return m
+}
+
+// parts reads a kind 6 snapshot's parts field (values copied).
+func (d *decoder) parts() (bool, []persistence.Part) {
+	var delta bool
+	switch d.byte() {
+	case 0:
+	case 1:
+		delta = true
+	default:
+		if d.err == nil {
+			d.err = errors.New("bad parts flag")
+		}
+		return false, nil
+	}
+	n := d.count(2)
+	var out []persistence.Part
+	for range n {
+		name := d.string()
+		var v []byte
+		if b := d.bytes(); len(b) > 0 {
+			v = []byte(string(b))
+		}
+		if d.err != nil {
+			return false, nil
+		}
+		if name == "" {
+			d.err = errors.New("part without a name")
+			return false, nil
+		}
+		out = append(out, persistence.Part{Name: name, Value: v})
+	}
+	return delta, out
 }
 
 // timer reads a snapshot's timer field: 0, or 1 and a varint within

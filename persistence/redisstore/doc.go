@@ -11,6 +11,8 @@
 // 256 different slots, spread evenly over the slot range:
 //
 //	<prefix>:{<tag>}:state:<key>   string: the key's snapshot (offsets and state, one value)
+//	<prefix>:{<tag>}:parts:<key>   hash: part name -> value, the state's parts besides its base
+//	                               (persistence.Snapshot.Parts); missing = none
 //	<prefix>:{<tag>}:epoch:<key>   string: the key's owner epoch (decimal, by INCR); missing = 0
 //	<prefix>:{<tag>}:keys          set: the group's keys that have a snapshot
 //	<prefix>:{<tag>}:timers        sorted set: member <key>, score its next event-time timer (ms)
@@ -54,6 +56,19 @@
 // Partition ids are sorted, so equal snapshots encode to equal bytes. An
 // unknown version byte makes Load fail rather than guess.
 //
+// # Parts and deltas
+//
+// A state written in parts keeps its base (and the offsets) in the state
+// key's value and each part in a field of the key's parts hash, in the same
+// slot. A whole snapshot replaces the value and the hash (DEL, then HSET of
+// its parts); a delta replaces the value and HSETs or HDELs only the parts
+// it names, so a change of one row of a key writes that row, not the key.
+// Load reads value, hash and write generation in one script (so base and
+// parts come from one write) and packs them (stateparts.Pack). The hash
+// needs no compaction: each field holds its part's latest value, so a
+// key's size is its live parts, whatever its history; a deleted key's hash
+// goes with its value.
+//
 // # Writes
 //
 // Save splits a batch by slot group, keeping batch order within a group,
@@ -61,13 +76,15 @@
 // calls a server answers NOSCRIPT), all in one pipeline: one round trip on
 // one server; on a cluster go-redis sends each master its part, in
 // parallel, and follows MOVED and ASK per command. A group's script gets
-// the group's keys set and timers set and, per snapshot, its epoch and
-// state key as KEYS, and the writer's epoch, the join key, the encoded
-// value ("" deletes) and the next timer (decimal, "" for none) as ARGV,
-// after the write generation (below). It first compares each snapshot's epoch with GET of its epoch key (missing
+// the group's keys set and timers set and, per snapshot, its epoch, state
+// key and parts hash as KEYS, and the writer's epoch, the join key, the
+// encoded value ("" deletes), the next timer (decimal, "" for none), whole
+// or delta, and the parts (name, value pairs) as ARGV, after the write
+// generation (below). It first compares each snapshot's epoch with GET of its epoch key (missing
 // = "0", compared as decimal strings), then, for the snapshots that match
 // and in order, runs SET, SADD and ZADD (ZREM when the snapshot has no
-// timer), or DEL, SREM and ZREM for empty state. It replies with the
+// timer), DEL of the parts hash (a whole state), HSET and HDEL of its
+// parts, or DEL (value and parts), SREM and ZREM for empty state. It replies with the
 // index and holder epoch of each refused snapshot, which Save turns into
 // *persistence.FencedError values, in batch order.
 //
@@ -79,8 +96,8 @@
 // then covers every group, and one key per job of the batch). Its keys
 // come first in KEYS, with ARGV[1] their number and then, per key, the
 // least value it must show: the highest this Store saw acknowledged by a
-// save (the INCR results the script returns) or read by a Load (which
-// MGETs the state key and its gen key). A key below it means the server
+// save (the INCR results the script returns) or read by a Load (whose
+// script reads the gen key with the state). A key below it means the server
 // went back in time under this Store (restored from an older dump, failed
 // over to a lagging replica, restarted empty): the script writes nothing
 // and answers the keys found behind, which Save returns as
@@ -132,6 +149,18 @@
 // read; two groups are read at slightly different moments, so a Save
 // running meanwhile may show in some groups and not in others (each key's
 // entry is right for that key's state at the moment its group was read).
+//
+// # Batched loads
+//
+// LoadMany (persistence.BatchLoader) reads many keys of a job with one
+// call of the load script per slot group (on one server one call for the
+// job), pipelined: one round trip however many keys, where Load costs one
+// each. Each call checks its group's write generation as Load does.
+// AcquireLoadMany (persistence.Activator) is the same with an Acquire of
+// each key first, in the same script: the epoch key raised to the
+// incarnation's floor and INCRed, then the state read (on one server the
+// script reads the incarnation key too; on a cluster one lineage read
+// comes first), so a new activation costs no round trip of its own.
 //
 // Acquire is one script: it raises the epoch key to the incarnation's
 // floor when below it, then INCR (on one server the script also reads the

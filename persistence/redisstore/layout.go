@@ -83,6 +83,7 @@ func (l *jobLayout) keyPrefix(key record.Key) string { return l.prefixes[groupOf
 
 func stateKey(gp string, key record.Key) string { return gp + "state:" + string(key) }
 func epochKey(gp string, key record.Key) string { return gp + "epoch:" + string(key) }
+func partsKey(gp string, key record.Key) string { return gp + "parts:" + string(key) }
 func keysKey(gp string) string                  { return gp + "keys" }
 func timersKey(gp string) string                { return gp + "timers" }
 func offsetsKey(gp string) string               { return gp + "offsets" }

@@ -14,47 +14,6 @@ import (
 	"github.com/joinery/joinery/record"
 )
 
-// Load implements persistence.Store with one MGET of the key's state and
-// its shard's write generation (in the same slot). It returns
-// persistence.ErrNotFound for a key without a snapshot, a
-// *persistence.StaleStoreError when the generation is below the highest
-// this handle saw acknowledged (the store went back in time: what it holds
-// may lack writes this node made), and an error for a value it cannot
-// decode. The returned Offsets is never nil.
-func (s *Store) Load(ctx context.Context, job string, key record.Key) (persistence.Snapshot, error) {
-	if s.closed.Load() {
-		return persistence.Snapshot{}, persistence.ErrClosed
-	}
-	l := layoutOf(s.prefix, job)
-	g := groupOf(string(key))
-	ref := s.genOf(job, l, g)
-	// What was acknowledged before the read is sent: a Save answered
-	// while the read is on its way may have bumped past what it finds.
-	seen := ref.seen.Load()
-	vals, err := s.client.MGet(ctx, stateKey(l.prefixes[g], key), ref.key).Result()
-	if err != nil {
-		return persistence.Snapshot{}, wrap("load", err)
-	}
-	if len(vals) != 2 {
-		return persistence.Snapshot{}, fmt.Errorf("redisstore: load %q of job %q: unexpected reply %v", key, job, vals)
-	}
-	if err := ref.check(vals[1], seen); err != nil {
-		return persistence.Snapshot{}, err
-	}
-	if vals[0] == nil {
-		return persistence.Snapshot{}, persistence.ErrNotFound
-	}
-	b, ok := vals[0].(string)
-	if !ok {
-		return persistence.Snapshot{}, fmt.Errorf("redisstore: load %q of job %q: unexpected value %T", key, job, vals[0])
-	}
-	offsets, state, err := decodeSnapshot([]byte(b))
-	if err != nil {
-		return persistence.Snapshot{}, fmt.Errorf("redisstore: load %q of job %q: %w", key, job, err)
-	}
-	return persistence.Snapshot{Job: job, Key: key, State: state, Offsets: offsets}, nil
-}
-
 // saveScript applies a Save batch, or the part of one that falls in one
 // slot group. KEYS[1..m] are the write generation keys the call covers
 // (ARGV[1] = m; on a cluster the group's, on one server the job's, one per
@@ -62,14 +21,18 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 // the highest this store handle saw acknowledged ("0" when none). When one
 // shows less, the store went back in time under this writer: the script
 // writes nothing and returns {0, {j, generation, ...}} for every such key.
-// Then, per snapshot i (0-based) it takes four keys, KEYS[m+4i+1..m+4i+4] =
-// epoch key, state key, keys set, timers sorted set (the last two the same
-// for every snapshot of a group), and four arguments, ARGV[m+4i+2..m+4i+5]
-// = the writer's epoch (decimal), the join key (the set members), the
-// encoded value ("" deletes), the next timer (decimal; "" = no timer). It
-// first compares every epoch key's value (a missing key counts as "0") with
-// the writer's epoch, then writes the snapshots that match, in order: SET,
-// SADD and ZADD (or ZREM without a timer), or DEL, SREM and ZREM. Checking
+// Then, per snapshot, it takes five keys: epoch key, state key, keys set,
+// timers sorted set (the last two the same for every snapshot of a group),
+// parts hash; and 6+2n arguments: the writer's epoch (decimal), the join
+// key (the set members), the encoded value ("" deletes), the next timer
+// (decimal; "" = no timer), "W" (a whole state) or "D" (a delta), n, and n
+// pairs of part name and value ("" deletes the part; names are unique
+// within a snapshot). It first compares every epoch key's value (a missing
+// key counts as "0") with the writer's epoch, then writes the snapshots
+// that match, in order: SET, SADD and ZADD (or ZREM without a timer), DEL
+// of the parts hash for a whole state, then HSET of the parts set and HDEL
+// of those deleted; or, to delete, DEL of state and parts, SREM and ZREM.
+// Checking
 // everything before writing anything means a failing GET (a key of the
 // wrong type) aborts the script before it wrote. Last it INCRs every
 // generation key and returns {1, refused, generations}: refused a flat
@@ -96,29 +59,60 @@ if #stale > 0 then
 end
 local fenced = {}
 local ok = {}
-for i = m + 2, #ARGV, 4 do
-  local k = i - 1
+local a, k, idx = m + 2, m + 1, 0
+while a <= #ARGV do
+  idx = idx + 1
   local cur = redis.call('GET', KEYS[k]) or '0'
-  if cur == ARGV[i] then
-    ok[#ok + 1] = i
+  if cur == ARGV[a] then
+    ok[#ok + 1] = a
+    ok[#ok + 1] = k
   else
-    fenced[#fenced + 1] = (i - m - 2) / 4 + 1
+    fenced[#fenced + 1] = idx
     fenced[#fenced + 1] = cur
   end
+  a = a + 6 + 2 * tonumber(ARGV[a + 5])
+  k = k + 5
 end
-for _, i in ipairs(ok) do
-  local k = i - 1
-  if ARGV[i + 2] == '' then
-    redis.call('DEL', KEYS[k + 1])
-    redis.call('SREM', KEYS[k + 2], ARGV[i + 1])
-    redis.call('ZREM', KEYS[k + 3], ARGV[i + 1])
+for o = 1, #ok, 2 do
+  local a, k = ok[o], ok[o + 1]
+  local member = ARGV[a + 1]
+  if ARGV[a + 2] == '' then
+    redis.call('DEL', KEYS[k + 1], KEYS[k + 4])
+    redis.call('SREM', KEYS[k + 2], member)
+    redis.call('ZREM', KEYS[k + 3], member)
   else
-    redis.call('SET', KEYS[k + 1], ARGV[i + 2])
-    redis.call('SADD', KEYS[k + 2], ARGV[i + 1])
-    if ARGV[i + 3] == '' then
-      redis.call('ZREM', KEYS[k + 3], ARGV[i + 1])
+    redis.call('SET', KEYS[k + 1], ARGV[a + 2])
+    redis.call('SADD', KEYS[k + 2], member)
+    if ARGV[a + 3] == '' then
+      redis.call('ZREM', KEYS[k + 3], member)
     else
-      redis.call('ZADD', KEYS[k + 3], ARGV[i + 3], ARGV[i + 1])
+      redis.call('ZADD', KEYS[k + 3], ARGV[a + 3], member)
+    end
+    if ARGV[a + 4] ~= 'D' then
+      redis.call('DEL', KEYS[k + 4])
+    end
+    local set, del = {}, {}
+    for j = a + 6, a + 5 + 2 * tonumber(ARGV[a + 5]), 2 do
+      if ARGV[j + 1] == '' then
+        del[#del + 1] = ARGV[j]
+      else
+        set[#set + 1] = ARGV[j]
+        set[#set + 1] = ARGV[j + 1]
+      end
+      if #set >= 400 then
+        redis.call('HSET', KEYS[k + 4], unpack(set))
+        set = {}
+      end
+      if #del >= 400 then
+        redis.call('HDEL', KEYS[k + 4], unpack(del))
+        del = {}
+      end
+    end
+    if #set > 0 then
+      redis.call('HSET', KEYS[k + 4], unpack(set))
+    end
+    if #del > 0 then
+      redis.call('HDEL', KEYS[k + 4], unpack(del))
     end
   end
 end
@@ -142,7 +136,13 @@ type scriptCall struct {
 // again with EVAL in a second pipeline. It returns every call's reply, or
 // the first error.
 func (s *Store) runScripts(ctx context.Context, script *redis.Script, calls []scriptCall) ([]any, error) {
-	if len(calls) == 1 && s.cfg.MinReplicas == 0 {
+	return s.runScriptsWait(ctx, script, calls, true)
+}
+
+// runScriptsWait is runScripts; wait false leaves out the WAIT of
+// Config.MinReplicas (for scripts that only read).
+func (s *Store) runScriptsWait(ctx context.Context, script *redis.Script, calls []scriptCall, wait bool) ([]any, error) {
+	if len(calls) == 1 && (s.cfg.MinReplicas == 0 || !wait) {
 		// One call needs no pipeline: EVALSHA, and EVAL after NOSCRIPT.
 		v, err := script.Run(ctx, s.client, calls[0].keys, calls[0].args...).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
@@ -156,7 +156,9 @@ func (s *Store) runScripts(ctx context.Context, script *redis.Script, calls []sc
 		for i, c := range calls {
 			cmds[i] = script.EvalSha(ctx, p, c.keys, c.args...)
 		}
-		waits = s.appendWait(ctx, p, waits)
+		if wait {
+			waits = s.appendWait(ctx, p, waits)
+		}
 		return nil
 	})
 	var again []int
@@ -170,7 +172,9 @@ func (s *Store) runScripts(ctx context.Context, script *redis.Script, calls []sc
 			for _, i := range again {
 				cmds[i] = script.Eval(ctx, p, calls[i].keys, calls[i].args...)
 			}
-			waits = s.appendWait(ctx, p, waits)
+			if wait {
+				waits = s.appendWait(ctx, p, waits)
+			}
 			return nil
 		})
 	}
@@ -249,6 +253,9 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := persistence.CheckTimers(batch); err != nil {
 		return fmt.Errorf("redisstore: save: %w", err)
 	}
+	if err := persistence.ValidParts(batch); err != nil {
+		return fmt.Errorf("redisstore: save: %w", err)
+	}
 	parts := map[string]*saveGroup{}
 	var order []*saveGroup
 	for i, sn := range batch {
@@ -270,14 +277,23 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		}
 		var value []byte // empty: delete
 		timer := ""      // empty: no timer
+		mode := "W"
+		var ps []persistence.Part
 		if len(sn.State) > 0 {
 			value = encodeSnapshot(sn.Offsets, sn.State)
 			if sn.HasTimer {
 				timer = strconv.FormatInt(sn.NextTimer, 10)
 			}
+			if sn.Delta {
+				mode = "D"
+			}
+			ps = uniqueParts(sn.Parts, !sn.Delta)
 		}
-		part.snap.keys = append(part.snap.keys, epochKey(gp, sn.Key), stateKey(gp, sn.Key), keysKey(gp), timersKey(gp))
-		part.snap.args = append(part.snap.args, strconv.FormatInt(sn.Epoch, 10), string(sn.Key), value, timer)
+		part.snap.keys = append(part.snap.keys, epochKey(gp, sn.Key), stateKey(gp, sn.Key), keysKey(gp), timersKey(gp), partsKey(gp, sn.Key))
+		part.snap.args = append(part.snap.args, strconv.FormatInt(sn.Epoch, 10), string(sn.Key), value, timer, mode, len(ps))
+		for _, p := range ps {
+			part.snap.args = append(part.snap.args, p.Name, p.Value)
+		}
 		part.idx = append(part.idx, i)
 	}
 	calls := make([]scriptCall, len(order))

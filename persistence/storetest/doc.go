@@ -20,7 +20,14 @@
 // The Timers* subtests cover the timer index (Snapshot.HasTimer,
 // Store.DueTimers): it follows saves and deletes, orders by time then key,
 // isolates jobs, ignores fenced snapshots and, with WithReopen, survives
-// reopening. The suite checks the contract
+// reopening. The Parts* subtests cover incremental writes
+// (Snapshot.Parts and Delta): a delta then a Load gives what the whole
+// snapshot would (packed), a whole snapshot replaces every part, an empty
+// State deletes parts and all, deltas apply in batch order, are fenced and
+// move the timer index like whole ones, survive reopening and, with
+// WithRollback, are refused by a store gone back in time; LoadMany and
+// AcquireLoadMany check persistence.LoadMany and AcquireLoadMany (the
+// optional BatchLoader and Activator, or their fallbacks). The suite checks the contract
 // written on persistence.Store and nothing implementation-specific; tests of
 // durability across restarts, round trips and faults belong to each
 // implementation (redisstore, for one, runs the suite on one server and on

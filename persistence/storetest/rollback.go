@@ -5,7 +5,9 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/joinery/joinery/internal/stateparts"
 	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
 )
 
 // WithRollback gives the suite a way to send a store back in time, as a
@@ -25,6 +27,38 @@ var rollbackCases = []struct {
 	fn   func(t *testing.T, s persistence.Store, mark func() (restore func()), reopen func(persistence.Store) persistence.Store)
 }{
 	{"RollbackFirstWriteRefused", testRollbackFirstWriteRefused},
+	{"RollbackDeltaRefused", testRollbackDeltaRefused},
+}
+
+// testRollbackDeltaRefused: a delta is refused after a rollback as a whole
+// write is: it would otherwise apply onto parts that lack writes it builds
+// on. Nothing of it is written.
+func testRollbackDeltaRefused(t *testing.T, s persistence.Store, mark func() func(), reopen func(persistence.Store) persistence.Store) {
+	e := acquire(t, s, "job", "k")
+	before := persistence.Snapshot{Job: "job", Key: "k", State: []byte("b1"), Parts: parts("a", "1"), Epoch: e}
+	save(t, s, before)
+	restore := mark()
+	save(t, s, persistence.Snapshot{Job: "job", Key: "k", State: []byte("lost"), Delta: true, Parts: parts("b", "2"), Epoch: e})
+	restore()
+	next := persistence.Snapshot{Job: "job", Key: "k", State: []byte("b3"), Delta: true, Parts: parts("c", "3"), Epoch: e}
+	if err := s.Save(ctx(t), []persistence.Snapshot{next}); !errors.Is(err, persistence.ErrStoreRolledBack) {
+		t.Fatalf("delta after the rollback = %v, want ErrStoreRolledBack", err)
+	}
+	if _, err := s.Load(ctx(t), "job", "k"); !errors.Is(err, persistence.ErrStoreRolledBack) {
+		t.Fatalf("Load after the rollback = %v, want ErrStoreRolledBack", err)
+	}
+	// Batched loads check the generation too.
+	if _, err := persistence.LoadMany(ctx(t), s, "job", []record.Key{"k", "x"}); !errors.Is(err, persistence.ErrStoreRolledBack) {
+		t.Fatalf("LoadMany after the rollback = %v, want ErrStoreRolledBack", err)
+	}
+	if _, _, err := persistence.AcquireLoadMany(ctx(t), s, "job", []record.Key{"k"}); !errors.Is(err, persistence.ErrStoreRolledBack) {
+		t.Fatalf("AcquireLoadMany after the rollback = %v, want ErrStoreRolledBack", err)
+	}
+	if reopen == nil {
+		return
+	}
+	fresh := reopen(s)
+	checkSnapshot(t, load(t, fresh, "job", "k"), persistence.Snapshot{Job: "job", Key: "k", State: stateparts.Pack([]byte("b1"), parts("a", "1"))})
 }
 
 // testRollbackFirstWriteRefused: a store that went back in time under an

@@ -49,6 +49,13 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store, opts ...Option
 			tc.fn(t, s)
 		})
 	}
+	for _, tc := range partsCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() { _ = s.Close() })
+			tc.fn(t, s)
+		})
+	}
 	for _, tc := range rollbackCases {
 		t.Run(tc.name, func(t *testing.T) {
 			if su.rollback == nil {
@@ -134,6 +141,7 @@ var reopenCases = []struct {
 	{"EpochSurvivesReopen", testEpochSurvivesReopen},
 	{"TimersSurviveReopen", testTimersSurviveReopen},
 	{"LineageSurvivesReopen", testLineageSurvivesReopen},
+	{"PartsSurviveReopen", testPartsSurviveReopen},
 }
 
 func ctx(t *testing.T) context.Context {

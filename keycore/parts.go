@@ -1,0 +1,370 @@
+package keycore
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/joinery/joinery/internal/jsonenc"
+	"github.com/joinery/joinery/internal/stateparts"
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+)
+
+// Incremental writes (Config.Parts). A key's state is written as a base
+// and named parts (persistence.Snapshot.Parts), and a Write after the
+// first carries only what changed since the Write before it (Write.Delta):
+//
+//	base    keyState version 1 without outbox and Debezium positions: timers,
+//	        watermark, output sequence, and the join snapshot unless its rows
+//	        are parts (below)
+//	l       the changelog join's left row (value state), JSON
+//	r:<pk>  a right row (map state) by primary key (key form), JSON
+//	o:<id>  an outbox entry (its JSON as in version 1), id in 16 hex digits,
+//	        ascending in outbox order
+//	s:<id>  a row's last Debezium source position, id "side/pk"
+//
+// The rows of a two-way changelog join are parts (l, r:) unless its spec
+// stamps source times (MaxTs: the times live in the join snapshot, which
+// then stays whole in the base, as it does for the multi-way and event-time
+// joins). A change of one domains row of a user key with a hundred then
+// writes that row, the base (a few bytes) and the new outbox entry, not the
+// key.
+//
+// Which rows changed is known from the events: an event of the left side
+// changes l, one of the right side the rows of its before and after
+// primary keys (the join changes no other row: joins.CDC.OnEvent). Deltas
+// build on the Write before them, so they need every earlier Write
+// applied: the driver writes them in order and, after a failed one, Resets
+// the core (as it must anyway). The first Write after Init, after a Restore
+// of a state not stored in parts, and after a Write that deleted the key is
+// whole; every other is a delta, however many came before.
+//
+// No delta needs folding: a store keeps each part's latest value
+// (redisstore: a hash per key; embedded: a map per key, its log compacted
+// as before), so a key's reads stay bounded by its live state, whatever
+// its history. Load packs base and parts (stateparts), and decodeState
+// reads either form. Write.Size is then an estimate kept without
+// re-encoding: the outbox and positions exactly, the rows as their number
+// times their average size at the last whole Write or Restore.
+const (
+	partLeft   = "l"
+	partRight  = "r:"
+	partOutbox = "o:"
+	partSrc    = "s:"
+)
+
+// partsState is what a Core with Config.Parts tracks between Writes.
+type partsState struct {
+	stored  bool                // the store holds the key in parts as of the last Write (or the Restore)
+	all     bool                // the next Write must be whole
+	rows    map[string]struct{} // changelog-join row parts changed since the last Write
+	src     []string            // Debezium position ids changed since the last Write
+	dropped []uint64            // outbox ids written before and pruned since the last Write
+	written uint64              // outbox entries with an id at or above it are not written yet
+	next    uint64              // the next outbox id
+	// Write.Size's parts: the base's bytes; the rows' (their number
+	// times rowAvg); the written outbox entries' and positions' (exact).
+	base, rowBytes, rowAvg, outboxBytes, srcBytes int
+}
+
+// size is Write.Size.
+func (p *partsState) size() int { return p.base + p.rowBytes + p.outboxBytes + p.srcBytes }
+
+func (p *partsState) mark(name string) {
+	if p.rows == nil {
+		p.rows = map[string]struct{}{}
+	}
+	p.rows[name] = struct{}{}
+}
+
+// rowParts reports whether the join's rows are parts of the state.
+func (c *Core) rowParts() bool {
+	return c.cfg.Parts && c.m.cdc != nil && c.cfg.Machine.CDC != nil && !c.cfg.Machine.CDC.MaxTs
+}
+
+// touch notes the rows a changelog-join event may change (before the
+// join applies it).
+func (c *Core) touch(e *record.Event) {
+	if !c.rowParts() {
+		return
+	}
+	if e.Side == record.Left {
+		c.pt.mark(partLeft)
+		return
+	}
+	pk := c.cfg.Machine.CDC.Right.PK
+	for _, row := range []record.Row{e.Before, e.After} {
+		if k, ok := rowKey(row, pk); ok {
+			c.pt.mark(partRight + k)
+		}
+	}
+}
+
+// rowKey is the key form of row's primary key column, as joins.CDC
+// computes it.
+func rowKey(row record.Row, col string) (string, bool) {
+	v, ok := row[col]
+	if !ok || v == nil {
+		return "", false
+	}
+	k, ok := record.KeyOf(v)
+	return string(k), ok
+}
+
+// rowJSON encodes a row as a part.
+func rowJSON(r record.Row) ([]byte, error) {
+	if b, ok := jsonenc.AppendValue(nil, r); ok {
+		return b, nil
+	}
+	return json.Marshal(r)
+}
+
+func outboxName(id uint64) string {
+	const hex = "0123456789abcdef"
+	var b [2 + 16]byte
+	copy(b[:], partOutbox)
+	for i := 17; i >= 2; i-- {
+		b[i] = hex[id&15]
+		id >>= 4
+	}
+	return string(b[:])
+}
+
+// writeParts fills w with the state as a base and parts: whole, or the
+// delta since the last Write.
+func (c *Core) writeParts(w *Write) error {
+	st := keyState{Timers: c.m.Timers(), Seq: c.seq}
+	if !c.rowParts() && !c.m.Empty() {
+		st.Join = c.m.Snapshot()
+	}
+	if c.m.EventTime() {
+		wm := c.m.Watermark()
+		st.Wm = &wm
+	}
+	base, err := encodeState(st)
+	if err != nil {
+		return err
+	}
+	p := &c.pt
+	whole := !p.stored || p.all
+	var parts []stateparts.Part
+	add := func(name string, v []byte) { parts = append(parts, stateparts.Part{Name: name, Value: v}) }
+	if c.rowParts() {
+		if whole {
+			err = c.allRows(add)
+			n := 0
+			for _, pt := range parts {
+				n += len(pt.Name) + len(pt.Value)
+			}
+			p.rowBytes, p.rowAvg = n, n/max(1, len(parts))
+		} else {
+			err = c.changedRows(add)
+		}
+		if err != nil {
+			return err
+		}
+	} else {
+		p.rowBytes = 0 // the join is in the base
+	}
+	if whole {
+		p.outboxBytes, p.srcBytes = 0, 0
+	} else {
+		for _, id := range p.dropped {
+			add(outboxName(id), nil)
+		}
+	}
+	for i := range c.outbox {
+		e := &c.outbox[i]
+		if !whole && e.id < p.written {
+			continue
+		}
+		b, err := e.encode()
+		if err != nil {
+			return err
+		}
+		add(outboxName(e.id), b)
+		p.outboxBytes += 18 + len(b)
+	}
+	if whole {
+		for id, pos := range c.src {
+			add(partSrc+id, []byte(pos))
+			p.srcBytes += 2 + len(id) + len(pos)
+		}
+	} else {
+		for _, id := range p.src {
+			add(partSrc+id, []byte(c.src[id]))
+		}
+	}
+	p.base = len(base)
+	w.State, w.Parts, w.Delta, w.Size = base, parts, !whole, p.size()
+	p.stored, p.all = true, false
+	clear(p.rows)
+	p.src, p.dropped, p.written = p.src[:0], p.dropped[:0], p.next
+	return nil
+}
+
+// allRows adds every row of the changelog join.
+func (c *Core) allRows(add func(string, []byte)) error {
+	if l := c.m.cdc.Left(); l != nil {
+		b, err := rowJSON(l)
+		if err != nil {
+			return err
+		}
+		add(partLeft, b)
+	}
+	pk := c.cfg.Machine.CDC.Right.PK
+	for _, r := range c.m.cdc.Rights() {
+		k, ok := rowKey(r, pk)
+		if !ok {
+			return fmt.Errorf("keycore: a right row without a primary key %q", pk)
+		}
+		b, err := rowJSON(r)
+		if err != nil {
+			return err
+		}
+		add(partRight+k, b)
+	}
+	return nil
+}
+
+// changedRows adds the rows changed since the last Write: their values,
+// or deletions of the ones gone.
+func (c *Core) changedRows(add func(string, []byte)) error {
+	if len(c.pt.rows) == 0 {
+		return nil
+	}
+	defer func() {
+		// The rows' size: their number times the average row's.
+		if c.pt.rowAvg == 0 {
+			c.pt.rowAvg = 64
+		}
+		n := len(c.m.cdc.Rights())
+		if c.m.cdc.Left() != nil {
+			n++
+		}
+		c.pt.rowBytes = n * c.pt.rowAvg
+	}()
+	var rights []record.Row
+	pk := c.cfg.Machine.CDC.Right.PK
+	names := make([]string, 0, len(c.pt.rows))
+	for name := range c.pt.rows {
+		names = append(names, name)
+	}
+	sort.Strings(names) // deterministic Writes
+	for _, name := range names {
+		var row record.Row
+		if name == partLeft {
+			row = c.m.cdc.Left()
+		} else {
+			if rights == nil {
+				rights = c.m.cdc.Rights() // sorted by primary key (key form)
+			}
+			k := strings.TrimPrefix(name, partRight)
+			i := sort.Search(len(rights), func(i int) bool { rk, _ := rowKey(rights[i], pk); return rk >= k })
+			if i < len(rights) {
+				if rk, _ := rowKey(rights[i], pk); rk == k {
+					row = rights[i]
+				}
+			}
+		}
+		if row == nil {
+			add(name, nil)
+			continue
+		}
+		b, err := rowJSON(row)
+		if err != nil {
+			return err
+		}
+		add(name, b)
+	}
+	return nil
+}
+
+// decodeParts decodes a packed state (stateparts): the base's keyState
+// with the parts folded in, and whether the join's rows were parts. Outbox
+// entries keep their ids and JSON (their outputs are decoded when
+// re-sent).
+func decodeParts(b []byte) (keyState, int, error) {
+	base, parts, err := stateparts.Unpack(b)
+	if err != nil {
+		return keyState{}, 0, fmt.Errorf("%w: %v", errBadState, err)
+	}
+	if stateparts.IsPacked(base) {
+		return keyState{}, 0, fmt.Errorf("%w: a packed base", errBadState)
+	}
+	s, err := decodeState(base)
+	if err != nil {
+		return keyState{}, 0, err
+	}
+	var left []byte
+	var rights []stateparts.Part
+	rows := 0
+	for _, p := range parts {
+		switch {
+		case p.Name == partLeft:
+			left, rows = p.Value, rows+1
+		case strings.HasPrefix(p.Name, partRight):
+			rights, rows = append(rights, stateparts.Part{Name: p.Name[len(partRight):], Value: p.Value}), rows+1
+		case strings.HasPrefix(p.Name, partOutbox):
+			id, err := strconv.ParseUint(p.Name[len(partOutbox):], 16, 64)
+			var e struct {
+				P string `json:"p"`
+				N int64  `json:"n"`
+			}
+			if err == nil {
+				err = json.Unmarshal(p.Value, &e)
+			}
+			if err != nil {
+				return keyState{}, 0, fmt.Errorf("%w: outbox part %q: %v", errBadState, p.Name, err)
+			}
+			s.Outbox = append(s.Outbox, outboxEntry{Part: e.P, Offset: e.N, id: id, enc: []byte(string(p.Value))})
+		case strings.HasPrefix(p.Name, partSrc):
+			if s.Src == nil {
+				s.Src = map[string]string{}
+			}
+			s.Src[p.Name[len(partSrc):]] = string(p.Value)
+		default:
+			return keyState{}, 0, fmt.Errorf("%w: unknown part %q", errBadState, p.Name)
+		}
+	}
+	if rows > 0 {
+		if len(s.Join) > 0 {
+			return keyState{}, 0, fmt.Errorf("%w: join rows both whole and in parts", errBadState)
+		}
+		s.Join = cdcSnapshot(left, rights)
+	}
+	return s, rows, nil
+}
+
+// cdcSnapshot assembles a changelog join's snapshot (joins' version 1)
+// from its left row and its right rows by primary key.
+func cdcSnapshot(left []byte, rights []stateparts.Part) []byte {
+	n := 16 + len(left)
+	for _, r := range rights {
+		n += len(r.Name) + len(r.Value) + 4
+	}
+	b := make([]byte, 0, n)
+	b = append(b, joins.SnapshotVersion)
+	b = append(b, `{"l":`...)
+	if left == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, left...)
+	}
+	if len(rights) > 0 {
+		b = append(b, `,"r":{`...)
+		for i, r := range rights {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonenc.AppendString(b, r.Name)
+			b = append(b, ':')
+			b = append(b, r.Value...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}

@@ -1,0 +1,181 @@
+package keycore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+)
+
+// TestCorePartsEqualWhole drives random changelog traffic (upserts,
+// deletes, primary-key moves, replays, commits that prune the outbox)
+// through a Core with incremental writes and applies each Write to a store
+// model: after every Write, a Core restored from the model holds exactly
+// what the writing Core holds (their whole encodings are equal), and once
+// the first Write is done one change writes a delta of a few parts (at most
+// two rows, its outbox entry and its position).
+func TestCorePartsEqualWhole(t *testing.T) {
+	specs := map[string]*joins.CDCSpec{
+		"rows":  usersDomains,
+		"maxTs": {Type: joins.LeftOuter, MaxTs: true, Left: usersDomains.Left, Right: usersDomains.Right},
+		"flink": {Type: joins.FullOuter, Kinds: joins.KindsFlink, Left: usersDomains.Left, Right: usersDomains.Right},
+	}
+	for name, spec := range specs {
+		t.Run(name, func(t *testing.T) {
+			cfg := &Config{Machine: MachineSpec{CDC: spec}, Parts: true}
+			rng := rand.New(rand.NewPCG(1, uint64(len(name))))
+			c := New(cfg, "1")
+			c.Init()
+			var st *stored
+			var off int64
+			deltas := 0
+			for step := range 400 {
+				var evs []Event
+				for range 1 + rng.IntN(3) {
+					off++
+					evs = append(evs, randomEvent(rng, off))
+				}
+				req := &Request{Events: evs}
+				if rng.IntN(4) == 0 {
+					req.Committed = map[string]int64{"s/0": off - int64(rng.IntN(10))}
+				}
+				r := c.Step(req, int64(step))
+				if r.Err != nil {
+					t.Fatal(r.Err)
+				}
+				if r.Write == nil {
+					continue
+				}
+				if r.Write.Delta {
+					deltas++
+					if len(evs) == 1 && req.Committed == nil && len(r.Write.Parts) > 4 {
+						t.Fatalf("step %d: a one-event delta has %d parts: %v", step, len(r.Write.Parts), partNames(r.Write))
+					}
+				}
+				st = st.apply(r.Write)
+				c.Durable()
+				again := New(cfg, "1")
+				if err := again.Restore(st.offsets, st.loaded()); err != nil {
+					t.Fatalf("step %d: restore: %v", step, err)
+				}
+				want, err := c.Encode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := again.Encode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("step %d: restored from the parts:\n%s\nwant:\n%s", step, got, want)
+				}
+				// Offline tools (admin's inspect) read the packed state
+				// as the whole one.
+				pi, err := DecodeStateInfo(st.loaded())
+				if err != nil {
+					t.Fatal(err)
+				}
+				wi, err := DecodeStateInfo(want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pj, wj := joins.NewCDC(spec), joins.NewCDC(spec)
+				if pi.Outbox != wi.Outbox || (len(wi.Join) > 0) != (len(pi.Join) > 0) ||
+					(len(wi.Join) > 0 && (pj.Restore(pi.Join) != nil || wj.Restore(wi.Join) != nil || !bytes.Equal(pj.Snapshot(), wj.Snapshot()))) {
+					t.Fatalf("step %d: DecodeStateInfo of the packed state %+v, of the whole %+v", step, pi, wi)
+				}
+				// Write.Size estimates the whole state's size without
+				// encoding it (for the memory budget).
+				if size := r.Write.Size; size < len(want)/2 || size > 2*len(want)+64 {
+					t.Fatalf("step %d: Write.Size %d, the whole state takes %d bytes", step, size, len(want))
+				}
+				if step%50 == 49 {
+					c = again // a reactivation: deltas go on from the loaded state
+				}
+			}
+			if wantDeltas := name != "maxTs"; wantDeltas && deltas < 300 {
+				t.Fatalf("%d of 400 writes were deltas", deltas)
+			}
+		})
+	}
+}
+
+func partNames(w *Write) []string {
+	var out []string
+	for _, p := range w.Parts {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// randomEvent is a change of user 1 or of one of its ten domains.
+func randomEvent(rng *rand.Rand, off int64) Event {
+	e := Event{Pos: record.Position{Source: "s", Offset: off}, Ts: off, SrcPos: fmt.Sprintf("%08d", off)}
+	if rng.IntN(10) == 0 && off > 2 {
+		e.SrcPos = fmt.Sprintf("%08d", off-2) // a replay: dropped if its row saw a later one
+	}
+	row := func(side record.Side) record.Row {
+		if side == record.Left {
+			return record.Row{"id": json.Number("1"), "name": fmt.Sprint("u", off)}
+		}
+		return record.Row{"id": json.Number(fmt.Sprint(rng.IntN(10))), "user_id": json.Number("1"), "v": fmt.Sprint("<d>", off)}
+	}
+	e.Side = record.Side(rng.IntN(2))
+	switch rng.IntN(5) {
+	case 0:
+		e.Op, e.Before = record.OpDelete, row(e.Side)
+	case 1:
+		e.Op, e.Before, e.After = record.OpUpdate, row(e.Side), row(e.Side) // a primary-key move on the right
+	default:
+		e.Op, e.After = record.OpCreate, row(e.Side)
+	}
+	return e
+}
+
+// TestCorePartsSpecChange: a key stored under a join that keeps its rows
+// whole (max_ts), restored under one that makes them parts (or the other
+// way round), writes its whole state once, so no row is lost.
+func TestCorePartsSpecChange(t *testing.T) {
+	maxTs := &joins.CDCSpec{Type: joins.Inner, MaxTs: true, Left: usersDomains.Left, Right: usersDomains.Right}
+	rowsCfg := &Config{Machine: MachineSpec{CDC: usersDomains}, Parts: true}
+	wholeCfg := &Config{Machine: MachineSpec{CDC: maxTs}, Parts: true}
+	for name, cfgs := range map[string][2]*Config{"whole then rows": {wholeCfg, rowsCfg}, "rows then whole": {rowsCfg, wholeCfg}} {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			var st *stored
+			c := New(cfgs[0], "1")
+			c.Init()
+			off := int64(0)
+			step := func(c *Core) {
+				off++
+				r := c.Step(&Request{Events: []Event{randomEvent(rng, off)}}, 0)
+				if r.Err != nil {
+					t.Fatal(r.Err)
+				}
+				if r.Write != nil {
+					st = st.apply(r.Write)
+					c.Durable()
+				}
+			}
+			for range 30 {
+				step(c)
+			}
+			again := New(cfgs[1], "1")
+			if err := again.Restore(st.offsets, st.loaded()); err != nil {
+				t.Fatal(err)
+			}
+			step(again)
+			check := New(cfgs[1], "1")
+			if err := check.Restore(st.offsets, st.loaded()); err != nil {
+				t.Fatal(err)
+			}
+			if a, b := again.Machine().CDC().Rights(), check.Machine().CDC().Rights(); len(a) != len(b) {
+				t.Fatalf("after the first write under the new spec the store holds %d right rows, the core %d", len(b), len(a))
+			}
+		})
+	}
+}
