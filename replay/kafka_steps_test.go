@@ -45,6 +45,16 @@ var kafkaSteps = map[string][]string{
 		"", "", "", "", "", "", "", "", "B+a@5", "", "", "",
 		"", "", "D+b@6", "", "", "", "", "", "", "F+a@4", "",
 	},
+	// StreamTableJoinIntegrationTest.testLeftWithVersionedStore (no grace).
+	"ref-kstreams-kstream-ktable-versioned-nograce-left": {
+		"", "", "A+null@3", "", "B+a@5", "", "", "", "C+null@9", "", "", "",
+		"", "", "D+b@6", "", "", "", "E+e@15", "", "", "F+a@4", "",
+	},
+	// StreamTableJoinIntegrationTest.testInnerWithVersionedStore (no grace).
+	"ref-kstreams-kstream-ktable-versioned-nograce-inner": {
+		"", "", "", "", "B+a@5", "", "", "", "", "", "", "",
+		"", "", "D+b@6", "", "", "", "E+e@15", "", "", "F+a@4", "",
+	},
 }
 
 // TestReplayKafkaSteps runs each kafkaSteps case one input at a time
