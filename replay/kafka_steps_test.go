@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,19 +63,7 @@ var kafkaSteps = map[string][]string{
 func TestReplayKafkaSteps(t *testing.T) {
 	for name, want := range kafkaSteps {
 		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join("..", "examples", "replay", name)
-			b, err := os.ReadFile(filepath.Join(dir, "job.yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			jb, err := replay.ParseJob(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in, err := os.ReadFile(filepath.Join(dir, "input.jsonl"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			jb, in := loadExample(t, filepath.Join("..", "examples", "replay", name))
 			ls := strings.SplitAfter(strings.TrimSuffix(string(in), "\n"), "\n")
 			var starts []int // the side lines: one input each
 			for i, l := range ls {
