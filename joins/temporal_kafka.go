@@ -27,10 +27,11 @@ func NewTemporalKafka(spec *TemporalSpec) *TemporalKafka {
 // the table's versions (and tombstones) by time, and the stream records
 // buffered for the grace period. It implements Timed.
 //
-// Kafka Streams' stream time (the largest stream-record timestamp seen)
-// is the watermark here: replay takes {"watermark": stream time} after each
-// stream record; a node's watermark is its sources' (with
-// max_out_of_orderness 0, stream time - 1). With W the watermark before an
+// Kafka Streams' stream time (its grace buffer's: the largest timestamp of
+// the stream records it has been given, so not of a null-value record it
+// drops) is the watermark here: replay takes {"watermark": stream time}
+// after each stream record the join keeps; a node's watermark is its
+// sources' (with max_out_of_orderness 0, stream time - 1). With W the watermark before an
 // input, G the grace and H the history retention:
 //
 //   - A stream (left) record at t with t + G <= W is joined at once (Kafka

@@ -26,18 +26,7 @@ func TestReplayExamples(t *testing.T) {
 	for _, jobPath := range dirs {
 		dir := filepath.Dir(jobPath)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			b, err := os.ReadFile(jobPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			jb, err := replay.ParseJob(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in, err := os.ReadFile(filepath.Join(dir, "input.jsonl"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			jb, in := loadExample(t, dir)
 			var out, late bytes.Buffer
 			if _, err := replay.RunEvents(jb, bytes.NewReader(in), &out, replay.Options{Late: &late}); err != nil {
 				t.Fatal(err)
@@ -55,6 +44,25 @@ func TestReplayExamples(t *testing.T) {
 			golden(t, filepath.Join(dir, "expected-late.jsonl"), late.Bytes(), late.Len() > 0)
 		})
 	}
+}
+
+// loadExample reads examples/replay/<case>/ (dir): its job.yaml, parsed,
+// and its input.jsonl.
+func loadExample(t *testing.T, dir string) (*replay.Job, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb, err := replay.ParseJob(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.ReadFile(filepath.Join(dir, "input.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jb, in
 }
 
 // withSnapshots puts a snapshot line after every line, keeping line
