@@ -8,6 +8,7 @@ import (
 	"github.com/joinery/joinery/connopts/redisopts"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -30,6 +31,9 @@ type Store struct {
 	// gens holds, per write generation key, the highest generation a Save
 	// of this Store saw acknowledged (generation.go).
 	gens gensMap
+	// floors holds, per job, the offsets this Store committed and when it
+	// last copied them into every slot group (floors.go; cluster only).
+	floors sync.Map
 }
 
 // clusterMaxRedirects is how often a cluster command follows MOVED or ASK

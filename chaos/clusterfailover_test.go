@@ -1,0 +1,237 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/internal/testutil"
+)
+
+// TestChaosClusterFailoverLaggingReplica is issue 25's Redis Cluster
+// failover: the node's state is on a real three-master, three-replica
+// Redis Cluster (no AOF; the store does not WAIT on a cluster), its source
+// a Redis stream on a plain redis-server of its own, fed while the node
+// runs. One master's replica is stopped (SIGSTOP) while the node goes on
+// writing; the master is killed -9; the stale replica is resumed (SIGCONT)
+// and promoted with CLUSTER FAILOVER TAKEOVER. The test checks that the
+// replica really lagged: the promoted master shows lower write
+// generations than the old one had acknowledged, and the stream's group
+// acknowledged entries after the pause. The node must find the rollback
+// (its first write to a shard of that master is refused) and exit
+// non-zero; restarted (the test is its supervisor), the changelog must
+// replay to the true join: nothing lost, no row under two ids.
+//
+// The failed master is the one that holds neither the job's lineage (slot
+// group 0) nor the stream partition's committed offset: the other masters
+// keep the commit sequence and the offset as they were, and only the
+// state of the keys of the failed master's slot groups goes back.
+func TestChaosClusterFailoverLaggingReplica(t *testing.T) {
+	n := trials(1)
+	for trial := range n {
+		seed := uint64(2600 + trial)
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { clusterFailoverTrial(t, seed, trial, n) })
+	}
+}
+
+func clusterFailoverTrial(t *testing.T, seed uint64, trial, trials int) {
+	dir := t.TempDir()
+	t.Cleanup(func() { keepFiles(t, dir) })
+	in := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	c := testutil.StartRedisClusterReplicas(t, 3)
+	ctx := context.Background()
+	rc := redis.NewClient(&redis.Options{Addr: in.Addr})
+	defer rc.Close()
+	h := cdcgen.Generate(cdcgen.Config{Seed: seed, Users: 300, Domains: 900, Changes: inputChanges})
+	want := h.LeftJoin()
+	rig := &streamRig{t: t, rc: rc}
+	var addrs []string
+	for i := range c.Masters {
+		addrs = append(addrs, strconv.Quote(c.Masters[i].Addr), strconv.Quote(c.Replicas[i].Addr))
+	}
+	// Keys passivate after 50 ms idle, so most keys the stream reaches
+	// after the failover are activated afresh and load from the store.
+	job := jobYAML + fmt.Sprintf(`state: {store: redis, passivate_after: 50ms, redis: {cluster: {addrs: [%[2]s]}}}
+sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
+sinks: [{type: file, path: out.jsonl, format: changelog}]
+`, in.Addr, strings.Join(addrs, ", "))
+	if err := os.WriteFile(filepath.Join(dir, "n1.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	nodeLog := func() []byte { b, _ := os.ReadFile(filepath.Join(dir, "n1.log")); return b }
+
+	third := len(h.Lines) / 3
+	rig.xadd(h.Lines[:third])
+	n1 := startProc(t, dir, "n1", "n1.yaml")
+	testutil.WaitFor(t, scaled(3*time.Minute), rig.acked)
+
+	victim := -1
+	for i, m := range c.Masters {
+		if !holdsLineageOrOffsets(t, m.Addr) {
+			victim = i
+			break
+		}
+	}
+	if victim < 0 {
+		t.Fatal("every master holds the lineage or the committed offsets")
+	}
+	master, replica := c.Masters[victim], c.Replicas[victim]
+	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer mc.Close()
+	pc := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	defer pc.Close()
+	testutil.WaitFor(t, time.Minute, func() error {
+		mo := infoField(mc.Info(ctx, "replication").Val(), "master_repl_offset")
+		ro := infoField(pc.Info(ctx, "replication").Val(), "master_repl_offset")
+		if mo == "" || mo != ro {
+			return fmt.Errorf("replica at %s of %s", ro, mo)
+		}
+		return nil
+	})
+	genAtPause := genSum(t, mc)
+	ackedAtPause := ackedEntries(t, rc)
+	if err := replica.Signal(syscall.SIGSTOP); err != nil { // the replica lags from here on
+		t.Fatal(err)
+	}
+
+	// The second third trickles in, 100 entries every 20 ms, so the node
+	// is busy when the replica takes over, half-way through it.
+	var feed sync.WaitGroup
+	half := make(chan struct{})
+	feed.Add(1)
+	go func() {
+		defer feed.Done()
+		mid := h.Lines[third : 2*third]
+		var once sync.Once
+		for i := 0; i < len(mid); i += 100 {
+			rig.xadd(mid[i:min(i+100, len(mid))])
+			if i >= len(mid)/2 {
+				once.Do(func() { close(half) })
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	<-half
+	// Acknowledged writes to the paused replica's master, and stream
+	// entries acknowledged after the pause: what the failover loses.
+	testutil.WaitFor(t, scaled(time.Minute), func() error {
+		if a := ackedEntries(t, rc); a <= ackedAtPause+200 {
+			return fmt.Errorf("%d entries acknowledged since the pause", a-ackedAtPause)
+		}
+		return nil
+	})
+	genAtKill := genSum(t, mc)
+	offAtKill := infoField(mc.Info(ctx, "replication").Val(), "master_repl_offset")
+	atKill := lineCount(out)
+	master.Kill()
+	if err := replica.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	offReplica := infoField(pc.Info(ctx, "replication").Val(), "master_repl_offset")
+	c.Failover(victim)
+	failedOver := time.Now()
+	genPromoted := genSum(t, pc)
+	t.Logf("master %d (%s) killed at %d output lines: write generations %d at the pause, %d at the kill, %d on the promoted replica; replication offset %s, the replica's %s; %d stream entries acknowledged since the pause",
+		victim, master.Addr, atKill, genAtPause, genAtKill, genPromoted, offAtKill, offReplica, ackedEntries(t, rc)-ackedAtPause)
+	if genAtKill <= genAtPause || genPromoted >= genAtKill {
+		t.Fatalf("the promoted replica did not lag: write generations %d at the pause, %d at the kill, %d after the promotion", genAtPause, genAtKill, genPromoted)
+	}
+
+	err := n1.wait(scaled(time.Minute))
+	exited := time.Since(failedOver)
+	if err == nil || n1.running() {
+		t.Fatalf("the node on the failed-over store did not exit with an error: %v", err)
+	}
+	if !bytes.Contains(nodeLog(), []byte("state store went back in time")) {
+		t.Fatalf("the node did not report the rollback:\n%s", tail(nodeLog(), 2000))
+	}
+	t.Logf("the node stopped at %d output lines, %s after the promotion: %v\n%s", lineCount(out), exited.Round(time.Millisecond), err, tail(nodeLog(), 1500))
+	feed.Wait()
+
+	rec := watchRecovery(out)
+	n1 = startProc(t, dir, "n1", "n1.yaml")
+	rig.xadd(h.Lines[2*third:])
+	waitLines(t, out, lineCount(out)+1, time.Minute)
+	testutil.WaitFor(t, scaled(3*time.Minute), rig.acked)
+	rt := rec.done()
+	n1.term()
+	row := summaryRow{Scenario: "ClusterFailoverLaggingReplica", Trial: trial + 1, Trials: trials, EventsIn: inputChanges,
+		RecoveryMS: ms(rt.first), MaxStallMS: -1}
+	defer func() { record1(row) }()
+	got, lines, dups := table(t, out)
+	bad := compare(t, got, want)
+	row.Outputs, row.Equal, row.Lost = lines, bad == 0, rowsLost(got, want)
+	row.DupIDs, row.Fenced = dupOutputs(out), fencedWrites(dir)
+	t.Logf("after the restart: changelog %d lines, %d repeated ids, %d of %d rows wrong, %d lost",
+		lines, dups, bad, len(want), row.Lost)
+	if row.DupIDs > 0 {
+		t.Errorf("%d rows written under two ids", row.DupIDs)
+	}
+}
+
+// holdsLineageOrOffsets reports whether the cluster master at addr holds
+// the chaos job's commit sequence or its stream partition's committed
+// offset.
+func holdsLineageOrOffsets(t *testing.T, addr string) bool {
+	t.Helper()
+	ctx := context.Background()
+	cl := redis.NewClient(&redis.Options{Addr: addr})
+	defer cl.Close()
+	seq, err := cl.Keys(ctx, "joinery:*:seq").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := cl.Keys(ctx, "joinery:*:offsets").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range offs {
+		if ok, err := cl.HExists(ctx, k, "cdc/0").Result(); err != nil || ok {
+			return true
+		}
+	}
+	return len(seq) > 0
+}
+
+// genSum is the sum of the write generations (the slot groups' gen keys)
+// on one cluster node.
+func genSum(t *testing.T, cl *redis.Client) int64 {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := cl.Keys(ctx, "joinery:*:gen").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, k := range keys {
+		v, err := cl.Get(ctx, k).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += v
+	}
+	return sum
+}
+
+// ackedEntries is how many entries of the stream cdc the group joinery has
+// acknowledged: read and not pending.
+func ackedEntries(t *testing.T, rc *redis.Client) int64 {
+	t.Helper()
+	gs, err := rc.XInfoGroups(context.Background(), "cdc").Result()
+	if err != nil || len(gs) != 1 {
+		t.Fatalf("groups %v: %v", gs, err)
+	}
+	return gs[0].EntriesRead - gs[0].Pending
+}
