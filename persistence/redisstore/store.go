@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -35,6 +36,15 @@ type Store struct {
 	// last copied them into every slot group (floors.go; cluster only).
 	floors sync.Map
 }
+
+// clusterStateReload is how old the cluster client's slot map may grow
+// before a command reloads it (CLUSTER SLOTS from one node, in the
+// background). go-redis reloads at once on MOVED and ASK, but a master
+// that died answers nothing: its slots' commands fail to dial it, and with
+// go-redis's default of 60 s the store went on dialling the dead address
+// for up to a minute after a replica had taken its slots
+// (TestChaosClusterFailoverLaggingReplica).
+const clusterStateReload = time.Second
 
 // clusterMaxRedirects is how often a cluster command follows MOVED or ASK
 // or retries TRYAGAIN (a multi-key script during a slot migration) before it
@@ -62,13 +72,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if len(cfg.Cluster) > 0 {
 		s.cfg.Cluster = slices.Clone(cfg.Cluster)
 		cc := redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:                    s.cfg.Cluster,
-			Username:                 cfg.Username,
-			Password:                 cfg.Password,
-			TLSConfig:                tc,
-			MaxRedirects:             clusterMaxRedirects,
-			ContextTimeoutEnabled:    true,
-			MaintNotificationsConfig: noMaint(),
+			Addrs:                      s.cfg.Cluster,
+			Username:                   cfg.Username,
+			Password:                   cfg.Password,
+			TLSConfig:                  tc,
+			MaxRedirects:               clusterMaxRedirects,
+			ClusterStateReloadInterval: clusterStateReload,
+			ContextTimeoutEnabled:      true,
+			MaintNotificationsConfig:   noMaint(),
 		})
 		s.client = cc
 		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
