@@ -20,22 +20,27 @@ import (
 
 // TestChaosClusterFailoverLaggingReplica is issue 25's Redis Cluster
 // failover: the node's state is on a real three-master, three-replica
-// Redis Cluster (no AOF; the store does not WAIT on a cluster), its source
-// a Redis stream on a plain redis-server of its own, fed while the node
-// runs. One master's replica is stopped (SIGSTOP) while the node goes on
-// writing; the master is killed -9; the stale replica is resumed (SIGCONT)
-// and promoted with CLUSTER FAILOVER TAKEOVER. The test checks that the
-// replica really lagged: the promoted master shows lower write
-// generations than the old one had acknowledged, and the stream's group
-// acknowledged entries after the pause. The node must find the rollback
-// (its first write to a shard of that master is refused) and exit
-// non-zero; restarted (the test is its supervisor), the changelog must
-// replay to the true join: nothing lost, no row under two ids.
+// Redis Cluster (no AOF; the store does not WAIT on a cluster, so a
+// stopped replica blocks nothing), its source a Redis stream on a plain
+// redis-server of its own, fed while the node runs. One master's replica
+// is stopped (SIGSTOP) while the node goes on writing, and the master
+// drops it (repl-timeout); the master is killed -9; the stale replica is
+// resumed (SIGCONT) and promoted with CLUSTER FAILOVER TAKEOVER. The test
+// checks that the replica really lagged — the promoted master shows lower
+// write generations than the old one had acknowledged, and the stream's
+// group acknowledged entries after the drop — and that the node finds the
+// rollback (its first write to a shard of that master is refused) and
+// exits non-zero; restarted (the test is its supervisor), the changelog
+// must replay to the true join: nothing lost, no row under two ids.
 //
-// The failed master is the one that holds neither the job's lineage (slot
-// group 0) nor the stream partition's committed offset: the other masters
-// keep the commit sequence and the offset as they were, and only the
-// state of the keys of the failed master's slot groups goes back.
+// The first trial fails the master that holds neither the job's lineage
+// (slot group 0) nor the stream partition's committed offset: the other
+// masters keep the commit sequence and the offset as they were, and only
+// the state of the failed master's slot groups goes back. A node restarted
+// from the committed offset then skipped what those keys lost ("changelog
+// inconsistent: … primary key absent"); it now starts from the store's
+// recovery offsets (redisstore's replay floors). Later trials fail the
+// master holding the committed offset, then the one holding the lineage.
 func TestChaosClusterFailoverLaggingReplica(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
@@ -76,15 +81,19 @@ sinks: [{type: file, path: out.jsonl, format: changelog}]
 	n1 := startProc(t, dir, "n1", "n1.yaml")
 	testutil.WaitFor(t, scaled(3*time.Minute), rig.acked)
 
-	victim := -1
+	// Trial 1 (and 4, 7, …) fails the master that holds neither the job's
+	// lineage nor the partition's committed offset, trial 2 the one that
+	// holds the committed offset, trial 3 the one that holds the lineage.
+	victim, what := -1, [...]string{"neither the lineage nor the committed offset", "the committed offset", "the lineage"}[trial%3]
 	for i, m := range c.Masters {
-		if !holdsLineageOrOffsets(t, m.Addr) {
+		seq, offsets := holds(t, m.Addr)
+		if trial%3 == 0 && !seq && !offsets || trial%3 == 1 && offsets || trial%3 == 2 && seq {
 			victim = i
 			break
 		}
 	}
 	if victim < 0 {
-		t.Fatal("every master holds the lineage or the committed offsets")
+		t.Fatalf("no master holds %s", what)
 	}
 	master, replica := c.Masters[victim], c.Replicas[victim]
 	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
@@ -145,8 +154,8 @@ sinks: [{type: file, path: out.jsonl, format: changelog}]
 	c.Failover(victim)
 	failedOver := time.Now()
 	genPromoted := genSum(t, pc)
-	t.Logf("master %d (%s) killed at %d output lines: write generations %d when it dropped the stopped replica, %d at the kill, %d on the promoted replica; %d stream entries acknowledged since the drop",
-		victim, master.Addr, atKill, genAtDrop, genAtKill, genPromoted, ackedEntries(t, rc)-ackedAtDrop)
+	t.Logf("master %d (%s, holding %s) killed at %d output lines: write generations %d when it dropped the stopped replica, %d at the kill, %d on the promoted replica; %d stream entries acknowledged since the drop",
+		victim, master.Addr, what, atKill, genAtDrop, genAtKill, genPromoted, ackedEntries(t, rc)-ackedAtDrop)
 	if genAtKill <= genAtDrop || genPromoted > genAtDrop {
 		t.Fatalf("the promoted replica did not lag: write generations %d when the master dropped it, %d at the kill, %d after the promotion", genAtDrop, genAtKill, genPromoted)
 	}
@@ -183,28 +192,30 @@ sinks: [{type: file, path: out.jsonl, format: changelog}]
 	}
 }
 
-// holdsLineageOrOffsets reports whether the cluster master at addr holds
-// the chaos job's commit sequence or its stream partition's committed
-// offset.
-func holdsLineageOrOffsets(t *testing.T, addr string) bool {
+// holds reports whether the cluster master at addr holds the chaos job's
+// commit sequence (the lineage, slot group 0) and whether it holds its
+// stream partition's committed offset.
+func holds(t *testing.T, addr string) (seq, offsets bool) {
 	t.Helper()
 	ctx := context.Background()
 	cl := redis.NewClient(&redis.Options{Addr: addr})
 	defer cl.Close()
-	seq, err := cl.Keys(ctx, "joinery:*:seq").Result()
+	keys, err := cl.Keys(ctx, "joinery:*:seq").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	offs, err := cl.Keys(ctx, "joinery:*:offsets").Result()
+	hashes, err := cl.Keys(ctx, "joinery:*:offsets").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range offs {
-		if ok, err := cl.HExists(ctx, k, "cdc/0").Result(); err != nil || ok {
-			return true
+	for _, k := range hashes {
+		ok, err := cl.HExists(ctx, k, "cdc/0").Result()
+		if err != nil {
+			t.Fatal(err)
 		}
+		offsets = offsets || ok
 	}
-	return len(seq) > 0
+	return len(keys) > 0, offsets
 }
 
 // genSum is the sum of the write generations (the slot groups' gen keys)
