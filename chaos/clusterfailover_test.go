@@ -53,7 +53,9 @@ func clusterFailoverTrial(t *testing.T, seed uint64, trial, trials int) {
 	dir := t.TempDir()
 	t.Cleanup(func() { keepFiles(t, dir) })
 	in := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	began := time.Now()
 	c := testutil.StartRedisClusterReplicas(t, 3)
+	t.Logf("cluster of 3 masters and 3 replicas up in %s", time.Since(began).Round(time.Millisecond))
 	ctx := context.Background()
 	rc := redis.NewClient(&redis.Options{Addr: in.Addr})
 	defer rc.Close()
@@ -80,6 +82,7 @@ sinks: [{type: file, path: out.jsonl, format: changelog}]
 	rig.xadd(h.Lines[:third])
 	n1 := startProc(t, dir, "n1", "n1.yaml")
 	testutil.WaitFor(t, scaled(3*time.Minute), rig.acked)
+	t.Logf("first third applied at %s", time.Since(began).Round(time.Millisecond))
 
 	// Trial 1 (and 4, 7, …) fails the master that holds neither the job's
 	// lineage nor the partition's committed offset, trial 2 the one that
@@ -154,8 +157,8 @@ sinks: [{type: file, path: out.jsonl, format: changelog}]
 	c.Failover(victim)
 	failedOver := time.Now()
 	genPromoted := genSum(t, pc)
-	t.Logf("master %d (%s, holding %s) killed at %d output lines: write generations %d when it dropped the stopped replica, %d at the kill, %d on the promoted replica; %d stream entries acknowledged since the drop",
-		victim, master.Addr, what, atKill, genAtDrop, genAtKill, genPromoted, ackedEntries(t, rc)-ackedAtDrop)
+	t.Logf("%s: master %d (%s, holding %s) killed at %d output lines: write generations %d when it dropped the stopped replica, %d at the kill, %d on the promoted replica; %d stream entries acknowledged since the drop",
+		time.Since(began).Round(time.Millisecond), victim, master.Addr, what, atKill, genAtDrop, genAtKill, genPromoted, ackedEntries(t, rc)-ackedAtDrop)
 	if genAtKill <= genAtDrop || genPromoted > genAtDrop {
 		t.Fatalf("the promoted replica did not lag: write generations %d when the master dropped it, %d at the kill, %d after the promotion", genAtDrop, genAtKill, genPromoted)
 	}
@@ -177,6 +180,7 @@ sinks: [{type: file, path: out.jsonl, format: changelog}]
 	waitLines(t, out, lineCount(out)+1, time.Minute)
 	testutil.WaitFor(t, scaled(3*time.Minute), rig.acked)
 	rt := rec.done()
+	t.Logf("%s: every entry acknowledged after the restart", time.Since(began).Round(time.Millisecond))
 	n1.term()
 	row := summaryRow{Scenario: "ClusterFailoverLaggingReplica", Trial: trial + 1, Trials: trials, EventsIn: inputChanges,
 		RecoveryMS: ms(rt.first), MaxStallMS: -1}
