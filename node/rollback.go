@@ -119,11 +119,7 @@ func notRetried(err error) bool { return errors.Is(err, persistence.ErrRollback)
 // that state lost (TestChaosClusterFailoverLaggingReplica).
 func (n *Node) appliedOffset(source string) func(context.Context, int32, string) (int64, bool, error) {
 	return func(ctx context.Context, partition int32, lineage string) (int64, bool, error) {
-		offsets := n.store.CommittedOffsets
-		if rs, ok := n.store.(persistence.RecoveryStore); ok {
-			offsets = rs.RecoveryOffsets
-		}
-		committed, err := offsets(ctx, n.spec.Name)
+		committed, err := n.recoveryOffsets(ctx)
 		if err != nil {
 			return 0, false, err
 		}
@@ -142,6 +138,16 @@ func (n *Node) appliedOffset(source string) func(context.Context, int32, string)
 		}
 		return off, ok, nil
 	}
+}
+
+// recoveryOffsets is where the sources start: the store's committed
+// offsets, or its RecoveryOffsets where it has them (a Redis Cluster: see
+// appliedOffset).
+func (n *Node) recoveryOffsets(ctx context.Context) (map[string]int64, error) {
+	if rs, ok := n.store.(persistence.RecoveryStore); ok {
+		return rs.RecoveryOffsets(ctx, n.spec.Name)
+	}
+	return n.store.CommittedOffsets(ctx, n.spec.Name)
 }
 
 // sourceRollback compares the lineage a source's commit carried with the
