@@ -43,13 +43,14 @@ type floorState struct {
 	mu      sync.Mutex
 	offsets map[string]int64 // the highest offset committed per partition
 	copied  time.Time        // the last copy that every group took
+	copying bool             // a copy is under way (in another commit)
 }
 
 // copyFloors notes offsets, committed for job, and copies everything
 // committed so far into every group when floorEvery has passed since the
-// last complete copy (the first commit copies at once). A failed copy is
-// not an error: the older copies stay, which only means a longer re-read,
-// and the next commit tries again.
+// last complete copy (the first commit copies at once) and no other
+// commit is copying. A failed copy is not an error: the older copies stay,
+// which only means a longer re-read, and the next commit tries again.
 func (s *Store) copyFloors(ctx context.Context, job string, l *jobLayout, offsets map[string]int64) {
 	v, ok := s.floors.Load(job)
 	if !ok {
@@ -57,26 +58,32 @@ func (s *Store) copyFloors(ctx context.Context, job string, l *jobLayout, offset
 	}
 	f := v.(*floorState)
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for p, o := range offsets {
 		if cur, ok := f.offsets[p]; !ok || o > cur {
 			f.offsets[p] = o
 		}
 	}
-	if len(f.offsets) == 0 || time.Since(f.copied) < floorEvery {
+	if f.copying || len(f.offsets) == 0 || time.Since(f.copied) < floorEvery {
+		f.mu.Unlock()
 		return
 	}
+	f.copying = true
 	var args []any
 	for _, p := range slices.Sorted(maps.Keys(f.offsets)) {
 		args = append(args, p, strconv.FormatInt(f.offsets[p], 10))
 	}
+	f.mu.Unlock()
 	calls := make([]scriptCall, groups)
 	for g := range calls {
 		calls[g] = scriptCall{keys: []string{floorKey(l.prefixes[g])}, args: args}
 	}
-	if _, err := s.runScripts(ctx, commitScript, calls); err == nil {
+	_, err := s.runScripts(ctx, commitScript, calls)
+	f.mu.Lock()
+	f.copying = false
+	if err == nil {
 		f.copied = time.Now()
 	}
+	f.mu.Unlock()
 }
 
 // RecoveryOffsets implements persistence.RecoveryStore: per partition the
