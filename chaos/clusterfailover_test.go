@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,15 +66,7 @@ func clusterFailoverTrial(t *testing.T, seed uint64, trial, trials int) {
 	}
 	// Keys passivate after 50 ms idle, so most keys the stream reaches
 	// after the failover are activated afresh and load from the store.
-	job := jobYAML + fmt.Sprintf(`state: {store: redis, passivate_after: 50ms, redis: {cluster: {addrs: [%[2]s]}}}
-sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
-sinks: [{type: file, path: out.jsonl, format: changelog}]
-`, in.Addr, strings.Join(addrs, ", "))
-	if err := os.WriteFile(filepath.Join(dir, "n1.yaml"), []byte(job), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out.jsonl")
-	nodeLog := func() []byte { b, _ := os.ReadFile(filepath.Join(dir, "n1.log")); return b }
+	out, nodeLog := writeStreamJob(t, dir, in.Addr, "{cluster: {addrs: ["+strings.Join(addrs, ", ")+"]}}")
 
 	third := len(h.Lines) / 3
 	rig.xadd(h.Lines[:third])

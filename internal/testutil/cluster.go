@@ -60,7 +60,10 @@ func startCluster(t testing.TB, n, replicas int) *RedisCluster {
 		all = append(all, StartRedis(t, "--cluster-enabled", "yes",
 			"--cluster-port", strconv.Itoa(FreePort(t)),
 			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
-			"--cluster-replica-no-failover", "yes"))
+			"--cluster-replica-no-failover", "yes",
+			// A replica's first sync starts at once, not after the
+			// default 5 s wait for more replicas to share it.
+			"--repl-diskless-sync-delay", "0"))
 	}
 	args := []string{"--cluster", "create"}
 	for _, r := range all {

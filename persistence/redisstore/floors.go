@@ -2,14 +2,11 @@ package redisstore
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/persistence"
 )
@@ -96,28 +93,13 @@ func (s *Store) RecoveryOffsets(ctx context.Context, job string) (map[string]int
 	if err != nil || !s.cluster {
 		return out, err
 	}
-	l := layoutOf(s.prefix, job)
-	cmds := make([]*redis.MapStringStringCmd, groups)
-	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for g := range cmds {
-			cmds[g] = p.HGetAll(ctx, floorKey(l.prefixes[g]))
+	err = s.groupOffsets(ctx, job, "replay floor", floorKey, func(p string, o int64) {
+		if cur, ok := out[p]; !ok || o < cur {
+			out[p] = o
 		}
-		return nil
 	})
-	for _, c := range cmds {
-		h, err := c.Result()
-		if err != nil {
-			return nil, wrap("recovery offsets", err)
-		}
-		for p, v := range h {
-			o, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("redisstore: replay floor %q of job %q: %w", p, job, err)
-			}
-			if cur, ok := out[p]; !ok || o < cur {
-				out[p] = o
-			}
-		}
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
