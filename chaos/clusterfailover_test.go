@@ -168,7 +168,19 @@ func clusterFailoverTrial(t *testing.T, seed uint64, trial, trials int) {
 	n1 = startProc(t, dir, "n1", "n1.yaml")
 	rig.xadd(h.Lines[2*third:])
 	waitLines(t, out, lineCount(out)+1, time.Minute)
-	testutil.WaitFor(t, scaled(3*time.Minute), rig.acked)
+	restarted := time.Now()
+	reported := false
+	testutil.WaitFor(t, scaled(3*time.Minute), func() error {
+		err := rig.acked()
+		if err != nil && !reported && time.Since(restarted) > 10*time.Second {
+			reported = true
+			gs, _ := rc.XInfoGroups(ctx, "cdc").Result()
+			cs, _ := rc.XInfoConsumers(ctx, "cdc", "joinery").Result()
+			pe, _ := rc.XPending(ctx, "cdc", "joinery").Result()
+			t.Logf("DIAG %s after the restart: %v; groups %+v; consumers %+v; pending %+v; %d output lines", time.Since(restarted).Round(time.Millisecond), err, gs, cs, pe, lineCount(out))
+		}
+		return err
+	})
 	rt := rec.done()
 	t.Logf("%s: every entry acknowledged after the restart", time.Since(began).Round(time.Millisecond))
 	n1.term()
