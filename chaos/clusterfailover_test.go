@@ -177,7 +177,7 @@ func clusterFailoverTrial(t *testing.T, seed uint64, trial, trials int) {
 			gs, _ := rc.XInfoGroups(ctx, "cdc").Result()
 			cs, _ := rc.XInfoConsumers(ctx, "cdc", "joinery").Result()
 			pe, _ := rc.XPending(ctx, "cdc", "joinery").Result()
-			t.Logf("DIAG %s after the restart: %v; groups %+v; consumers %+v; pending %+v; %d output lines", time.Since(restarted).Round(time.Millisecond), err, gs, cs, pe, lineCount(out))
+			t.Logf("not caught up %s after the restart: %v; groups %+v; consumers %+v; pending %+v; %d output lines", time.Since(restarted).Round(time.Millisecond), err, gs, cs, pe, lineCount(out))
 		}
 		return err
 	})
