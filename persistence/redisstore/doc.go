@@ -183,7 +183,8 @@
 // the committed offset they were acknowledged for. So CommitOffsets also
 // copies every offset the Store committed into each group's floor hash
 // (the commit script per group, one pipeline), at a Store's first commit
-// and then at most once per floorEvery (1 s), after the commit: in each
+// and then at most once per floorEvery (1 s), after the commit and in the
+// background (no commit waits for it): in each
 // master's replication stream the copy follows the key writes it covers,
 // so a replica that has a copy has those writes. RecoveryOffsets
 // (persistence.RecoveryStore) is, per partition, the least of the
@@ -191,7 +192,7 @@
 // sources start there, so a restart re-reads about a second beyond the
 // last commit, and after such a failover it re-reads what the failed-over
 // groups lost (TestStoreClusterRecoveryOffsets). A failed copy is ignored
-// (the older floors stay; the next commit tries again). On one server
+// (the older floors stay; the next one starts a second later). On one server
 // the offsets and the state go back together, and RecoveryOffsets is
 // CommittedOffsets.
 //

@@ -21,7 +21,7 @@ var _ persistence.RecoveryStore = (*Store)(nil)
 // for: a node restarted from the committed offsets would never re-read
 // what the lost writes had applied. So every CommitOffsets on a cluster
 // also copies the offsets this Store committed, at most every floorEvery,
-// into every group's floor hash, after the commit: in each master's
+// into every group's floor hash, after the commit (in the background): in each master's
 // replication stream the copy comes after the key writes it covers, and a
 // replica that has the copy has those writes. RecoveryOffsets is the least
 // of the copies and the committed offset, per partition.
@@ -31,6 +31,9 @@ var _ persistence.RecoveryStore = (*Store)(nil)
 // and each copy costs one small script per group (256, in one pipeline).
 const floorEvery = time.Second
 
+// floorTimeout bounds one copy.
+const floorTimeout = 5 * time.Second
+
 // floorKey is a group's floor hash: partition id -> offset (decimal).
 func floorKey(gp string) string { return gp + "floor" }
 
@@ -39,48 +42,69 @@ func floorKey(gp string) string { return gp + "floor" }
 type floorState struct {
 	mu      sync.Mutex
 	offsets map[string]int64 // the highest offset committed per partition
-	copied  time.Time        // the last copy that every group took
-	copying bool             // a copy is under way (in another commit)
+	tried   time.Time        // when the last copy started
+	copying bool             // a copy is under way
+	done    chan struct{}    // closed when the copy under way ends (tests wait on it)
 }
 
-// copyFloors notes offsets, committed for job, and copies everything
-// committed so far into every group when floorEvery has passed since the
-// last complete copy (the first commit copies at once) and no other
-// commit is copying. A failed copy is not an error: the older copies stay,
-// which only means a longer re-read, and the next commit tries again.
-func (s *Store) copyFloors(ctx context.Context, job string, l *jobLayout, offsets map[string]int64) {
-	v, ok := s.floors.Load(job)
-	if !ok {
-		v, _ = s.floors.LoadOrStore(job, &floorState{offsets: map[string]int64{}})
-	}
-	f := v.(*floorState)
+// copyFloors notes offsets, committed for job, and starts a copy of
+// everything committed so far into every group when floorEvery has passed
+// since the last one started (the first commit starts one at once) and
+// none is under way. The copy runs on its own, after the commit it
+// follows, so no commit waits for it. A failed copy is not an error: the
+// older copies stay, which only means a longer re-read, and the next one
+// starts floorEvery after it.
+func (s *Store) copyFloors(job string, l *jobLayout, offsets map[string]int64) {
+	f := s.floorState(job)
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	for p, o := range offsets {
 		if cur, ok := f.offsets[p]; !ok || o > cur {
 			f.offsets[p] = o
 		}
 	}
-	if f.copying || len(f.offsets) == 0 || time.Since(f.copied) < floorEvery {
-		f.mu.Unlock()
+	if f.copying || len(f.offsets) == 0 || time.Since(f.tried) < floorEvery {
 		return
 	}
-	f.copying = true
+	f.copying, f.tried, f.done = true, time.Now(), make(chan struct{})
 	var args []any
 	for _, p := range slices.Sorted(maps.Keys(f.offsets)) {
 		args = append(args, p, strconv.FormatInt(f.offsets[p], 10))
 	}
-	f.mu.Unlock()
 	calls := make([]scriptCall, groups)
 	for g := range calls {
 		calls[g] = scriptCall{keys: []string{floorKey(l.prefixes[g])}, args: args}
 	}
-	_, err := s.runScripts(ctx, commitScript, calls)
-	f.mu.Lock()
-	f.copying = false
-	if err == nil {
-		f.copied = time.Now()
+	go func(done chan struct{}) {
+		ctx, cancel := context.WithTimeout(context.Background(), floorTimeout)
+		_, _ = s.runScripts(ctx, commitScript, calls)
+		cancel()
+		f.mu.Lock()
+		f.copying = false
+		f.mu.Unlock()
+		close(done)
+	}(f.done)
+}
+
+// floorState returns job's floorState, made on first use.
+func (s *Store) floorState(job string) *floorState {
+	v, ok := s.floors.Load(job)
+	if !ok {
+		v, _ = s.floors.LoadOrStore(job, &floorState{offsets: map[string]int64{}})
 	}
+	return v.(*floorState)
+}
+
+// floorsCopied waits until the copy of job's floors under way, if any,
+// has ended (for tests).
+func (s *Store) floorsCopied(job string) {
+	f := s.floorState(job)
+	f.mu.Lock()
+	done := f.done
 	f.mu.Unlock()
+	if done != nil {
+		<-done
+	}
 }
 
 // RecoveryOffsets implements persistence.RecoveryStore: per partition the

@@ -47,6 +47,7 @@ func TestStoreClusterRecoveryOffsets(t *testing.T) {
 		if err := s.CommitOffsets(ctx, "job", map[string]int64{"p/0": off}); err != nil {
 			t.Fatal(err)
 		}
+		s.floorsCopied("job")
 	}
 	check := func(what string, committed, recovery int64) {
 		t.Helper()
