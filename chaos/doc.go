@@ -11,8 +11,10 @@
 // leases must move to the survivors, as the Helm chart's default job runs
 // them; the state Redis restarted from an older snapshot after the stream
 // acknowledged what it lost, or failed over to a lagging replica, which the
-// node must re-read, or name as lost when the stream was trimmed), and the final joined result compared with
-// the fault-free answer.
+// node must re-read, or name as lost when the stream was trimmed; one
+// master of a three-master, three-replica Redis Cluster holding the state
+// failed over to its lagging replica with CLUSTER FAILOVER TAKEOVER), and
+// the final joined result compared with the fault-free answer.
 // It has no code of its own outside tests.
 //
 //	go test ./chaos/                        # the short version CI runs (1-3 trials per scenario, 20,000 changes)

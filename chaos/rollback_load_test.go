@@ -56,15 +56,7 @@ func TestChaosStoreRollbackUnderLoad(t *testing.T) {
 	// Keys passivate after 50 ms idle, so most of the keys the stream
 	// reaches after the rollback are activated afresh and load from the
 	// store: the case that went wrong.
-	job := jobYAML + fmt.Sprintf(`state: {store: redis, passivate_after: 50ms, redis: {addr: %[2]q}}
-sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
-sinks: [{type: file, path: out.jsonl, format: changelog}]
-`, in.Addr, state.Addr)
-	if err := os.WriteFile(filepath.Join(dir, "n1.yaml"), []byte(job), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out.jsonl")
-	nodeLog := func() []byte { b, _ := os.ReadFile(filepath.Join(dir, "n1.log")); return b }
+	out, nodeLog := writeStreamJob(t, dir, in.Addr, fmt.Sprintf("{addr: %q}", state.Addr))
 
 	third := len(h.Lines) / 3
 	rig.xadd(h.Lines[:third])
@@ -126,4 +118,20 @@ sinks: [{type: file, path: out.jsonl, format: changelog}]
 	if n := dupOutputs(out); n > 0 {
 		t.Errorf("%d rows written under two ids", n)
 	}
+}
+
+// writeStreamJob writes dir/n1.yaml, the chaos join reading the Redis
+// stream cdc on inAddr into out.jsonl, with keys passivating after 50 ms
+// and state in the Redis that stateRedis (a state.redis block) names. It
+// returns the output's path and a reader of the node's log.
+func writeStreamJob(t *testing.T, dir, inAddr, stateRedis string) (string, func() []byte) {
+	t.Helper()
+	job := jobYAML + fmt.Sprintf(`state: {store: redis, passivate_after: 50ms, redis: %[2]s}
+sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
+sinks: [{type: file, path: out.jsonl, format: changelog}]
+`, inAddr, stateRedis)
+	if err := os.WriteFile(filepath.Join(dir, "n1.yaml"), []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "out.jsonl"), func() []byte { b, _ := os.ReadFile(filepath.Join(dir, "n1.log")); return b }
 }

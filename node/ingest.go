@@ -100,7 +100,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		Stdin:       n.opts.Stdin,
 		Consumer:    consumer,
 		Committed: func(ctx context.Context) (map[string]int64, error) {
-			return n.store.CommittedOffsets(ctx, n.spec.Name)
+			return n.recoveryOffsets(ctx) // rollback.go
 		},
 		OnPartitions: n.sourcePartitions(cfg.Name),
 		OnLease:      n.readingHook(cfg.Name, n.sourcePartitions(cfg.Name)),

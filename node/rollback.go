@@ -111,10 +111,15 @@ func notRetried(err error) bool { return errors.Is(err, persistence.ErrRollback)
 // incarnation, or a lower commit sequence) and holds no offset for the
 // partition — it was restarted empty, or restored from before its first
 // commit — the store applied nothing of it, and the source reads it again
-// from its beginning (-1).
+// from its beginning (-1). On a store whose shards go back in time one at
+// a time (persistence.RecoveryStore: a Redis Cluster, one master failed
+// over to a lagging replica) the store's offsets are its RecoveryOffsets:
+// a committed offset kept on a master that lost nothing is ahead of the
+// state a failed-over master kept, and starting from it would skip what
+// that state lost (TestChaosClusterFailoverLaggingReplica).
 func (n *Node) appliedOffset(source string) func(context.Context, int32, string) (int64, bool, error) {
 	return func(ctx context.Context, partition int32, lineage string) (int64, bool, error) {
-		committed, err := n.store.CommittedOffsets(ctx, n.spec.Name)
+		committed, err := n.recoveryOffsets(ctx)
 		if err != nil {
 			return 0, false, err
 		}
@@ -133,6 +138,16 @@ func (n *Node) appliedOffset(source string) func(context.Context, int32, string)
 		}
 		return off, ok, nil
 	}
+}
+
+// recoveryOffsets is where the sources start: the store's committed
+// offsets, or its RecoveryOffsets where it has them (a Redis Cluster: see
+// appliedOffset).
+func (n *Node) recoveryOffsets(ctx context.Context) (map[string]int64, error) {
+	if rs, ok := n.store.(persistence.RecoveryStore); ok {
+		return rs.RecoveryOffsets(ctx, n.spec.Name)
+	}
+	return n.store.CommittedOffsets(ctx, n.spec.Name)
 }
 
 // sourceRollback compares the lineage a source's commit carried with the

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -37,4 +38,23 @@ func (e *StaleStoreError) Error() string {
 // Is reports whether target is ErrStoreRolledBack or ErrRollback.
 func (e *StaleStoreError) Is(target error) bool {
 	return target == ErrStoreRolledBack || target == ErrRollback
+}
+
+// RecoveryStore is a Store whose shards can go back in time one at a time
+// (redisstore on a Redis Cluster: one master failed over to a lagging
+// replica), so that its committed offsets, kept in one shard, may be ahead
+// of the state in another: the writes for the events up to the committed
+// offset are acknowledged, and lost in that shard. A node asks it where its
+// sources must start re-reading instead of CommittedOffsets.
+type RecoveryStore interface {
+	Store
+	// RecoveryOffsets returns, per source partition, an offset at or below
+	// the committed one up to which (inclusive) every shard holds every
+	// event's writes, as far as the store can tell also after a shard went
+	// back in time on its own: each shard keeps, in the same atomic order as
+	// its own writes, a copy of the committed offsets of a moment after
+	// those writes (redisstore: written to every slot group about once a
+	// second), and this is the least of the copies and the committed
+	// offset. A partition with no committed offset and no copy is absent.
+	RecoveryOffsets(ctx context.Context, job string) (map[string]int64, error)
 }

@@ -13,11 +13,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// RedisCluster is a Redis Cluster of masters without replicas, each a
-// redis-server process owned by a test.
+// RedisCluster is a Redis Cluster, each node a redis-server process owned
+// by a test: masters and, when started with replicas, one replica each.
 type RedisCluster struct {
 	Masters []*Redis
-	t       testing.TB
+	// Replicas[i] is the replica of Masters[i] (StartRedisClusterReplicas;
+	// empty without replicas).
+	Replicas []*Redis
+	t        testing.TB
 }
 
 // StartRedisCluster starts n redis-server processes (Redis 7 or later)
@@ -31,25 +34,105 @@ type RedisCluster struct {
 // both (redis-cli is in redis-tools, a dependency), or run `make test`.
 func StartRedisCluster(t testing.TB, n int) *RedisCluster {
 	t.Helper()
+	return startCluster(t, n, 0)
+}
+
+// StartRedisClusterReplicas is StartRedisCluster with one replica per
+// master (`--cluster-replicas 1`): 2n processes, Replicas[i] the replica
+// of Masters[i]. It returns once every replica has finished its first
+// sync. The replicas never fail over by themselves
+// (cluster-replica-no-failover): a test promotes one with Failover, so the
+// moment and the replica are the test's.
+func StartRedisClusterReplicas(t testing.TB, n int) *RedisCluster {
+	t.Helper()
+	return startCluster(t, n, 1)
+}
+
+func startCluster(t testing.TB, n, replicas int) *RedisCluster {
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Fatalf("redis-cli not found in PATH: install it (Debian: apt-get install redis-tools, which redis-server brings) or run `make test`, which installs it")
 	}
 	c := &RedisCluster{t: t}
-	for range n {
+	var all []*Redis
+	for range n * (1 + replicas) {
 		// The cluster bus gets a free port of its own (cluster-port, Redis
 		// 7): the default, port+10000, may be taken or beyond 65535.
-		c.Masters = append(c.Masters, StartRedis(t, "--cluster-enabled", "yes",
+		all = append(all, StartRedis(t, "--cluster-enabled", "yes",
 			"--cluster-port", strconv.Itoa(FreePort(t)),
-			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"))
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
+			"--cluster-replica-no-failover", "yes",
+			// A replica's first sync starts at once, not after the
+			// default 5 s wait for more replicas to share it.
+			"--repl-diskless-sync-delay", "0"))
 	}
-	args := append([]string{"--cluster", "create"}, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args := []string{"--cluster", "create"}
+	for _, r := range all {
+		args = append(args, r.Addr)
+	}
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	out, err := exec.Command("redis-cli", args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
+	if replicas == 0 {
+		c.Masters = all
+		c.WaitOK()
+		return c
+	}
+	// redis-cli picks the masters and pairs the replicas with them; read
+	// back who is whose.
+	ctx := context.Background()
+	masterOf := map[string]string{} // replica address -> its master's
+	WaitFor(t, 30*time.Second, func() error {
+		for _, r := range all {
+			if _, ok := masterOf[r.Addr]; ok {
+				continue
+			}
+			cl := node(r.Addr)
+			info, err := cl.Info(ctx, "replication").Result()
+			_ = cl.Close()
+			if err != nil {
+				return err
+			}
+			switch infoField(info, "role") {
+			case "master":
+				masterOf[r.Addr] = ""
+			case "slave":
+				if infoField(info, "master_link_status") != "up" || infoField(info, "master_sync_in_progress") != "0" {
+					return fmt.Errorf("replica %s not in sync yet", r.Addr)
+				}
+				masterOf[r.Addr] = net.JoinHostPort(infoField(info, "master_host"), infoField(info, "master_port"))
+			}
+		}
+		return nil
+	})
+	for _, r := range all {
+		if masterOf[r.Addr] == "" {
+			c.Masters = append(c.Masters, r)
+		}
+	}
+	for _, m := range c.Masters {
+		for _, r := range all {
+			if masterOf[r.Addr] == m.Addr {
+				c.Replicas = append(c.Replicas, r)
+			}
+		}
+	}
+	if len(c.Masters) != n || len(c.Replicas) != n {
+		t.Fatalf("redis-cli --cluster create made %d masters and %d replicas of %d processes, want %d each:\n%s", len(c.Masters), len(c.Replicas), len(all), n, out)
+	}
 	c.WaitOK()
 	return c
+}
+
+// infoField is one field of an INFO reply ("" when absent).
+func infoField(info, name string) string {
+	for l := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // Addrs returns the masters' host:port.
@@ -258,5 +341,33 @@ func (c *RedisCluster) Restart() {
 	for _, m := range c.Masters {
 		m.Start()
 	}
+	c.WaitOK()
+}
+
+// Failover promotes Replicas[i] with CLUSTER FAILOVER TAKEOVER, sent to
+// the replica: it takes its master's slots without the master's or the
+// other masters' agreement, as an operator does when the master is gone,
+// and with whatever data it has (a replica that lagged loses the writes it
+// lacked). It waits until the replica reports itself a master and the
+// live masters agree on the slot map, then swaps Masters[i] and
+// Replicas[i], so Masters are the masters again (the old one, dead or
+// not, is Replicas[i]).
+func (c *RedisCluster) Failover(i int) {
+	c.t.Helper()
+	ctx := context.Background()
+	r := c.Replicas[i]
+	cl := node(r.Addr)
+	defer cl.Close()
+	if err := cl.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		c.t.Fatalf("CLUSTER FAILOVER TAKEOVER on %s: %v", r.Addr, err)
+	}
+	WaitFor(c.t, 30*time.Second, func() error {
+		info, err := cl.Info(ctx, "replication").Result()
+		if err == nil && infoField(info, "role") != "master" {
+			err = fmt.Errorf("%s is still a replica", r.Addr)
+		}
+		return err
+	})
+	c.Masters[i], c.Replicas[i] = r, c.Masters[i]
 	c.WaitOK()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -61,4 +62,52 @@ func TestRedisCluster(t *testing.T) {
 			t.Fatalf("GET {tag}:%d after the migration = %d, %v", i, v, err)
 		}
 	}
+}
+
+// TestRedisClusterReplicas starts three masters with a replica each, every
+// replica paired with its master; after master 0 is killed, Failover
+// promotes its replica, which serves its keys, and Masters lists it.
+func TestRedisClusterReplicas(t *testing.T) {
+	c := StartRedisClusterReplicas(t, 3)
+	ctx := context.Background()
+	for i, r := range c.Replicas {
+		cl := node(r.Addr)
+		info := cl.Info(ctx, "replication").Val()
+		_ = cl.Close()
+		if host, port := infoField(info, "master_host"), infoField(info, "master_port"); host+":"+port != c.Masters[i].Addr {
+			t.Fatalf("replica %d (%s) follows %s:%s, want %s", i, r.Addr, host, port, c.Masters[i].Addr)
+		}
+	}
+	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ClusterStateReloadInterval: 100 * time.Millisecond})
+	defer cl.Close()
+	for i := range 300 {
+		if err := cl.Set(ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := c.Masters[0]
+	mc, rc := node(old.Addr), node(c.Replicas[0].Addr)
+	WaitFor(t, 10*time.Second, func() error {
+		mo := infoField(mc.Info(ctx, "replication").Val(), "master_repl_offset")
+		ro := infoField(rc.Info(ctx, "replication").Val(), "master_repl_offset")
+		if mo != ro {
+			return fmt.Errorf("replica at %s of %s", ro, mo)
+		}
+		return nil
+	})
+	_, _ = mc.Close(), rc.Close()
+	old.Kill()
+	promoted := c.Replicas[0]
+	c.Failover(0)
+	if c.Masters[0] != promoted || c.Replicas[0] != old {
+		t.Fatalf("after Failover(0): master 0 is %s, replica 0 %s; want %s and %s", c.Masters[0].Addr, c.Replicas[0].Addr, promoted.Addr, old.Addr)
+	}
+	WaitFor(t, 10*time.Second, func() error {
+		for i := range 300 {
+			if v, err := cl.Get(ctx, fmt.Sprint("k", i)).Int(); err != nil || v != i {
+				return fmt.Errorf("GET k%d after the failover = %d, %v", i, v, err)
+			}
+		}
+		return nil
+	})
 }

@@ -22,6 +22,8 @@
 //	<prefix>:{<tag0>}:seq          string: the job's commit sequence (decimal, by INCR; group 0 only)
 //	<prefix>:{<tag>}:gen           string: the group's write generation (decimal, by INCR; on one
 //	                               server only group 0's, the job's)
+//	<prefix>:{<tag>}:floor         hash: partition id -> a recent committed offset, the group's
+//	                               replay floor (cluster only)
 //
 // A join key belongs to group FNV-1a-64(key bytes) mod 256, and so does a
 // partition id's committed offset. <tag> is "<job>:<g>:<n>": the escaped
@@ -202,11 +204,34 @@
 // CommittedOffsets is one pipeline of HGETALL over the 256 groups, as Keys
 // is of SSCAN (repeated for the groups whose cursor is not done).
 //
+// # Replay floors
+//
+// On a cluster a partition's committed offset is in one group, on one
+// master, and its keys' state in all 256: a master failed over to a
+// lagging replica loses its groups' last writes while another master keeps
+// the committed offset they were acknowledged for. So CommitOffsets also
+// copies every offset the Store committed into each group's floor hash
+// (the commit script per group, one pipeline), at a Store's first commit
+// and then at most once per floorEvery (1 s), after the commit and in the
+// background (no commit waits for it): in each
+// master's replication stream the copy follows the key writes it covers,
+// so a replica that has a copy has those writes. RecoveryOffsets
+// (persistence.RecoveryStore) is, per partition, the least of the
+// committed offset and the floors of every group that has one; the node's
+// sources start there, so a restart re-reads about a second beyond the
+// last commit, and after such a failover it re-reads what the failed-over
+// groups lost (TestStoreClusterRecoveryOffsets). A failed copy is ignored
+// (the older floors stay; the next one starts a second later). On one server
+// the offsets and the state go back together, and RecoveryOffsets is
+// CommittedOffsets.
+//
 // # Scope
 //
 // New connects to one Redis server (Config.Addr), or to a Redis Cluster
 // (Config.Cluster, some of its nodes; go-redis's ClusterClient learns the
-// slot map, follows redirections and refreshes the map after MOVED) and
+// slot map, follows redirections and refreshes the map after MOVED and
+// whenever it is over a second old, so the slots of a master that died
+// are found on the replica that took them within about a second) and
 // pings every master. Replicas are not read from: every read is the
 // master's. A batch spanning several jobs is fine: it is split by group,
 // and groups are per job.

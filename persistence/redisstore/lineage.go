@@ -224,6 +224,7 @@ func (s *Store) CommitOffsetsSeen(ctx context.Context, job string, offsets map[s
 		if _, err := s.runScripts(ctx, commitScript, rest); err != nil {
 			return persistence.Lineage{}, wrap("commit offsets", err)
 		}
+		s.copyFloors(job, l, offsets) // floors.go
 	}
 	return found, nil
 }

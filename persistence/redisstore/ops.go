@@ -596,29 +596,40 @@ func (s *Store) CommittedOffsets(ctx context.Context, job string) (map[string]in
 	if s.closed.Load() {
 		return nil, persistence.ErrClosed
 	}
+	out := make(map[string]int64)
+	err := s.groupOffsets(ctx, job, "committed offset", offsetsKey, func(p string, o int64) { out[p] = o })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// groupOffsets reads the hash key(group prefix) of every group of job, one
+// pipeline of HGETALL, and calls add with each field and its value, an
+// offset (what names the values in errors).
+func (s *Store) groupOffsets(ctx context.Context, job, what string, key func(gp string) string, add func(p string, o int64)) error {
 	l := layoutOf(s.prefix, job)
 	cmds := make([]*redis.MapStringStringCmd, groups)
 	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for g := range cmds {
-			cmds[g] = p.HGetAll(ctx, offsetsKey(l.prefixes[g]))
+			cmds[g] = p.HGetAll(ctx, key(l.prefixes[g]))
 		}
 		return nil
 	})
-	out := make(map[string]int64)
 	for _, c := range cmds {
 		h, err := c.Result()
 		if err != nil {
-			return nil, wrap("committed offsets", err)
+			return wrap(what+"s", err)
 		}
 		for p, v := range h {
 			o, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("redisstore: committed offset %q of job %q: %w", p, job, err)
+				return fmt.Errorf("redisstore: %s %q of job %q: %w", what, p, job, err)
 			}
-			out[p] = o
+			add(p, o)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Close closes the connection pool. Calls in flight fail with

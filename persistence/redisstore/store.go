@@ -8,7 +8,9 @@ import (
 	"github.com/joinery/joinery/connopts/redisopts"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -30,7 +32,19 @@ type Store struct {
 	// gens holds, per write generation key, the highest generation a Save
 	// of this Store saw acknowledged (generation.go).
 	gens gensMap
+	// floors holds, per job, the offsets this Store committed and when it
+	// last copied them into every slot group (floors.go; cluster only).
+	floors sync.Map
 }
+
+// clusterStateReload is how old the cluster client's slot map may grow
+// before a command reloads it (CLUSTER SLOTS from one node, in the
+// background). go-redis reloads at once on MOVED and ASK, but a master
+// that died answers nothing: its slots' commands fail to dial it, and with
+// go-redis's default of 60 s the store went on dialling the dead address
+// for up to a minute after a replica had taken its slots
+// (TestChaosClusterFailoverLaggingReplica).
+const clusterStateReload = time.Second
 
 // clusterMaxRedirects is how often a cluster command follows MOVED or ASK
 // or retries TRYAGAIN (a multi-key script during a slot migration) before it
@@ -58,13 +72,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if len(cfg.Cluster) > 0 {
 		s.cfg.Cluster = slices.Clone(cfg.Cluster)
 		cc := redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:                    s.cfg.Cluster,
-			Username:                 cfg.Username,
-			Password:                 cfg.Password,
-			TLSConfig:                tc,
-			MaxRedirects:             clusterMaxRedirects,
-			ContextTimeoutEnabled:    true,
-			MaintNotificationsConfig: noMaint(),
+			Addrs:                      s.cfg.Cluster,
+			Username:                   cfg.Username,
+			Password:                   cfg.Password,
+			TLSConfig:                  tc,
+			MaxRedirects:               clusterMaxRedirects,
+			ClusterStateReloadInterval: clusterStateReload,
+			ContextTimeoutEnabled:      true,
+			MaintNotificationsConfig:   noMaint(),
 		})
 		if cfg.OnRedisError != nil {
 			cc.AddHook(redisopts.ErrorHook(cfg.OnRedisError))
