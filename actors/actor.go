@@ -91,7 +91,8 @@ func NewKind(d *Deps) *cluster.Kind {
 	if d.loads == nil {
 		d.loads = newLoader(d.Store)
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d, cfg: cfg} }, actor.WithDispatcher(keyDispatcher()))
+	props := actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d, cfg: cfg} }, actor.WithDispatcher(keyDispatcher()),
+		actor.WithMailbox(deadLetterMailbox())) // mailbox.go: requests queued behind a passivation are answered
 	return cluster.NewKind(KindName(d.Job), props)
 }
 
