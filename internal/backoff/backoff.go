@@ -1,7 +1,7 @@
 // Package backoff owns the exponential wait between retries of a failed
 // call: a first wait, doubled after each try up to a cap. It keeps no
 // deadline and logs nothing: how long to go on retrying, and what to say
-// about it, stay with the caller (node/ingest.go's key requests, source
+// about it, stay with the caller (node/retry.go: key requests, source
 // reads and state writes). It imports only the standard library.
 package backoff
 
