@@ -117,13 +117,8 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 				return derr
 			}
 			if len(msgs) > 0 || len(b.calls) > 0 {
-				r.wg.Add(1)
-				select {
-				case queue <- b:
-				case <-ctx.Done():
-					r.n.evt.release(b)
-					r.wg.Done()
-					return ctx.Err()
+				if err := r.enqueue(ctx, queue, b); err != nil {
+					return err
 				}
 			}
 		}
@@ -146,6 +141,20 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 		if err != nil {
 			return err
 		}
+	}
+}
+
+// enqueue hands a sent batch to the collector, or returns ctx.Err() when
+// reading stops first (the batch's flight then ends: eventTime.release).
+func (r *reader) enqueue(ctx context.Context, queue chan<- *batch, b *batch) error {
+	r.wg.Add(1)
+	select {
+	case queue <- b:
+		return nil
+	case <-ctx.Done():
+		r.n.evt.release(b)
+		r.wg.Done()
+		return ctx.Err()
 	}
 }
 

@@ -434,13 +434,8 @@ func (r *reader) flushTimers(ctx context.Context, queue chan<- *batch) error {
 		if len(b.calls) == 0 {
 			return nil
 		}
-		r.wg.Add(1)
-		select {
-		case queue <- b:
-		case <-ctx.Done():
-			r.n.evt.release(b)
-			r.wg.Done()
-			return ctx.Err()
+		if err := r.enqueue(ctx, queue, b); err != nil {
+			return err
 		}
 	}
 	return errors.New("timers keep firing after the end of input")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,16 +12,17 @@ import (
 	"testing"
 
 	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/internal/transcript"
 	"github.com/joinery/joinery/record"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected blocks of node/sendstate/testdata/*.txt")
 
 // TestSenderInteraction runs the transcripts of testdata/*.txt, as
-// keycore's TestCoreInteraction does: each block is a command, a line
-// "----", and what the sender state answered; blocks are separated by blank
-// lines and lines starting with # are comments. With -rewrite the answers
-// are regenerated; inspect the diff before committing.
+// keycore's TestCoreInteraction does (internal/transcript): each block is a
+// command, a line "----", and what the sender state answered; blocks are
+// separated by blank lines and lines starting with # are comments. With
+// -rewrite the answers are regenerated; inspect the diff before committing.
 //
 // The harness is the node's readers, sharing one Keys:
 //
@@ -34,76 +34,10 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected blocks of node/s
 //	resend <reader> <seq> <key>           the resend of the key's request of that batch (and the original, unchanged)
 //	state                                 the unanswered requests per key, and each reader's committed offsets
 func TestSenderInteraction(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts: %v", err)
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			blocks := parseBlocks(t, string(b))
-			h := &harness{readers: map[string]*Reader{}, sent: map[string]map[uint64]map[record.Key]*keypb.Apply{}}
-			var out strings.Builder
-			changed := false
-			for i, bl := range blocks {
-				if i > 0 {
-					out.WriteString("\n")
-				}
-				out.WriteString(bl.comments)
-				got := h.run(t, bl.cmd)
-				if got != bl.want {
-					if !*rewrite {
-						t.Errorf("%s:%d: %s\n--- want\n%s--- got\n%s", path, bl.line, bl.cmd, bl.want, got)
-					}
-					changed = true
-				}
-				fmt.Fprintf(&out, "%s\n----\n%s", bl.cmd, got)
-			}
-			if *rewrite && changed {
-				if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-type block struct {
-	comments, cmd, want string
-	line                int
-}
-
-func parseBlocks(t *testing.T, s string) []block {
-	t.Helper()
-	var bs []block
-	lines := strings.Split(s, "\n")
-	for i := 0; i < len(lines); {
-		var b block
-		for i < len(lines) && (strings.HasPrefix(lines[i], "#") || strings.TrimSpace(lines[i]) == "") {
-			if strings.HasPrefix(lines[i], "#") {
-				b.comments += lines[i] + "\n"
-			}
-			i++
-		}
-		if i >= len(lines) {
-			break
-		}
-		b.cmd, b.line = lines[i], i+1
-		i++
-		if i >= len(lines) || lines[i] != "----" {
-			t.Fatalf("line %d: want ---- after the command", i+1)
-		}
-		i++
-		for i < len(lines) && strings.TrimSpace(lines[i]) != "" {
-			b.want += lines[i] + "\n"
-			i++
-		}
-		bs = append(bs, b)
-	}
-	return bs
+	transcript.Run(t, filepath.Join("testdata", "*.txt"), *rewrite, func() func(*testing.T, string) string {
+		h := &harness{readers: map[string]*Reader{}, sent: map[string]map[uint64]map[record.Key]*keypb.Apply{}}
+		return h.run
+	})
 }
 
 type harness struct {
