@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"math"
 
 	"github.com/joinery/joinery/actors"
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
@@ -80,11 +80,9 @@ func InspectOffline(ctx context.Context, store persistence.Store, spec *joins.CD
 
 // encodeRow encodes a row as compact JSON without HTML escaping.
 func encodeRow(r record.Row) (json.RawMessage, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
+	b, err := jsonenc.Marshal(r)
+	if err != nil {
 		return nil, fmt.Errorf("admin: encode row: %w", err)
 	}
-	return json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+	return json.RawMessage(b), nil
 }

@@ -14,6 +14,8 @@ import (
 
 	protocluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/hashicorp/memberlist"
+
+	"github.com/joinery/joinery/internal/backoff"
 )
 
 // ErrStarted is returned by StartMember/StartClient on a Provider that was
@@ -829,7 +831,7 @@ func (p *Provider) pruneDepartedLocked(now time.Time) {
 // memberlist's TCPTimeout per unreachable seed.
 func (p *Provider) joinLoop(ml *memberlist.Memberlist, seeds []string) {
 	defer p.wg.Done()
-	delay := p.cfg.JoinRetryMin
+	bo := backoff.Backoff{Initial: p.cfg.JoinRetryMin, Max: p.cfg.JoinRetryMax}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for attempt := 1; ; attempt++ {
@@ -845,9 +847,8 @@ func (p *Provider) joinLoop(ml *memberlist.Memberlist, seeds []string) {
 		}
 		p.joinFailures.Add(1)
 		p.logNow().Warn("joining seeds failed; will retry",
-			slog.Any("seeds", seeds), slog.Int("attempt", attempt), slog.Duration("retry_in", delay), slog.Any("error", err))
-		timer.Reset(delay)
-		delay = min(2*delay, p.cfg.JoinRetryMax)
+			slog.Any("seeds", seeds), slog.Int("attempt", attempt), slog.Duration("retry_in", bo.Delay()), slog.Any("error", err))
+		timer.Reset(bo.Next())
 	}
 }
 

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"github.com/joinery/joinery/connopts/redisopts"
+	"github.com/joinery/joinery/internal/streamshard"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // ValueField is the stream entry field that holds a value, the field
-// sources/redisstream reads.
-const ValueField = "value"
+// sources/redisstream reads (streamshard.ValueField).
+const ValueField = streamshard.ValueField
 
 // RedisOption configures RedisStream.
 type RedisOption interface{ applyRedis(*redisOptions) }

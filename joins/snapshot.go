@@ -101,13 +101,11 @@ func mustJSON(v any) []byte {
 	if b, ok := jsonenc.AppendValue(nil, v); ok {
 		return b
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := jsonenc.Marshal(v)
+	if err != nil {
 		panic(fmt.Sprintf("joins: CDC state is not JSON-encodable: %v", err))
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return b
 }
 
 // Restore replaces the state with the one b encodes. On error (a wrapped

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
 )
 
@@ -307,15 +308,11 @@ const TimedSnapshotVersion byte = 1
 var ErrBadTimedSnapshot = errors.New("joins: bad event-time join snapshot")
 
 func encodeSnap(kind byte, v any) []byte {
-	var buf bytes.Buffer
-	buf.WriteByte(TimedSnapshotVersion)
-	buf.WriteByte(kind)
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := jsonenc.AppendMarshal([]byte{TimedSnapshotVersion, kind}, v)
+	if err != nil {
 		panic(fmt.Sprintf("joins: event-time join state is not JSON-encodable: %v", err))
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return b
 }
 
 func decodeSnap(b []byte, kind byte, v any) error {

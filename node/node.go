@@ -84,7 +84,7 @@ type Node struct {
 	// kept outputs are re-sent once to a new session, as a restarted node
 	// may have lost them, and not again with every request.
 	session  string
-	inflight inflightKeys        // every reader's unanswered key requests (ingest.go)
+	inflight inflightKeys        // every reader's unanswered key requests (read.go)
 	keyExprs [2]*transform.Value // event-time sides' key_expr, by side; nil: the key field
 	opened   sync.Map            // names of the job's sources that opened (readiness)
 	admin    *admin.Server

@@ -26,7 +26,7 @@ func (e *StateOverBudgetError) Error() string {
 
 // checkStateBudget refreshes joinery_state_bytes and, on the embedded store
 // with a memory budget, returns a *StateOverBudgetError once the state held
-// is over it (and sets joinery_state_over_budget). The ingest loop calls it
+// is over it (and sets joinery_state_over_budget). The read loop (read.go) calls it
 // before every read: one atomic load.
 func (n *Node) checkStateBudget() error {
 	st, ok := n.store.(*embedded.Store)

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 )
 
-// Stats counts what a node's ingest did. Safe for concurrent use.
+// Stats counts what a node's readers did. Safe for concurrent use.
 type Stats struct {
 	In      atomic.Int64 // records read from sources
 	Events  atomic.Int64 // routed events sent to key actors

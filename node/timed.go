@@ -17,6 +17,7 @@ import (
 	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/node/sendstate"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter/reason"
@@ -387,28 +388,29 @@ const fireLimit = 10000
 
 // addFires marks every Apply of the batch, and the keys the store's timer
 // index says are due, to advance to the current watermark after their events.
-func (r *reader) addFires(ctx context.Context, applies map[record.Key]*keypb.Apply, order []record.Key, wm int64) ([]record.Key, error) {
-	for _, k := range order {
-		applies[k].Fire, applies[k].Watermark = true, wm
+func (r *reader) addFires(ctx context.Context, applies *sendstate.Batch, wm int64) error {
+	for _, k := range applies.Keys() {
+		a := applies.Get(k)
+		a.Fire, a.Watermark = true, wm
 	}
 	if wm <= r.lastFire {
-		return order, nil
+		return nil
 	}
 	due, err := r.n.store.DueTimers(ctx, r.n.spec.Name, min(wm, persistence.MaxTimer), fireLimit)
 	if err != nil {
-		return order, fmt.Errorf("due timers: %w", err)
+		return fmt.Errorf("due timers: %w", err)
 	}
 	for _, d := range due {
-		if _, ok := applies[d.Key]; ok {
+		if applies.Has(d.Key) {
 			continue
 		}
-		applies[d.Key] = &keypb.Apply{Key: string(d.Key), Fire: true, Watermark: wm}
-		order = append(order, d.Key)
+		a := applies.Apply(d.Key)
+		a.Fire, a.Watermark = true, wm
 	}
 	if len(due) < fireLimit {
 		r.lastFire = wm
 	}
-	return order, nil
+	return nil
 }
 
 // flushTimers runs once a finite source ended: it waits for its batches to
@@ -432,13 +434,8 @@ func (r *reader) flushTimers(ctx context.Context, queue chan<- *batch) error {
 		if len(b.calls) == 0 {
 			return nil
 		}
-		r.wg.Add(1)
-		select {
-		case queue <- b:
-		case <-ctx.Done():
-			r.n.evt.release(b)
-			r.wg.Done()
-			return ctx.Err()
+		if err := r.enqueue(ctx, queue, b); err != nil {
+			return err
 		}
 	}
 	return errors.New("timers keep firing after the end of input")

@@ -3,7 +3,6 @@ package replay
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/formats/debezium"
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
@@ -387,15 +387,7 @@ func (d *driver) late(key record.Key, l joins.Late) error {
 	return d.write(line)
 }
 
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func marshal(v any) ([]byte, error) { return jsonenc.Marshal(v) }
 
 func (d *driver) write(line []byte) error {
 	line = append(line, '\n')

@@ -21,7 +21,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"github.com/joinery/joinery/internal/bench"
+	"github.com/joinery/joinery/cmd/internal/bench"
 	"github.com/joinery/joinery/internal/gctune"
 )
 

@@ -6,7 +6,7 @@
 // of their own, the output still a Kafka topic), and
 // prints events/s, scaling efficiency, p99 latency, CPU per event and keys
 // per Redis shard; it writes them as JSON (-out) and a PNG plot (-plot).
-// See internal/fleetbench and docs/scaling.md.
+// See cmd/internal/fleetbench and docs/scaling.md.
 //
 //	make build && go run ./cmd/benchfleet -joinery bin/joinery -out /tmp/fleet.json -plot docs/scaling.png
 //
@@ -42,7 +42,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/joinery/joinery/internal/fleetbench"
+	"github.com/joinery/joinery/cmd/internal/fleetbench"
 )
 
 func main() {

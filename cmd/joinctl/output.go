@@ -15,20 +15,18 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/joinery/joinery/admin"
+	"github.com/joinery/joinery/internal/jsonenc"
 )
 
 // render writes v as JSON or YAML, or calls table for the table format.
 func render(w io.Writer, format string, v any, table func(io.Writer)) error {
 	switch format {
 	case "json":
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(v); err != nil {
+		b, err := jsonenc.MarshalIndent(v, "", "  ")
+		if err != nil {
 			return err
 		}
-		_, err := w.Write(buf.Bytes())
+		_, err = w.Write(append(b, '\n'))
 		return err
 	case "yaml":
 		// Through JSON, so YAML has the JSON field names and embedded rows

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/record"
 )
@@ -148,13 +149,11 @@ func (f Format) Marshal(o record.Output) (line []byte, ok bool, err error) {
 	default:
 		return nil, false, fmt.Errorf("changelog: unknown format %v", f)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := jsonenc.Marshal(v)
+	if err != nil {
 		return nil, false, fmt.Errorf("changelog: output %s: %w", o.ID, err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), true, nil
+	return b, true, nil
 }
 
 // Encode is Marshal for outputs known to be encodable (a valid PK, rows made

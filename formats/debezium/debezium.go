@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter/reason"
@@ -354,11 +355,9 @@ type envelope struct {
 // Encode panics if a row holds a value encoding/json cannot encode (a NaN
 // float, a channel, …); rows produced by Decode never do.
 func Encode(c record.Change) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(envelope{Before: c.Before, After: c.After, Op: c.Op.String(), TsMs: c.TsMs}); err != nil {
+	b, err := jsonenc.Marshal(envelope{Before: c.Before, After: c.After, Op: c.Op.String(), TsMs: c.TsMs})
+	if err != nil {
 		panic(fmt.Sprintf("debezium: encode: %v", err))
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return b
 }

@@ -1,8 +1,11 @@
 // Package backoff owns the exponential wait between retries of a failed
 // call: a first wait, doubled after each try up to a cap. It keeps no
 // deadline and logs nothing: how long to go on retrying, and what to say
-// about it, stay with the caller (node/ingest.go's key requests, source
-// reads and state writes). It imports only the standard library.
+// about it, stay with the caller: node/retry.go (key requests, source
+// reads, commits and sink writes), the sharded Redis Streams source's shard
+// readers (sources/redisstream/shards.go) and the cluster's seed join loop
+// (cluster/provider.go). actors/writer.go's state-write retry still has a
+// loop of its own. It imports only the standard library.
 package backoff
 
 import (

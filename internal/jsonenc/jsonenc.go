@@ -4,7 +4,9 @@
 // are encoded twice per event on the hot path (the sink line and the key's
 // outbox in its state), and encoding/json's reflection was 8% and 8% of a
 // node's CPU there (docs/benchmarks.md). Equality with encoding/json is
-// checked by table and fuzz tests.
+// checked by table and fuzz tests. Marshal (marshal.go) is the one
+// encoding/json path with HTML escaping off, for any other value; joins/
+// may import this package (internal/lint).
 package jsonenc
 
 import (

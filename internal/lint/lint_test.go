@@ -153,6 +153,19 @@ var rules = []rule{
 		},
 	},
 	{
+		// Harnesses that drive a node or a connector (the benchmarks) live
+		// beside their commands, in cmd/internal/.
+		name:    "internal/ holds leaf helpers: nothing in it depends on node/, job/ or a connector (sources/, sinks/, ingest/, connectors/)",
+		applies: func(p string) bool { return under(p, "internal") },
+		forbidden: func(_, dep string, _ bool) bool {
+			if !strings.HasPrefix(dep, mod) {
+				return false
+			}
+			rel := strings.TrimPrefix(dep, mod)
+			return slices.ContainsFunc([]string{"node", "job", "sources", "sinks", "ingest", "connectors"}, func(o string) bool { return under(rel, o) })
+		},
+	},
+	{
 		name:    "memberlist only in cluster/",
 		applies: func(p string) bool { return !under(p, "cluster") },
 		forbidden: func(_, dep string, direct bool) bool {
@@ -171,7 +184,7 @@ var rules = []rule{
 	{
 		name: "go-redis only in the Redis store and the Redis connectors",
 		applies: func(p string) bool {
-			return !slices.ContainsFunc([]string{"persistence/redisstore", "connopts/redisopts", "sources/redisstream", "sinks/redisstream", "sinks/redishash", "ingest", "internal/bench", "internal/testutil", "internal/fleetbench"},
+			return !slices.ContainsFunc([]string{"persistence/redisstore", "connopts/redisopts", "sources/redisstream", "sinks/redisstream", "sinks/redishash", "ingest", "cmd/internal/bench", "internal/testutil", "cmd/internal/fleetbench"},
 				func(o string) bool { return under(p, o) })
 		},
 		forbidden: func(_, dep string, direct bool) bool {
@@ -181,8 +194,8 @@ var rules = []rule{
 	{
 		name: "the Kafka client only in the Kafka connectors",
 		applies: func(p string) bool {
-			// internal/fleetbench drives a real broker (kfake) to feed the fleet benchmark.
-			return !slices.ContainsFunc([]string{"connopts/kafkaopts", "sources/kafka", "sinks/kafka", "ingest", "formats", "internal/fleetbench"}, func(o string) bool { return under(p, o) })
+			// cmd/internal/fleetbench drives a real broker (kfake) to feed the fleet benchmark.
+			return !slices.ContainsFunc([]string{"connopts/kafkaopts", "sources/kafka", "sinks/kafka", "ingest", "formats", "cmd/internal/fleetbench"}, func(o string) bool { return under(p, o) })
 		},
 		forbidden: func(_, dep string, direct bool) bool {
 			return direct && strings.HasPrefix(dep, franz)

@@ -1,13 +1,20 @@
 // Package streamshard is the sharding rule of Redis shard streams, shared
 // by the producer side (sinks/redisstream, users' producers) and the
 // reader (sources/redisstream) so that neither imports the other: which
-// stream a row's changes go to. It holds no state and does no I/O.
+// stream a row's changes go to, and the entry field that holds a record
+// (ValueField). It holds no state and does no I/O.
 package streamshard
 
 import (
 	"hash/fnv"
 	"strconv"
 )
+
+// ValueField is the stream entry field that holds a record, in every Redis
+// Stream Joinery reads or writes: the sources/redisstream source reads it;
+// the sinks/redisstream sink, the dead-letter stream (sinks/deadletter) and
+// HTTP ingest (ingest/) write it. Each of them names it ValueField too.
+const ValueField = "value"
 
 // MaxShards is the most shard streams a source or sink may name.
 const MaxShards = 4096

@@ -163,7 +163,7 @@ const (
 	ReasonField   = "reason"
 	SourceField   = "source"
 	PositionField = "position"
-	ValueField    = "value" // the record's JSON (Marshal)
+	ValueField    = redisstream.ValueField // the record's JSON (Marshal)
 )
 
 // RedisStream appends dead letters to a Redis Stream.

@@ -1,10 +1,8 @@
 package redishash
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/connopts/redisopts"
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks"
 )
@@ -112,13 +111,7 @@ func encodeRow(r record.Row) ([]byte, error) {
 	if r == nil {
 		r = record.Row{}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return jsonenc.Marshal(r)
 }
 
 // Write applies the batch in order in one round trip (a Lua script, atomic

@@ -24,7 +24,7 @@ func ShardOf(o record.Output, shards int) int { return streamshard.Of([]byte(o.P
 // Entry field names.
 const (
 	IDField    = "id"
-	ValueField = "value"
+	ValueField = streamshard.ValueField
 )
 
 // ErrClosed is returned by Write after Close.

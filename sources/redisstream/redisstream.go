@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/connopts/redisopts"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sources"
 )
@@ -27,8 +28,9 @@ const DefaultBlock = 200 * time.Millisecond
 // consumer before this one claims it, when Config.ClaimMinIdle is 0.
 const DefaultClaimMinIdle = 30 * time.Second
 
-// ValueField is the entry field that holds the message payload.
-const ValueField = "value"
+// ValueField is the entry field that holds the message payload
+// (streamshard.ValueField).
+const ValueField = streamshard.ValueField
 
 const (
 	seqBits = 20

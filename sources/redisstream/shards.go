@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/joinery/joinery/internal/backoff"
 	"github.com/joinery/joinery/internal/streamshard"
 	"slices"
 	"sync"
@@ -471,7 +472,7 @@ func (s *Sharded) readShard(h *heldShard) {
 		case <-ctx.Done():
 		}
 	}()
-	backoff := 10 * time.Millisecond
+	bo := backoff.Backoff{Initial: 10 * time.Millisecond, Max: time.Second}
 	for {
 		msgs, err := h.src.Read(ctx, int(s.max.Load()))
 		if ctx.Err() != nil {
@@ -494,15 +495,12 @@ func (s *Sharded) readShard(h *heldShard) {
 		}
 		switch {
 		case err == nil:
-			backoff = 10 * time.Millisecond
+			bo.Reset()
 		default:
-			// Read reported it; wait before trying again.
-			select {
-			case <-time.After(backoff):
-			case <-h.stop:
+			// Read reported it; wait before trying again (ctx ends with h.stop).
+			if bo.Wait(ctx) != nil {
 				return
 			}
-			backoff = min(2*backoff, time.Second)
 		}
 	}
 }

@@ -1,5 +1,5 @@
-// Package bench is Joinery's benchmark harness (DESIGN §7 "How we know",
-// STYLE §10 "Benchmarks"): Nexmark-style joins and the users ⋈ domains CDC
+// Package bench is Joinery's benchmark harness (docs/benchmarks.md: what
+// is measured, how, and the figures): Nexmark-style joins and the users ⋈ domains CDC
 // join, each run by the engine and by a plain Go baseline over the same
 // events in the same process, alternately for several rounds, reporting the
 // medians, then an open-loop latency run, then the targets. Run it

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/joinery/joinery/internal/bench/nexmark"
+	"github.com/joinery/joinery/cmd/internal/bench/nexmark"
 	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/joinery/joinery/internal/bench"
-	"github.com/joinery/joinery/internal/bench/nexmark"
+	"github.com/joinery/joinery/cmd/internal/bench"
+	"github.com/joinery/joinery/cmd/internal/bench/nexmark"
 	"github.com/joinery/joinery/internal/cdcgen"
 )
 

@@ -3,7 +3,7 @@ package bench
 import (
 	"testing"
 
-	"github.com/joinery/joinery/internal/bench/nexmark"
+	"github.com/joinery/joinery/cmd/internal/bench/nexmark"
 	"github.com/joinery/joinery/record"
 )
 

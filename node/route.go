@@ -1,0 +1,225 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/joinery/joinery/actors"
+	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/formats/debezium"
+	"github.com/joinery/joinery/formats/debeziumavro"
+	"github.com/joinery/joinery/internal/utf8json"
+	"github.com/joinery/joinery/job"
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/node/sendstate"
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
+	"github.com/joinery/joinery/sources"
+)
+
+// dispatch decodes and routes msgs and sends one Apply per key (the
+// remote ones grouped into one message per owner node: sendCalls).
+func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, error) {
+	n := r.n
+	b := &batch{seq: r.sender.NextSeq(), last: map[string]record.Position{}, records: len(msgs), fireWm: math.MinInt64}
+	var applies sendstate.Batch                 // one request per key, in the order of the keys' first records
+	rows := map[record.Key][]actors.EventRows{} // changelog joins: the events' rows, by key
+	var arrivals []*keypb.Event                 // event-time inputs in arrival order
+	n.stats.addIn(r.cfg.Name, len(msgs))
+	for _, m := range msgs {
+		part := m.Pos.PartitionID()
+		if p, ok := b.last[part]; !ok || m.Pos.Offset > p.Offset {
+			b.last[part] = m.Pos
+		}
+		if len(m.Value) > r.cfg.RecordLimit() {
+			err := fmt.Errorf("record of %d bytes is over max_record_bytes %d", len(m.Value), r.cfg.RecordLimit())
+			if err := r.bad(b, m, r.cfg.BadInputPolicy(), reason.TooLarge, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if n.evt != nil {
+			r.parts[part] = struct{}{}
+			k, pe, err := r.timedEvent(b, m)
+			if err != nil {
+				return nil, err
+			}
+			if pe == nil {
+				continue
+			}
+			a := applies.Apply(k)
+			a.Events = append(a.Events, pe)
+			arrivals = append(arrivals, pe)
+			n.stats.Events.Add(1)
+			continue
+		}
+		evs, srcPos, err := r.cdcEvents(b, m)
+		if err != nil {
+			return nil, err
+		}
+		if r.role == readRaw {
+			r.forward(b, m, evs) // to the key groups' repartition streams
+			continue
+		}
+		for _, e := range evs {
+			if r.role == readRepartitioned && !r.inGroup(e.Key, m.Pos) {
+				continue // the part of a moved row that its other key group applies
+			}
+			// The rows travel decoded to a local key actor; FillRows
+			// encodes them only for one in another process.
+			pe, er := actors.EventShell(e)
+			pe.SrcPos = srcPos
+			a := applies.Apply(e.Key)
+			a.Events = append(a.Events, pe)
+			rows[e.Key] = append(rows[e.Key], er)
+			n.stats.Events.Add(1)
+		}
+	}
+	now := time.Now()
+	for _, k := range applies.Keys() {
+		n.hot.Add(k, int64(len(applies.Get(k).Events)), now)
+	}
+	if n.evt != nil {
+		n.evt.mu.Lock()
+		defer n.evt.mu.Unlock() // until the batch is sent: see observeLocked
+		wm := n.evt.observeLocked(b, arrivals, now)
+		if len(arrivals) > 0 {
+			n.exportLag(n.evt.wm.Partitions(), wm, now)
+		}
+		if err := r.addFires(ctx, &applies, wm); err != nil {
+			return nil, err
+		}
+		b.fireWm = wm
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n.inflight.mu.Lock()
+	defer n.inflight.mu.Unlock() // until sent: see sendstate.Keys
+	for _, a := range r.sender.Send(&n.inflight.keys, b.seq, &applies, n.session) {
+		k := record.Key(a.Key)
+		b.calls = append(b.calls, call{key: k, apply: a, rows: rows[k]})
+	}
+	// One message per owner node. A key that cannot be resolved now
+	// (membership changing) is retried by the collector, in order.
+	r.sendCalls(b.calls)
+	return b, nil
+}
+
+// routeReason maps a joins.RouteError reason to a reject reason.
+func routeReason(why string) reason.Reason {
+	switch why {
+	case joins.ReasonJoinMissing, joins.ReasonJoinNull:
+		return reason.MissingKey
+	case joins.ReasonPKMissing, joins.ReasonPKNull:
+		return reason.MissingPK
+	case joins.ReasonJoinNotScalar, joins.ReasonPKNotScalar:
+		return reason.WrongType
+	case joins.ReasonDeleteUnroutable:
+		return reason.Unroutable
+	case joins.ReasonUnknownOp:
+		return reason.UnknownOp
+	case joins.ReasonMissingAfter:
+		return reason.MissingAfter
+	case joins.ReasonMissingBefore:
+		return reason.MissingBefore
+	}
+	return reason.Route
+}
+
+// cdcEvents decodes a Debezium record and routes it to its join keys. It
+// returns no events for a record it counted and set aside (tombstone, bad
+// input, truncate) and an error only when a fail policy stops the source.
+// srcPos is the record's source position when duplicates are dropped.
+func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, srcPos string, err error) {
+	n := r.n
+	var env debezium.Envelope
+	if r.avro != nil {
+		env, err = r.avro.DecodeEnvelope(context.Background(), m.Value, m.Pos)
+		var re *debeziumavro.RegistryError
+		if errors.As(err, &re) { // resolveSchemas fetched every id; not the record's fault
+			return nil, "", fmt.Errorf("source %s: %w", r.cfg.Name, err)
+		}
+	} else if r.cfg.Format == job.FormatDebeziumJSONSchema {
+		env, err = debeziumavro.DecodeJSONSchema(m.Value, m.Pos)
+	} else if r.cfg.Format == job.FormatChangelog {
+		env.Change, err = changelog.DecodeChange(m.Value, m.Pos) // another job's output (a chain)
+	} else {
+		env, err = debezium.DecodeEnvelope(m.Value, m.Pos)
+	}
+	switch {
+	case errors.Is(err, debezium.ErrTombstone):
+		n.stats.Tombs.Add(1)
+		return nil, "", nil
+	case errors.Is(err, debezium.ErrTruncate):
+		n.stats.Truncates.Add(1)
+		return nil, "", r.bad(b, m, r.cfg.TruncatePolicy(), reason.Truncate,
+			fmt.Errorf("truncate of table %q: the join state keeps its rows; re-snapshot the table to rebuild it", env.Table))
+	case err != nil:
+		var de *debezium.DecodeError
+		var ue *utf8json.Error
+		why := reason.Decode
+		switch {
+		case errors.As(err, &de):
+			why = reason.Reason(de.Reason)
+		case errors.As(err, &ue): // formats/changelog
+			why = reason.BadUTF8
+		}
+		return nil, "", r.reject(b, m, why, err)
+	}
+	side, err := r.side(env.Table)
+	if err != nil {
+		return nil, "", r.reject(b, m, reason.UnknownTable, err)
+	}
+	if r.filter != nil {
+		c, keep, err := r.filter.FilterChange(env.Change, map[string]any{"_table": env.Table})
+		if err != nil {
+			return nil, "", r.reject(b, m, reason.Filter, err)
+		}
+		if !keep {
+			n.stats.Filtered.Add(1)
+			return nil, "", nil
+		}
+		env.Change = c
+	}
+	if n.multi != nil {
+		evs, err = n.multi.Route(int(side), env.Change)
+	} else {
+		evs, err = n.cdc.Route(side, env.Change)
+	}
+	if err != nil {
+		why := reason.Route
+		var re *joins.RouteError
+		if errors.As(err, &re) {
+			why = routeReason(re.Reason)
+		}
+		return nil, "", r.reject(b, m, why, err)
+	}
+	if r.cfg.DedupOn() {
+		srcPos = env.SourcePos
+	}
+	return evs, srcPos, nil
+}
+
+// side finds the join side of a record: the source's fixed side, or the side
+// bound to its Debezium source.table.
+func (r *reader) side(table string) (record.Side, error) {
+	if r.cfg.Side != "" {
+		s, _ := r.n.spec.SideOf(r.cfg.Side)
+		return s, nil
+	}
+	binding, ok := r.cfg.Tables[table]
+	if !ok {
+		return 0, fmt.Errorf("source.table %q is not bound in sources[].tables", table)
+	}
+	s, _ := r.n.spec.SideOf(binding)
+	return s, nil
+}
+
+// reject handles bad input by the source's on_bad_input policy (see bad).
+func (r *reader) reject(b *batch, m sources.Message, why reason.Reason, err error) error {
+	return r.bad(b, m, r.cfg.BadInputPolicy(), why, err)
+}
