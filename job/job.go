@@ -397,13 +397,39 @@ const RepartitionStream = "stream"
 // by: the shard count of its sources partitioned by the join key or
 // repartitioned by it (all equal, Validate checks), or 0 when none is:
 // then keys are placed one by one (rendezvous).
+//
+// Kafka sources partitioned by the join key (KafkaKeyGroups) are not
+// counted here: their key groups are their topics' partitions, which the
+// node asks the brokers for when it starts.
 func (s *Spec) KeyGroups() int {
 	for _, src := range s.Sources {
+		if src.Type == kafkaType {
+			continue
+		}
 		if src.PartitionedBy == PartitionedByJoinKey || src.Repartition == RepartitionStream {
 			return src.Shards
 		}
 	}
 	return 0
+}
+
+// kafkaType is the type of a Kafka source (sources/kafka).
+const kafkaType = "kafka"
+
+// KafkaKeyGroups lists the job's kafka sources partitioned by the join key
+// (a topic keyed by the join column, kafka.partition_key): partition p of
+// each topic holds the keys of key group p, their topics must have one
+// partition count (the node checks it when it starts), and the consumer
+// group assigns partition p to the owner of key group p
+// (docs/architecture.md, "Key groups").
+func (s *Spec) KafkaKeyGroups() []Source {
+	var out []Source
+	for _, src := range s.Sources {
+		if src.Type == kafkaType && src.PartitionedBy == PartitionedByJoinKey {
+			out = append(out, src)
+		}
+	}
+	return out
 }
 
 // RepartitionSuffix ends the name of a repartitioned source's reader of
@@ -890,7 +916,11 @@ func (s *Spec) Validate() error {
 		switch src.PartitionedBy {
 		case "", PartitionedByPK:
 		case PartitionedByJoinKey:
-			if src.Shards <= 0 {
+			if src.Type == kafkaType {
+				if s.KeyGroups() != 0 {
+					bad(f+".partitioned_by", "a kafka join_key source cannot be co-partitioned with a sharded %s source: their key groups follow other rules (Kafka's default partitioner, the shards' FNV-1a)", "redis-stream")
+				}
+			} else if src.Shards <= 0 {
 				bad(f+".partitioned_by", "join_key needs a sharded source (shards > 0): the shards are the key groups")
 			} else if groups := s.KeyGroups(); groups != src.Shards {
 				bad(f+".partitioned_by", "join_key sources must be co-partitioned: %q has %d shards, another join_key source %d (the same shard count and rule, as Kafka Streams requires of joined topics)", src.Name, src.Shards, groups)

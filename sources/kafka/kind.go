@@ -14,7 +14,14 @@ import (
 // is the consumer group).
 type Entry struct {
 	Kafka kafkaopts.Config `yaml:"kafka"`
+	// PartitionedBy is sources[].partitioned_by: "join_key" reads the
+	// topic as co-partitioned with the join (Config.KeyGroups).
+	PartitionedBy string `yaml:"partitioned_by"`
 }
+
+// partitionedByJoinKey is the value of sources[].partitioned_by of a topic
+// keyed by the join column (job.PartitionedByJoinKey).
+const partitionedByJoinKey = "join_key"
 
 // Validate reports every bad field.
 func (e *Entry) Validate(v *connectors.Validator) {
@@ -25,6 +32,16 @@ func (e *Entry) Validate(v *connectors.Validator) {
 	default:
 		v.Bad("kafka.start_offset", "must be earliest, latest or committed (got %q)", e.Kafka.StartOffset)
 	}
+	switch {
+	case e.PartitionedBy == partitionedByJoinKey && e.Kafka.PartitionKey == "":
+		v.Bad("kafka.partition_key", "is required with partitioned_by: join_key: the record key the producer writes for a join key, e.g. %s for Debezium JSON with message.key.columns set to the join column user_id", `'{"user_id":{key}}'`)
+	case e.PartitionedBy == partitionedByJoinKey:
+		if err := ValidatePartitionKey(e.Kafka.PartitionKey); err != nil {
+			v.Bad("kafka.partition_key", "%v", err)
+		}
+	case e.Kafka.PartitionKey != "":
+		v.Bad("kafka.partition_key", "is only for a source with partitioned_by: join_key")
+	}
 }
 
 // Kind is the kafka source's registry entry (connectors/all). HTTP ingest
@@ -33,13 +50,21 @@ var Kind = connectors.SourceKind{
 	Type: "kafka",
 	New:  func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SourceEnv) (sources.Source, error) {
-		k := c.(*Entry).Kafka
+		e := c.(*Entry)
+		k := e.Kafka
 		tc, err := k.TLS.Config(env.Resolve)
 		if err != nil {
 			return nil, fmt.Errorf("source %s: kafka.tls: %w", env.Name, err)
 		}
-		return New(ctx, Config{Name: env.Name, Brokers: k.Brokers, Topic: k.Topic, Group: k.Group,
-			StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth(), OnPartitions: env.OnPartitions, Applied: env.Applied, Lineage: env.Lineage})
+		cfg := Config{Name: env.Name, Brokers: k.Brokers, Topic: k.Topic, Group: k.Group,
+			StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth(), OnPartitions: env.OnPartitions, Applied: env.Applied, Lineage: env.Lineage}
+		if e.PartitionedBy == partitionedByJoinKey {
+			cfg.KeyGroups = true
+			if env.Member != nil {
+				cfg.Member = env.Member(env.Consumer)
+			}
+		}
+		return New(ctx, cfg)
 	},
 	Append: func(ctx context.Context, c connectors.Config, env connectors.Env) (connectors.Appender, error) {
 		k := c.(*Entry).Kafka
