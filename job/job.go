@@ -920,6 +920,10 @@ func (s *Spec) Validate() error {
 				if s.KeyGroups() != 0 {
 					bad(f+".partitioned_by", "a kafka join_key source cannot be co-partitioned with a sharded %s source: their key groups follow other rules (Kafka's default partitioner, the shards' FNV-1a)", "redis-stream")
 				}
+				if ks := s.KafkaKeyGroups(); ks[0].Kafka.PartitionKey != src.Kafka.PartitionKey {
+					bad(f+".kafka.partition_key", "kafka join_key sources must be co-partitioned: %q writes the key %q, %q writes %q; a join key must be the same record key bytes in every topic (rename the key field with an SMT, e.g. ReplaceField$Key renames)",
+						src.Name, src.Kafka.PartitionKey, ks[0].Name, ks[0].Kafka.PartitionKey)
+				}
 			} else if src.Shards <= 0 {
 				bad(f+".partitioned_by", "join_key needs a sharded source (shards > 0): the shards are the key groups")
 			} else if groups := s.KeyGroups(); groups != src.Shards {

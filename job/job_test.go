@@ -90,6 +90,9 @@ func TestJobValidateNamesField(t *testing.T) {
 		{"kafka join_key beside a sharded join_key source", "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
 			"type: redis-stream, redis: {addr: 'r:1'}, stream: u, group: g, shards: 8, partitioned_by: join_key, tables: {users: left}}\n  - {name: d, type: kafka, kafka: {brokers: ['k:9092'], topic: d, group: g, partition_key: '{key}'}, partitioned_by: join_key, tables: {domains: right}}",
 			"sources[1].partitioned_by: a kafka join_key source cannot be co-partitioned with a sharded redis-stream source"},
+		{"kafka join_key partition keys differ", "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
+			"type: kafka, kafka: {brokers: ['k:9092'], topic: u, group: g, partition_key: '{\"id\":{key}}'}, partitioned_by: join_key, tables: {users: left}}\n  - {name: d, type: kafka, kafka: {brokers: ['k:9092'], topic: d, group: g, partition_key: '{\"user_id\":{key}}'}, partitioned_by: join_key, tables: {domains: right}}",
+			`sources[1].kafka.partition_key: kafka join_key sources must be co-partitioned: "d" writes the key "{\"user_id\":{key}}", "cdc" writes "{\"id\":{key}}"`},
 		{"dead letter unknown field", "sinks:", "dead_letter: {type: file, path: x, paht: y}\nsinks:", "paht"},
 	}
 	for _, c := range cases {

@@ -131,32 +131,6 @@ func topicPartitions(ctx context.Context, client *kgo.Client, topics []string) (
 	return out, errors.Join(errs...)
 }
 
-// CoPartitioned returns the partition count the topics share: every topic
-// joined by key groups must have the same count (Kafka Streams'
-// co-partitioning requirement); otherwise an error names two topics whose
-// counts differ.
-func CoPartitioned(counts map[string]int) (int, error) {
-	topics := make([]string, 0, len(counts))
-	for t := range counts {
-		topics = append(topics, t)
-	}
-	slices.Sort(topics)
-	if len(topics) == 0 {
-		return 0, errors.New("kafka: no co-partitioned topic")
-	}
-	first := topics[0]
-	for _, t := range topics[1:] {
-		if counts[t] != counts[first] {
-			return 0, fmt.Errorf("kafka: partitioned_by join_key topics must be co-partitioned: topic %s has %d partitions, topic %s has %d (give them the same partition count, as Kafka Streams requires of joined topics)",
-				first, counts[first], t, counts[t])
-		}
-	}
-	if counts[first] <= 0 {
-		return 0, fmt.Errorf("kafka: topic %s has no partitions", first)
-	}
-	return counts[first], nil
-}
-
 // keyGroupProtocol is the group protocol name of KeyGroupBalancer.
 const keyGroupProtocol = "joinery-keygroups"
 

@@ -67,19 +67,6 @@ func TestPartitionKey(t *testing.T) {
 	}
 }
 
-func TestCoPartitioned(t *testing.T) {
-	if n, err := CoPartitioned(map[string]int{"users": 6, "domains": 6}); n != 6 || err != nil {
-		t.Errorf("equal counts: %d, %v", n, err)
-	}
-	_, err := CoPartitioned(map[string]int{"users": 6, "domains": 4})
-	if err == nil || !strings.Contains(err.Error(), "topic domains has 4 partitions, topic users has 6") {
-		t.Errorf("unequal counts: %v", err)
-	}
-	if _, err := CoPartitioned(nil); err == nil {
-		t.Error("no topic accepted")
-	}
-}
-
 func members(n int, topics ...string) []GroupMember {
 	out := make([]GroupMember, n)
 	for i := range out {

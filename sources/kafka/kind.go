@@ -66,6 +66,20 @@ var Kind = connectors.SourceKind{
 		}
 		return New(ctx, cfg)
 	},
+	KeyGroups: func(ctx context.Context, c connectors.Config, env connectors.Env) (connectors.KeyGroups, error) {
+		k := c.(*Entry).Kafka
+		tc, err := k.TLS.Config(env.Resolve)
+		if err != nil {
+			return connectors.KeyGroups{}, fmt.Errorf("kafka.tls: %w", err)
+		}
+		counts, err := TopicPartitions(ctx, k.Brokers, k.ClientID, tc, k.Auth(), []string{k.Topic})
+		if err != nil {
+			return connectors.KeyGroups{}, err
+		}
+		template := k.PartitionKey
+		return connectors.KeyGroups{What: "topic " + k.Topic, Partitions: counts[k.Topic],
+			Of: func(key string, partitions int) int { return KeyGroup(template, key, partitions) }}, nil
+	},
 	Append: func(ctx context.Context, c connectors.Config, env connectors.Env) (connectors.Appender, error) {
 		k := c.(*Entry).Kafka
 		tc, err := k.TLS.Config(env.Resolve)
