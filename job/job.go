@@ -314,6 +314,12 @@ type Source struct {
 	// reads shard i and its events reach them without a network hop
 	// (docs/architecture.md, "Key groups"). Every join_key source of a
 	// job has the same shard count (Kafka Streams' co-partitioning rule).
+	// On a kafka source, "join_key" says the topic is keyed by the join
+	// column (Debezium's message.key.columns) and written with Kafka's
+	// default partitioner: its partitions are the key groups, the record
+	// key bytes of a join key are kafka.partition_key, and every join_key
+	// kafka source of a job has that template and, checked when a node
+	// starts, the same partition count (KafkaKeyGroups).
 	PartitionedBy string `yaml:"partitioned_by,omitempty"`
 	// Repartition, on a sharded source partitioned by the primary key
 	// (partitioned_by: pk), repartitions it by the join key once:
