@@ -222,20 +222,29 @@ admin: {addr: "127.0.0.1:0"}
 	diff(t, "co-partitioned Kafka view vs brute-force join", hashView(t, rc, "view"), h.LeftJoin())
 
 	// The admin's key location is the reader of the key's partition.
+	locatedAtGroupOwner(t, nodes, "kcopart", 40, want, func(key string) int {
+		return kafka.Partition([]byte(strings.ReplaceAll(userKey, "{key}", key)), partitions)
+	})
+}
+
+// locatedAtGroupOwner checks that the admin (of the second node) locates
+// each of keys 1…keys on the node owner names for its key group
+// (groupOf), nodes being n1, n2, n3.
+func locatedAtGroupOwner(t *testing.T, nodes []*node.Node, job string, keys int, owner []string, groupOf func(string) int) {
+	t.Helper()
 	addrOf := map[string]string{"n1": nodes[0].Address(), "n2": nodes[1].Address(), "n3": nodes[2].Address()}
 	ac, err := admin.NewClient("http://"+nodes[1].AdminAddr(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id := 1; id <= 40; id++ {
+	for id := 1; id <= keys; id++ {
 		key := strconv.Itoa(id)
-		loc, err := ac.Locate(ctx, "kcopart", key)
+		loc, err := ac.Locate(context.Background(), job, key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := kafka.Partition([]byte(strings.ReplaceAll(userKey, "{key}", key)), partitions)
-		if loc.Node != addrOf[want[p]] {
-			t.Errorf("key %s (partition %d, read by %s at %s) located on %s", key, p, want[p], addrOf[want[p]], loc.Node)
+		if g := groupOf(key); loc.Node != addrOf[owner[g]] {
+			t.Errorf("key %s (group %d, read by %s at %s) located on %s", key, g, owner[g], addrOf[owner[g]], loc.Node)
 		}
 	}
 }
