@@ -163,6 +163,8 @@ func kafkaAcked(cl *kgo.Client, group string, topics ...string) func() error {
 // are stable no event goes to another node (joinery_key_requests_total{
 // where="remote"} stays put), the admin's key location is the reader of the
 // key's partition, and the Redis hash view equals the brute-force join.
+// When n3 leaves, its partitions and key groups move to n1 and n2 together,
+// which read the rest locally again.
 func TestClusterCoPartitionedKafka(t *testing.T) {
 	const partitions = 6
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "users", "domains"))
@@ -181,7 +183,6 @@ func TestClusterCoPartitionedKafka(t *testing.T) {
 	defer rc.Close()
 	ctx := context.Background()
 	h := cdcgen.Generate(cdcgen.Config{Seed: 47, Users: 40, Domains: 120, Changes: 2000})
-	half := len(h.Lines) / 2
 	src := func(table, side string) string {
 		return fmt.Sprintf(`{name: %[1]s, type: kafka, kafka: {brokers: [%[2]q], topic: %[1]s, group: joinery-%[1]s, partition_key: '%[3]s'}, partitioned_by: join_key, tables: {%[1]s: %[4]s}}`,
 			table, brokers[0], userKey, side)
@@ -193,26 +194,47 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 admin: {addr: "127.0.0.1:0"}
 `, rs.Addr, src("users", "left"), src("domains", "right"))
 	nodes := startThree(t, t.TempDir(), yml)
-	produceByJoinKey(t, brokers, h.Lines[:half])
-	runAll(t, nodes)
-	want := streamshard.Assign(partitions, []string{"n1", "n2", "n3"})
-	for _, topic := range []string{"users", "domains"} {
-		testutil.WaitFor(t, 60*time.Second, func() error {
-			got, err := groupOwners(ctx, cl, "joinery-"+topic, topic, partitions)
-			if err == nil && !slices.Equal(got, want) {
-				err = fmt.Errorf("%s read by %v, want %v", topic, got, want)
-			}
-			return err
-		})
+	third := len(h.Lines) / 3
+	produceByJoinKey(t, brokers, h.Lines[:third])
+	stop := runAll(t, nodes)
+	acked := func() error {
+		return errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")())
 	}
-	testutil.WaitFor(t, 90*time.Second, func() error {
-		return errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")())
-	})
+	settled := func(want []string) {
+		for _, topic := range []string{"users", "domains"} {
+			testutil.WaitFor(t, 60*time.Second, func() error {
+				got, err := groupOwners(ctx, cl, "joinery-"+topic, topic, partitions)
+				if err == nil && !slices.Equal(got, want) {
+					err = fmt.Errorf("%s read by %v, want %v", topic, got, want)
+				}
+				return err
+			})
+		}
+		testutil.WaitFor(t, 90*time.Second, acked)
+	}
+	want := streamshard.Assign(partitions, []string{"n1", "n2", "n3"})
+	settled(want)
+	// Steady state: the next third is read and applied where its keys live.
+	allLocal(t, nodes, func() { produceByJoinKey(t, brokers, h.Lines[third:2*third]) }, acked)
+	groupOf := func(key string) int {
+		return kafka.Partition([]byte(strings.ReplaceAll(userKey, "{key}", key)), partitions)
+	}
+	// The admin's key location is the reader of the key's partition.
+	locatedAtGroupOwner(t, nodes, "kcopart", 40, want, groupOf)
 
-	// Steady state: the rest is read and applied where its keys live.
-	allLocal(t, nodes, func() { produceByJoinKey(t, brokers, h.Lines[half:]) }, func() error {
-		return errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")())
-	})
+	// n3 leaves: its partitions move to n1 and n2 (the groups rebalance, the
+	// new owners resume from the committed offsets), its key groups with
+	// them, and the two read the rest locally again.
+	stop(2)
+	if err := nodes[2].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[:2] {
+		testutil.WaitFor(t, 30*time.Second, seesAlive(n, 2))
+	}
+	want = streamshard.Assign(partitions, []string{"n1", "n2"})
+	settled(want)
+	allLocal(t, nodes[:2], func() { produceByJoinKey(t, brokers, h.Lines[2*third:]) }, acked)
 	testutil.WaitFor(t, 30*time.Second, func() error {
 		if got, want := hashView(t, rc, "view"), h.LeftJoin(); !reflect.DeepEqual(got, want) {
 			return fmt.Errorf("view has %d rows, want %d", len(got), len(want))
@@ -220,11 +242,7 @@ admin: {addr: "127.0.0.1:0"}
 		return nil
 	})
 	diff(t, "co-partitioned Kafka view vs brute-force join", hashView(t, rc, "view"), h.LeftJoin())
-
-	// The admin's key location is the reader of the key's partition.
-	locatedAtGroupOwner(t, nodes, "kcopart", 40, want, func(key string) int {
-		return kafka.Partition([]byte(strings.ReplaceAll(userKey, "{key}", key)), partitions)
-	})
+	locatedAtGroupOwner(t, nodes, "kcopart", 40, want, groupOf)
 }
 
 // locatedAtGroupOwner checks that the admin (of the second node) locates

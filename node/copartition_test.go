@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,25 +107,32 @@ func startThree(t *testing.T, dir, yml string) []*node.Node {
 	return nodes
 }
 
-// runAll runs every node until the test ends; a run that fails otherwise
-// than by being stopped fails the test.
-func runAll(t *testing.T, nodes []*node.Node) {
+// runAll runs every node until the test ends, or until stop(i) stops node
+// i; a run that fails otherwise than by being stopped fails the test.
+func runAll(t *testing.T, nodes []*node.Node) (stop func(i int)) {
 	t.Helper()
 	dones := make([]chan error, len(nodes))
 	cancels := make([]context.CancelFunc, len(nodes))
+	stopped := make([]sync.Once, len(nodes))
 	for i, n := range nodes {
 		runCtx, cancel := context.WithCancel(context.Background())
 		cancels[i], dones[i] = cancel, make(chan error, 1)
 		go func() { dones[i] <- n.Run(runCtx) }()
 	}
-	t.Cleanup(func() {
-		for i := range nodes {
+	stop = func(i int) {
+		stopped[i].Do(func() {
 			cancels[i]()
 			if err := <-dones[i]; err != nil && !errors.Is(err, context.Canceled) {
 				t.Errorf("n%d run: %v", i+1, err)
 			}
+		})
+	}
+	t.Cleanup(func() {
+		for i := range nodes {
+			stop(i)
 		}
 	})
+	return stop
 }
 
 // allLocal runs feed and waits until done passes; meanwhile no node may
