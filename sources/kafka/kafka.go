@@ -96,6 +96,11 @@ type Config struct {
 	// Member is this member's Joinery member name, carried in its group
 	// metadata for KeyGroupBalancer. Default: the group member ID.
 	Member string
+	// PartitionKey, with KeyGroups, is the record key template of a join
+	// key (kafka.partition_key): a record whose key it does not write
+	// (OfTemplate) fails Read with a *MisplacedError naming it. "": not
+	// checked.
+	PartitionKey string
 }
 
 // LostRangeError says that the records a state store lost can no longer be
@@ -489,6 +494,11 @@ func (s *Source) take(ctx context.Context, fetches kgo.Fetches) ([]sources.Messa
 			if want := Partition(r.Key, s.partitions); want != int(r.Partition) {
 				misplaced = &MisplacedError{Source: s.cfg.Name, Topic: r.Topic, Partition: r.Partition, Want: int32(want),
 					Offset: r.Offset, Partitions: s.partitions, Key: r.Key}
+				return
+			}
+			if t := s.cfg.PartitionKey; t != "" && !OfTemplate(t, r.Key) {
+				misplaced = &MisplacedError{Source: s.cfg.Name, Topic: r.Topic, Partition: r.Partition, Want: r.Partition,
+					Offset: r.Offset, Partitions: s.partitions, Key: r.Key, Template: t}
 				return
 			}
 		}

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -44,13 +45,45 @@ const (
 	KeyText = "{text}"
 )
 
-// ValidatePartitionKey checks a partition_key template: it must name the key.
+// ValidatePartitionKey checks a partition_key template: it must name the
+// key once.
 func ValidatePartitionKey(template string) error {
-	if !strings.Contains(template, KeyJSON) && !strings.Contains(template, KeyText) {
-		return fmt.Errorf("must contain %s (the join key as JSON) or %s (its text), e.g. %s for Debezium JSON with message.key.columns set to the join column user_id (got %q)",
+	if n := strings.Count(template, KeyJSON) + strings.Count(template, KeyText); n != 1 {
+		return fmt.Errorf("must contain %s (the join key as JSON) or %s (its text) once, e.g. %s for Debezium JSON with message.key.columns set to the join column user_id (got %q)",
 			KeyJSON, KeyText, `'{"user_id":{key}}'`, template)
 	}
 	return nil
+}
+
+// OfTemplate reports whether key is the record key template writes for
+// some join key: the template's text around its placeholder, and between
+// them a key that PartitionKey writes back to the same bytes (for {key}, a
+// JSON number or string). Such a record's key group, computed from its join
+// key, is the partition its key bytes hash to.
+func OfTemplate(template string, key []byte) bool {
+	ph := KeyJSON
+	i := strings.Index(template, ph)
+	if i < 0 {
+		ph = KeyText
+		i = strings.Index(template, ph)
+	}
+	if i < 0 {
+		return false
+	}
+	prefix, suffix := template[:i], template[i+len(ph):]
+	k := string(key)
+	if len(k) < len(prefix)+len(suffix) || !strings.HasPrefix(k, prefix) || !strings.HasSuffix(k, suffix) {
+		return false
+	}
+	text := k[len(prefix) : len(k)-len(suffix)]
+	if ph == KeyJSON && strings.HasPrefix(text, `"`) {
+		var s string
+		if json.Unmarshal([]byte(text), &s) != nil {
+			return false
+		}
+		text = s
+	}
+	return string(PartitionKey(template, text)) == k
 }
 
 // PartitionKey rebuilds the record key bytes a producer wrote for join key
@@ -70,16 +103,23 @@ func KeyGroup(template, key string, partitions int) int {
 
 // MisplacedError says that a record of a co-partitioned topic is not in the
 // partition its key belongs to: the producer did not use Kafka's default
-// partitioner with the topic's partition count, or wrote no key.
+// partitioner with the topic's partition count, or wrote no key — or its
+// key is not what the source's partition_key template writes (Template).
 type MisplacedError struct {
 	Source, Topic   string
 	Partition, Want int32 // Want -1: no key
 	Offset          int64
 	Partitions      int
 	Key             []byte
+	// Template, when set, is the partition_key the key does not follow.
+	Template string
 }
 
 func (e *MisplacedError) Error() string {
+	if e.Template != "" {
+		return fmt.Sprintf("kafka: source %s: record %s/%d@%d has key %q, which is not kafka.partition_key %q of any join key: the key's actors would be placed by other bytes than the producer wrote (set partition_key to the key the producer writes, e.g. with or without the converter's schema envelope)",
+			e.Source, e.Topic, e.Partition, e.Offset, e.Key, e.Template)
+	}
 	if e.Want < 0 {
 		return fmt.Sprintf("kafka: source %s: record %s/%d@%d has no key: partitioned_by join_key needs every record keyed by the join column (Debezium message.key.columns)",
 			e.Source, e.Topic, e.Partition, e.Offset)

@@ -60,9 +60,36 @@ func TestPartitionKey(t *testing.T) {
 			t.Errorf("KeyGroup(%q, %q) = %d, want %d", c.template, c.key, got, want)
 		}
 	}
-	for _, bad := range []string{"", "user", "{KEY}"} {
+	for _, bad := range []string{"", "user", "{KEY}", "{key}{key}", "{key}-{text}"} {
 		if ValidatePartitionKey(bad) == nil {
 			t.Errorf("ValidatePartitionKey(%q) accepted", bad)
+		}
+	}
+}
+
+// TestOfTemplate checks which record keys a partition_key template
+// writes: those a join key rebuilds byte for byte, and no others.
+func TestOfTemplate(t *testing.T) {
+	for _, c := range []struct {
+		template, key string
+		want          bool
+	}{
+		{`{"user_id":{key}}`, `{"user_id":5}`, true},
+		{`{"user_id":{key}}`, `{"user_id":"eu"}`, true},
+		{`{"user_id":{key}}`, `{"user_id":"a\"b"}`, true},
+		{`{"user_id":{key}}`, `{"user_id": 5}`, false},                        // other spacing: other bytes
+		{`{"user_id":{key}}`, `{"id":5}`, false},                              // another field
+		{`{"user_id":{key}}`, `{"schema":{},"payload":{"user_id":5}}`, false}, // a schema envelope
+		{`{"user_id":{key}}`, `{"user_id":"5"}`, false},                       // a string key looking like a number is grouped as the number
+		{`{"user_id":{key}}`, `{"user_id":"\u0065u"}`, false},                      // escaped otherwise than the engine writes it
+		{`{"user_id":{key}}`, `{"user_id":}`, false},                          // no key
+		{`{"schema":{},"payload":{"user_id":{key}}}`, `{"schema":{},"payload":{"user_id":5}}`, true},
+		{`{text}`, `eu`, true},
+		{`{text}`, `5`, true},
+		{`user-{text}`, `eu`, false},
+	} {
+		if got := OfTemplate(c.template, []byte(c.key)); got != c.want {
+			t.Errorf("OfTemplate(%q, %s) = %v, want %v", c.template, c.key, got, c.want)
 		}
 	}
 }
@@ -197,7 +224,7 @@ func TestKeyGroupBalancerGroup(t *testing.T) {
 	assigned := map[string]chan []int32{"joinery-a": make(chan []int32, 10), "joinery-b": make(chan []int32, 10)}
 	srcs := map[string]*Source{}
 	for name, ch := range assigned {
-		srcs[name] = open(t, Config{Brokers: brokers, Topic: "users", Group: "g", KeyGroups: true, Member: name,
+		srcs[name] = open(t, Config{Brokers: brokers, Topic: "users", Group: "g", KeyGroups: true, Member: name, PartitionKey: `{"user_id":{key}}`,
 			OnPartitions: func(a, _ []int32) { ch <- a }})
 	}
 	want := streamshard.Assign(6, []string{"joinery-a", "joinery-b"})
@@ -234,6 +261,17 @@ func TestKeyGroupBalancerGroup(t *testing.T) {
 	_, err = srcs[want[wrong]].Read(ctx, 10)
 	if !errors.As(err, &mis) || mis.Partition != wrong || mis.Want != p || !strings.Contains(err.Error(), "default partitioner") {
 		t.Errorf("misplaced record: %v", err)
+	}
+	// A key in its partition that the template does not write (a schema
+	// envelope the template lacks) is refused too, naming the template.
+	other := []byte(`{"schema":{},"payload":{"user_id":5}}`)
+	q := int32(Partition(other, 6))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "users", Partition: q, Key: other, Value: []byte("enveloped")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = srcs[want[q]].Read(ctx, 10)
+	if !errors.As(err, &mis) || mis.Template == "" || !strings.Contains(err.Error(), "not kafka.partition_key") {
+		t.Errorf("key off the template: %v", err)
 	}
 }
 

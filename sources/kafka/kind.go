@@ -59,7 +59,7 @@ var Kind = connectors.SourceKind{
 		cfg := Config{Name: env.Name, Brokers: k.Brokers, Topic: k.Topic, Group: k.Group,
 			StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth(), OnPartitions: env.OnPartitions, Applied: env.Applied, Lineage: env.Lineage}
 		if e.PartitionedBy == partitionedByJoinKey {
-			cfg.KeyGroups = true
+			cfg.KeyGroups, cfg.PartitionKey = true, k.PartitionKey
 			if env.Member != nil {
 				cfg.Member = env.Member(env.Consumer)
 			}
