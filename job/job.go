@@ -958,6 +958,10 @@ func (s *Spec) Validate() error {
 			// HTTP ingest appends to one stream, knowing no primary key.
 			bad("ingest.source", "must not name a sharded %s source (%q has %d shards)", src.Type, src.Name, src.Shards)
 		}
+		if src.Type == kafkaType && src.PartitionedBy == PartitionedByJoinKey && s.Ingest.Source != "" && s.Ingest.Source == src.Name {
+			// HTTP ingest produces without a record key: its records would follow no key group.
+			bad("ingest.source", "must not name a kafka source partitioned by the join key (%q): HTTP ingest writes records without the key", src.Name)
+		}
 	}
 	if s.Ingest.Addr != "" || s.Ingest.Source != "" {
 		found := false

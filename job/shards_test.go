@@ -88,4 +88,9 @@ func TestJobKafkaKeyGroups(t *testing.T) {
 	if want := `u={"user_id":{key}} d={"user_id":{key}}`; strings.Join(topics, " ") != want {
 		t.Errorf("KafkaKeyGroups = %v, want %s", topics, want)
 	}
+	// HTTP ingest writes no record key: it must not feed such a source.
+	withIngest := strings.Replace(in, "sinks:", "ingest: {addr: ':8080', source: d}\nsinks:", 1)
+	if _, err := Parse([]byte(withIngest)); err == nil || !strings.Contains(err.Error(), `ingest.source: must not name a kafka source partitioned by the join key ("d")`) {
+		t.Errorf("ingest into a kafka join_key source: err = %v", err)
+	}
 }
