@@ -200,6 +200,12 @@ type Kind[E, T any] struct {
 	Append func(ctx context.Context, cfg Config, env Env) (Appender, error)
 	// Shards reports that the kind takes the entry's shards setting.
 	Shards bool
+	// KeyGroups, for a source kind whose own partitions can follow the
+	// join key (a Kafka topic keyed by the join column, partitioned_by:
+	// join_key), asks the source's system how many partitions it has and
+	// gives the partition of a join key among them: the key groups the
+	// node places key actors by (docs/architecture.md, "Key groups").
+	KeyGroups func(ctx context.Context, cfg Config, env Env) (KeyGroups, error)
 	// Table marks the table sink, which the node keeps in memory.
 	Table bool
 	// Shared marks a sink kind whose target is one system every node of a
@@ -208,6 +214,15 @@ type Kind[E, T any] struct {
 	// the key's owner node, so they arrive in order whichever node read the
 	// key's inputs (see docs/architecture.md, "Batched requests").
 	Shared bool
+}
+
+// KeyGroups is a source's partitioning by the join key: what is
+// partitioned (for errors: "topic users"), into how many partitions, and
+// the partition of a join key among partitions.
+type KeyGroups struct {
+	What       string
+	Partitions int
+	Of         func(key string, partitions int) int
 }
 
 // Table is the registry of one role's kinds, in the order they were

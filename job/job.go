@@ -314,6 +314,12 @@ type Source struct {
 	// reads shard i and its events reach them without a network hop
 	// (docs/architecture.md, "Key groups"). Every join_key source of a
 	// job has the same shard count (Kafka Streams' co-partitioning rule).
+	// On a kafka source, "join_key" says the topic is keyed by the join
+	// column (Debezium's message.key.columns) and written with Kafka's
+	// default partitioner: its partitions are the key groups, the record
+	// key bytes of a join key are kafka.partition_key, and every join_key
+	// kafka source of a job has that template and, checked when a node
+	// starts, the same partition count (KafkaKeyGroups).
 	PartitionedBy string `yaml:"partitioned_by,omitempty"`
 	// Repartition, on a sharded source partitioned by the primary key
 	// (partitioned_by: pk), repartitions it by the join key once:
@@ -397,13 +403,39 @@ const RepartitionStream = "stream"
 // by: the shard count of its sources partitioned by the join key or
 // repartitioned by it (all equal, Validate checks), or 0 when none is:
 // then keys are placed one by one (rendezvous).
+//
+// Kafka sources partitioned by the join key (KafkaKeyGroups) are not
+// counted here: their key groups are their topics' partitions, which the
+// node asks the brokers for when it starts.
 func (s *Spec) KeyGroups() int {
 	for _, src := range s.Sources {
+		if src.Type == kafkaType {
+			continue
+		}
 		if src.PartitionedBy == PartitionedByJoinKey || src.Repartition == RepartitionStream {
 			return src.Shards
 		}
 	}
 	return 0
+}
+
+// kafkaType is the type of a Kafka source (sources/kafka).
+const kafkaType = "kafka"
+
+// KafkaKeyGroups lists the job's kafka sources partitioned by the join key
+// (a topic keyed by the join column, kafka.partition_key): partition p of
+// each topic holds the keys of key group p, their topics must have one
+// partition count (the node checks it when it starts), and the consumer
+// group assigns partition p to the owner of key group p
+// (docs/architecture.md, "Key groups").
+func (s *Spec) KafkaKeyGroups() []Source {
+	var out []Source
+	for _, src := range s.Sources {
+		if src.Type == kafkaType && src.PartitionedBy == PartitionedByJoinKey {
+			out = append(out, src)
+		}
+	}
+	return out
 }
 
 // RepartitionSuffix ends the name of a repartitioned source's reader of
@@ -890,7 +922,15 @@ func (s *Spec) Validate() error {
 		switch src.PartitionedBy {
 		case "", PartitionedByPK:
 		case PartitionedByJoinKey:
-			if src.Shards <= 0 {
+			if src.Type == kafkaType {
+				if s.KeyGroups() != 0 {
+					bad(f+".partitioned_by", "a kafka join_key source cannot be co-partitioned with a sharded %s source: their key groups follow other rules (Kafka's default partitioner, the shards' FNV-1a)", "redis-stream")
+				}
+				if ks := s.KafkaKeyGroups(); ks[0].Kafka.PartitionKey != src.Kafka.PartitionKey {
+					bad(f+".kafka.partition_key", "kafka join_key sources must be co-partitioned: %q writes the key %q, %q writes %q; a join key must be the same record key bytes in every topic (rename the key field with an SMT, e.g. ReplaceField$Key renames)",
+						src.Name, src.Kafka.PartitionKey, ks[0].Name, ks[0].Kafka.PartitionKey)
+				}
+			} else if src.Shards <= 0 {
 				bad(f+".partitioned_by", "join_key needs a sharded source (shards > 0): the shards are the key groups")
 			} else if groups := s.KeyGroups(); groups != src.Shards {
 				bad(f+".partitioned_by", "join_key sources must be co-partitioned: %q has %d shards, another join_key source %d (the same shard count and rule, as Kafka Streams requires of joined topics)", src.Name, src.Shards, groups)
@@ -917,6 +957,10 @@ func (s *Spec) Validate() error {
 		if src.Shards > 0 && s.Ingest.Source != "" && s.Ingest.Source == src.Name {
 			// HTTP ingest appends to one stream, knowing no primary key.
 			bad("ingest.source", "must not name a sharded %s source (%q has %d shards)", src.Type, src.Name, src.Shards)
+		}
+		if src.Type == kafkaType && src.PartitionedBy == PartitionedByJoinKey && s.Ingest.Source != "" && s.Ingest.Source == src.Name {
+			// HTTP ingest produces without a record key: its records would follow no key group.
+			bad("ingest.source", "must not name a kafka source partitioned by the join key (%q): HTTP ingest writes records without the key", src.Name)
 		}
 	}
 	if s.Ingest.Addr != "" || s.Ingest.Source != "" {

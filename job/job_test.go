@@ -84,6 +84,15 @@ func TestJobValidateNamesField(t *testing.T) {
 		{"repartition shard counts differ", "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
 			"type: redis-stream, redis: {addr: 'r:1'}, stream: u, group: g, shards: 8, partitioned_by: join_key, tables: {users: left}}\n  - {name: d, type: redis-stream, redis: {addr: 'r:1'}, stream: d, group: g, shards: 4, repartition: stream, tables: {domains: right}}",
 			`sources[1].repartition: repartitioned and join_key sources must be co-partitioned: "d" has 4 shards, another 8`},
+		{"kafka join_key without partition_key", "type: file, path: x.jsonl,", "type: kafka, kafka: {brokers: ['k:9092'], topic: t, group: g}, partitioned_by: join_key,", "sources[0].kafka.partition_key: is required with partitioned_by: join_key"},
+		{"kafka partition_key without the key", "type: file, path: x.jsonl,", "type: kafka, kafka: {brokers: ['k:9092'], topic: t, group: g, partition_key: 'user'}, partitioned_by: join_key,", "sources[0].kafka.partition_key: must contain {key}"},
+		{"kafka partition_key without join_key", "type: file, path: x.jsonl,", "type: kafka, kafka: {brokers: ['k:9092'], topic: t, group: g, partition_key: '{key}'},", "sources[0].kafka.partition_key: is only for a source with partitioned_by: join_key"},
+		{"kafka join_key beside a sharded join_key source", "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
+			"type: redis-stream, redis: {addr: 'r:1'}, stream: u, group: g, shards: 8, partitioned_by: join_key, tables: {users: left}}\n  - {name: d, type: kafka, kafka: {brokers: ['k:9092'], topic: d, group: g, partition_key: '{key}'}, partitioned_by: join_key, tables: {domains: right}}",
+			"sources[1].partitioned_by: a kafka join_key source cannot be co-partitioned with a sharded redis-stream source"},
+		{"kafka join_key partition keys differ", "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
+			"type: kafka, kafka: {brokers: ['k:9092'], topic: u, group: g, partition_key: '{\"id\":{key}}'}, partitioned_by: join_key, tables: {users: left}}\n  - {name: d, type: kafka, kafka: {brokers: ['k:9092'], topic: d, group: g, partition_key: '{\"user_id\":{key}}'}, partitioned_by: join_key, tables: {domains: right}}",
+			`sources[1].kafka.partition_key: kafka join_key sources must be co-partitioned: "d" writes the key "{\"user_id\":{key}}", "cdc" writes "{\"id\":{key}}"`},
 		{"dead letter unknown field", "sinks:", "dead_letter: {type: file, path: x, paht: y}\nsinks:", "paht"},
 	}
 	for _, c := range cases {

@@ -63,3 +63,34 @@ func TestJobRepartition(t *testing.T) {
 		t.Errorf("repartition reader trims %v with %d shards (raw trims %v); want true, 16 (false)", r.TrimAcked, r.Shards, raw.TrimAcked)
 	}
 }
+
+// TestJobKafkaKeyGroups checks that kafka sources partitioned by the join
+// key parse, are listed by KafkaKeyGroups (their partitions, counted at
+// start, are the key groups) and leave KeyGroups at 0.
+func TestJobKafkaKeyGroups(t *testing.T) {
+	in := strings.Replace(good, "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
+		"type: kafka, kafka: {brokers: ['k:9092'], topic: u, group: g, partition_key: '{\"user_id\":{key}}'}, partitioned_by: join_key, tables: {users: left}}\n"+
+			"  - {name: d, type: kafka, kafka: {brokers: ['k:9092'], topic: d, group: g, partition_key: '{\"user_id\":{key}}'}, partitioned_by: join_key, tables: {domains: right}}", 1)
+	if in == good {
+		t.Fatal("case did not change the input")
+	}
+	s, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.KeyGroups(); got != 0 {
+		t.Errorf("KeyGroups = %d, want 0 (kafka partitions are counted at start)", got)
+	}
+	var topics []string
+	for _, src := range s.KafkaKeyGroups() {
+		topics = append(topics, src.Kafka.Topic+"="+src.Kafka.PartitionKey)
+	}
+	if want := `u={"user_id":{key}} d={"user_id":{key}}`; strings.Join(topics, " ") != want {
+		t.Errorf("KafkaKeyGroups = %v, want %s", topics, want)
+	}
+	// HTTP ingest writes no record key: it must not feed such a source.
+	withIngest := strings.Replace(in, "sinks:", "ingest: {addr: ':8080', source: d}\nsinks:", 1)
+	if _, err := Parse([]byte(withIngest)); err == nil || !strings.Contains(err.Error(), `ingest.source: must not name a kafka source partitioned by the join key ("d")`) {
+		t.Errorf("ingest into a kafka join_key source: err = %v", err)
+	}
+}

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
@@ -56,7 +55,6 @@ func TestClusterCoPartitionedShards(t *testing.T) {
 	const shards = 8
 	rs := testutil.StartRedis(t)
 	h := cdcgen.Generate(cdcgen.Config{Seed: 43, Users: 40, Domains: 120, Changes: 3000})
-	ctx := context.Background()
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rc.Close()
 	half := len(h.Lines) / 2
@@ -68,7 +66,6 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 admin: {addr: "127.0.0.1:0"}
 `, rs.Addr, shards)
 	nodes := startThree(t, dir, yml)
-	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 	xaddByJoinKey(t, rc, "cdc", shards, h.Lines[:half])
 	runAll(t, nodes)
 	// The leases settle as streamshard.Assign spreads them (3, 3, 2).
@@ -94,21 +91,7 @@ admin: {addr: "127.0.0.1:0"}
 	diff(t, "co-partitioned view vs brute-force join", hashView(t, rc, "view"), h.LeftJoin())
 
 	// The admin's key location is the reader of the key's shard.
-	addrOf := map[string]string{"n1": n1.Address(), "n2": n2.Address(), "n3": n3.Address()}
-	ac, err := admin.NewClient("http://"+n2.AdminAddr(), "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id := 1; id <= 40; id++ {
-		key := strconv.Itoa(id)
-		loc, err := ac.Locate(ctx, "copart", key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if g := streamshard.KeyGroup(key, shards); loc.Node != addrOf[want[g]] {
-			t.Errorf("key %s (group %d, read by %s at %s) located on %s", key, g, want[g], addrOf[want[g]], loc.Node)
-		}
-	}
+	locatedAtGroupOwner(t, nodes, "copart", 40, want, func(key string) int { return streamshard.KeyGroup(key, shards) })
 }
 
 // startThree starts nodes n1, n2 and n3 of the job yml (with no cluster:
@@ -124,25 +107,32 @@ func startThree(t *testing.T, dir, yml string) []*node.Node {
 	return nodes
 }
 
-// runAll runs every node until the test ends; a run that fails otherwise
-// than by being stopped fails the test.
-func runAll(t *testing.T, nodes []*node.Node) {
+// runAll runs every node until the test ends, or until stop(i) stops node
+// i; a run that fails otherwise than by being stopped fails the test.
+func runAll(t *testing.T, nodes []*node.Node) (stop func(i int)) {
 	t.Helper()
 	dones := make([]chan error, len(nodes))
 	cancels := make([]context.CancelFunc, len(nodes))
+	stopped := make([]sync.Once, len(nodes))
 	for i, n := range nodes {
 		runCtx, cancel := context.WithCancel(context.Background())
 		cancels[i], dones[i] = cancel, make(chan error, 1)
 		go func() { dones[i] <- n.Run(runCtx) }()
 	}
-	t.Cleanup(func() {
-		for i := range nodes {
+	stop = func(i int) {
+		stopped[i].Do(func() {
 			cancels[i]()
 			if err := <-dones[i]; err != nil && !errors.Is(err, context.Canceled) {
 				t.Errorf("n%d run: %v", i+1, err)
 			}
+		})
+	}
+	t.Cleanup(func() {
+		for i := range nodes {
+			stop(i)
 		}
 	})
+	return stop
 }
 
 // allLocal runs feed and waits until done passes; meanwhile no node may

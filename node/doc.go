@@ -41,7 +41,11 @@
 // the repartition streams of its keys' key groups instead of sending it,
 // and commits once they are written; the repartition streams' loop sends
 // to keys placed on this node (keyPlacement: the key groups follow its
-// shards' leases).
+// shards' leases). Kafka topics keyed by the join key (partitioned_by:
+// join_key on a kafka source) are key groups too: their partition count,
+// asked of the brokers at start (keyGroups, through the connector's
+// KeyGroups), is the group count, and their consumer groups assign
+// partition p to the owner of group p.
 //
 // Order: one reader sends to one key in batch order, one batch's requests
 // before the next batch's, and protoactor delivers one sender's messages to

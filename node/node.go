@@ -285,7 +285,9 @@ func (n *Node) startCluster() (err error) {
 	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, Multi: n.multi, NewTimed: n.timed, Store: n.keyStore(), Writer: n.writer, Logger: n.log,
 		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats, Budget: n.budget})
 	n.kind = actors.KindName(n.spec.Name)
-	n.placement = n.keyPlacement()
+	if n.placement, err = n.keyPlacement(); err != nil { // shards.go
+		return err
+	}
 	cfg := pcluster.Configure("joinery-"+n.spec.Name, n.provider, actors.NewLookup(n.placement),
 		remote.Configure(rhost, rport, ropts...),
 		pcluster.WithKinds(kind), pcluster.WithRequestTimeout(n.timeout))

@@ -1,10 +1,16 @@
 package node
 
 import (
+	"context"
+	"fmt"
+	"time"
+
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/cluster"
+	"github.com/joinery/joinery/connectors"
+	"github.com/joinery/joinery/connectors/all"
 	"github.com/joinery/joinery/internal/streamshard"
 )
 
@@ -37,15 +43,16 @@ func (n *Node) memberName(fallback string) string {
 
 // keyPlacement is where the job's key actors live. With sources whose
 // shards follow the join key (sources[].partitioned_by: join_key) a key
-// belongs to key group streamshard.KeyGroup(key, shards), and the group to
-// the member that the shard leases give shard group to (streamshard.Assign
-// over the members' names, as sources/redisstream spreads the shards): the
-// node that reads a shard hosts the actors of its keys, so its events need
-// no network hop. Otherwise keys are placed one by one, by rendezvous.
-func (n *Node) keyPlacement() actors.Placement {
-	groups := n.spec.KeyGroups()
-	if groups == 0 {
-		return actors.RendezvousPlacement
+// belongs to a key group (keyGroups), and the group to the member that the
+// shard leases give shard group to (streamshard.Assign over the members'
+// names, as sources/redisstream spreads the shards and the Kafka source's
+// KeyGroupBalancer assigns the partitions): the node that reads a shard
+// hosts the actors of its keys, so its events need no network hop.
+// Otherwise keys are placed one by one, by rendezvous.
+func (n *Node) keyPlacement() (actors.Placement, error) {
+	groups, groupOf, err := n.keyGroups()
+	if err != nil || groups == 0 {
+		return actors.RendezvousPlacement, err
 	}
 	return func(kind string, members pcluster.Members) func(string) string {
 		names := map[string]string{} // member ID -> memberlist name
@@ -73,6 +80,53 @@ func (n *Node) keyPlacement() actors.Placement {
 		for g, o := range owners {
 			byGroup[g] = addr[o]
 		}
-		return func(key string) string { return byGroup[streamshard.KeyGroup(key, groups)] }
+		return func(key string) string { return byGroup[groupOf(key)] }
+	}, nil
+}
+
+// kafkaMetadataTimeout bounds the partition count lookup of a job's
+// co-partitioned Kafka topics when the node starts.
+const kafkaMetadataTimeout = 30 * time.Second
+
+// keyGroups is the job's key groups: how many (0: keys are placed one by
+// one) and the group of a key. For sharded Redis Streams sources the group
+// is streamshard.KeyGroup over the shard count; for Kafka topics keyed by
+// the join column it is the partition Kafka's default partitioner puts the
+// key's record key (kafka.partition_key) in, among the topics' partition
+// count, which the brokers are asked for here: topics whose counts differ
+// are not co-partitioned, an error naming both.
+func (n *Node) keyGroups() (int, func(string) int, error) {
+	if groups := n.spec.KeyGroups(); groups > 0 {
+		return groups, func(key string) int { return streamshard.KeyGroup(key, groups) }, nil
 	}
+	srcs := n.spec.KafkaKeyGroups()
+	if len(srcs) == 0 {
+		return 0, nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), kafkaMetadataTimeout)
+	defer cancel()
+	var kgs []connectors.KeyGroups
+	for i, src := range srcs {
+		k, cfg, err := all.Sources.Decode("source "+src.Name, src.Type, src)
+		if err == nil && k.KeyGroups == nil {
+			err = fmt.Errorf("a %s source has no key groups of its own", src.Type)
+		}
+		var kg connectors.KeyGroups
+		if err == nil {
+			kg, err = k.KeyGroups(ctx, cfg, connectors.Env{Resolve: n.spec.Resolve, OnRedisError: n.redisError})
+		}
+		if err != nil {
+			return 0, nil, fmt.Errorf("source %s: partitioned_by join_key: %w", src.Name, err)
+		}
+		if kg.Partitions <= 0 {
+			return 0, nil, fmt.Errorf("source %s: partitioned_by join_key: %s has no partitions", src.Name, kg.What)
+		}
+		if i > 0 && kg.Partitions != kgs[0].Partitions {
+			return 0, nil, fmt.Errorf("partitioned_by join_key sources must be co-partitioned: %s (source %s) has %d partitions, %s (source %s) has %d; give them the same partition count, as Kafka Streams requires of joined topics",
+				kgs[0].What, srcs[0].Name, kgs[0].Partitions, kg.What, src.Name, kg.Partitions)
+		}
+		kgs = append(kgs, kg)
+	}
+	groups, of := kgs[0].Partitions, kgs[0].Of // every source's Of is one rule (job.Validate: one partition_key)
+	return groups, func(key string) int { return of(key, groups) }, nil
 }

@@ -35,6 +35,14 @@ type Config struct {
 	// StartOffset is where a group without committed offsets starts: earliest (default) or latest.
 	StartOffset string `yaml:"start_offset"`
 	ClientID    string `yaml:"client_id"`
+	// PartitionKey, on a source partitioned by the join key
+	// (partitioned_by: join_key), is the record key a producer writes for a
+	// join key: {key} stands for the key as a JSON value (`5`, `"eu"`),
+	// {text} for its text. `{"user_id":{key}}` is Debezium's JSON key with
+	// message.key.columns set to the join column user_id and key schemas
+	// off. Key actors are placed by the partition Kafka's default
+	// partitioner gives these bytes (sources/kafka.KeyGroup).
+	PartitionKey string `yaml:"partition_key,omitempty"`
 	// SASL, when Mechanism is set: plain, scram-sha-256 or scram-sha-512. Password: ${VAR} is expanded.
 	SASL struct {
 		Mechanism string `yaml:"mechanism"`

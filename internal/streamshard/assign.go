@@ -11,7 +11,9 @@ import (
 // Assign assigns shards 0…shards-1 to members, the live members of a fleet
 // (order does not matter, duplicates count once): owner[i] is the member
 // that should read shard i — and, for sources whose shards follow the join
-// key, the member that hosts key group i's key actors (KeyGroup). It is
+// key, the member that hosts key group i's key actors (KeyGroup; for Kafka
+// topics keyed by the join key, partition i, which sources/kafka's
+// KeyGroupBalancer assigns by Assign too). It is
 // rendezvous hashing with bounded load: shard i goes to the member with the
 // highest hash of (member, i) among those below their share — every member
 // gets floor or ceil of shards/len(members) shards, never more than

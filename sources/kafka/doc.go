@@ -25,6 +25,17 @@
 // skipped; duplicates are expected after rebalances and restarts, and
 // Joinery drops them by position.
 //
+// # Key groups
+//
+// With Config.KeyGroups (sources[].partitioned_by: join_key) the topic is
+// keyed by the join column and its partitions are the job's key groups:
+// the group is balanced by KeyGroupBalancer (partition p to the member
+// streamshard.Assign names for group p, the member names carried in the
+// group metadata), the key group of a join key is KeyGroup (Kafka's
+// default partitioner over the key bytes a partition_key template
+// rebuilds), and a record that is not in its key's partition is a
+// *MisplacedError (docs/architecture.md, "Key groups").
+//
 // Close leaves the group, so the remaining members take over its partitions
 // at once; anything it did not commit is re-read by them.
 //

@@ -86,6 +86,21 @@ type Config struct {
 	// partition it commits, and the next assignment of the partition hands
 	// it to Applied.
 	Lineage func() string
+	// KeyGroups reads Topic as co-partitioned with the join
+	// (sources[].partitioned_by: join_key): the group's partitions are
+	// assigned by KeyGroupBalancer, partition p to the owner of key group p
+	// among the members' Member names, and every record is checked to be in
+	// the partition Kafka's default partitioner puts its key in (Read fails
+	// with a *MisplacedError otherwise). All members of Group must set it.
+	KeyGroups bool
+	// Member is this member's Joinery member name, carried in its group
+	// metadata for KeyGroupBalancer. Default: the group member ID.
+	Member string
+	// PartitionKey, with KeyGroups, is the record key template of a join
+	// key (kafka.partition_key): a record whose key it does not write
+	// (OfTemplate) fails Read with a *MisplacedError naming it. "": not
+	// checked.
+	PartitionKey string
 }
 
 // LostRangeError says that the records a state store lost can no longer be
@@ -166,7 +181,9 @@ type Source struct {
 	// lost callbacks, so a partition is never committed after this member
 	// learnt it lost it. Lock order: commitMu, then mu.
 	commitMu sync.Mutex
-	mu       struct {
+	// partitions is Topic's partition count with KeyGroups (0 without).
+	partitions int
+	mu         struct {
 		sync.Mutex
 		owned   map[int32]*owned // partitions currently assigned
 		meta    map[int32]string // the group's commit metadata of the partitions being assigned
@@ -214,6 +231,9 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onRevoked),
 	)
+	if cfg.KeyGroups {
+		opts = append(opts, kgo.Balancers(KeyGroupBalancer(cfg.Member)))
+	}
 	if cfg.Applied != nil {
 		opts = append(opts, kgo.OnOffsetsFetched(s.fetched), kgo.AdjustFetchOffsetsFn(s.rewind))
 	}
@@ -224,6 +244,14 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 	if err := client.Ping(ctx); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("kafka: connect to %v: %w", cfg.Brokers, err)
+	}
+	if cfg.KeyGroups {
+		counts, err := topicPartitions(ctx, client, []string{cfg.Topic})
+		if err != nil {
+			client.Close()
+			return nil, fmt.Errorf("kafka: source %s: %w", cfg.Name, err)
+		}
+		s.partitions = counts[cfg.Topic]
 	}
 	s.client = client
 	close(s.ready) // the group's callbacks may use s.client from here on
@@ -455,9 +483,25 @@ func (s *Source) take(ctx context.Context, fetches kgo.Fetches) ([]sources.Messa
 		}
 	})
 	msgs := make([]sources.Message, 0, fetches.NumRecords())
+	var misplaced error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fetches.EachRecord(func(r *kgo.Record) {
+		if misplaced != nil {
+			return // not delivered: read again after the error is dealt with
+		}
+		if s.partitions > 0 {
+			if want := Partition(r.Key, s.partitions); want != int(r.Partition) {
+				misplaced = &MisplacedError{Source: s.cfg.Name, Topic: r.Topic, Partition: r.Partition, Want: int32(want),
+					Offset: r.Offset, Partitions: s.partitions, Key: r.Key}
+				return
+			}
+			if t := s.cfg.PartitionKey; t != "" && !OfTemplate(t, r.Key) {
+				misplaced = &MisplacedError{Source: s.cfg.Name, Topic: r.Topic, Partition: r.Partition, Want: r.Partition,
+					Offset: r.Offset, Partitions: s.partitions, Key: r.Key, Template: t}
+				return
+			}
+		}
 		msgs = append(msgs, sources.Message{
 			Pos:   record.Position{Source: s.cfg.Name, Partition: r.Partition, Offset: r.Offset},
 			Value: r.Value,
@@ -474,6 +518,9 @@ func (s *Source) take(ctx context.Context, fetches kgo.Fetches) ([]sources.Messa
 			p.epochs = append(p.epochs, epochAt{from: r.Offset, epoch: r.LeaderEpoch})
 		}
 	})
+	if misplaced != nil && fetchErr == nil {
+		fetchErr = misplaced
+	}
 	switch {
 	case closed || s.mu.closed:
 		if len(msgs) == 0 {

@@ -14,7 +14,14 @@ import (
 // is the consumer group).
 type Entry struct {
 	Kafka kafkaopts.Config `yaml:"kafka"`
+	// PartitionedBy is sources[].partitioned_by: "join_key" reads the
+	// topic as co-partitioned with the join (Config.KeyGroups).
+	PartitionedBy string `yaml:"partitioned_by"`
 }
+
+// partitionedByJoinKey is the value of sources[].partitioned_by of a topic
+// keyed by the join column (job.PartitionedByJoinKey).
+const partitionedByJoinKey = "join_key"
 
 // Validate reports every bad field.
 func (e *Entry) Validate(v *connectors.Validator) {
@@ -25,6 +32,16 @@ func (e *Entry) Validate(v *connectors.Validator) {
 	default:
 		v.Bad("kafka.start_offset", "must be earliest, latest or committed (got %q)", e.Kafka.StartOffset)
 	}
+	switch {
+	case e.PartitionedBy == partitionedByJoinKey && e.Kafka.PartitionKey == "":
+		v.Bad("kafka.partition_key", "is required with partitioned_by: join_key: the record key the producer writes for a join key, e.g. %s for Debezium JSON with message.key.columns set to the join column user_id", `'{"user_id":{key}}'`)
+	case e.PartitionedBy == partitionedByJoinKey:
+		if err := ValidatePartitionKey(e.Kafka.PartitionKey); err != nil {
+			v.Bad("kafka.partition_key", "%v", err)
+		}
+	case e.Kafka.PartitionKey != "":
+		v.Bad("kafka.partition_key", "is only for a source with partitioned_by: join_key")
+	}
 }
 
 // Kind is the kafka source's registry entry (connectors/all). HTTP ingest
@@ -33,13 +50,35 @@ var Kind = connectors.SourceKind{
 	Type: "kafka",
 	New:  func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SourceEnv) (sources.Source, error) {
-		k := c.(*Entry).Kafka
+		e := c.(*Entry)
+		k := e.Kafka
 		tc, err := k.TLS.Config(env.Resolve)
 		if err != nil {
 			return nil, fmt.Errorf("source %s: kafka.tls: %w", env.Name, err)
 		}
-		return New(ctx, Config{Name: env.Name, Brokers: k.Brokers, Topic: k.Topic, Group: k.Group,
-			StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth(), OnPartitions: env.OnPartitions, Applied: env.Applied, Lineage: env.Lineage})
+		cfg := Config{Name: env.Name, Brokers: k.Brokers, Topic: k.Topic, Group: k.Group,
+			StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth(), OnPartitions: env.OnPartitions, Applied: env.Applied, Lineage: env.Lineage}
+		if e.PartitionedBy == partitionedByJoinKey {
+			cfg.KeyGroups, cfg.PartitionKey = true, k.PartitionKey
+			if env.Member != nil {
+				cfg.Member = env.Member(env.Consumer)
+			}
+		}
+		return New(ctx, cfg)
+	},
+	KeyGroups: func(ctx context.Context, c connectors.Config, env connectors.Env) (connectors.KeyGroups, error) {
+		k := c.(*Entry).Kafka
+		tc, err := k.TLS.Config(env.Resolve)
+		if err != nil {
+			return connectors.KeyGroups{}, fmt.Errorf("kafka.tls: %w", err)
+		}
+		counts, err := TopicPartitions(ctx, k.Brokers, k.ClientID, tc, k.Auth(), []string{k.Topic})
+		if err != nil {
+			return connectors.KeyGroups{}, err
+		}
+		template := k.PartitionKey
+		return connectors.KeyGroups{What: "topic " + k.Topic, Partitions: counts[k.Topic],
+			Of: func(key string, partitions int) int { return KeyGroup(template, key, partitions) }}, nil
 	},
 	Append: func(ctx context.Context, c connectors.Config, env connectors.Env) (connectors.Appender, error) {
 		k := c.(*Entry).Kafka

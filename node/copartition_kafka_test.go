@@ -1,0 +1,291 @@
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/joinery/joinery/admin"
+	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/internal/streamshard"
+	"github.com/joinery/joinery/internal/testutil"
+	"github.com/joinery/joinery/node"
+	"github.com/joinery/joinery/sources/kafka"
+)
+
+// userKey is the record key Debezium writes with message.key.columns set to
+// the join column (renamed user_id in both topics) and key schemas off.
+const userKey = `{"user_id":{key}}`
+
+// produceByJoinKey writes Debezium lines to the topics users and domains as
+// Debezium with message.key.columns on the join column does: keyed
+// {"user_id":v} (cdcgen.ByJoinKey: users by id, domains by user_id), placed
+// by Kafka's default partitioner (murmur2).
+func produceByJoinKey(t *testing.T, brokers []string, lines [][]byte) {
+	t.Helper()
+	keyed, err := cdcgen.ByJoinKey(lines, map[string]string{"users": "id", "domains": "user_id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	for _, k := range keyed {
+		var v []json.RawMessage
+		if err := json.Unmarshal(k.Key, &v); err != nil || len(v) != 1 {
+			t.Fatalf("key %s: %v", k.Key, err)
+		}
+		var env struct {
+			Source struct{ Table string } `json:"source"`
+		}
+		if err := json.Unmarshal(k.Line, &env); err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, &kgo.Record{Topic: env.Source.Table, Key: []byte(`{"user_id":` + string(v[0]) + `}`), Value: k.Line})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// groupOwners asks the brokers which member name (the balancer's UserData)
+// reads each partition of topic in group.
+func groupOwners(ctx context.Context, cl *kgo.Client, group, topic string, partitions int) ([]string, error) {
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, partitions)
+	for _, g := range resp.Groups {
+		if g.State != "Stable" {
+			return nil, fmt.Errorf("group %s is %s", group, g.State)
+		}
+		for _, m := range g.Members {
+			var meta kmsg.ConsumerMemberMetadata
+			var as kmsg.ConsumerMemberAssignment
+			if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
+				return nil, err
+			}
+			if err := as.ReadFrom(m.MemberAssignment); err != nil {
+				return nil, err
+			}
+			for _, tp := range as.Topics {
+				for _, p := range tp.Partitions {
+					if tp.Topic == topic && int(p) < partitions {
+						out[p] = string(meta.UserData)
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// kafkaAcked passes once group has committed every partition of topics up
+// to its end.
+func kafkaAcked(cl *kgo.Client, group string, topics ...string) func() error {
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		of := kmsg.NewPtrOffsetFetchRequest()
+		of.Group = group
+		lo := kmsg.NewPtrListOffsetsRequest()
+		lo.ReplicaID = -1
+		for _, tp := range topics {
+			ot := kmsg.NewOffsetFetchRequestTopic()
+			ot.Topic = tp
+			lt := kmsg.NewListOffsetsRequestTopic()
+			lt.Topic = tp
+			for p := range int32(6) {
+				ot.Partitions = append(ot.Partitions, p)
+				rp := kmsg.NewListOffsetsRequestTopicPartition()
+				rp.Partition, rp.Timestamp = p, -1
+				lt.Partitions = append(lt.Partitions, rp)
+			}
+			of.Topics = append(of.Topics, ot)
+			lo.Topics = append(lo.Topics, lt)
+		}
+		ends, err := lo.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		committed, err := of.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		at := map[string]int64{}
+		for _, tp := range committed.Topics {
+			for _, p := range tp.Partitions {
+				at[tp.Topic+"/"+strconv.Itoa(int(p.Partition))] = p.Offset
+			}
+		}
+		for _, tp := range ends.Topics {
+			for _, p := range tp.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return err
+				}
+				id := tp.Topic + "/" + strconv.Itoa(int(p.Partition))
+				if p.Offset > 0 && at[id] != p.Offset {
+					return fmt.Errorf("%s committed at %d of %d", id, at[id], p.Offset)
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// TestClusterCoPartitionedKafka runs three nodes on two Kafka topics of 6
+// partitions keyed by the join column (partitioned_by: join_key,
+// kafka.partition_key), each read through its own consumer group: the
+// groups' balancer gives partition p of both topics to the owner of key
+// group p (streamshard.Assign over the member names), so once the groups
+// are stable no event goes to another node (joinery_key_requests_total{
+// where="remote"} stays put), the admin's key location is the reader of the
+// key's partition, and the Redis hash view equals the brute-force join.
+// When n3 leaves, its partitions and key groups move to n1 and n2 together,
+// which read the rest locally again.
+func TestClusterCoPartitionedKafka(t *testing.T) {
+	const partitions = 6
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "users", "domains"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close) // after the nodes stop (runAll's cleanup runs first)
+	brokers := kc.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rs := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	ctx := context.Background()
+	h := cdcgen.Generate(cdcgen.Config{Seed: 47, Users: 40, Domains: 120, Changes: 2000})
+	src := func(table, side string) string {
+		return fmt.Sprintf(`{name: %[1]s, type: kafka, kafka: {brokers: [%[2]q], topic: %[1]s, group: joinery-%[1]s, partition_key: '%[3]s'}, partitioned_by: join_key, tables: {%[1]s: %[4]s}}`,
+			table, brokers[0], userKey, side)
+	}
+	yml := "name: kcopart\n" + joinYAML + fmt.Sprintf(`
+state: {store: redis, redis: {addr: %[1]q}}
+sources: [%[2]s, %[3]s]
+sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
+admin: {addr: "127.0.0.1:0"}
+`, rs.Addr, src("users", "left"), src("domains", "right"))
+	nodes := startThree(t, t.TempDir(), yml)
+	third := len(h.Lines) / 3
+	produceByJoinKey(t, brokers, h.Lines[:third])
+	stop := runAll(t, nodes)
+	acked := func() error {
+		return errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")())
+	}
+	settled := func(want []string) {
+		for _, topic := range []string{"users", "domains"} {
+			testutil.WaitFor(t, 60*time.Second, func() error {
+				got, err := groupOwners(ctx, cl, "joinery-"+topic, topic, partitions)
+				if err == nil && !slices.Equal(got, want) {
+					err = fmt.Errorf("%s read by %v, want %v", topic, got, want)
+				}
+				return err
+			})
+		}
+		testutil.WaitFor(t, 90*time.Second, acked)
+	}
+	want := streamshard.Assign(partitions, []string{"n1", "n2", "n3"})
+	settled(want)
+	// Steady state: the next third is read and applied where its keys live.
+	allLocal(t, nodes, func() { produceByJoinKey(t, brokers, h.Lines[third:2*third]) }, acked)
+	groupOf := func(key string) int {
+		return kafka.Partition([]byte(strings.ReplaceAll(userKey, "{key}", key)), partitions)
+	}
+	// The admin's key location is the reader of the key's partition.
+	locatedAtGroupOwner(t, nodes, "kcopart", 40, want, groupOf)
+
+	// n3 leaves: its partitions move to n1 and n2 (the groups rebalance, the
+	// new owners resume from the committed offsets), its key groups with
+	// them, and the two read the rest locally again.
+	stop(2)
+	if err := nodes[2].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[:2] {
+		testutil.WaitFor(t, 30*time.Second, seesAlive(n, 2))
+	}
+	want = streamshard.Assign(partitions, []string{"n1", "n2"})
+	settled(want)
+	allLocal(t, nodes[:2], func() { produceByJoinKey(t, brokers, h.Lines[2*third:]) }, acked)
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if got, want := hashView(t, rc, "view"), h.LeftJoin(); !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("view has %d rows, want %d", len(got), len(want))
+		}
+		return nil
+	})
+	diff(t, "co-partitioned Kafka view vs brute-force join", hashView(t, rc, "view"), h.LeftJoin())
+	locatedAtGroupOwner(t, nodes, "kcopart", 40, want, groupOf)
+}
+
+// locatedAtGroupOwner checks that the admin (of the second node) locates
+// each of keys 1…keys on the node owner names for its key group
+// (groupOf), nodes being n1, n2, n3.
+func locatedAtGroupOwner(t *testing.T, nodes []*node.Node, job string, keys int, owner []string, groupOf func(string) int) {
+	t.Helper()
+	addrOf := map[string]string{"n1": nodes[0].Address(), "n2": nodes[1].Address(), "n3": nodes[2].Address()}
+	ac, err := admin.NewClient("http://"+nodes[1].AdminAddr(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := 1; id <= keys; id++ {
+		key := strconv.Itoa(id)
+		loc, err := ac.Locate(context.Background(), job, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := groupOf(key); loc.Node != addrOf[owner[g]] {
+			t.Errorf("key %s (group %d, read by %s at %s) located on %s", key, g, owner[g], addrOf[owner[g]], loc.Node)
+		}
+	}
+}
+
+// TestNodeKafkaCoPartitionCounts checks that a node refuses to start a job
+// whose join_key topics have different partition counts, naming both.
+func TestNodeKafkaCoPartitionCounts(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, "users"), kfake.SeedTopics(4, "domains"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	brokers := kc.ListenAddrs()
+	src := func(table, side string) string {
+		return fmt.Sprintf(`{name: %[1]s, type: kafka, kafka: {brokers: [%[2]q], topic: %[1]s, group: g, partition_key: '%[3]s'}, partitioned_by: join_key, tables: {%[1]s: %[4]s}}`,
+			table, brokers[0], userKey, side)
+	}
+	spec := parse(t, t.TempDir(), "name: kcounts\n"+joinYAML+fmt.Sprintf("sources: [%s, %s]\nsinks: [{type: table}]\n", src("users", "left"), src("domains", "right")))
+	n, err := node.Start(context.Background(), spec, node.Options{Logger: testLogger(t), Stdout: io.Discard})
+	if err == nil {
+		_ = n.Close(context.Background())
+	}
+	if err == nil || !strings.Contains(err.Error(), "topic users (source users) has 6 partitions, topic domains (source domains) has 4") {
+		t.Errorf("start with 6 and 4 partitions: %v", err)
+	}
+}
