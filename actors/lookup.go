@@ -177,7 +177,11 @@ func (a *activator) activate(ctx actor.Context, m *cluster.ActivationRequest) {
 		ctx.Respond(&cluster.ActivationResponse{Failed: true})
 		return
 	}
-	pid := ctx.SpawnPrefix(cluster.WithClusterIdentity(kind.Props, m.ClusterIdentity), m.ClusterIdentity.Identity)
+	props := bareProps(kind.Props) // see bare.go
+	if props == nil {
+		props = cluster.WithClusterIdentity(kind.Props, m.ClusterIdentity)
+	}
+	pid := ctx.SpawnPrefix(props, m.ClusterIdentity.Identity)
 	kind.Inc()
 	a.actors[k] = activation{id: m.ClusterIdentity, pid: pid}
 	a.byPID[pid.Id] = k
