@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/internal/stateparts"
@@ -57,16 +58,29 @@ type outboxEntry struct {
 	id uint64
 }
 
+// encBuf is encode's scratch buffer.
+var encBuf = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
 // encode caches the entry's JSON (see encodeState) and returns it.
 func (e *outboxEntry) encode() ([]byte, error) {
 	if e.enc == nil {
-		b, ok := appendOutboxEntry(nil, e)
-		if !ok {
+		buf := encBuf.Get().(*[]byte)
+		b, ok := appendOutboxEntry((*buf)[:0], e)
+		if ok {
+			// An exact copy: append's doubling leaves up to half of a
+			// grown slice unused, kept as long as the entry.
+			if cap(b) <= 64<<10 { // a huge one is not kept for the next
+				*buf = b
+			}
+			b = bytes.Clone(b)
+		} else {
 			var err error
 			if b, err = json.Marshal(e); err != nil {
+				encBuf.Put(buf)
 				return nil, err
 			}
 		}
+		encBuf.Put(buf)
 		e.enc = b
 		// The JSON is now the entry's only copy: its outputs are needed
 		// again only if the input is re-sent before it is committed
