@@ -2,7 +2,6 @@ package keycore
 
 import (
 	"errors"
-	"maps"
 	"math"
 
 	"github.com/joinery/joinery/internal/stateparts"
@@ -142,7 +141,7 @@ type Core struct {
 	cfg     *Config
 	key     record.Key
 	m       *Machine
-	offsets map[string]int64  // partition id -> highest applied offset
+	offsets offsets           // partition id -> highest applied offset
 	src     map[string]string // changelog join: "side/pk" -> last applied source position
 	outbox  []outboxEntry
 	seq     uint64 // the Seq of the key's last output
@@ -166,7 +165,7 @@ func New(cfg *Config, key record.Key) *Core {
 // Step. Writes already pending stay counted (Pending).
 func (c *Core) Reset() {
 	c.m = NewMachine(c.cfg.Machine)
-	c.offsets = map[string]int64{}
+	c.offsets = nil
 	c.outbox, c.src, c.seq = nil, nil, 0
 	c.loaded, c.fresh, c.epoch, c.dirty = false, false, 0, false
 	c.pt = partsState{}
@@ -230,10 +229,7 @@ func (c *Core) Restore(offsets map[string]int64, state []byte) error {
 	rest = max(0, rest-c.pt.outboxBytes-c.pt.srcBytes)
 	c.pt.rowBytes, c.pt.rowAvg = rest, rest/max(1, rows)
 	c.pt.written = c.pt.next
-	c.offsets = maps.Clone(offsets)
-	if c.offsets == nil {
-		c.offsets = map[string]int64{}
-	}
+	c.offsets = offsetsOf(offsets)
 	c.Init()
 	return nil
 }
@@ -265,15 +261,15 @@ func (c *Core) Durable() { c.pending-- }
 // Machine is the key's join machine; read-only for callers.
 func (c *Core) Machine() *Machine { return c.m }
 
-// Offsets are the applied offsets; read-only.
-func (c *Core) Offsets() map[string]int64 { return c.offsets }
+// Offsets are the applied offsets (a new map).
+func (c *Core) Offsets() map[string]int64 { return c.offsets.asMap() }
 
 // OutboxLen is the number of inputs whose outputs are kept for re-sending.
 func (c *Core) OutboxLen() int { return len(c.outbox) }
 
 func (c *Core) gap(prev map[string]int64) bool {
 	for part, off := range prev {
-		if c.offsets[part] < off {
+		if applied, _ := c.offsets.get(part); applied < off {
 			return true
 		}
 	}
@@ -303,7 +299,7 @@ func (c *Core) Step(req *Request, now int64) Ready {
 		// different keys), so "offset <= applied" means "already applied":
 		// skip it, and send its outputs again if they may not have reached
 		// the sinks yet.
-		if last, ok := c.offsets[part]; ok && e.Pos.Offset <= last {
+		if last, ok := c.offsets.get(part); ok && e.Pos.Offset <= last {
 			r.Skipped++
 			outs = append(outs, c.kept(part, e.Pos.Offset)...)
 			continue
@@ -326,7 +322,7 @@ func (c *Core) Step(req *Request, now int64) Ready {
 			c.outbox = append(c.outbox, outboxEntry{Part: part, Offset: e.Pos.Offset, Outputs: outs[n:len(outs):len(outs)], id: c.pt.next})
 			c.pt.next++
 		}
-		c.offsets[part] = e.Pos.Offset
+		c.offsets.set(part, e.Pos.Offset)
 		changed = true
 	}
 	if req.Fire && c.m.EventTime() {
@@ -373,7 +369,7 @@ func (c *Core) Step(req *Request, now int64) Ready {
 
 // write makes the Write of the key's state as it is and counts it pending.
 func (c *Core) write() (*Write, error) {
-	w := &Write{Offsets: maps.Clone(c.offsets)}
+	w := &Write{Offsets: c.offsets.asMap()}
 	// A key whose join state emptied still writes a (small) state, so its
 	// applied offsets survive passivation and failover: a request's Prev
 	// names offsets that an emptied key must still know it applied, or it
