@@ -41,15 +41,22 @@ func bareProps(kind *actor.Props) *actor.Props {
 	return nil
 }
 
-// keyIdentity is a bare key actor's key. The activator spawns it as its
-// child with the key as the name's prefix (ctx.SpawnPrefix), so the PID's
-// id is the parent's id, "/", the key, then the process registry's "$" and
-// counter (base-64 digits, no "$").
+// keyIdentity is a bare key actor's key (childIdentity).
 func keyIdentity(ctx actor.Context) string {
-	id := ctx.Self().Id
+	parent := ""
 	if p := ctx.Parent(); p != nil {
-		id = strings.TrimPrefix(id, p.Id+"/")
+		parent = p.Id
 	}
+	return childIdentity(parent, ctx.Self().Id)
+}
+
+// childIdentity is the identity of the key actor whose PID's id is id,
+// spawned by the activator whose id is parent. The activator spawns a key
+// actor as its child with the key as the name's prefix (ctx.SpawnPrefix),
+// so its id is the parent's id, "/", the key, then the process registry's
+// "$" and counter (base-64 digits, no "$").
+func childIdentity(parent, id string) string {
+	id = strings.TrimPrefix(id, parent+"/")
 	if i := strings.LastIndexByte(id, '$'); i >= 0 {
 		id = id[:i]
 	}

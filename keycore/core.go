@@ -458,7 +458,8 @@ func (c *Core) duplicate(e record.Event, pos string) bool {
 	}
 	c.src[id] = pos
 	if c.cfg.Parts {
-		c.pt.src = append(c.pt.src, id)
+		ch := c.pt.changes()
+		ch.src = append(ch.src, id)
 		c.pt.srcBytes += len(pos) - len(last)
 		if !ok {
 			c.pt.srcBytes += 2 + len(id)
@@ -477,7 +478,8 @@ func (c *Core) prune(committed map[string]int64) bool {
 	for _, e := range c.outbox {
 		if n, ok := committed[e.Part]; ok && e.Offset <= n {
 			if c.cfg.Parts && e.id < c.pt.written {
-				c.pt.dropped = append(c.pt.dropped, e.id)
+				ch := c.pt.changes()
+				ch.dropped = append(ch.dropped, e.id)
 				c.pt.outboxBytes -= 18 + len(e.enc)
 			}
 			continue

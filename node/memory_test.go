@@ -127,9 +127,12 @@ sinks: [{type: file, path: /dev/null}]
 			f.Close()
 		}
 	}
+	// HeapInuse is what the pod holds (live objects and the free slots of
+	// their spans); HeapAlloc after GC is the live objects alone.
 	heap := int64(after.HeapInuse) - int64(before.HeapInuse)
-	t.Logf("%d keys, %d live at the end; heap in use after GC grew by %.1f MiB; RSS %s",
-		keys, live, mib(uint64(max(heap, 0))), rss())
+	alloc := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d keys, %d live at the end; heap in use after GC grew by %.1f MiB (live objects %.1f MiB, %d B per key); RSS %s",
+		keys, live, mib(uint64(max(heap, 0))), mib(uint64(max(alloc, 0))), alloc/max(live, 1), rss())
 	t.Logf("%d B per live key", heap/max(live, 1))
 	if live < int64(keys) {
 		t.Errorf("only %d of %d keys live without passivation", live, keys)
