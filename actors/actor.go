@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -115,17 +114,17 @@ type writeDone struct{ err error }
 // The per-key protocol and the join are the core's. Its mailbox is the
 // only goroutine that touches the fields, so they need no lock.
 type keyActor struct {
-	deps     *Deps
-	cfg      *keycore.Config
-	core     *keycore.Core
-	node     string
-	stop     bool     // passivation requested: stop once nothing is pending
-	cause    string   // why it was requested
-	poisoned bool     // the poison pill is sent
-	failed   bool     // a write failed: stopping, nothing more is applied (abandon)
-	waiting  []waiter // answers that wait for the next write (keycore.Ready.Wait)
-	budget   *budgetEntry
-	bytes    int64 // what the budget accounts this activation
+	deps    *Deps
+	cfg     *keycore.Config
+	core    *keycore.Core
+	cause   string   // why passivation was requested
+	waiting []waiter // answers that wait for the next write (keycore.Ready.Wait)
+	budget  *budgetEntry
+	bytes   int64 // what the budget accounts this activation
+	// The flags last, together (the struct is one per live key).
+	stop     bool // passivation requested: stop once nothing is pending
+	poisoned bool // the poison pill is sent
+	failed   bool // a write failed: stopping, nothing more is applied (abandon)
 	// bare: spawned by the Lookup's activator from the kind's bare Props
 	// (bareProps): no cluster middleware, so the actor starts itself on
 	// Started (its key from its PID, keyIdentity) and drops its cached
@@ -162,7 +161,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *LocalApply:
 		a.apply(ctx, m.Apply, m.Rows, m.Reply)
 	case *keypb.Inspect:
-		ctx.Respond(a.inspect())
+		ctx.Respond(a.inspect(ctx))
 	case *writeDone:
 		a.core.Durable()
 		if m.err != nil {
@@ -235,7 +234,6 @@ func (a *keyActor) start(ctx actor.Context, key string) {
 		a.cfg = coreConfig(a.deps)
 	}
 	a.core = keycore.New(a.cfg, record.Key(key))
-	a.node = ctx.ActorSystem().Address()
 	if err := a.load(); err != nil {
 		a.deps.Logger.Warn("key state load failed; will retry on next request", "job", a.deps.Job, "key", a.core.Key(), "err", err)
 	}
@@ -570,10 +568,10 @@ func (a *keyActor) fail(ctx actor.Context, err error) {
 	a.waiting = nil
 }
 
-func (a *keyActor) inspect() *keypb.KeyState {
+func (a *keyActor) inspect(ctx actor.Context) *keypb.KeyState {
 	c := a.core
 	m := c.Machine()
-	ks := &keypb.KeyState{Key: string(c.Key()), Offsets: maps.Clone(c.Offsets()), Node: a.node, Outbox: int32(c.OutboxLen()), Epoch: c.Epoch()}
+	ks := &keypb.KeyState{Key: string(c.Key()), Offsets: c.Offsets(), Node: ctx.ActorSystem().Address(), Outbox: int32(c.OutboxLen()), Epoch: c.Epoch()}
 	if m.EventTime() {
 		ks.Timers = append([]int64(nil), m.Timers()...)
 		ks.Watermark = m.Watermark()

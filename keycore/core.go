@@ -146,9 +146,9 @@ type Core struct {
 	outbox  []outboxEntry
 	seq     uint64 // the Seq of the key's last output
 	epoch   int64
-	loaded  bool
-	fresh   bool // loaded, and no request stepped since
 	pending int  // writes handed out and not yet durable
+	loaded  bool // (the flags together: a Core is one per live key)
+	fresh   bool // loaded, and no request stepped since
 	dirty   bool // Coalesce: Steps wait for the next Flush
 	pt      partsState
 }
