@@ -187,6 +187,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 			a.abandon(ctx)
 			return
 		}
+		a.core.Offload() // the outbox JSON the store now holds leaves the heap
 		if a.core.Pending() == 0 && a.core.Dirty() {
 			a.flush(ctx)
 		}

@@ -258,6 +258,50 @@ func (c *Core) Flush() (*Write, error) {
 // Step.
 func (c *Core) Durable() { c.pending-- }
 
+// Offload drops from memory the JSON of the outbox entries that the
+// store holds durably, once every write handed out is durable (the driver
+// calls it after a successful write). An outbox entry of a key touched
+// once lives as long as the key (until the sender commits past it and
+// tells the key in a later request), and its JSON was ≈ 10% of a live
+// key's heap (docs/benchmarks.md, "Bytes per live key"). Only a state
+// written in parts (Config.Parts) of a changelog join offloads: its
+// Writes after the first carry only new entries. An entry offloaded is
+// needed again only when its input is re-sent before it is committed (a
+// sender restarted): Step then answers Reload, and the driver reloads
+// the key's durable state, entries included, as after a gap.
+func (c *Core) Offload() {
+	if c.pending > 0 || c.dirty || !c.cfg.Parts || c.m.EventTime() || !c.pt.stored || c.pt.all {
+		return
+	}
+	for i := range c.outbox {
+		e := &c.outbox[i]
+		if e.id < c.pt.written && e.enc != nil {
+			e.offloaded, e.enc, e.Outputs = len(e.enc), nil, nil
+		}
+	}
+}
+
+// needsOffloaded reports whether req re-sends an input whose outputs are
+// kept in an offloaded outbox entry not committed by req.
+func (c *Core) needsOffloaded(req *Request) bool {
+	for i := range req.Events {
+		part := req.Events[i].Pos.PartitionID()
+		off := req.Events[i].Pos.Offset
+		if last, ok := c.offsets.get(part); !ok || off > last {
+			continue
+		}
+		if n, ok := req.Committed[part]; ok && off <= n {
+			continue
+		}
+		for j := range c.outbox {
+			if e := &c.outbox[j]; e.Part == part && e.Offset == off && e.offloaded > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Machine is the key's join machine; read-only for callers.
 func (c *Core) Machine() *Machine { return c.m }
 
@@ -284,6 +328,12 @@ func (c *Core) Step(req *Request, now int64) Ready {
 	c.fresh = false
 	if c.gap(req.Prev) {
 		if c.pending == 0 && !c.dirty && !fresh {
+			return Ready{Reload: true}
+		}
+		return Ready{Gap: true, Err: ErrGap}
+	}
+	if c.needsOffloaded(req) {
+		if c.pending == 0 && !c.dirty {
 			return Ready{Reload: true}
 		}
 		return Ready{Gap: true, Err: ErrGap}
@@ -480,7 +530,7 @@ func (c *Core) prune(committed map[string]int64) bool {
 			if c.cfg.Parts && e.id < c.pt.written {
 				ch := c.pt.changes()
 				ch.dropped = append(ch.dropped, e.id)
-				c.pt.outboxBytes -= 18 + len(e.enc)
+				c.pt.outboxBytes -= 18 + e.encLen()
 			}
 			continue
 		}

@@ -56,13 +56,25 @@ type outboxEntry struct {
 	// id names the entry's part in a state stored in parts ("o:" and id
 	// in 16 hex digits; ascending in outbox order); memory only otherwise.
 	id uint64
+	// offloaded: the length of enc, dropped from memory once durable in
+	// the store (Core.Offload); 0 while enc is here.
+	offloaded int
 }
+
+// encLen is the length of the entry's JSON, in memory or offloaded.
+func (e *outboxEntry) encLen() int { return len(e.enc) + e.offloaded }
+
+// errOffloaded: an entry's JSON is needed and only the store has it.
+var errOffloaded = errors.New("keycore: an outbox entry's JSON is in the store only (Offload): reload the key")
 
 // encBuf is encode's scratch buffer.
 var encBuf = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // encode caches the entry's JSON (see encodeState) and returns it.
 func (e *outboxEntry) encode() ([]byte, error) {
+	if e.offloaded > 0 {
+		return nil, errOffloaded
+	}
 	if e.enc == nil {
 		buf := encBuf.Get().(*[]byte)
 		b, ok := appendOutboxEntry((*buf)[:0], e)
