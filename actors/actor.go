@@ -117,10 +117,10 @@ type keyActor struct {
 	deps    *Deps
 	cfg     *keycore.Config
 	core    *keycore.Core
-	cause   string   // why passivation was requested
-	waiting []waiter // answers that wait for the next write (keycore.Ready.Wait)
-	budget  *budgetEntry
-	bytes   int64 // what the budget accounts this activation
+	cause   string      // why passivation was requested
+	waiting []waiter    // answers that wait for the next write (keycore.Ready.Wait)
+	budget  budgetEntry // its entry in the memory budget (Deps.Budget), held here
+	bytes   int64       // what the budget accounts this activation
 	// The flags last, together (the struct is one per live key).
 	stop     bool // passivation requested: stop once nothing is pending
 	poisoned bool // the poison pill is sent
@@ -142,7 +142,7 @@ func (a *keyActor) account(ctx actor.Context, size int, wrote bool) {
 	if wrote || a.bytes == 0 {
 		a.bytes = int64(ActivationBytes + StateFactor*size)
 	}
-	a.budget = a.deps.Budget.touch(a.budget, ctx.Self(), a.bytes)
+	a.deps.Budget.touch(&a.budget, ctx.Self(), a.bytes)
 }
 
 func (a *keyActor) Receive(ctx actor.Context) {
@@ -196,7 +196,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		a.stop, a.cause = true, CauseIdle
 		a.maybeStop(ctx)
 	case budgetPassivate:
-		if !a.deps.Budget.evicted(a.budget) {
+		if !a.deps.Budget.evicted(&a.budget) {
 			return // used again since: it is among the most recent now
 		}
 		if !a.stop {
@@ -214,7 +214,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 				cl.PidCache.RemoveByValue(string(a.core.Key()), KindName(a.deps.Job), ctx.Self())
 			}
 		}
-		a.deps.Budget.remove(a.budget)
+		a.deps.Budget.remove(&a.budget)
 		if a.deps.Events != nil && a.core != nil {
 			if ec, ok := a.deps.Events.(EventsWithCause); ok {
 				cause := a.cause
