@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"sync"
 
 	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/internal/stateparts"
@@ -67,32 +66,23 @@ func (e *outboxEntry) encLen() int { return len(e.enc) + e.offloaded }
 // errOffloaded: an entry's JSON is needed and only the store has it.
 var errOffloaded = errors.New("keycore: an outbox entry's JSON is in the store only (Offload): reload the key")
 
-// encBuf is encode's scratch buffer.
-var encBuf = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
 // encode caches the entry's JSON (see encodeState) and returns it.
 func (e *outboxEntry) encode() ([]byte, error) {
 	if e.offloaded > 0 {
 		return nil, errOffloaded
 	}
 	if e.enc == nil {
-		buf := encBuf.Get().(*[]byte)
-		b, ok := appendOutboxEntry((*buf)[:0], e)
-		if ok {
-			// An exact copy: append's doubling leaves up to half of a
-			// grown slice unused, kept as long as the entry.
-			if cap(b) <= 64<<10 { // a huge one is not kept for the next
-				*buf = b
-			}
-			b = bytes.Clone(b)
-		} else {
+		b, ok := appendOutboxEntry(nil, e)
+		if !ok {
 			var err error
 			if b, err = json.Marshal(e); err != nil {
-				encBuf.Put(buf)
 				return nil, err
 			}
+		} else if cap(b)-len(b) > len(b)/8 {
+			// An exact copy: append's doubling leaves up to half of a
+			// grown slice unused, kept as long as the entry.
+			b = bytes.Clone(b)
 		}
-		encBuf.Put(buf)
 		e.enc = b
 		// The JSON is now the entry's only copy: its outputs are needed
 		// again only if the input is re-sent before it is committed
