@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 
 	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/joins"
@@ -210,9 +211,11 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		a.fail(ctx, nil) // stopped (poisoned, fenced) with requests waiting for a write
 		if a.bare && a.core != nil {
+			kind, key := KindName(a.deps.Job), string(a.core.Key())
 			if cl := cluster.GetCluster(ctx.ActorSystem()); cl != nil && cl.PidCache != nil {
-				cl.PidCache.RemoveByValue(string(a.core.Key()), KindName(a.deps.Job), ctx.Self())
+				cl.PidCache.RemoveByValue(key, kind, ctx.Self())
 			}
+			ctx.Send(actor.NewPID(ctx.ActorSystem().Address(), disthash.PartitionActivatorActorName), &keyStopped{kind: kind, key: key, pid: ctx.Self()})
 		}
 		a.deps.Budget.remove(&a.budget)
 		if a.deps.Events != nil && a.core != nil {

@@ -56,7 +56,9 @@ func keyIdentity(ctx actor.Context) string {
 // so its id is the parent's id, "/", the key, then the process registry's
 // "$" and counter (base-64 digits, no "$").
 func childIdentity(parent, id string) string {
-	id = strings.TrimPrefix(id, parent+"/")
+	if parent != "" {
+		id = strings.TrimPrefix(id, parent+"/")
+	}
 	if i := strings.LastIndexByte(id, '$'); i >= 0 {
 		id = id[:i]
 	}
