@@ -25,15 +25,7 @@ func TestCoreOffload(t *testing.T) {
 	var st *stored
 	var off int64
 	for step := range 200 {
-		var evs []Event
-		for range 1 + rng.IntN(3) {
-			off++
-			evs = append(evs, randomEvent(rng, off))
-		}
-		req := &Request{Events: evs}
-		if rng.IntN(4) == 0 {
-			req.Committed = map[string]int64{"s/0": off - int64(rng.IntN(10))}
-		}
+		req, _ := randomRequest(rng, &off)
 		r, rs := c.Step(req, int64(step)), shadow.Step(req, int64(step))
 		if r.Err != nil || rs.Err != nil {
 			t.Fatalf("step %d: %v, %v", step, r.Err, rs.Err)
