@@ -91,6 +91,15 @@ bench-fleet: redis build
 bench-memory: redis
 	BENCH_MEMORY_KEYS=$(or $(BENCH_MEMORY_KEYS),2000000) BENCH_MEMORY_LIMIT=$(or $(BENCH_MEMORY_LIMIT),1GiB) GO=$(GO) scripts/bench-memory.sh
 
+## bench-live-keys: bytes per live key (issue 24; long, run it with nice): TestNodeMemoryLiveKeys with BENCH_LIVE_KEYS
+## (1000000) keys all live, state in Redis (no copy of it in the node's heap), no passivation, no budget. Prints
+## "N B per live key"; the heap profile goes to BENCH_LIVE_PROFILE (/tmp/livekeys.heap). See docs/benchmarks.md.
+.PHONY: bench-live-keys
+bench-live-keys: redis
+	JOINERY_LIVE_KEYS=$(or $(BENCH_LIVE_KEYS),1000000) JOINERY_LIVE_KEYS_STORE=redis \
+	JOINERY_HEAP_PROFILE=$(or $(BENCH_LIVE_PROFILE),/tmp/livekeys.heap) \
+	$(GO) test -count=1 -timeout 30m -run 'TestNodeMemoryLiveKeys$$' -v ./node/
+
 ## console-screenshots: drive the web console in headless Chromium and rewrite docs/console-*.png.
 .PHONY: console-screenshots
 console-screenshots: redis

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 
 	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/joins"
@@ -91,9 +91,16 @@ func NewKind(d *Deps) *cluster.Kind {
 	if d.loads == nil {
 		d.loads = newLoader(d.Store)
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d, cfg: cfg} }, actor.WithDispatcher(keyDispatcher()),
-		actor.WithMailbox(deadLetterMailbox())) // mailbox.go: requests queued behind a passivation are answered
-	return cluster.NewKind(KindName(d.Job), props)
+	// The lock-free mailbox: two linked queues of a node per message
+	// instead of Unbounded's ring of 10 slots allocated up front (≈ 280 B
+	// less per live key; a key actor's mailbox is empty most of the time),
+	// wrapped so that requests it still holds when the actor stops are
+	// answered as dead letters (mailbox.go).
+	opts := []actor.PropsOption{actor.WithDispatcher(keyDispatcher()), actor.WithMailbox(deadLetterMailbox())}
+	kind := cluster.NewKind(KindName(d.Job), actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d, cfg: cfg} }, opts...))
+	bare := actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d, cfg: cfg, bare: true} }, opts...)
+	registerBare(kind.Props, bare)
+	return kind
 }
 
 // coreConfig is the key core configuration of d's key actors.
@@ -110,17 +117,22 @@ type writeDone struct{ err error }
 // The per-key protocol and the join are the core's. Its mailbox is the
 // only goroutine that touches the fields, so they need no lock.
 type keyActor struct {
-	deps     *Deps
-	cfg      *keycore.Config
-	core     *keycore.Core
-	node     string
-	stop     bool     // passivation requested: stop once nothing is pending
-	cause    string   // why it was requested
-	poisoned bool     // the poison pill is sent
-	failed   bool     // a write failed: stopping, nothing more is applied (abandon)
-	waiting  []waiter // answers that wait for the next write (keycore.Ready.Wait)
-	budget   *budgetEntry
-	bytes    int64 // what the budget accounts this activation
+	deps    *Deps
+	cfg     *keycore.Config
+	core    *keycore.Core
+	cause   string      // why passivation was requested
+	waiting []waiter    // answers that wait for the next write (keycore.Ready.Wait)
+	budget  budgetEntry // its entry in the memory budget (Deps.Budget), held here
+	bytes   int64       // what the budget accounts this activation
+	// The flags last, together (the struct is one per live key).
+	stop     bool // passivation requested: stop once nothing is pending
+	poisoned bool // the poison pill is sent
+	failed   bool // a write failed: stopping, nothing more is applied (abandon)
+	// bare: spawned by the Lookup's activator from the kind's bare Props
+	// (bareProps): no cluster middleware, so the actor starts itself on
+	// Started (its key from its PID, keyIdentity) and drops its cached
+	// PID on Stopped, as the middleware's ClusterInit and Stopped do.
+	bare bool
 }
 
 // account tells the budget that the key was just used and what it holds
@@ -133,7 +145,7 @@ func (a *keyActor) account(ctx actor.Context, size int, wrote bool) {
 	if wrote || a.bytes == 0 {
 		a.bytes = int64(ActivationBytes + StateFactor*size)
 	}
-	a.budget = a.deps.Budget.touch(a.budget, ctx.Self(), a.bytes)
+	a.deps.Budget.touch(&a.budget, ctx.Self(), a.bytes)
 }
 
 func (a *keyActor) Receive(ctx actor.Context) {
@@ -141,28 +153,18 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		return
 	}
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		if a.bare {
+			a.start(ctx, keyIdentity(ctx))
+		}
 	case *cluster.ClusterInit:
-		if a.cfg == nil {
-			a.cfg = coreConfig(a.deps)
-		}
-		a.core = keycore.New(a.cfg, record.Key(m.Identity.Identity))
-		a.node = ctx.ActorSystem().Address()
-		if err := a.load(); err != nil {
-			a.deps.Logger.Warn("key state load failed; will retry on next request", "job", a.deps.Job, "key", a.core.Key(), "err", err)
-		}
-		if a.deps.PassivateAfter > 0 {
-			ctx.SetReceiveTimeout(a.deps.PassivateAfter)
-		}
-		if a.deps.Events != nil {
-			a.deps.Events.Activated(a.deps.Job, a.core.Key())
-		}
-		a.account(ctx, 0, true)
+		a.start(ctx, m.Identity.Identity)
 	case *keypb.Apply:
 		a.apply(ctx, m, nil, nil)
 	case *LocalApply:
 		a.apply(ctx, m.Apply, m.Rows, m.Reply)
 	case *keypb.Inspect:
-		ctx.Respond(a.inspect())
+		ctx.Respond(a.inspect(ctx))
 	case *writeDone:
 		a.core.Durable()
 		if m.err != nil {
@@ -188,6 +190,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 			a.abandon(ctx)
 			return
 		}
+		a.core.Offload() // the outbox JSON the store now holds leaves the heap
 		if a.core.Pending() == 0 && a.core.Dirty() {
 			a.flush(ctx)
 		}
@@ -196,7 +199,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		a.stop, a.cause = true, CauseIdle
 		a.maybeStop(ctx)
 	case budgetPassivate:
-		if !a.deps.Budget.evicted(a.budget) {
+		if !a.deps.Budget.evicted(&a.budget) {
 			return // used again since: it is among the most recent now
 		}
 		if !a.stop {
@@ -209,7 +212,14 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		ctx.Respond(&keypb.Passivate{})
 	case *actor.Stopped:
 		a.fail(ctx, nil) // stopped (poisoned, fenced) with requests waiting for a write
-		a.deps.Budget.remove(a.budget)
+		if a.bare && a.core != nil {
+			kind, key := KindName(a.deps.Job), string(a.core.Key())
+			if cl := cluster.GetCluster(ctx.ActorSystem()); cl != nil && cl.PidCache != nil {
+				cl.PidCache.RemoveByValue(key, kind, ctx.Self())
+			}
+			ctx.Send(actor.NewPID(ctx.ActorSystem().Address(), disthash.PartitionActivatorActorName), &keyStopped{kind: kind, key: key, pid: ctx.Self()})
+		}
+		a.deps.Budget.remove(&a.budget)
 		if a.deps.Events != nil && a.core != nil {
 			if ec, ok := a.deps.Events.(EventsWithCause); ok {
 				cause := a.cause
@@ -221,6 +231,25 @@ func (a *keyActor) Receive(ctx actor.Context) {
 			a.deps.Events.Passivated(a.deps.Job, a.core.Key())
 		}
 	}
+}
+
+// start makes the key's core and loads its state: the actor's first
+// message (ClusterInit, or Started for a bare one).
+func (a *keyActor) start(ctx actor.Context, key string) {
+	if a.cfg == nil {
+		a.cfg = coreConfig(a.deps)
+	}
+	a.core = keycore.New(a.cfg, record.Key(key))
+	if err := a.load(); err != nil {
+		a.deps.Logger.Warn("key state load failed; will retry on next request", "job", a.deps.Job, "key", a.core.Key(), "err", err)
+	}
+	if a.deps.PassivateAfter > 0 {
+		ctx.SetReceiveTimeout(a.deps.PassivateAfter)
+	}
+	if a.deps.Events != nil {
+		a.deps.Events.Activated(a.deps.Job, a.core.Key())
+	}
+	a.account(ctx, 0, true)
 }
 
 // abandon stops the activation after a failed write: its memory is ahead
@@ -545,10 +574,10 @@ func (a *keyActor) fail(ctx actor.Context, err error) {
 	a.waiting = nil
 }
 
-func (a *keyActor) inspect() *keypb.KeyState {
+func (a *keyActor) inspect(ctx actor.Context) *keypb.KeyState {
 	c := a.core
 	m := c.Machine()
-	ks := &keypb.KeyState{Key: string(c.Key()), Offsets: maps.Clone(c.Offsets()), Node: a.node, Outbox: int32(c.OutboxLen()), Epoch: c.Epoch()}
+	ks := &keypb.KeyState{Key: string(c.Key()), Offsets: c.Offsets(), Node: ctx.ActorSystem().Address(), Outbox: int32(c.OutboxLen()), Epoch: c.Epoch()}
 	if m.EventTime() {
 		ks.Timers = append([]int64(nil), m.Timers()...)
 		ks.Watermark = m.Watermark()

@@ -280,3 +280,47 @@ func TestKeyActorStopAnswersQueuedRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyActorResendAfterOffload: once its writes are durable a key keeps
+// its outbox entries in the store only (keycore.Core.Offload); an input
+// re-sent before it is committed (a sender that lost the answer) makes
+// the key reload its durable state and answer the same outputs again.
+func TestKeyActorResendAfterOffload(t *testing.T) {
+	ctx := context.Background()
+	store := newEmbedded(t)
+	w := NewWriter(store, WriterOptions{})
+	defer w.Close(ctx)
+	system, spawn := keyActors(t, store, w)
+	pid := spawn("7")
+	apply := func(ev record.Event, resend bool) *LocalApplied {
+		t.Helper()
+		pe, rows := EventShell(ev)
+		ch := make(chan any, 1)
+		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}, Resend: resend}, Rows: []EventRows{rows}, Reply: ch})
+		select {
+		case x := <-ch:
+			a, ok := x.(*LocalApplied)
+			if !ok || a.Applied.Error != "" {
+				t.Fatalf("answer %#v", x)
+			}
+			return a
+		case <-time.After(5 * time.Second):
+			t.Fatal("no answer")
+		}
+		return nil
+	}
+	user := record.Event{Key: "7", Side: record.Left, Op: record.OpCreate,
+		After: record.Row{"id": "7", "name": "x"}, Pos: record.Position{Source: "s", Partition: 0, Offset: 1}}
+	domain := record.Event{Key: "7", Side: record.Right, Op: record.OpCreate,
+		After: record.Row{"id": "d", "user_id": "7"}, Pos: record.Position{Source: "s", Partition: 0, Offset: 2}}
+	apply(user, false)
+	first := apply(domain, false)
+	if len(first.Outputs) != 1 {
+		t.Fatalf("outputs %v, want the joined row", first.Outputs)
+	}
+	again := apply(domain, true) // answered after the first write was durable: offloaded by now
+	if again.Applied.Skipped != 1 || len(again.Outputs) != 1 || again.Outputs[0].ID != first.Outputs[0].ID ||
+		fmt.Sprint(again.Outputs[0].Row) != fmt.Sprint(first.Outputs[0].Row) {
+		t.Fatalf("re-sent: skipped %d, outputs %v; want the first's %v", again.Applied.Skipped, again.Outputs, first.Outputs)
+	}
+}

@@ -22,6 +22,13 @@
 // persistence.BatchLoader.LoadMany per flight, no timer). See
 // docs/architecture.md, "Incremental state writes".
 //
+// A live key's heap is what pods are sized by (docs/benchmarks.md, "Bytes
+// per live key"): the Lookup's activator spawns key actors at the root
+// from their kind's bare Props (bare.go: no per-activation Props clone or
+// identity extension, no entry in the activator's children) with a
+// lock-free mailbox, and a key drops its durable outbox JSON from memory
+// (keycore's Core.Offload).
+//
 // Wiring sketch:
 //
 //	w := actors.NewWriter(store, actors.WriterOptions{Logger: log})

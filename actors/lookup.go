@@ -2,6 +2,7 @@ package actors
 
 import (
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -57,7 +58,7 @@ func NewLookup(place Placement) *Lookup {
 func (l *Lookup) Setup(c *cluster.Cluster, kinds []string, isClient bool) {
 	l.c = c
 	l.update(c.MemberList.Members().Members())
-	a := &activator{l: l, actors: map[string]activation{}, byPID: map[string]string{}}
+	a := &activator{l: l, actors: map[actorKey]*actor.PID{}}
 	l.activator, _ = c.ActorSystem.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }), disthash.PartitionActivatorActorName)
 	l.sub = c.ActorSystem.EventStream.Subscribe(func(ev any) {
 		if t, ok := ev.(*cluster.ClusterTopology); ok {
@@ -117,19 +118,18 @@ func (l *Lookup) Shutdown() {
 	}
 }
 
-// activation is one actor the activator spawned.
-type activation struct {
-	id  *cluster.ClusterIdentity
-	pid *actor.PID
-}
+// actorKey names one actor the activator spawned: its kind and identity
+// (the strings of the request's ClusterIdentity, not the message itself,
+// and no ClusterIdentity.AsKey string: ≈ 170 B less per live key).
+type actorKey struct{ kind, identity string }
 
 // activator spawns the key actors asked of this member and stops those a
 // new topology places elsewhere (disthash's placement actor, with the
 // Lookup's Placement).
 type activator struct {
 	l      *Lookup
-	actors map[string]activation // by ClusterIdentity.AsKey
-	byPID  map[string]string     // PID.Id -> ClusterIdentity.AsKey
+	actors map[actorKey]*actor.PID
+	kinds  []string // the kinds it spawned actors of
 }
 
 func (a *activator) Receive(ctx actor.Context) {
@@ -138,27 +138,24 @@ func (a *activator) Receive(ctx actor.Context) {
 		a.activate(ctx, m)
 	case *cluster.ClusterTopology:
 		self := a.l.c.ActorSystem.Address()
-		for _, act := range a.actors {
-			if a.l.owner(act.id.Kind, act.id.Identity) != self {
-				ctx.Poison(act.pid)
+		for k, pid := range a.actors {
+			if a.l.owner(k.kind, k.identity) != self {
+				ctx.Poison(pid)
 			}
 		}
+	case *keyStopped:
+		k := actorKey{m.kind, m.key}
+		if p, ok := a.actors[k]; ok && p.Equal(m.pid) {
+			a.stopped(k, m.pid)
+		}
 	case *actor.Terminated:
-		k, ok := a.byPID[m.Who.Id]
-		if !ok {
-			return
+		if k, ok := a.spawned(ctx, m.Who); ok {
+			a.stopped(k, m.Who)
 		}
-		act := a.actors[k]
-		delete(a.byPID, m.Who.Id)
-		delete(a.actors, k)
-		if kind := a.l.c.GetClusterKind(act.id.Kind); kind != nil {
-			kind.Dec()
-		}
-		a.l.c.MemberList.BroadcastEvent(&cluster.ActivationTerminated{Pid: act.pid, ClusterIdentity: act.id}, true)
 	case *actor.Stopping:
 		var futs []*actor.Future
-		for _, act := range a.actors {
-			futs = append(futs, ctx.PoisonFuture(act.pid))
+		for _, pid := range a.actors {
+			futs = append(futs, ctx.PoisonFuture(pid))
 		}
 		for _, f := range futs {
 			_ = f.Wait()
@@ -167,9 +164,9 @@ func (a *activator) Receive(ctx actor.Context) {
 }
 
 func (a *activator) activate(ctx actor.Context, m *cluster.ActivationRequest) {
-	k := m.ClusterIdentity.AsKey()
-	if act, ok := a.actors[k]; ok {
-		ctx.Respond(&cluster.ActivationResponse{Pid: act.pid})
+	k := actorKey{m.ClusterIdentity.Kind, m.ClusterIdentity.Identity}
+	if pid, ok := a.actors[k]; ok {
+		ctx.Respond(&cluster.ActivationResponse{Pid: pid})
 		return
 	}
 	kind := a.l.c.GetClusterKind(m.ClusterIdentity.Kind)
@@ -177,9 +174,50 @@ func (a *activator) activate(ctx actor.Context, m *cluster.ActivationRequest) {
 		ctx.Respond(&cluster.ActivationResponse{Failed: true})
 		return
 	}
-	pid := ctx.SpawnPrefix(cluster.WithClusterIdentity(kind.Props, m.ClusterIdentity), m.ClusterIdentity.Identity)
+	var pid *actor.PID
+	if props := bareProps(kind.Props); props != nil {
+		// A bare key actor (bare.go) is spawned at the root, not as the
+		// activator's child: a child costs its parent an entry in its
+		// children's PIDSet (≈ 100 B per live key at 1M keys). It tells the
+		// activator itself when it stops (keyStopped), where a child's
+		// Terminated would.
+		pid = a.l.c.ActorSystem.Root.SpawnPrefix(props, m.ClusterIdentity.Identity)
+	} else {
+		pid = ctx.SpawnPrefix(cluster.WithClusterIdentity(kind.Props, m.ClusterIdentity), m.ClusterIdentity.Identity)
+	}
 	kind.Inc()
-	a.actors[k] = activation{id: m.ClusterIdentity, pid: pid}
-	a.byPID[pid.Id] = k
+	a.actors[k] = pid
+	if !slices.Contains(a.kinds, k.kind) {
+		a.kinds = append(a.kinds, k.kind)
+	}
 	ctx.Respond(&cluster.ActivationResponse{Pid: pid})
+}
+
+// keyStopped tells the activator that the bare key actor pid of kind and
+// key stopped.
+type keyStopped struct {
+	kind, key string
+	pid       *actor.PID
+}
+
+// stopped forgets the actor k, pid, which stopped, and tells the members.
+func (a *activator) stopped(k actorKey, pid *actor.PID) {
+	delete(a.actors, k)
+	if kind := a.l.c.GetClusterKind(k.kind); kind != nil {
+		kind.Dec()
+	}
+	a.l.c.MemberList.BroadcastEvent(&cluster.ActivationTerminated{Pid: pid, ClusterIdentity: cluster.NewClusterIdentity(k.identity, k.kind)}, true)
+}
+
+// spawned finds the child pid among those the activator spawned: its
+// identity is in its id (childIdentity), its kind one of the kinds.
+func (a *activator) spawned(ctx actor.Context, pid *actor.PID) (actorKey, bool) {
+	id := childIdentity(ctx.Self().Id, pid.Id)
+	for _, kind := range a.kinds {
+		k := actorKey{kind, id}
+		if p, ok := a.actors[k]; ok && p.Equal(pid) {
+			return k, true
+		}
+	}
+	return actorKey{}, false
 }

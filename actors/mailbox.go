@@ -22,17 +22,22 @@ import (
 // DeadLetterResponse, a LocalApply's Reply a DeadLetter, see
 // WatchDeadLetters) and their senders resend them to the key's next
 // activation, which is what they do for a message sent after the stop.
+//
+// It wraps protoactor's lock-free mailbox (see NewKind), in one allocation
+// of about 48 B per activation with its invoker.
 func deadLetterMailbox() actor.MailboxProducer {
-	inner := actor.Unbounded()
+	inner := actor.UnboundedLockfree()
 	return func() actor.Mailbox { return &deadLetterBox{Mailbox: inner()} }
 }
 
 type deadLetterBox struct {
 	actor.Mailbox
+	inv deadLetterInvoker
 }
 
 func (m *deadLetterBox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
-	m.Mailbox.RegisterHandlers(&deadLetterInvoker{MessageInvoker: invoker}, dispatcher)
+	m.inv.MessageInvoker = invoker
+	m.Mailbox.RegisterHandlers(&m.inv, dispatcher)
 }
 
 // deadLetterInvoker is the actor's context as its mailbox invokes it.

@@ -23,7 +23,7 @@ func TestKeyActorMailboxAnswersBehindPoison(t *testing.T) {
 		answered bool
 	}{
 		{"deadletter", deadLetterMailbox(), true},
-		{"plain", actor.Unbounded(), false},
+		{"plain", actor.UnboundedLockfree(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			system := actor.NewActorSystem()

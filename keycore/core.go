@@ -2,7 +2,6 @@ package keycore
 
 import (
 	"errors"
-	"maps"
 	"math"
 
 	"github.com/joinery/joinery/internal/stateparts"
@@ -142,14 +141,14 @@ type Core struct {
 	cfg     *Config
 	key     record.Key
 	m       *Machine
-	offsets map[string]int64  // partition id -> highest applied offset
+	offsets offsets           // partition id -> highest applied offset
 	src     map[string]string // changelog join: "side/pk" -> last applied source position
 	outbox  []outboxEntry
 	seq     uint64 // the Seq of the key's last output
 	epoch   int64
-	loaded  bool
-	fresh   bool // loaded, and no request stepped since
 	pending int  // writes handed out and not yet durable
+	loaded  bool // (the flags together: a Core is one per live key)
+	fresh   bool // loaded, and no request stepped since
 	dirty   bool // Coalesce: Steps wait for the next Flush
 	pt      partsState
 }
@@ -166,7 +165,7 @@ func New(cfg *Config, key record.Key) *Core {
 // Step. Writes already pending stay counted (Pending).
 func (c *Core) Reset() {
 	c.m = NewMachine(c.cfg.Machine)
-	c.offsets = map[string]int64{}
+	c.offsets = nil
 	c.outbox, c.src, c.seq = nil, nil, 0
 	c.loaded, c.fresh, c.epoch, c.dirty = false, false, 0, false
 	c.pt = partsState{}
@@ -230,10 +229,7 @@ func (c *Core) Restore(offsets map[string]int64, state []byte) error {
 	rest = max(0, rest-c.pt.outboxBytes-c.pt.srcBytes)
 	c.pt.rowBytes, c.pt.rowAvg = rest, rest/max(1, rows)
 	c.pt.written = c.pt.next
-	c.offsets = maps.Clone(offsets)
-	if c.offsets == nil {
-		c.offsets = map[string]int64{}
-	}
+	c.offsets = offsetsOf(offsets)
 	c.Init()
 	return nil
 }
@@ -262,18 +258,62 @@ func (c *Core) Flush() (*Write, error) {
 // Step.
 func (c *Core) Durable() { c.pending-- }
 
+// Offload drops from memory the JSON of the outbox entries that the
+// store holds durably, once every write handed out is durable (the driver
+// calls it after a successful write). An outbox entry of a key touched
+// once lives as long as the key (until the sender commits past it and
+// tells the key in a later request), and its JSON was ≈ 10% of a live
+// key's heap (docs/benchmarks.md, "Bytes per live key"). Only a state
+// written in parts (Config.Parts) of a changelog join offloads: its
+// Writes after the first carry only new entries. An entry offloaded is
+// needed again only when its input is re-sent before it is committed (a
+// sender restarted): Step then answers Reload, and the driver reloads
+// the key's durable state, entries included, as after a gap.
+func (c *Core) Offload() {
+	if c.pending > 0 || c.dirty || !c.cfg.Parts || c.m.EventTime() || !c.pt.stored || c.pt.all {
+		return
+	}
+	for i := range c.outbox {
+		e := &c.outbox[i]
+		if e.id < c.pt.written && e.enc != nil {
+			e.offloaded, e.enc, e.Outputs = len(e.enc), nil, nil
+		}
+	}
+}
+
+// needsOffloaded reports whether req re-sends an input whose outputs are
+// kept in an offloaded outbox entry not committed by req.
+func (c *Core) needsOffloaded(req *Request) bool {
+	for i := range req.Events {
+		part := req.Events[i].Pos.PartitionID()
+		off := req.Events[i].Pos.Offset
+		if last, ok := c.offsets.get(part); !ok || off > last {
+			continue
+		}
+		if n, ok := req.Committed[part]; ok && off <= n {
+			continue
+		}
+		for j := range c.outbox {
+			if e := &c.outbox[j]; e.Part == part && e.Offset == off && e.offloaded > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Machine is the key's join machine; read-only for callers.
 func (c *Core) Machine() *Machine { return c.m }
 
-// Offsets are the applied offsets; read-only.
-func (c *Core) Offsets() map[string]int64 { return c.offsets }
+// Offsets are the applied offsets (a new map).
+func (c *Core) Offsets() map[string]int64 { return c.offsets.asMap() }
 
 // OutboxLen is the number of inputs whose outputs are kept for re-sending.
 func (c *Core) OutboxLen() int { return len(c.outbox) }
 
 func (c *Core) gap(prev map[string]int64) bool {
 	for part, off := range prev {
-		if c.offsets[part] < off {
+		if applied, _ := c.offsets.get(part); applied < off {
 			return true
 		}
 	}
@@ -292,6 +332,12 @@ func (c *Core) Step(req *Request, now int64) Ready {
 		}
 		return Ready{Gap: true, Err: ErrGap}
 	}
+	if c.needsOffloaded(req) {
+		if c.pending == 0 && !c.dirty {
+			return Ready{Reload: true}
+		}
+		return Ready{Gap: true, Err: ErrGap}
+	}
 	changed := c.prune(req.Committed)
 	var r Ready
 	var outs []record.Output
@@ -303,7 +349,7 @@ func (c *Core) Step(req *Request, now int64) Ready {
 		// different keys), so "offset <= applied" means "already applied":
 		// skip it, and send its outputs again if they may not have reached
 		// the sinks yet.
-		if last, ok := c.offsets[part]; ok && e.Pos.Offset <= last {
+		if last, ok := c.offsets.get(part); ok && e.Pos.Offset <= last {
 			r.Skipped++
 			outs = append(outs, c.kept(part, e.Pos.Offset)...)
 			continue
@@ -326,7 +372,7 @@ func (c *Core) Step(req *Request, now int64) Ready {
 			c.outbox = append(c.outbox, outboxEntry{Part: part, Offset: e.Pos.Offset, Outputs: outs[n:len(outs):len(outs)], id: c.pt.next})
 			c.pt.next++
 		}
-		c.offsets[part] = e.Pos.Offset
+		c.offsets.set(part, e.Pos.Offset)
 		changed = true
 	}
 	if req.Fire && c.m.EventTime() {
@@ -373,7 +419,7 @@ func (c *Core) Step(req *Request, now int64) Ready {
 
 // write makes the Write of the key's state as it is and counts it pending.
 func (c *Core) write() (*Write, error) {
-	w := &Write{Offsets: maps.Clone(c.offsets)}
+	w := &Write{Offsets: c.offsets.asMap()}
 	// A key whose join state emptied still writes a (small) state, so its
 	// applied offsets survive passivation and failover: a request's Prev
 	// names offsets that an emptied key must still know it applied, or it
@@ -462,7 +508,8 @@ func (c *Core) duplicate(e record.Event, pos string) bool {
 	}
 	c.src[id] = pos
 	if c.cfg.Parts {
-		c.pt.src = append(c.pt.src, id)
+		ch := c.pt.changes()
+		ch.src = append(ch.src, id)
 		c.pt.srcBytes += len(pos) - len(last)
 		if !ok {
 			c.pt.srcBytes += 2 + len(id)
@@ -481,8 +528,9 @@ func (c *Core) prune(committed map[string]int64) bool {
 	for _, e := range c.outbox {
 		if n, ok := committed[e.Part]; ok && e.Offset <= n {
 			if c.cfg.Parts && e.id < c.pt.written {
-				c.pt.dropped = append(c.pt.dropped, e.id)
-				c.pt.outboxBytes -= 18 + len(e.enc)
+				ch := c.pt.changes()
+				ch.dropped = append(ch.dropped, e.id)
+				c.pt.outboxBytes -= 18 + e.encLen()
 			}
 			continue
 		}

@@ -34,7 +34,12 @@
 //	r := c.Step(req, nowMs)
 //	if r.Reload { c.Reset(); /* acquire, load */; r = c.Step(req, nowMs) }
 //	if r.Write != nil { persist(r.Write); c.Durable() }
+//	c.Offload()                    // optional, after a write that succeeded: outbox JSON the store holds leaves memory
 //	answer(r)
+//
+// A driver that offloads must reload on Reload (as above): an input
+// re-sent before it is committed answers Reload when its outputs are in
+// the store only.
 //
 // The protocol's transcripts are in testdata/*.txt (go test ./keycore/
 // -run TestCoreInteraction -rewrite); docs/architecture.md describes it.

@@ -56,19 +56,25 @@ type Machine struct {
 	// firing: the watermark rose to wm and its due timers may not all have
 	// fired yet (an Advance with a limit below wm).
 	firing bool
-	fx     *joins.Effects // scratch; shared by the machines of one Machines
+	fx     *joins.Effects // event-time joins' scratch; shared by the machines of one Machines
 }
 
 // NewMachine returns an empty machine for spec.
 func NewMachine(spec MachineSpec) *Machine {
-	return newMachine(spec, &joins.Effects{})
+	return newMachine(spec, nil)
 }
 
+// newMachine returns an empty machine for spec; an event-time one takes
+// fx as its scratch (nil: its own). A changelog join has no effects, so
+// its machine has no scratch (≈ 100 B less per live key).
 func newMachine(spec MachineSpec, fx *joins.Effects) *Machine {
-	m := &Machine{wm: math.MinInt64, fx: fx}
+	m := &Machine{wm: math.MinInt64}
 	switch {
 	case spec.NewTimed != nil:
-		m.timed = spec.NewTimed()
+		if fx == nil {
+			fx = &joins.Effects{}
+		}
+		m.timed, m.fx = spec.NewTimed(), fx
 	case spec.Multi != nil:
 		m.multi = joins.NewMulti(spec.Multi)
 	default:

@@ -58,26 +58,57 @@ const (
 
 // partsState is what a Core with Config.Parts tracks between Writes.
 type partsState struct {
-	stored  bool                // the store holds the key in parts as of the last Write (or the Restore)
-	all     bool                // the next Write must be whole
-	rows    map[string]struct{} // changelog-join row parts changed since the last Write
-	src     []string            // Debezium position ids changed since the last Write
-	dropped []uint64            // outbox ids written before and pruned since the last Write
-	written uint64              // outbox entries with an id at or above it are not written yet
-	next    uint64              // the next outbox id
+	stored bool // the store holds the key in parts as of the last Write (or the Restore)
+	all    bool // the next Write must be whole
+	// What changed since the last Write: nil when nothing did, and
+	// released by each Write (most keys are written once and then sit
+	// idle, docs/benchmarks.md, "Bytes per live key").
+	ch      *partsChanges
+	written uint64 // outbox entries with an id at or above it are not written yet
+	next    uint64 // the next outbox id
 	// Write.Size's parts: the base's bytes; the rows' (their number
 	// times rowAvg); the written outbox entries' and positions' (exact).
 	base, rowBytes, rowAvg, outboxBytes, srcBytes int
+}
+
+// partsChanges are the parts changed since the last Write.
+type partsChanges struct {
+	rows    map[string]struct{} // changelog-join row parts
+	src     []string            // Debezium position ids
+	dropped []uint64            // outbox ids written before and pruned since
+}
+
+// changes returns the changes since the last Write, made if none.
+func (p *partsState) changes() *partsChanges {
+	if p.ch == nil {
+		p.ch = &partsChanges{}
+	}
+	return p.ch
+}
+
+func (ch *partsChanges) droppedIDs() []uint64 {
+	if ch == nil {
+		return nil
+	}
+	return ch.dropped
+}
+
+func (ch *partsChanges) srcIDs() []string {
+	if ch == nil {
+		return nil
+	}
+	return ch.src
 }
 
 // size is Write.Size.
 func (p *partsState) size() int { return p.base + p.rowBytes + p.outboxBytes + p.srcBytes }
 
 func (p *partsState) mark(name string) {
-	if p.rows == nil {
-		p.rows = map[string]struct{}{}
+	ch := p.changes()
+	if ch.rows == nil {
+		ch.rows = map[string]struct{}{}
 	}
-	p.rows[name] = struct{}{}
+	ch.rows[name] = struct{}{}
 }
 
 // rowParts reports whether the join's rows are parts of the state.
@@ -172,7 +203,7 @@ func (c *Core) writeParts(w *Write) error {
 	if whole {
 		p.outboxBytes, p.srcBytes = 0, 0
 	} else {
-		for _, id := range p.dropped {
+		for _, id := range p.ch.droppedIDs() {
 			add(outboxName(id), nil)
 		}
 	}
@@ -194,15 +225,14 @@ func (c *Core) writeParts(w *Write) error {
 			p.srcBytes += 2 + len(id) + len(pos)
 		}
 	} else {
-		for _, id := range p.src {
+		for _, id := range p.ch.srcIDs() {
 			add(partSrc+id, []byte(c.src[id]))
 		}
 	}
 	p.base = len(base)
 	w.State, w.Parts, w.Delta, w.Size = base, parts, !whole, p.size()
 	p.stored, p.all = true, false
-	clear(p.rows)
-	p.src, p.dropped, p.written = p.src[:0], p.dropped[:0], p.next
+	p.ch, p.written = nil, p.next
 	return nil
 }
 
@@ -233,7 +263,7 @@ func (c *Core) allRows(add func(string, []byte)) error {
 // changedRows adds the rows changed since the last Write: their values,
 // or deletions of the ones gone.
 func (c *Core) changedRows(add func(string, []byte)) error {
-	if len(c.pt.rows) == 0 {
+	if c.pt.ch == nil || len(c.pt.ch.rows) == 0 {
 		return nil
 	}
 	defer func() {
@@ -249,8 +279,8 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 	}()
 	var rights []record.Row
 	pk := c.cfg.Machine.CDC.Right.PK
-	names := make([]string, 0, len(c.pt.rows))
-	for name := range c.pt.rows {
+	names := make([]string, 0, len(c.pt.ch.rows))
+	for name := range c.pt.ch.rows {
 		names = append(names, name)
 	}
 	sort.Strings(names) // deterministic Writes

@@ -34,15 +34,7 @@ func TestCorePartsEqualWhole(t *testing.T) {
 			var off int64
 			deltas := 0
 			for step := range 400 {
-				var evs []Event
-				for range 1 + rng.IntN(3) {
-					off++
-					evs = append(evs, randomEvent(rng, off))
-				}
-				req := &Request{Events: evs}
-				if rng.IntN(4) == 0 {
-					req.Committed = map[string]int64{"s/0": off - int64(rng.IntN(10))}
-				}
+				req, evs := randomRequest(rng, &off)
 				r := c.Step(req, int64(step))
 				if r.Err != nil {
 					t.Fatal(r.Err)
@@ -110,6 +102,21 @@ func partNames(w *Write) []string {
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+// randomRequest is one to three random events at the offsets after *off,
+// and now and then a commit of an offset up to ten before the last.
+func randomRequest(rng *rand.Rand, off *int64) (*Request, []Event) {
+	var evs []Event
+	for range 1 + rng.IntN(3) {
+		*off++
+		evs = append(evs, randomEvent(rng, *off))
+	}
+	req := &Request{Events: evs}
+	if rng.IntN(4) == 0 {
+		req.Committed = map[string]int64{"s/0": *off - int64(rng.IntN(10))}
+	}
+	return req, evs
 }
 
 // randomEvent is a change of user 1 or of one of its ten domains.

@@ -55,10 +55,22 @@ type outboxEntry struct {
 	// id names the entry's part in a state stored in parts ("o:" and id
 	// in 16 hex digits; ascending in outbox order); memory only otherwise.
 	id uint64
+	// offloaded: the length of enc, dropped from memory once durable in
+	// the store (Core.Offload); 0 while enc is here.
+	offloaded int
 }
+
+// encLen is the length of the entry's JSON, in memory or offloaded.
+func (e *outboxEntry) encLen() int { return len(e.enc) + e.offloaded }
+
+// errOffloaded: an entry's JSON is needed and only the store has it.
+var errOffloaded = errors.New("keycore: an outbox entry's JSON is in the store only (Offload): reload the key")
 
 // encode caches the entry's JSON (see encodeState) and returns it.
 func (e *outboxEntry) encode() ([]byte, error) {
+	if e.offloaded > 0 {
+		return nil, errOffloaded
+	}
 	if e.enc == nil {
 		b, ok := appendOutboxEntry(nil, e)
 		if !ok {
@@ -66,6 +78,10 @@ func (e *outboxEntry) encode() ([]byte, error) {
 			if b, err = json.Marshal(e); err != nil {
 				return nil, err
 			}
+		} else if cap(b)-len(b) > len(b)/8 {
+			// An exact copy: append's doubling leaves up to half of a
+			// grown slice unused, kept as long as the entry.
+			b = bytes.Clone(b)
 		}
 		e.enc = b
 		// The JSON is now the entry's only copy: its outputs are needed
