@@ -81,7 +81,7 @@ func TestOfTemplate(t *testing.T) {
 		{`{"user_id":{key}}`, `{"id":5}`, false},                              // another field
 		{`{"user_id":{key}}`, `{"schema":{},"payload":{"user_id":5}}`, false}, // a schema envelope
 		{`{"user_id":{key}}`, `{"user_id":"5"}`, false},                       // a string key looking like a number is grouped as the number
-		{`{"user_id":{key}}`, `{"user_id":"\u0065u"}`, false},                      // escaped otherwise than the engine writes it
+		{`{"user_id":{key}}`, `{"user_id":"\u0065u"}`, false},                 // escaped otherwise than the engine writes it
 		{`{"user_id":{key}}`, `{"user_id":}`, false},                          // no key
 		{`{"schema":{},"payload":{"user_id":{key}}}`, `{"schema":{},"payload":{"user_id":5}}`, true},
 		{`{text}`, `eu`, true},
