@@ -778,8 +778,15 @@ func (s *Spec) Resolve(p string) string {
 }
 
 // Validate reports every problem of the spec, each naming its field, once
-// (and nothing about a secret field whose value could not be read).
+// (and nothing about a secret field whose value could not be read): it is
+// Compile with the Plan dropped.
 func (s *Spec) Validate() error {
+	_, err := Compile(s)
+	return err
+}
+
+// compile checks the spec and fills p with what it compiled (plan.go).
+func (s *Spec) compile(p *Plan) error {
 	var errs []error
 	bad := func(field, format string, a ...any) {
 		if s.unresolved[field] {
@@ -796,21 +803,22 @@ func (s *Spec) Validate() error {
 	if _, err := s.Runtime.MemoryLimitBytes(); err != nil {
 		bad("runtime.memory_limit", "%v", err)
 	}
-	if _, err := s.State.MemoryBudgetBytes(); err != nil {
+	var err error
+	if p.MemoryBudget, err = s.State.MemoryBudgetBytes(); err != nil {
 		bad("state.memory_budget", "%v", err)
 	}
 	switch s.Join.Type {
 	case "cdc":
-		if _, err := s.CDCSpec(); err != nil {
+		if p.CDC, err = s.CDCSpec(); err != nil {
 			errs = append(errs, err)
 		}
 		errs = append(errs, s.Join.streamOnly()...)
 	case TypeCDCMulti:
-		if _, err := s.MultiSpec(); err != nil {
+		if p.Multi, err = s.MultiSpec(); err != nil {
 			errs = append(errs, err)
 		}
 	case "window", "interval", "time-bounded", "unbounded", "temporal", "temporal-latest":
-		if _, err := s.TimedFactory(); err != nil {
+		if p.NewTimed, p.KeyExprs, err = s.compileTimed(); err != nil {
 			errs = append(errs, err)
 		}
 	default:
@@ -836,9 +844,11 @@ func (s *Spec) Validate() error {
 			bad(f+".tables", "a changelog source names no table: bind it with side")
 		}
 		errs = append(errs, validateRegistry(f+".schema_registry", src.SchemaRegistry, src.Format == FormatDebeziumAvro, "format "+s.SourceFormat(src))...)
-		if _, err := src.CompiledFilter(); err != nil {
+		filter, err := src.CompiledFilter()
+		if err != nil {
 			bad(f+".filter", "%v", err)
 		}
+		p.Sources = append(p.Sources, SourcePlan{Source: src, Filter: filter})
 		if src.Watermark.MaxOutOfOrderness < 0 {
 			bad(f+".watermark.max_out_of_orderness", "must not be negative")
 		}
@@ -988,18 +998,18 @@ func (s *Spec) Validate() error {
 	if s.Cluster.RequestTimeout < 0 {
 		bad("cluster.request_timeout", "must not be negative")
 	}
-	s.validateClusterSecurity(bad)
+	s.validateClusterSecurity(p, bad)
 	if w := s.Cluster.Watermarks; w.Interval < 0 || w.TTL < 0 {
 		bad("cluster.watermarks", "interval and ttl must not be negative")
 	}
 	s.checkRedisCluster(bad)
 	s.checkRedisReplicas(bad)
 	for _, r := range s.redisBlocks() {
-		if _, err := s.RedisTLSConfig(r.cfg); err != nil {
+		if p.StoreTLS, err = s.RedisTLSConfig(r.cfg); err != nil {
 			bad(r.field+".tls", "%v", err)
 		}
 	}
-	s.validateSecurity(bad) // secrets.go
+	s.validateSecurity(p, bad) // secrets.go
 	return errors.Join(errs...)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/transform"
 )
 
 // Timed reports whether the job runs an event-time join.
@@ -39,12 +40,25 @@ func (s *Spec) SourceFormat(src Source) string {
 // TimedFactory validates the event-time join of the job and returns a
 // constructor of its per-key state machine, with errors naming job fields.
 func (s *Spec) TimedFactory() (func() joins.Timed, error) {
+	f, _, err := s.compileTimed()
+	return f, err
+}
+
+// compileTimed compiles the event-time join: the constructor of its per-key
+// state machine and the sides' key_expr (nil: the key field), by side.
+func (s *Spec) compileTimed() (func() joins.Timed, [2]*transform.Value, error) {
 	j := s.Join
+	var keyExprs [2]*transform.Value
 	var errs []error
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("join.%s: %s", field, fmt.Sprintf(format, a...)))
 	}
-	for name, side := range map[string]Side{"left": j.Left, "right": j.Right} {
+	for _, ns := range []struct {
+		name string
+		side Side
+		at   record.Side
+	}{{"left", j.Left, record.Left}, {"right", j.Right, record.Right}} {
+		name, side := ns.name, ns.side
 		if side.Name == "" {
 			bad(name+".name", "must not be empty")
 		}
@@ -54,8 +68,9 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		case side.Key != "" && side.KeyExpr != "":
 			bad(name+".key_expr", "set one of key and key_expr")
 		}
-		if _, err := side.CompiledKeyExpr(); err != nil {
-			bad(name+".key_expr", "%v", err)
+		var kerr error
+		if keyExprs[ns.at], kerr = side.CompiledKeyExpr(); kerr != nil {
+			bad(name+".key_expr", "%v", kerr)
 		}
 		if side.Ts == "" {
 			bad(name+".ts", "must name the event-time field of an event-time input")
@@ -199,9 +214,9 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, [2]*transform.Value{}, errors.Join(errs...)
 	}
-	return factory, nil
+	return factory, keyExprs, nil
 }
 
 // KafkaVersioned checks temporal.grace and temporal.history, the options

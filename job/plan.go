@@ -1,0 +1,111 @@
+package job
+
+import (
+	"crypto/tls"
+	"time"
+
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/transform"
+)
+
+// Plan is a job compiled once, by Compile: every expression compiled, every
+// default applied, every file the job names read and its TLS built. A node
+// wires itself from the Plan and compiles nothing (docs/architecture.md,
+// "Compile once: the Plan"); Validate is Compile with the Plan dropped.
+type Plan struct {
+	// Spec is the job file the plan was compiled from, for the settings
+	// that need no compiling (names, addresses, connector blocks).
+	Spec *Spec
+
+	// The join, as the machine spec the key core takes (actors.Deps):
+	// exactly one of CDC (a cdc join), Multi (cdc-multi) and NewTimed (an
+	// event-time join) is set.
+	CDC      *joins.CDCSpec
+	Multi    *joins.MultiSpec
+	NewTimed func() joins.Timed
+	// KeyExprs are an event-time join's key_expr, by side (record.Left,
+	// record.Right); nil: the side's key field.
+	KeyExprs [2]*transform.Value
+	// Columns are the output columns in projection order (nil without a
+	// projection).
+	Columns []string
+	// EventTime is an event-time join's watermark settings (nil for a
+	// changelog join).
+	EventTime *EventTime
+
+	// Sources are the job's sources, in the job's order, each compiled.
+	Sources []SourcePlan
+
+	// RequestTimeout is cluster.request_timeout, 30s by default.
+	RequestTimeout time.Duration
+	// MemoryBudget is state.memory_budget in bytes: -1 off ("0"), 0 the
+	// default budget (internal/gctune).
+	MemoryBudget int64
+	// GossipKey and GossipExtra are cluster.secret_key and
+	// cluster.secret_keys, decoded (nil when unset).
+	GossipKey   []byte
+	GossipExtra [][]byte
+	// StoreTLS is state.redis.tls built (nil: no TLS, or not the redis store).
+	StoreTLS *tls.Config
+	// AdminTLS and IngestTLS are admin.tls and ingest.tls built (nil: off).
+	AdminTLS, IngestTLS *tls.Config
+}
+
+// SourcePlan is one source of a Plan: its job settings and its filter,
+// compiled (nil without one).
+type SourcePlan struct {
+	Source
+	Filter *transform.Filter
+}
+
+// EventTime is the watermark settings of an event-time job: one delay and
+// one idle timeout for the node (the largest delay and the shortest idle
+// timeout its sources ask for), and the sources that hold the watermark
+// back from the start.
+type EventTime struct {
+	MaxOutOfOrderness time.Duration
+	IdleTimeout       time.Duration
+	Sources           []string
+}
+
+// EventTimeOf is the event-time settings of sources.
+func EventTimeOf(sources []Source) EventTime {
+	var e EventTime
+	for _, s := range sources {
+		e.MaxOutOfOrderness = max(e.MaxOutOfOrderness, s.Watermark.MaxOutOfOrderness)
+		if s.Watermark.IdleTimeout > 0 && (e.IdleTimeout == 0 || s.Watermark.IdleTimeout < e.IdleTimeout) {
+			e.IdleTimeout = s.Watermark.IdleTimeout
+		}
+		e.Sources = append(e.Sources, s.Name)
+	}
+	return e
+}
+
+// DefaultRequestTimeout is cluster.request_timeout when unset.
+const DefaultRequestTimeout = 30 * time.Second
+
+// Compile compiles the job: it reports every problem of the spec, each
+// naming its field, once (and nothing about a secret field whose value
+// could not be read), and returns the Plan a node runs.
+func Compile(s *Spec) (*Plan, error) {
+	p := &Plan{Spec: s}
+	if err := s.compile(p); err != nil {
+		return nil, err
+	}
+	for _, c := range s.Join.Project {
+		p.Columns = append(p.Columns, c.Name)
+	}
+	if s.Timed() {
+		e := EventTimeOf(s.Sources)
+		p.EventTime = &e
+	}
+	p.RequestTimeout = s.Cluster.RequestTimeout
+	if p.RequestTimeout == 0 {
+		p.RequestTimeout = DefaultRequestTimeout
+	}
+	return p, nil
+}
+
+// KeyExpr is the key_expr of side (nil: the side's key field).
+func (p *Plan) KeyExpr(side record.Side) *transform.Value { return p.KeyExprs[side] }

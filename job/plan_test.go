@@ -1,0 +1,67 @@
+package job
+
+import (
+	"testing"
+	"time"
+
+	"github.com/joinery/joinery/record"
+)
+
+// TestJobCompilePlan: Compile returns the join as the machine spec the key
+// core takes (exactly one of CDC, Multi, NewTimed), the compiled key
+// expressions and filters, and the settings with their defaults applied.
+func TestJobCompilePlan(t *testing.T) {
+	for _, c := range []struct {
+		name, yml              string
+		cdc, multi, timed, evt bool
+		keyExpr, filter        bool
+		timeout                time.Duration
+		budget                 int64
+		gossip                 bool
+	}{
+		{name: "cdc", yml: `name: c
+join: {type: cdc, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}, project: [{name: a, from: l.id}]}
+sources: [{name: s, type: file, path: x.jsonl, tables: {l: left, r: right}, filter: 'id > 1'}]
+cluster: {request_timeout: 5s, secret_key: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=}
+state: {memory_budget: "0"}
+`, cdc: true, filter: true, timeout: 5 * time.Second, budget: -1, gossip: true},
+		{name: "multi", yml: `name: m
+join: {type: cdc-multi, tables: [{name: a, pk: id, join_on: id}, {name: b, pk: id, join_on: aid}]}
+sources: [{name: s, type: file, path: x.jsonl, tables: {a: a, b: b}}]
+`, multi: true, timeout: DefaultRequestTimeout},
+		{name: "window", yml: `name: w
+join: {type: window, window: {type: tumbling, size: 1s}, left: {name: l, key_expr: 'k + "x"', ts: ts}, right: {name: r, key: k, ts: ts}}
+sources: [{name: s, type: file, path: x.jsonl, side: left, watermark: {max_out_of_orderness: 2s}}]
+state: {memory_budget: 1MiB}
+`, timed: true, evt: true, keyExpr: true, timeout: DefaultRequestTimeout, budget: 1 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := Parse([]byte(c.yml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Compile(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (p.CDC != nil) != c.cdc || (p.Multi != nil) != c.multi || (p.NewTimed != nil) != c.timed || (p.EventTime != nil) != c.evt {
+				t.Errorf("join: cdc %v multi %v timed %v event time %v", p.CDC != nil, p.Multi != nil, p.NewTimed != nil, p.EventTime != nil)
+			}
+			if (p.KeyExpr(record.Left) != nil) != c.keyExpr || p.KeyExpr(record.Right) != nil {
+				t.Errorf("key exprs %v", p.KeyExprs)
+			}
+			if len(p.Sources) != 1 || (p.Sources[0].Filter != nil) != c.filter {
+				t.Errorf("sources %+v", p.Sources)
+			}
+			if p.RequestTimeout != c.timeout || p.MemoryBudget != c.budget || (len(p.GossipKey) == 32) != c.gossip {
+				t.Errorf("timeout %v budget %d gossip key %d bytes", p.RequestTimeout, p.MemoryBudget, len(p.GossipKey))
+			}
+			if c.evt && (p.EventTime.MaxOutOfOrderness != 2*time.Second || len(p.EventTime.Sources) != 1) {
+				t.Errorf("event time %+v", p.EventTime)
+			}
+		})
+	}
+	if _, err := Compile(&Spec{Name: "bad"}); err == nil {
+		t.Error("Compile took a job without a join type")
+	}
+}
