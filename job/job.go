@@ -844,11 +844,16 @@ func (s *Spec) compile(p *Plan) error {
 			bad(f+".tables", "a changelog source names no table: bind it with side")
 		}
 		errs = append(errs, validateRegistry(f+".schema_registry", src.SchemaRegistry, src.Format == FormatDebeziumAvro, "format "+s.SourceFormat(src))...)
-		filter, err := src.CompiledFilter()
-		if err != nil {
+		sp := SourcePlan{Source: src}
+		if sp.Filter, err = src.CompiledFilter(); err != nil {
 			bad(f+".filter", "%v", err)
 		}
-		p.Sources = append(p.Sources, SourcePlan{Source: src, Filter: filter})
+		if src.Format == FormatDebeziumAvro {
+			if sp.Registry, err = s.RegistryClientConfig(src.SchemaRegistry); err != nil {
+				errs = append(errs, fmt.Errorf("%s.%w", f, err))
+			}
+		}
+		p.Sources = append(p.Sources, sp)
 		if src.Watermark.MaxOutOfOrderness < 0 {
 			bad(f+".watermark.max_out_of_orderness", "must not be negative")
 		}
@@ -960,6 +965,7 @@ func (s *Spec) compile(p *Plan) error {
 			bad(f+".format", "must be changelog, upsert or debezium (got %q)", sk.Format)
 		}
 		errs = append(errs, validateSinkEncoding(f, sk)...)
+		p.Sinks = append(p.Sinks, s.compileSink(f, sk, &errs))
 		errs = append(errs, all.Sinks.Validate(f, sk.Type, sk, s.Resolve)...)
 		if k, ok := all.Sinks.Lookup(sk.Type); ok && sk.Shards != 0 && !k.Shards {
 			bad(f+".shards", "is only for a %s sink (this one is %s)", all.Sinks.Where(func(k connectors.SinkKind) bool { return k.Shards }), sk.Type)
@@ -985,6 +991,7 @@ func (s *Spec) compile(p *Plan) error {
 			bad(field, "must be host:port (got %q)", addr)
 		}
 	}
+	s.compileAddrs(p, bad)
 	for i, seed := range s.Cluster.Seeds {
 		if !strings.Contains(seed, ":") {
 			bad(fmt.Sprintf("cluster.seeds[%d]", i), "must be host:port (got %q)", seed)

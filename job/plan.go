@@ -2,8 +2,15 @@ package job
 
 import (
 	"crypto/tls"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/joinery/joinery/connectors"
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/transform"
@@ -36,7 +43,12 @@ type Plan struct {
 
 	// Sources are the job's sources, in the job's order, each compiled.
 	Sources []SourcePlan
+	// Sinks are the job's sinks, in the job's order, each compiled.
+	Sinks []SinkPlan
 
+	// Remote and Gossip are cluster.remote and cluster.gossip split, the
+	// host 127.0.0.1 and port 0 (any free port) when unset.
+	Remote, Gossip HostPort
 	// RequestTimeout is cluster.request_timeout, 30s by default.
 	RequestTimeout time.Duration
 	// MemoryBudget is state.memory_budget in bytes: -1 off ("0"), 0 the
@@ -52,11 +64,54 @@ type Plan struct {
 	AdminTLS, IngestTLS *tls.Config
 }
 
-// SourcePlan is one source of a Plan: its job settings and its filter,
-// compiled (nil without one).
+// SourcePlan is one source of a Plan: its job settings, its filter
+// compiled (nil without one) and, for a debezium-avro source, its schema
+// registry's client configuration (TLS files read).
 type SourcePlan struct {
 	Source
-	Filter *transform.Filter
+	Filter   *transform.Filter
+	Registry debeziumavro.ClientConfig
+}
+
+// RepartitionReader is the plan of the reader of the repartition streams
+// of a repartitioned source (Source.RepartitionReader), compiled as p.
+func (p SourcePlan) RepartitionReader() SourcePlan {
+	p.Source = p.Source.RepartitionReader()
+	return p
+}
+
+// SinkPlan is one sink of a Plan: its job settings, its output format
+// parsed (changelog by default) and, for encoding avro, the Avro setting
+// (schema registry client, subject, columns; nil for JSON).
+type SinkPlan struct {
+	Sink
+	Format changelog.Format
+	Avro   *connectors.Avro
+}
+
+// compileSink compiles sinks[i] (field f), adding its problems to errs.
+func (s *Spec) compileSink(f string, sk Sink, errs *[]error) SinkPlan {
+	sp := SinkPlan{Sink: sk, Format: changelog.Changelog}
+	if sk.Format != "" {
+		if format, err := changelog.ParseFormat(sk.Format); err == nil {
+			sp.Format = format // a bad format is reported by Validate's check
+		}
+	}
+	if sk.Encoding != EncodingAvro {
+		return sp
+	}
+	cc, err := s.RegistryClientConfig(sk.SchemaRegistry)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("%s.%w", f, err))
+	}
+	var cols []string // a CDC join's rows have exactly the projected columns; else a map
+	if !s.Timed() {
+		for _, c := range s.Join.Project {
+			cols = append(cols, c.Name)
+		}
+	}
+	sp.Avro = &connectors.Avro{Registry: cc, Subject: sk.Subject, Name: s.Name, Columns: cols}
+	return sp
 }
 
 // EventTime is the watermark settings of an event-time job: one delay and
@@ -80,6 +135,50 @@ func EventTimeOf(sources []Source) EventTime {
 		e.Sources = append(e.Sources, s.Name)
 	}
 	return e
+}
+
+// HostPort is a listen address split into host and port.
+type HostPort struct {
+	Host string
+	Port int
+}
+
+// DefaultHost is the host a node listens on when its address names none.
+const DefaultHost = "127.0.0.1"
+
+// splitHostPort splits addr ("" is DefaultHost, port 0; an empty host is
+// DefaultHost).
+func splitHostPort(addr string) (HostPort, error) {
+	if addr == "" {
+		return HostPort{Host: DefaultHost}, nil
+	}
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return HostPort{}, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return HostPort{}, fmt.Errorf("bad port %q", p)
+	}
+	if h == "" {
+		h = DefaultHost
+	}
+	return HostPort{Host: h, Port: port}, nil
+}
+
+// compileAddrs splits cluster.remote and cluster.gossip into p (an address
+// without a colon is reported by Validate's host:port check).
+func (s *Spec) compileAddrs(p *Plan, bad func(field, format string, a ...any)) {
+	for _, a := range []struct {
+		field, addr string
+		to          *HostPort
+	}{{"cluster.remote", s.Cluster.Remote, &p.Remote}, {"cluster.gossip", s.Cluster.Gossip, &p.Gossip}} {
+		hp, err := splitHostPort(a.addr)
+		if err != nil && strings.Contains(a.addr, ":") {
+			bad(a.field, "%v", err)
+		}
+		*a.to = hp
+	}
 }
 
 // DefaultRequestTimeout is cluster.request_timeout when unset.
