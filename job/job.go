@@ -673,25 +673,40 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 // Load reads, parses and validates a job file. Unknown fields are errors.
 func Load(path string) (*Spec, error) {
+	p, err := LoadPlan(path)
+	if err != nil {
+		return nil, err
+	}
+	return p.Spec, nil
+}
+
+// LoadPlan reads, parses and compiles a job file (Compile).
+func LoadPlan(path string) (*Plan, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := parse(b, filepath.Dir(path))
+	p, err := parse(b, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return s, nil
+	return p, nil
 }
 
 // Parse parses and validates a job file's contents (relative paths are
 // relative to the working directory).
-func Parse(b []byte) (*Spec, error) { return parse(b, "") }
+func Parse(b []byte) (*Spec, error) {
+	p, err := parse(b, "")
+	if err != nil {
+		return nil, err
+	}
+	return p.Spec, nil
+}
 
-// parse parses and validates a job file's contents; dir is the job file's
+// parse parses and compiles a job file's contents; dir is the job file's
 // directory. Secrets are expanded and read (secrets.go) before the
 // JOINERY_* overrides; every problem is reported at once.
-func parse(b []byte, dir string) (*Spec, error) {
+func parse(b []byte, dir string) (*Plan, error) {
 	s := Spec{dir: dir}
 	d := yaml.NewDecoder(bytes.NewReader(b))
 	d.KnownFields(true)
@@ -702,10 +717,11 @@ func parse(b []byte, dir string) (*Spec, error) {
 	secretErr := s.expandSecrets(os.LookupEnv)
 	s.applyEnv(os.Getenv)
 	s.applyRedisClusterEnv(os.Getenv)
-	if err := errors.Join(secretErr, s.Validate()); err != nil {
+	p, err := Compile(&s)
+	if err := errors.Join(secretErr, err); err != nil {
 		return nil, err
 	}
-	return &s, nil
+	return p, nil
 }
 
 // Environment variables that override the job file, so one file (a Helm
@@ -800,10 +816,10 @@ func (s *Spec) compile(p *Plan) error {
 	if s.Runtime.GCPercent < 0 {
 		bad("runtime.gc_percent", "must be positive (got %d)", s.Runtime.GCPercent)
 	}
-	if _, err := s.Runtime.MemoryLimitBytes(); err != nil {
+	var err error
+	if p.MemoryLimit, err = s.Runtime.MemoryLimitBytes(); err != nil {
 		bad("runtime.memory_limit", "%v", err)
 	}
-	var err error
 	if p.MemoryBudget, err = s.State.MemoryBudgetBytes(); err != nil {
 		bad("state.memory_budget", "%v", err)
 	}

@@ -51,6 +51,8 @@ type Plan struct {
 	Remote, Gossip HostPort
 	// RequestTimeout is cluster.request_timeout, 30s by default.
 	RequestTimeout time.Duration
+	// MemoryLimit is runtime.memory_limit in bytes (0: not set).
+	MemoryLimit int64
 	// MemoryBudget is state.memory_budget in bytes: -1 off ("0"), 0 the
 	// default budget (internal/gctune).
 	MemoryBudget int64
