@@ -823,23 +823,9 @@ func (s *Spec) compile(p *Plan) error {
 	if p.MemoryBudget, err = s.State.MemoryBudgetBytes(); err != nil {
 		bad("state.memory_budget", "%v", err)
 	}
-	switch s.Join.Type {
-	case "cdc":
-		if p.CDC, err = s.CDCSpec(); err != nil {
-			errs = append(errs, err)
-		}
-		errs = append(errs, s.Join.streamOnly()...)
-	case TypeCDCMulti:
-		if p.Multi, err = s.MultiSpec(); err != nil {
-			errs = append(errs, err)
-		}
-	case "window", "interval", "time-bounded", "unbounded", "temporal", "temporal-latest":
-		if p.NewTimed, p.KeyExprs, err = s.compileTimed(); err != nil {
-			errs = append(errs, err)
-		}
-	default:
-		bad("join.type", "must be cdc, cdc-multi, window, interval, time-bounded, unbounded, temporal or temporal-latest (got %q)", s.Join.Type)
-	}
+	var joinErrs []error
+	p.JoinPlan, joinErrs = s.compileJoin(nil)
+	errs = append(errs, joinErrs...)
 	if len(s.Join.Tables) > 0 && !s.Multi() {
 		bad("join.tables", "only for a cdc-multi join (got type %s)", s.Join.Type)
 	}

@@ -2,6 +2,7 @@ package job
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -25,15 +26,8 @@ type Plan struct {
 	// that need no compiling (names, addresses, connector blocks).
 	Spec *Spec
 
-	// The join, as the machine spec the key core takes (actors.Deps):
-	// exactly one of CDC (a cdc join), Multi (cdc-multi) and NewTimed (an
-	// event-time join) is set.
-	CDC      *joins.CDCSpec
-	Multi    *joins.MultiSpec
-	NewTimed func() joins.Timed
-	// KeyExprs are an event-time join's key_expr, by side (record.Left,
-	// record.Right); nil: the side's key field.
-	KeyExprs [2]*transform.Value
+	// JoinPlan is the join, compiled (CompileJoin).
+	JoinPlan
 	// Columns are the output columns in projection order (nil without a
 	// projection).
 	Columns []string
@@ -64,6 +58,55 @@ type Plan struct {
 	StoreTLS *tls.Config
 	// AdminTLS and IngestTLS are admin.tls and ingest.tls built (nil: off).
 	AdminTLS, IngestTLS *tls.Config
+}
+
+// JoinPlan is a compiled join: the machine spec the key core takes
+// (actors.Deps, keycore.MachineSpec) and the event-time sides' key
+// expressions.
+type JoinPlan struct {
+	// Exactly one of CDC (a cdc join), Multi (cdc-multi) and NewTimed (an
+	// event-time join) is set.
+	CDC      *joins.CDCSpec
+	Multi    *joins.MultiSpec
+	NewTimed func() joins.Timed
+	// KeyExprs are an event-time join's key_expr, by side (record.Left,
+	// record.Right); nil: the side's key field.
+	KeyExprs [2]*transform.Value
+	// Conditioned: an event-time join with a residual condition.
+	Conditioned bool
+}
+
+// CompileJoin compiles the join: section alone, as Compile does (replay
+// runs a job file's join with it); view is what a residual condition sees
+// of a row (nil: its columns, transform.Env).
+func (s *Spec) CompileJoin(view func(record.Row) any) (JoinPlan, error) {
+	jp, errs := s.compileJoin(view)
+	return jp, errors.Join(errs...)
+}
+
+// compileJoin compiles the join by its type, returning every problem.
+func (s *Spec) compileJoin(view func(record.Row) any) (JoinPlan, []error) {
+	var jp JoinPlan
+	var errs []error
+	var err error
+	switch s.Join.Type {
+	case "cdc":
+		if jp.CDC, err = s.CDCSpec(); err != nil {
+			errs = append(errs, err)
+		}
+		errs = append(errs, s.Join.streamOnly()...)
+	case TypeCDCMulti:
+		if jp.Multi, err = s.MultiSpec(); err != nil {
+			errs = append(errs, err)
+		}
+	case "window", "interval", "time-bounded", "unbounded", "temporal", "temporal-latest":
+		if jp, err = s.compileTimed(view); err != nil {
+			errs = append(errs, err)
+		}
+	default:
+		errs = append(errs, fmt.Errorf("join.type: must be cdc, cdc-multi, window, interval, time-bounded, unbounded, temporal or temporal-latest (got %q)", s.Join.Type))
+	}
+	return jp, errs
 }
 
 // SourcePlan is one source of a Plan: its job settings, its filter

@@ -40,13 +40,14 @@ func (s *Spec) SourceFormat(src Source) string {
 // TimedFactory validates the event-time join of the job and returns a
 // constructor of its per-key state machine, with errors naming job fields.
 func (s *Spec) TimedFactory() (func() joins.Timed, error) {
-	f, _, err := s.compileTimed()
-	return f, err
+	jp, err := s.compileTimed(nil)
+	return jp.NewTimed, err
 }
 
 // compileTimed compiles the event-time join: the constructor of its per-key
-// state machine and the sides' key_expr (nil: the key field), by side.
-func (s *Spec) compileTimed() (func() joins.Timed, [2]*transform.Value, error) {
+// state machine and the sides' key_expr (nil: the key field), by side; view
+// is what a residual condition sees of a row (nil: its columns).
+func (s *Spec) compileTimed(view func(record.Row) any) (JoinPlan, error) {
 	j := s.Join
 	var keyExprs [2]*transform.Value
 	var errs []error
@@ -117,7 +118,7 @@ func (s *Spec) compileTimed() (func() joins.Timed, [2]*transform.Value, error) {
 		errs = append(errs, j.streamOnly()...)
 	} else {
 		var err error
-		if where, err = CompileCondition(j.Condition, j.LeftCondition, j.RightCondition, j.Left.Name, j.Right.Name, nil); err != nil {
+		if where, err = CompileCondition(j.Condition, j.LeftCondition, j.RightCondition, j.Left.Name, j.Right.Name, view); err != nil {
 			for _, e := range unjoin(err) {
 				errs = append(errs, fmt.Errorf("join.%w", e))
 			}
@@ -214,9 +215,9 @@ func (s *Spec) compileTimed() (func() joins.Timed, [2]*transform.Value, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, [2]*transform.Value{}, errors.Join(errs...)
+		return JoinPlan{}, errors.Join(errs...)
 	}
-	return factory, keyExprs, nil
+	return JoinPlan{NewTimed: factory, KeyExprs: keyExprs, Conditioned: !where.IsZero()}, nil
 }
 
 // KafkaVersioned checks temporal.grace and temporal.history, the options
