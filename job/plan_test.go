@@ -1,8 +1,11 @@
 package job
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/joinery/joinery/record"
 )
@@ -63,5 +66,58 @@ state: {memory_budget: 1MiB}
 	}
 	if _, err := Compile(&Spec{Name: "bad"}); err == nil {
 		t.Error("Compile took a job without a join type")
+	}
+}
+
+// TestJobCompileJoin: the join section compiles alone (replay's use), and
+// reports what Validate reports of it.
+func TestJobCompileJoin(t *testing.T) {
+	for _, c := range []struct {
+		name, join, err string
+		conditioned     bool
+	}{
+		{"window with a condition", `{type: window, window: {type: tumbling, size: 1s}, condition: 'left.a == right.a', left: {name: left, key: k, ts: ts}, right: {name: right, key: k, ts: ts}}`, "", true},
+		{"cdc", `{type: cdc, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "", false},
+		{"unknown type", `{type: nope}`, "join.type: must be cdc, cdc-multi", false},
+		{"bad mode", `{type: cdc, mode: outer, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "join.mode: must be inner, left or full", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var s Spec
+			if err := yaml.Unmarshal([]byte("join: "+c.join), &s); err != nil {
+				t.Fatal(err)
+			}
+			jp, err := s.CompileJoin(nil)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if jp.Conditioned != c.conditioned {
+				t.Errorf("conditioned %v, want %v", jp.Conditioned, c.conditioned)
+			}
+		})
+	}
+}
+
+// TestJobCompileAddrs: cluster.remote and cluster.gossip are split, with
+// the default host; a bad port is a job error.
+func TestJobCompileAddrs(t *testing.T) {
+	s, err := Parse([]byte(good + "cluster: {remote: ':7001', gossip: '10.0.0.1:7002', insecure: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Remote != (HostPort{DefaultHost, 7001}) || p.Gossip != (HostPort{"10.0.0.1", 7002}) {
+		t.Errorf("remote %+v gossip %+v", p.Remote, p.Gossip)
+	}
+	if _, err := Parse([]byte(good + "cluster: {remote: '127.0.0.1:x'}\n")); err == nil || !strings.Contains(err.Error(), `cluster.remote: bad port "x"`) {
+		t.Errorf("bad port: %v", err)
 	}
 }
