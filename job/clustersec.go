@@ -53,16 +53,21 @@ func decodeGossipKey(v string) ([]byte, error) {
 	return b, nil
 }
 
-func (s *Spec) validateClusterSecurity(bad func(field, format string, a ...any)) {
+// validateClusterSecurity checks cluster.secret_key(s) and cluster.tls,
+// decoding the gossip keys into p.
+func (s *Spec) validateClusterSecurity(p *Plan, bad func(field, format string, a ...any)) {
 	if s.Cluster.SecretKey != "" {
-		if _, err := decodeGossipKey(s.Cluster.SecretKey); err != nil {
+		var err error
+		if p.GossipKey, err = decodeGossipKey(s.Cluster.SecretKey); err != nil {
 			bad("cluster.secret_key", "%v", err)
 		}
 	}
 	for i, k := range s.Cluster.SecretKeys {
-		if _, err := decodeGossipKey(k); err != nil {
+		b, err := decodeGossipKey(k)
+		if err != nil {
 			bad(fmt.Sprintf("cluster.secret_keys[%d]", i), "%v", err)
 		}
+		p.GossipExtra = append(p.GossipExtra, b)
 	}
 	if len(s.Cluster.SecretKeys) > 0 && s.Cluster.SecretKey == "" {
 		bad("cluster.secret_keys", "needs cluster.secret_key (the key gossip is encrypted with)")

@@ -5,6 +5,13 @@
 // validated by that type's registry kind (connectors/all), so job knows no
 // connector type by name.
 //
+// Compile (plan.go) is the only compiler of a job: it reports every bad
+// field and returns the Plan a node wires (the join as the key core's
+// machine spec, key expressions, compiled filters, watermark settings,
+// sinks' formats, TLS built, addresses split, defaults applied). Validate is
+// Compile with the Plan dropped; a node compiles nothing itself
+// (docs/architecture.md, "Compile once: the Plan").
+//
 // It also owns the job's secrets (secrets.go): ${VAR}, ${VAR:-default} and
 // $$ in secret fields, their *_file siblings, Spec.Redacted for printing,
 // and the security checks a node would otherwise only hit when it starts

@@ -705,25 +705,40 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 // Load reads, parses and validates a job file. Unknown fields are errors.
 func Load(path string) (*Spec, error) {
+	p, err := LoadPlan(path)
+	if err != nil {
+		return nil, err
+	}
+	return p.Spec, nil
+}
+
+// LoadPlan reads, parses and compiles a job file (Compile).
+func LoadPlan(path string) (*Plan, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := parse(b, filepath.Dir(path))
+	p, err := parse(b, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return s, nil
+	return p, nil
 }
 
 // Parse parses and validates a job file's contents (relative paths are
 // relative to the working directory).
-func Parse(b []byte) (*Spec, error) { return parse(b, "") }
+func Parse(b []byte) (*Spec, error) {
+	p, err := parse(b, "")
+	if err != nil {
+		return nil, err
+	}
+	return p.Spec, nil
+}
 
-// parse parses and validates a job file's contents; dir is the job file's
+// parse parses and compiles a job file's contents; dir is the job file's
 // directory. Secrets are expanded and read (secrets.go) before the
 // JOINERY_* overrides; every problem is reported at once.
-func parse(b []byte, dir string) (*Spec, error) {
+func parse(b []byte, dir string) (*Plan, error) {
 	s := Spec{dir: dir}
 	d := yaml.NewDecoder(bytes.NewReader(b))
 	d.KnownFields(true)
@@ -734,10 +749,11 @@ func parse(b []byte, dir string) (*Spec, error) {
 	secretErr := s.expandSecrets(os.LookupEnv)
 	s.applyEnv(os.Getenv)
 	s.applyRedisClusterEnv(os.Getenv)
-	if err := errors.Join(secretErr, s.Validate()); err != nil {
+	p, err := Compile(&s)
+	if err := errors.Join(secretErr, err); err != nil {
 		return nil, err
 	}
-	return &s, nil
+	return p, nil
 }
 
 // Environment variables that override the job file, so one file (a Helm
@@ -810,8 +826,15 @@ func (s *Spec) Resolve(p string) string {
 }
 
 // Validate reports every problem of the spec, each naming its field, once
-// (and nothing about a secret field whose value could not be read).
+// (and nothing about a secret field whose value could not be read): it is
+// Compile with the Plan dropped.
 func (s *Spec) Validate() error {
+	_, err := Compile(s)
+	return err
+}
+
+// compile checks the spec and fills p with what it compiled (plan.go).
+func (s *Spec) compile(p *Plan) error {
 	var errs []error
 	bad := func(field, format string, a ...any) {
 		if s.unresolved[field] {
@@ -825,29 +848,16 @@ func (s *Spec) Validate() error {
 	if s.Runtime.GCPercent < 0 {
 		bad("runtime.gc_percent", "must be positive (got %d)", s.Runtime.GCPercent)
 	}
-	if _, err := s.Runtime.MemoryLimitBytes(); err != nil {
+	var err error
+	if p.MemoryLimit, err = s.Runtime.MemoryLimitBytes(); err != nil {
 		bad("runtime.memory_limit", "%v", err)
 	}
-	if _, err := s.State.MemoryBudgetBytes(); err != nil {
+	if p.MemoryBudget, err = s.State.MemoryBudgetBytes(); err != nil {
 		bad("state.memory_budget", "%v", err)
 	}
-	switch s.Join.Type {
-	case "cdc":
-		if _, err := s.CDCSpec(); err != nil {
-			errs = append(errs, err)
-		}
-		errs = append(errs, s.Join.streamOnly()...)
-	case TypeCDCMulti:
-		if _, err := s.MultiSpec(); err != nil {
-			errs = append(errs, err)
-		}
-	case "window", "interval", "time-bounded", "unbounded", "temporal", "temporal-latest":
-		if _, err := s.TimedFactory(); err != nil {
-			errs = append(errs, err)
-		}
-	default:
-		bad("join.type", "must be cdc, cdc-multi, window, interval, time-bounded, unbounded, temporal or temporal-latest (got %q)", s.Join.Type)
-	}
+	var joinErrs []error
+	p.JoinPlan, joinErrs = s.compileJoin(nil)
+	errs = append(errs, joinErrs...)
 	if len(s.Join.Tables) > 0 && !s.Multi() {
 		bad("join.tables", "only for a cdc-multi join (got type %s)", s.Join.Type)
 	}
@@ -868,9 +878,16 @@ func (s *Spec) Validate() error {
 			bad(f+".tables", "a changelog source names no table: bind it with side")
 		}
 		errs = append(errs, validateRegistry(f+".schema_registry", src.SchemaRegistry, src.Format == FormatDebeziumAvro, "format "+s.SourceFormat(src))...)
-		if _, err := src.CompiledFilter(); err != nil {
+		sp := SourcePlan{Source: src}
+		if sp.Filter, err = src.CompiledFilter(); err != nil {
 			bad(f+".filter", "%v", err)
 		}
+		if src.Format == FormatDebeziumAvro {
+			if sp.Registry, err = s.RegistryClientConfig(src.SchemaRegistry); err != nil {
+				errs = append(errs, fmt.Errorf("%s.%w", f, err))
+			}
+		}
+		p.Sources = append(p.Sources, sp)
 		if src.Watermark.MaxOutOfOrderness < 0 {
 			bad(f+".watermark.max_out_of_orderness", "must not be negative")
 		}
@@ -994,6 +1011,7 @@ func (s *Spec) Validate() error {
 			bad(f+".format", "must be changelog, upsert or debezium (got %q)", sk.Format)
 		}
 		errs = append(errs, validateSinkEncoding(f, sk)...)
+		p.Sinks = append(p.Sinks, s.compileSink(f, sk, &errs))
 		errs = append(errs, all.Sinks.Validate(f, sk.Type, sk, s.Resolve)...)
 		if k, ok := all.Sinks.Lookup(sk.Type); ok && sk.Shards != 0 && !k.Shards {
 			bad(f+".shards", "is only for a %s sink (this one is %s)", all.Sinks.Where(func(k connectors.SinkKind) bool { return k.Shards }), sk.Type)
@@ -1019,6 +1037,7 @@ func (s *Spec) Validate() error {
 			bad(field, "must be host:port (got %q)", addr)
 		}
 	}
+	s.compileAddrs(p, bad)
 	for i, seed := range s.Cluster.Seeds {
 		if !strings.Contains(seed, ":") {
 			bad(fmt.Sprintf("cluster.seeds[%d]", i), "must be host:port (got %q)", seed)
@@ -1032,18 +1051,18 @@ func (s *Spec) Validate() error {
 	if s.Cluster.RequestTimeout < 0 {
 		bad("cluster.request_timeout", "must not be negative")
 	}
-	s.validateClusterSecurity(bad)
+	s.validateClusterSecurity(p, bad)
 	if w := s.Cluster.Watermarks; w.Interval < 0 || w.TTL < 0 {
 		bad("cluster.watermarks", "interval and ttl must not be negative")
 	}
 	s.checkRedisCluster(bad)
 	s.checkRedisReplicas(bad)
 	for _, r := range s.redisBlocks() {
-		if _, err := s.RedisTLSConfig(r.cfg); err != nil {
+		if p.StoreTLS, err = s.RedisTLSConfig(r.cfg); err != nil {
 			bad(r.field+".tls", "%v", err)
 		}
 	}
-	s.validateSecurity(bad) // secrets.go
+	s.validateSecurity(p, bad) // secrets.go
 	return errors.Join(errs...)
 }
 

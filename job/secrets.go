@@ -301,10 +301,11 @@ const Redacted = "<redacted>"
 // validateSecurity adds the security checks to Validate: the ones a node
 // would otherwise only hit when it starts (gossip key, TLS files, an admin
 // or ingest endpoint off loopback without credentials).
-func (s *Spec) validateSecurity(bad func(field, format string, a ...any)) {
+func (s *Spec) validateSecurity(p *Plan, bad func(field, format string, a ...any)) {
 	// cluster.secret_key is checked once, by validateClusterSecurity.
+	var err error
 	if s.Admin.Addr != "" {
-		if _, err := s.ServerTLSConfig(s.Admin.TLS); err != nil {
+		if p.AdminTLS, err = s.ServerTLSConfig(s.Admin.TLS); err != nil {
 			bad("admin.tls", "%v", err)
 		}
 		if s.Admin.Token == "" && s.Admin.ReadToken == "" && !s.Admin.Insecure && !bindaddr.Loopback(s.Admin.Addr) {
@@ -313,7 +314,7 @@ func (s *Spec) validateSecurity(bad func(field, format string, a ...any)) {
 		}
 	}
 	if s.Ingest.Addr != "" {
-		if _, err := s.ServerTLSConfig(s.Ingest.TLS); err != nil {
+		if p.IngestTLS, err = s.ServerTLSConfig(s.Ingest.TLS); err != nil {
 			bad("ingest.tls", "%v", err)
 		}
 		if s.Ingest.Token == "" && s.Ingest.TLS.ClientCAFile == "" && !s.Ingest.Insecure && !bindaddr.Loopback(s.Ingest.Addr) {

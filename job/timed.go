@@ -8,6 +8,7 @@ import (
 
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/transform"
 )
 
 // Timed reports whether the job runs an event-time join.
@@ -39,12 +40,26 @@ func (s *Spec) SourceFormat(src Source) string {
 // TimedFactory validates the event-time join of the job and returns a
 // constructor of its per-key state machine, with errors naming job fields.
 func (s *Spec) TimedFactory() (func() joins.Timed, error) {
+	jp, err := s.compileTimed(nil)
+	return jp.NewTimed, err
+}
+
+// compileTimed compiles the event-time join: the constructor of its per-key
+// state machine and the sides' key_expr (nil: the key field), by side; view
+// is what a residual condition sees of a row (nil: its columns).
+func (s *Spec) compileTimed(view func(record.Row) any) (JoinPlan, error) {
 	j := s.Join
+	var keyExprs [2]*transform.Value
 	var errs []error
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("join.%s: %s", field, fmt.Sprintf(format, a...)))
 	}
-	for name, side := range map[string]Side{"left": j.Left, "right": j.Right} {
+	for _, ns := range []struct {
+		name string
+		side Side
+		at   record.Side
+	}{{"left", j.Left, record.Left}, {"right", j.Right, record.Right}} {
+		name, side := ns.name, ns.side
 		if side.Name == "" {
 			bad(name+".name", "must not be empty")
 		}
@@ -54,8 +69,9 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		case side.Key != "" && side.KeyExpr != "":
 			bad(name+".key_expr", "set one of key and key_expr")
 		}
-		if _, err := side.CompiledKeyExpr(); err != nil {
-			bad(name+".key_expr", "%v", err)
+		var kerr error
+		if keyExprs[ns.at], kerr = side.CompiledKeyExpr(); kerr != nil {
+			bad(name+".key_expr", "%v", kerr)
 		}
 		if side.Ts == "" {
 			bad(name+".ts", "must name the event-time field of an event-time input")
@@ -102,7 +118,7 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		errs = append(errs, j.streamOnly()...)
 	} else {
 		var err error
-		if where, err = CompileCondition(j.Condition, j.LeftCondition, j.RightCondition, j.Left.Name, j.Right.Name, nil); err != nil {
+		if where, err = CompileCondition(j.Condition, j.LeftCondition, j.RightCondition, j.Left.Name, j.Right.Name, view); err != nil {
 			for _, e := range unjoin(err) {
 				errs = append(errs, fmt.Errorf("join.%w", e))
 			}
@@ -199,9 +215,9 @@ func (s *Spec) TimedFactory() (func() joins.Timed, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return JoinPlan{}, errors.Join(errs...)
 	}
-	return factory, nil
+	return JoinPlan{NewTimed: factory, KeyExprs: keyExprs, Conditioned: !where.IsZero()}, nil
 }
 
 // KafkaVersioned checks temporal.grace and temporal.history, the options

@@ -21,14 +21,10 @@ import (
 
 // adminConfig is the admin server's access settings from the job file:
 // tokens of both scopes, the metrics token, insecure and TLS.
-func adminConfig(spec *job.Spec) (admin.ServerConfig, error) {
-	a := spec.Admin
-	tc, err := spec.ServerTLSConfig(a.TLS)
-	if err != nil {
-		return admin.ServerConfig{}, fmt.Errorf("admin.tls: %w", err)
-	}
+func adminConfig(plan *job.Plan) admin.ServerConfig {
+	a := plan.Spec.Admin
 	return admin.ServerConfig{Addr: a.Addr, Token: a.Token, ReadToken: a.ReadToken, MetricsToken: a.MetricsToken,
-		Insecure: a.Insecure, TLS: tc, Pprof: a.Pprof}, nil
+		Insecure: a.Insecure, TLS: plan.AdminTLS, Pprof: a.Pprof}
 }
 
 // backend answers the admin API for this node (admin.Backend and its

@@ -3,23 +3,18 @@ package node
 import (
 	"context"
 
-	"github.com/joinery/joinery/connectors"
 	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/sources"
 )
 
 // avroDecoder builds the decoder of a debezium-avro source.
-func (n *Node) avroDecoder(cfg job.Source) (*debeziumavro.Decoder, error) {
-	cc, err := n.spec.RegistryClientConfig(cfg.SchemaRegistry)
+func (n *Node) avroDecoder(sp job.SourcePlan) (*debeziumavro.Decoder, error) {
+	cl, err := debeziumavro.NewClient(sp.Registry)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := debeziumavro.NewClient(cc)
-	if err != nil {
-		return nil, err
-	}
-	return debeziumavro.NewDecoder(cl, debeziumavro.MaxBytes(cfg.RecordLimit())), nil
+	return debeziumavro.NewDecoder(cl, debeziumavro.MaxBytes(sp.RecordLimit())), nil
 }
 
 // resolveSchemas fetches the writer schemas of a debezium-avro batch before
@@ -36,23 +31,4 @@ func (r *reader) resolveSchemas(ctx context.Context, msgs []sources.Message) err
 		}
 		return nil
 	})
-}
-
-// sinkAvro is the Avro setting of a kafka sink with encoding avro, nil
-// for JSON.
-func sinkAvro(spec *job.Spec, s job.Sink) (*connectors.Avro, error) {
-	if s.Encoding != job.EncodingAvro {
-		return nil, nil
-	}
-	cc, err := spec.RegistryClientConfig(s.SchemaRegistry)
-	if err != nil {
-		return nil, err
-	}
-	var cols []string // a CDC join's rows have exactly the projected columns; else a map
-	for _, c := range spec.Join.Project {
-		if !spec.Timed() {
-			cols = append(cols, c.Name)
-		}
-	}
-	return &connectors.Avro{Registry: cc, Subject: s.Subject, Name: spec.Name, Columns: cols}, nil
 }

@@ -13,7 +13,8 @@ import (
 // (connectors/all.Ingest), appending to the named source's log (its kind's
 // Append); refused is called with the reason of each request refused for
 // its contents (may be nil).
-func startIngest(spec *job.Spec, refused func(source, reason string)) (connectors.Service, error) {
+func startIngest(plan *job.Plan, refused func(source, reason string)) (connectors.Service, error) {
+	spec := plan.Spec
 	var src job.Source
 	for _, s := range spec.Sources {
 		if s.Name == spec.Ingest.Source {
@@ -32,14 +33,7 @@ func startIngest(spec *job.Spec, refused func(source, reason string)) (connector
 		return nil, fmt.Errorf("ingest source %s: %w", src.Name, err)
 	}
 	in := spec.Ingest
-	tc, err := spec.ServerTLSConfig(in.TLS)
-	if err != nil {
-		if c, ok := app.(interface{ Close() error }); ok {
-			_ = c.Close()
-		}
-		return nil, fmt.Errorf("ingest.tls: %w", err)
-	}
-	env := connectors.IngestEnv{Source: src.Name, Appender: app, Addr: in.Addr, TLS: tc, MaxBodyBytes: in.MaxBodyBytes,
+	env := connectors.IngestEnv{Source: src.Name, Appender: app, Addr: in.Addr, TLS: plan.IngestTLS, MaxBodyBytes: in.MaxBodyBytes,
 		MaxInflight: in.MaxInflight, BodyTimeout: in.BodyTimeout, Token: in.Token}
 	if refused != nil {
 		env.OnRefused = func(reason string) { refused(src.Name, reason) }

@@ -54,7 +54,8 @@ type Node struct {
 	// revokeGraceForTest, when set, replaces revokeGrace.
 	revokeGraceForTest time.Duration
 
-	spec   *job.Spec
+	plan   *job.Plan      // the compiled job (job.Compile): the node compiles nothing
+	spec   *job.Spec      // plan.Spec
 	budget *actors.Budget // the live key actors' memory budget
 	// budgetBytes is the budget's limit (0: none) and budgetFrom where it
 	// came from; on the embedded store it bounds the state held too
@@ -98,9 +99,20 @@ type Node struct {
 	closed   sync.Once
 }
 
-// Start builds and starts a node: store, actor system, cluster membership and
-// sinks. Sources start with Run.
-func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err error) {
+// Start compiles spec (job.Compile) and starts a node of the plan
+// (StartPlan).
+func Start(ctx context.Context, spec *job.Spec, opts Options) (*Node, error) {
+	plan, err := job.Compile(spec)
+	if err != nil {
+		return nil, err
+	}
+	return StartPlan(ctx, plan, opts)
+}
+
+// StartPlan builds and starts a node of a compiled job: store, actor
+// system, cluster membership and sinks. Sources start with Run. It only
+// wires the plan's pieces: nothing of the job is compiled here.
+func StartPlan(ctx context.Context, plan *job.Plan, opts Options) (n *Node, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -110,55 +122,32 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	if opts.Stdin == nil {
 		opts.Stdin = os.Stdin
 	}
-	var cdc *joins.CDCSpec
-	var multi *joins.MultiSpec
-	var timedF func() joins.Timed
+	spec := plan.Spec
 	var evt *eventTime
-	if spec.Timed() {
-		if timedF, err = spec.TimedFactory(); err != nil {
+	if plan.EventTime != nil {
+		if evt, err = newEventTime(*plan.EventTime); err != nil {
 			return nil, err
 		}
-		if evt, err = newEventTime(spec); err != nil {
-			return nil, err
-		}
-	} else if spec.Multi() {
-		if multi, err = spec.MultiSpec(); err != nil {
-			return nil, err
-		}
-	} else if cdc, err = spec.CDCSpec(); err != nil {
-		return nil, err
 	}
-	n = &Node{spec: spec, cdc: cdc, multi: multi, log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics(),
-		session: fmt.Sprintf("%x", rand.Uint64())}
+	n = &Node{plan: plan, spec: spec, cdc: plan.CDC, multi: plan.Multi, timed: plan.NewTimed, evt: evt, keyExprs: plan.KeyExprs, timeout: plan.RequestTimeout,
+		log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics(), session: fmt.Sprintf("%x", rand.Uint64())}
 	n.stats = newStats(spec.Name, n.metrics)
 	n.initMetrics()
 	n.hot = hotkeys.New(1024, 10*time.Second, time.Now())
-	n.timed, n.evt = timedF, evt
-	if evt != nil {
-		for _, side := range []record.Side{record.Left, record.Right} {
-			if n.keyExprs[side], err = spec.SideSpec(side).CompiledKeyExpr(); err != nil {
-				return nil, fmt.Errorf("join key_expr: %w", err) // validated already
-			}
-		}
-	}
-	n.timeout = spec.Cluster.RequestTimeout
-	if n.timeout == 0 {
-		n.timeout = 30 * time.Second
-	}
 	self := n // the results are nil by the time a failed Start's defer runs
 	defer func() {
 		if err != nil {
 			self.Close(context.Background())
 		}
 	}()
-	if n.store, err = openStore(ctx, spec, n.redisError); err != nil {
+	if n.store, err = openStore(ctx, plan, n.redisError); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	if err = n.startGuard(ctx); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	n.writer = actors.NewWriter(meteredSaves{n.keyStore(), n.metrics}, actors.WriterOptions{MaxBatch: spec.State.FlushBatch, Logger: n.log})
-	if n.out, err = openSinks(ctx, spec, opts.Stdout, n.redisError); err != nil {
+	if n.out, err = openSinks(ctx, plan, opts.Stdout, n.redisError); err != nil {
 		return nil, err
 	}
 	if err = n.startCluster(); err != nil {
@@ -168,15 +157,12 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 		return nil, fmt.Errorf("watermark sharing: %w", err)
 	}
 	if spec.Ingest.Addr != "" {
-		if n.ingest, err = startIngest(spec, func(src, reason string) { n.metrics.Rejected.WithLabelValues(spec.Name, src, reason).Inc() }); err != nil {
+		if n.ingest, err = startIngest(plan, func(src, reason string) { n.metrics.Rejected.WithLabelValues(spec.Name, src, reason).Inc() }); err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
 	}
 	if spec.Admin.Addr != "" {
-		var acfg admin.ServerConfig
-		if acfg, err = adminConfig(spec); err != nil {
-			return nil, fmt.Errorf("admin: %w", err)
-		}
+		acfg := adminConfig(plan)
 		acfg.Backend, acfg.Metrics, acfg.Logger = backend{n}, n.metrics, n.log.With("component", "admin")
 		n.admin = admin.NewServer(acfg)
 		if err = n.admin.Start(); err != nil {
@@ -186,15 +172,12 @@ func Start(ctx context.Context, spec *job.Spec, opts Options) (n *Node, err erro
 	return n, nil
 }
 
-func openStore(ctx context.Context, spec *job.Spec, onRedisError func()) (persistence.Store, error) {
+func openStore(ctx context.Context, plan *job.Plan, onRedisError func()) (persistence.Store, error) {
+	spec := plan.Spec
 	switch spec.State.Store {
 	case "redis":
 		r := spec.State.Redis
-		tc, err := spec.RedisTLSConfig(r)
-		if err != nil {
-			return nil, fmt.Errorf("state.redis.tls: %w", err)
-		}
-		st, err := redisstore.New(ctx, redisstore.Config{Addr: r.Addr, Cluster: r.Cluster.Addrs, Username: r.Username, Password: r.Password, DB: r.DB, TLS: tc,
+		st, err := redisstore.New(ctx, redisstore.Config{Addr: r.Addr, Cluster: r.Cluster.Addrs, Username: r.Username, Password: r.Password, DB: r.DB, TLS: plan.StoreTLS,
 			MinReplicas: r.MinReplicas, ReplicaTimeout: r.ReplicaTimeout, OnRedisError: onRedisError})
 		if err != nil {
 			return nil, err // not a typed nil in the interface: Close checks for nil
@@ -209,34 +192,10 @@ func openStore(ctx context.Context, spec *job.Spec, onRedisError func()) (persis
 	}
 }
 
-func splitHostPort(field, addr, defHost string) (string, int, error) {
-	if addr == "" {
-		return defHost, 0, nil
-	}
-	h, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, fmt.Errorf("%s: %w", field, err)
-	}
-	port, err := strconv.Atoi(p)
-	if err != nil {
-		return "", 0, fmt.Errorf("%s: bad port %q", field, p)
-	}
-	if h == "" {
-		h = defHost
-	}
-	return h, port, nil
-}
-
 func (n *Node) startCluster() (err error) {
 	cc := n.spec.Cluster
-	rhost, rport, err := splitHostPort("cluster.remote", cc.Remote, "127.0.0.1")
-	if err != nil {
-		return err
-	}
-	ghost, gport, err := splitHostPort("cluster.gossip", cc.Gossip, "127.0.0.1")
-	if err != nil {
-		return err
-	}
+	rhost, rport := n.plan.Remote.Host, n.plan.Remote.Port
+	ghost, gport := n.plan.Gossip.Host, n.plan.Gossip.Port
 	pcfg := cluster.DefaultConfig()
 	pcfg.NodeName = cc.NodeName
 	pcfg.BindAddr = ghost
@@ -251,9 +210,7 @@ func (n *Node) startCluster() (err error) {
 	if cc.Advertise != "" {
 		pcfg.AdvertiseAddr = cc.Advertise
 	}
-	if pcfg.SecretKey, pcfg.ExtraKeys, err = cc.GossipKeys(); err != nil {
-		return err
-	}
+	pcfg.SecretKey, pcfg.ExtraKeys = n.plan.GossipKey, n.plan.GossipExtra
 	pcfg.Insecure = cc.Insecure
 	// Remoting in the clear off loopback is refused before anything listens.
 	if err = cluster.CheckRemoteExposure(rhost, cc.TLS.On(), cc.Insecure); err != nil {
@@ -316,10 +273,7 @@ func (n *Node) startCluster() (err error) {
 // startBudget makes the memory budget of the node's live key actors:
 // state.memory_budget, or 35% of the soft memory limit (internal/gctune).
 func (n *Node) startBudget() error {
-	override, err := n.spec.State.MemoryBudgetBytes()
-	if err != nil {
-		return fmt.Errorf("state.memory_budget: %w", err)
-	}
+	override := n.plan.MemoryBudget
 	limit, from := int64(0), "off"
 	if override >= 0 {
 		limit, from = gctune.MemoryBudget(override)
@@ -376,11 +330,7 @@ func (n *Node) Table() []joins.TableRow { return n.out.tableRows() }
 
 // Columns are the output columns in projection order (nil without a projection).
 func (n *Node) Columns() []string {
-	var cols []string
-	for _, c := range n.spec.Join.Project {
-		cols = append(cols, c.Name)
-	}
-	return cols
+	return n.plan.Columns
 }
 
 // Close shuts the node down: flushes pending state writes, leaves the cluster
@@ -438,18 +388,11 @@ func (n *Node) keyMemory() *admin.KeyMemory {
 // TLS on an address that is not loopback, unless cluster.insecure
 // (*cluster.ExposureError). `joinery check` runs it, so check refuses what
 // run would.
-func CheckExposure(spec *job.Spec) error {
-	cc := spec.Cluster
-	rhost, _, err := splitHostPort("cluster.remote", cc.Remote, "127.0.0.1")
-	if err != nil {
-		return err
-	}
-	ghost, _, err := splitHostPort("cluster.gossip", cc.Gossip, "127.0.0.1")
-	if err != nil {
-		return err
-	}
+func CheckExposure(plan *job.Plan) error {
+	cc := plan.Spec.Cluster
+	rhost, ghost := plan.Remote.Host, plan.Gossip.Host
 	var errs []error
-	if key, _, err := cc.GossipKeys(); err == nil && len(key) == 0 && !cc.Insecure && !cluster.IsLoopback(ghost) {
+	if len(plan.GossipKey) == 0 && !cc.Insecure && !cluster.IsLoopback(ghost) {
 		errs = append(errs, &cluster.ExposureError{What: "gossip", Addr: ghost,
 			Need: "a secret_key (gossip encryption), or insecure: true to run in the clear"})
 	}

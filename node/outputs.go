@@ -105,25 +105,13 @@ func (p *pkOrder) fresh(batch []record.Output) []record.Output {
 	return kept
 }
 
-func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer, onRedisError func()) (*outputs, error) {
+// openSinks opens the plan's sinks through the connector registry.
+func openSinks(ctx context.Context, plan *job.Plan, stdout io.Writer, onRedisError func()) (*outputs, error) {
 	o := &outputs{stdout: stdout}
-	for i, s := range spec.Sinks {
-		format := changelog.Changelog
-		if s.Format != "" {
-			f, err := changelog.ParseFormat(s.Format)
-			if err != nil {
-				o.close()
-				return nil, fmt.Errorf("sinks[%d].format: %w", i, err)
-			}
-			format = f
-		}
-		av, err := sinkAvro(spec, s)
-		if err != nil {
-			o.close()
-			return nil, fmt.Errorf("sinks[%d]: %w", i, err)
-		}
-		env := &connectors.SinkEnv{Env: connectors.Env{Resolve: spec.Resolve, OnRedisError: onRedisError}, Format: format, Stdout: stdout, Avro: av}
-		sk, kind, err := all.Sinks.Open(ctx, fmt.Sprintf("sinks[%d]", i), s.Type, s, env)
+	for i, sp := range plan.Sinks {
+		format := sp.Format
+		env := &connectors.SinkEnv{Env: connectors.Env{Resolve: plan.Spec.Resolve, OnRedisError: onRedisError}, Format: format, Stdout: stdout, Avro: sp.Avro}
+		sk, kind, err := all.Sinks.Open(ctx, fmt.Sprintf("sinks[%d]", i), sp.Type, sp.Sink, env)
 		if err == nil && kind.Table {
 			o.table = joins.NewTable()
 			o.seen, o.seqs = map[string]bool{}, map[string]uint64{}
@@ -131,7 +119,7 @@ func openSinks(ctx context.Context, spec *job.Spec, stdout io.Writer, onRedisErr
 			continue
 		}
 		if err == nil && sk == nil {
-			err = fmt.Errorf("sink type %q opens nothing", s.Type)
+			err = fmt.Errorf("sink type %q opens nothing", sp.Type)
 		}
 		if err != nil {
 			o.close()

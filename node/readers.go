@@ -129,7 +129,8 @@ func (n *Node) readingHook(source string, next func(assigned, revoked []int32)) 
 	}
 }
 
-func (n *Node) runSource(ctx context.Context, cfg job.Source, dl deadletter.Writer, role sourceRole) error {
+func (n *Node) runSource(ctx context.Context, sp job.SourcePlan, dl deadletter.Writer, role sourceRole) error {
+	cfg := sp.Source
 	src, err := n.openSource(ctx, cfg)
 	if err != nil {
 		return err
@@ -137,17 +138,14 @@ func (n *Node) runSource(ctx context.Context, cfg job.Source, dl deadletter.Writ
 	defer src.Close()
 	// joinery_source_lag_records (sourcelag.go), until before the source closes.
 	defer n.watchLag(ctx, cfg.Name, src)()
-	r := &reader{n: n, cfg: cfg, src: src, dl: dl, sender: sendstate.NewReader(sendstate.ReaderID(n.inflight.ids.Add(1))),
+	r := &reader{n: n, cfg: cfg, filter: sp.Filter, src: src, dl: dl, sender: sendstate.NewReader(sendstate.ReaderID(n.inflight.ids.Add(1))),
 		lastFire: math.MinInt64, parts: map[string]struct{}{}, role: role}
 	if err := r.setRole(); err != nil { // repartition.go
 		return err
 	}
 	n.opened.Store(cfg.Name, true) // readiness: this source is assigned and reading
-	if r.filter, err = cfg.CompiledFilter(); err != nil {
-		return fmt.Errorf("source %s: %w", cfg.Name, err) // job validation compiled it already
-	}
 	if cfg.Format == job.FormatDebeziumAvro {
-		if r.avro, err = n.avroDecoder(cfg); err != nil {
+		if r.avro, err = n.avroDecoder(sp); err != nil {
 			return fmt.Errorf("source %s: %w", cfg.Name, err)
 		}
 	}

@@ -39,7 +39,7 @@ const (
 // sourceRun is one reader Run starts: sources[index] read in role.
 type sourceRun struct {
 	index int
-	cfg   job.Source
+	cfg   job.SourcePlan
 	role  sourceRole
 }
 
@@ -47,7 +47,7 @@ type sourceRun struct {
 // for a repartitioned one.
 func (n *Node) sourceRuns() []sourceRun {
 	var runs []sourceRun
-	for i, cfg := range n.spec.Sources {
+	for i, cfg := range n.plan.Sources {
 		if cfg.Repartition == job.RepartitionStream {
 			runs = append(runs, sourceRun{i, cfg, readRaw}, sourceRun{i, cfg.RepartitionReader(), readRepartitioned})
 			continue

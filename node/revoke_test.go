@@ -21,7 +21,7 @@ sinks: [{type: stdout}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	evt, err := newEventTime(spec)
+	evt, err := newEventTime(job.EventTimeOf(spec.Sources))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,17 +52,10 @@ type eventTime struct {
 	nudge func()
 }
 
-func newEventTime(spec *job.Spec) (*eventTime, error) {
-	var cfg timers.WatermarkConfig
-	for _, s := range spec.Sources {
-		// One delay and idle timeout for the node: the largest delay and the
-		// shortest idle timeout its sources ask for.
-		cfg.MaxOutOfOrderness = max(cfg.MaxOutOfOrderness, s.Watermark.MaxOutOfOrderness.Milliseconds())
-		if s.Watermark.IdleTimeout > 0 && (cfg.IdleTimeout == 0 || s.Watermark.IdleTimeout < cfg.IdleTimeout) {
-			cfg.IdleTimeout = s.Watermark.IdleTimeout
-		}
-	}
-	w, err := timers.NewWatermarks(cfg)
+// newEventTime makes the event-time state of a job's watermark settings
+// (job.EventTimeOf: one delay and idle timeout for the node).
+func newEventTime(et job.EventTime) (*eventTime, error) {
+	w, err := timers.NewWatermarks(timers.WatermarkConfig{MaxOutOfOrderness: et.MaxOutOfOrderness.Milliseconds(), IdleTimeout: et.IdleTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +64,8 @@ func newEventTime(spec *job.Spec) (*eventTime, error) {
 	// sourcePartitions), so a source that starts first cannot run the
 	// watermark ahead of one that starts later.
 	now := time.Now()
-	for _, s := range spec.Sources {
-		w.AddPartition(record.Position{Source: s.Name}.PartitionID(), now)
+	for _, s := range et.Sources {
+		w.AddPartition(record.Position{Source: s}.PartitionID(), now)
 	}
 	return &eventTime{wm: w, g: timers.NewGlobal[*batch](), peers: peerView{min: math.MaxInt64}}, nil
 }

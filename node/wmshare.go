@@ -303,7 +303,7 @@ func (n *Node) startTimerTick(ctx context.Context) (stop func()) {
 		defer close(done)
 		// A reader like a source's: its fires complete (outputs written)
 		// before it returns, for up to drainTimeout after stop.
-		err := n.runSource(ctx, job.Source{Name: timerTickSource, Type: timerTickType}, nil, readDirect)
+		err := n.runSource(ctx, job.SourcePlan{Source: job.Source{Name: timerTickSource, Type: timerTickType}}, nil, readDirect)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			n.log.Warn("timer tick stopped", "err", err)
 		}

@@ -127,7 +127,7 @@ func TestWmCombinePeers(t *testing.T) {
 // the global watermark, and publishes idle only with nothing in flight.
 func TestWmPublishedHoldsInflight(t *testing.T) {
 	spec := &job.Spec{Sources: []job.Source{{Name: "s"}}}
-	evt, err := newEventTime(spec)
+	evt, err := newEventTime(job.EventTimeOf(spec.Sources))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func RunEvents(jb *Job, in io.Reader, out io.Writer, opts Options) (EventsSummar
 	}
 	spec := jb.Spec
 	spec.Project = nil
-	d, err := newDriver(&spec)
+	d, err := newDriverOf(&spec, jb.machine)
 	if err != nil {
 		return EventsSummary{}, err
 	}

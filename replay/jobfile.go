@@ -41,6 +41,22 @@ type Job struct {
 	EndOfInput string
 	// Form is FormJob or FormSpec.
 	Form string
+	// machine is a job file's join compiled by the job package
+	// (job.Spec.CompileJoin): the one join dialect a node runs too. Nil for
+	// a bare spec, whose machine Spec builds.
+	machine *built
+}
+
+// lowerJoin compiles a job file's join (its sides' key and ts set, its
+// projection dropped: an output is the pair of matched values) with the
+// job package's compiler, as a node does.
+func lowerJoin(js job.Spec) (*built, error) {
+	js.Join.Project = nil
+	jp, err := js.CompileJoin(conditionView)
+	if err != nil {
+		return nil, fmt.Errorf("replay: job: %w", err)
+	}
+	return &built{cdc: jp.CDC, multi: jp.Multi, fresh: jp.NewTimed, conditioned: jp.Conditioned}, nil
 }
 
 // replayOptions is the replay: section of a node job file, and the extra
@@ -270,5 +286,9 @@ func parseJobFile(b []byte) (*Job, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	return &Job{Spec: s, EndOfInput: f.Replay.EndOfInput, Form: FormJob}, nil
+	m, err := lowerJoin(js)
+	if err != nil {
+		return nil, err
+	}
+	return &Job{Spec: s, EndOfInput: f.Replay.EndOfInput, Form: FormJob, machine: m}, nil
 }

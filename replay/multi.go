@@ -121,7 +121,11 @@ func parseMultiJob(f jobFile) (*Job, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	return &Job{Spec: s, EndOfInput: f.Replay.EndOfInput, Form: FormJob}, nil
+	m, err := lowerJoin(js)
+	if err != nil {
+		return nil, err
+	}
+	return &Job{Spec: s, EndOfInput: f.Replay.EndOfInput, Form: FormJob, machine: m}, nil
 }
 
 // sideOf maps an input's side name to its side: left or right (or their

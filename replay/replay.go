@@ -100,10 +100,16 @@ type driver struct {
 	emitLate func(key record.Key, l joins.Late) error
 }
 
-func newDriver(spec *Spec) (*driver, error) {
-	b, err := spec.build()
-	if err != nil {
-		return nil, err
+func newDriver(spec *Spec) (*driver, error) { return newDriverOf(spec, nil) }
+
+// newDriverOf is newDriver running machine b when it is not nil (a job
+// file's join, compiled by the job package) instead of the one spec builds.
+func newDriverOf(spec *Spec, b *built) (*driver, error) {
+	if b == nil {
+		var err error
+		if b, err = spec.build(); err != nil {
+			return nil, err
+		}
 	}
 	cfg := &keycore.Config{Machine: keycore.MachineSpec{CDC: b.cdc, Multi: b.multi}, NoSeq: true}
 	if b.cdc == nil && b.multi == nil {

@@ -220,11 +220,16 @@ func inspectOffline(cmd *cobra.Command, o *options, f *offlineFlags, getenv func
 		if cmd.Flags().Changed("left-pk") || cmd.Flags().Changed("right-pk") {
 			return admin.KeyState{}, usageErr("--left-pk/--right-pk and --config exclude each other")
 		}
-		js, err := job.Load(f.config)
+		plan, err := job.LoadPlan(f.config)
 		if err != nil {
 			return admin.KeyState{}, usageErr("--config: %v", err)
 		}
-		if !js.Timed() { // an event-time job's state needs no spec: spec stays nil
+		js := plan.Spec
+		switch {
+		case plan.CDC != nil:
+			spec = plan.CDC
+		case !js.Timed(): // an event-time job's state needs no spec: spec stays nil
+			// A cdc-multi job: refused as before (its state is not one pair).
 			if spec, err = js.CDCSpec(); err != nil {
 				return admin.KeyState{}, usageErr("--config: %v", err)
 			}
@@ -246,10 +251,7 @@ func inspectOffline(cmd *cobra.Command, o *options, f *offlineFlags, getenv func
 			rc.DB = r.DB
 		}
 		if js.State.Store == "redis" && !cmd.Flags().Changed("redis") {
-			// The job's state.redis.tls (CA, client certificate, server name).
-			if rc.TLS, err = js.RedisTLSConfig(r); err != nil {
-				return admin.KeyState{}, usageErr("--config: state.redis.tls: %v", err)
-			}
+			rc.TLS = plan.StoreTLS // the job's state.redis.tls (CA, client certificate, server name)
 		}
 	} else if !f.eventTime {
 		spec = &joins.CDCSpec{Left: joins.SideSpec{PK: f.leftPK}, Right: joins.SideSpec{PK: f.rightPK}}

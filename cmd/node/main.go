@@ -67,18 +67,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "--config is required")
 		return 2
 	}
-	spec, err := job.Load(*config)
+	plan, err := job.LoadPlan(*config)
 	if err != nil {
 		fmt.Fprintf(stderr, "invalid job file:\n%v\n", err)
 		return 2
 	}
 	if args[0] == "check" {
-		if err := node.CheckExposure(spec); err != nil {
+		if err := node.CheckExposure(plan); err != nil {
 			fmt.Fprintf(stderr, "invalid job file:\n%v\n", err)
 			return 2
 		}
 		// Secrets are redacted: check output lands in CI logs and terminals.
-		b, _ := yaml.Marshal(spec.Redacted())
+		b, _ := yaml.Marshal(plan.Spec.Redacted())
 		fmt.Fprintf(stdout, "%s: ok\n%s", *config, b)
 		return 0
 	}
@@ -94,20 +94,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(h)
 
-	limit, _ := spec.Runtime.MemoryLimitBytes() // validated by job.Load
-	gc := gctune.Apply(spec.Runtime.GCPercent, limit)
+	gc := gctune.Apply(plan.Spec.Runtime.GCPercent, plan.MemoryLimit)
 	log.Debug("garbage collector", "gc_percent", gc.Percent, "from", gc.PercentFrom, "memory_limit", gc.Limit, "limit_from", gc.LimitFrom)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	n, err := node.Start(ctx, spec, node.Options{Logger: log, Stdout: stdout})
+	n, err := node.StartPlan(ctx, plan, node.Options{Logger: log, Stdout: stdout})
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return 1
 	}
 	log.Info("node started", "address", n.Address(), "gossip", n.GossipAddr())
 	runErr := n.Run(ctx)
-	if len(spec.Sources) == 0 && runErr == nil {
+	if len(plan.Spec.Sources) == 0 && runErr == nil {
 		<-ctx.Done() // a node without sources hosts key actors until signalled
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
