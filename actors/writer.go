@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/joinery/joinery/internal/backoff"
 	"github.com/joinery/joinery/internal/failpoint"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
@@ -192,7 +193,7 @@ func activationID(job string, key record.Key, epoch int64) string {
 // save retries Store.Save with exponential backoff until it succeeds or the
 // Writer is stopped.
 func (w *Writer) save(snaps []persistence.Snapshot) error {
-	backoff := 5 * time.Millisecond
+	bo := backoff.Backoff{Initial: 5 * time.Millisecond, Max: w.opts.MaxBackoff}
 	for {
 		ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
 		err := w.store.Save(ctx, snaps)
@@ -214,14 +215,9 @@ func (w *Writer) save(snaps []persistence.Snapshot) error {
 		if w.ctx.Err() != nil {
 			return err
 		}
-		w.opts.Logger.Warn("state write failed; retrying", "snapshots", len(snaps), "backoff", backoff, "err", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-w.ctx.Done():
-			t.Stop()
+		w.opts.Logger.Warn("state write failed; retrying", "snapshots", len(snaps), "backoff", bo.Delay(), "err", err)
+		if bo.Wait(w.ctx) != nil {
 			return err
 		}
-		backoff = min(backoff*2, w.opts.MaxBackoff)
 	}
 }
