@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/joinery/joinery/internal/stateparts"
+	"github.com/joinery/joinery/internal/transcript"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 )
@@ -39,6 +40,15 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected blocks of keycor
 // A request's events are {"side":"l"|"r","op":"c|u|d","before":{…},"after":{…},
 // "pos":"src/part@offset","ts":…,"wm":…,"srcpos":"…"}.
 func TestCoreInteraction(t *testing.T) {
+	transcript.Run(t, filepath.Join("testdata", "*.txt"), *rewrite, func() func(*testing.T, string) string {
+		return (&harness{}).run
+	})
+}
+
+// TestCoreInteractionParts runs every transcript again with incremental
+// writes (Config.Parts): the store model applies the deltas, and the
+// answers must be the same as the transcript's.
+func TestCoreInteractionParts(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no transcripts: %v", err)
@@ -49,77 +59,18 @@ func TestCoreInteraction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			blocks := parseBlocks(t, string(b))
-			// Every transcript runs again with incremental writes
-			// (Config.Parts): the store model applies the deltas, and the
-			// answers must be the same.
-			t.Run("parts", func(t *testing.T) {
-				env := &harness{parts: true}
-				for _, bl := range blocks {
-					if got := env.run(t, bl.cmd); got != bl.want {
-						t.Errorf("%s:%d (incremental writes): %s\n--- want\n%s--- got\n%s", path, bl.line, bl.cmd, bl.want, got)
-					}
-				}
-			})
-			env := &harness{}
-			var out strings.Builder
-			changed := false
-			for i, bl := range blocks {
-				if i > 0 {
-					out.WriteString("\n")
-				}
-				out.WriteString(bl.comments)
-				got := env.run(t, bl.cmd)
-				if got != bl.want {
-					if !*rewrite {
-						t.Errorf("%s:%d: %s\n--- want\n%s--- got\n%s", path, bl.line, bl.cmd, bl.want, got)
-					}
-					changed = true
-				}
-				fmt.Fprintf(&out, "%s\n----\n%s", bl.cmd, got)
+			blocks, err := transcript.Parse(string(b))
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
 			}
-			if *rewrite && changed {
-				if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-					t.Fatal(err)
+			env := &harness{parts: true}
+			for _, bl := range blocks {
+				if got := env.run(t, bl.Cmd); got != bl.Want {
+					t.Errorf("%s:%d (incremental writes): %s\n--- want\n%s--- got\n%s", path, bl.Line, bl.Cmd, bl.Want, got)
 				}
 			}
 		})
 	}
-}
-
-type block struct {
-	comments, cmd, want string
-	line                int
-}
-
-func parseBlocks(t *testing.T, s string) []block {
-	t.Helper()
-	var bs []block
-	lines := strings.Split(s, "\n")
-	for i := 0; i < len(lines); {
-		var b block
-		for i < len(lines) && (strings.HasPrefix(lines[i], "#") || strings.TrimSpace(lines[i]) == "") {
-			if strings.HasPrefix(lines[i], "#") {
-				b.comments += lines[i] + "\n"
-			}
-			i++
-		}
-		if i >= len(lines) {
-			break
-		}
-		b.cmd, b.line = lines[i], i+1
-		i++
-		if i >= len(lines) || lines[i] != "----" {
-			t.Fatalf("line %d: want ---- after the command", i+1)
-		}
-		i++
-		for i < len(lines) && strings.TrimSpace(lines[i]) != "" {
-			b.want += lines[i] + "\n"
-			i++
-		}
-		bs = append(bs, b)
-	}
-	return bs
 }
 
 type stored struct {
