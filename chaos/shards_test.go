@@ -160,27 +160,41 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, join bo
 		partitioned = ", repartition: stream"
 		streams = append(streams, streamshard.RepartitionStream("cdc", "joinery"))
 	}
-	feed := func(input []cdcgen.KeyedLine) {
-		for i := 0; i < len(input); i += 1000 {
-			p := rc.Pipeline()
-			for _, k := range input[i:min(i+1000, len(input))] {
-				shard := shardOfLine(t, k.Line)
-				if byJoinKey {
-					shard = redisstream.ShardOf(k.Key, shardCount)
-				}
-				p.XAdd(ctx, &redis.XAddArgs{Stream: redisstream.ShardStream("cdc", shard),
-					Values: map[string]any{redisstream.ValueField: string(k.Line)}})
-			}
-			if _, err := p.Exec(ctx); err != nil {
-				t.Fatal(err)
-			}
+	// feedPaced appends input to the shard streams, a pipeline of 1000
+	// lines at a time, pace apart. shardOfLine is checked before (it calls
+	// t.Fatal): this may run outside the test's goroutine.
+	shards := make([]int, len(input))
+	for i, k := range input {
+		shards[i] = shardOfLine(t, k.Line)
+		if byJoinKey {
+			shards[i] = redisstream.ShardOf(k.Key, shardCount)
 		}
 	}
-	later := input[len(input):] // with join, the second half comes once n4 reads
-	if join {
-		input, later = input[:len(input)/2], input[len(input)/2:]
+	feedPaced := func(from, to int, pace time.Duration) error {
+		for i := from; i < to; i += 1000 {
+			if i > from {
+				time.Sleep(pace)
+			}
+			p := rc.Pipeline()
+			for j := i; j < min(i+1000, to); j++ {
+				p.XAdd(ctx, &redis.XAddArgs{Stream: redisstream.ShardStream("cdc", shards[j]),
+					Values: map[string]any{redisstream.ValueField: string(input[j].Line)}})
+			}
+			if _, err := p.Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	feed(input)
+	// The first half is there when the nodes start; the second comes once
+	// the leases have spread (with join: once n4 reads). Fed all at once,
+	// one node started alone on the backlog could read nearly all of it
+	// before the leases spread, and a killed node would then hold nothing
+	// left to read (CI: the victim's file stopped at 2,393 lines).
+	half := len(input) / 2
+	if err := feedPaced(0, half, 0); err != nil {
+		t.Fatal(err)
+	}
 
 	ports := [4]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
 	procs := map[string]*proc{}
@@ -252,10 +266,18 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 		spread(names...)
 		took = time.Since(joined)
 		t.Logf("leases after n4 joined (%v): %v", took.Round(time.Millisecond), holders())
-		feed(later)
+		if err := feedPaced(half, len(input), 0); err != nil {
+			t.Fatal(err)
+		}
 	} else {
+		// The victim is killed while the second half is being fed and
+		// read: once its own output grew by a random moment of its share
+		// (it holds a third of the shards: about a sixth of the output).
 		victim := names[r.IntN(3)]
-		waitLines(t, out(victim), moment(r, 5000), time.Minute)
+		base := lineCount(out(victim))
+		fed := make(chan error, 1)
+		go func() { fed <- feedPaced(half, len(input), 200*time.Millisecond) }()
+		waitLines(t, out(victim), base+moment(r, 2500), time.Minute)
 		var others []string
 		for _, n := range names {
 			if n != victim {
@@ -270,6 +292,9 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 		spread(others...)
 		took = time.Since(killed)
 		live = others
+		if err := <-fed; err != nil { // all of the input is in before the end is awaited
+			t.Fatal(err)
+		}
 		t.Logf("leases after the kill (%v): %v", took.Round(time.Millisecond), holders())
 	}
 	// Done when every entry of every shard was delivered and acknowledged
