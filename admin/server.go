@@ -89,6 +89,11 @@ type ServerConfig struct {
 	// Metrics is served on /metrics. When nil the server makes its own
 	// (NewMetrics), available from Server.Metrics.
 	Metrics *Metrics
+	// Console is the read-only web console (a *console.Console over the
+	// registry of Metrics, which the node builds), mounted under
+	// console.Prefix: its page open, its data (console.APIPrefix) under the
+	// read scope. When nil there is no console (/ui/ is 404).
+	Console http.Handler
 	// Logger receives request errors and write actions. Default slog.Default().
 	Logger *slog.Logger
 	// Timeout bounds each Backend call (DefaultTimeout when zero).
@@ -164,9 +169,10 @@ func (s *Server) routes() http.Handler {
 	// The read-only web console: its page (HTML, CSS, JavaScript, no data)
 	// is open so that it can ask for a token; its data needs the read
 	// scope, like the /v1 routes it also reads.
-	ui := console.New(s.cfg.Metrics.Registry(), console.Options{})
-	mux.Handle("GET "+console.Prefix, ui)
-	mux.Handle("GET "+console.APIPrefix, s.authed(scopeRead, ui))
+	if ui := s.cfg.Console; ui != nil {
+		mux.Handle("GET "+console.Prefix, ui)
+		mux.Handle("GET "+console.APIPrefix, s.authed(scopeRead, ui))
+	}
 
 	mux.Handle("GET /v1/members", s.read(s.handleMembers))
 	mux.Handle("GET /v1/jobs/{job}/keys/{key}/location", s.read(keyed(s.handleLocate)))
