@@ -7,6 +7,7 @@ import (
 
 	protocluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/hashicorp/memberlist"
+
 	"github.com/joinery/joinery/internal/backoff"
 )
 

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/joinery/joinery/persistence"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/joinery/joinery/persistence"
 )
 
 // commitScript sets each field of the hash KEYS[1] named in ARGV (pairs of

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
-	"github.com/redis/go-redis/v9"
 )
 
 // scriptCall is one call of a script: its keys and arguments.

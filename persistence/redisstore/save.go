@@ -8,8 +8,9 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/joinery/joinery/persistence"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/joinery/joinery/persistence"
 )
 
 // saveScript applies a Save batch, or the part of one that falls in one

@@ -7,9 +7,10 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
-	"github.com/redis/go-redis/v9"
 )
 
 // dueMinFetch is the least number of entries DueTimers asks of each group
