@@ -3,9 +3,9 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 )
 
@@ -34,7 +34,8 @@ type Table struct {
 // table may not be named (its rows are written under the table names).
 var reservedOutput = map[string]bool{"ts": true, "op": true}
 
-// buildMulti validates a cdc-multi spec and builds its joins spec.
+// buildMulti checks a cdc-multi spec's own fields and compiles it as build
+// does.
 func (s *Spec) buildMulti() (*built, error) {
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -52,16 +53,14 @@ func (s *Spec) buildMulti() (*built, error) {
 	if s.Condition != "" || s.LeftCondition != "" || s.RightCondition != "" || s.Late.Rule != "" {
 		bad("condition", "conditions and late rules are for stream-stream joins")
 	}
-	ms := &joins.MultiSpec{}
+	names := make([]string, len(s.Tables))
 	for i, t := range s.Tables {
-		mt := joins.MultiTable{Name: t.Name, PK: t.PK, JoinOn: t.JoinOn}
+		names[i] = t.Name
 		switch t.Kind {
 		case "", "inner":
 		case "left":
-			mt.Kind = joins.LeftOuter
 			if i == 0 {
 				bad(fmt.Sprintf("tables[%d].kind", i), "the first table is the driving side: it takes no kind")
-				mt.Kind = joins.Inner
 			}
 		default:
 			bad(fmt.Sprintf("tables[%d].kind", i), "must be inner or left (got %q)", t.Kind)
@@ -69,33 +68,14 @@ func (s *Spec) buildMulti() (*built, error) {
 		if reservedOutput[t.Name] {
 			bad(fmt.Sprintf("tables[%d].name", i), "%q is a field of the output lines; name the table otherwise", t.Name)
 		}
-		ms.Tables = append(ms.Tables, mt)
 	}
 	for i, c := range s.Project {
-		f := fmt.Sprintf("project[%d]", i)
 		table, field, ok := strings.Cut(c.From, ".")
-		ti, okT := ms.TableIndex(table)
-		if !ok || field == "" || !okT {
-			bad(f+".from", "%q is not table.field with a table of tables", c.From)
-			continue
-		}
-		ms.Project = append(ms.Project, joins.MultiColumn{Name: c.Name, Table: ti, Field: field})
-	}
-	if err := ms.Validate(); err != nil {
-		seen := map[string]bool{}
-		for _, e := range errs {
-			seen[e.Error()] = true
-		}
-		for _, e := range unjoin(err) {
-			if e2 := errors.New("replay: spec: " + e.Error()); !seen[e2.Error()] {
-				errs = append(errs, e2)
-			}
+		if !ok || field == "" || table == "" || !slices.Contains(names, table) {
+			bad(fmt.Sprintf("project[%d].from", i), "%q is not table.field with a table of tables", c.From)
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return &built{multi: ms}, nil
+	return s.compile(s.Mode, errs)
 }
 
 // parseMultiJob is parseJobFile for a cdc-multi job file: the job

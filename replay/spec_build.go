@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
@@ -52,6 +55,12 @@ func conditionView(r record.Row) any {
 	return transform.Env(r)
 }
 
+// build checks the spec's own fields (the replay dialect: which blocks
+// belong to which type, the modes of each type, side.field columns), then
+// lowers it to the job package's join section (lower) and compiles that
+// with job.Spec.CompileJoin, the compiler a node runs: replay has no join
+// compiler of its own. The compiler's problems are reported under the
+// spec's field names, leaving out those on a field already refused.
 func (s *Spec) build() (*built, error) {
 	if s == nil {
 		return nil, errors.New("replay: spec: nil")
@@ -146,16 +155,14 @@ func (s *Spec) build() (*built, error) {
 		bad("ttl", "only for unbounded joins and half-bounded time-bounded joins (open: lower or upper)")
 	}
 	temporal := s.Type == TypeTemporal || s.Type == TypeTemporalLatest
-	sem, err := joins.ParseTemporalSemantics(s.Temporal.Semantics)
-	if err != nil {
+	if _, err := joins.ParseTemporalSemantics(s.Temporal.Semantics); err != nil {
 		bad("temporal.semantics", "must be strict, flink or kafka (got %q)", s.Temporal.Semantics)
 	}
-	grace, history := s.Temporal.KafkaVersioned(s.Type, bad)
+	s.Temporal.KafkaVersioned(s.Type, bad)
 	if !temporal && s.Temporal != (job.TemporalOptions{}) {
 		bad("temporal", "only for temporal and temporal-latest joins")
 	}
-	kinds, err := joins.ParseCDCKinds(s.CDC.Kinds)
-	if err != nil {
+	if _, err := joins.ParseCDCKinds(s.CDC.Kinds); err != nil {
 		bad("cdc.kinds", "must be update, flink or kafka (got %q)", s.CDC.Kinds)
 	}
 	switch s.CDC.Ts {
@@ -173,17 +180,8 @@ func (s *Spec) build() (*built, error) {
 			bad(f.name, "only for window, cogroup-outer, interval, time-bounded and unbounded joins")
 		}
 	}
-	var where joins.Condition
-	var late joins.LateRule
 	if stream {
-		var err error
-		where, err = job.CompileCondition(s.Condition, s.LeftCondition, s.RightCondition, s.Left.Name, s.Right.Name, conditionView)
-		for _, e := range unjoin(err) {
-			if e != nil {
-				errs = append(errs, fmt.Errorf("replay: spec: %w", e))
-			}
-		}
-		if late, err = joins.ParseLateRule(s.Late.Rule); err != nil {
+		if _, err := joins.ParseLateRule(s.Late.Rule); err != nil {
 			bad("late.rule", "must be ts<wm, ts<=wm or none (got %q)", s.Late.Rule)
 		}
 	}
@@ -209,45 +207,133 @@ func (s *Spec) build() (*built, error) {
 		mode = allowed[0] // validate the rest as if it were valid
 	}
 	// Projection.
-	var cols []joins.Column
 	for i, c := range s.Project {
 		f := fmt.Sprintf("project[%d]", i)
 		side, field, ok := strings.Cut(c.From, ".")
-		col := joins.Column{Name: c.Name, Field: field}
 		switch {
 		case !ok || field == "":
 			bad(f+".from", "%q is not side.field", c.From)
-			continue
-		case side == s.Left.Name:
-			col.Side = record.Left
-		case side == s.Right.Name:
-			col.Side = record.Right
-		default:
+		case side != s.Left.Name && side != s.Right.Name:
 			bad(f+".from", "side %q is neither left (%q) nor right (%q)", side, s.Left.Name, s.Right.Name)
-			continue
 		}
-		cols = append(cols, col)
 	}
+	if s.Window != nil {
+		errs = append(errs, s.Window.check()...)
+	}
+	errs = append(errs, s.checkMillis()...)
 	if windowed && s.Window == nil || bounded && s.Interval == nil {
 		return nil, errors.Join(errs...)
 	}
-	b, err := s.joinsSpec(mode, cols, where, late, sem, kinds, grace, history)
+	return s.compile(mode, errs)
+}
+
+// compile lowers the spec (with mode, the one to compile) and compiles it
+// as a job's join section, adding to errs, the spec's own problems, the
+// compiler's on fields not already among them.
+func (s *Spec) compile(mode string, errs []error) (*built, error) {
+	js := job.Spec{Join: s.lower(mode)}
+	jp, err := js.CompileJoin(conditionView)
 	if err != nil {
-		// Add the joins spec's problems not already reported.
-		seen := make(map[string]bool, len(errs))
-		for _, e := range errs {
-			seen[e.Error()] = true
-		}
-		for _, e := range unjoin(err) {
-			if !seen[e.Error()] {
-				errs = append(errs, e)
-			}
-		}
+		errs = append(errs, lowered(err, errs)...)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return b, nil
+	return &built{cdc: jp.CDC, multi: jp.Multi, fresh: jp.NewTimed, conditioned: jp.Conditioned}, nil
+}
+
+// lower is the spec as the job package's join section, the one join
+// dialect; mode replaces the spec's. The spec is sugar for it: type
+// cogroup-outer is a window join in an outer mode, the interval block the
+// join's lower and upper bounds, a window's assigner its type, and Millis
+// whole milliseconds (checkMillis keeps them within a time.Duration).
+func (s *Spec) lower(mode string) job.Join {
+	d := func(m Millis) time.Duration { return time.Duration(m) * time.Millisecond }
+	j := job.Join{Type: s.Type, Mode: mode, AllowedLateness: d(s.AllowedLateness), Open: s.Open,
+		Condition: s.Condition, LeftCondition: s.LeftCondition, RightCondition: s.RightCondition,
+		Late: s.Late, Emit: s.Emit, Temporal: s.Temporal, CDC: s.CDC,
+		Left:  job.Side{Name: s.Left.Name, Key: s.Left.Key, Ts: s.Left.Ts, PK: s.Left.PK, JoinOn: s.Left.JoinOn},
+		Right: job.Side{Name: s.Right.Name, Key: s.Right.Key, Ts: s.Right.Ts, PK: s.Right.PK, JoinOn: s.Right.JoinOn}}
+	if s.Type == TypeCoGroupOuter {
+		j.Type = TypeWindow
+	}
+	if w := s.Window; w != nil {
+		j.Window = job.Window{Type: w.Assigner, Size: d(w.Size), Slide: d(w.Slide), Offset: d(w.Offset), Gap: d(w.Gap)}
+	}
+	if iv := s.Interval; iv != nil {
+		j.Lower, j.Upper, j.LowerExclusive, j.UpperExclusive = d(iv.Lower), d(iv.Upper), iv.LowerExclusive, iv.UpperExclusive
+	}
+	switch {
+	case s.TTL == TTLMillis(joins.NoTTL):
+		j.TTL = job.TTL{None: true}
+	case s.TTL != 0:
+		j.TTL = job.TTL{D: d(Millis(s.TTL))}
+	}
+	for _, c := range s.Project {
+		j.Project = append(j.Project, job.Column{Name: c.Name, From: c.From})
+	}
+	for _, t := range s.Tables {
+		j.Tables = append(j.Tables, job.Table{Name: t.Name, PK: t.PK, JoinOn: t.JoinOn, Kind: t.Kind})
+	}
+	return j
+}
+
+// maxMillis is the largest Millis a time.Duration holds.
+const maxMillis = Millis(math.MaxInt64 / int64(time.Millisecond))
+
+// checkMillis refuses a length of time that lower cannot carry.
+func (s *Spec) checkMillis() []error {
+	var errs []error
+	check := func(field string, m Millis) {
+		if m > maxMillis || m < -maxMillis {
+			errs = append(errs, fmt.Errorf("replay: spec: %s: %d ms is out of range (at most %d in size)", field, m, maxMillis))
+		}
+	}
+	check("allowed_lateness", s.AllowedLateness)
+	if s.TTL != TTLMillis(joins.NoTTL) {
+		check("ttl", Millis(s.TTL))
+	}
+	if w := s.Window; w != nil {
+		check("window.size", w.Size)
+		check("window.slide", w.Slide)
+		check("window.offset", w.Offset)
+		check("window.gap", w.Gap)
+	}
+	if iv := s.Interval; iv != nil {
+		check("interval.lower", iv.Lower)
+		check("interval.upper", iv.Upper)
+	}
+	return errs
+}
+
+// lowered is the compiler's problems (job fields: "join.lower: …") under
+// the spec's field names ("replay: spec: interval.lower: …"), leaving out
+// those on a field that one of reported already names, or that is inside
+// one it names (project[0] and project[0].from).
+func lowered(err error, reported []error) []error {
+	var fields []string
+	for _, e := range reported {
+		if f, _, ok := strings.Cut(strings.TrimPrefix(e.Error(), "replay: spec: "), ": "); ok {
+			fields = append(fields, f)
+		}
+	}
+	var out []error
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, "join.")
+	}
+	for _, e := range unjoin(translate(errors.New(strings.Join(lines, "\n")))) {
+		f, _, _ := strings.Cut(strings.TrimPrefix(e.Error(), "replay: spec: "), ": ")
+		if !slices.ContainsFunc(fields, func(r string) bool { return within(f, r) || within(r, f) }) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// within reports whether field a is b or inside it (b.x, b[i]).
+func within(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b) && (a[len(b)] == '.' || a[len(b)] == '[')
 }
 
 func unjoin(err error) []error {
@@ -257,79 +343,15 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// joinsSpec builds and validates the joins spec; its field names are
-// translated to the YAML ones.
-func (s *Spec) joinsSpec(mode string, cols []joins.Column, where joins.Condition, late joins.LateRule, sem joins.TemporalSemantics, kinds joins.CDCKinds, grace, history int64) (*built, error) {
-	b := built{conditioned: !where.IsZero()}
-	var err error
-	typ, _ := joins.ParseTimedJoinType(mode)
-	l, r := s.Left.Name, s.Right.Name
-	switch s.Type {
-	case TypeCDC:
-		jt, _ := joins.ParseJoinType(mode)
-		b.cdc = &joins.CDCSpec{Type: jt,
-			Left:    joins.SideSpec{Name: l, PK: s.Left.PK, JoinOn: s.Left.JoinOn},
-			Right:   joins.SideSpec{Name: r, PK: s.Right.PK, JoinOn: s.Right.JoinOn},
-			Project: cols, Kinds: kinds, MaxTs: s.CDC.Ts == "max"}
-		err = b.cdc.Validate()
-	case TypeWindow, TypeCoGroupOuter:
-		a, aerr := s.Window.assigner()
-		if aerr != nil {
-			return nil, aerr
-		}
-		js := &joins.WindowJoinSpec{Type: typ, Left: l, Right: r, Assigner: a,
-			AllowedLateness: int64(s.AllowedLateness), Project: cols, Where: where, Late: late, OnArrival: s.Emit == "on-arrival"}
-		err = js.Validate()
-		b.fresh = func() joins.Timed { return joins.NewWindowJoin(js) }
-	case TypeInterval:
-		iv := s.Interval
-		js := &joins.IntervalSpec{Left: l, Right: r, Lower: int64(iv.Lower), Upper: int64(iv.Upper),
-			LowerExclusive: iv.LowerExclusive, UpperExclusive: iv.UpperExclusive, Project: cols, Where: where, Late: late}
-		err = js.Validate()
-		b.fresh = func() joins.Timed { return joins.NewInterval(js) }
-	case TypeTimeBounded:
-		js := &joins.TimeBoundedSpec{Type: typ, Left: l, Right: r,
-			Lower: int64(s.Interval.Lower), Upper: int64(s.Interval.Upper), Project: cols, Where: where, Late: late}
-		switch s.Open {
-		case "lower":
-			js.Open, js.TTL = joins.OpenLower, int64(s.TTL)
-		case "upper":
-			js.Open, js.TTL = joins.OpenUpper, int64(s.TTL)
-		}
-		err = js.Validate()
-		b.fresh = func() joins.Timed { return joins.NewTimeBounded(js) }
-	case TypeUnbounded:
-		js := &joins.UnboundedSpec{Type: typ, Left: l, Right: r, TTL: int64(s.TTL), Project: cols, Where: where, Late: late}
-		err = js.Validate()
-		b.fresh = func() joins.Timed { return joins.NewUnbounded(js) }
-	case TypeTemporal, TypeTemporalLatest:
-		js := &joins.TemporalSpec{Type: typ, Left: l, Right: r, Project: cols, Semantics: sem, Grace: grace, History: history}
-		err = js.Validate()
-		if s.Type == TypeTemporal {
-			b.fresh = func() joins.Timed { return joins.NewTemporalJoin(js) }
-		} else {
-			b.fresh = func() joins.Timed { return joins.NewTemporalLatest(js) }
-		}
-	}
-	if err != nil {
-		return nil, translate(err)
-	}
-	return &b, nil
-}
-
-func (w *Window) assigner() (joins.Assigner, error) {
-	var a joins.Assigner
-	switch w.Assigner {
-	case "tumbling":
-		a = joins.Tumbling(int64(w.Size), int64(w.Offset))
-	case "sliding":
-		a = joins.Sliding(int64(w.Size), int64(w.Slide), int64(w.Offset))
-	case "session":
-		a = joins.Session(int64(w.Gap))
-	default:
-		return a, fmt.Errorf("replay: spec: window.assigner: unknown assigner %q (want tumbling, sliding or session)", w.Assigner)
-	}
+// check reports the fields a window's assigner does not use (the job
+// package's window ignores them) and an unknown assigner.
+func (w *Window) check() []error {
 	var errs []error
+	switch w.Assigner {
+	case "tumbling", "sliding", "session":
+	default:
+		return []error{fmt.Errorf("replay: spec: window.assigner: unknown assigner %q (want tumbling, sliding or session)", w.Assigner)}
+	}
 	bad := func(f string) {
 		errs = append(errs, fmt.Errorf("replay: spec: window.%s: not used by a %s window", f, w.Assigner))
 	}
@@ -345,14 +367,14 @@ func (w *Window) assigner() (joins.Assigner, error) {
 	if w.Assigner != "session" && w.Gap != 0 {
 		bad("gap")
 	}
-	return a, errors.Join(errs...)
+	return errs
 }
 
 // fieldNames maps the joins specs' field names to the YAML ones.
 var fieldNames = map[string]string{
 	"lower": "interval.lower", "upper": "interval.upper", "open": "open",
 	"lower_exclusive": "interval.lower_exclusive", "upper_exclusive": "interval.upper_exclusive",
-	"left": "left.name", "right": "right.name", "late": "late.rule",
+	"left": "left.name", "right": "right.name", "late": "late.rule", "window.type": "window.assigner",
 }
 
 // translate rewrites the "field: msg" errors of a joins Validate to name the
