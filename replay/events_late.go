@@ -49,7 +49,7 @@ func (r *eventsRun) writeLate(n int, side record.Side, key string, ts int64, v j
 	if key != "" {
 		ll.Key = json.RawMessage(key)
 	}
-	if r.d.spec.eventTime() {
+	if r.d.join.eventTime() {
 		ll.Ts = &ts
 	}
 	b, err := marshal(ll)

@@ -100,15 +100,19 @@ func RunEvents(jb *Job, in io.Reader, out io.Writer, opts Options) (EventsSummar
 	default:
 		return EventsSummary{}, fmt.Errorf("replay: ops: must be auto or always (got %q)", opts.Ops)
 	}
-	spec := jb.Spec
-	spec.Project = nil
-	d, err := newDriverOf(&spec, jb.machine)
-	if err != nil {
-		return EventsSummary{}, err
+	b := jb.machine
+	if b == nil { // a Job made in Go rather than by ParseJob
+		spec := jb.Spec
+		spec.Project = nil
+		var err error
+		if b, err = spec.build(); err != nil {
+			return EventsSummary{}, err
+		}
 	}
+	d := newDriver(b)
 	bw := bufio.NewWriter(out)
 	r := &eventsRun{d: d, out: bw, refs: map[string]json.RawMessage{}, pending: map[record.Side]*pendingRetract{},
-		ops: opts.Ops == OpsAlways || !spec.eventTime() || spec.changelogProbe()}
+		ops: opts.Ops == OpsAlways || !d.join.eventTime() || d.join.changelogProbe()}
 	switch {
 	case opts.Late == nil:
 	case opts.Late == out:
@@ -180,7 +184,7 @@ func (r *eventsRun) summary() EventsSummary {
 	default:
 		s.Watermark = wm
 	}
-	if !r.d.spec.eventTime() {
+	if !r.d.join.eventTime() {
 		s.Watermark = nil
 	}
 	return s
@@ -206,7 +210,7 @@ func (r *eventsRun) line(n int, b []byte) error {
 }
 
 func (r *eventsRun) side(name string) (record.Side, error) {
-	s := r.d.spec
+	s := r.d.join
 	if r.d.b.multi != nil {
 		if side, ok := r.d.sideOf(name); ok {
 			return side, nil
@@ -228,7 +232,7 @@ func (r *eventsRun) apply(n int, ev eventLine) error {
 		return nil
 	case evWatermark:
 		r.sum.Watermarks++
-		if !r.d.spec.eventTime() {
+		if !r.d.join.eventTime() {
 			return nil // a changelog join has no event time
 		}
 		return r.d.watermark(ev.wm)
@@ -240,7 +244,7 @@ func (r *eventsRun) apply(n int, ev eventLine) error {
 	if err != nil {
 		return err
 	}
-	if r.d.spec.eventTime() {
+	if r.d.join.eventTime() {
 		return r.element(n, side, ev)
 	}
 	return r.change(n, side, ev)
@@ -258,8 +262,8 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 		return errors.New("ts: missing (an event-time join needs the event time, an integer of ms)")
 	}
 	del := false
-	versioned := side == record.Right && (r.d.spec.Type == TypeTemporal || r.d.spec.Type == TypeTemporalLatest)
-	probe := side == record.Left && r.d.spec.changelogProbe()
+	versioned := side == record.Right && r.d.join.temporal()
+	probe := side == record.Left && r.d.join.changelogProbe()
 	kind := record.Insert
 	switch ev.op {
 	case "", "+I":
@@ -280,7 +284,7 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 	}
 	pos := record.Position{Source: Source, Offset: int64(n)}
 	ref := strconv.Itoa(n)
-	kafka := (r.d.spec.Type == TypeTemporalLatest || r.d.spec.Type == TypeTemporal) && r.d.spec.Temporal.Semantics == "kafka"
+	kafka := r.d.join.temporal() && r.d.join.Temporal.Semantics == "kafka"
 	key := record.Key(ev.key)
 	if kafka {
 		// Kafka Streams' KStream-KTable join: a stream record without a
@@ -292,7 +296,7 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 			return r.writeLate(n, side, nullText(ev), ev.ts, nil, ev.op, joins.LateNullValue)
 		case side == record.Right && isNull:
 			del = true
-		case side == record.Left && ev.null && r.d.spec.Mode == "left":
+		case side == record.Left && ev.null && r.d.join.Mode == "left":
 			// KIP-962: a left join emits a null-key record padded.
 			key, ev.null = joins.NullKey, false
 		}
@@ -327,7 +331,7 @@ func (r *eventsRun) finish(flush bool) error {
 			return err
 		}
 	}
-	if flush && r.d.spec.eventTime() {
+	if flush && r.d.join.eventTime() {
 		if err := r.d.watermark(math.MaxInt64); err != nil {
 			return err
 		}
@@ -359,7 +363,7 @@ func (r *eventsRun) output(o record.Output) error {
 	if r.d.b.multi != nil {
 		return r.multiOutput(o)
 	}
-	s := r.d.spec
+	s := r.d.join
 	l, err := r.value(o.Row[s.Left.Name])
 	if err != nil {
 		return err

@@ -78,34 +78,21 @@ func (s *Spec) buildMulti() (*built, error) {
 	return s.compile(s.Mode, errs)
 }
 
-// parseMultiJob is parseJobFile for a cdc-multi job file: the job
-// package's rules first, so errors name job fields.
+// parseMultiJob is parseJobFile for a cdc-multi job file.
 func parseMultiJob(f jobFile) (*Job, error) {
 	js := f.Spec // job.TypeCDCMulti
-	var errs []error
+	errs := replayChecks(js.Join)
 	if err := checkEnd(f.Replay.EndOfInput, "replay.end_of_input"); err != nil {
-		errs = append(errs, err)
+		errs = append([]error{err}, errs...)
 	}
-	if _, err := js.MultiSpec(); err != nil {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			errs = append(errs, errors.New("replay: job: "+line))
-		}
+	m, err := lowerJoin(js)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	s := Spec{Type: TypeCDCMulti}
-	for _, t := range js.Join.Tables {
-		s.Tables = append(s.Tables, Table{Name: t.Name, PK: t.PK, JoinOn: t.JoinOn, Kind: t.Kind})
-	}
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	m, err := lowerJoin(js)
-	if err != nil {
-		return nil, err
-	}
-	return &Job{Spec: s, EndOfInput: f.Replay.EndOfInput, Form: FormJob, machine: m}, nil
+	return &Job{Join: m.join.Join, EndOfInput: f.Replay.EndOfInput, Form: FormJob, machine: m}, nil
 }
 
 // sideOf maps an input's side name to its side: left or right (or their
@@ -128,7 +115,7 @@ func (d *driver) sideNames() string {
 		}
 		return "not one of " + strings.Join(q, ", ")
 	}
-	return fmt.Sprintf("neither %q nor %q", d.spec.Left.Name, d.spec.Right.Name)
+	return fmt.Sprintf("neither %q nor %q", d.join.Left.Name, d.join.Right.Name)
 }
 
 // sideName names side in late lines.
@@ -153,9 +140,9 @@ func (d *driver) pkColumn(side record.Side) string {
 	case d.b.multi != nil:
 		return d.b.multi.Tables[side].PK
 	case side == record.Right:
-		return d.spec.Right.PK
+		return d.join.Right.PK
 	}
-	return d.spec.Left.PK
+	return d.join.Left.PK
 }
 
 // multiOutput writes one events output line of a cdc-multi join: every

@@ -202,20 +202,6 @@ func ParseSpec(b []byte) (*Spec, error) {
 // eventTime reports whether the spec is an event-time join (not cdc).
 func (s *Spec) eventTime() bool { return s.Type != TypeCDC && s.Type != TypeCDCMulti }
 
-// changelogProbe reports whether the spec is a temporal join whose probe
-// side is a changelog (Flink's semantics): its outputs carry row kinds.
-func (s *Spec) changelogProbe() bool {
-	return (s.Type == TypeTemporal || s.Type == TypeTemporalLatest) && s.Temporal.Semantics == "flink"
-}
-
-// semi reports whether the spec is a left semi join: its outputs are the
-// left row alone.
-func (s *Spec) semi() bool { return s.Mode == "semi" }
-
-// timedOutputs reports whether outputs carry a time: every event-time
-// join's, and a cdc join's with cdc.ts max.
-func (s *Spec) timedOutputs() bool { return s.eventTime() || s.CDC.Ts == "max" }
-
 // Validate reports every problem of the spec at once (errors.Join), each
 // naming its YAML field, e.g. "replay: spec: window.size: must be positive,
 // got 0".

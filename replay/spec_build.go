@@ -16,8 +16,11 @@ import (
 	"github.com/joinery/joinery/transform"
 )
 
-// built is a validated spec turned into the joins machinery.
+// built is a join compiled by the job package (job.Spec.CompileJoin): the
+// join in the job package's dialect, which the driver reads its settings
+// from, and its machine.
 type built struct {
+	join  join
 	cdc   *joins.CDCSpec
 	multi *joins.MultiSpec // a cdc-multi join
 	fresh func() joins.Timed
@@ -239,7 +242,7 @@ func (s *Spec) compile(mode string, errs []error) (*built, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &built{cdc: jp.CDC, multi: jp.Multi, fresh: jp.NewTimed, conditioned: jp.Conditioned}, nil
+	return &built{join: join{js.Join}, cdc: jp.CDC, multi: jp.Multi, fresh: jp.NewTimed, conditioned: jp.Conditioned}, nil
 }
 
 // lower is the spec as the job package's join section, the one join
@@ -370,15 +373,16 @@ func (w *Window) check() []error {
 	return errs
 }
 
-// fieldNames maps the joins specs' field names to the YAML ones.
+// fieldNames maps the compiler's field names (a job's join section's,
+// and the joins specs' it reports) to the spec's.
 var fieldNames = map[string]string{
 	"lower": "interval.lower", "upper": "interval.upper", "open": "open",
 	"lower_exclusive": "interval.lower_exclusive", "upper_exclusive": "interval.upper_exclusive",
 	"left": "left.name", "right": "right.name", "late": "late.rule", "window.type": "window.assigner",
 }
 
-// translate rewrites the "field: msg" errors of a joins Validate to name the
-// YAML field and carry the package prefix.
+// translate rewrites the "field: msg" errors of the compiler (its "join."
+// taken off) to name the spec's field and carry the package prefix.
 func translate(err error) error {
 	list := unjoin(err)
 	out := make([]error, 0, len(list))
