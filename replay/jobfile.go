@@ -180,16 +180,15 @@ func parseJobFile(b []byte) (*Job, error) {
 	if err := strictYAML(b, &f); err != nil {
 		return nil, fmt.Errorf("replay: job: %w", err)
 	}
-	if f.Spec.Join.Type == job.TypeCDCMulti {
-		return parseMultiJob(f)
-	}
 	js := f.Spec // a copy: defaults below are replay's, not the file's
 	j := &js.Join
-	if j.Left.Name == "" {
-		j.Left.Name = "left"
-	}
-	if j.Right.Name == "" {
-		j.Right.Name = "right"
+	if j.Type != job.TypeCDCMulti { // its inputs are its tables
+		if j.Left.Name == "" {
+			j.Left.Name = "left"
+		}
+		if j.Right.Name == "" {
+			j.Right.Name = "right"
+		}
 	}
 	switch j.Type {
 	case "window", "interval", "time-bounded", "unbounded", "temporal", "temporal-latest":

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -76,23 +75,6 @@ func (s *Spec) buildMulti() (*built, error) {
 		}
 	}
 	return s.compile(s.Mode, errs)
-}
-
-// parseMultiJob is parseJobFile for a cdc-multi job file.
-func parseMultiJob(f jobFile) (*Job, error) {
-	js := f.Spec // job.TypeCDCMulti
-	errs := replayChecks(js.Join)
-	if err := checkEnd(f.Replay.EndOfInput, "replay.end_of_input"); err != nil {
-		errs = append([]error{err}, errs...)
-	}
-	m, err := lowerJoin(js)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return &Job{Join: m.join.Join, EndOfInput: f.Replay.EndOfInput, Form: FormJob, machine: m}, nil
 }
 
 // sideOf maps an input's side name to its side: left or right (or their
