@@ -148,24 +148,18 @@ func parseSpecFile(b []byte) (*Job, error) {
 		return nil, fmt.Errorf("replay: spec: %w", err)
 	}
 	s := f.Spec
-	if s.Type == TypeCDCMulti {
-		s.Project = nil
-		m, err := s.build()
-		if err := errors.Join(checkEnd(f.EndOfInput, "end_of_input"), err); err != nil {
-			return nil, err
+	if s.Type != TypeCDCMulti { // a cdc-multi join's inputs are its tables
+		for _, sd := range []*Side{&s.Left, &s.Right} {
+			if s.Type != TypeCDC {
+				sd.Key, sd.Ts = "key", "ts"
+			}
 		}
-		return &Job{Spec: s, Join: m.join.Join, EndOfInput: f.EndOfInput, Form: FormSpec, machine: m}, nil
-	}
-	for _, sd := range []*Side{&s.Left, &s.Right} {
-		if s.Type != TypeCDC {
-			sd.Key, sd.Ts = "key", "ts"
+		if s.Left.Name == "" {
+			s.Left.Name = "left"
 		}
-	}
-	if s.Left.Name == "" {
-		s.Left.Name = "left"
-	}
-	if s.Right.Name == "" {
-		s.Right.Name = "right"
+		if s.Right.Name == "" {
+			s.Right.Name = "right"
+		}
 	}
 	s.Project = nil
 	m, err := s.build()
