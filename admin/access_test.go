@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -213,6 +214,23 @@ func TestAdminScopesWithoutMetricsToken(t *testing.T) {
 		}
 		if a := call(t, "GET", ts.URL+"/ui/", ""); a.code != 200 || !strings.Contains(a.body, "token") {
 			t.Errorf("%s: /ui/ = %d, want the page", c.name, a.code)
+		}
+	}
+}
+
+// TestAdminWithoutConsole: a server given no console serves no /ui/ (the
+// node builds the console and hands it over; admin makes none), and the
+// rest of its routes as usual.
+func TestAdminWithoutConsole(t *testing.T) {
+	s := admin.NewServer(admin.ServerConfig{Backend: &fakeBackend{}, Logger: slog.New(slog.DiscardHandler)})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	for _, c := range []struct {
+		path string
+		want int
+	}{{"/ui/", 404}, {"/ui/api/samples", 404}, {"/v1/members", 200}, {"/metrics", 200}} {
+		if a := call(t, "GET", ts.URL+c.path, ""); a.code != c.want {
+			t.Errorf("%s = %d, want %d", c.path, a.code, c.want)
 		}
 	}
 }

@@ -14,7 +14,8 @@
 //
 //	m := admin.NewMetrics()
 //	n, _ := node.Start(ctx, spec, node.Options{Metrics: m}) // node calls m.RecordsIn.WithLabelValues(job, src).Inc() etc.
-//	srv := admin.NewServer(admin.ServerConfig{Addr: ":8081", Token: token, Backend: n.Admin(), Metrics: m, Logger: log})
+//	ui := console.New(m.Registry(), console.Options{})
+//	srv := admin.NewServer(admin.ServerConfig{Addr: ":8081", Token: token, Backend: n.Admin(), Metrics: m, Console: ui, Logger: log})
 //	if err := srv.Start(); err != nil { ... }
 //	defer srv.Shutdown(ctx)
 //
@@ -31,7 +32,7 @@
 //	GET  /v1/jobs/{job}/hot?n=10                []HotKey   (501 without HotKeys)
 //	POST /v1/jobs/{job}/keys/{key}/passivate    204        (501 without KeyActions)
 //	POST /v1/jobs/{job}/keys/{key}/evict        204        (501 without KeyActions)
-//	GET  /ui/                                   the read-only web console's page (package console): open, no data
+//	GET  /ui/                                   the read-only web console's page (ServerConfig.Console, package console): open, no data
 //	GET  /ui/api/samples                        the console's samples (console.Samples): the read scope
 //	GET  /v1/gossip/keys                        []GossipKey (501 without GossipKeyring)
 //	POST /v1/gossip/keys                        204, body GossipKeyChange; needs the token

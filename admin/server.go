@@ -2,9 +2,7 @@ package admin
 
 import (
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,13 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/joinery/joinery/console"
-	bearertok "github.com/joinery/joinery/internal/bearer"
-	"github.com/joinery/joinery/internal/bindaddr"
 )
 
 // DefaultAddr is where the admin server listens when ServerConfig.Addr is
@@ -44,10 +39,6 @@ const (
 	WriteTimeout = 2 * time.Minute
 	IdleTimeout  = 2 * time.Minute
 )
-
-// ErrInsecure is returned (wrapped) by Start when the server would listen off
-// loopback without any token and without ServerConfig.Insecure.
-var ErrInsecure = errors.New("admin: refusing to serve the admin API off loopback without a token")
 
 // ServerConfig configures NewServer. A zero field means its default.
 //
@@ -89,29 +80,15 @@ type ServerConfig struct {
 	// Metrics is served on /metrics. When nil the server makes its own
 	// (NewMetrics), available from Server.Metrics.
 	Metrics *Metrics
+	// Console is the read-only web console (a *console.Console over the
+	// registry of Metrics, which the node builds), mounted under
+	// console.Prefix: its page open, its data (console.APIPrefix) under the
+	// read scope. When nil there is no console (/ui/ is 404).
+	Console http.Handler
 	// Logger receives request errors and write actions. Default slog.Default().
 	Logger *slog.Logger
 	// Timeout bounds each Backend call (DefaultTimeout when zero).
 	Timeout time.Duration
-}
-
-// open reports whether the read routes and pprof need no token.
-func (c ServerConfig) open() bool {
-	return c.Token == "" && c.ReadToken == "" && (c.Insecure || bindaddr.Loopback(c.Addr))
-}
-
-// CheckAccess returns an error wrapping ErrInsecure when cfg would serve the
-// admin API off loopback with no token and without Insecure. Start calls it;
-// job validation does too, so `joinery check` reports it.
-func CheckAccess(cfg ServerConfig) error {
-	addr := cfg.Addr
-	if addr == "" {
-		addr = DefaultAddr
-	}
-	if cfg.Token == "" && cfg.ReadToken == "" && !cfg.Insecure && !bindaddr.Loopback(addr) {
-		return fmt.Errorf("%w: %s is not a loopback address; set a read and/or admin token (or insecure: true)", ErrInsecure, addr)
-	}
-	return nil
 }
 
 // Server is the admin HTTP server of one node. Its methods are safe for
@@ -164,9 +141,10 @@ func (s *Server) routes() http.Handler {
 	// The read-only web console: its page (HTML, CSS, JavaScript, no data)
 	// is open so that it can ask for a token; its data needs the read
 	// scope, like the /v1 routes it also reads.
-	ui := console.New(s.cfg.Metrics.Registry(), console.Options{})
-	mux.Handle("GET "+console.Prefix, ui)
-	mux.Handle("GET "+console.APIPrefix, s.authed(scopeRead, ui))
+	if ui := s.cfg.Console; ui != nil {
+		mux.Handle("GET "+console.Prefix, ui)
+		mux.Handle("GET "+console.APIPrefix, s.authed(scopeRead, ui))
+	}
 
 	mux.Handle("GET /v1/members", s.read(s.handleMembers))
 	mux.Handle("GET /v1/jobs/{job}/keys/{key}/location", s.read(keyed(s.handleLocate)))
@@ -291,290 +269,4 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = io.WriteString(w, "ok\n")
-}
-
-// apiFunc answers one /v1 request: a value to encode as JSON (nil for 204)
-// or an error mapped by errorStatus.
-type apiFunc func(ctx context.Context, b Backend, r *http.Request) (any, error)
-
-// errBadRequest marks a client error in a request's parameters (400).
-type errBadRequest struct{ msg string }
-
-func (e errBadRequest) Error() string { return e.msg }
-
-// errUnimplemented is answered for a missing Backend extension (501).
-type errUnimplemented struct{ what string }
-
-func (e errUnimplemented) Error() string { return "this node does not support " + e.what }
-
-var errNoBackend = errors.New("node not started")
-
-// read wraps a read-only route: read or admin scope.
-func (s *Server) read(f apiFunc) http.Handler {
-	return s.authed(scopeRead, s.api(f))
-}
-
-// keyed refuses a key over MaxKeyBytes with 414 before f runs.
-func keyed(f apiFunc) apiFunc {
-	return func(ctx context.Context, b Backend, r *http.Request) (any, error) {
-		if len(r.PathValue("key")) > MaxKeyBytes {
-			return nil, errKeyTooLong
-		}
-		return f(ctx, b, r)
-	}
-}
-
-// errKeyTooLong is answered 414.
-var errKeyTooLong = fmt.Errorf("key longer than %d bytes", MaxKeyBytes)
-
-// write wraps a write action on a key: admin scope only, refused without a
-// configured admin token, and logged.
-func (s *Server) write(action string, do func(KeyActions, context.Context, string, string) error) http.Handler {
-	f := func(ctx context.Context, b Backend, r *http.Request) (any, error) {
-		job, key := r.PathValue("job"), r.PathValue("key")
-		ka, ok := b.(KeyActions)
-		if !ok {
-			return nil, errUnimplemented{"key actions (passivate, evict)"}
-		}
-		err := do(ka, ctx, job, key)
-		lvl := slog.LevelInfo
-		if err != nil {
-			lvl = slog.LevelWarn
-		}
-		s.log.Log(ctx, lvl, "admin: key action", "action", action, "job", job, "key", key, "remote", r.RemoteAddr, "err", err)
-		return nil, err
-	}
-	guarded := s.authed(scopeAdmin, s.api(keyed(f)))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Token == "" {
-			s.log.Warn("admin: write action refused: no token configured", "path", r.URL.Path, "remote", r.RemoteAddr)
-			writeError(w, http.StatusForbidden, "write actions are disabled: the server has no admin token configured")
-			return
-		}
-		guarded.ServeHTTP(w, r)
-	})
-}
-
-// scope is what a route needs, and what a token allows. Each scope
-// includes the ones below it: the admin token is accepted wherever the
-// read token is, and both wherever the metrics token is.
-type scope int
-
-const (
-	scopeMetrics scope = iota // /metrics (MetricsToken)
-	scopeRead                 // the read-only /v1 routes and the console's data (ReadToken)
-	scopeAdmin                // everything: write actions, gossip keys, pprof (Token)
-)
-
-// what names the token that a need asks for, for error messages.
-func (need scope) what() string {
-	switch need {
-	case scopeMetrics:
-		return "the metrics, read or admin token"
-	case scopeRead:
-		return "the read or admin token"
-	}
-	return "the admin token"
-}
-
-// bearer is the request's bearer token, "" without one.
-func bearer(r *http.Request) string { return bearertok.Token(r) }
-
-// tokenIs compares in constant time; an empty want never matches.
-func tokenIs(got, want string) bool {
-	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
-}
-
-// scopeOf is the scope the token got allows; ok is false for no token or
-// an unknown one.
-func (s *Server) scopeOf(got string) (sc scope, ok bool) {
-	switch {
-	case got == "":
-		return 0, false
-	case tokenIs(got, s.cfg.Token):
-		return scopeAdmin, true
-	case tokenIs(got, s.cfg.ReadToken):
-		return scopeRead, true
-	case tokenIs(got, s.cfg.MetricsToken):
-		return scopeMetrics, true
-	}
-	return 0, false
-}
-
-// authed lets a request through when it carries a token of scope need or
-// above (or when the route is open: /metrics without MetricsToken, the
-// others see ServerConfig): 401 without a known token, 403 with a token of
-// a smaller scope.
-func (s *Server) authed(need scope, h http.Handler) http.Handler {
-	open, realm := s.cfg.open(), `Bearer realm="joinery"`
-	if need == scopeMetrics {
-		open, realm = s.cfg.MetricsToken == "", `Bearer realm="joinery-metrics"`
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if open {
-			h.ServeHTTP(w, r)
-			return
-		}
-		got, ok := s.scopeOf(bearer(r))
-		switch {
-		case !ok:
-			w.Header().Set("WWW-Authenticate", realm)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
-		case got < need:
-			s.log.Warn("admin: token of too small a scope", "path", r.URL.Path, "remote", r.RemoteAddr, "needs", need.what())
-			msg := "this needs " + need.what() + "; the read token only allows reads"
-			if got == scopeMetrics {
-				msg = "this needs " + need.what() + "; the metrics token only allows /metrics"
-			}
-			writeError(w, http.StatusForbidden, msg)
-		default:
-			h.ServeHTTP(w, r)
-		}
-	})
-}
-
-// metrics guards /metrics: open without MetricsToken; with it, the
-// metrics, read or admin token.
-func (s *Server) metrics(h http.Handler) http.Handler { return s.authed(scopeMetrics, h) }
-
-// api runs f with the backend and a bounded context and writes its answer.
-func (s *Server) api(f apiFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Backend == nil {
-			writeError(w, http.StatusServiceUnavailable, errNoBackend.Error())
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
-		defer cancel()
-		v, err := f(ctx, s.cfg.Backend, r)
-		if err != nil {
-			code := errorStatus(err)
-			if code >= 500 && code != http.StatusNotImplemented {
-				s.log.Warn("admin: request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
-			}
-			writeError(w, code, err.Error())
-			return
-		}
-		if v == nil {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		writeJSON(w, http.StatusOK, v)
-	})
-}
-
-// errorStatus maps an error of a Backend or a handler to an HTTP status.
-func errorStatus(err error) int {
-	var bad errBadRequest
-	var unimpl errUnimplemented
-	switch {
-	case errors.As(err, &bad):
-		return http.StatusBadRequest
-	case errors.Is(err, errKeyTooLong):
-		return http.StatusRequestURITooLong
-	case errors.As(err, &unimpl), errors.Is(err, errors.ErrUnsupported):
-		return http.StatusNotImplemented
-	case errors.Is(err, ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, context.DeadlineExceeded):
-		return http.StatusGatewayTimeout
-	default:
-		return http.StatusInternalServerError
-	}
-}
-
-func (s *Server) handleMembers(ctx context.Context, b Backend, _ *http.Request) (any, error) {
-	ms, err := b.Members(ctx)
-	if ms == nil {
-		ms = []Member{}
-	}
-	return ms, err
-}
-
-func (s *Server) handleLocate(ctx context.Context, b Backend, r *http.Request) (any, error) {
-	loc, err := b.Locate(ctx, r.PathValue("job"), r.PathValue("key"))
-	return loc, err
-}
-
-func (s *Server) handleInspect(ctx context.Context, b Backend, r *http.Request) (any, error) {
-	ks, err := b.Inspect(ctx, r.PathValue("job"), r.PathValue("key"))
-	return ks, err
-}
-
-func (s *Server) handleWhy(ctx context.Context, b Backend, r *http.Request) (any, error) {
-	ex, ok := b.(Explainer)
-	if !ok {
-		return nil, errUnimplemented{"key why"}
-	}
-	why, err := ex.Why(ctx, r.PathValue("job"), r.PathValue("key"))
-	if err != nil {
-		return nil, err
-	}
-	if why.Waits == nil {
-		why.Waits = []Wait{}
-	}
-	return why, nil
-}
-
-func (s *Server) handleWatermarks(ctx context.Context, b Backend, r *http.Request) (any, error) {
-	wm, ok := b.(Watermarker)
-	if !ok {
-		return nil, errUnimplemented{"watermarks"}
-	}
-	job := r.PathValue("job")
-	parts, global, err := wm.Watermarks(ctx, job)
-	if err != nil {
-		return nil, err
-	}
-	if parts == nil {
-		parts = []Watermark{}
-	}
-	return Watermarks{Job: job, Global: global, Partitions: parts}, nil
-}
-
-func (s *Server) handleHot(ctx context.Context, b Backend, r *http.Request) (any, error) {
-	n := 10
-	if q := r.URL.Query().Get("n"); q != "" {
-		v, err := strconv.Atoi(q)
-		if err != nil || v < 1 || v > MaxHot {
-			return nil, errBadRequest{fmt.Sprintf("n: want an integer from 1 to %d (got %q)", MaxHot, q)}
-		}
-		n = v
-	}
-	hk, ok := b.(HotKeys)
-	if !ok {
-		return nil, errUnimplemented{"hot keys"}
-	}
-	keys, err := hk.Hot(ctx, r.PathValue("job"), n)
-	if err != nil {
-		return nil, err
-	}
-	if keys == nil {
-		keys = []HotKey{}
-	}
-	if len(keys) > n {
-		keys = keys[:n]
-	}
-	return keys, nil
-}
-
-// ErrorBody is the JSON body of every error answer of the /v1 routes.
-type ErrorBody struct {
-	Error string `json:"error"`
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, ErrorBody{Error: msg})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		code = http.StatusInternalServerError
-		b, _ = json.Marshal(ErrorBody{Error: "admin: encode answer: " + err.Error()})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/admin"
+	"github.com/joinery/joinery/console"
 )
 
 // fakeBackend is a test stand-in for a node: it serves canned status data for
@@ -144,6 +145,13 @@ func newTestServer(t *testing.T, cfg admin.ServerConfig) *httptest.Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	// The console, as a node wires it: over the registry the server serves.
+	if cfg.Metrics == nil {
+		cfg.Metrics = admin.NewMetrics()
+	}
+	ui := console.New(cfg.Metrics.Registry(), console.Options{})
+	t.Cleanup(ui.Close)
+	cfg.Console = ui
 	ts := httptest.NewServer(admin.NewServer(cfg).Handler())
 	t.Cleanup(ts.Close)
 	return ts

@@ -20,7 +20,8 @@
 //
 // console owns the page, its assets and the sampler. It must not change
 // anything: it serves GET only, has no passivate or evict buttons, and does
-// not import admin (admin imports it to mount it); it knows the node only
+// not import admin (the node builds a Console over its metrics registry and
+// hands it to the admin server, which mounts it); it knows the node only
 // through a prometheus.Gatherer and the JSON the page fetches.
 //
 // The page is tested in a real browser (node/console_test.go): headless

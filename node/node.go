@@ -25,6 +25,7 @@ import (
 	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/cluster"
 	"github.com/joinery/joinery/connectors"
+	"github.com/joinery/joinery/console"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/persistence"
@@ -89,6 +90,7 @@ type Node struct {
 	keyExprs [2]*transform.Value // event-time sides' key_expr, by side; nil: the key field
 	opened   sync.Map            // names of the job's sources that opened (readiness)
 	admin    *admin.Server
+	console  *console.Console // the admin server's web console (with an admin server only)
 	ingest   connectors.Service
 	started  time.Time
 	hot      *hotkeys.Tracker
@@ -146,7 +148,6 @@ func StartPlan(ctx context.Context, plan *job.Plan, opts Options) (n *Node, err 
 	if err = n.startGuard(ctx); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	n.writer = actors.NewWriter(meteredSaves{n.keyStore(), n.metrics}, actors.WriterOptions{MaxBatch: spec.State.FlushBatch, Logger: n.log})
 	if n.out, err = openSinks(ctx, plan, opts.Stdout, n.redisError); err != nil {
 		return nil, err
 	}
@@ -164,6 +165,9 @@ func StartPlan(ctx context.Context, plan *job.Plan, opts Options) (n *Node, err 
 	if spec.Admin.Addr != "" {
 		acfg := adminConfig(plan)
 		acfg.Backend, acfg.Metrics, acfg.Logger = backend{n}, n.metrics, n.log.With("component", "admin")
+		// The console samples the node's metrics; the admin server mounts it.
+		n.console = console.New(n.metrics.Registry(), console.Options{})
+		acfg.Console = n.console
 		n.admin = admin.NewServer(acfg)
 		if err = n.admin.Start(); err != nil {
 			return nil, fmt.Errorf("admin: %w", err)
@@ -239,6 +243,9 @@ func (n *Node) startCluster() (err error) {
 		}
 		ropts = append(ropts, topts...)
 	}
+	// The key actors' write-behind batcher: their saves reach the store
+	// through it (through the guard, metered).
+	n.writer = actors.NewWriter(meteredSaves{n.keyStore(), n.metrics}, actors.WriterOptions{MaxBatch: n.spec.State.FlushBatch, Logger: n.log})
 	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, Multi: n.multi, NewTimed: n.timed, Store: n.keyStore(), Writer: n.writer, Logger: n.log,
 		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats, Budget: n.budget})
 	n.kind = actors.KindName(n.spec.Name)
@@ -357,6 +364,9 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		if n.admin != nil {
 			errs = append(errs, n.admin.Shutdown(ctx))
+		}
+		if n.console != nil {
+			n.console.Close()
 		}
 	})
 	return errors.Join(errs...)

@@ -55,7 +55,7 @@ func TestReplayConditionErrors(t *testing.T) {
 		{"join: {type: window, window: {type: tumbling, size: 2ms}, late: {rule: none}}\n", "join.late: rule none is for interval, time-bounded and unbounded joins"},
 		{"join: {type: temporal, condition: 'true'}\n", "join.condition: only for window, interval, time-bounded and unbounded joins"},
 		{"join: {type: temporal-latest, late: {rule: none}}\n", "join.late.rule: only for window, interval, time-bounded and unbounded joins"},
-		{"join: {type: cdc, condition: 'true', left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "condition: only for window, cogroup-outer, interval, time-bounded and unbounded joins"},
+		{"join: {type: cdc, condition: 'true', left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "join.condition: only for window, interval, time-bounded and unbounded joins (got type cdc)"},
 		{"type: interval\ninterval: {lower: 0, upper: 1}\ncondition: 'left.x >'\n", "replay: spec: condition:"},
 		{"type: interval\ninterval: {lower: 0, upper: 1}\nright_condition: 'left.x'\n", `replay: spec: right_condition: "left.x" names left; it may name only right`},
 		{"type: window\nwindow: {assigner: tumbling, size: 2}\nlate: {rule: none}\n", "replay: spec: late.rule: rule none is for interval, time-bounded and unbounded joins"},

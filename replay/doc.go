@@ -11,7 +11,9 @@
 // reader and writer it is given, starts no goroutine, reads no clock and uses
 // no randomness: the same spec and script give the same bytes out.
 //
-// The spec (YAML, see Spec):
+// The spec (YAML, see Spec), shorthand for a node job file's join: section
+// (job.Join), to which it lowers and which the job package compiles (replay
+// has no join compiler of its own):
 //
 //	type: window            # cdc, window, cogroup-outer, interval, time-bounded, unbounded, temporal, temporal-latest
 //	mode: inner             # inner (default), left, right, full, as the type allows
@@ -61,7 +63,9 @@
 // --input EVENTS.jsonl (docs/replay.md has the whole format, every join
 // type and the differences from Flink, Spark and Kafka Streams). ParseJob
 // reads either a node job file (its join: section, plus an optional
-// replay: {end_of_input: hold}) or a bare Spec (plus end_of_input). Input
+// replay: {end_of_input: hold}) or a bare Spec (plus end_of_input); either
+// way the join is a job.Join (Job.Join: a bare Spec is lowered to one),
+// compiled by the job package as a node compiles it. Input
 // lines carry their own key, time and value:
 //
 //	{"side":"left","key":"k","ts":5,"value":{"any":"json"}}

@@ -100,15 +100,19 @@ func RunEvents(jb *Job, in io.Reader, out io.Writer, opts Options) (EventsSummar
 	default:
 		return EventsSummary{}, fmt.Errorf("replay: ops: must be auto or always (got %q)", opts.Ops)
 	}
-	spec := jb.Spec
-	spec.Project = nil
-	d, err := newDriverOf(&spec, jb.machine)
-	if err != nil {
-		return EventsSummary{}, err
+	b := jb.machine
+	if b == nil { // a Job made in Go rather than by ParseJob
+		spec := jb.Spec
+		spec.Project = nil
+		var err error
+		if b, err = spec.build(); err != nil {
+			return EventsSummary{}, err
+		}
 	}
+	d := newDriver(b)
 	bw := bufio.NewWriter(out)
 	r := &eventsRun{d: d, out: bw, refs: map[string]json.RawMessage{}, pending: map[record.Side]*pendingRetract{},
-		ops: opts.Ops == OpsAlways || !spec.eventTime() || spec.changelogProbe()}
+		ops: opts.Ops == OpsAlways || !d.join.eventTime() || d.join.changelogProbe()}
 	switch {
 	case opts.Late == nil:
 	case opts.Late == out:
@@ -168,12 +172,6 @@ type eventsRun struct {
 	pending map[record.Side]*pendingRetract
 }
 
-type pendingRetract struct {
-	line int
-	row  record.Row
-	ts   int64
-}
-
 func (r *eventsRun) summary() EventsSummary {
 	s := r.sum
 	s.Keys = len(r.d.seen)
@@ -186,7 +184,7 @@ func (r *eventsRun) summary() EventsSummary {
 	default:
 		s.Watermark = wm
 	}
-	if !r.d.spec.eventTime() {
+	if !r.d.join.eventTime() {
 		s.Watermark = nil
 	}
 	return s
@@ -212,7 +210,7 @@ func (r *eventsRun) line(n int, b []byte) error {
 }
 
 func (r *eventsRun) side(name string) (record.Side, error) {
-	s := r.d.spec
+	s := r.d.join
 	if r.d.b.multi != nil {
 		if side, ok := r.d.sideOf(name); ok {
 			return side, nil
@@ -234,7 +232,7 @@ func (r *eventsRun) apply(n int, ev eventLine) error {
 		return nil
 	case evWatermark:
 		r.sum.Watermarks++
-		if !r.d.spec.eventTime() {
+		if !r.d.join.eventTime() {
 			return nil // a changelog join has no event time
 		}
 		return r.d.watermark(ev.wm)
@@ -246,7 +244,7 @@ func (r *eventsRun) apply(n int, ev eventLine) error {
 	if err != nil {
 		return err
 	}
-	if r.d.spec.eventTime() {
+	if r.d.join.eventTime() {
 		return r.element(n, side, ev)
 	}
 	return r.change(n, side, ev)
@@ -264,8 +262,8 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 		return errors.New("ts: missing (an event-time join needs the event time, an integer of ms)")
 	}
 	del := false
-	versioned := side == record.Right && (r.d.spec.Type == TypeTemporal || r.d.spec.Type == TypeTemporalLatest)
-	probe := side == record.Left && r.d.spec.changelogProbe()
+	versioned := side == record.Right && r.d.join.temporal()
+	probe := side == record.Left && r.d.join.changelogProbe()
 	kind := record.Insert
 	switch ev.op {
 	case "", "+I":
@@ -286,7 +284,7 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 	}
 	pos := record.Position{Source: Source, Offset: int64(n)}
 	ref := strconv.Itoa(n)
-	kafka := (r.d.spec.Type == TypeTemporalLatest || r.d.spec.Type == TypeTemporal) && r.d.spec.Temporal.Semantics == "kafka"
+	kafka := r.d.join.temporal() && r.d.join.Temporal.Semantics == "kafka"
 	key := record.Key(ev.key)
 	if kafka {
 		// Kafka Streams' KStream-KTable join: a stream record without a
@@ -298,7 +296,7 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 			return r.writeLate(n, side, nullText(ev), ev.ts, nil, ev.op, joins.LateNullValue)
 		case side == record.Right && isNull:
 			del = true
-		case side == record.Left && ev.null && r.d.spec.Mode == "left":
+		case side == record.Left && ev.null && r.d.join.Mode == "left":
 			// KIP-962: a left join emits a null-key record padded.
 			key, ev.null = joins.NullKey, false
 		}
@@ -320,156 +318,6 @@ func (r *eventsRun) element(n int, side record.Side, ev eventLine) error {
 	return r.d.feed(key, e)
 }
 
-// nullText is an input's key as a late line shows it.
-func nullText(ev eventLine) string {
-	if ev.null {
-		return "null"
-	}
-	return ev.key
-}
-
-// change applies an input of a cdc join.
-func (r *eventsRun) change(n int, side record.Side, ev eventLine) error {
-	if ev.key != "" || ev.null {
-		return errors.New("key: not for a cdc join (the key is the join_on column of the rows)")
-	}
-	row := func(raw json.RawMessage, part string) (record.Row, error) {
-		if raw == nil {
-			return nil, nil
-		}
-		var m record.Row
-		if err := decodeStrict(raw, &m); err != nil || m == nil {
-			return nil, fmt.Errorf("%s: want a JSON object", part)
-		}
-		ref := strconv.Itoa(n) + "/" + part[:1]
-		r.refs[ref] = raw
-		m[refCol] = ref
-		return m, nil
-	}
-	value := ev.value
-	if value != nil && (len(value) == 0 || value[0] != '{') {
-		return errors.New("value: a cdc row must be a JSON object")
-	}
-	before, after := ev.before, ev.after
-	switch ev.op {
-	case "+I", "+U":
-		if after == nil {
-			after = value
-		}
-	case "-U", "-D":
-		if before == nil {
-			before = value
-		}
-	case "c", "r", "u", "d":
-		if value != nil {
-			return errors.New(`value: a Debezium-style change (op c, r, u, d) carries before and after`)
-		}
-	case "":
-		return errors.New("op: missing (a cdc input needs c, r, u, d or +I, -U, +U, -D)")
-	default:
-		return fmt.Errorf("op: %q: want c, r, u, d or +I, -U, +U, -D", ev.op)
-	}
-	b, err := row(before, "before")
-	if err != nil {
-		return err
-	}
-	a, err := row(after, "after")
-	if err != nil {
-		return err
-	}
-	pos := record.Position{Source: Source, Offset: int64(n)}
-	c := record.Change{Pos: pos, TsMs: ev.ts}
-	if ev.hasTsMs {
-		c.TsMs = ev.tsMs
-	}
-	switch ev.op {
-	case "c", "r", "u", "d":
-		c.Op = record.Op(ev.op[0])
-		c.Before, c.After = b, a
-		if c.Op == record.OpCreate || c.Op == record.OpRead {
-			c.Before = nil
-		}
-		if c.Op == record.OpDelete {
-			c.After = nil
-		}
-	case "+I":
-		c.Op, c.After = record.OpCreate, a
-	case "+U":
-		c.Op, c.After = record.OpUpdate, a
-		if p := r.pending[side]; p != nil && r.samePK(side, p.row, a) {
-			c.Before = p.row // -U then +U of one row: an update
-			r.pending[side] = nil
-		}
-	case "-D":
-		c.Op, c.Before = record.OpDelete, b
-	}
-	// A -U no +U of the same row followed is a delete, applied first.
-	if err := r.flushPending(side); err != nil {
-		return err
-	}
-	if ev.op == "-U" {
-		if b == nil {
-			return errors.New("before: a -U needs the row it retracts (before or value)")
-		}
-		r.pending[side] = &pendingRetract{line: n, row: b, ts: c.TsMs}
-		return nil
-	}
-	switch {
-	case c.Op != record.OpDelete && c.After == nil:
-		return fmt.Errorf("after: missing (op %q needs the new row)", ev.op)
-	case c.Op == record.OpDelete && c.Before == nil:
-		return fmt.Errorf("before: missing (op %q needs the deleted row)", ev.op)
-	}
-	return r.applyChange(n, side, c)
-}
-
-func (r *eventsRun) samePK(side record.Side, a, b record.Row) bool {
-	if a == nil || b == nil {
-		return false
-	}
-	pk := r.d.pkColumn(side)
-	ka, okA := record.KeyOf(a[pk])
-	kb, okB := record.KeyOf(b[pk])
-	return okA && okB && ka == kb
-}
-
-// flushPending applies a side's -U that no +U followed as a delete.
-func (r *eventsRun) flushPending(side record.Side) error {
-	p := r.pending[side]
-	if p == nil {
-		return nil
-	}
-	r.pending[side] = nil
-	c := record.Change{Op: record.OpDelete, Before: p.row, Pos: record.Position{Source: Source, Offset: int64(p.line)}, TsMs: p.ts}
-	if err := r.applyChange(p.line, side, c); err != nil {
-		return &LineError{Input: "input", Line: p.line, Err: err}
-	}
-	return nil
-}
-
-// applyChange routes and applies one change; a change the join cannot
-// route is dropped with its reason.
-func (r *eventsRun) applyChange(n int, side record.Side, c record.Change) error {
-	if _, err := r.d.route(side, c); err != nil {
-		var re *joins.RouteError
-		if !errors.As(err, &re) {
-			return err
-		}
-		r.sum.Dropped++
-		img, part := c.After, "after"
-		if c.Op == record.OpDelete {
-			img, part = c.Before, "before"
-		}
-		var v json.RawMessage
-		if img != nil {
-			v = r.refs[strconv.Itoa(n)+"/"+part[:1]]
-		}
-		return r.writeLate(n, side, "", 0, v, c.Op.String(), re.Reason)
-	}
-	r.sum.Inputs++
-	return r.d.applyChange(side, c)
-}
-
 // finish flushes pending retractions and, when flush, moves the watermark
 // to the end of time.
 func (r *eventsRun) finish(flush bool) error {
@@ -483,7 +331,7 @@ func (r *eventsRun) finish(flush bool) error {
 			return err
 		}
 	}
-	if flush && r.d.spec.eventTime() {
+	if flush && r.d.join.eventTime() {
 		if err := r.d.watermark(math.MaxInt64); err != nil {
 			return err
 		}
@@ -515,7 +363,7 @@ func (r *eventsRun) output(o record.Output) error {
 	if r.d.b.multi != nil {
 		return r.multiOutput(o)
 	}
-	s := r.d.spec
+	s := r.d.join
 	l, err := r.value(o.Row[s.Left.Name])
 	if err != nil {
 		return err
@@ -547,54 +395,6 @@ func (r *eventsRun) output(o record.Output) error {
 	r.sum.Outputs++
 	if _, err := r.out.Write(b); err != nil {
 		r.d.werr = fmt.Errorf("replay: write: %w", err)
-		return r.d.werr
-	}
-	return nil
-}
-
-// lateElem writes an element the join refused as late.
-func (r *eventsRun) lateElem(key record.Key, l joins.Late) error {
-	r.d.sum.Late++
-	e := l.Element
-	op := ""
-	var v json.RawMessage
-	if e.Row == nil {
-		op = "-D"
-	} else if raw, err := r.value(e.Row); err == nil {
-		v = raw
-	}
-	return r.writeLate(int(e.Pos.Offset), e.Side, string(key), e.Ts, v, op, l.Reason)
-}
-
-// lateRecord is a late or dropped input. Key is its canonical JSON text.
-type lateRecord struct {
-	Side   string          `json:"side"`
-	Key    json.RawMessage `json:"key,omitempty"`
-	Ts     *int64          `json:"ts,omitempty"`
-	Value  json.RawMessage `json:"value,omitempty"`
-	Op     string          `json:"op,omitempty"`
-	Line   int             `json:"line"`
-	Reason string          `json:"reason"`
-}
-
-func (r *eventsRun) writeLate(n int, side record.Side, key string, ts int64, v json.RawMessage, op, reason string) error {
-	if r.late == nil {
-		return nil
-	}
-	ll := lateRecord{Side: r.d.sideName(side), Value: v, Op: op, Line: n, Reason: reason}
-	if key != "" {
-		ll.Key = json.RawMessage(key)
-	}
-	if r.d.spec.eventTime() {
-		ll.Ts = &ts
-	}
-	b, err := marshal(ll)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	if _, err := r.late.Write(b); err != nil {
-		r.d.werr = fmt.Errorf("replay: late: %w", err)
 		return r.d.werr
 	}
 	return nil

@@ -340,7 +340,7 @@ sinks: [{type: stdout}]
 state: {store: embedded}
 `, form: FormJob, typ: TypeInterval},
 		{name: "job without name or sides", yaml: "join: {type: window, window: {type: session, gap: 1s}}\n", form: FormJob, typ: TypeWindow},
-		{name: "job outer window", yaml: "join: {type: window, mode: full, window: {type: tumbling, size: 2ms}}\n", form: FormJob, typ: TypeCoGroupOuter},
+		{name: "job outer window", yaml: "join: {type: window, mode: full, window: {type: tumbling, size: 2ms}}\n", form: FormJob, typ: TypeWindow},
 		{name: "job temporal-latest", yaml: "join: {type: temporal-latest, mode: left}\n", form: FormJob, typ: TypeTemporalLatest},
 		{name: "job cdc", yaml: "join: {type: cdc, left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", form: FormJob, typ: TypeCDC},
 		{name: "bare spec", yaml: "type: interval\ninterval: {lower: -2ms, upper: 1ms}\n", form: FormSpec, typ: TypeInterval},
@@ -377,8 +377,9 @@ state: {store: embedded}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if j.Form != tc.form || j.Spec.Type != tc.typ {
-				t.Fatalf("form %s type %s, want %s %s", j.Form, j.Spec.Type, tc.form, tc.typ)
+			// Join is the join in the job package's dialect, whichever the form.
+			if j.Form != tc.form || j.Join.Type != tc.typ || j.Form == FormSpec && j.Spec.Type != tc.typ {
+				t.Fatalf("form %s type %s (spec %q), want %s %s", j.Form, j.Join.Type, j.Spec.Type, tc.form, tc.typ)
 			}
 		})
 	}

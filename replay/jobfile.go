@@ -33,17 +33,22 @@ const (
 // Job is what RunEvents runs: a join and how to end the input. ParseJob
 // reads it from a node job file or from a bare replay spec.
 type Job struct {
-	// Spec is the join. The sides' key and ts columns are not used: every
-	// events line carries its key and ts. Spec.Project is not used either:
-	// an output is the pair of matched input values.
+	// Spec is the join of a bare replay spec (FormSpec); zero for a job
+	// file. The sides' key and ts columns are not used: every events line
+	// carries its key and ts. Spec.Project is not used either: an output
+	// is the pair of matched input values.
 	Spec Spec
+	// Join is the join in the job package's dialect, the one a node
+	// compiles: a job file's join: section, or Spec lowered (a replay spec
+	// is sugar for it). Its sides' names default to left and right, their
+	// key and ts are the events lines' own, and it has no projection.
+	Join job.Join
 	// EndOfInput is EndFlush (the default when empty) or EndHold.
 	EndOfInput string
 	// Form is FormJob or FormSpec.
 	Form string
-	// machine is a job file's join compiled by the job package
-	// (job.Spec.CompileJoin): the one join dialect a node runs too. Nil for
-	// a bare spec, whose machine Spec builds.
+	// machine is Join compiled by the job package (job.Spec.CompileJoin).
+	// Nil for a Job made in Go, whose Spec RunEvents compiles.
 	machine *built
 }
 
@@ -54,9 +59,18 @@ func lowerJoin(js job.Spec) (*built, error) {
 	js.Join.Project = nil
 	jp, err := js.CompileJoin(conditionView)
 	if err != nil {
-		return nil, fmt.Errorf("replay: job: %w", err)
+		return nil, errors.Join(prefixed("replay: job: ", err)...)
 	}
-	return &built{cdc: jp.CDC, multi: jp.Multi, fresh: jp.NewTimed, conditioned: jp.Conditioned}, nil
+	return &built{join: join{js.Join}, cdc: jp.CDC, multi: jp.Multi, fresh: jp.NewTimed, conditioned: jp.Conditioned}, nil
+}
+
+// prefixed is err's lines, each an error with prefix.
+func prefixed(prefix string, err error) []error {
+	var errs []error
+	for _, line := range strings.Split(err.Error(), "\n") {
+		errs = append(errs, errors.New(prefix+line))
+	}
+	return errs
 }
 
 // replayOptions is the replay: section of a node job file, and the extra
@@ -134,34 +148,25 @@ func parseSpecFile(b []byte) (*Job, error) {
 		return nil, fmt.Errorf("replay: spec: %w", err)
 	}
 	s := f.Spec
-	if s.Type == TypeCDCMulti {
-		s.Project = nil
-		errs := []error{checkEnd(f.EndOfInput, "end_of_input"), s.Validate()}
-		if err := errors.Join(errs...); err != nil {
-			return nil, err
+	if s.Type != TypeCDCMulti { // a cdc-multi join's inputs are its tables
+		for _, sd := range []*Side{&s.Left, &s.Right} {
+			if s.Type != TypeCDC {
+				sd.Key, sd.Ts = "key", "ts"
+			}
 		}
-		return &Job{Spec: s, EndOfInput: f.EndOfInput, Form: FormSpec}, nil
-	}
-	for _, sd := range []*Side{&s.Left, &s.Right} {
-		if s.Type != TypeCDC {
-			sd.Key, sd.Ts = "key", "ts"
+		if s.Left.Name == "" {
+			s.Left.Name = "left"
 		}
-	}
-	if s.Left.Name == "" {
-		s.Left.Name = "left"
-	}
-	if s.Right.Name == "" {
-		s.Right.Name = "right"
+		if s.Right.Name == "" {
+			s.Right.Name = "right"
+		}
 	}
 	s.Project = nil
-	errs := []error{checkEnd(f.EndOfInput, "end_of_input")}
-	if err := s.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
+	m, err := s.build()
+	if err := errors.Join(checkEnd(f.EndOfInput, "end_of_input"), err); err != nil {
 		return nil, err
 	}
-	return &Job{Spec: s, EndOfInput: f.EndOfInput, Form: FormSpec}, nil
+	return &Job{Spec: s, Join: m.join.Join, EndOfInput: f.EndOfInput, Form: FormSpec, machine: m}, nil
 }
 
 func parseJobFile(b []byte) (*Job, error) {
@@ -169,108 +174,76 @@ func parseJobFile(b []byte) (*Job, error) {
 	if err := strictYAML(b, &f); err != nil {
 		return nil, fmt.Errorf("replay: job: %w", err)
 	}
-	if f.Spec.Join.Type == job.TypeCDCMulti {
-		return parseMultiJob(f)
-	}
 	js := f.Spec // a copy: defaults below are replay's, not the file's
 	j := &js.Join
-	if j.Left.Name == "" {
-		j.Left.Name = "left"
-	}
-	if j.Right.Name == "" {
-		j.Right.Name = "right"
-	}
-	var errs []error
-	bad := func(field, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("replay: job: join.%s: %s", field, fmt.Sprintf(format, a...)))
-	}
-	addAll := func(err error) {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			errs = append(errs, errors.New("replay: job: "+line))
+	if j.Type != job.TypeCDCMulti { // its inputs are its tables
+		if j.Left.Name == "" {
+			j.Left.Name = "left"
+		}
+		if j.Right.Name == "" {
+			j.Right.Name = "right"
 		}
 	}
-	if err := checkEnd(f.Replay.EndOfInput, "replay.end_of_input"); err != nil {
-		errs = append(errs, err)
-	}
-	// Validate with the job package's own rules, so errors name job fields.
 	switch j.Type {
-	case "cdc":
-		if _, err := js.CDCSpec(); err != nil {
-			addAll(err)
-		}
 	case "window", "interval", "time-bounded", "unbounded", "temporal", "temporal-latest":
 		for _, sd := range []*job.Side{&j.Left, &j.Right} {
 			sd.Key, sd.Ts = "key", "ts" // events lines carry them
 		}
-		if _, err := js.TimedFactory(); err != nil {
-			addAll(err)
-		}
-	default:
-		bad("type", "must be cdc, cdc-multi, window, interval, time-bounded, unbounded, temporal or temporal-latest (got %q)", j.Type)
+	}
+	errs := replayChecks(*j)
+	if err := checkEnd(f.Replay.EndOfInput, "replay.end_of_input"); err != nil {
+		errs = append([]error{err}, errs...)
+	}
+	m, err := lowerJoin(js)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	ms := func(field string, d time.Duration) Millis {
+	return &Job{Join: m.join.Join, EndOfInput: f.Replay.EndOfInput, Form: FormJob, machine: m}, nil
+}
+
+// replayChecks are what replay asks of a job file's join beyond what a
+// node does: times in whole milliseconds (replay's unit), and no setting
+// the join's type does not use.
+func replayChecks(j job.Join) []error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("replay: job: join.%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	whole := func(field string, d time.Duration) {
 		if d%time.Millisecond != 0 {
 			bad(field, "%v is not a whole number of milliseconds", d)
 		}
-		return Millis(d.Milliseconds())
-	}
-	s := Spec{Mode: j.Mode, Condition: j.Condition, LeftCondition: j.LeftCondition, RightCondition: j.RightCondition, Late: j.Late, Emit: j.Emit,
-		Temporal: j.Temporal, CDC: j.CDC,
-		Left:  Side{Name: j.Left.Name, PK: j.Left.PK, JoinOn: j.Left.JoinOn},
-		Right: Side{Name: j.Right.Name, PK: j.Right.PK, JoinOn: j.Right.JoinOn}}
-	if j.Type != "cdc" {
-		s.Left.Key, s.Left.Ts, s.Right.Key, s.Right.Ts = "key", "ts", "key", "ts"
-		s.Left.PK, s.Left.JoinOn, s.Right.PK, s.Right.JoinOn = "", "", "", ""
 	}
 	windowed := j.Type == "window"
 	bounded := j.Type == "interval" || j.Type == "time-bounded"
-	switch j.Type {
-	case "cdc":
-		s.Type = TypeCDC
-	case "window":
-		s.Type = TypeWindow
-		if m := j.Mode; m != "" && m != "inner" && m != "semi" {
-			s.Type = TypeCoGroupOuter
-		}
-		w := &Window{Assigner: j.Window.Type}
+	if windowed {
 		switch j.Window.Type {
 		case "tumbling":
-			w.Size, w.Offset = ms("window.size", j.Window.Size), ms("window.offset", j.Window.Offset)
+			whole("window.size", j.Window.Size)
+			whole("window.offset", j.Window.Offset)
 		case "sliding":
-			w.Size, w.Slide, w.Offset = ms("window.size", j.Window.Size), ms("window.slide", j.Window.Slide), ms("window.offset", j.Window.Offset)
+			whole("window.size", j.Window.Size)
+			whole("window.slide", j.Window.Slide)
+			whole("window.offset", j.Window.Offset)
 		case "session":
-			w.Gap = ms("window.gap", j.Window.Gap)
+			whole("window.gap", j.Window.Gap)
 		}
-		s.Window = w
-		s.AllowedLateness = ms("allowed_lateness", j.AllowedLateness)
-	case "interval":
-		s.Type = TypeInterval
-	case "time-bounded":
-		s.Type = TypeTimeBounded
-	case "unbounded":
-		s.Type = TypeUnbounded
-	case "temporal":
-		s.Type = TypeTemporal
-	case "temporal-latest":
-		s.Type = TypeTemporalLatest
+		whole("allowed_lateness", j.AllowedLateness)
 	}
-	s.TTL = TTLMillis(j.TTL.Millis())
 	if !j.TTL.None {
-		s.TTL = TTLMillis(ms("ttl", j.TTL.D))
+		whole("ttl", j.TTL.D)
 	}
-	s.Open = j.Open
 	if bounded {
-		s.Interval = &Bounds{Lower: ms("lower", j.Lower), Upper: ms("upper", j.Upper),
-			LowerExclusive: j.LowerExclusive, UpperExclusive: j.UpperExclusive}
+		whole("lower", j.Lower)
+		whole("upper", j.Upper)
 		if j.Type == "time-bounded" && (j.LowerExclusive || j.UpperExclusive) {
 			bad("lower_exclusive", "exclusive bounds are for interval joins only")
-			s.Interval.LowerExclusive, s.Interval.UpperExclusive = false, false
 		}
-	} else {
-		if j.Lower != 0 || j.Upper != 0 || j.LowerExclusive || j.UpperExclusive {
-			bad("lower", "lower, upper and their exclusive flags are for interval and time-bounded joins only")
-		}
+	} else if j.Lower != 0 || j.Upper != 0 || j.LowerExclusive || j.UpperExclusive {
+		bad("lower", "lower, upper and their exclusive flags are for interval and time-bounded joins only")
 	}
 	if !windowed {
 		if j.Window != (job.Window{}) {
@@ -280,15 +253,10 @@ func parseJobFile(b []byte) (*Job, error) {
 			bad("allowed_lateness", "only for window joins")
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	for i, t := range j.Tables {
+		if reservedOutput[t.Name] {
+			bad(fmt.Sprintf("tables[%d].name", i), "%q is a field of the output lines; name the table otherwise", t.Name)
+		}
 	}
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	m, err := lowerJoin(js)
-	if err != nil {
-		return nil, err
-	}
-	return &Job{Spec: s, EndOfInput: f.Replay.EndOfInput, Form: FormJob, machine: m}, nil
+	return errs
 }

@@ -1,11 +1,10 @@
 package replay
 
 import (
-	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 )
 
@@ -34,7 +33,8 @@ type Table struct {
 // table may not be named (its rows are written under the table names).
 var reservedOutput = map[string]bool{"ts": true, "op": true}
 
-// buildMulti validates a cdc-multi spec and builds its joins spec.
+// buildMulti checks a cdc-multi spec's own fields and compiles it as build
+// does.
 func (s *Spec) buildMulti() (*built, error) {
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -52,16 +52,14 @@ func (s *Spec) buildMulti() (*built, error) {
 	if s.Condition != "" || s.LeftCondition != "" || s.RightCondition != "" || s.Late.Rule != "" {
 		bad("condition", "conditions and late rules are for stream-stream joins")
 	}
-	ms := &joins.MultiSpec{}
+	names := make([]string, len(s.Tables))
 	for i, t := range s.Tables {
-		mt := joins.MultiTable{Name: t.Name, PK: t.PK, JoinOn: t.JoinOn}
+		names[i] = t.Name
 		switch t.Kind {
 		case "", "inner":
 		case "left":
-			mt.Kind = joins.LeftOuter
 			if i == 0 {
 				bad(fmt.Sprintf("tables[%d].kind", i), "the first table is the driving side: it takes no kind")
-				mt.Kind = joins.Inner
 			}
 		default:
 			bad(fmt.Sprintf("tables[%d].kind", i), "must be inner or left (got %q)", t.Kind)
@@ -69,63 +67,14 @@ func (s *Spec) buildMulti() (*built, error) {
 		if reservedOutput[t.Name] {
 			bad(fmt.Sprintf("tables[%d].name", i), "%q is a field of the output lines; name the table otherwise", t.Name)
 		}
-		ms.Tables = append(ms.Tables, mt)
 	}
 	for i, c := range s.Project {
-		f := fmt.Sprintf("project[%d]", i)
 		table, field, ok := strings.Cut(c.From, ".")
-		ti, okT := ms.TableIndex(table)
-		if !ok || field == "" || !okT {
-			bad(f+".from", "%q is not table.field with a table of tables", c.From)
-			continue
-		}
-		ms.Project = append(ms.Project, joins.MultiColumn{Name: c.Name, Table: ti, Field: field})
-	}
-	if err := ms.Validate(); err != nil {
-		seen := map[string]bool{}
-		for _, e := range errs {
-			seen[e.Error()] = true
-		}
-		for _, e := range unjoin(err) {
-			if e2 := errors.New("replay: spec: " + e.Error()); !seen[e2.Error()] {
-				errs = append(errs, e2)
-			}
+		if !ok || field == "" || table == "" || !slices.Contains(names, table) {
+			bad(fmt.Sprintf("project[%d].from", i), "%q is not table.field with a table of tables", c.From)
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return &built{multi: ms}, nil
-}
-
-// parseMultiJob is parseJobFile for a cdc-multi job file: the job
-// package's rules first, so errors name job fields.
-func parseMultiJob(f jobFile) (*Job, error) {
-	js := f.Spec // job.TypeCDCMulti
-	var errs []error
-	if err := checkEnd(f.Replay.EndOfInput, "replay.end_of_input"); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := js.MultiSpec(); err != nil {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			errs = append(errs, errors.New("replay: job: "+line))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	s := Spec{Type: TypeCDCMulti}
-	for _, t := range js.Join.Tables {
-		s.Tables = append(s.Tables, Table{Name: t.Name, PK: t.PK, JoinOn: t.JoinOn, Kind: t.Kind})
-	}
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	m, err := lowerJoin(js)
-	if err != nil {
-		return nil, err
-	}
-	return &Job{Spec: s, EndOfInput: f.Replay.EndOfInput, Form: FormJob, machine: m}, nil
+	return s.compile(s.Mode, errs)
 }
 
 // sideOf maps an input's side name to its side: left or right (or their
@@ -148,7 +97,7 @@ func (d *driver) sideNames() string {
 		}
 		return "not one of " + strings.Join(q, ", ")
 	}
-	return fmt.Sprintf("neither %q nor %q", d.spec.Left.Name, d.spec.Right.Name)
+	return fmt.Sprintf("neither %q nor %q", d.join.Left.Name, d.join.Right.Name)
 }
 
 // sideName names side in late lines.
@@ -173,9 +122,9 @@ func (d *driver) pkColumn(side record.Side) string {
 	case d.b.multi != nil:
 		return d.b.multi.Tables[side].PK
 	case side == record.Right:
-		return d.spec.Right.PK
+		return d.join.Right.PK
 	}
-	return d.spec.Left.PK
+	return d.join.Left.PK
 }
 
 // multiOutput writes one events output line of a cdc-multi join: every

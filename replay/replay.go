@@ -57,10 +57,11 @@ type Summary struct {
 // returned as they are. Run is deterministic: no clock, no goroutines, no
 // randomness.
 func Run(spec *Spec, script io.Reader, out io.Writer) (Summary, error) {
-	d, err := newDriver(spec)
+	b, err := spec.build()
 	if err != nil {
 		return Summary{}, err
 	}
+	d := newDriver(b)
 	bw := bufio.NewWriter(out)
 	d.w = bw
 	sc := bufio.NewScanner(script)
@@ -84,7 +85,7 @@ func Run(spec *Spec, script io.Reader, out io.Writer) (Summary, error) {
 // every write durable at once and every input committed once the next one
 // comes — plus the index of the keys' next timers and the watermark.
 type driver struct {
-	spec  *Spec
+	join  *join // b.join
 	b     *built
 	cfg   *keycore.Config
 	cores map[record.Key]*keycore.Core
@@ -100,25 +101,16 @@ type driver struct {
 	emitLate func(key record.Key, l joins.Late) error
 }
 
-func newDriver(spec *Spec) (*driver, error) { return newDriverOf(spec, nil) }
-
-// newDriverOf is newDriver running machine b when it is not nil (a job
-// file's join, compiled by the job package) instead of the one spec builds.
-func newDriverOf(spec *Spec, b *built) (*driver, error) {
-	if b == nil {
-		var err error
-		if b, err = spec.build(); err != nil {
-			return nil, err
-		}
-	}
+// newDriver drives join b.
+func newDriver(b *built) *driver {
 	cfg := &keycore.Config{Machine: keycore.MachineSpec{CDC: b.cdc, Multi: b.multi}, NoSeq: true}
 	if b.cdc == nil && b.multi == nil {
 		cfg.Machine.NewTimed = b.fresh
 	}
-	d := &driver{spec: spec, b: b, cfg: cfg, cores: map[record.Key]*keycore.Core{},
+	d := &driver{join: &b.join, b: b, cfg: cfg, cores: map[record.Key]*keycore.Core{},
 		wm: math.MinInt64, seen: map[record.Key]struct{}{}}
 	d.emit, d.emitLate = d.output, d.late
-	return d, nil
+	return d
 }
 
 func (d *driver) summary() Summary {
@@ -129,7 +121,7 @@ func (d *driver) summary() Summary {
 
 // line applies script line n.
 func (d *driver) line(n int, b []byte) error {
-	st, err := parseLine(b, !d.spec.eventTime())
+	st, err := parseLine(b, !d.join.eventTime())
 	if err == nil {
 		err = d.apply(n, st)
 	}
@@ -148,7 +140,7 @@ func (d *driver) apply(n int, st step) error {
 	switch st.kind {
 	case stepWatermark:
 		d.sum.Watermarks++
-		if !d.spec.eventTime() {
+		if !d.join.eventTime() {
 			return errors.New("watermark: a cdc join has no event time")
 		}
 		return d.watermark(st.wm)
@@ -160,7 +152,7 @@ func (d *driver) apply(n int, st step) error {
 		if !ok {
 			return fmt.Errorf("side: %q is %s", st.side, d.sideNames())
 		}
-		if d.spec.eventTime() {
+		if d.join.eventTime() {
 			return d.element(side, st, pos)
 		}
 		return d.change(side, st.raw, pos)
@@ -170,9 +162,9 @@ func (d *driver) apply(n int, st step) error {
 
 func (d *driver) side(name string) (record.Side, bool) {
 	switch name {
-	case d.spec.Left.Name:
+	case d.join.Left.Name:
 		return record.Left, true
-	case d.spec.Right.Name:
+	case d.join.Right.Name:
 		return record.Right, true
 	}
 	return 0, false
@@ -210,11 +202,11 @@ func (d *driver) applyChange(side record.Side, c record.Change) error {
 
 // element applies one row of an event-time join.
 func (d *driver) element(side record.Side, st step, pos record.Position) error {
-	ss := d.spec.Left
+	ss := d.join.Left
 	if side == record.Right {
-		ss = d.spec.Right
+		ss = d.join.Right
 	}
-	if st.del && (side != record.Right || d.spec.Type != TypeTemporal && d.spec.Type != TypeTemporalLatest) {
+	if st.del && (side != record.Right || !d.join.temporal()) {
 		return errors.New(`op: "d" deletes a version: only on the right side of a temporal join`)
 	}
 	v, ok := st.row[ss.Key]
@@ -357,7 +349,7 @@ func (d *driver) output(o record.Output) error {
 	if err != nil {
 		return err
 	}
-	if d.spec.timedOutputs() {
+	if d.join.timedOutputs() {
 		line = append(line[:len(line)-1], `,"ts":`...)
 		line = strconv.AppendInt(line, ts, 10)
 		line = append(line, '}')
@@ -380,9 +372,9 @@ type lateLine struct {
 }
 
 func (d *driver) late(key record.Key, l joins.Late) error {
-	name := d.spec.Left.Name
+	name := d.join.Left.Name
 	if l.Element.Side == record.Right {
-		name = d.spec.Right.Name
+		name = d.join.Right.Name
 	}
 	line, err := marshal(lateLine{Late: lateElem{Side: name, Key: key, Ts: l.Element.Ts, Pos: l.Element.Pos.String(),
 		Row: l.Element.Row}, Reason: l.Reason})

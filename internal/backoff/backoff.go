@@ -4,7 +4,7 @@
 // about it, stay with the caller: node/retry.go (key requests, source
 // reads, commits and sink writes), the sharded Redis Streams source's shard
 // readers (sources/redisstream/shards.go) and the cluster's seed join loop
-// (cluster/provider.go) and the key actors' state writes (actors/writer.go).
+// (cluster/loops.go) and the key actors' state writes (actors/writer.go).
 // It imports only the standard library.
 package backoff
 

@@ -1,0 +1,115 @@
+package embedded
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/joinery/joinery/internal/stateparts"
+	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
+)
+
+// EntryOverhead is what HeldBytes counts for one stored key beyond its
+// key, state and offsets' bytes: the map entries, the slice and map
+// headers, allocator rounding.
+const EntryOverhead = 256
+
+// entryBytes is what HeldBytes counts for one stored key.
+func entryBytes(key record.Key, e entry) int64 {
+	n := int64(EntryOverhead + len(key) + len(e.state))
+	for _, po := range e.offsets {
+		n += int64(len(po.part) + 24)
+	}
+	for name, v := range e.parts {
+		n += int64(PartOverhead + len(name) + len(v))
+	}
+	return n
+}
+
+// PartOverhead is what HeldBytes counts for one part of a key's state
+// (persistence.Snapshot.Parts) beyond its name and value: the map entry
+// and the slice header.
+const PartOverhead = 48
+
+// HeldBytes estimates the memory the stored snapshots take (every key's
+// state lives in memory, whether or not its key actor is live): the node
+// compares it with its memory budget, since passivating a key frees
+// nothing here.
+func (s *Store) HeldBytes() int64 { return s.held.Load() }
+
+// StoredKeys is the number of keys with a snapshot, over all jobs.
+func (s *Store) StoredKeys() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, j := range s.mu.jobs {
+		n += len(j.snaps)
+	}
+	return n
+}
+
+// jobState is one job's data. Snapshots in it are owned by the store: their
+// State and Offsets are never handed out or shared with callers.
+type jobState struct {
+	snaps   map[record.Key]entry
+	offsets map[string]int64
+	epochs  map[record.Key]int64 // owner epochs; a key never acquired has none (epoch 0)
+	timers  *timerIndex          // keys with a pending timer; each also has a snapshot
+	lin     persistence.Lineage  // zero until the lineage is first used (lineage.go)
+}
+
+// entry is one key's snapshot. Its offsets are a slice, not a map: a key
+// has one or a few partitions, and a one-entry map costs ~200 B more per
+// stored key (docs/benchmarks.md).
+type entry struct {
+	state   []byte
+	offsets []partOffset
+	parts   map[string][]byte // the state's parts besides state (the base); nil when none
+}
+
+// loadState is what Load returns of e: its base, packed with its parts
+// when it has any (a fresh copy either way).
+func (e entry) loadState() []byte {
+	if len(e.parts) == 0 {
+		return slices.Clone(e.state)
+	}
+	ps := make([]persistence.Part, 0, len(e.parts))
+	for name, v := range e.parts {
+		ps = append(ps, persistence.Part{Name: name, Value: v})
+	}
+	return stateparts.Pack(e.state, ps)
+}
+
+// wholeParts returns e's parts as a whole snapshot's Parts (values shared).
+func (e entry) wholeParts() []persistence.Part {
+	if len(e.parts) == 0 {
+		return nil
+	}
+	ps := make([]persistence.Part, 0, len(e.parts))
+	for _, name := range slices.Sorted(maps.Keys(e.parts)) {
+		ps = append(ps, persistence.Part{Name: name, Value: e.parts[name]})
+	}
+	return ps
+}
+
+type partOffset struct {
+	part   string
+	offset int64
+}
+
+func packOffsets(m map[string]int64) []partOffset {
+	out := make([]partOffset, 0, len(m))
+	for p, o := range m {
+		out = append(out, partOffset{p, o})
+	}
+	return out
+}
+
+// offsetsMap returns a fresh map of e's offsets (never nil).
+func (e entry) offsetsMap() map[string]int64 {
+	m := make(map[string]int64, len(e.offsets))
+	for _, po := range e.offsets {
+		m[po.part] = po.offset
+	}
+	return m
+}

@@ -1,0 +1,312 @@
+package redisstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/joinery/joinery/persistence"
+)
+
+// saveScript applies a Save batch, or the part of one that falls in one
+// slot group. KEYS[1..m] are the write generation keys the call covers
+// (ARGV[1] = m; on a cluster the group's, on one server the job's, one per
+// job of the batch) and ARGV[2..m+1] the least generation each must show:
+// the highest this store handle saw acknowledged ("0" when none). When one
+// shows less, the store went back in time under this writer: the script
+// writes nothing and returns {0, {j, generation, ...}} for every such key.
+// Then, per snapshot, it takes five keys: epoch key, state key, keys set,
+// timers sorted set (the last two the same for every snapshot of a group),
+// parts hash; and 6+2n arguments: the writer's epoch (decimal), the join
+// key (the set members), the encoded value ("" deletes), the next timer
+// (decimal; "" = no timer), "W" (a whole state) or "D" (a delta), n, and n
+// pairs of part name and value ("" deletes the part; names are unique
+// within a snapshot). It first compares every epoch key's value (a missing
+// key counts as "0") with the writer's epoch, then writes the snapshots
+// that match, in order: SET, SADD and ZADD (or ZREM without a timer), DEL
+// of the parts hash for a whole state, then HSET of the parts set and HDEL
+// of those deleted; or, to delete, DEL of state and parts, SREM and ZREM.
+// Checking
+// everything before writing anything means a failing GET (a key of the
+// wrong type) aborts the script before it wrote. Last it INCRs every
+// generation key and returns {1, refused, generations}: refused a flat
+// array of the refused snapshots, 1-based index in the call, then the
+// holder's epoch (a decimal string); generations the keys' new values.
+//
+// The epochs compare as strings: both sides are canonical decimals (INCR's
+// and strconv's), and Lua numbers are doubles. So do the generations (a
+// counter, far below 2^53, returned as an integer). The timer goes to ZADD
+// as the decimal string, which Redis parses into the double score exactly
+// because Save keeps it within ±2^53.
+var saveScript = redis.NewScript(luaLess + `
+local m = tonumber(ARGV[1])
+local stale = {}
+for j = 1, m do
+  local cur = redis.call('GET', KEYS[j]) or '0'
+  if less(cur, ARGV[j + 1]) then
+    stale[#stale + 1] = j
+    stale[#stale + 1] = cur
+  end
+end
+if #stale > 0 then
+  return {0, stale}
+end
+local fenced = {}
+local ok = {}
+local a, k, idx = m + 2, m + 1, 0
+while a <= #ARGV do
+  idx = idx + 1
+  local cur = redis.call('GET', KEYS[k]) or '0'
+  if cur == ARGV[a] then
+    ok[#ok + 1] = a
+    ok[#ok + 1] = k
+  else
+    fenced[#fenced + 1] = idx
+    fenced[#fenced + 1] = cur
+  end
+  a = a + 6 + 2 * tonumber(ARGV[a + 5])
+  k = k + 5
+end
+for o = 1, #ok, 2 do
+  local a, k = ok[o], ok[o + 1]
+  local member = ARGV[a + 1]
+  if ARGV[a + 2] == '' then
+    redis.call('DEL', KEYS[k + 1], KEYS[k + 4])
+    redis.call('SREM', KEYS[k + 2], member)
+    redis.call('ZREM', KEYS[k + 3], member)
+  else
+    redis.call('SET', KEYS[k + 1], ARGV[a + 2])
+    redis.call('SADD', KEYS[k + 2], member)
+    if ARGV[a + 3] == '' then
+      redis.call('ZREM', KEYS[k + 3], member)
+    else
+      redis.call('ZADD', KEYS[k + 3], ARGV[a + 3], member)
+    end
+    if ARGV[a + 4] ~= 'D' then
+      redis.call('DEL', KEYS[k + 4])
+    end
+    local set, del = {}, {}
+    for j = a + 6, a + 5 + 2 * tonumber(ARGV[a + 5]), 2 do
+      if ARGV[j + 1] == '' then
+        del[#del + 1] = ARGV[j]
+      else
+        set[#set + 1] = ARGV[j]
+        set[#set + 1] = ARGV[j + 1]
+      end
+      if #set >= 400 then
+        redis.call('HSET', KEYS[k + 4], unpack(set))
+        set = {}
+      end
+      if #del >= 400 then
+        redis.call('HDEL', KEYS[k + 4], unpack(del))
+        del = {}
+      end
+    end
+    if #set > 0 then
+      redis.call('HSET', KEYS[k + 4], unpack(set))
+    end
+    if #del > 0 then
+      redis.call('HDEL', KEYS[k + 4], unpack(del))
+    end
+  end
+end
+local gens = {}
+for j = 1, m do
+  gens[j] = redis.call('INCR', KEYS[j])
+end
+return {1, fenced, gens}
+`)
+
+// saveGroup is the part of a Save batch in one slot group of one job (on
+// one server: the whole batch).
+type saveGroup struct {
+	idx  []int    // batch index of each snapshot of the call
+	gens []genRef // the generation keys the call checks and bumps
+	snap scriptCall
+}
+
+// Save implements persistence.Store. On one server the whole batch is one
+// call of a Lua script (EVALSHA, falling back to EVAL), so one round trip.
+// On a cluster the batch is split by slot group (job and group of the key,
+// see the package doc) keeping batch order within each, and each part is
+// one call of the script, all in one pipeline (one round trip per master,
+// in parallel). The script checks the write generation of the call's
+// shards against the highest this handle saw acknowledged (a lower one is
+// a store gone back in time: the part writes nothing and Save returns a
+// *persistence.StaleStoreError), checks every snapshot's epoch and writes
+// the ones that pass, snapshot, keys set and timer index together, and
+// bumps the generations, atomically. A timer outside
+// [persistence.MinTimer, persistence.MaxTimer] (which a double score could
+// not hold exactly) fails the batch before anything is sent. When Save
+// returns nil the batch is in Redis; how durable that is depends on the
+// server's persistence settings (appendonly, appendfsync). On another
+// error, on a cluster, some parts may have been applied and others not;
+// each snapshot was applied wholly or not at all, so retrying the batch is
+// safe.
+func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
+	if s.closed.Load() {
+		return persistence.ErrClosed
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	if err := persistence.CheckTimers(batch); err != nil {
+		return fmt.Errorf("redisstore: save: %w", err)
+	}
+	if err := persistence.ValidParts(batch); err != nil {
+		return fmt.Errorf("redisstore: save: %w", err)
+	}
+	parts := map[string]*saveGroup{}
+	var order []*saveGroup
+	for i, sn := range batch {
+		l := layoutOf(s.prefix, sn.Job)
+		g := groupOf(string(sn.Key))
+		gp := l.prefixes[g]
+		part := parts[gp]
+		if !s.cluster && len(order) > 0 {
+			part = order[0] // one server: one call, whatever the slots
+		}
+		if part == nil {
+			part = &saveGroup{}
+			parts[gp] = part
+			order = append(order, part)
+		}
+		ref := s.genOf(sn.Job, l, g)
+		if !slices.ContainsFunc(part.gens, func(r genRef) bool { return r.key == ref.key }) {
+			part.gens = append(part.gens, ref)
+		}
+		var value []byte // empty: delete
+		timer := ""      // empty: no timer
+		mode := "W"
+		var ps []persistence.Part
+		if len(sn.State) > 0 {
+			value = encodeSnapshot(sn.Offsets, sn.State)
+			if sn.HasTimer {
+				timer = strconv.FormatInt(sn.NextTimer, 10)
+			}
+			if sn.Delta {
+				mode = "D"
+			}
+			ps = uniqueParts(sn.Parts, !sn.Delta)
+		}
+		part.snap.keys = append(part.snap.keys, epochKey(gp, sn.Key), stateKey(gp, sn.Key), keysKey(gp), timersKey(gp), partsKey(gp, sn.Key))
+		part.snap.args = append(part.snap.args, strconv.FormatInt(sn.Epoch, 10), string(sn.Key), value, timer, mode, len(ps))
+		for _, p := range ps {
+			part.snap.args = append(part.snap.args, p.Name, p.Value)
+		}
+		part.idx = append(part.idx, i)
+	}
+	calls := make([]scriptCall, len(order))
+	for i, p := range order {
+		keys := make([]string, 0, len(p.gens)+len(p.snap.keys))
+		args := make([]any, 0, 1+len(p.gens)+len(p.snap.args))
+		args = append(args, len(p.gens))
+		for _, r := range p.gens {
+			keys = append(keys, r.key)
+			args = append(args, strconv.FormatInt(r.seen.Load(), 10))
+		}
+		calls[i] = scriptCall{keys: append(keys, p.snap.keys...), args: append(args, p.snap.args...)}
+	}
+	replies, err := s.runScripts(ctx, saveScript, calls)
+	if err != nil {
+		return wrap("save", err)
+	}
+	var refused []refusal
+	var stale []error
+	for i, p := range order {
+		r, st, err := parseSave(p, replies[i])
+		if err != nil {
+			return err
+		}
+		refused = append(refused, r...)
+		stale = append(stale, st...)
+	}
+	if len(stale) > 0 {
+		return errors.Join(stale...)
+	}
+	slices.SortFunc(refused, func(a, b refusal) int { return cmp.Compare(a.index, b.index) })
+	var errs []error
+	for _, r := range refused {
+		sn := batch[r.index]
+		errs = append(errs, &persistence.FencedError{Job: sn.Job, Key: sn.Key, Epoch: sn.Epoch, Holder: r.holder})
+	}
+	return errors.Join(errs...)
+}
+
+// parseSave reads saveScript's reply for part: the fenced snapshots, or
+// (nothing written) one *persistence.StaleStoreError per generation key
+// found behind; the generations the call bumped are noted as seen.
+func parseSave(part *saveGroup, reply any) ([]refusal, []error, error) {
+	res, ok := reply.([]any)
+	if !ok || len(res) < 2 {
+		return nil, nil, fmt.Errorf("redisstore: save: unexpected script reply %v", reply)
+	}
+	if passed, _ := res[0].(int64); passed != 1 {
+		st, ok := res[1].([]any)
+		if !ok || len(st)%2 != 0 || len(st) == 0 {
+			return nil, nil, fmt.Errorf("redisstore: save: unexpected script reply %v", reply)
+		}
+		var errs []error
+		for i := 0; i < len(st); i += 2 {
+			j, ok1 := st[i].(int64)
+			cur, ok2 := st[i+1].(string)
+			if !ok1 || !ok2 || j < 1 || j > int64(len(part.gens)) {
+				return nil, nil, fmt.Errorf("redisstore: save: unexpected script reply %v", reply)
+			}
+			found, err := strconv.ParseInt(cur, 10, 64)
+			if err != nil {
+				return nil, nil, fmt.Errorf("redisstore: save: write generation %q: %w", cur, err)
+			}
+			r := part.gens[j-1]
+			errs = append(errs, &persistence.StaleStoreError{Job: r.job, Shard: r.group, Seen: r.seen.Load(), Found: found})
+		}
+		return nil, errs, nil
+	}
+	gens, ok := res[2].([]any)
+	if len(res) != 3 || !ok || len(gens) != len(part.gens) {
+		return nil, nil, fmt.Errorf("redisstore: save: unexpected script reply %v", reply)
+	}
+	for j, v := range gens {
+		g, ok := v.(int64)
+		if !ok {
+			return nil, nil, fmt.Errorf("redisstore: save: unexpected write generation %v", v)
+		}
+		part.gens[j].note(g)
+	}
+	r, err := parseFenced(part.idx, res[1])
+	return r, nil, err
+}
+
+// refusal is one fenced snapshot: its batch index and the holder's epoch.
+type refusal struct {
+	index  int
+	holder int64
+}
+
+// parseFenced reads saveScript's reply for a call whose snapshots have the
+// batch indexes idx.
+func parseFenced(idx []int, reply any) ([]refusal, error) {
+	res, ok := reply.([]any)
+	if !ok || len(res)%2 != 0 {
+		return nil, fmt.Errorf("redisstore: save: unexpected script reply %v", reply)
+	}
+	var out []refusal
+	for i := 0; i < len(res); i += 2 {
+		j, ok1 := res[i].(int64)
+		holder, ok2 := res[i+1].(string)
+		if !ok1 || !ok2 || j < 1 || j > int64(len(idx)) {
+			return nil, fmt.Errorf("redisstore: save: unexpected script reply %v, %v", res[i], res[i+1])
+		}
+		h, err := strconv.ParseInt(holder, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: save: owner epoch %q: %w", holder, err)
+		}
+		out = append(out, refusal{index: idx[j-1], holder: h})
+	}
+	return out, nil
+}
