@@ -28,7 +28,9 @@ import (
 // measure wraps exactly node.Run and node.Close (the flush of pending state
 // writes) for CPU time; the wall time is node.Run's alone (Close spends ~2 s
 // idle in the graceful cluster leave). The job file, node start and reading
-// the sink back are outside.
+// the sink back are outside it; but Run's callers pass measure through and
+// time the whole call, so the node levels' CPU counts the node's start and
+// the sink's read-back too (the stream systems' streamsRun leaves them out).
 //
 // With peers > 0 (on Redis only) that many more nodes run in the same
 // process, without sources: the ingesting node's keys spread over all of
