@@ -1,7 +1,8 @@
 // Command bench runs Joinery's benchmark harness (bench/): Nexmark q3, q8,
 // q9, q20 (plain and with a pinned hot auction) and the users ⋈ domains CDC
 // join (plain and skewed), each on the engine's core loop, the full node
-// in-process and the node on Redis, side by side with a plain Go baseline
+// in-process, the node on Redis and one and three nodes reading shard
+// streams partitioned by the join key, side by side with a plain Go baseline
 // over the same events in the same run, then an open-loop latency run at
 // half the measured rate.
 //
@@ -30,7 +31,7 @@ func main() {
 	out := flag.String("out", "", "write the JSON report here (default: none)")
 	rounds := flag.Int("rounds", 3, "engine/baseline alternations; medians are reported")
 	workloads := flag.String("workloads", "", "comma-separated workloads (default all: q3,q8,q9,q20,q20-skew,cdc,cdc-skew)")
-	systems := flag.String("systems", "", "comma-separated systems (default all: core,node,node+redis,3nodes+redis,node+redis+budget)")
+	systems := flag.String("systems", "", "comma-separated systems (default: "+strings.Join(bench.DefaultSystems, ",")+"; also 3nodes+redis)")
 	seed := flag.Uint64("seed", 1, "generator seed")
 	latency := flag.Bool("latency", true, "run the open-loop latency runs")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")

@@ -38,6 +38,15 @@ func (c *Checksum) Add(k record.Kind, h uint64) {
 	c.Rows--
 }
 
+// Merge folds in o, the digest of another part of the changelog (another
+// node's sink): the sum is order-independent, so the parts' union needs
+// no order across them.
+func (c *Checksum) Merge(o Checksum) {
+	c.Sum += o.Sum
+	c.Rows += o.Rows
+	c.Outs += o.Outs
+}
+
 // seed is fixed for the process: checksums are compared within one run.
 var seed = maphash.MakeSeed()
 

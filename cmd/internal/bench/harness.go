@@ -22,10 +22,21 @@ const (
 	SysCore      = "core"       // decode + route + joins state machines, one goroutine
 	SysNode      = "node"       // the full node in-process, embedded store
 	SysNodeRedis = "node+redis" // the full node on a redis-server with RDB snapshots on
-	// SysNode3Redis is node+redis with two more nodes in the same process:
-	// keys spread over three nodes, most requests remote (issue 7: three
-	// nodes on one machine >= 0.6 x one node).
+	// SysNode3Redis is node+redis with two more nodes in the same process,
+	// without sources: the one ingesting node's keys spread over three
+	// nodes, most requests remote (issue 7: three nodes on one machine >=
+	// 0.6 x one node). Not in the default systems since issue 23 (the
+	// fleet reads co-partitioned streams: SysNode3Streams).
 	SysNode3Redis = "3nodes+redis"
+	// SysNodeStreams is one node reading the input from shard streams
+	// partitioned by the join key (streams.go), state on the same Redis;
+	// SysNode3Streams is three nodes in the same process running the same
+	// job, each reading the shards of the key groups it hosts, so events
+	// reach their key actors without a network hop (issue 23: three nodes
+	// >= 0.8 x one node per CPU-second, ThreeNodesRatio over
+	// SysNodeStreams).
+	SysNodeStreams  = "node+streams"
+	SysNode3Streams = "3nodes+streams"
 	// SysNodeRedisBudget is node+redis with state.memory_budget a quarter
 	// of the working set (issue 15): the live keys' accounted bytes at the
 	// end of an unmeasured run with the default budget (every key live),
@@ -34,6 +45,9 @@ const (
 	// events per CPU-second over node+redis's is BudgetRatio.
 	SysNodeRedisBudget = "node+redis+budget"
 )
+
+// DefaultSystems are the systems a run without Options.Systems runs.
+var DefaultSystems = []string{SysCore, SysNode, SysNodeRedis, SysNodeStreams, SysNode3Streams, SysNodeRedisBudget}
 
 // BudgetWorkingSet is how many times the working set exceeds the memory
 // budget on SysNodeRedisBudget.
@@ -44,7 +58,7 @@ type Options struct {
 	Scale     Scale
 	Rounds    int      // engine/baseline alternations; the median is reported
 	Workloads []string // names; empty: all
-	Systems   []string // empty: core, node, node+redis, 3nodes+redis, node+redis+budget
+	Systems   []string // empty: DefaultSystems
 	Seed      uint64
 	Dir       string    // temp files; empty: a fresh os.MkdirTemp
 	Log       io.Writer // progress; nil: silent
@@ -94,9 +108,16 @@ type Result struct {
 	// (redis-server's CPU included); SnapshotCostWall the same on wall time.
 	SnapshotCost     *float64 `json:"snapshot_cost,omitempty"`
 	SnapshotCostWall *float64 `json:"snapshot_cost_wall,omitempty"`
-	// ThreeNodesRatio (3nodes+redis): its events/CPU-s over node+redis's on
-	// the same workload (both on Redis, the process's CPU: all three nodes').
+	// ThreeNodesRatio: 3nodes+redis's events/CPU-s over node+redis's, or
+	// 3nodes+streams' over node+streams', on the same workload (both on
+	// Redis; the process's CPU, all three nodes', plus redis-server's).
 	ThreeNodesRatio *float64 `json:"three_nodes_ratio,omitempty"`
+	// KeyRequests (node levels): the requests the nodes' readers sent key
+	// actors on their own node and on another, per run (medians); on
+	// 3nodes+streams the remote ones stay 0 (co-partitioned).
+	KeyRequests *KeyRequests `json:"key_requests,omitempty"`
+	// OutputsPerNode (stream systems): each node's sink lines (first round).
+	OutputsPerNode []int64 `json:"outputs_per_node,omitempty"`
 	// node+redis+budget: the working set (accounted bytes of every key
 	// live), the budget (a BudgetWorkingSet-th of it), the passivations the
 	// budget asked for per run (median), and BudgetRatio, its events per
@@ -120,6 +141,12 @@ type Result struct {
 	Notes       string   `json:"notes,omitempty"`
 
 	want Checksum // the baseline's, for the latency run's check
+}
+
+// KeyRequests are a run's key requests by where the key's actor lives.
+type KeyRequests struct {
+	Local  float64 `json:"local"`
+	Remote float64 `json:"remote"`
 }
 
 // RedisFigures are a node+redis run's writes to Redis, medians over the
@@ -214,6 +241,9 @@ func measure(redis *redisServer, f func(probe func(live int)) (RunResult, error)
 	if res.Wall > 0 {
 		s.wall = res.Wall
 	}
+	if res.CPU > 0 {
+		s.cpu = res.CPU
+	}
 	return s, err
 }
 
@@ -264,7 +294,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Rounds = 3
 	}
 	if len(o.Systems) == 0 {
-		o.Systems = []string{SysCore, SysNode, SysNodeRedis, SysNode3Redis, SysNodeRedisBudget}
+		o.Systems = DefaultSystems
 	}
 	logf := func(format string, args ...any) {
 		if o.Log != nil {
@@ -315,6 +345,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		in := w.Generate(o.Scale, o.Seed)
 		gen := cpuNow() - c0
 		byEngine := map[string]*Result{}
+		var streams *streamInput // the stream systems' input, made once per workload
 		for _, sys := range o.Systems {
 			r := Result{Workload: w.Name, System: sys, Doc: w.Doc, Events: len(in.Lines), InputLines: len(in.Lines),
 				Rounds: o.Rounds, GenCPUSec: gen.Seconds(), SkewOf: w.SkewOf, HotKeyShare: in.HotKeyShare}
@@ -371,6 +402,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 					logf("  %s/%s: working set %.1f MiB accounted, budget %.1f MiB", w.Name, sys, float64(r.WorkingSetBytes)/(1<<20), float64(r.BudgetBytes)/(1<<20))
 				}
 				var passivations []float64
+				var kr keyRequestsOf
 				err = runRounds(&r, o.Rounds, gen, logf, rs,
 					func(p func(int)) (RunResult, error) {
 						runID++
@@ -388,6 +420,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 						}
 						res, err := nodeRun(ctx, w, dir, inPath, addr, budget, runID, peers, func(f func() error) error { return f() })
 						passivations = append(passivations, float64(res.BudgetPassivations))
+						kr.add(res)
 						if err == nil && rs != nil {
 							c1, cerr := rs.counters()
 							if cerr != nil {
@@ -402,6 +435,44 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				if sys == SysNodeRedisBudget && len(passivations) > 0 {
 					r.BudgetPassivations = int64(median(passivations))
 				}
+				r.KeyRequests = kr.median()
+			case SysNodeStreams, SysNode3Streams:
+				switch {
+				case w.NodeJob == "":
+					r.Skipped = w.NodeSkip
+				case redis == nil:
+					r.Skipped = "redis-server not found in PATH"
+				}
+				if r.Skipped != "" {
+					break
+				}
+				if in.NodeLines != nil {
+					lines = in.NodeLines
+					r.Notes = fmt.Sprintf("filters pushed down to the source: the node and its baseline read %d of the %d stream events", len(lines), len(in.Lines))
+				}
+				if streams == nil {
+					if streams, err = newStreamInput(w, lines, streamShards); err != nil {
+						return nil, err
+					}
+				}
+				r.InputLines = streams.entries
+				nodes := 1
+				if sys == SysNode3Streams {
+					nodes = 3
+				}
+				var kr keyRequestsOf
+				err = runRounds(&r, o.Rounds, gen, logf, redis,
+					func(p func(int)) (RunResult, error) {
+						runID++
+						res, err := streamsRun(ctx, w, dir, streams, redis, runID, nodes, -1)
+						kr.add(res)
+						if r.OutputsPerNode == nil {
+							r.OutputsPerNode = res.OutputsPerNode
+						}
+						return res, err
+					},
+					func(p func(int)) (RunResult, error) { return w.Baseline(lines, p), nil })
+				r.KeyRequests = kr.median()
 			default:
 				return nil, fmt.Errorf("bench: unknown system %q", sys)
 			}
@@ -415,8 +486,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 					r.SnapshotCost, r.SnapshotCostWall = &c, &cw
 				}
 			}
-			if sys == SysNode3Redis && r.Skipped == "" {
-				if n := byEngine[SysNodeRedis]; n != nil && n.Skipped == "" {
+			if one := map[string]string{SysNode3Redis: SysNodeRedis, SysNode3Streams: SysNodeStreams}[sys]; one != "" && r.Skipped == "" {
+				if n := byEngine[one]; n != nil && n.Skipped == "" {
 					x := math.Round(r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec*1000) / 1000
 					r.ThreeNodesRatio = &x
 				}
@@ -430,15 +501,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if sys != SysCore {
 				r.Engine.HeapBytes, r.Engine.LiveKeys, r.Engine.BytesPerLiveKey = 0, 0, 0
 			}
-			if (sys == SysNodeRedis || sys == SysNodeRedisBudget) && r.Skipped == "" {
+			if sys != SysCore && sys != SysNode && sys != SysNode3Redis && r.Skipped == "" {
 				r.Redis.RDBDumpBytes = redis.dumpBytes()
 			}
 			if r.Skipped == "" {
 				switch {
 				case o.NoLatency:
 					r.LatencySkipped = "not asked for (-latency=false)"
-				case sys == SysNodeRedisBudget:
-					r.LatencySkipped = "no latency run on this system (its figure is the throughput ratio)"
+				case sys == SysNodeRedisBudget || sys == SysNode3Redis || sys == SysNodeStreams || sys == SysNode3Streams:
+					r.LatencySkipped = "no latency run on this system (its figure is the throughput ratio; the node latency run feeds one node's stdin)"
 				case sys == SysCore && w.Engine != nil:
 					logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
 					runtime.GC()
@@ -617,6 +688,22 @@ func (rep *Report) WriteTable(w io.Writer) {
 			}
 			fmt.Fprintf(w, "  %s/%s: working set %.1f MiB accounted, memory budget %.1f MiB (1/%d): %d passivations by the budget per run; %s\n",
 				r.Workload, r.System, float64(r.WorkingSetBytes)/(1<<20), float64(r.BudgetBytes)/(1<<20), BudgetWorkingSet, r.BudgetPassivations, ratio)
+		}
+		if r.KeyRequests != nil && (r.System == SysNode3Redis || r.System == SysNodeStreams || r.System == SysNode3Streams) {
+			var b strings.Builder
+			if r.ThreeNodesRatio != nil {
+				one := map[string]string{SysNode3Redis: SysNodeRedis, SysNode3Streams: SysNodeStreams}[r.System]
+				fmt.Fprintf(&b, "%.3f of %s's events per CPU-second; ", *r.ThreeNodesRatio, one)
+			}
+			fmt.Fprintf(&b, "key requests per run %.0f local, %.0f remote", r.KeyRequests.Local, r.KeyRequests.Remote)
+			if r.OutputsPerNode != nil {
+				outs := make([]string, len(r.OutputsPerNode))
+				for i, n := range r.OutputsPerNode {
+					outs[i] = strconv.FormatInt(n, 10)
+				}
+				fmt.Fprintf(&b, "; outputs per node %s; %d stream entries, %d shards per table", strings.Join(outs, "/"), r.InputLines, streamShards)
+			}
+			fmt.Fprintf(w, "  %s/%s: %s\n", r.Workload, r.System, b.String())
 		}
 		if r.Redis != nil {
 			fmt.Fprintf(w, "  %s/%s: Redis received %.0f B/event (%.1f MB/s of node.Run); %.0f RDB saves per run, RDB file %.1f MB at the end\n",

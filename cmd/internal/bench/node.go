@@ -28,7 +28,9 @@ import (
 // measure wraps exactly node.Run and node.Close (the flush of pending state
 // writes) for CPU time; the wall time is node.Run's alone (Close spends ~2 s
 // idle in the graceful cluster leave). The job file, node start and reading
-// the sink back are outside.
+// the sink back are outside it; but Run's callers pass measure through and
+// time the whole call, so the node levels' CPU counts the node's start and
+// the sink's read-back too (the stream systems' streamsRun leaves them out).
 //
 // With peers > 0 (on Redis only) that many more nodes run in the same
 // process, without sources: the ingesting node's keys spread over all of
@@ -91,6 +93,7 @@ func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr, budget st
 	res.Rejected = int(n.Stats().BadTotal())
 	res.Wall = runWall
 	res.Accounted, res.BudgetPassivations = accounted, n.Stats().BudgetPassivations.Load()
+	res.LocalRequests, res.RemoteRequests = keyRequests(n) // the peers read nothing, so send none
 	return res, nil
 }
 
@@ -100,17 +103,33 @@ func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr, budget st
 // when set, joining the nodes at seeds (a gossip address; "": a cluster of
 // its own).
 func nodeSpec(w *Workload, name, inPath, sink, redisAddr, budget, seeds string) (*job.Spec, error) {
-	join, tables, _ := strings.Cut(w.NodeJob, "tables:")
-	yml := "name: " + name + "\n" + join
+	_, tables, _ := strings.Cut(w.NodeJob, "tables:")
+	sources := ""
 	if inPath != "" {
-		yml += fmt.Sprintf("sources: [{name: in, type: file, path: %q, tables: %s}]\n", inPath, strings.TrimSpace(tables)) +
-			"sinks: [" + sink + "]\n"
+		sources = fmt.Sprintf("sources: [{name: in, type: file, path: %q, tables: %s}]\n", inPath, strings.TrimSpace(tables))
+	}
+	return jobSpec(w, name, sources, sink, redisAddr, budget, "", seeds)
+}
+
+// jobSpec is w's join with the sources: section sources (YAML; "": none,
+// and no sink either) writing to sink, on Redis when redisAddr is set,
+// with state.memory_budget budget when set, as the cluster member
+// nodeName ("": the default name) joining the nodes at seeds ("": a
+// cluster of its own).
+func jobSpec(w *Workload, name, sources, sink, redisAddr, budget, nodeName, seeds string) (*job.Spec, error) {
+	join, _, _ := strings.Cut(w.NodeJob, "tables:")
+	yml := "name: " + name + "\n" + join
+	if sources != "" {
+		yml += sources + "sinks: [" + sink + "]\n"
+	}
+	cl := "profile: local"
+	if nodeName != "" {
+		cl += ", node_name: " + nodeName
 	}
 	if seeds != "" {
-		yml += fmt.Sprintf("cluster: {profile: local, seeds: [%q]}\n", seeds)
-	} else {
-		yml += "cluster: {profile: local}\n"
+		cl += fmt.Sprintf(", seeds: [%q]", seeds)
 	}
+	yml += "cluster: {" + cl + "}\n"
 	switch {
 	case redisAddr != "" && budget != "":
 		yml += fmt.Sprintf("state: {store: redis, redis: {addr: %q}, memory_budget: %q}\n", redisAddr, budget)

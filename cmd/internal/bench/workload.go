@@ -34,8 +34,10 @@ type RunResult struct {
 	Late     int // elements dropped as late (expected 0)
 	Rejected int // changes that could not be routed
 	// Wall, when set, replaces the measured wall time (the node's Run
-	// without its shutdown).
-	Wall time.Duration
+	// without its shutdown); CPU, when set, the measured CPU time (the
+	// stream systems: the nodes' Run and Close, without starting them or
+	// reading their sinks back).
+	Wall, CPU time.Duration
 	// Redis (node+redis): what the run sent to the server and the RDB
 	// snapshots it took meanwhile.
 	RedisInBytes float64
@@ -45,6 +47,11 @@ type RunResult struct {
 	// the budget asked for.
 	Accounted          int64
 	BudgetPassivations int64
+	// Node levels: the key requests the nodes' readers sent key actors on
+	// their own node and on another (joinery_key_requests_total), and on
+	// the stream systems each node's outputs (its sink's lines).
+	LocalRequests, RemoteRequests int64
+	OutputsPerNode                []int64
 }
 
 // Input is a workload's generated stream.
