@@ -164,6 +164,13 @@ type Output struct {
 	// primary key apply an output only when its Seq is above the row's (0:
 	// unordered, always applied).
 	Seq uint64 `json:"seq,omitempty"`
+	// RowJSON, when not nil, is Row's JSON as encoding/json writes it
+	// with HTML escaping off (internal/jsonenc): the key core encodes
+	// each output's row once for its outbox and leaves the bytes here, so
+	// a sink's format (formats/changelog) appends them instead of
+	// encoding the row again. It is a cache, not part of the output: it
+	// is never encoded, and whoever changes Row must clear it.
+	RowJSON []byte `json:"-"`
 }
 
 // OutputID builds the deterministic id of the n-th output made by event e.

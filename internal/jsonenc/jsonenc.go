@@ -1,9 +1,10 @@
 // Package jsonenc owns Joinery's reflection-free JSON encoding of decoded
 // JSON values (rows): byte for byte what encoding/json writes with HTML
 // escaping off, for the value types encoding/json decodes into. Outputs
-// are encoded twice per event on the hot path (the sink line and the key's
-// outbox in its state), and encoding/json's reflection was 8% and 8% of a
-// node's CPU there (docs/benchmarks.md). Equality with encoding/json is
+// are encoded on the hot path for the key's outbox in its state, and their
+// rows' JSON is reused by the sink line (record.Output.RowJSON);
+// encoding/json's reflection was 8% and 8% of a node's CPU there
+// (docs/benchmarks.md). Equality with encoding/json is
 // checked by table and fuzz tests. Marshal (marshal.go) is the one
 // encoding/json path with HTML escaping off, for any other value; joins/
 // may import this package (internal/lint).
@@ -180,8 +181,18 @@ func AppendString(b []byte, s string) []byte {
 // record.Output: {"id","op","pk","row"} then "ts" and "seq" when not zero.
 // The pk is o.PK as a JSON string, or — when pk is not nil — pk itself,
 // which must be compact, valid JSON text (the changelog format writes the
-// key's JSON array there). ok is false as for AppendValue.
+// key's JSON array there). The row is o.RowJSON when not nil (the row's
+// encoding, cached by whoever encoded it first), else o.Row encoded. ok
+// is false as for AppendValue.
 func AppendOutput(b []byte, o *record.Output, pk []byte) ([]byte, bool) {
+	b, _, _, ok := AppendOutputRow(b, o, pk)
+	return b, ok
+}
+
+// AppendOutputRow is AppendOutput, also returning where the row's JSON
+// is in b, b[start:end] (for callers that cache it: record.Output.
+// RowJSON).
+func AppendOutputRow(b []byte, o *record.Output, pk []byte) (_ []byte, start, end int, ok bool) {
 	b = append(b, `{"id":`...)
 	b = AppendString(b, o.ID)
 	b = append(b, `,"op":"`...)
@@ -193,10 +204,13 @@ func AppendOutput(b []byte, o *record.Output, pk []byte) ([]byte, bool) {
 		b = AppendString(b, o.PK)
 	}
 	b = append(b, `,"row":`...)
-	var ok bool
-	if b, ok = AppendValue(b, map[string]any(o.Row)); !ok {
-		return b, false
+	start = len(b)
+	if o.RowJSON != nil {
+		b = append(b, o.RowJSON...)
+	} else if b, ok = AppendValue(b, map[string]any(o.Row)); !ok {
+		return b, start, len(b), false
 	}
+	end = len(b)
 	if o.Ts != 0 {
 		b = append(b, `,"ts":`...)
 		b = strconv.AppendInt(b, o.Ts, 10)
@@ -205,5 +219,5 @@ func AppendOutput(b []byte, o *record.Output, pk []byte) ([]byte, bool) {
 		b = append(b, `,"seq":`...)
 		b = strconv.AppendUint(b, o.Seq, 10)
 	}
-	return append(b, '}'), true
+	return append(b, '}'), start, end, true
 }
