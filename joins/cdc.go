@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
 )
 
@@ -288,7 +289,7 @@ func writePKValue(b *strings.Builder, row record.Row, col string) {
 	case nil:
 		b.WriteString("null")
 	case json.Number:
-		if x != "" && (x[0] == '-' || x[0] >= '0' && x[0] <= '9') && json.Valid([]byte(x)) {
+		if jsonenc.ValidNumber(string(x)) || x != "" && (x[0] == '-' || x[0] >= '0' && x[0] <= '9') && json.Valid([]byte(x)) {
 			b.WriteString(string(x))
 			return
 		}

@@ -63,3 +63,32 @@ func FuzzAppendValue(f *testing.F) {
 		}
 	})
 }
+
+// validNumberCases are table and seed inputs of ValidNumber.
+var validNumberCases = []string{"0", "-0", "1", "-12", "10.5", "0.0", "1e5", "1E+5", "-1.25e-10", "123456789012345678901234567890",
+	"", "-", "01", "1.", ".5", "+1", "1e", "1e+", "0x1", " 1", "1 ", "NaN", "1.5.2", "--1", "1e5e5", "١"}
+
+// TestValidNumber: ValidNumber accepts exactly what encoding/json
+// accepts as a json.Number to encode.
+func TestValidNumber(t *testing.T) {
+	for _, s := range validNumberCases {
+		checkValidNumber(t, s)
+	}
+}
+
+func FuzzValidNumber(f *testing.F) {
+	for _, s := range validNumberCases {
+		f.Add(s)
+	}
+	f.Fuzz(checkValidNumber)
+}
+
+func checkValidNumber(t *testing.T, s string) {
+	if s == "" {
+		return // encoding/json writes an empty json.Number as 0
+	}
+	_, err := json.Marshal(json.Number(s))
+	if got := ValidNumber(s); got != (err == nil) {
+		t.Errorf("ValidNumber(%q) = %v, encoding/json's error %v", s, got, err)
+	}
+}
