@@ -1,6 +1,7 @@
 package keycore
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -147,8 +148,12 @@ func rowKey(row record.Row, col string) (string, bool) {
 
 // rowJSON encodes a row as a part.
 func rowJSON(r record.Row) ([]byte, error) {
-	if b, ok := jsonenc.AppendValue(nil, r); ok {
-		return b, nil
+	buf := scratch.Get().(*[]byte)
+	defer putScratch(buf)
+	b, ok := jsonenc.AppendValue((*buf)[:0], r)
+	*buf = b[:0]
+	if ok {
+		return bytes.Clone(b), nil
 	}
 	return json.Marshal(r)
 }
