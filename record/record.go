@@ -175,7 +175,21 @@ type Output struct {
 
 // OutputID builds the deterministic id of the n-th output made by event e.
 func OutputID(e Event, n int) string {
-	return e.Pos.String() + "/" + string(e.Key) + "/" + strconv.Itoa(e.Seq) + "/" + strconv.Itoa(n)
+	// e.Pos.String() + "/" + key + "/" + seq + "/" + n, built in one
+	// buffer: one allocation per output, not three.
+	var buf [128]byte
+	b := append(buf[:0], e.Pos.Source...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(e.Pos.Partition), 10)
+	b = append(b, '@')
+	b = strconv.AppendInt(b, e.Pos.Offset, 10)
+	b = append(b, '/')
+	b = append(b, e.Key...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(e.Seq), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(n), 10)
+	return string(b)
 }
 
 // KeyOf returns the join key form of a JSON value: strings as they are,
