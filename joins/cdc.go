@@ -272,6 +272,7 @@ func (m *emitter) emit(k record.Kind, l, r record.Row, otherTs int64) {
 // with null for a padded side.
 func (s *CDCSpec) outputPK(l, r record.Row) string {
 	var b strings.Builder
+	b.Grow(32) // one allocation for the usual two numbers, not one per growth
 	b.WriteByte('[')
 	writePKValue(&b, l, s.Left.PK)
 	b.WriteByte(',')
