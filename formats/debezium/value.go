@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/joinery/joinery/internal/utf8json"
 )
 
 // fastValue decodes b, one JSON value with optional white space around
@@ -341,7 +343,7 @@ func (p *parser) escaped(start, i int) (string, bool) {
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			r, ok := hex4(b, i+2)
+			r, ok := utf8json.Hex4(b, i+2)
 			if !ok {
 				return "", false
 			}
@@ -350,7 +352,7 @@ func (p *parser) escaped(start, i int) (string, bool) {
 				// decodes to what it spells.
 				r2, ok := rune(0), false
 				if i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
-					r2, ok = hex4(b, i+8)
+					r2, ok = utf8json.Hex4(b, i+8)
 				}
 				d := utf16.DecodeRune(r, r2)
 				if !ok || d == utf8.RuneError {
@@ -368,26 +370,4 @@ func (p *parser) escaped(start, i int) (string, bool) {
 		i += 2
 	}
 	return "", false
-}
-
-// hex4 reads the four hex digits of a \u escape at b[i:].
-func hex4(b []byte, i int) (rune, bool) {
-	if i+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }
