@@ -1,9 +1,10 @@
 package keycore
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -148,12 +149,8 @@ func rowKey(row record.Row, col string) (string, bool) {
 
 // rowJSON encodes a row as a part.
 func rowJSON(r record.Row) ([]byte, error) {
-	buf := scratch.Get().(*[]byte)
-	defer putScratch(buf)
-	b, ok := jsonenc.AppendValue((*buf)[:0], r)
-	*buf = b[:0]
-	if ok {
-		return bytes.Clone(b), nil
+	if b, ok := jsonenc.Exact(func(b []byte) ([]byte, bool) { return jsonenc.AppendValue(b, r) }); ok {
+		return b, nil
 	}
 	return json.Marshal(r)
 }
@@ -225,7 +222,8 @@ func (c *Core) writeParts(w *Write) error {
 		p.outboxBytes += 18 + len(b)
 	}
 	if whole {
-		for id, pos := range c.src {
+		for _, id := range slices.Sorted(maps.Keys(c.src)) { // deterministic Writes
+			pos := c.src[id]
 			add(partSrc+id, []byte(pos))
 			p.srcBytes += 2 + len(id) + len(pos)
 		}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"sync"
 
 	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/internal/stateparts"
@@ -75,19 +74,13 @@ func (e *outboxEntry) encode() ([]byte, error) {
 	if e.enc == nil {
 		var rows [4][2]int
 		spans := rows[:0]
-		buf := scratch.Get().(*[]byte)
-		defer putScratch(buf)
-		b, ok := appendOutboxEntry((*buf)[:0], e, &spans)
-		*buf = b[:0]
+		b, ok := jsonenc.Exact(func(b []byte) ([]byte, bool) { return appendOutboxEntry(b, e, &spans) })
 		if !ok {
 			var err error
 			if b, err = json.Marshal(e); err != nil {
 				return nil, err
 			}
 		} else {
-			// An exact copy out of the scratch buffer: kept as long as
-			// the entry, so no slack.
-			b = bytes.Clone(b)
 			// The rows' JSON (HTML escaping off, as the entry's) is what
 			// a sink's changelog line holds: the outputs carry it there
 			// (record.Output.RowJSON), and no row is encoded twice.
@@ -103,19 +96,6 @@ func (e *outboxEntry) encode() ([]byte, error) {
 		e.Outputs = nil
 	}
 	return e.enc, nil
-}
-
-// scratch holds buffers to encode into before an exact copy is kept:
-// appending to a nil slice grew it three or four times per outbox entry
-// (runtime.growslice was a third of encoding an entry, docs/benchmarks.md).
-var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-// putScratch returns a buffer to scratch, unless one large entry or row
-// grew it: that one is left to the collector.
-func putScratch(b *[]byte) {
-	if cap(*b) <= 64<<10 {
-		scratch.Put(b)
-	}
 }
 
 // encodeState encodes s exactly as encoding/json encodes a keyState, but

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/joinery/joinery/record"
@@ -90,5 +92,27 @@ func checkValidNumber(t *testing.T, s string) {
 	_, err := json.Marshal(json.Number(s))
 	if got := ValidNumber(s); got != (err == nil) {
 		t.Errorf("ValidNumber(%q) = %v, encoding/json's error %v", s, got, err)
+	}
+}
+
+// TestExact: Exact returns what the function appends, in a slice with no
+// spare capacity and not shared with the next call's; nil when it fails.
+func TestExact(t *testing.T) {
+	big := strings.Repeat("x", 100<<10)
+	var prev []byte
+	for _, s := range []string{"a", big, "bc", ""} {
+		b, ok := Exact(func(b []byte) ([]byte, bool) { return AppendString(b, s), true })
+		if !ok || string(b) != strconv.Quote(s) || cap(b) != len(b) {
+			t.Fatalf("Exact(%.10q…) = %.20q (len %d cap %d), %v", s, b, len(b), cap(b), ok)
+		}
+		if s == "a" {
+			prev = b
+		}
+	}
+	if string(prev) != `"a"` {
+		t.Fatalf("the first result changed to %q", prev)
+	}
+	if b, ok := Exact(func(b []byte) ([]byte, bool) { return append(b, "x"...), false }); ok || b != nil {
+		t.Fatalf("failed: %q, %v", b, ok)
 	}
 }
