@@ -184,6 +184,10 @@ func (c *Core) writeParts(w *Write) error {
 	p := &c.pt
 	whole := !p.stored || p.all
 	var parts []stateparts.Part
+	if !whole && p.ch != nil {
+		// A delta's parts, counted: one allocation, not a growth per part.
+		parts = make([]stateparts.Part, 0, len(p.ch.rows)+len(p.ch.src)+len(p.ch.dropped)+int(p.next-p.written))
+	}
 	add := func(name string, v []byte) { parts = append(parts, stateparts.Part{Name: name, Value: v}) }
 	if c.rowParts() {
 		if whole {
