@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
 )
 
@@ -271,6 +272,7 @@ func (m *emitter) emit(k record.Kind, l, r record.Row, otherTs int64) {
 // with null for a padded side.
 func (s *CDCSpec) outputPK(l, r record.Row) string {
 	var b strings.Builder
+	b.Grow(32) // one allocation for the usual two numbers, not one per growth
 	b.WriteByte('[')
 	writePKValue(&b, l, s.Left.PK)
 	b.WriteByte(',')
@@ -288,7 +290,7 @@ func writePKValue(b *strings.Builder, row record.Row, col string) {
 	case nil:
 		b.WriteString("null")
 	case json.Number:
-		if x != "" && (x[0] == '-' || x[0] >= '0' && x[0] <= '9') && json.Valid([]byte(x)) {
+		if jsonenc.ValidNumber(string(x)) || x != "" && (x[0] == '-' || x[0] >= '0' && x[0] <= '9') && json.Valid([]byte(x)) {
 			b.WriteString(string(x))
 			return
 		}

@@ -159,6 +159,7 @@ func (s *MultiSpec) Route(table int, c record.Change) ([]record.Event, error) {
 // driving table is not keyed by its primary key (see KeyInPK).
 func (s *MultiSpec) outputPK(rows []record.Row) string {
 	var b strings.Builder
+	b.Grow(16 * (len(rows) + 1))
 	b.WriteByte('[')
 	if s.KeyInPK() {
 		writePKValue(&b, rows[0], s.Tables[0].JoinOn) // the driving row is never padded

@@ -3,6 +3,8 @@ package keycore
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -147,7 +149,7 @@ func rowKey(row record.Row, col string) (string, bool) {
 
 // rowJSON encodes a row as a part.
 func rowJSON(r record.Row) ([]byte, error) {
-	if b, ok := jsonenc.AppendValue(nil, r); ok {
+	if b, ok := jsonenc.Exact(func(b []byte) ([]byte, bool) { return jsonenc.AppendValue(b, r) }); ok {
 		return b, nil
 	}
 	return json.Marshal(r)
@@ -182,6 +184,10 @@ func (c *Core) writeParts(w *Write) error {
 	p := &c.pt
 	whole := !p.stored || p.all
 	var parts []stateparts.Part
+	if !whole && p.ch != nil {
+		// A delta's parts, counted: one allocation, not a growth per part.
+		parts = make([]stateparts.Part, 0, len(p.ch.rows)+len(p.ch.src)+len(p.ch.dropped)+int(p.next-p.written))
+	}
 	add := func(name string, v []byte) { parts = append(parts, stateparts.Part{Name: name, Value: v}) }
 	if c.rowParts() {
 		if whole {
@@ -220,7 +226,8 @@ func (c *Core) writeParts(w *Write) error {
 		p.outboxBytes += 18 + len(b)
 	}
 	if whole {
-		for id, pos := range c.src {
+		for _, id := range slices.Sorted(maps.Keys(c.src)) { // deterministic Writes
+			pos := c.src[id]
 			add(partSrc+id, []byte(pos))
 			p.srcBytes += 2 + len(id) + len(pos)
 		}

@@ -72,16 +72,21 @@ func (e *outboxEntry) encode() ([]byte, error) {
 		return nil, errOffloaded
 	}
 	if e.enc == nil {
-		b, ok := appendOutboxEntry(nil, e)
+		var rows [4][2]int
+		spans := rows[:0]
+		b, ok := jsonenc.Exact(func(b []byte) ([]byte, bool) { return appendOutboxEntry(b, e, &spans) })
 		if !ok {
 			var err error
 			if b, err = json.Marshal(e); err != nil {
 				return nil, err
 			}
-		} else if cap(b)-len(b) > len(b)/8 {
-			// An exact copy: append's doubling leaves up to half of a
-			// grown slice unused, kept as long as the entry.
-			b = bytes.Clone(b)
+		} else {
+			// The rows' JSON (HTML escaping off, as the entry's) is what
+			// a sink's changelog line holds: the outputs carry it there
+			// (record.Output.RowJSON), and no row is encoded twice.
+			for i, sp := range spans {
+				e.Outputs[i].RowJSON = b[sp[0]:sp[1]:sp[1]]
+			}
 		}
 		e.enc = b
 		// The JSON is now the entry's only copy: its outputs are needed
@@ -170,7 +175,9 @@ func encodeState(s keyState) ([]byte, error) {
 // '<', '>' or '&' falls back — ok false — to keep the bytes identical to
 // what json.Marshal wrote before). ok is false, too, for rows outside
 // jsonenc's types.
-func appendOutboxEntry(b []byte, e *outboxEntry) ([]byte, bool) {
+//
+// spans, when not nil, gets each output's row as b[start:end].
+func appendOutboxEntry(b []byte, e *outboxEntry, spans *[][2]int) ([]byte, bool) {
 	b = append(b, `{"p":`...)
 	b = jsonenc.AppendString(b, e.Part)
 	b = append(b, `,"n":`...)
@@ -185,8 +192,12 @@ func appendOutboxEntry(b []byte, e *outboxEntry) ([]byte, bool) {
 				b = append(b, ',')
 			}
 			var ok bool
-			if b, ok = jsonenc.AppendOutput(b, &e.Outputs[i], nil); !ok {
+			var start, end int
+			if b, start, end, ok = jsonenc.AppendOutputRow(b, &e.Outputs[i], nil); !ok {
 				return b, false
+			}
+			if spans != nil {
+				*spans = append(*spans, [2]int{start, end})
 			}
 		}
 		b = append(b, ']')

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
 )
 
@@ -49,7 +50,7 @@ func TestOutboxEntryFastPath(t *testing.T) {
 		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "<", PK: "[1]"}}}, false},
 		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "i", PK: "[1]", Row: record.Row{"x": int64(1)}}}}, false},
 	} {
-		b, ok := appendOutboxEntry(nil, &c.e)
+		b, ok := appendOutboxEntry(nil, &c.e, nil)
 		if ok != c.fast {
 			t.Errorf("%+v: fast path %v, want %v", c.e, ok, c.fast)
 		}
@@ -91,6 +92,42 @@ func TestEncodeStateShapes(t *testing.T) {
 		}
 		if string(b[1:]) != string(plain) {
 			t.Errorf("encodeState:\n%s\nwant\n%s", b[1:], plain)
+		}
+	}
+}
+
+// TestOutboxLeavesRowJSON: encoding an outbox entry leaves each output's
+// row JSON on the outputs the Step returned (they share the entry's
+// array), equal to the row encoded afresh; an entry that falls back to
+// encoding/json (HTML escaping) leaves none.
+func TestOutboxLeavesRowJSON(t *testing.T) {
+	for _, c := range []struct {
+		row  record.Row
+		want bool
+	}{
+		{record.Row{"b": "x", "a": json.Number("1.50"), "c": nil, "d": []any{true, 2.5}}, true},
+		{nil, true},
+		{record.Row{"a": "<&>"}, false},
+	} {
+		outs := []record.Output{{ID: "i", PK: "[1]", Row: c.row, Seq: 3}, {ID: "j", PK: "[2]", Row: record.Row{"z": "y"}}}
+		e := outboxEntry{Part: "p", Offset: 1, Outputs: outs[:2:2]}
+		if _, err := e.encode(); err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range outs {
+			if (o.RowJSON != nil) != c.want {
+				t.Fatalf("%v: output %d RowJSON %q, want cached %v", c.row, i, o.RowJSON, c.want)
+			}
+			if o.RowJSON == nil {
+				continue
+			}
+			fresh, _ := jsonenc.AppendValue(nil, map[string]any(o.Row))
+			if string(o.RowJSON) != string(fresh) {
+				t.Errorf("output %d RowJSON %s, want %s", i, o.RowJSON, fresh)
+			}
+			if cap(o.RowJSON) != len(o.RowJSON) {
+				t.Errorf("output %d RowJSON can be appended to in place (cap %d > len %d)", i, cap(o.RowJSON), len(o.RowJSON))
+			}
 		}
 	}
 }

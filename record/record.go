@@ -164,11 +164,32 @@ type Output struct {
 	// primary key apply an output only when its Seq is above the row's (0:
 	// unordered, always applied).
 	Seq uint64 `json:"seq,omitempty"`
+	// RowJSON, when not nil, is Row's JSON as encoding/json writes it
+	// with HTML escaping off (internal/jsonenc): the key core encodes
+	// each output's row once for its outbox and leaves the bytes here, so
+	// a sink's format (formats/changelog) appends them instead of
+	// encoding the row again. It is a cache, not part of the output: it
+	// is never encoded, and whoever changes Row must clear it.
+	RowJSON []byte `json:"-"`
 }
 
 // OutputID builds the deterministic id of the n-th output made by event e.
 func OutputID(e Event, n int) string {
-	return e.Pos.String() + "/" + string(e.Key) + "/" + strconv.Itoa(e.Seq) + "/" + strconv.Itoa(n)
+	// e.Pos.String() + "/" + key + "/" + seq + "/" + n, built in one
+	// buffer: one allocation per output, not three.
+	var buf [128]byte
+	b := append(buf[:0], e.Pos.Source...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(e.Pos.Partition), 10)
+	b = append(b, '@')
+	b = strconv.AppendInt(b, e.Pos.Offset, 10)
+	b = append(b, '/')
+	b = append(b, e.Key...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(e.Seq), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(n), 10)
+	return string(b)
 }
 
 // KeyOf returns the join key form of a JSON value: strings as they are,

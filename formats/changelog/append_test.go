@@ -81,3 +81,19 @@ func FuzzAppendChangelog(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendChangelogUsesRowJSON: an output whose row JSON is cached
+// (record.Output.RowJSON, left by the key core) gets those bytes as its
+// row, and one without gets its row encoded.
+func TestAppendChangelogUsesRowJSON(t *testing.T) {
+	o := record.Output{ID: "x", PK: "[1]", Row: record.Row{"a": "b"}, Seq: 2}
+	line, ok, err := Changelog.Marshal(o)
+	if err != nil || !ok || string(line) != `{"id":"x","op":"+I","pk":[1],"row":{"a":"b"},"seq":2}` {
+		t.Fatalf("uncached: %s %v %v", line, ok, err)
+	}
+	o.RowJSON = []byte(`{"cached":1}`)
+	line, ok, err = Changelog.Marshal(o)
+	if err != nil || !ok || string(line) != `{"id":"x","op":"+I","pk":[1],"row":{"cached":1},"seq":2}` {
+		t.Fatalf("cached: %s %v %v", line, ok, err)
+	}
+}

@@ -1,9 +1,10 @@
 // Package jsonenc owns Joinery's reflection-free JSON encoding of decoded
 // JSON values (rows): byte for byte what encoding/json writes with HTML
 // escaping off, for the value types encoding/json decodes into. Outputs
-// are encoded twice per event on the hot path (the sink line and the key's
-// outbox in its state), and encoding/json's reflection was 8% and 8% of a
-// node's CPU there (docs/benchmarks.md). Equality with encoding/json is
+// are encoded on the hot path for the key's outbox in its state, and their
+// rows' JSON is reused by the sink line (record.Output.RowJSON);
+// encoding/json's reflection was 8% and 8% of a node's CPU there
+// (docs/benchmarks.md). Equality with encoding/json is
 // checked by table and fuzz tests. Marshal (marshal.go) is the one
 // encoding/json path with HTML escaping off, for any other value; joins/
 // may import this package (internal/lint).
@@ -14,6 +15,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/joinery/joinery/record"
@@ -39,7 +41,7 @@ func AppendValue(b []byte, v any) ([]byte, bool) {
 		if x == "" {
 			return append(b, '0'), true
 		}
-		if !json.Valid([]byte(x)) {
+		if !ValidNumber(string(x)) {
 			return b, false
 		}
 		return append(b, x...), true
@@ -71,6 +73,73 @@ func AppendValue(b []byte, v any) ([]byte, bool) {
 	}
 	return b, false
 }
+
+// Exact returns what appendFn appends to an empty slice, in a slice of
+// exactly its length: appendFn writes into a pooled scratch buffer and the
+// result is copied out once. Encodings kept long (a key's outbox entries,
+// its rows' parts) then cost one allocation each, where appending to nil
+// grew the slice three or four times (runtime.growslice was a third of
+// encoding an outbox entry) and left up to half of it unused. ok is
+// appendFn's; the bytes are nil when it is false.
+func Exact(appendFn func([]byte) ([]byte, bool)) ([]byte, bool) {
+	buf := scratch.Get().(*[]byte)
+	b, ok := appendFn((*buf)[:0])
+	var out []byte
+	if ok {
+		out = append(make([]byte, 0, len(b)), b...)
+	}
+	if cap(b) <= 64<<10 { // one large value's buffer is left to the collector
+		*buf = b[:0]
+		scratch.Put(buf)
+	}
+	return out, ok
+}
+
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// ValidNumber reports whether s is a JSON number literal, as
+// encoding/json checks a json.Number it encodes: -?(0|[1-9][0-9]*)
+// (\.[0-9]+)?([eE][+-]?[0-9]+)?, no space. (json.Valid costs a scanner
+// and a copy of s per number: it was most of a row's encoding.)
+func ValidNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i == len(s):
+		return false
+	case s[i] == '0':
+		i++
+	case s[i] >= '1' && s[i] <= '9':
+		for i++; i < len(s) && isDigit(s[i]); i++ {
+		}
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if i == len(s) || !isDigit(s[i]) {
+			return false
+		}
+		for i++; i < len(s) && isDigit(s[i]); i++ {
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i == len(s) || !isDigit(s[i]) {
+			return false
+		}
+		for i++; i < len(s) && isDigit(s[i]); i++ {
+		}
+	}
+	return i == len(s)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // AppendObject is AppendValue for a map: keys sorted, as encoding/json.
 func AppendObject(b []byte, m map[string]any) ([]byte, bool) {
@@ -180,8 +249,18 @@ func AppendString(b []byte, s string) []byte {
 // record.Output: {"id","op","pk","row"} then "ts" and "seq" when not zero.
 // The pk is o.PK as a JSON string, or — when pk is not nil — pk itself,
 // which must be compact, valid JSON text (the changelog format writes the
-// key's JSON array there). ok is false as for AppendValue.
+// key's JSON array there). The row is o.RowJSON when not nil (the row's
+// encoding, cached by whoever encoded it first), else o.Row encoded. ok
+// is false as for AppendValue.
 func AppendOutput(b []byte, o *record.Output, pk []byte) ([]byte, bool) {
+	b, _, _, ok := AppendOutputRow(b, o, pk)
+	return b, ok
+}
+
+// AppendOutputRow is AppendOutput, also returning where the row's JSON
+// is in b, b[start:end] (for callers that cache it: record.Output.
+// RowJSON).
+func AppendOutputRow(b []byte, o *record.Output, pk []byte) (_ []byte, start, end int, ok bool) {
 	b = append(b, `{"id":`...)
 	b = AppendString(b, o.ID)
 	b = append(b, `,"op":"`...)
@@ -193,10 +272,13 @@ func AppendOutput(b []byte, o *record.Output, pk []byte) ([]byte, bool) {
 		b = AppendString(b, o.PK)
 	}
 	b = append(b, `,"row":`...)
-	var ok bool
-	if b, ok = AppendValue(b, map[string]any(o.Row)); !ok {
-		return b, false
+	start = len(b)
+	if o.RowJSON != nil {
+		b = append(b, o.RowJSON...)
+	} else if b, ok = AppendValue(b, map[string]any(o.Row)); !ok {
+		return b, start, len(b), false
 	}
+	end = len(b)
 	if o.Ts != 0 {
 		b = append(b, `,"ts":`...)
 		b = strconv.AppendInt(b, o.Ts, 10)
@@ -205,5 +287,5 @@ func AppendOutput(b []byte, o *record.Output, pk []byte) ([]byte, bool) {
 		b = append(b, `,"seq":`...)
 		b = strconv.AppendUint(b, o.Seq, 10)
 	}
-	return append(b, '}'), true
+	return append(b, '}'), start, end, true
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/joinery/joinery/record"
@@ -62,4 +64,55 @@ func FuzzAppendValue(f *testing.F) {
 			t.Errorf("\n got %s\nwant %s", got, want)
 		}
 	})
+}
+
+// validNumberCases are table and seed inputs of ValidNumber.
+var validNumberCases = []string{"0", "-0", "1", "-12", "10.5", "0.0", "1e5", "1E+5", "-1.25e-10", "123456789012345678901234567890",
+	"", "-", "01", "1.", ".5", "+1", "1e", "1e+", "0x1", " 1", "1 ", "NaN", "1.5.2", "--1", "1e5e5", "١"}
+
+// TestValidNumber: ValidNumber accepts exactly what encoding/json
+// accepts as a json.Number to encode.
+func TestValidNumber(t *testing.T) {
+	for _, s := range validNumberCases {
+		checkValidNumber(t, s)
+	}
+}
+
+func FuzzValidNumber(f *testing.F) {
+	for _, s := range validNumberCases {
+		f.Add(s)
+	}
+	f.Fuzz(checkValidNumber)
+}
+
+func checkValidNumber(t *testing.T, s string) {
+	if s == "" {
+		return // encoding/json writes an empty json.Number as 0
+	}
+	_, err := json.Marshal(json.Number(s))
+	if got := ValidNumber(s); got != (err == nil) {
+		t.Errorf("ValidNumber(%q) = %v, encoding/json's error %v", s, got, err)
+	}
+}
+
+// TestExact: Exact returns what the function appends, in a slice with no
+// spare capacity and not shared with the next call's; nil when it fails.
+func TestExact(t *testing.T) {
+	big := strings.Repeat("x", 100<<10)
+	var prev []byte
+	for _, s := range []string{"a", big, "bc", ""} {
+		b, ok := Exact(func(b []byte) ([]byte, bool) { return AppendString(b, s), true })
+		if !ok || string(b) != strconv.Quote(s) || cap(b) != len(b) {
+			t.Fatalf("Exact(%.10q…) = %.20q (len %d cap %d), %v", s, b, len(b), cap(b), ok)
+		}
+		if s == "a" {
+			prev = b
+		}
+	}
+	if string(prev) != `"a"` {
+		t.Fatalf("the first result changed to %q", prev)
+	}
+	if b, ok := Exact(func(b []byte) ([]byte, bool) { return append(b, "x"...), false }); ok || b != nil {
+		t.Fatalf("failed: %q, %v", b, ok)
+	}
 }

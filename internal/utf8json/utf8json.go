@@ -60,7 +60,7 @@ func Surrogates(b []byte) error {
 			i += 2 // \" \\ \/ \b \f \n \r \t (or invalid, the decoder's)
 			continue
 		}
-		r, ok := hex4(b, i+2)
+		r, ok := Hex4(b, i+2)
 		if !ok {
 			i += 2
 			continue
@@ -68,7 +68,7 @@ func Surrogates(b []byte) error {
 		switch {
 		case r >= 0xD800 && r < 0xDC00:
 			if i+11 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
-				if lo, ok := hex4(b, i+8); ok && lo >= 0xDC00 && lo < 0xE000 {
+				if lo, ok := Hex4(b, i+8); ok && lo >= 0xDC00 && lo < 0xE000 {
 					i += 12
 					continue
 				}
@@ -81,8 +81,9 @@ func Surrogates(b []byte) error {
 	}
 }
 
-// hex4 decodes the four hex digits at b[i:].
-func hex4(b []byte, i int) (rune, bool) {
+// Hex4 decodes the four hex digits of a \u escape at b[i:] (false when
+// there are not four).
+func Hex4(b []byte, i int) (rune, bool) {
 	if i+4 > len(b) {
 		return 0, false
 	}

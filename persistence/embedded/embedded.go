@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/joinery/joinery/internal/stateparts"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
 )
@@ -104,17 +103,9 @@ func (s *Store) applyLocked(r logRecord) {
 			}
 			e := entry{state: sn.State, offsets: packOffsets(sn.Offsets)}
 			if sn.Delta && had {
-				e.parts = old.parts // owned by the store: changed in place
+				e.parts, e.partBytes = old.parts, old.partBytes // owned by the store: changed in place
 			}
-			if len(sn.Parts) > 0 {
-				if e.parts == nil {
-					e.parts = make(map[string][]byte, len(sn.Parts))
-				}
-				stateparts.Apply(e.parts, sn.Parts)
-			}
-			if len(e.parts) == 0 {
-				e.parts = nil
-			}
+			e.applyParts(sn.Parts)
 			j.snaps[sn.Key] = e
 			s.held.Add(entryBytes(sn.Key, e))
 			if sn.HasTimer {

@@ -428,6 +428,59 @@ func TestStoreEmbeddedHeldBytes(t *testing.T) {
 			t.Errorf("%s: StoredKeys %d, want %d", tc.name, got, tc.keys)
 		}
 	}
+	checkReopenedHeld(t, s, path)
+}
+
+// TestStoreEmbeddedHeldBytesParts: with parts, HeldBytes counts each live
+// part once (PartOverhead, name and value) through whole writes and
+// deltas that add, replace and delete parts, and a reopened log counts
+// the same.
+func TestStoreEmbeddedHeldBytesParts(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.log")
+	s, err := New(Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := s.Acquire(ctx, "j", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := func(name, v string) persistence.Part { return persistence.Part{Name: name, Value: []byte(v)} }
+	part := func(name, v string) int64 { return int64(PartOverhead + len(name) + len(v)) }
+	base := int64(EntryOverhead + len("k") + len("B") + len("src/0") + 24)
+	for _, tc := range []struct {
+		name  string
+		delta bool
+		parts []persistence.Part
+		want  int64
+	}{
+		{"whole", false, []persistence.Part{p("l", "left"), p("r:1", "one")}, base + part("l", "left") + part("r:1", "one")},
+		{"delta adds", true, []persistence.Part{p("r:2", "two")}, base + part("l", "left") + part("r:1", "one") + part("r:2", "two")},
+		{"delta replaces and deletes", true, []persistence.Part{p("r:1", "ONE!"), p("l", "")}, base + part("r:1", "ONE!") + part("r:2", "two")},
+		{"delta deletes one not there", true, []persistence.Part{p("r:9", "")}, base + part("r:1", "ONE!") + part("r:2", "two")},
+		{"whole replaces all", false, []persistence.Part{p("r:3", "3")}, base + part("r:3", "3")},
+		{"delta deletes the last", true, []persistence.Part{p("r:3", "")}, base},
+	} {
+		sn := persistence.Snapshot{Job: "j", Key: "k", Epoch: ep, State: []byte("B"), Offsets: map[string]int64{"src/0": 1}, Delta: tc.delta, Parts: tc.parts}
+		if err := s.Save(ctx, []persistence.Snapshot{sn}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := s.HeldBytes(); got != tc.want {
+			t.Errorf("%s: HeldBytes %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: "j", Key: "k", Epoch: ep, State: []byte("B"), Offsets: map[string]int64{"src/0": 1},
+		Delta: true, Parts: []persistence.Part{p("r:4", "four")}}}); err != nil {
+		t.Fatal(err)
+	}
+	checkReopenedHeld(t, s, path)
+}
+
+// checkReopenedHeld closes s and reopens its log at path: HeldBytes must
+// count the same.
+func checkReopenedHeld(t *testing.T, s *Store, path string) {
+	t.Helper()
 	want := s.HeldBytes()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

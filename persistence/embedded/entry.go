@@ -16,14 +16,38 @@ const EntryOverhead = 256
 
 // entryBytes is what HeldBytes counts for one stored key.
 func entryBytes(key record.Key, e entry) int64 {
-	n := int64(EntryOverhead + len(key) + len(e.state))
+	n := int64(EntryOverhead+len(key)+len(e.state)) + e.partBytes
 	for _, po := range e.offsets {
 		n += int64(len(po.part) + 24)
 	}
-	for name, v := range e.parts {
-		n += int64(PartOverhead + len(name) + len(v))
-	}
 	return n
+}
+
+// partBytes is what HeldBytes counts for one part.
+func partBytes(name string, v []byte) int64 { return int64(PartOverhead + len(name) + len(v)) }
+
+// applyParts applies a whole list of parts or a delta to e.parts
+// (stateparts.Apply: an empty value deletes) and keeps e.partBytes, so a
+// save of a key with many parts costs what it changes, not a walk of the
+// key's parts (entryBytes was 40% of applying a save).
+func (e *entry) applyParts(parts []persistence.Part) {
+	if len(parts) > 0 && e.parts == nil {
+		e.parts = make(map[string][]byte, len(parts))
+	}
+	for _, p := range parts {
+		if old, ok := e.parts[p.Name]; ok {
+			e.partBytes -= partBytes(p.Name, old)
+		}
+		if len(p.Value) == 0 {
+			delete(e.parts, p.Name)
+			continue
+		}
+		e.parts[p.Name] = p.Value
+		e.partBytes += partBytes(p.Name, p.Value)
+	}
+	if len(e.parts) == 0 {
+		e.parts, e.partBytes = nil, 0
+	}
 }
 
 // PartOverhead is what HeldBytes counts for one part of a key's state
@@ -65,6 +89,8 @@ type entry struct {
 	state   []byte
 	offsets []partOffset
 	parts   map[string][]byte // the state's parts besides state (the base); nil when none
+	// partBytes is the parts' share of entryBytes (partBytes of each).
+	partBytes int64
 }
 
 // loadState is what Load returns of e: its base, packed with its parts

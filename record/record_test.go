@@ -1,0 +1,31 @@
+package record
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestOutputID: the id is the position, key, event seq and output index
+// joined by '/', as Position.String writes the position.
+func TestOutputID(t *testing.T) {
+	long := strings.Repeat("k", 200)
+	for _, c := range []struct {
+		e    Event
+		n    int
+		want string
+	}{
+		{Event{Key: "1", Pos: Position{Source: "cdc", Partition: 0, Offset: 7}}, 0, "cdc/0@7/1/0/0"},
+		{Event{Key: "é/x", Seq: 1, Pos: Position{Source: "s", Partition: -3, Offset: -1}}, 12, "s/-3@-1/é/x/1/12"},
+		{Event{Key: Key(long), Seq: 2, Pos: Position{Source: "src", Partition: 2147483647, Offset: 9223372036854775807}}, 3,
+			"src/2147483647@9223372036854775807/" + long + "/2/3"},
+	} {
+		want := c.e.Pos.String() + "/" + string(c.e.Key) + "/" + strconv.Itoa(c.e.Seq) + "/" + strconv.Itoa(c.n)
+		if want != c.want {
+			t.Fatalf("table: %q is not %q", c.want, want)
+		}
+		if got := OutputID(c.e, c.n); got != c.want {
+			t.Errorf("OutputID(%+v, %d) = %q, want %q", c.e.Pos, c.n, got, c.want)
+		}
+	}
+}
