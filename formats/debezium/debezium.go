@@ -206,18 +206,14 @@ func decode(b []byte, pos record.Position) (record.Change, map[string]any, error
 	if len(bytes.TrimSpace(b)) == 0 {
 		return record.Change{}, nil, ErrTombstone
 	}
-	v, ok := fastValue(b)
-	if !ok {
-		// Not a value fastValue takes: encoding/json decodes it, or says
-		// what is wrong with it.
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.UseNumber()
-		if err := dec.Decode(&v); err != nil {
-			return record.Change{}, nil, decodeErr(pos, ReasonNotJSON, "%v", err)
-		}
-		if _, err := dec.Token(); err != io.EOF {
-			return record.Change{}, nil, decodeErr(pos, ReasonNotJSON, "trailing data after the JSON value")
-		}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return record.Change{}, nil, decodeErr(pos, ReasonNotJSON, "%v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return record.Change{}, nil, decodeErr(pos, ReasonNotJSON, "trailing data after the JSON value")
 	}
 	if err := utf8json.Check(b); err != nil {
 		return record.Change{}, nil, decodeErr(pos, ReasonBadUTF8, "%v", err)

@@ -14,14 +14,6 @@
 // values (formats/debeziumavro), so both formats yield identical changes.
 // It does no I/O and keeps no state.
 //
-// JSON is decoded by a small hand-written decoder (value.go) into exactly
-// the values encoding/json with UseNumber makes (numbers as json.Number,
-// their text kept); anything it does not take — bad syntax, a lone
-// surrogate escape, deep nesting — goes to encoding/json, which decides
-// and words the error as before. No library: the decoder is small,
-// checked against encoding/json by FuzzFastValue, and halves the decode of
-// an event (BenchmarkDecode).
-//
 // Usage:
 //
 //	ch, err := debezium.Decode(msg.Value, msg.Pos)
