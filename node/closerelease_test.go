@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,24 +19,32 @@ import (
 	"github.com/joinery/joinery/node"
 )
 
-// heapAfterGC is the heap in use once two collections freed what they could.
-func heapAfterGC() uint64 {
-	runtime.GC()
-	runtime.GC()
-	debug.FreeOSMemory()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse
-}
-
-// TestNodeCloseReleases starts nodes, runs a join on them and closes them,
-// several times, and checks that a closed node leaves nothing running and
-// no heap behind it.
+// TestNodeCloseReleases starts nodes, runs a join on them and closes them
+// (embedded state, Redis state, a 2-node cluster; twice each), then checks
+// that the closed nodes left no goroutine running and their heap freed.
+//
+// protoactor keeps a closed node reachable for up to a minute: the
+// Gossiper's throttle (protoactor's actor/throttler.go) runs a goroutine
+// for 60 s from the first gossip state change of a period, Cluster.Shutdown
+// makes one, and that goroutine holds the Gossiper, so the cluster, its
+// actor system and everything the key actors refer to. So the test waits up
+// to 90 s for the heap to come back; a node whose state something of ours
+// keeps (before: the bare Props registry, actors/bare.go) never does.
+//
+// Measured (2 cores shared with other test runs): a closed node of this
+// job keeps ≈ 15 MiB (its actor system's process registry, 6.5 MiB of it
+// protoactor's 1024-shard map, its key actors' state, the table sink's rows,
+// the write-behind batcher); 8 closed nodes ≈ 120 MiB. Once freed, the heap
+// is back within a few MiB of where it was; the bound, 24 MiB over the
+// start, leaves room for what is allocated once per process (protobuf and
+// Prometheus registries, the key actors' shared dispatcher) and fails if
+// more than one node of the eight stays.
 func TestNodeCloseReleases(t *testing.T) {
 	rs := testutil.StartRedis(t)
 	dir := t.TempDir()
 	h := cdcgen.Generate(cdcgen.Config{Seed: 3, Users: 2000, Domains: 6000, Changes: 20000})
 	writeLines(t, filepath.Join(dir, "in.jsonl"), h.Lines)
+	heap0 := heapAfterGC()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	src := "sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains: right}}]\nsinks: [{type: table}]\n"
 	redis := fmt.Sprintf("state: {store: redis, redis: {addr: %q}}\n", rs.Addr)
@@ -56,51 +65,103 @@ func TestNodeCloseReleases(t *testing.T) {
 			t.Fatal("the join produced no rows")
 		}
 	}
+	closeNode := func(n *node.Node) {
+		if err := n.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
 	cycles := []struct {
 		name string
-		run  func(i int)
+		run  func(job string)
 	}{
-		{"embedded", func(i int) {
-			n := startNode(fmt.Sprintf("name: rel%d\n", i) + joinYAML + fmt.Sprintf("state: {path: st%d}\n", i) + src)
+		{"embedded", func(job string) {
+			n := startNode("name: " + job + "\n" + joinYAML + "state: {path: " + job + "}\n" + src)
 			runNode(n)
-			_ = n.Close(context.Background())
+			closeNode(n)
 		}},
-		{"redis", func(i int) {
-			n := startNode(fmt.Sprintf("name: rel%d\n", i) + joinYAML + redis + src)
+		{"redis", func(job string) {
+			n := startNode("name: " + job + "\n" + joinYAML + redis + src)
 			runNode(n)
-			_ = n.Close(context.Background())
+			closeNode(n)
 		}},
-		{"cluster", func(i int) {
-			base := fmt.Sprintf("name: rel%d\n", i) + joinYAML + redis
+		{"cluster", func(job string) {
+			base := "name: " + job + "\n" + joinYAML + redis
 			n1 := startNode(base + src + "cluster: {node_name: n1}\n")
 			n2 := startNode(base + fmt.Sprintf("cluster: {node_name: n2, seeds: [%q]}\n", n1.GossipAddr()))
 			testutil.WaitFor(t, 30*time.Second, seesAlive(n1, 2))
 			testutil.WaitFor(t, 30*time.Second, seesAlive(n2, 2))
 			runNode(n1)
-			_ = n2.Close(context.Background())
-			_ = n1.Close(context.Background())
+			closeNode(n2)
+			closeNode(n1)
 		}},
 	}
-	const rounds = 3
-	for _, c := range cycles {
-		t.Run(c.name, func(t *testing.T) {
-			c.run(0) // warm: first use of package-level pools and caches
-			g0, h0 := runtime.NumGoroutine(), heapAfterGC()
-			for i := 1; i <= rounds; i++ {
-				c.run(i)
-			}
-			if d, err := time.ParseDuration(os.Getenv("JOINERY_RELEASE_WAIT")); err == nil {
-				time.Sleep(d)
-			}
-			g1, h1 := runtime.NumGoroutine(), heapAfterGC()
-			t.Logf("%s: goroutines %d -> %d, heap in use %.1f -> %.1f MiB (%.1f MiB a cycle)", c.name, g0, g1,
-				float64(h0)/(1<<20), float64(h1)/(1<<20), (float64(h1)-float64(h0))/(1<<20)/rounds)
-			if os.Getenv("JOINERY_RELEASE_DUMP") != "" {
-				_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
-				f, _ := os.Create(filepath.Join(os.Getenv("JOINERY_RELEASE_DUMP"), c.name+".heap"))
-				_ = pprof.WriteHeapProfile(f)
-				f.Close()
-			}
-		})
+	for round := range 2 {
+		for _, c := range cycles {
+			c.run(fmt.Sprintf("release-%s-%d", c.name, round))
+		}
 	}
+	closed := time.Now()
+	const slack = 24 << 20
+	var heap uint64
+	var left []string
+	for {
+		heap, left = heapAfterGC(), nodeGoroutines()
+		if (heap <= heap0+slack && len(left) == 0) || time.Since(closed) > 90*time.Second {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("after closing 8 nodes: heap in use %.1f MiB (%.1f at the start), %d node goroutines, %s after the last Close",
+		mib(heap), mib(heap0), len(left), time.Since(closed).Round(time.Second))
+	if d := os.Getenv("JOINERY_RELEASE_DUMP"); d != "" {
+		if f, err := os.Create(filepath.Join(d, "release.heap")); err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("closed nodes left %d goroutines running:\n%s", len(left), strings.Join(left, "\n\n"))
+	}
+	if heap > heap0+slack {
+		t.Errorf("closed nodes kept %.1f MiB of heap in use 90 s after the last Close, want ≤ %.0f MiB (JOINERY_RELEASE_DUMP=dir writes a heap profile)",
+			mib(heap-heap0), mib(slack))
+	}
+}
+
+// heapAfterGC is the heap in use once two collections freed what they could.
+func heapAfterGC() uint64 {
+	runtime.GC()
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// nodeGoroutines are the stacks of the goroutines running code of a node
+// or of its libraries (protoactor, memberlist, go-redis), but for the key
+// actors' dispatcher, one pool for the process (actors/dispatcher.go).
+func nodeGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var left []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "node_test.") || strings.Contains(g, "warmDispatcher).worker") {
+			continue
+		}
+		for _, lib := range []string{"github.com/joinery/joinery/", "protoactor-go", "hashicorp/memberlist", "go-redis"} {
+			if strings.Contains(g, lib) {
+				left = append(left, g)
+				break
+			}
+		}
+	}
+	return left
 }
