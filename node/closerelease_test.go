@@ -21,7 +21,8 @@ import (
 
 // TestNodeCloseReleases starts nodes, runs a join on them and closes them
 // (embedded state, Redis state, a 2-node cluster; twice each), then checks
-// that the closed nodes left no goroutine running and their heap freed.
+// that the closed nodes left no goroutine running (none of theirs that
+// was not running before) and their heap freed.
 //
 // protoactor keeps a closed node reachable for up to a minute: the
 // Gossiper's throttle (protoactor's actor/throttler.go) runs a goroutine
@@ -44,7 +45,7 @@ func TestNodeCloseReleases(t *testing.T) {
 	dir := t.TempDir()
 	h := cdcgen.Generate(cdcgen.Config{Seed: 3, Users: 2000, Domains: 6000, Changes: 20000})
 	writeLines(t, filepath.Join(dir, "in.jsonl"), h.Lines)
-	heap0 := heapAfterGC()
+	heap0, goroutines0 := heapAfterGC(), goroutineCounts()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	src := "sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains: right}}]\nsinks: [{type: table}]\n"
 	redis := fmt.Sprintf("state: {store: redis, redis: {addr: %q}}\n", rs.Addr)
@@ -106,7 +107,7 @@ func TestNodeCloseReleases(t *testing.T) {
 	var left []string
 	atClose := -1
 	for {
-		heap, left = heapAfterGC(), nodeGoroutines()
+		heap, left = heapAfterGC(), nodeGoroutines(goroutines0)
 		if atClose < 0 {
 			atClose = len(left) // protoactor's throttles at least: the check sees them
 		}
@@ -144,20 +145,17 @@ func heapAfterGC() uint64 {
 
 // nodeGoroutines are the stacks of the goroutines running code of a node
 // or of its libraries (protoactor, memberlist, go-redis), but for the key
-// actors' dispatcher, one pool for the process (actors/dispatcher.go).
-func nodeGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
+// actors' dispatcher, one pool for the process (actors/dispatcher.go), and
+// for as many of each stack as were running in before (earlier tests').
+func nodeGoroutines(before map[string]int) []string {
 	var left []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	seen := map[string]int{}
+	for _, g := range goroutineStacks() {
 		if strings.Contains(g, "node_test.") || strings.Contains(g, "warmDispatcher).worker") {
+			continue
+		}
+		k := stackKey(g)
+		if seen[k]++; seen[k] <= before[k] {
 			continue
 		}
 		for _, lib := range []string{"github.com/joinery/joinery/", "protoactor-go", "hashicorp/memberlist", "go-redis"} {
@@ -168,4 +166,42 @@ func nodeGoroutines() []string {
 		}
 	}
 	return left
+}
+
+// goroutineCounts counts the running goroutines by stack (stackKey).
+func goroutineCounts() map[string]int {
+	m := map[string]int{}
+	for _, g := range goroutineStacks() {
+		m[stackKey(g)]++
+	}
+	return m
+}
+
+// goroutineStacks are the stacks of all goroutines (runtime.Stack).
+func goroutineStacks() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Split(string(buf[:n]), "\n\n")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// stackKey is a goroutine's stack without its id, state, arguments and
+// offsets: the functions it is in.
+func stackKey(g string) string {
+	var fns []string
+	for i, l := range strings.Split(g, "\n") {
+		if i == 0 || strings.HasPrefix(l, "\t") {
+			continue
+		}
+		if j := strings.LastIndexByte(l, '('); j > 0 {
+			l = l[:j]
+		}
+		l, _, _ = strings.Cut(l, " in goroutine ") // "created by f in goroutine 12"
+		fns = append(fns, l)
+	}
+	return strings.Join(fns, "\n")
 }
