@@ -97,11 +97,23 @@ func NewKind(d *Deps) *cluster.Kind {
 	// wrapped so that requests it still holds when the actor stops are
 	// answered as dead letters (mailbox.go).
 	opts := []actor.PropsOption{actor.WithDispatcher(keyDispatcher()), actor.WithMailbox(deadLetterMailbox())}
-	kind := cluster.NewKind(KindName(d.Job), actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d, cfg: cfg} }, opts...))
 	bare := actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: d, cfg: cfg, bare: true} }, opts...)
+	kp := &kindProducer{deps: d, cfg: cfg, bare: bare}
+	kind := cluster.NewKind(KindName(d.Job), actor.PropsFromProducer(kp.produce, opts...))
 	registerBare(kind.Props, bare)
 	return kind
 }
+
+// kindProducer makes the key actors of a kind's Props (cluster.NewKind's,
+// with the cluster middleware). It holds the kind's bare Props too, so
+// that they live as long as the kind's Props and no longer (bare.go).
+type kindProducer struct {
+	deps *Deps
+	cfg  *keycore.Config
+	bare *actor.Props
+}
+
+func (p *kindProducer) produce() actor.Actor { return &keyActor{deps: p.deps, cfg: p.cfg} }
 
 // coreConfig is the key core configuration of d's key actors.
 func coreConfig(d *Deps) *keycore.Config {

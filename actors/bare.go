@@ -20,15 +20,20 @@ import (
 // middleware): the actor then starts on Started, its key read from its PID
 // (keyIdentity), and drops its cached PID itself on Stopped.
 
-// bare maps a weak pointer to the kind's Props (cluster.NewKind's) to its
-// bare Props, which do not refer to the kind's: an entry goes with its kind.
+// bare maps a weak pointer to the kind's Props (cluster.NewKind's) to a
+// weak pointer to its bare Props, which the kind's Props hold (NewKind's
+// kindProducer): an entry goes with its kind. The value must not be
+// strong: the bare Props reach the kind's (their Deps hold the budget,
+// whose root context holds the actor system, its cluster and its kinds),
+// and a strong value kept every closed node's actor system, key actors
+// and sinks reachable for the life of the process.
 var bare sync.Map
 
 // registerBare records the bare Props of the kind whose Props are kind,
-// for as long as kind is reachable.
+// for as long as kind is reachable. kind must hold props.
 func registerBare(kind, props *actor.Props) {
 	k := weak.Make(kind)
-	bare.Store(k, props)
+	bare.Store(k, weak.Make(props))
 	runtime.AddCleanup(kind, func(k weak.Pointer[actor.Props]) { bare.Delete(k) }, k)
 }
 
@@ -36,7 +41,7 @@ func registerBare(kind, props *actor.Props) {
 // (a kind not made by NewKind: spawn it as protoactor does).
 func bareProps(kind *actor.Props) *actor.Props {
 	if p, ok := bare.Load(weak.Make(kind)); ok {
-		return p.(*actor.Props)
+		return p.(weak.Pointer[actor.Props]).Value()
 	}
 	return nil
 }
