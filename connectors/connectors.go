@@ -27,8 +27,6 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/formats/changelog"
@@ -62,7 +60,10 @@ type Validator struct {
 	// Resolve maps a file name of the job to its path (TLS files are read
 	// to check them); nil leaves names as they are.
 	Resolve func(string) string
-	errs    []error
+	// EventTime says the job's join is an event-time join (a setting
+	// only a changelog join can use is reported).
+	EventTime bool
+	errs      []error
 }
 
 // Bad reports field (relative to the entry, "" for the entry itself).
@@ -189,17 +190,18 @@ type Appender interface {
 type Kind[E, T any] struct {
 	// Type is the job file's `type:` of the entry.
 	Type string
-	// New returns a zero configuration to decode the entry into.
+	// New returns a zero configuration to decode the entry into: a
+	// pointer to a struct whose YAML tags name the entry's connector
+	// fields (None for a kind without any).
 	New func() Config
-	// Open builds the connector from its decoded, validated configuration.
+	// Open builds the connector from its configuration, decoded and
+	// validated once when the job was compiled (Compile).
 	// It may return a zero T with a nil error for a kind the node
 	// implements itself (Table).
 	Open func(ctx context.Context, cfg Config, env E) (T, error)
 	// Append, for a source kind, opens an appender to the source's log
 	// for HTTP ingest; nil: HTTP ingest cannot name such a source.
 	Append func(ctx context.Context, cfg Config, env Env) (Appender, error)
-	// Shards reports that the kind takes the entry's shards setting.
-	Shards bool
 	// KeyGroups, for a source kind whose own partitions can follow the
 	// join key (a Kafka topic keyed by the join column, partitioned_by:
 	// join_key), asks the source's system how many partitions it has and
@@ -293,49 +295,29 @@ func orList(ts []string) string {
 	return strings.Join(ts[:len(ts)-1], ", ") + " or " + ts[len(ts)-1]
 }
 
-// Decode finds entry's kind and decodes its configuration: entry is the
-// job's struct of the entry (its YAML tags name the fields), typ its type.
-// An unknown type is an error at at+".type" that lists the known ones.
-func (t *Table[E, T]) Decode(at, typ string, entry any) (Kind[E, T], Config, error) {
-	k, ok := t.Lookup(typ)
-	if !ok {
-		return k, nil, &FieldError{Path: at + ".type", Msg: fmt.Sprintf("must be %s (got %q)", t.Known(), typ)}
+// Compile decodes an entry's connector fields into its kind's
+// configuration (Decode) and reports every bad field of it, an unknown
+// type included: the job compiles each entry once, and the node opens the
+// configuration it got. v says where the entry is (At, Resolve,
+// EventTime); its What is set here.
+func (t *Table[E, T]) Compile(v *Validator, typ string, fields Fields) (Kind[E, T], Config, []error) {
+	k, cfg, errs := t.Decode(v.At, typ, fields)
+	if len(errs) > 0 {
+		return k, nil, errs
 	}
-	cfg := k.New()
-	b, err := yaml.Marshal(entry)
-	if err == nil {
-		err = yaml.Unmarshal(b, cfg)
-	}
-	if err != nil {
-		return k, nil, &FieldError{Path: at, Msg: err.Error()}
+	v.What = typ + " " + t.role
+	cfg.Validate(v)
+	if errs := v.Errors(); len(errs) > 0 {
+		return k, nil, errs
 	}
 	return k, cfg, nil
 }
 
-// Validate decodes entry and reports every bad field of it, an unknown
-// type included; resolve is as Validator.Resolve.
-func (t *Table[E, T]) Validate(at, typ string, entry any, resolve func(string) string) []error {
-	_, cfg, err := t.Decode(at, typ, entry)
-	if err != nil {
-		return []error{err}
-	}
-	v := &Validator{At: at, What: typ + " " + t.role, Resolve: resolve}
-	cfg.Validate(v)
-	return v.Errors()
-}
-
-// Open decodes entry and opens it with env.
-func (t *Table[E, T]) Open(ctx context.Context, at, typ string, entry any, env E) (T, Kind[E, T], error) {
-	var zero T
-	k, cfg, err := t.Decode(at, typ, entry)
-	if err != nil {
-		return zero, k, err
-	}
-	if k.Open == nil {
-		return zero, k, nil
-	}
-	c, err := k.Open(ctx, cfg, env)
-	return c, k, err
+// Validate is Compile with the kind and configuration dropped; resolve is
+// as Validator.Resolve.
+func (t *Table[E, T]) Validate(at, typ string, fields Fields, resolve func(string) string) []error {
+	_, _, errs := t.Compile(&Validator{At: at, Resolve: resolve}, typ, fields)
+	return errs
 }
 
 // Sources and Sinks are the table types of the two connector roles.
@@ -386,4 +368,16 @@ type IngestKind struct {
 	Type string
 	// Start serves env until Shutdown.
 	Start func(env IngestEnv) (Service, error)
+}
+
+// RedisSecret is the secret of a connector's redis block at field: its
+// password (and password_file).
+func RedisSecret(field string, r *redisopts.Config) Secret {
+	return Secret{Field: field + ".password", Val: &r.Password, File: &r.PasswordFile}
+}
+
+// KafkaSecret is the secret of a connector's kafka block at field: its
+// SASL password (and password_file).
+func KafkaSecret(field string, k *kafkaopts.Config) Secret {
+	return Secret{Field: field + ".sasl.password", Val: &k.SASL.Password, File: &k.SASL.PasswordFile}
 }

@@ -18,6 +18,11 @@ type Entry struct {
 // Validate reports every bad field.
 func (e *Entry) Validate(v *connectors.Validator) { v.Kafka("kafka", e.Kafka) }
 
+// Secrets is the kafka block's SASL password.
+func (e *Entry) Secrets() []connectors.Secret {
+	return []connectors.Secret{connectors.KafkaSecret("kafka", &e.Kafka)}
+}
+
 // Config is the sink configuration of e with its TLS files read.
 func (e *Entry) Config(env connectors.Env) (Config, error) {
 	k := e.Kafka

@@ -21,6 +21,11 @@ func (e *Entry) Validate(v *connectors.Validator) {
 	v.Require("key", e.Key != "")
 }
 
+// Secrets is the redis block's password.
+func (e *Entry) Secrets() []connectors.Secret {
+	return []connectors.Secret{connectors.RedisSecret("redis", &e.Redis)}
+}
+
 // Kind is the redis-hash sink's registry entry (connectors/all).
 var Kind = connectors.SinkKind{
 	Type:   "redis-hash",

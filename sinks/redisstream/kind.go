@@ -27,6 +27,11 @@ func (e *Entry) Validate(v *connectors.Validator) {
 	}
 }
 
+// Secrets is the redis block's password.
+func (e *Entry) Secrets() []connectors.Secret {
+	return []connectors.Secret{connectors.RedisSecret("redis", &e.Redis)}
+}
+
 // Config is the sink configuration of e with its TLS files read.
 func (e *Entry) Config(env connectors.Env) (Config, error) {
 	tc, err := e.Redis.TLS.Config(env.Resolve)
@@ -41,7 +46,6 @@ func (e *Entry) Config(env connectors.Env) (Config, error) {
 var Kind = connectors.SinkKind{
 	Type:   "redis-stream",
 	Shared: true,
-	Shards: true,
 	New:    func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SinkEnv) (sinks.Sink, error) {
 		cfg, err := c.(*Entry).Config(env.Env)

@@ -11,12 +11,18 @@ import (
 )
 
 // Entry is the configuration of a kafka source in a job file (kafka.group
-// is the consumer group).
+// is the consumer group): its connector fields, decoded once when the job
+// is compiled (connectors.Table.Compile).
 type Entry struct {
 	Kafka kafkaopts.Config `yaml:"kafka"`
-	// PartitionedBy is sources[].partitioned_by: "join_key" reads the
-	// topic as co-partitioned with the join (Config.KeyGroups).
-	PartitionedBy string `yaml:"partitioned_by"`
+	// PartitionedBy "join_key" says the topic is keyed by the join column
+	// (Debezium's message.key.columns) and written with Kafka's default
+	// partitioner: its partitions are the key groups, the record key
+	// bytes of a join key are kafka.partition_key, and every join_key
+	// kafka source of a job has that template and, checked when a node
+	// starts, the same partition count (Config.KeyGroups). "pk" or unset:
+	// the topic is read as it comes.
+	PartitionedBy string `yaml:"partitioned_by,omitempty"`
 }
 
 // partitionedByJoinKey is the value of sources[].partitioned_by of a topic
@@ -32,6 +38,11 @@ func (e *Entry) Validate(v *connectors.Validator) {
 	default:
 		v.Bad("kafka.start_offset", "must be earliest, latest or committed (got %q)", e.Kafka.StartOffset)
 	}
+	switch e.PartitionedBy {
+	case "", "pk", partitionedByJoinKey:
+	default:
+		v.Bad("partitioned_by", "must be pk or join_key (got %q)", e.PartitionedBy)
+	}
 	switch {
 	case e.PartitionedBy == partitionedByJoinKey && e.Kafka.PartitionKey == "":
 		v.Bad("kafka.partition_key", "is required with partitioned_by: join_key: the record key the producer writes for a join key, e.g. %s for Debezium JSON with message.key.columns set to the join column user_id", `'{"user_id":{key}}'`)
@@ -42,6 +53,31 @@ func (e *Entry) Validate(v *connectors.Validator) {
 	case e.Kafka.PartitionKey != "":
 		v.Bad("kafka.partition_key", "is only for a source with partitioned_by: join_key")
 	}
+}
+
+// Secrets is the kafka block's SASL password.
+func (e *Entry) Secrets() []connectors.Secret {
+	return []connectors.Secret{connectors.KafkaSecret("kafka", &e.Kafka)}
+}
+
+// KeyGrouping is the key groups of a topic partitioned by the join key:
+// its partitions, counted when the node starts (Kind.KeyGroups).
+func (e *Entry) KeyGrouping() (connectors.KeyGrouping, bool) {
+	if e.PartitionedBy != partitionedByJoinKey {
+		return connectors.KeyGrouping{}, false
+	}
+	return connectors.KeyGrouping{Field: "partitioned_by", RuleField: "kafka.partition_key",
+		Rule: fmt.Sprintf("Kafka's default partitioner over the record key %q", e.Kafka.PartitionKey)}, true
+}
+
+// AppendRefused refuses HTTP ingest into a topic partitioned by the join
+// key: ingest produces records without a key, which would follow no key
+// group.
+func (e *Entry) AppendRefused() string {
+	if e.PartitionedBy == partitionedByJoinKey {
+		return "a kafka source partitioned by the join key"
+	}
+	return ""
 }
 
 // Kind is the kafka source's registry entry (connectors/all). HTTP ingest
