@@ -1,6 +1,8 @@
 package redishash
 
 import (
+	"fmt"
+
 	"context"
 
 	"github.com/joinery/joinery/connectors"
@@ -33,11 +35,10 @@ var Kind = connectors.SinkKind{
 	New:    func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SinkEnv) (sinks.Sink, error) {
 		e := c.(*Entry)
-		tc, err := e.Redis.TLS.Config(env.Resolve)
+		o, err := e.Redis.Options(env.Resolve, env.OnRedisError)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("redis.%w", err)
 		}
-		o := e.Redis.Options(tc)
-		return New(ctx, Config{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, Key: e.Key, TLS: o.TLS, OnRedisError: env.OnRedisError})
+		return New(ctx, Config{Options: o, Key: e.Key})
 	},
 }

@@ -1,6 +1,8 @@
 package redisstream
 
 import (
+	"fmt"
+
 	"context"
 
 	"github.com/joinery/joinery/connectors"
@@ -34,12 +36,11 @@ func (e *Entry) Secrets() []connectors.Secret {
 
 // Config is the sink configuration of e with its TLS files read.
 func (e *Entry) Config(env connectors.Env) (Config, error) {
-	tc, err := e.Redis.TLS.Config(env.Resolve)
+	o, err := e.Redis.Options(env.Resolve, env.OnRedisError)
 	if err != nil {
-		return Config{}, err
+		return Config{}, fmt.Errorf("redis.%w", err)
 	}
-	o := e.Redis.Options(tc)
-	return Config{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLS: o.TLS, Stream: e.Stream, Shards: e.Shards, OnRedisError: env.OnRedisError}, nil
+	return Config{Options: o, Stream: e.Stream, Shards: e.Shards}, nil
 }
 
 // Kind is the redis-stream sink's registry entry (connectors/all).

@@ -148,14 +148,12 @@ var Kind = connectors.SourceKind{
 		if consumer == "" {
 			consumer = env.Consumer
 		}
-		tc, err := e.Redis.TLS.Config(env.Resolve)
+		o, err := e.Redis.Options(env.Resolve, env.OnRedisError)
 		if err != nil {
-			return nil, fmt.Errorf("source %s: redis.tls: %w", env.Name, err)
+			return nil, fmt.Errorf("source %s: redis.%w", env.Name, err)
 		}
-		o := e.Redis.Options(tc)
-		rc := Config{Name: env.Name, Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLS: o.TLS,
-			Stream: e.Stream, Group: e.Group, Consumer: consumer, Lease: e.Lease, OnPartitions: env.OnLease, Applied: env.Applied, Lineage: env.Lineage,
-			TrimAcked: e.TrimAcked, OnRedisError: env.OnRedisError}
+		rc := Config{Options: o, Name: env.Name, Stream: e.Stream, Group: e.Group, Consumer: consumer, Lease: e.Lease,
+			OnPartitions: env.OnLease, Applied: env.Applied, Lineage: env.Lineage, TrimAcked: e.TrimAcked}
 		if e.Repartition != "" {
 			rc.RepartitionTo = streamshard.RepartitionStream(e.Stream, e.Group)
 		}
@@ -169,11 +167,10 @@ var Kind = connectors.SourceKind{
 	},
 	Append: func(ctx context.Context, c connectors.Config, env connectors.Env) (connectors.Appender, error) {
 		e := c.(*Entry)
-		tc, err := e.Redis.TLS.Config(env.Resolve)
+		o, err := e.Redis.Options(env.Resolve, env.OnRedisError)
 		if err != nil {
-			return nil, fmt.Errorf("redis.tls: %w", err)
+			return nil, fmt.Errorf("redis.%w", err)
 		}
-		return ingest.RedisStream(e.Redis.Addr, e.Stream, ingest.RedisAuth(e.Redis.Username, e.Redis.Password),
-			ingest.RedisDB(e.Redis.DB), ingest.RedisTLS(tc))
+		return ingest.RedisStream(o.Addr, e.Stream, ingest.RedisConnection(o))
 	},
 }
