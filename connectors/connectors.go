@@ -1,11 +1,18 @@
 // Package connectors is the table of connector kinds, as database/sql's
 // drivers: each source, sink and dead-letter kind names its type (the
-// job file's `type:`), a typed configuration decoded from the YAML of its
-// entry with a Validate that names every bad field by its path
-// (`sources[1].kafka.topic: must be set for a kafka source`), and a
-// constructor. The job validates each entry through it and the node opens
-// every source, sink, dead-letter output and HTTP ingest appender through
-// it; neither knows a connector's type name.
+// job file's `type:`), a typed configuration with a Validate that names
+// every bad field by its path (`sources[1].kafka.topic: must be set for a
+// kafka source`), and a constructor.
+//
+// A connector's configuration has one home, its kind's configuration
+// type (the connector's Entry). The job keeps an entry's connector fields
+// as written (Fields) and compiles them once (Table.Compile: decode,
+// report unknown fields by path, Validate); the node opens the connector
+// from that configuration, decoding nothing. What the job or the node
+// needs beyond opening it, a configuration says through small interfaces
+// (KeyGrouped, Repartitioned, AppendRefused, Secrets), so neither knows a
+// connector's type name or fields (docs/architecture.md, "Adding a
+// connector").
 //
 // The kinds live with their connectors (sources/kafka's Source, …); one
 // explicit list, connectors/all, puts them in tables, so what is
