@@ -215,6 +215,8 @@ type Kind[E, T any] struct {
 	// gives the partition of a join key among them: the key groups the
 	// node places key actors by (docs/architecture.md, "Key groups").
 	KeyGroups func(ctx context.Context, cfg Config, env Env) (KeyGroups, error)
+	// Avro marks a sink kind that writes encoding avro (SinkEnv.Avro).
+	Avro bool
 	// Table marks the table sink, which the node keeps in memory.
 	Table bool
 	// Shared marks a sink kind whose target is one system every node of a

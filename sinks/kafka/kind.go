@@ -38,6 +38,7 @@ func (e *Entry) Config(env connectors.Env) (Config, error) {
 var Kind = connectors.SinkKind{
 	Type:   "kafka",
 	Shared: true,
+	Avro:   true,
 	New:    func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SinkEnv) (sinks.Sink, error) {
 		cfg, err := c.(*Entry).Config(env.Env)

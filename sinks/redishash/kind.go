@@ -28,17 +28,25 @@ func (e *Entry) Secrets() []connectors.Secret {
 	return []connectors.Secret{connectors.RedisSecret("redis", &e.Redis)}
 }
 
+// Config is the sink configuration of e with its TLS files read.
+func (e *Entry) Config(env connectors.Env) (Config, error) {
+	o, err := e.Redis.Options(env.Resolve, env.OnRedisError)
+	if err != nil {
+		return Config{}, fmt.Errorf("redis.%w", err)
+	}
+	return Config{Options: o, Key: e.Key}, nil
+}
+
 // Kind is the redis-hash sink's registry entry (connectors/all).
 var Kind = connectors.SinkKind{
 	Type:   "redis-hash",
 	Shared: true,
 	New:    func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SinkEnv) (sinks.Sink, error) {
-		e := c.(*Entry)
-		o, err := e.Redis.Options(env.Resolve, env.OnRedisError)
+		cfg, err := c.(*Entry).Config(env.Env)
 		if err != nil {
-			return nil, fmt.Errorf("redis.%w", err)
+			return nil, err
 		}
-		return New(ctx, Config{Options: o, Key: e.Key})
+		return New(ctx, cfg)
 	},
 }

@@ -80,55 +80,62 @@ func (e *Entry) AppendRefused() string {
 	return ""
 }
 
+// Config is the source configuration of e with its TLS files read; Open
+// adds what the node gives (name, hooks, member name).
+func (e *Entry) Config(env connectors.Env) (Config, error) {
+	k := e.Kafka
+	tc, err := k.TLS.Config(env.Resolve)
+	if err != nil {
+		return Config{}, fmt.Errorf("kafka.tls: %w", err)
+	}
+	cfg := Config{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth()}
+	if e.PartitionedBy == partitionedByJoinKey {
+		cfg.KeyGroups, cfg.PartitionKey = true, k.PartitionKey
+	}
+	return cfg, nil
+}
+
 // Kind is the kafka source's registry entry (connectors/all). HTTP ingest
 // produces to its topic.
 var Kind = connectors.SourceKind{
 	Type: "kafka",
 	New:  func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SourceEnv) (sources.Source, error) {
-		e := c.(*Entry)
-		k := e.Kafka
-		tc, err := k.TLS.Config(env.Resolve)
+		cfg, err := c.(*Entry).Config(env.Env)
 		if err != nil {
-			return nil, fmt.Errorf("source %s: kafka.tls: %w", env.Name, err)
+			return nil, fmt.Errorf("source %s: %w", env.Name, err)
 		}
-		cfg := Config{Name: env.Name, Brokers: k.Brokers, Topic: k.Topic, Group: k.Group,
-			StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth(), OnPartitions: env.OnPartitions, Applied: env.Applied, Lineage: env.Lineage}
-		if e.PartitionedBy == partitionedByJoinKey {
-			cfg.KeyGroups, cfg.PartitionKey = true, k.PartitionKey
-			if env.Member != nil {
-				cfg.Member = env.Member(env.Consumer)
-			}
+		cfg.Name, cfg.OnPartitions, cfg.Applied, cfg.Lineage = env.Name, env.OnPartitions, env.Applied, env.Lineage
+		if cfg.KeyGroups && env.Member != nil {
+			cfg.Member = env.Member(env.Consumer)
 		}
 		return New(ctx, cfg)
 	},
 	KeyGroups: func(ctx context.Context, c connectors.Config, env connectors.Env) (connectors.KeyGroups, error) {
-		k := c.(*Entry).Kafka
-		tc, err := k.TLS.Config(env.Resolve)
-		if err != nil {
-			return connectors.KeyGroups{}, fmt.Errorf("kafka.tls: %w", err)
-		}
-		counts, err := TopicPartitions(ctx, k.Brokers, k.ClientID, tc, k.Auth(), []string{k.Topic})
+		cfg, err := c.(*Entry).Config(env)
 		if err != nil {
 			return connectors.KeyGroups{}, err
 		}
-		template := k.PartitionKey
-		return connectors.KeyGroups{What: "topic " + k.Topic, Partitions: counts[k.Topic],
+		counts, err := TopicPartitions(ctx, cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL, []string{cfg.Topic})
+		if err != nil {
+			return connectors.KeyGroups{}, err
+		}
+		template := cfg.PartitionKey
+		return connectors.KeyGroups{What: "topic " + cfg.Topic, Partitions: counts[cfg.Topic],
 			Of: func(key string, partitions int) int { return KeyGroup(template, key, partitions) }}, nil
 	},
 	Append: func(ctx context.Context, c connectors.Config, env connectors.Env) (connectors.Appender, error) {
-		k := c.(*Entry).Kafka
-		tc, err := k.TLS.Config(env.Resolve)
+		cfg, err := c.(*Entry).Config(env)
 		if err != nil {
-			return nil, fmt.Errorf("kafka.tls: %w", err)
+			return nil, err
 		}
 		var opts []ingest.KafkaOption
-		if tc != nil {
-			opts = append(opts, ingest.KafkaTLS(tc))
+		if cfg.TLS != nil {
+			opts = append(opts, ingest.KafkaTLS(cfg.TLS))
 		}
-		if s := k.Auth(); s != nil {
-			opts = append(opts, ingest.KafkaSASL(s))
+		if cfg.SASL != nil {
+			opts = append(opts, ingest.KafkaSASL(cfg.SASL))
 		}
-		return ingest.Kafka(k.Brokers, k.Topic, opts...)
+		return ingest.Kafka(cfg.Brokers, cfg.Topic, opts...)
 	},
 }

@@ -137,40 +137,47 @@ func (e *Entry) AppendRefused() string {
 	return ""
 }
 
+// Config is the source configuration of e with its TLS files read; Open
+// adds what the node gives (name, default consumer, hooks, members).
+func (e *Entry) Config(env connectors.Env) (Config, error) {
+	o, err := e.Redis.Options(env.Resolve, env.OnRedisError)
+	if err != nil {
+		return Config{}, fmt.Errorf("redis.%w", err)
+	}
+	cfg := Config{Options: o, Stream: e.Stream, Group: e.Group, Consumer: e.Consumer, Lease: e.Lease, TrimAcked: e.TrimAcked, Shards: e.Shards}
+	if e.Repartition == RepartitionStream {
+		cfg.RepartitionTo = streamshard.RepartitionStream(e.Stream, e.Group)
+	}
+	return cfg, nil
+}
+
 // Kind is the redis-stream source's registry entry (connectors/all). HTTP
 // ingest appends to its stream.
 var Kind = connectors.SourceKind{
 	Type: "redis-stream",
 	New:  func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SourceEnv) (sources.Source, error) {
-		e := c.(*Entry)
-		consumer := e.Consumer
-		if consumer == "" {
-			consumer = env.Consumer
-		}
-		o, err := e.Redis.Options(env.Resolve, env.OnRedisError)
+		cfg, err := c.(*Entry).Config(env.Env)
 		if err != nil {
-			return nil, fmt.Errorf("source %s: redis.%w", env.Name, err)
+			return nil, fmt.Errorf("source %s: %w", env.Name, err)
 		}
-		rc := Config{Options: o, Name: env.Name, Stream: e.Stream, Group: e.Group, Consumer: consumer, Lease: e.Lease,
-			OnPartitions: env.OnLease, Applied: env.Applied, Lineage: env.Lineage, TrimAcked: e.TrimAcked}
-		if e.Repartition != "" {
-			rc.RepartitionTo = streamshard.RepartitionStream(e.Stream, e.Group)
+		if cfg.Consumer == "" {
+			cfg.Consumer = env.Consumer
 		}
-		if e.Shards > 0 {
-			rc.Shards, rc.Members = e.Shards, env.Members
+		cfg.Name, cfg.OnPartitions, cfg.Applied, cfg.Lineage = env.Name, env.OnLease, env.Applied, env.Lineage
+		if cfg.Shards > 0 {
+			cfg.Members = env.Members
 			if env.Member != nil {
-				rc.Member = env.Member(consumer)
+				cfg.Member = env.Member(cfg.Consumer)
 			}
 		}
-		return Open(ctx, rc)
+		return Open(ctx, cfg)
 	},
 	Append: func(ctx context.Context, c connectors.Config, env connectors.Env) (connectors.Appender, error) {
-		e := c.(*Entry)
-		o, err := e.Redis.Options(env.Resolve, env.OnRedisError)
+		cfg, err := c.(*Entry).Config(env)
 		if err != nil {
-			return nil, fmt.Errorf("redis.%w", err)
+			return nil, err
 		}
-		return ingest.RedisStream(o.Addr, e.Stream, ingest.RedisConnection(o))
+		return ingest.RedisStream(cfg.Addr, cfg.Stream, ingest.RedisConnection(cfg.Options))
 	},
 }
