@@ -379,14 +379,48 @@ type IngestKind struct {
 	Start func(env IngestEnv) (Service, error)
 }
 
-// RedisSecret is the secret of a connector's redis block at field: its
-// password (and password_file).
-func RedisSecret(field string, r *redisopts.Config) Secret {
-	return Secret{Field: field + ".password", Val: &r.Password, File: &r.PasswordFile}
+// RedisEntry is the redis block of a Redis connector's entry, embedded
+// inline in the kind's configuration: the field, its check, its secret
+// and the connection it gives, the same for every Redis connector.
+type RedisEntry struct {
+	Redis redisopts.Config `yaml:"redis"`
 }
 
-// KafkaSecret is the secret of a connector's kafka block at field: its
-// SASL password (and password_file).
-func KafkaSecret(field string, k *kafkaopts.Config) Secret {
-	return Secret{Field: field + ".sasl.password", Val: &k.SASL.Password, File: &k.SASL.PasswordFile}
+// ValidateRedis checks the redis block (Validator.Redis).
+func (r *RedisEntry) ValidateRedis(v *Validator) { v.Redis("redis", r.Redis) }
+
+// Secrets is the redis block's password (and password_file).
+func (r *RedisEntry) Secrets() []Secret {
+	return []Secret{{Field: "redis.password", Val: &r.Redis.Password, File: &r.Redis.PasswordFile}}
+}
+
+// Options is the connection of the redis block, its TLS files read
+// (redisopts.Config.Options) and env's error hook.
+func (r *RedisEntry) Options(env Env) (redisopts.Options, error) {
+	o, err := r.Redis.Options(env.Resolve, env.OnRedisError)
+	if err != nil {
+		return o, fmt.Errorf("redis.%w", err)
+	}
+	return o, nil
+}
+
+// KafkaEntry is the kafka block of a Kafka connector's entry, embedded
+// inline in the kind's configuration: the field and its secret, the same
+// for every Kafka connector.
+type KafkaEntry struct {
+	Kafka kafkaopts.Config `yaml:"kafka"`
+}
+
+// Secrets is the kafka block's SASL password (and password_file).
+func (k *KafkaEntry) Secrets() []Secret {
+	return []Secret{{Field: "kafka.sasl.password", Val: &k.Kafka.SASL.Password, File: &k.Kafka.SASL.PasswordFile}}
+}
+
+// TLS is the kafka block's TLS configuration, its files read.
+func (k *KafkaEntry) TLS(env Env) (*tls.Config, error) {
+	tc, err := k.Kafka.TLS.Config(env.Resolve)
+	if err != nil {
+		return nil, fmt.Errorf("kafka.tls: %w", err)
+	}
+	return tc, nil
 }

@@ -226,8 +226,8 @@ func TestJobBadInputFields(t *testing.T) {
 		{"dead_letter: dead.jsonl", "file", &jsonl.Entry{Path: "dead.jsonl"}},
 		{"dead_letter: ''", "", nil},
 		{"dead_letter: {type: file, path: d.jsonl}", "file", &jsonl.Entry{Path: "d.jsonl"}},
-		{"dead_letter: {type: redis-stream, redis: {addr: 'r:1'}, stream: dlq}", "redis-stream", &sinkredis.Entry{Redis: Redis{Addr: "r:1"}, Stream: "dlq"}},
-		{"dead_letter: {type: kafka, kafka: {brokers: ['k:1'], topic: dlq}}", "kafka", &sinkkafka.Entry{Kafka: Kafka{Brokers: []string{"k:1"}, Topic: "dlq"}}},
+		{"dead_letter: {type: redis-stream, redis: {addr: 'r:1'}, stream: dlq}", "redis-stream", &sinkredis.Entry{RedisEntry: connectors.RedisEntry{Redis: Redis{Addr: "r:1"}}, Stream: "dlq"}},
+		{"dead_letter: {type: kafka, kafka: {brokers: ['k:1'], topic: dlq}}", "kafka", &sinkkafka.Entry{KafkaEntry: connectors.KafkaEntry{Kafka: Kafka{Brokers: []string{"k:1"}, Topic: "dlq"}}}},
 	} {
 		in := strings.Replace(good, "path: x.jsonl,", "path: x.jsonl, on_bad_input: fail, on_truncate: ignore, max_record_bytes: 100, dedup: false,", 1) + tc.yaml + "\n"
 		p, err := parse([]byte(in), "")

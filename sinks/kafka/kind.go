@@ -2,33 +2,26 @@ package kafka
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/joinery/joinery/connectors"
-	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/sinks"
 )
 
 // Entry is the configuration of a kafka sink (or dead-letter output) in a
 // job file.
 type Entry struct {
-	Kafka kafkaopts.Config `yaml:"kafka"`
+	connectors.KafkaEntry `yaml:",inline"`
 }
 
 // Validate reports every bad field.
 func (e *Entry) Validate(v *connectors.Validator) { v.Kafka("kafka", e.Kafka) }
 
-// Secrets is the kafka block's SASL password.
-func (e *Entry) Secrets() []connectors.Secret {
-	return []connectors.Secret{connectors.KafkaSecret("kafka", &e.Kafka)}
-}
-
 // Config is the sink configuration of e with its TLS files read.
 func (e *Entry) Config(env connectors.Env) (Config, error) {
 	k := e.Kafka
-	tc, err := k.TLS.Config(env.Resolve)
+	tc, err := e.TLS(env)
 	if err != nil {
-		return Config{}, fmt.Errorf("kafka.tls: %w", err)
+		return Config{}, err
 	}
 	return Config{Brokers: k.Brokers, Topic: k.Topic, ClientID: k.ClientID, TLS: tc, SASL: k.Auth()}, nil
 }

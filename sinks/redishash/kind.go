@@ -1,38 +1,30 @@
 package redishash
 
 import (
-	"fmt"
-
 	"context"
 
 	"github.com/joinery/joinery/connectors"
-	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/sinks"
 )
 
 // Entry is the configuration of a redis-hash sink in a job file.
 type Entry struct {
-	Redis redisopts.Config `yaml:"redis"`
+	connectors.RedisEntry `yaml:",inline"`
 	// Key is the Redis hash.
 	Key string `yaml:"key"`
 }
 
 // Validate reports every bad field.
 func (e *Entry) Validate(v *connectors.Validator) {
-	v.Redis("redis", e.Redis)
+	e.ValidateRedis(v)
 	v.Require("key", e.Key != "")
-}
-
-// Secrets is the redis block's password.
-func (e *Entry) Secrets() []connectors.Secret {
-	return []connectors.Secret{connectors.RedisSecret("redis", &e.Redis)}
 }
 
 // Config is the sink configuration of e with its TLS files read.
 func (e *Entry) Config(env connectors.Env) (Config, error) {
-	o, err := e.Redis.Options(env.Resolve, env.OnRedisError)
+	o, err := e.Options(env)
 	if err != nil {
-		return Config{}, fmt.Errorf("redis.%w", err)
+		return Config{}, err
 	}
 	return Config{Options: o, Key: e.Key}, nil
 }

@@ -1,12 +1,9 @@
 package redisstream
 
 import (
-	"fmt"
-
 	"context"
 
 	"github.com/joinery/joinery/connectors"
-	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/sinks"
 )
@@ -14,31 +11,26 @@ import (
 // Entry is the configuration of a redis-stream sink (or dead-letter
 // output) in a job file.
 type Entry struct {
-	Redis  redisopts.Config `yaml:"redis"`
-	Stream string           `yaml:"stream"`
+	connectors.RedisEntry `yaml:",inline"`
+	Stream                string `yaml:"stream"`
 	// Shards writes the shard streams <stream>.0 … (see Config.Shards).
 	Shards int `yaml:"shards"`
 }
 
 // Validate reports every bad field.
 func (e *Entry) Validate(v *connectors.Validator) {
-	v.Redis("redis", e.Redis)
+	e.ValidateRedis(v)
 	v.Require("stream", e.Stream != "")
 	if e.Shards < 0 || e.Shards > streamshard.MaxShards {
 		v.Bad("shards", "must be 0 (one stream) to %d (got %d)", streamshard.MaxShards, e.Shards)
 	}
 }
 
-// Secrets is the redis block's password.
-func (e *Entry) Secrets() []connectors.Secret {
-	return []connectors.Secret{connectors.RedisSecret("redis", &e.Redis)}
-}
-
 // Config is the sink configuration of e with its TLS files read.
 func (e *Entry) Config(env connectors.Env) (Config, error) {
-	o, err := e.Redis.Options(env.Resolve, env.OnRedisError)
+	o, err := e.Options(env)
 	if err != nil {
-		return Config{}, fmt.Errorf("redis.%w", err)
+		return Config{}, err
 	}
 	return Config{Options: o, Stream: e.Stream, Shards: e.Shards}, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/joinery/joinery/connectors"
-	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/ingest"
 	"github.com/joinery/joinery/sources"
 )
@@ -14,7 +13,7 @@ import (
 // is the consumer group): its connector fields, decoded once when the job
 // is compiled (connectors.Table.Compile).
 type Entry struct {
-	Kafka kafkaopts.Config `yaml:"kafka"`
+	connectors.KafkaEntry `yaml:",inline"`
 	// PartitionedBy "join_key" says the topic is keyed by the join column
 	// (Debezium's message.key.columns) and written with Kafka's default
 	// partitioner: its partitions are the key groups, the record key
@@ -55,11 +54,6 @@ func (e *Entry) Validate(v *connectors.Validator) {
 	}
 }
 
-// Secrets is the kafka block's SASL password.
-func (e *Entry) Secrets() []connectors.Secret {
-	return []connectors.Secret{connectors.KafkaSecret("kafka", &e.Kafka)}
-}
-
 // KeyGrouping is the key groups of a topic partitioned by the join key:
 // its partitions, counted when the node starts (Kind.KeyGroups).
 func (e *Entry) KeyGrouping() (connectors.KeyGrouping, bool) {
@@ -84,9 +78,9 @@ func (e *Entry) AppendRefused() string {
 // adds what the node gives (name, hooks, member name).
 func (e *Entry) Config(env connectors.Env) (Config, error) {
 	k := e.Kafka
-	tc, err := k.TLS.Config(env.Resolve)
+	tc, err := e.TLS(env)
 	if err != nil {
-		return Config{}, fmt.Errorf("kafka.tls: %w", err)
+		return Config{}, err
 	}
 	cfg := Config{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth()}
 	if e.PartitionedBy == partitionedByJoinKey {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/connectors"
-	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/ingest"
 	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/sources"
@@ -16,9 +15,9 @@ import (
 // connector fields, decoded once when the job is compiled
 // (connectors.Table.Compile).
 type Entry struct {
-	Redis  redisopts.Config `yaml:"redis"`
-	Stream string           `yaml:"stream"`
-	Group  string           `yaml:"group"`
+	connectors.RedisEntry `yaml:",inline"`
+	Stream                string `yaml:"stream"`
+	Group                 string `yaml:"group"`
 	// Shards reads the shard streams <stream>.0 … <stream>.<shards-1>
 	// instead of the one stream: shard i is partition i, each shard has
 	// its own lease, and the shards are spread evenly over the live nodes
@@ -59,7 +58,7 @@ const (
 
 // Validate reports every bad field.
 func (e *Entry) Validate(v *connectors.Validator) {
-	v.Redis("redis", e.Redis)
+	e.ValidateRedis(v)
 	v.Require("stream", e.Stream != "")
 	v.Require("group", e.Group != "")
 	if e.Lease != 0 && e.Lease < 100*time.Millisecond {
@@ -91,11 +90,6 @@ func (e *Entry) Validate(v *connectors.Validator) {
 	default:
 		v.Bad("repartition", "must be stream, or unset (got %q)", e.Repartition)
 	}
-}
-
-// Secrets is the redis block's password.
-func (e *Entry) Secrets() []connectors.Secret {
-	return []connectors.Secret{connectors.RedisSecret("redis", &e.Redis)}
 }
 
 // KeyGrouping is the key groups of a source partitioned by the join key or
@@ -140,9 +134,9 @@ func (e *Entry) AppendRefused() string {
 // Config is the source configuration of e with its TLS files read; Open
 // adds what the node gives (name, default consumer, hooks, members).
 func (e *Entry) Config(env connectors.Env) (Config, error) {
-	o, err := e.Redis.Options(env.Resolve, env.OnRedisError)
+	o, err := e.Options(env)
 	if err != nil {
-		return Config{}, fmt.Errorf("redis.%w", err)
+		return Config{}, err
 	}
 	cfg := Config{Options: o, Stream: e.Stream, Group: e.Group, Consumer: e.Consumer, Lease: e.Lease, TrimAcked: e.TrimAcked, Shards: e.Shards}
 	if e.Repartition == RepartitionStream {
