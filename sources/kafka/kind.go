@@ -25,7 +25,7 @@ type Entry struct {
 }
 
 // partitionedByJoinKey is the value of sources[].partitioned_by of a topic
-// keyed by the join column (job.PartitionedByJoinKey).
+// keyed by the join column.
 const partitionedByJoinKey = "join_key"
 
 // Validate reports every bad field.
