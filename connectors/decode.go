@@ -229,6 +229,10 @@ func unknownFields(path string, n *yaml.Node, t reflect.Type) []error {
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key := n.Content[i].Value
+			if n.Content[i].Tag == "!!merge" { // `<<: *anchor`: its keys are this mapping's
+				errs = append(errs, mergedFields(path, n.Content[i+1], t)...)
+				continue
+			}
 			ft, ok := fieldType(t, key)
 			if !ok {
 				errs = append(errs, &FieldError{Path: path + "." + key, Msg: "unknown field"})
@@ -244,6 +248,22 @@ func unknownFields(path string, n *yaml.Node, t reflect.Type) []error {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			errs = append(errs, unknownFields(path+"."+n.Content[i].Value, n.Content[i+1], t.Elem())...)
 		}
+	}
+	return errs
+}
+
+// mergedFields is unknownFields over the mapping (or the sequence of
+// mappings) a merge key brings in.
+func mergedFields(path string, n *yaml.Node, t reflect.Type) []error {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.SequenceNode {
+		return unknownFields(path, n, t)
+	}
+	var errs []error
+	for _, c := range n.Content {
+		errs = append(errs, mergedFields(path, c, t)...)
 	}
 	return errs
 }

@@ -62,6 +62,8 @@ func TestDecodeUnknownFields(t *testing.T) {
 		want    []string
 	}{
 		{"a", "{path: p, inner: {addr: x, list: [a]}, items: [{n: 1}], group: g}", nil},
+		{"a", "{path: p, inner: {<<: {addr: x}, list: [a]}, items: [{n: 1}], group: g}", nil},
+		{"a", "{path: p, inner: {<<: {adr: x}}}", []string{"sources[2].inner.adr: unknown field"}},
 		{"a", "{path: p, pth: q}", []string{"sources[2].pth: unknown field"}},
 		{"a", "{path: p, inner: {adr: x}}", []string{"sources[2].inner.adr: unknown field"}},
 		{"a", "{items: [{n: 1}, {m: 2}]}", []string{"sources[2].items[1].m: unknown field"}},
