@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
-	"github.com/joinery/joinery/sources/redisstream"
 )
 
 // TestChaosStoreRollback is issue 17's operator's worst day: a node reads
@@ -143,7 +143,7 @@ func (g *streamRig) xadd(lines [][]byte) {
 	for i := 0; i < len(lines); i += 1000 {
 		p := g.rc.Pipeline()
 		for _, l := range lines[i:min(i+1000, len(lines))] {
-			p.XAdd(ctx, &redis.XAddArgs{Stream: "cdc", Values: map[string]any{redisstream.ValueField: string(l)}})
+			p.XAdd(ctx, &redis.XAddArgs{Stream: "cdc", Values: map[string]any{streamshard.ValueField: string(l)}})
 		}
 		if _, err := p.Exec(ctx); err != nil {
 			g.t.Fatal(err)

@@ -178,7 +178,7 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, join bo
 			p := rc.Pipeline()
 			for j := i; j < min(i+1000, to); j++ {
 				p.XAdd(ctx, &redis.XAddArgs{Stream: redisstream.ShardStream("cdc", shards[j]),
-					Values: map[string]any{redisstream.ValueField: string(input[j].Line)}})
+					Values: map[string]any{streamshard.ValueField: string(input[j].Line)}})
 			}
 			if _, err := p.Exec(ctx); err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/sources/redisstream"
 )
@@ -47,7 +48,7 @@ func streamTrial(t *testing.T, seed uint64, trial, trials int) {
 	for i := 0; i < len(h.Lines); i += 1000 {
 		p := rc.Pipeline()
 		for _, l := range h.Lines[i:min(i+1000, len(h.Lines))] {
-			p.XAdd(ctx, &redis.XAddArgs{Stream: "cdc", Values: map[string]any{redisstream.ValueField: string(l)}})
+			p.XAdd(ctx, &redis.XAddArgs{Stream: "cdc", Values: map[string]any{streamshard.ValueField: string(l)}})
 		}
 		if _, err := p.Exec(ctx); err != nil {
 			t.Fatal(err)

@@ -1,11 +1,18 @@
 // Package connectors is the table of connector kinds, as database/sql's
 // drivers: each source, sink and dead-letter kind names its type (the
-// job file's `type:`), a typed configuration decoded from the YAML of its
-// entry with a Validate that names every bad field by its path
-// (`sources[1].kafka.topic: must be set for a kafka source`), and a
-// constructor. The job validates each entry through it and the node opens
-// every source, sink, dead-letter output and HTTP ingest appender through
-// it; neither knows a connector's type name.
+// job file's `type:`), a typed configuration with a Validate that names
+// every bad field by its path (`sources[1].kafka.topic: must be set for a
+// kafka source`), and a constructor.
+//
+// A connector's configuration has one home, its kind's configuration
+// type (the connector's Entry). The job keeps an entry's connector fields
+// as written (Fields) and compiles them once (Table.Compile: decode,
+// report unknown fields by path, Validate); the node opens the connector
+// from that configuration, decoding nothing. What the job or the node
+// needs beyond opening it, a configuration says through small interfaces
+// (KeyGrouped, Repartitioned, AppendRefused, Secrets), so neither knows a
+// connector's type name or fields (docs/architecture.md, "Adding a
+// connector").
 //
 // The kinds live with their connectors (sources/kafka's Source, …); one
 // explicit list, connectors/all, puts them in tables, so what is
@@ -26,8 +33,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/connopts/redisopts"
@@ -62,7 +67,10 @@ type Validator struct {
 	// Resolve maps a file name of the job to its path (TLS files are read
 	// to check them); nil leaves names as they are.
 	Resolve func(string) string
-	errs    []error
+	// EventTime says the job's join is an event-time join (a setting
+	// only a changelog join can use is reported).
+	EventTime bool
+	errs      []error
 }
 
 // Bad reports field (relative to the entry, "" for the entry itself).
@@ -189,23 +197,26 @@ type Appender interface {
 type Kind[E, T any] struct {
 	// Type is the job file's `type:` of the entry.
 	Type string
-	// New returns a zero configuration to decode the entry into.
+	// New returns a zero configuration to decode the entry into: a
+	// pointer to a struct whose YAML tags name the entry's connector
+	// fields (None for a kind without any).
 	New func() Config
-	// Open builds the connector from its decoded, validated configuration.
+	// Open builds the connector from its configuration, decoded and
+	// validated once when the job was compiled (Compile).
 	// It may return a zero T with a nil error for a kind the node
 	// implements itself (Table).
 	Open func(ctx context.Context, cfg Config, env E) (T, error)
 	// Append, for a source kind, opens an appender to the source's log
 	// for HTTP ingest; nil: HTTP ingest cannot name such a source.
 	Append func(ctx context.Context, cfg Config, env Env) (Appender, error)
-	// Shards reports that the kind takes the entry's shards setting.
-	Shards bool
 	// KeyGroups, for a source kind whose own partitions can follow the
 	// join key (a Kafka topic keyed by the join column, partitioned_by:
 	// join_key), asks the source's system how many partitions it has and
 	// gives the partition of a join key among them: the key groups the
 	// node places key actors by (docs/architecture.md, "Key groups").
 	KeyGroups func(ctx context.Context, cfg Config, env Env) (KeyGroups, error)
+	// Avro marks a sink kind that writes encoding avro (SinkEnv.Avro).
+	Avro bool
 	// Table marks the table sink, which the node keeps in memory.
 	Table bool
 	// Shared marks a sink kind whose target is one system every node of a
@@ -293,49 +304,29 @@ func orList(ts []string) string {
 	return strings.Join(ts[:len(ts)-1], ", ") + " or " + ts[len(ts)-1]
 }
 
-// Decode finds entry's kind and decodes its configuration: entry is the
-// job's struct of the entry (its YAML tags name the fields), typ its type.
-// An unknown type is an error at at+".type" that lists the known ones.
-func (t *Table[E, T]) Decode(at, typ string, entry any) (Kind[E, T], Config, error) {
-	k, ok := t.Lookup(typ)
-	if !ok {
-		return k, nil, &FieldError{Path: at + ".type", Msg: fmt.Sprintf("must be %s (got %q)", t.Known(), typ)}
+// Compile decodes an entry's connector fields into its kind's
+// configuration (Decode) and reports every bad field of it, an unknown
+// type included: the job compiles each entry once, and the node opens the
+// configuration it got. v says where the entry is (At, Resolve,
+// EventTime); its What is set here.
+func (t *Table[E, T]) Compile(v *Validator, typ string, fields Fields) (Kind[E, T], Config, []error) {
+	k, cfg, errs := t.Decode(v.At, typ, fields)
+	if len(errs) > 0 {
+		return k, nil, errs
 	}
-	cfg := k.New()
-	b, err := yaml.Marshal(entry)
-	if err == nil {
-		err = yaml.Unmarshal(b, cfg)
-	}
-	if err != nil {
-		return k, nil, &FieldError{Path: at, Msg: err.Error()}
+	v.What = typ + " " + t.role
+	cfg.Validate(v)
+	if errs := v.Errors(); len(errs) > 0 {
+		return k, nil, errs
 	}
 	return k, cfg, nil
 }
 
-// Validate decodes entry and reports every bad field of it, an unknown
-// type included; resolve is as Validator.Resolve.
-func (t *Table[E, T]) Validate(at, typ string, entry any, resolve func(string) string) []error {
-	_, cfg, err := t.Decode(at, typ, entry)
-	if err != nil {
-		return []error{err}
-	}
-	v := &Validator{At: at, What: typ + " " + t.role, Resolve: resolve}
-	cfg.Validate(v)
-	return v.Errors()
-}
-
-// Open decodes entry and opens it with env.
-func (t *Table[E, T]) Open(ctx context.Context, at, typ string, entry any, env E) (T, Kind[E, T], error) {
-	var zero T
-	k, cfg, err := t.Decode(at, typ, entry)
-	if err != nil {
-		return zero, k, err
-	}
-	if k.Open == nil {
-		return zero, k, nil
-	}
-	c, err := k.Open(ctx, cfg, env)
-	return c, k, err
+// Validate is Compile with the kind and configuration dropped; resolve is
+// as Validator.Resolve.
+func (t *Table[E, T]) Validate(at, typ string, fields Fields, resolve func(string) string) []error {
+	_, _, errs := t.Compile(&Validator{At: at, Resolve: resolve}, typ, fields)
+	return errs
 }
 
 // Sources and Sinks are the table types of the two connector roles.
@@ -386,4 +377,50 @@ type IngestKind struct {
 	Type string
 	// Start serves env until Shutdown.
 	Start func(env IngestEnv) (Service, error)
+}
+
+// RedisEntry is the redis block of a Redis connector's entry, embedded
+// inline in the kind's configuration: the field, its check, its secret
+// and the connection it gives, the same for every Redis connector.
+type RedisEntry struct {
+	Redis redisopts.Config `yaml:"redis"`
+}
+
+// ValidateRedis checks the redis block (Validator.Redis).
+func (r *RedisEntry) ValidateRedis(v *Validator) { v.Redis("redis", r.Redis) }
+
+// Secrets is the redis block's password (and password_file).
+func (r *RedisEntry) Secrets() []Secret {
+	return []Secret{{Field: "redis.password", Val: &r.Redis.Password, File: &r.Redis.PasswordFile}}
+}
+
+// Options is the connection of the redis block, its TLS files read
+// (redisopts.Config.Options) and env's error hook.
+func (r *RedisEntry) Options(env Env) (redisopts.Options, error) {
+	o, err := r.Redis.Options(env.Resolve, env.OnRedisError)
+	if err != nil {
+		return o, fmt.Errorf("redis.%w", err)
+	}
+	return o, nil
+}
+
+// KafkaEntry is the kafka block of a Kafka connector's entry, embedded
+// inline in the kind's configuration: the field and its secret, the same
+// for every Kafka connector.
+type KafkaEntry struct {
+	Kafka kafkaopts.Config `yaml:"kafka"`
+}
+
+// Secrets is the kafka block's SASL password (and password_file).
+func (k *KafkaEntry) Secrets() []Secret {
+	return []Secret{{Field: "kafka.sasl.password", Val: &k.Kafka.SASL.Password, File: &k.Kafka.SASL.PasswordFile}}
+}
+
+// TLS is the kafka block's TLS configuration, its files read.
+func (k *KafkaEntry) TLS(env Env) (*tls.Config, error) {
+	tc, err := k.Kafka.TLS.Config(env.Resolve)
+	if err != nil {
+		return nil, fmt.Errorf("kafka.tls: %w", err)
+	}
+	return tc, nil
 }

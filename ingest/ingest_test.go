@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/joinery/joinery/connopts/kafkaopts"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
 )
 
@@ -200,7 +201,7 @@ func TestIngestRedisStream(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: r.Addr, DB: 1})
 	defer admin.Close()
 	entries := admin.XRange(context.Background(), "users", "-", "+").Val()
-	if len(entries) != 2 || entries[0].Values[ValueField] != `{"op":"c","after":{"id":1}}` || entries[1].Values[ValueField] != `{"op":"d","before":{"id":1}}` {
+	if len(entries) != 2 || entries[0].Values[streamshard.ValueField] != `{"op":"c","after":{"id":1}}` || entries[1].Values[streamshard.ValueField] != `{"op":"d","before":{"id":1}}` {
 		t.Fatalf("stream = %v", entries)
 	}
 

@@ -11,18 +11,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ValueField is the stream entry field that holds a value, the field
-// sources/redisstream reads (streamshard.ValueField).
-const ValueField = streamshard.ValueField
-
 // RedisOption configures RedisStream.
 type RedisOption interface{ applyRedis(*redisOptions) }
 
 type redisOptions struct {
-	username, password string
-	db                 int
-	maxLen             int64
-	tls                *tls.Config
+	conn   redisopts.Options // Addr is RedisStream's addr
+	maxLen int64
 }
 
 type redisOpt func(*redisOptions)
@@ -32,19 +26,27 @@ func (f redisOpt) applyRedis(o *redisOptions) { f(o) }
 // RedisAuth authenticates with an ACL user (or "" for requirepass) and a
 // password. Default: no authentication.
 func RedisAuth(username, password string) RedisOption {
-	return redisOpt(func(o *redisOptions) { o.username, o.password = username, password })
+	return redisOpt(func(o *redisOptions) { o.conn.Username, o.conn.Password = username, password })
 }
 
 // RedisDB selects the database number. Default 0.
-func RedisDB(db int) RedisOption { return redisOpt(func(o *redisOptions) { o.db = db }) }
+func RedisDB(db int) RedisOption { return redisOpt(func(o *redisOptions) { o.conn.DB = db }) }
 
 // RedisTLS connects with TLS using c (cloned). Default: plain TCP.
 func RedisTLS(c *tls.Config) RedisOption {
 	return redisOpt(func(o *redisOptions) {
 		if c != nil {
-			o.tls = c.Clone()
+			o.conn.TLS = c.Clone()
 		}
 	})
+}
+
+// RedisConnection connects as c says (its Addr aside: RedisStream's addr
+// is the server): the connection a Redis connector's configuration gives
+// (redisopts.Config.Options), credentials, database, TLS and error hook
+// at once.
+func RedisConnection(c redisopts.Options) RedisOption {
+	return redisOpt(func(o *redisOptions) { o.conn = c })
 }
 
 // RedisMaxLen trims the stream to about n entries on each XADD (MAXLEN ~).
@@ -77,8 +79,8 @@ func RedisStream(addr, stream string, opts ...RedisOption) (*RedisStreamAppender
 	if stream == "" {
 		errs = append(errs, errors.New("ingest: redis stream is required"))
 	}
-	if o.db < 0 {
-		errs = append(errs, fmt.Errorf("ingest: RedisDB %d is negative", o.db))
+	if o.conn.DB < 0 {
+		errs = append(errs, fmt.Errorf("ingest: RedisDB %d is negative", o.conn.DB))
 	}
 	if o.maxLen < 0 {
 		errs = append(errs, fmt.Errorf("ingest: RedisMaxLen %d is negative", o.maxLen))
@@ -86,7 +88,8 @@ func RedisStream(addr, stream string, opts ...RedisOption) (*RedisStreamAppender
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	client := redisopts.Options{Addr: addr, Username: o.username, Password: o.password, DB: o.db, TLS: o.tls}.Client()
+	o.conn.Addr = addr
+	client := o.conn.Client()
 	return &RedisStreamAppender{client: client, stream: stream, maxLen: o.maxLen}, nil
 }
 
@@ -103,7 +106,7 @@ func (a *RedisStreamAppender) Append(ctx context.Context, values [][]byte) error
 				Stream: a.stream,
 				MaxLen: a.maxLen,
 				Approx: a.maxLen > 0,
-				Values: []any{ValueField, v},
+				Values: []any{streamshard.ValueField, v},
 			})
 		}
 		return nil

@@ -1,9 +1,18 @@
 // Package job owns the job file: the YAML spec that names a job's sources, its
 // join, its sinks, its state store and its cluster settings, and Validate,
-// which reports every bad field by its path before a node starts. The
-// connector-specific fields of a source, sink or dead-letter entry are
-// validated by that type's registry kind (connectors/all), so job knows no
-// connector type by name.
+// which reports every bad field by its path before a node starts.
+//
+// A source, sink or dead-letter entry is two parts (conn.go). job declares
+// and checks the fields every entry of its role has (Source: name, type,
+// format, side or tables, watermark, rate, filter, dedup, bad-input
+// policies; Sink: type, format, encoding and its schema registry); the
+// rest of the entry is its connector's, kept as written (Conn) and decoded
+// once, when the job is compiled, by the kind of its type
+// (connectors/all) into the kind's typed configuration, which the Plan
+// holds and the node opens from. job knows no connector by name and none
+// of their fields: what it needs of one (key groups, repartitioning, HTTP
+// ingest's refusals, secrets) the configuration says through the small
+// interfaces of connectors (docs/architecture.md, "Adding a connector").
 //
 // Compile (plan.go) is the only compiler of a job: it reports every bad
 // field and returns the Plan a node wires (the join as the key core's

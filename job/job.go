@@ -18,7 +18,6 @@ import (
 	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/gctune"
-	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/transform"
@@ -58,6 +57,10 @@ type Spec struct {
 	// says nothing more about them (an unset ${JOINERY_GOSSIP_KEY} is not
 	// also "not base64").
 	unresolved map[string]bool
+	// lookup reads the environment for the secrets of the connectors'
+	// configurations when they are decoded (expandConn): set for a spec
+	// read from a file, nil (nothing expanded) for one built in code.
+	lookup func(string) (string, bool)
 }
 
 // Join describes the join.
@@ -270,7 +273,8 @@ type Admin struct {
 type Source struct {
 	// Name identifies the source in positions and committed offsets.
 	Name string `yaml:"name"`
-	// Type is file or redis-stream.
+	// Type is the connector kind: file, redis-stream or kafka
+	// (connectors/all).
 	Type string `yaml:"type"`
 	// Format is the record format: debezium (default for cdc joins),
 	// debezium-avro (Debezium's envelope in Avro with a Schema Registry, cdc
@@ -288,64 +292,8 @@ type Source struct {
 	Side string `yaml:"side"`
 	// Tables binds records by their Debezium source.table instead: table name -> left|right.
 	Tables map[string]string `yaml:"tables"`
-	// Path is the file to read for type file; "-" is stdin.
-	Path string `yaml:"path"`
 	// Rate paces the source to this many records per second (0: as fast as possible). Demos use it.
 	Rate float64 `yaml:"rate"`
-	// Redis settings for type redis-stream.
-	Redis  Redis  `yaml:"redis"`
-	Stream string `yaml:"stream"`
-	Group  string `yaml:"group"`
-	// Shards, for a redis-stream source, reads the shard streams
-	// <stream>.0 … <stream>.<shards-1> instead of the one stream: shard i
-	// is partition i, each shard has its own lease, and the shards are
-	// spread evenly over the live nodes of the fleet (at most
-	// ceil(shards/nodes) each), moving as nodes come and go. A producer
-	// puts every change of a row in shard ShardOf(row's primary key) (see
-	// sources/redisstream and docs/sharded-streams.md). 0 (default): the
-	// one stream, read by one node at a time. At most MaxShards.
-	Shards int `yaml:"shards,omitempty"`
-	// PartitionedBy says which key the producer shards a sharded source
-	// by: "pk" (default), the row's primary key as Debezium partitions
-	// Kafka topics, or "join_key", the join column (the row's join key as
-	// a JSON array, `[42]`: streamshard.KeyGroup). A join_key source is
-	// co-partitioned with the join: shard i holds exactly the keys of key
-	// group i, so the key actors of group i are placed on the node that
-	// reads shard i and its events reach them without a network hop
-	// (docs/architecture.md, "Key groups"). Every join_key source of a
-	// job has the same shard count (Kafka Streams' co-partitioning rule).
-	// On a kafka source, "join_key" says the topic is keyed by the join
-	// column (Debezium's message.key.columns) and written with Kafka's
-	// default partitioner: its partitions are the key groups, the record
-	// key bytes of a join key are kafka.partition_key, and every join_key
-	// kafka source of a job has that template and, checked when a node
-	// starts, the same partition count (KafkaKeyGroups).
-	PartitionedBy string `yaml:"partitioned_by,omitempty"`
-	// Repartition, on a sharded source partitioned by the primary key
-	// (partitioned_by: pk), repartitions it by the join key once:
-	// "stream" makes the reader of raw shard i write each record to the
-	// repartition stream of its join key's key group (streamshard.
-	// RepartitionStream: <stream>:repart:<group>.<g>, in the source's
-	// Redis) before it acknowledges the raw entry, and the key group's
-	// owner reads that stream as a source partitioned by the join key
-	// (RepartitionReader), so every event reaches its key actor on the
-	// node that reads it (docs/architecture.md, "Key groups"). "" (the
-	// default): each event goes to its key's owner over the network.
-	Repartition string `yaml:"repartition,omitempty"`
-	// TrimAcked trims each stream of a redis-stream source, at every
-	// commit, up to the last entry the group acknowledged (XTRIM MINID):
-	// for a stream this job's group alone consumes, such as the
-	// repartition streams (RepartitionReader sets it). A store that loses
-	// writes then cannot be caught up from the stream (docs/operations.md).
-	TrimAcked bool `yaml:"trim_acked,omitempty"`
-	// Lease of a redis-stream source: one node of the fleet reads the
-	// stream at a time and renews its lease every third of this; another
-	// takes over when it lapses (default 10s; see sources/redisstream).
-	Lease time.Duration `yaml:"lease"`
-	// Kafka settings for type kafka (group: the consumer group).
-	Kafka Kafka `yaml:"kafka"`
-	// Consumer is this node's consumer name in the group (default: the node name).
-	Consumer string `yaml:"consumer"`
 	// OnBadInput is what a record the source cannot use (not JSON, no key,
 	// no timestamp, a wrong type, an unknown op, over max_record_bytes)
 	// does: dead-letter (default: counted, logged and written to the job's
@@ -375,6 +323,11 @@ type Source struct {
 	// update that leaves the filter becomes a delete, one that enters it an
 	// insert. A record whose filter fails (a wrong type) is bad input.
 	Filter string `yaml:"filter,omitempty"`
+	// Conn holds the entry's other fields, its connector's (path, redis,
+	// stream, kafka, shards, …), as written: the kind of Type decodes them
+	// once, when the job is compiled (SourcePlan.Config), and reports a
+	// field it does not take (connectors.Table.Decode).
+	Conn connectors.Fields `yaml:",inline"`
 }
 
 // CompiledFilter compiles the source's filter; nil without one.
@@ -385,77 +338,9 @@ func (s Source) CompiledFilter() (*transform.Filter, error) {
 	return transform.CompileFilter(s.Filter)
 }
 
-// MaxShards bounds sources[].shards and sinks[].shards (as
-// sources/redisstream.MaxShards).
-const MaxShards = 4096
-
-// The values of sources[].partitioned_by.
-const (
-	PartitionedByPK      = "pk"
-	PartitionedByJoinKey = "join_key"
-)
-
-// RepartitionStream is the value of sources[].repartition that
-// repartitions a source through Redis streams.
-const RepartitionStream = "stream"
-
-// KeyGroups is the number of key groups the job's key actors are placed
-// by: the shard count of its sources partitioned by the join key or
-// repartitioned by it (all equal, Validate checks), or 0 when none is:
-// then keys are placed one by one (rendezvous).
-//
-// Kafka sources partitioned by the join key (KafkaKeyGroups) are not
-// counted here: their key groups are their topics' partitions, which the
-// node asks the brokers for when it starts.
-func (s *Spec) KeyGroups() int {
-	for _, src := range s.Sources {
-		if src.Type == kafkaType {
-			continue
-		}
-		if src.PartitionedBy == PartitionedByJoinKey || src.Repartition == RepartitionStream {
-			return src.Shards
-		}
-	}
-	return 0
-}
-
-// kafkaType is the type of a Kafka source (sources/kafka).
-const kafkaType = "kafka"
-
-// KafkaKeyGroups lists the job's kafka sources partitioned by the join key
-// (a topic keyed by the join column, kafka.partition_key): partition p of
-// each topic holds the keys of key group p, their topics must have one
-// partition count (the node checks it when it starts), and the consumer
-// group assigns partition p to the owner of key group p
-// (docs/architecture.md, "Key groups").
-func (s *Spec) KafkaKeyGroups() []Source {
-	var out []Source
-	for _, src := range s.Sources {
-		if src.Type == kafkaType && src.PartitionedBy == PartitionedByJoinKey {
-			out = append(out, src)
-		}
-	}
-	return out
-}
-
 // RepartitionSuffix ends the name of a repartitioned source's reader of
-// its repartition streams (RepartitionReader): "cdc:repart".
+// its repartition streams (SourcePlan.RepartitionReader): "cdc:repart".
 const RepartitionSuffix = ":repart"
-
-// RepartitionReader is the source that reads the repartition streams of
-// s, a source with repartition: stream: the same Redis, group, lease,
-// format, tables, filter and bad-input policies, over the shard streams
-// streamshard.RepartitionStream(stream, group).0 … .<shards-1>,
-// partitioned by the join key, each trimmed once acknowledged. Its name,
-// s.Name+RepartitionSuffix, keeps its positions apart from the raw
-// shards' (the key actors record the repartition streams' offsets).
-func (s Source) RepartitionReader() Source {
-	r := s
-	r.Name = s.Name + RepartitionSuffix
-	r.Stream = streamshard.RepartitionStream(s.Stream, s.Group)
-	r.PartitionedBy, r.Repartition, r.TrimAcked = PartitionedByJoinKey, "", true
-	return r
-}
 
 // DefaultMaxRecordBytes is the record size limit of a source without
 // max_record_bytes.
@@ -509,11 +394,10 @@ func (s Source) DedupOn() bool { return s.Dedup == nil || *s.Dedup }
 // sinks/deadletter).
 type DeadLetter struct {
 	// Type is file, kafka or redis-stream; empty: none.
-	Type   string `yaml:"type,omitempty"`
-	Path   string `yaml:"path,omitempty"`
-	Redis  Redis  `yaml:"redis,omitempty"`
-	Stream string `yaml:"stream,omitempty"`
-	Kafka  Kafka  `yaml:"kafka,omitempty"`
+	Type string `yaml:"type,omitempty"`
+	// Conn holds the output's connector fields (path, redis, stream,
+	// kafka), decoded by its kind when the job is compiled.
+	Conn connectors.Fields `yaml:",inline"`
 }
 
 // UnmarshalYAML accepts a path (a file) or a mapping.
@@ -525,29 +409,17 @@ func (d *DeadLetter) UnmarshalYAML(n *yaml.Node) error {
 		}
 		*d = DeadLetter{}
 		if p != "" {
-			*d = DeadLetter{Type: "file", Path: p}
+			*d = DeadLetter{Type: "file", Conn: connectors.Fields{"path": *n}}
 		}
 		return nil
 	}
 	type plain DeadLetter
 	var v plain
-	if err := decodeStrict(n, &v); err != nil {
+	if err := n.Decode(&v); err != nil {
 		return err
 	}
 	*d = DeadLetter(v)
 	return nil
-}
-
-// decodeStrict decodes a node rejecting unknown fields (yaml.Node.Decode
-// does not inherit the decoder's KnownFields).
-func decodeStrict(n *yaml.Node, v any) error {
-	b, err := yaml.Marshal(n)
-	if err != nil {
-		return err
-	}
-	d := yaml.NewDecoder(bytes.NewReader(b))
-	d.KnownFields(true)
-	return d.Decode(v)
 }
 
 // Enabled reports whether a dead-letter output is configured.
@@ -562,24 +434,16 @@ type Sink struct {
 	// Format is changelog (default), upsert or debezium (Debezium-style
 	// envelopes; see formats/changelog).
 	Format string `yaml:"format"`
-	Path   string `yaml:"path"`
-	Redis  Redis  `yaml:"redis"`
-	Stream string `yaml:"stream"`
-	// Shards, for a redis-stream sink, writes the shard streams
-	// <stream>.0 … <stream>.<shards-1>: each output goes to shard
-	// ShardOf(its primary key), so a sharded redis-stream source of another
-	// job reads them with each row's changes in order. 0 (default): the
-	// one stream. At most MaxShards.
-	Shards int `yaml:"shards,omitempty"`
-	// Key is the Redis hash of a redis-hash sink.
-	Key   string `yaml:"key"`
-	Kafka Kafka  `yaml:"kafka"`
 	// Encoding of a kafka sink's values: json (default) or avro (the
 	// format's fields in Avro, registered in schema_registry under subject,
 	// default "<topic>-value"; see job/registry.go).
 	Encoding       string         `yaml:"encoding,omitempty"`
 	SchemaRegistry SchemaRegistry `yaml:"schema_registry,omitempty"`
 	Subject        string         `yaml:"subject,omitempty"`
+	// Conn holds the sink's connector fields (path, redis, stream, key,
+	// kafka, shards, …), decoded by its kind when the job is compiled
+	// (SinkPlan.Config).
+	Conn connectors.Fields `yaml:",inline"`
 }
 
 // Kafka is a Kafka cluster and topic (connopts/kafkaopts).
@@ -745,7 +609,7 @@ func parse(b []byte, dir string) (*Plan, error) {
 	if err := d.Decode(&s); err != nil {
 		return nil, fmt.Errorf("job: parse: %w", err)
 	}
-	s.dir = dir
+	s.dir, s.lookup = dir, os.LookupEnv
 	secretErr := s.expandSecrets(os.LookupEnv)
 	s.applyEnv(os.Getenv)
 	s.applyRedisClusterEnv(os.Getenv)
@@ -932,54 +796,9 @@ func (s *Spec) compile(p *Plan) error {
 		if src.MaxRecordBytes < 0 {
 			bad(f+".max_record_bytes", "must not be negative")
 		}
-		errs = append(errs, all.Sources.Validate(f, src.Type, src, s.Resolve)...)
-		if k, ok := all.Sources.Lookup(src.Type); ok && src.Shards != 0 && !k.Shards {
-			bad(f+".shards", "is only for a %s source (this one is %s)", all.Sources.Where(func(k connectors.SourceKind) bool { return k.Shards }), src.Type)
-		}
-		switch src.PartitionedBy {
-		case "", PartitionedByPK:
-		case PartitionedByJoinKey:
-			if src.Type == kafkaType {
-				if s.KeyGroups() != 0 {
-					bad(f+".partitioned_by", "a kafka join_key source cannot be co-partitioned with a sharded %s source: their key groups follow other rules (Kafka's default partitioner, the shards' FNV-1a)", "redis-stream")
-				}
-				if ks := s.KafkaKeyGroups(); ks[0].Kafka.PartitionKey != src.Kafka.PartitionKey {
-					bad(f+".kafka.partition_key", "kafka join_key sources must be co-partitioned: %q writes the key %q, %q writes %q; a join key must be the same record key bytes in every topic (rename the key field with an SMT, e.g. ReplaceField$Key renames)",
-						src.Name, src.Kafka.PartitionKey, ks[0].Name, ks[0].Kafka.PartitionKey)
-				}
-			} else if src.Shards <= 0 {
-				bad(f+".partitioned_by", "join_key needs a sharded source (shards > 0): the shards are the key groups")
-			} else if groups := s.KeyGroups(); groups != src.Shards {
-				bad(f+".partitioned_by", "join_key sources must be co-partitioned: %q has %d shards, another join_key source %d (the same shard count and rule, as Kafka Streams requires of joined topics)", src.Name, src.Shards, groups)
-			}
-		default:
-			bad(f+".partitioned_by", "must be pk or join_key (got %q)", src.PartitionedBy)
-		}
-		switch src.Repartition {
-		case "":
-		case RepartitionStream:
-			switch {
-			case src.Type != "redis-stream" || src.Shards <= 0:
-				bad(f+".repartition", "stream needs a sharded redis-stream source (shards > 0): its raw shards are repartitioned into as many key groups")
-			case src.PartitionedBy == PartitionedByJoinKey:
-				bad(f+".repartition", "a join_key source is co-partitioned already: repartition one partitioned_by pk")
-			case s.Timed():
-				bad(f+".repartition", "is for changelog (cdc) joins; an event-time join's source is read where it is")
-			case s.KeyGroups() != src.Shards:
-				bad(f+".repartition", "repartitioned and join_key sources must be co-partitioned: %q has %d shards, another %d", src.Name, src.Shards, s.KeyGroups())
-			}
-		default:
-			bad(f+".repartition", "must be stream, or unset (got %q)", src.Repartition)
-		}
-		if src.Shards > 0 && s.Ingest.Source != "" && s.Ingest.Source == src.Name {
-			// HTTP ingest appends to one stream, knowing no primary key.
-			bad("ingest.source", "must not name a sharded %s source (%q has %d shards)", src.Type, src.Name, src.Shards)
-		}
-		if src.Type == kafkaType && src.PartitionedBy == PartitionedByJoinKey && s.Ingest.Source != "" && s.Ingest.Source == src.Name {
-			// HTTP ingest produces without a record key: its records would follow no key group.
-			bad("ingest.source", "must not name a kafka source partitioned by the join key (%q): HTTP ingest writes records without the key", src.Name)
-		}
+		errs = append(errs, s.compileSourceConn(f, &p.Sources[len(p.Sources)-1])...)
 	}
+	errs = append(errs, p.checkKeyGroups()...)
 	if s.Ingest.Addr != "" || s.Ingest.Source != "" {
 		found := false
 		for _, src := range s.Sources {
@@ -987,6 +806,9 @@ func (s *Spec) compile(p *Plan) error {
 				found = true
 				if k, ok := all.Sources.Lookup(src.Type); ok && k.Append == nil {
 					bad("ingest.source", "must name a %s source (%q is %s)", all.Sources.Where(func(k connectors.SourceKind) bool { return k.Append != nil }), src.Name, src.Type)
+				}
+				if r, ok := p.source(src.Name).Config.(connectors.AppendRefused); ok && r.AppendRefused() != "" {
+					bad("ingest.source", "must not name %s (%q)", r.AppendRefused(), src.Name)
 				}
 				if src.Format == FormatDebeziumAvro || src.Format == FormatDebeziumJSONSchema {
 					bad("ingest.source", "HTTP ingest appends plain JSON; %q is a %s source", src.Name, src.Format)
@@ -1001,7 +823,10 @@ func (s *Spec) compile(p *Plan) error {
 		}
 	}
 	if dl := s.DeadLetter; dl.Enabled() {
-		errs = append(errs, all.DeadLetters.Validate("dead_letter", dl.Type, dl, s.Resolve)...)
+		p.DeadLetter = &DeadLetterPlan{DeadLetter: dl}
+		var dlErrs []error
+		p.DeadLetter.Kind, p.DeadLetter.Config, dlErrs = all.DeadLetters.Compile(s.validator("dead_letter"), dl.Type, dl.Conn)
+		errs = append(errs, s.expandConn("dead_letter", p.DeadLetter.Config, dlErrs)...)
 	}
 	for i, sk := range s.Sinks {
 		f := fmt.Sprintf("sinks[%d]", i)
@@ -1011,11 +836,11 @@ func (s *Spec) compile(p *Plan) error {
 			bad(f+".format", "must be changelog, upsert or debezium (got %q)", sk.Format)
 		}
 		errs = append(errs, validateSinkEncoding(f, sk)...)
-		p.Sinks = append(p.Sinks, s.compileSink(f, sk, &errs))
-		errs = append(errs, all.Sinks.Validate(f, sk.Type, sk, s.Resolve)...)
-		if k, ok := all.Sinks.Lookup(sk.Type); ok && sk.Shards != 0 && !k.Shards {
-			bad(f+".shards", "is only for a %s sink (this one is %s)", all.Sinks.Where(func(k connectors.SinkKind) bool { return k.Shards }), sk.Type)
-		}
+		sp := s.compileSink(f, sk, &errs)
+		var sinkErrs []error
+		sp.Kind, sp.Config, sinkErrs = all.Sinks.Compile(s.validator(f), sk.Type, sk.Conn)
+		errs = append(errs, s.expandConn(f, sp.Config, sinkErrs)...)
+		p.Sinks = append(p.Sinks, sp)
 	}
 	switch s.State.Store {
 	case "", "embedded":

@@ -6,8 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joinery/joinery/connectors"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/sinks/jsonl"
+	sinkkafka "github.com/joinery/joinery/sinks/kafka"
+	sinkredis "github.com/joinery/joinery/sinks/redisstream"
 )
 
 const good = `
@@ -77,23 +81,30 @@ func TestJobValidateNamesField(t *testing.T) {
 		{"partitioned_by join_key unsharded", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, partitioned_by: join_key,", "sources[0].partitioned_by: join_key needs a sharded source"},
 		{"partitioned_by join_key shard counts differ", "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
 			"type: redis-stream, redis: {addr: 'r:1'}, stream: u, group: g, shards: 8, partitioned_by: join_key, tables: {users: left}}\n  - {name: d, type: redis-stream, redis: {addr: 'r:1'}, stream: d, group: g, shards: 4, partitioned_by: join_key, tables: {domains: right}}",
-			`sources[1].partitioned_by: join_key sources must be co-partitioned: "d" has 4 shards, another join_key source 8`},
+			// Co-partitioning is checked over the kinds' key groupings
+			// (connectors.KeyGrouping), so its messages name key groups.
+			`sources[1].partitioned_by: sources partitioned by the join key must be co-partitioned: "d" has 4 key groups, "cdc" 8`},
 		{"repartition unknown", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, shards: 4, repartition: kafka,", "sources[0].repartition: must be stream"},
 		{"repartition unsharded", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, repartition: stream,", "sources[0].repartition: stream needs a sharded redis-stream source"},
 		{"repartition of a join_key source", "type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: s, group: g, shards: 4, partitioned_by: join_key, repartition: stream,", "sources[0].repartition: a join_key source is co-partitioned already"},
 		{"repartition shard counts differ", "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
 			"type: redis-stream, redis: {addr: 'r:1'}, stream: u, group: g, shards: 8, partitioned_by: join_key, tables: {users: left}}\n  - {name: d, type: redis-stream, redis: {addr: 'r:1'}, stream: d, group: g, shards: 4, repartition: stream, tables: {domains: right}}",
-			`sources[1].repartition: repartitioned and join_key sources must be co-partitioned: "d" has 4 shards, another 8`},
+			`sources[1].repartition: sources partitioned by the join key must be co-partitioned: "d" has 4 key groups, "cdc" 8`},
 		{"kafka join_key without partition_key", "type: file, path: x.jsonl,", "type: kafka, kafka: {brokers: ['k:9092'], topic: t, group: g}, partitioned_by: join_key,", "sources[0].kafka.partition_key: is required with partitioned_by: join_key"},
 		{"kafka partition_key without the key", "type: file, path: x.jsonl,", "type: kafka, kafka: {brokers: ['k:9092'], topic: t, group: g, partition_key: 'user'}, partitioned_by: join_key,", "sources[0].kafka.partition_key: must contain {key}"},
 		{"kafka partition_key without join_key", "type: file, path: x.jsonl,", "type: kafka, kafka: {brokers: ['k:9092'], topic: t, group: g, partition_key: '{key}'},", "sources[0].kafka.partition_key: is only for a source with partitioned_by: join_key"},
 		{"kafka join_key beside a sharded join_key source", "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
 			"type: redis-stream, redis: {addr: 'r:1'}, stream: u, group: g, shards: 8, partitioned_by: join_key, tables: {users: left}}\n  - {name: d, type: kafka, kafka: {brokers: ['k:9092'], topic: d, group: g, partition_key: '{key}'}, partitioned_by: join_key, tables: {domains: right}}",
-			"sources[1].partitioned_by: a kafka join_key source cannot be co-partitioned with a sharded redis-stream source"},
+			`sources[1].partitioned_by: sources partitioned by the join key must be co-partitioned: "d" follows Kafka's default partitioner over the record key "{key}", "cdc" the shards' FNV-1a`},
 		{"kafka join_key partition keys differ", "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
 			"type: kafka, kafka: {brokers: ['k:9092'], topic: u, group: g, partition_key: '{\"id\":{key}}'}, partitioned_by: join_key, tables: {users: left}}\n  - {name: d, type: kafka, kafka: {brokers: ['k:9092'], topic: d, group: g, partition_key: '{\"user_id\":{key}}'}, partitioned_by: join_key, tables: {domains: right}}",
-			`sources[1].kafka.partition_key: kafka join_key sources must be co-partitioned: "d" writes the key "{\"user_id\":{key}}", "cdc" writes "{\"id\":{key}}"`},
-		{"dead letter unknown field", "sinks:", "dead_letter: {type: file, path: x, paht: y}\nsinks:", "paht"},
+			`sources[1].partitioned_by: sources partitioned by the join key must be co-partitioned: "d" follows Kafka's default partitioner over the record key "{\"user_id\":{key}}", "cdc" Kafka's default partitioner over the record key "{\"id\":{key}}"`},
+		{"dead letter unknown field", "sinks:", "dead_letter: {type: file, path: x, paht: y}\nsinks:", "dead_letter.paht: unknown field"},
+		{"source unknown field", "path: x.jsonl,", "path: x.jsonl, filtr: 'x > 1',", "sources[0].filtr: unknown field"},
+		{"kafka unknown field", "type: file, path: x.jsonl,", "type: kafka, kafka: {brokers: ['k:9092'], topc: t, group: g},", "sources[0].kafka.topc: unknown field"},
+		{"sink unknown nested field", "{type: stdout}", "{type: redis-hash, redis: {addr: 'r:1', adr: x}, key: h}", "sinks[0].redis.adr: unknown field"},
+		{"file partitioned_by", "path: x.jsonl,", "path: x.jsonl, partitioned_by: join_key,", "sources[0].partitioned_by: is only for a redis-stream or kafka source (this one is file)"},
+		{"kafka repartition", "type: file, path: x.jsonl,", "type: kafka, kafka: {brokers: ['k:9092'], topic: t, group: g}, repartition: stream,", "sources[0].repartition: is only for a redis-stream source (this one is kafka)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -206,25 +217,30 @@ func TestJobBadInputFields(t *testing.T) {
 		src.RecordLimit() != DefaultMaxRecordBytes || !src.DedupOn() || s.DeadLetter.Enabled() {
 		t.Errorf("defaults: %+v, dead letter %+v", src, s.DeadLetter)
 	}
+	// The dead-letter output's connector fields are decoded once, by its
+	// kind, into the plan.
 	for _, tc := range []struct {
-		yaml string
-		want DeadLetter
+		yaml, typ string
+		want      connectors.Config // nil: no output
 	}{
-		{"dead_letter: dead.jsonl", DeadLetter{Type: "file", Path: "dead.jsonl"}},
-		{"dead_letter: ''", DeadLetter{}},
-		{"dead_letter: {type: file, path: d.jsonl}", DeadLetter{Type: "file", Path: "d.jsonl"}},
-		{"dead_letter: {type: redis-stream, redis: {addr: 'r:1'}, stream: dlq}", DeadLetter{Type: "redis-stream", Redis: Redis{Addr: "r:1"}, Stream: "dlq"}},
-		{"dead_letter: {type: kafka, kafka: {brokers: ['k:1'], topic: dlq}}", DeadLetter{Type: "kafka", Kafka: Kafka{Brokers: []string{"k:1"}, Topic: "dlq"}}},
+		{"dead_letter: dead.jsonl", "file", &jsonl.Entry{Path: "dead.jsonl"}},
+		{"dead_letter: ''", "", nil},
+		{"dead_letter: {type: file, path: d.jsonl}", "file", &jsonl.Entry{Path: "d.jsonl"}},
+		{"dead_letter: {type: redis-stream, redis: {addr: 'r:1'}, stream: dlq}", "redis-stream", &sinkredis.Entry{RedisEntry: connectors.RedisEntry{Redis: Redis{Addr: "r:1"}}, Stream: "dlq"}},
+		{"dead_letter: {type: kafka, kafka: {brokers: ['k:1'], topic: dlq}}", "kafka", &sinkkafka.Entry{KafkaEntry: connectors.KafkaEntry{Kafka: Kafka{Brokers: []string{"k:1"}, Topic: "dlq"}}}},
 	} {
 		in := strings.Replace(good, "path: x.jsonl,", "path: x.jsonl, on_bad_input: fail, on_truncate: ignore, max_record_bytes: 100, dedup: false,", 1) + tc.yaml + "\n"
-		s, err := Parse([]byte(in))
+		p, err := parse([]byte(in), "")
 		if err != nil {
 			t.Fatalf("%s: %v", tc.yaml, err)
 		}
-		if !reflect.DeepEqual(s.DeadLetter, tc.want) {
-			t.Errorf("%s: dead letter %+v, want %+v", tc.yaml, s.DeadLetter, tc.want)
+		switch dl := p.DeadLetter; {
+		case tc.want == nil && dl != nil:
+			t.Errorf("%s: dead letter %+v, want none", tc.yaml, dl)
+		case tc.want != nil && (dl == nil || dl.Type != tc.typ || !reflect.DeepEqual(dl.Config, tc.want)):
+			t.Errorf("%s: dead letter %+v, want %s %+v", tc.yaml, dl, tc.typ, tc.want)
 		}
-		src := s.Sources[0]
+		src := p.Spec.Sources[0]
 		if src.BadInputPolicy() != PolicyFail || src.TruncatePolicy() != PolicyIgnore || src.RecordLimit() != 100 || src.DedupOn() {
 			t.Errorf("%s: source %+v", tc.yaml, src)
 		}

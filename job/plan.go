@@ -39,6 +39,8 @@ type Plan struct {
 	Sources []SourcePlan
 	// Sinks are the job's sinks, in the job's order, each compiled.
 	Sinks []SinkPlan
+	// DeadLetter is the job's dead-letter output (nil: none).
+	DeadLetter *DeadLetterPlan
 
 	// Remote and Gossip are cluster.remote and cluster.gossip split, the
 	// host 127.0.0.1 and port 0 (any free port) when unset.
@@ -110,19 +112,37 @@ func (s *Spec) compileJoin(view func(record.Row) any) (JoinPlan, []error) {
 }
 
 // SourcePlan is one source of a Plan: its job settings, its filter
-// compiled (nil without one) and, for a debezium-avro source, its schema
-// registry's client configuration (TLS files read).
+// compiled (nil without one), for a debezium-avro source its schema
+// registry's client configuration (TLS files read), and its connector:
+// its kind and the configuration the kind decoded from its fields, once.
 type SourcePlan struct {
 	Source
 	Filter   *transform.Filter
 	Registry debeziumavro.ClientConfig
+	Kind     connectors.SourceKind
+	Config   connectors.Config
+	// KeyGroups is how the source follows the job's key groups (nil: it
+	// is not partitioned by the join key).
+	KeyGroups *connectors.KeyGrouping
 }
 
-// RepartitionReader is the plan of the reader of the repartition streams
-// of a repartitioned source (Source.RepartitionReader), compiled as p.
-func (p SourcePlan) RepartitionReader() SourcePlan {
-	p.Source = p.Source.RepartitionReader()
-	return p
+// RepartitionReader is, for a source that repartitions its records by
+// the join key (connectors.Repartitioned), the plan of the reader of its
+// repartition logs: p's settings under the name p.Name+RepartitionSuffix
+// (the key actors record its positions apart from the raw source's), with
+// the configuration its kind gives. ok false: p does not repartition.
+func (p SourcePlan) RepartitionReader() (SourcePlan, bool) {
+	r, ok := p.Config.(connectors.Repartitioned)
+	if !ok {
+		return SourcePlan{}, false
+	}
+	cfg, ok := r.RepartitionReader()
+	if !ok {
+		return SourcePlan{}, false
+	}
+	p.Name += RepartitionSuffix
+	p.Config, p.KeyGroups = cfg, keyGrouping(cfg)
+	return p, true
 }
 
 // SinkPlan is one sink of a Plan: its job settings, its output format
@@ -132,6 +152,10 @@ type SinkPlan struct {
 	Sink
 	Format changelog.Format
 	Avro   *connectors.Avro
+	// Kind and Config are the sink's connector: its kind and the
+	// configuration the kind decoded from its fields, once.
+	Kind   connectors.SinkKind
+	Config connectors.Config
 }
 
 // compileSink compiles sinks[i] (field f), adding its problems to errs.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joinery/joinery/connectors"
+	"github.com/joinery/joinery/connectors/all"
 	"github.com/joinery/joinery/formats/debeziumavro"
 )
 
@@ -104,8 +106,8 @@ func validateSinkEncoding(f string, sk Sink) []error {
 			errs = append(errs, fmt.Errorf("%s.subject: only for encoding avro", f))
 		}
 	case EncodingAvro:
-		if sk.Type != "kafka" {
-			errs = append(errs, fmt.Errorf("%s.encoding: avro is for kafka sinks (this is %s)", f, sk.Type))
+		if k, ok := all.Sinks.Lookup(sk.Type); ok && !k.Avro {
+			errs = append(errs, fmt.Errorf("%s.encoding: avro is for %s sinks (this is %s)", f, all.Sinks.Where(func(k connectors.SinkKind) bool { return k.Avro }), sk.Type))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("%s.encoding: must be json or avro (got %q)", f, sk.Encoding))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joinery/joinery/connectors/all"
 	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/internal/bindaddr"
 )
@@ -133,23 +134,10 @@ type secret struct {
 // secrets lists every secret setting of s, with pointers into s.
 func (s *Spec) secrets() []secret {
 	var out []secret
-	redis := func(field string, r *Redis) {
-		out = append(out, secret{field + ".password", &r.Password, &r.PasswordFile})
-	}
-	kafka := func(field string, k *Kafka) {
-		out = append(out, secret{field + ".sasl.password", &k.SASL.Password, &k.SASL.PasswordFile})
-	}
-	redis("state.redis", &s.State.Redis)
-	for i := range s.Sources {
-		redis(fmt.Sprintf("sources[%d].redis", i), &s.Sources[i].Redis)
-		kafka(fmt.Sprintf("sources[%d].kafka", i), &s.Sources[i].Kafka)
-	}
-	for i := range s.Sinks {
-		redis(fmt.Sprintf("sinks[%d].redis", i), &s.Sinks[i].Redis)
-		kafka(fmt.Sprintf("sinks[%d].kafka", i), &s.Sinks[i].Kafka)
-	}
-	redis("dead_letter.redis", &s.DeadLetter.Redis)
-	kafka("dead_letter.kafka", &s.DeadLetter.Kafka)
+	// A connector's secrets (its redis or kafka block's password) are its
+	// configuration's (connectors.Secrets), expanded when it is decoded
+	// (expandConn).
+	out = append(out, secret{"state.redis.password", &s.State.Redis.Password, &s.State.Redis.PasswordFile})
 	for i := range s.Cluster.SecretKeys {
 		out = append(out, secret{fmt.Sprintf("cluster.secret_keys[%d]", i), &s.Cluster.SecretKeys[i], nil})
 	}
@@ -178,27 +166,33 @@ func (s *Spec) expandSecrets(lookup func(string) (string, bool)) error {
 		s.unresolved[field] = true
 	}
 	for _, sec := range s.secrets() {
-		if sec.file != nil && *sec.file != "" {
-			if *sec.val != "" {
-				fail(sec.field, fmt.Errorf("%s: set %s or %s_file, not both", sec.field, lastName(sec.field), lastName(sec.field)))
-				continue
-			}
-			v, err := readSecretFile(s.Resolve(*sec.file))
-			if err != nil {
-				fail(sec.field, fmt.Errorf("%s_file: %w", sec.field, err))
-				continue
-			}
-			*sec.val = v
-			continue
+		if err := s.expandSecret(sec, lookup); err != nil {
+			fail(sec.field, err)
 		}
-		v, err := ExpandSecret(*sec.val, lookup)
-		if err != nil {
-			fail(sec.field, fmt.Errorf("%s: %w", sec.field, err))
-			continue
-		}
-		*sec.val = v
 	}
 	return errors.Join(errs...)
+}
+
+// expandSecret fills sec from the environment (lookup) or its file; the
+// error names its field.
+func (s *Spec) expandSecret(sec secret, lookup func(string) (string, bool)) error {
+	if sec.file != nil && *sec.file != "" {
+		if *sec.val != "" {
+			return fmt.Errorf("%s: set %s or %s_file, not both", sec.field, lastName(sec.field), lastName(sec.field))
+		}
+		v, err := readSecretFile(s.Resolve(*sec.file))
+		if err != nil {
+			return fmt.Errorf("%s_file: %w", sec.field, err)
+		}
+		*sec.val = v
+		return nil
+	}
+	v, err := ExpandSecret(*sec.val, lookup)
+	if err != nil {
+		return fmt.Errorf("%s: %w", sec.field, err)
+	}
+	*sec.val = v
+	return nil
 }
 
 func lastName(field string) string {
@@ -287,6 +281,15 @@ func (s *Spec) Redacted() *Spec {
 	c := *s
 	c.Sources = append([]Source(nil), s.Sources...)
 	c.Sinks = append([]Sink(nil), s.Sinks...)
+	for i, src := range c.Sources {
+		c.Sources[i].Conn = redactConn(all.Sources, src.Type, src.Conn)
+	}
+	for i, sk := range c.Sinks {
+		c.Sinks[i].Conn = redactConn(all.Sinks, sk.Type, sk.Conn)
+	}
+	if c.DeadLetter.Enabled() {
+		c.DeadLetter.Conn = redactConn(all.DeadLetters, c.DeadLetter.Type, c.DeadLetter.Conn)
+	}
 	for _, sec := range c.secrets() {
 		if *sec.val != "" {
 			*sec.val = Redacted

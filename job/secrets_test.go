@@ -6,6 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	sinkkafka "github.com/joinery/joinery/sinks/kafka"
+	srcredis "github.com/joinery/joinery/sources/redisstream"
 )
 
 func TestExpandSecret(t *testing.T) {
@@ -149,14 +154,17 @@ ingest: {addr: '127.0.0.1:0', source: cdc, token_file: ingest}
 	}
 	t.Setenv(EnvToken, "")
 	t.Setenv(EnvReadToken, "")
-	s, err := Load(p)
+	plan, err := LoadPlan(p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := plan.Spec
+	// A connector's secrets are its configuration's, filled when its kind
+	// decodes it.
 	for field, c := range map[string][2]string{
 		"state.redis.password":      {s.State.Redis.Password, "r-$$${X}"},
-		"sources[0].redis.password": {s.Sources[0].Redis.Password, "r-$$${X}"},
-		"sinks[0].kafka.sasl":       {s.Sinks[0].Kafka.SASL.Password, "k"},
+		"sources[0].redis.password": {plan.Sources[0].Config.(*srcredis.Entry).Redis.Password, "r-$$${X}"},
+		"sinks[0].kafka.sasl":       {plan.Sinks[0].Config.(*sinkkafka.Entry).Kafka.SASL.Password, "k"},
 		"cluster.secret_key":        {s.Cluster.SecretKey, "c2VjcmV0LXNlY3JldC0xNg=="},
 		"admin.token":               {s.Admin.Token, "adm"},
 		"admin.read_token":          {s.Admin.ReadToken, "rd"},
@@ -171,6 +179,8 @@ ingest: {addr: '127.0.0.1:0', source: cdc, token_file: ingest}
 		{"token_file: admin", "token: x, token_file: admin", "admin.token: set token or token_file, not both"},
 		{"secret_key_file: gossip", "secret_key_file: nope", "cluster.secret_key_file: open"},
 		{"read_token_file: read", "read_token_file: empty", "admin.read_token_file: " + filepath.Join(dir, "empty") + " is empty"},
+		{"password_file: sasl-pw", "password_file: nope", "sinks[0].kafka.sasl.password_file: open"},
+		{"{addr: 'r:1', password_file: redis-pw}, stream", "{addr: 'r:1', password: x, password_file: redis-pw}, stream", "sources[0].redis.password: set password or password_file, not both"},
 	} {
 		if err := os.WriteFile(p, []byte(strings.Replace(yml, c.from, c.to, 1)), 0o600); err != nil {
 			t.Fatal(err)
@@ -242,7 +252,11 @@ func TestJobKafkaTLS(t *testing.T) {
 			t.Errorf("tls %s: %v", c.tls, err)
 			continue
 		}
-		tc, err := s.KafkaTLSConfig(s.Sinks[0].Kafka)
+		p, err := Compile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc, err := s.KafkaTLSConfig(p.Sinks[0].Config.(*sinkkafka.Entry).Kafka)
 		if err != nil || (tc != nil) != c.on {
 			t.Errorf("tls %s: config %v %v, want on=%v", c.tls, tc, err, c.on)
 		}
@@ -269,11 +283,26 @@ dead_letter: {type: redis-stream, redis: {addr: 'r:1', password: dl-pw}, stream:
 			t.Errorf("%s = %q in the redacted spec", sec.field, *sec.val)
 		}
 	}
-	if r.State.Redis.Password != Redacted || r.Sinks[1].Kafka.SASL.Password != Redacted || r.Cluster.SecretKey != Redacted {
-		t.Errorf("not redacted: %+v", r.State.Redis)
+	// What `joinery check` prints: the connectors' secrets are redacted in
+	// their fields as written, the other fields kept.
+	printed, err := yaml.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if s.State.Redis.Password != "state-pw" || s.Sinks[0].Redis.Password != "sink-pw" || s.Admin.Token != "adm-tok" {
-		t.Errorf("Redacted changed the spec it copied")
+	for _, secret := range []string{"sink-pw", "sasl-pw", "state-pw", "adm-tok", "read-tok", "met-tok", "dl-pw"} {
+		if strings.Contains(string(printed), secret) {
+			t.Errorf("%s printed:\n%s", secret, printed)
+		}
+	}
+	if n := strings.Count(string(printed), Redacted); n != 8 || !strings.Contains(string(printed), "key: h") {
+		t.Errorf("%d secrets redacted, want 8, other fields kept:\n%s", n, printed)
+	}
+	orig, err := yaml.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State.Redis.Password != "state-pw" || !strings.Contains(string(orig), "sink-pw") || !strings.Contains(string(orig), "dl-pw") || s.Admin.Token != "adm-tok" {
+		t.Errorf("Redacted changed the spec it copied:\n%s", orig)
 	}
 }
 

@@ -4,8 +4,20 @@ import (
 	"strings"
 	"testing"
 
+	sinkredis "github.com/joinery/joinery/sinks/redisstream"
+	srckafka "github.com/joinery/joinery/sources/kafka"
 	"github.com/joinery/joinery/sources/redisstream"
 )
+
+// parsePlan parses and compiles a job file's contents.
+func parsePlan(t *testing.T, in string) *Plan {
+	t.Helper()
+	p, err := parse([]byte(in), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // TestJobShards checks a sharded redis-stream source and sink parse, and
 // that HTTP ingest refuses a sharded source (it appends to one stream).
@@ -13,20 +25,18 @@ func TestJobShards(t *testing.T) {
 	sharded := strings.NewReplacer(
 		"type: file, path: x.jsonl,", "type: redis-stream, redis: {addr: 'r:1'}, stream: cdc, group: g, shards: 16,",
 		"{type: stdout}", "{type: redis-stream, redis: {addr: 'r:1'}, stream: out, shards: 4}").Replace(good)
-	s, err := Parse([]byte(sharded))
-	if err != nil {
-		t.Fatal(err)
+	p := parsePlan(t, sharded)
+	src, sink := p.Sources[0].Config.(*redisstream.Entry), p.Sinks[0].Config.(*sinkredis.Entry)
+	if src.Shards != 16 || sink.Shards != 4 {
+		t.Errorf("shards = %d, %d; want 16, 4", src.Shards, sink.Shards)
 	}
-	if s.Sources[0].Shards != 16 || s.Sinks[0].Shards != 4 {
-		t.Errorf("shards = %d, %d; want 16, 4", s.Sources[0].Shards, s.Sinks[0].Shards)
+	if p.KeyGroups() != 0 || p.Sources[0].KeyGroups != nil {
+		t.Errorf("a source sharded by the primary key gives %d key groups (%+v), want none", p.KeyGroups(), p.Sources[0].KeyGroups)
 	}
 	withIngest := strings.Replace(sharded, "sinks:", "ingest: {addr: ':8080', source: cdc}\nsinks:", 1)
-	_, err = Parse([]byte(withIngest))
+	_, err := Parse([]byte(withIngest))
 	if err == nil || !strings.Contains(err.Error(), "ingest.source: must not name a sharded") {
 		t.Errorf("ingest of a sharded source: err = %v", err)
-	}
-	if MaxShards != redisstream.MaxShards {
-		t.Errorf("job.MaxShards %d != redisstream.MaxShards %d", MaxShards, redisstream.MaxShards)
 	}
 }
 
@@ -37,35 +47,45 @@ func TestJobShards(t *testing.T) {
 func TestJobRepartition(t *testing.T) {
 	in := strings.Replace(good, "type: file, path: x.jsonl,",
 		"type: redis-stream, redis: {addr: 'r:1'}, stream: cdc, group: g, shards: 16, repartition: stream, on_bad_input: skip,", 1)
-	s, err := Parse([]byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := s.KeyGroups(); got != 16 {
+	p := parsePlan(t, in)
+	if got := p.KeyGroups(); got != 16 {
 		t.Errorf("KeyGroups = %d, want 16", got)
 	}
-	raw := s.Sources[0]
-	r := raw.RepartitionReader()
+	raw := p.Sources[0]
+	rp, ok := raw.RepartitionReader()
+	if !ok {
+		t.Fatal("no repartition reader")
+	}
+	r, rawCfg := rp.Config.(*redisstream.Entry), raw.Config.(*redisstream.Entry)
 	for _, c := range []struct{ what, got, want string }{
-		{"name", r.Name, raw.Name + ":repart"},
+		{"name", rp.Name, raw.Name + ":repart"},
 		{"stream", r.Stream, "cdc:repart:g"},
-		{"partitioned_by", r.PartitionedBy, PartitionedByJoinKey},
+		{"partitioned_by", r.PartitionedBy, redisstream.PartitionedByJoinKey},
 		{"repartition", r.Repartition, ""},
 		{"group", r.Group, "g"},
-		{"on_bad_input", r.OnBadInput, "skip"},
+		{"on_bad_input", rp.OnBadInput, "skip"},
 		{"redis", r.Redis.Addr, "r:1"},
+		{"key groups by", rp.KeyGroups.Field, "partitioned_by"},
 	} {
 		if c.got != c.want {
 			t.Errorf("repartition reader's %s = %q, want %q", c.what, c.got, c.want)
 		}
 	}
-	if !r.TrimAcked || r.Shards != 16 || raw.TrimAcked {
-		t.Errorf("repartition reader trims %v with %d shards (raw trims %v); want true, 16 (false)", r.TrimAcked, r.Shards, raw.TrimAcked)
+	if !r.TrimAcked || r.Shards != 16 || rawCfg.TrimAcked || rawCfg.Stream != "cdc" {
+		t.Errorf("repartition reader trims %v with %d shards (raw trims %v, reads %s); want true, 16 (false, cdc)", r.TrimAcked, r.Shards, rawCfg.TrimAcked, rawCfg.Stream)
+	}
+	if _, ok := rp.RepartitionReader(); ok {
+		t.Error("the repartition reader repartitions again")
+	}
+	// The kind refuses it for an event-time join (connectors.Validator.EventTime).
+	timed := strings.Replace(in, "type: cdc\n", "type: window\n  window: {type: tumbling, size: 1m}\n", 1)
+	if _, err := Parse([]byte(timed)); err == nil || !strings.Contains(err.Error(), "sources[0].repartition: is for changelog (cdc) joins") {
+		t.Errorf("repartition in an event-time job: err = %v", err)
 	}
 }
 
 // TestJobKafkaKeyGroups checks that kafka sources partitioned by the join
-// key parse, are listed by KafkaKeyGroups (their partitions, counted at
+// key parse, are listed by KeyGrouped (their partitions, counted at
 // start, are the key groups) and leave KeyGroups at 0.
 func TestJobKafkaKeyGroups(t *testing.T) {
 	in := strings.Replace(good, "type: file, path: x.jsonl, tables: {users: left, domains: right}}",
@@ -74,19 +94,20 @@ func TestJobKafkaKeyGroups(t *testing.T) {
 	if in == good {
 		t.Fatal("case did not change the input")
 	}
-	s, err := Parse([]byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := s.KeyGroups(); got != 0 {
+	p := parsePlan(t, in)
+	if got := p.KeyGroups(); got != 0 {
 		t.Errorf("KeyGroups = %d, want 0 (kafka partitions are counted at start)", got)
 	}
 	var topics []string
-	for _, src := range s.KafkaKeyGroups() {
-		topics = append(topics, src.Kafka.Topic+"="+src.Kafka.PartitionKey)
+	for _, sp := range p.KeyGrouped() {
+		k := sp.Config.(*srckafka.Entry).Kafka
+		topics = append(topics, k.Topic+"="+k.PartitionKey)
+		if sp.Kind.KeyGroups == nil {
+			t.Errorf("source %s: its kind cannot count its key groups", sp.Name)
+		}
 	}
 	if want := `u={"user_id":{key}} d={"user_id":{key}}`; strings.Join(topics, " ") != want {
-		t.Errorf("KafkaKeyGroups = %v, want %s", topics, want)
+		t.Errorf("KeyGrouped = %v, want %s", topics, want)
 	}
 	// HTTP ingest writes no record key: it must not feed such a source.
 	withIngest := strings.Replace(in, "sinks:", "ingest: {addr: ':8080', source: d}\nsinks:", 1)

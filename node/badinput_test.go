@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/node"
 	"github.com/joinery/joinery/persistence/embedded"
@@ -351,7 +352,7 @@ func readDeadStream(t *testing.T, addr, stream string) []deadletter.Record {
 	}
 	var out []deadletter.Record
 	for _, e := range entries {
-		r, err := deadletter.Decode([]byte(e.Values[deadletter.ValueField].(string)))
+		r, err := deadletter.Decode([]byte(e.Values[streamshard.ValueField].(string)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,7 @@ func xaddByJoinKey(t *testing.T, rc *redis.Client, stream string, shards int, li
 	p := rc.Pipeline()
 	for _, k := range keyed {
 		p.XAdd(context.Background(), &redis.XAddArgs{Stream: redisstream.ShardStream(stream, redisstream.ShardOf(k.Key, shards)),
-			Values: map[string]any{redisstream.ValueField: string(k.Line)}})
+			Values: map[string]any{streamshard.ValueField: string(k.Line)}})
 	}
 	if _, err := p.Exec(context.Background()); err != nil {
 		t.Fatal(err)

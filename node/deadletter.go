@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/connectors"
-	"github.com/joinery/joinery/connectors/all"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter"
@@ -34,13 +33,18 @@ func (e *BadInputError) Error() string {
 
 func (e *BadInputError) Unwrap() error { return e.Err }
 
-// openDeadLetter opens the job's dead-letter output; nil when it names none.
-func openDeadLetter(ctx context.Context, spec *job.Spec, onRedisError func()) (deadletter.Writer, error) {
-	dl := spec.DeadLetter
-	if !dl.Enabled() {
+// openDeadLetter opens the plan's dead-letter output (its kind's Open with
+// the configuration compiled); nil when it names none.
+func openDeadLetter(ctx context.Context, plan *job.Plan, onRedisError func()) (deadletter.Writer, error) {
+	dl := plan.DeadLetter
+	if dl == nil {
 		return nil, nil
 	}
-	w, _, err := all.DeadLetters.Open(ctx, "dead_letter", dl.Type, dl, connectors.Env{Resolve: spec.Resolve, OnRedisError: onRedisError})
+	var w deadletter.Writer
+	var err error
+	if dl.Kind.Open != nil {
+		w, err = dl.Kind.Open(ctx, dl.Config, connectors.Env{Resolve: plan.Spec.Resolve, OnRedisError: onRedisError})
+	}
 	if err == nil && w == nil {
 		err = fmt.Errorf("type %q opens nothing", dl.Type)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/joinery/joinery/connectors"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/sinks/deadletter"
@@ -40,14 +41,23 @@ func TestNodeExampleKafkaUsersDomains(t *testing.T) {
 	defer kc.Close()
 	brokers := kc.ListenAddrs()
 	rs := testutil.StartRedis(t)
+	set := func(f connectors.Fields, path string, v any) {
+		if err := f.Set(path, v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range spec.Sources {
-		spec.Sources[i].Kafka.Brokers = brokers
+		set(spec.Sources[i].Conn, "kafka.brokers", brokers)
 	}
-	for i := range spec.Sinks {
-		spec.Sinks[i].Kafka.Brokers = brokers
-		spec.Sinks[i].Redis.Addr = rs.Addr
+	for i, sk := range spec.Sinks {
+		switch sk.Type {
+		case "kafka":
+			set(spec.Sinks[i].Conn, "kafka.brokers", brokers)
+		case "redis-hash":
+			set(spec.Sinks[i].Conn, "redis.addr", rs.Addr)
+		}
 	}
-	spec.DeadLetter.Kafka.Brokers = brokers
+	set(spec.DeadLetter.Conn, "kafka.brokers", brokers)
 	spec.State.Redis.Addr = rs.Addr
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)

@@ -15,20 +15,11 @@ import (
 // its contents (may be nil).
 func startIngest(plan *job.Plan, refused func(source, reason string)) (connectors.Service, error) {
 	spec := plan.Spec
-	var src job.Source
-	for _, s := range spec.Sources {
-		if s.Name == spec.Ingest.Source {
-			src = s
-		}
-	}
-	k, entry, err := all.Sources.Decode("ingest.source", src.Type, src)
-	if err != nil {
-		return nil, err
-	}
-	if k.Append == nil {
+	src := plan.IngestSource()
+	if src.Kind.Append == nil {
 		return nil, fmt.Errorf("ingest.source: %q is not a %s source", src.Name, all.Sources.Where(func(k connectors.SourceKind) bool { return k.Append != nil }))
 	}
-	app, err := k.Append(context.Background(), entry, connectors.Env{Resolve: spec.Resolve})
+	app, err := src.Kind.Append(context.Background(), src.Config, connectors.Env{Resolve: spec.Resolve})
 	if err != nil {
 		return nil, fmt.Errorf("ingest source %s: %w", src.Name, err)
 	}

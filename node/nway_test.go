@@ -283,7 +283,12 @@ func TestNodeNwayChainExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job1.Sinks[0].Path, job2.Sources[0].Path = enriched, enriched
+	if err := job1.Sinks[0].Conn.Set("path", enriched); err != nil {
+		t.Fatal(err)
+	}
+	if err := job2.Sources[0].Conn.Set("path", enriched); err != nil {
+		t.Fatal(err)
+	}
 	n2 := runChain(t, job1, job2)
 	ft := finalTables(t, append(readLines(t, "../examples/chain/users-domains.jsonl"), readLines(t, "../examples/chain/companies.jsonl")...))
 	want := bruteChain(ft["users"], ft["domains"], ft["companies"])

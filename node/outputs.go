@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/joinery/joinery/connectors"
-	"github.com/joinery/joinery/connectors/all"
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
@@ -111,8 +110,12 @@ func openSinks(ctx context.Context, plan *job.Plan, stdout io.Writer, onRedisErr
 	for i, sp := range plan.Sinks {
 		format := sp.Format
 		env := &connectors.SinkEnv{Env: connectors.Env{Resolve: plan.Spec.Resolve, OnRedisError: onRedisError}, Format: format, Stdout: stdout, Avro: sp.Avro}
-		sk, kind, err := all.Sinks.Open(ctx, fmt.Sprintf("sinks[%d]", i), sp.Type, sp.Sink, env)
-		if err == nil && kind.Table {
+		var sk sinks.Sink
+		var err error
+		if sp.Kind.Open != nil {
+			sk, err = sp.Kind.Open(ctx, sp.Config, env)
+		}
+		if err == nil && sp.Kind.Table {
 			o.table = joins.NewTable()
 			o.seen, o.seqs = map[string]bool{}, map[string]uint64{}
 			o.print = true
@@ -126,7 +129,7 @@ func openSinks(ctx context.Context, plan *job.Plan, stdout io.Writer, onRedisErr
 			return nil, fmt.Errorf("sinks[%d]: %w", i, err)
 		}
 		o.sinks = append(o.sinks, sk)
-		o.shared = append(o.shared, kind.Shared)
+		o.shared = append(o.shared, sp.Kind.Shared)
 		// Upsert and Debezium envelopes carry no retractions: a consumer
 		// keeps each row's last change, so an overtaken change is dropped
 		// (pkOrder). A changelog keeps every change for a consumer that

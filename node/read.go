@@ -56,6 +56,9 @@ type reader struct {
 	// (repartition.go); fwd writes the repartition streams (readRaw).
 	role sourceRole
 	fwd  sources.Repartitioner
+	// groupOf is the key group of a key of a source partitioned or
+	// repartitioned by the join key (keyGroupOf); nil otherwise.
+	groupOf func(record.Key) int
 
 	// sender: the batches' sequence numbers and the committed offsets the
 	// requests carry (node/sendstate); its committed offsets under mu.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/connectors"
-	"github.com/joinery/joinery/connectors/all"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/node/sendstate"
 	"github.com/joinery/joinery/sinks/deadletter"
@@ -34,7 +33,7 @@ func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n.rollback.watch(ctx, cancel) // rollback.go
-	dl, err := openDeadLetter(ctx, n.spec, n.redisError)
+	dl, err := openDeadLetter(ctx, n.plan, n.redisError)
 	if err != nil {
 		return err
 	}
@@ -69,9 +68,10 @@ func (n *Node) Run(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// openSource opens a source of the job through the connector registry
-// (connectors/all); the timer tick (wmshare.go) is the node's own.
-func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, error) {
+// openSource opens a source of the plan with its kind (connectors/all) and
+// the configuration the job compiled; the timer tick (wmshare.go) is the
+// node's own.
+func (n *Node) openSource(ctx context.Context, cfg job.SourcePlan) (sources.Source, error) {
 	if cfg.Type == timerTickType {
 		return tickSource{every: n.wms.cfg.Interval}, nil
 	}
@@ -95,7 +95,11 @@ func (n *Node) openSource(ctx context.Context, cfg job.Source) (sources.Source, 
 		Applied:      n.appliedOffset(cfg.Name), // rollback.go
 		Lineage:      n.commitLineage,           // rollback.go
 	}
-	src, _, err := all.Sources.Open(ctx, "source "+cfg.Name, cfg.Type, cfg, env)
+	var src sources.Source
+	var err error
+	if cfg.Kind.Open != nil {
+		src, err = cfg.Kind.Open(ctx, cfg.Config, env)
+	}
 	if err == nil && src == nil {
 		err = fmt.Errorf("source type %q opens nothing", cfg.Type)
 	}
@@ -131,7 +135,7 @@ func (n *Node) readingHook(source string, next func(assigned, revoked []int32)) 
 
 func (n *Node) runSource(ctx context.Context, sp job.SourcePlan, dl deadletter.Writer, role sourceRole) error {
 	cfg := sp.Source
-	src, err := n.openSource(ctx, cfg)
+	src, err := n.openSource(ctx, sp)
 	if err != nil {
 		return err
 	}
@@ -139,7 +143,7 @@ func (n *Node) runSource(ctx context.Context, sp job.SourcePlan, dl deadletter.W
 	// joinery_source_lag_records (sourcelag.go), until before the source closes.
 	defer n.watchLag(ctx, cfg.Name, src)()
 	r := &reader{n: n, cfg: cfg, filter: sp.Filter, src: src, dl: dl, sender: sendstate.NewReader(sendstate.ReaderID(n.inflight.ids.Add(1))),
-		lastFire: math.MinInt64, parts: map[string]struct{}{}, role: role}
+		lastFire: math.MinInt64, parts: map[string]struct{}{}, role: role, groupOf: keyGroupOf(sp)}
 	if err := r.setRole(); err != nil { // repartition.go
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/internal/backoff"
-	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sources"
@@ -21,7 +20,7 @@ import (
 // belong to (streamshard.KeyGroup), and commits the raw offsets once that
 // write returned (sources.Repartitioner: each raw record written once, in
 // its shard's order, even when re-delivered after a crash). The
-// repartition streams' reader (readRepartitioned, job.Source.
+// repartition streams' reader (readRepartitioned, job.SourcePlan.
 // RepartitionReader) is a source partitioned by the join key: the keys of
 // repartition shard g are key group g, placed on the node that reads it,
 // so its events reach their actors without a network hop; the key actors
@@ -48,8 +47,8 @@ type sourceRun struct {
 func (n *Node) sourceRuns() []sourceRun {
 	var runs []sourceRun
 	for i, cfg := range n.plan.Sources {
-		if cfg.Repartition == job.RepartitionStream {
-			runs = append(runs, sourceRun{i, cfg, readRaw}, sourceRun{i, cfg.RepartitionReader(), readRepartitioned})
+		if rr, ok := cfg.RepartitionReader(); ok {
+			runs = append(runs, sourceRun{i, cfg, readRaw}, sourceRun{i, rr, readRepartitioned})
 			continue
 		}
 		runs = append(runs, sourceRun{i, cfg, readDirect})
@@ -63,7 +62,7 @@ func (r *reader) setRole() error {
 		return nil
 	}
 	fwd, ok := r.src.(sources.Repartitioner)
-	if !ok {
+	if !ok || r.groupOf == nil {
 		return fmt.Errorf("source %s (%s) cannot repartition its records", r.cfg.Name, r.cfg.Type)
 	}
 	r.fwd = fwd
@@ -79,7 +78,7 @@ func (r *reader) forward(b *batch, m sources.Message, evs []record.Event) {
 	var groups [2]int
 	seen := groups[:0]
 	for _, e := range evs {
-		if g := streamshard.KeyGroup(string(e.Key), r.cfg.Shards); !slices.Contains(seen, g) {
+		if g := r.groupOf(e.Key); !slices.Contains(seen, g) {
 			seen = append(seen, g)
 			b.forward = append(b.forward, sources.Forward{Pos: m.Pos, Group: g, Value: m.Value})
 		}
@@ -89,7 +88,19 @@ func (r *reader) forward(b *batch, m sources.Message, evs []record.Event) {
 // inGroup reports whether key belongs to the key group of the repartition
 // shard pos was read from.
 func (r *reader) inGroup(key record.Key, pos record.Position) bool {
-	return streamshard.KeyGroup(string(key), r.cfg.Shards) == int(pos.Partition)
+	return r.groupOf(key) == int(pos.Partition)
+}
+
+// keyGroupOf is the key group of a key of sp, a source partitioned or
+// repartitioned by the join key whose groups the job knows (its kind's
+// rule: streamshard.KeyGroup over the shards of a Redis stream source);
+// nil for another source.
+func keyGroupOf(sp job.SourcePlan) func(record.Key) int {
+	g := sp.KeyGroups
+	if g == nil || g.Of == nil || g.Groups <= 0 {
+		return nil
+	}
+	return func(key record.Key) int { return g.Of(string(key), g.Groups) }
 }
 
 // maxRepartitionBacklog bounds the entries a repartition stream holds

@@ -10,7 +10,6 @@ import (
 	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/cluster"
 	"github.com/joinery/joinery/connectors"
-	"github.com/joinery/joinery/connectors/all"
 	"github.com/joinery/joinery/internal/streamshard"
 )
 
@@ -89,31 +88,29 @@ func (n *Node) keyPlacement() (actors.Placement, error) {
 const kafkaMetadataTimeout = 30 * time.Second
 
 // keyGroups is the job's key groups: how many (0: keys are placed one by
-// one) and the group of a key. For sharded Redis Streams sources the group
-// is streamshard.KeyGroup over the shard count; for Kafka topics keyed by
-// the join column it is the partition Kafka's default partitioner puts the
-// key's record key (kafka.partition_key) in, among the topics' partition
-// count, which the brokers are asked for here: topics whose counts differ
-// are not co-partitioned, an error naming both.
+// one) and the group of a key, by the rule of the job's sources
+// partitioned by the join key (job.Plan.KeyGrouped; Compile checked they
+// share one). When the job does not know how many (Kafka topics keyed by
+// the join column: their partitions), each source's kind asks its system
+// here (connectors.Kind.KeyGroups): counts that differ are not
+// co-partitioned, an error naming both.
 func (n *Node) keyGroups() (int, func(string) int, error) {
-	if groups := n.spec.KeyGroups(); groups > 0 {
-		return groups, func(key string) int { return streamshard.KeyGroup(key, groups) }, nil
-	}
-	srcs := n.spec.KafkaKeyGroups()
+	srcs := n.plan.KeyGrouped()
 	if len(srcs) == 0 {
 		return 0, nil, nil
+	}
+	if g := srcs[0].KeyGroups; g.Groups > 0 && g.Of != nil {
+		groups, of := g.Groups, g.Of
+		return groups, func(key string) int { return of(key, groups) }, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), kafkaMetadataTimeout)
 	defer cancel()
 	var kgs []connectors.KeyGroups
 	for i, src := range srcs {
-		k, cfg, err := all.Sources.Decode("source "+src.Name, src.Type, src)
-		if err == nil && k.KeyGroups == nil {
-			err = fmt.Errorf("a %s source has no key groups of its own", src.Type)
-		}
 		var kg connectors.KeyGroups
-		if err == nil {
-			kg, err = k.KeyGroups(ctx, cfg, connectors.Env{Resolve: n.spec.Resolve, OnRedisError: n.redisError})
+		err := fmt.Errorf("a %s source has no key groups of its own", src.Type)
+		if src.Kind.KeyGroups != nil {
+			kg, err = src.Kind.KeyGroups(ctx, src.Config, connectors.Env{Resolve: n.spec.Resolve, OnRedisError: n.redisError})
 		}
 		if err != nil {
 			return 0, nil, fmt.Errorf("source %s: partitioned_by join_key: %w", src.Name, err)
@@ -127,6 +124,6 @@ func (n *Node) keyGroups() (int, func(string) int, error) {
 		}
 		kgs = append(kgs, kg)
 	}
-	groups, of := kgs[0].Partitions, kgs[0].Of // every source's Of is one rule (job.Validate: one partition_key)
+	groups, of := kgs[0].Partitions, kgs[0].Of // every source's Of is one rule (Compile: one key grouping rule)
 	return groups, func(key string) int { return of(key, groups) }, nil
 }

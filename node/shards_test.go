@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/node"
 	"github.com/joinery/joinery/sources/redisstream"
@@ -39,7 +40,7 @@ func xaddSharded(t *testing.T, rc *redis.Client, stream string, shards int, line
 			t.Fatal(err)
 		}
 		p.XAdd(context.Background(), &redis.XAddArgs{Stream: redisstream.ShardStream(stream, redisstream.ShardOf(key, shards)),
-			Values: map[string]any{redisstream.ValueField: string(l)}})
+			Values: map[string]any{streamshard.ValueField: string(l)}})
 	}
 	if _, err := p.Exec(context.Background()); err != nil {
 		t.Fatal(err)

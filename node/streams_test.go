@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"encoding/json"
+	"github.com/joinery/joinery/connectors"
 	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/job"
@@ -62,7 +63,10 @@ func TestNodeDeadLetter(t *testing.T) {
 	}
 	spec.Sources[0].Rate = 0
 	dl := filepath.Join(t.TempDir(), "dead.jsonl")
-	spec.DeadLetter = job.DeadLetter{Type: "file", Path: dl}
+	spec.DeadLetter = job.DeadLetter{Type: "file", Conn: connectors.Fields{}}
+	if err := spec.DeadLetter.Conn.Set("path", dl); err != nil {
+		t.Fatal(err)
+	}
 	n := start(t, spec)
 	run(t, n)
 	f, err := os.Open(dl)

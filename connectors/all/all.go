@@ -56,3 +56,6 @@ var TableSink = connectors.Kind[*connectors.SinkEnv, sinks.Sink]{
 	New:   func() connectors.Config { return connectors.None{} },
 	Table: true,
 }
+
+// DeadLetterKind is the kind of a dead-letter output (DeadLetters' rows).
+type DeadLetterKind = deadletter.Kind

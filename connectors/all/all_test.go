@@ -8,13 +8,23 @@ import (
 	"github.com/joinery/joinery/connectors/all"
 )
 
-// entry is a job entry as the job file decodes it: only its YAML fields
-// matter to the registry.
+// entry is a job entry's connector fields, as the job file would write
+// them.
 type entry map[string]any
+
+// fields are e as the job hands them to the registry.
+func fields(t *testing.T, e entry) connectors.Fields {
+	t.Helper()
+	f, err := connectors.FieldsOf(map[string]any(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
 
 // validator is the part of a table the test drives.
 type validator interface {
-	Validate(at, typ string, entry any, resolve func(string) string) []error
+	Validate(at, typ string, fields connectors.Fields, resolve func(string) string) []error
 	Types() []string
 	Role() string
 }
@@ -32,7 +42,7 @@ func TestRegistryUnknownType(t *testing.T) {
 		{all.DeadLetters, "dead_letter", `dead_letter.type: must be file, kafka or redis-stream (got "ftp")`},
 	} {
 		t.Run(tc.tab.Role(), func(t *testing.T) {
-			errs := tc.tab.Validate(tc.at, "ftp", entry{}, nil)
+			errs := tc.tab.Validate(tc.at, "ftp", fields(t, entry{}), nil)
 			if len(errs) != 1 || errs[0].Error() != tc.want {
 				t.Fatalf("errors %v, want %q", errs, tc.want)
 			}
@@ -95,10 +105,10 @@ func TestRegistryRequiredFields(t *testing.T) {
 	for _, tc := range cases {
 		covered[tc.tab.Role()+"/"+tc.typ] = true
 		t.Run(tc.tab.Role()+"/"+tc.typ, func(t *testing.T) {
-			if errs := tc.tab.Validate(tc.at, tc.typ, tc.good, nil); len(errs) != 0 {
+			if errs := tc.tab.Validate(tc.at, tc.typ, fields(t, tc.good), nil); len(errs) != 0 {
 				t.Errorf("a complete entry: %v", errs)
 			}
-			errs := tc.tab.Validate(tc.at, tc.typ, entry{}, nil)
+			errs := tc.tab.Validate(tc.at, tc.typ, fields(t, entry{}), nil)
 			var got []string
 			for _, err := range errs {
 				got = append(got, err.Error())

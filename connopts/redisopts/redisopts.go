@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -75,10 +76,16 @@ type Options struct {
 	OnError func()
 }
 
-// Options is c's connection with the TLS configuration tc (built from
-// c.TLS by the caller, who knows where its files are).
-func (c Config) Options(tc *tls.Config) Options {
-	return Options{Addr: c.Addr, Username: c.Username, Password: c.Password, DB: c.DB, TLS: tc}
+// Options is c's connection: its TLS configuration built from c.TLS, its
+// files named through resolve (the job file's directory; nil: as they
+// are), and onError its OnError. Every Redis connector opens its client
+// from it (Options.Client), so none copies the connection's fields.
+func (c Config) Options(resolve func(string) string, onError func()) (Options, error) {
+	tc, err := c.TLS.Config(resolve)
+	if err != nil {
+		return Options{}, fmt.Errorf("tls: %w", err)
+	}
+	return Options{Addr: c.Addr, Username: c.Username, Password: c.Password, DB: c.DB, TLS: tc, OnError: onError}, nil
 }
 
 // GoRedis is the go-redis form of o.

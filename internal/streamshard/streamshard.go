@@ -13,7 +13,7 @@ import (
 // ValueField is the stream entry field that holds a record, in every Redis
 // Stream Joinery reads or writes: the sources/redisstream source reads it;
 // the sinks/redisstream sink, the dead-letter stream (sinks/deadletter) and
-// HTTP ingest (ingest/) write it. Each of them names it ValueField too.
+// HTTP ingest (ingest/) write it. It is the one name of the field.
 const ValueField = "value"
 
 // MaxShards is the most shard streams a source or sink may name.

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/kafka"
 	"github.com/joinery/joinery/sinks/redisstream"
@@ -158,12 +159,12 @@ func (d *File) Close() error {
 	return errors.Join(d.w.Flush(), d.f.Close())
 }
 
-// Stream field names of a Redis Stream dead letter.
+// Stream field names of a Redis Stream dead letter; the record's JSON
+// (Marshal) is in streamshard.ValueField, as every stream Joinery writes.
 const (
 	ReasonField   = "reason"
 	SourceField   = "source"
 	PositionField = "position"
-	ValueField    = redisstream.ValueField // the record's JSON (Marshal)
 )
 
 // RedisStream appends dead letters to a Redis Stream.
@@ -184,7 +185,7 @@ func OpenRedisStream(ctx context.Context, cfg redisstream.Config) (*RedisStream,
 func (d *RedisStream) Write(ctx context.Context, rs []Record) error {
 	entries := make([][]string, len(rs))
 	for i, r := range rs {
-		entries[i] = []string{ReasonField, r.Reason, SourceField, r.Source, PositionField, r.Position.String(), ValueField, string(r.Marshal())}
+		entries[i] = []string{ReasonField, r.Reason, SourceField, r.Source, PositionField, r.Position.String(), streamshard.ValueField, string(r.Marshal())}
 	}
 	if err := d.s.Append(ctx, entries); err != nil {
 		return fmt.Errorf("deadletter: %w", err)

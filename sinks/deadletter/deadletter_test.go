@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/joinery/joinery/connopts/redisopts"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/kafka"
@@ -121,7 +123,7 @@ func TestDeadLetterFile(t *testing.T) {
 func TestDeadLetterRedisStream(t *testing.T) {
 	rs := testutil.StartRedis(t)
 	ctx := context.Background()
-	w, err := OpenRedisStream(ctx, redisstream.Config{Addr: rs.Addr, Stream: "dlq"})
+	w, err := OpenRedisStream(ctx, redisstream.Config{Options: redisopts.Options{Addr: rs.Addr}, Stream: "dlq"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +142,7 @@ func TestDeadLetterRedisStream(t *testing.T) {
 		t.Fatalf("stream has %d entries, want %d", len(entries), len(want))
 	}
 	for i, e := range entries {
-		r, err := Decode([]byte(e.Values[ValueField].(string)))
+		r, err := Decode([]byte(e.Values[streamshard.ValueField].(string)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,17 +2,15 @@ package kafka
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/joinery/joinery/connectors"
-	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/sinks"
 )
 
 // Entry is the configuration of a kafka sink (or dead-letter output) in a
 // job file.
 type Entry struct {
-	Kafka kafkaopts.Config `yaml:"kafka"`
+	connectors.KafkaEntry `yaml:",inline"`
 }
 
 // Validate reports every bad field.
@@ -21,9 +19,9 @@ func (e *Entry) Validate(v *connectors.Validator) { v.Kafka("kafka", e.Kafka) }
 // Config is the sink configuration of e with its TLS files read.
 func (e *Entry) Config(env connectors.Env) (Config, error) {
 	k := e.Kafka
-	tc, err := k.TLS.Config(env.Resolve)
+	tc, err := e.TLS(env)
 	if err != nil {
-		return Config{}, fmt.Errorf("kafka.tls: %w", err)
+		return Config{}, err
 	}
 	return Config{Brokers: k.Brokers, Topic: k.Topic, ClientID: k.ClientID, TLS: tc, SASL: k.Auth()}, nil
 }
@@ -33,6 +31,7 @@ func (e *Entry) Config(env connectors.Env) (Config, error) {
 var Kind = connectors.SinkKind{
 	Type:   "kafka",
 	Shared: true,
+	Avro:   true,
 	New:    func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SinkEnv) (sinks.Sink, error) {
 		cfg, err := c.(*Entry).Config(env.Env)

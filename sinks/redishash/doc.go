@@ -37,7 +37,7 @@
 //
 // Usage:
 //
-//	s, err := redishash.New(ctx, redishash.Config{Addr: "localhost:6379",
+//	s, err := redishash.New(ctx, redishash.Config{Options: redisopts.Options{Addr: "localhost:6379"},
 //		Key: "users_domains"})
 //	defer s.Close()
 //	err = s.Write(ctx, outputs)

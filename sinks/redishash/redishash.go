@@ -2,7 +2,6 @@ package redishash
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -29,13 +28,10 @@ var ErrClosed = errors.New("redishash: sink closed")
 // Config configures a Redis hash sink. The zero value of an optional field
 // means its default.
 type Config struct {
-	// Addr is the Redis server, host:port. Required.
-	Addr string
-	// Username and Password authenticate (ACL or requirepass); optional.
-	Username string
-	Password string
-	// DB is the Redis database number. Default 0.
-	DB int
+	// Options are the connection to the Redis server (Addr required; see
+	// redisopts.Options): OnError is the node's
+	// joinery_redis_errors_total.
+	redisopts.Options
 	// Key is the hash holding the view, PK → row JSON. Required.
 	Key string
 	// IDsKey is the hash holding PK → id of the output that wrote the row.
@@ -45,11 +41,6 @@ type Config struct {
 	// the row (kept after a delete, so a late older output cannot bring the
 	// row back). Default Key + SeqsSuffix.
 	SeqsKey string
-	// TLS, when not nil, connects with TLS using this configuration.
-	TLS *tls.Config
-	// OnRedisError, when set, is called for each failed Redis call
-	// (redisopts.Failed): the node's joinery_redis_errors_total. Optional.
-	OnRedisError func()
 }
 
 // Validate reports every problem with c at once, naming each field.
@@ -97,7 +88,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	if cfg.SeqsKey == "" {
 		cfg.SeqsKey = cfg.Key + SeqsSuffix
 	}
-	client := redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: cfg.TLS, OnError: cfg.OnRedisError}.Client()
+	client := cfg.Client()
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("redishash: ping %s: %w", cfg.Addr, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/record"
 )
@@ -38,13 +39,13 @@ var (
 )
 
 func TestRedisHashSinkConfigValidate(t *testing.T) {
-	err := Config{DB: -1}.Validate()
+	err := Config{Options: redisopts.Options{DB: -1}}.Validate()
 	for _, f := range []string{"Addr", "Key", "DB"} {
 		if err == nil || !strings.Contains(err.Error(), f) {
 			t.Errorf("Validate error %v does not name %s", err, f)
 		}
 	}
-	if err := (Config{Addr: "a", Key: "k", IDsKey: "k"}).Validate(); err == nil || !strings.Contains(err.Error(), "IDsKey") {
+	if err := (Config{Options: redisopts.Options{Addr: "a"}, Key: "k", IDsKey: "k"}).Validate(); err == nil || !strings.Contains(err.Error(), "IDsKey") {
 		t.Errorf("Validate with IDsKey = Key: %v", err)
 	}
 }
@@ -52,7 +53,7 @@ func TestRedisHashSinkConfigValidate(t *testing.T) {
 func TestRedisHashSinkView(t *testing.T) {
 	r := testutil.StartRedis(t)
 	ctx := context.Background()
-	s, err := New(ctx, Config{Addr: r.Addr, Key: "view"})
+	s, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Key: "view"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestRedisHashSinkView(t *testing.T) {
 func TestRedisHashSinkIDsKeyAndDB(t *testing.T) {
 	r := testutil.StartRedis(t)
 	ctx := context.Background()
-	s, err := New(ctx, Config{Addr: r.Addr, DB: 2, Key: "{v}rows", IDsKey: "{v}ids"})
+	s, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr, DB: 2}, Key: "{v}rows", IDsKey: "{v}ids"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestRedisHashSinkNewFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	if _, err := New(ctx, Config{Addr: addr, Key: "v"}); err == nil {
+	if _, err := New(ctx, Config{Options: redisopts.Options{Addr: addr}, Key: "v"}); err == nil {
 		t.Fatal("New without a server succeeded")
 	}
 	if _, err := New(ctx, Config{}); err == nil {
@@ -162,7 +163,7 @@ func TestRedisHashSinkNewFails(t *testing.T) {
 func TestRedisHashSinkOrdersBySeq(t *testing.T) {
 	r := testutil.StartRedis(t)
 	ctx := context.Background()
-	s, err := New(ctx, Config{Addr: r.Addr, Key: "view"})
+	s, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Key: "view"})
 	if err != nil {
 		t.Fatal(err)
 	}

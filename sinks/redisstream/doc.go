@@ -13,7 +13,7 @@
 //
 // Usage:
 //
-//	s, err := redisstream.New(ctx, redisstream.Config{Addr: "localhost:6379",
+//	s, err := redisstream.New(ctx, redisstream.Config{Options: redisopts.Options{Addr: "localhost:6379"},
 //		Stream: "joined", Format: changelog.Changelog})
 //	defer s.Close()
 //	err = s.Write(ctx, outputs)

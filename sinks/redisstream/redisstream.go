@@ -2,7 +2,6 @@ package redisstream
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -21,11 +20,9 @@ import (
 // Redis Streams source (internal/streamshard.Of, which sources/redisstream reads by).
 func ShardOf(o record.Output, shards int) int { return streamshard.Of([]byte(o.PK), shards) }
 
-// Entry field names.
-const (
-	IDField    = "id"
-	ValueField = streamshard.ValueField
-)
+// IDField is the entry field that holds an output's id (the record is in
+// streamshard.ValueField).
+const IDField = "id"
 
 // ErrClosed is returned by Write after Close.
 var ErrClosed = errors.New("redisstream: sink closed")
@@ -33,13 +30,10 @@ var ErrClosed = errors.New("redisstream: sink closed")
 // Config configures a Redis Streams sink. The zero value of an optional field
 // means its default.
 type Config struct {
-	// Addr is the Redis server, host:port. Required.
-	Addr string
-	// Username and Password authenticate (ACL or requirepass); optional.
-	Username string
-	Password string
-	// DB is the Redis database number. Default 0.
-	DB int
+	// Options are the connection to the Redis server (Addr required; see
+	// redisopts.Options): OnError is the node's
+	// joinery_redis_errors_total.
+	redisopts.Options
 	// Stream is the stream key written to. Required.
 	Stream string
 	// Format encodes the "value" field. Default changelog.Changelog.
@@ -47,11 +41,6 @@ type Config struct {
 	// MaxLen, when positive, trims the stream to about MaxLen entries on each
 	// XADD (MAXLEN ~). Default 0: no trimming.
 	MaxLen int64
-	// TLS, when not nil, connects with TLS using this configuration.
-	TLS *tls.Config
-	// OnRedisError, when set, is called for each failed Redis call
-	// (redisopts.Failed): the node's joinery_redis_errors_total. Optional.
-	OnRedisError func()
 	// Shards, when positive, writes the shard streams Stream.0 …
 	// Stream.<Shards-1> instead of Stream: each output goes to shard
 	// ShardOf(its primary key, Shards) — FNV-1a 32 of record.Output.PK
@@ -103,7 +92,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	client := redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: cfg.TLS, OnError: cfg.OnRedisError}.Client()
+	client := cfg.Client()
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("redisstream: ping %s: %w", cfg.Addr, err)
@@ -125,7 +114,7 @@ func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
 			return fmt.Errorf("redisstream: %w", err)
 		}
 		if ok {
-			values = append(values, []string{IDField, o.ID, ValueField, string(line)})
+			values = append(values, []string{IDField, o.ID, streamshard.ValueField, string(line)})
 			if s.cfg.Shards > 0 {
 				streams = append(streams, streamshard.Stream(s.cfg.Stream, ShardOf(o, s.cfg.Shards)))
 			}

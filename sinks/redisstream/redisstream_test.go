@@ -12,7 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/record"
 )
@@ -27,7 +29,7 @@ var batch = []record.Output{
 func TestRedisStreamSinkChangelog(t *testing.T) {
 	r := testutil.StartRedis(t)
 	ctx := context.Background()
-	s, err := New(ctx, Config{Addr: r.Addr, Stream: "out"})
+	s, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "out"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func TestRedisStreamSinkChangelog(t *testing.T) {
 		if e.Values[IDField] != batch[i].ID {
 			t.Fatalf("entry %d id = %v, want %s", i, e.Values[IDField], batch[i].ID)
 		}
-		o, err := changelog.DecodeChangelog([]byte(e.Values[ValueField].(string)))
+		o, err := changelog.DecodeChangelog([]byte(e.Values[streamshard.ValueField].(string)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +66,7 @@ func TestRedisStreamSinkChangelog(t *testing.T) {
 func TestRedisStreamSinkUpsertAndTrim(t *testing.T) {
 	r := testutil.StartRedis(t)
 	ctx := context.Background()
-	s, err := New(ctx, Config{Addr: r.Addr, Stream: "up", Format: changelog.Upsert, MaxLen: 10})
+	s, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "up", Format: changelog.Upsert, MaxLen: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestRedisStreamSinkUpsertAndTrim(t *testing.T) {
 	entries := admin.XRange(ctx, "up", "-", "+").Val()
 	var got []string
 	for _, e := range entries {
-		id, key, value, err := changelog.DecodeUpsert([]byte(e.Values[ValueField].(string)))
+		id, key, value, err := changelog.DecodeUpsert([]byte(e.Values[streamshard.ValueField].(string)))
 		if err != nil || id != e.Values[IDField] {
 			t.Fatalf("entry %v: %v", e.Values, err)
 		}
@@ -103,13 +105,13 @@ func TestRedisStreamSinkUpsertAndTrim(t *testing.T) {
 func TestRedisStreamSinkErrors(t *testing.T) {
 	r := testutil.StartRedis(t)
 	ctx := context.Background()
-	err := Config{DB: -1, MaxLen: -1, Format: 9}.Validate()
+	err := Config{Options: redisopts.Options{DB: -1}, MaxLen: -1, Format: 9}.Validate()
 	for _, f := range []string{"Addr", "Stream", "DB", "MaxLen", "Format"} {
 		if err == nil || !strings.Contains(err.Error(), f) {
 			t.Errorf("Validate error %v does not name %s", err, f)
 		}
 	}
-	s, err := New(ctx, Config{Addr: r.Addr, Stream: "s"})
+	s, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestRedisStreamSinkErrors(t *testing.T) {
 	}
 	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := New(tctx, Config{Addr: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)), Stream: "s"}); err == nil {
+	if _, err := New(tctx, Config{Options: redisopts.Options{Addr: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))}, Stream: "s"}); err == nil {
 		t.Fatal("New without a server succeeded")
 	}
 }
@@ -145,7 +147,7 @@ func TestRedisStreamSinkShards(t *testing.T) {
 	r := testutil.StartRedis(t)
 	ctx := context.Background()
 	const shards = 4
-	s, err := New(ctx, Config{Addr: r.Addr, Stream: "out", Shards: shards})
+	s, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "out", Shards: shards})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +177,7 @@ func TestRedisStreamSinkShards(t *testing.T) {
 			used++
 		}
 		for _, e := range entries {
-			o, err := changelog.DecodeChangelog([]byte(e.Values[ValueField].(string)))
+			o, err := changelog.DecodeChangelog([]byte(e.Values[streamshard.ValueField].(string)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,17 +199,17 @@ func TestRedisStreamSinkShards(t *testing.T) {
 		byPK[o.PK] = ids[1:]
 	}
 	// Append (dead letters) shards by the id field.
-	if err := s.Append(ctx, [][]string{{IDField, "dl-1", ValueField, "x"}, {ValueField, "no id"}}); err != nil {
+	if err := s.Append(ctx, [][]string{{IDField, "dl-1", streamshard.ValueField, "x"}, {streamshard.ValueField, "no id"}}); err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("out.%d", srcShard("dl-1", shards))
 	if e := admin.XRevRangeN(ctx, want, "+", "-", 1).Val(); len(e) != 1 || e[0].Values[IDField] != "dl-1" {
 		t.Errorf("%s ends with %v, want the entry dl-1", want, e)
 	}
-	if e := admin.XRevRangeN(ctx, "out.0", "+", "-", 1).Val(); len(e) != 1 || e[0].Values[ValueField] != "no id" {
+	if e := admin.XRevRangeN(ctx, "out.0", "+", "-", 1).Val(); len(e) != 1 || e[0].Values[streamshard.ValueField] != "no id" {
 		t.Errorf("out.0 ends with %v, want the entry without id", e)
 	}
-	if _, err := New(ctx, Config{Addr: r.Addr, Stream: "out", Shards: -1}); err == nil {
+	if _, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "out", Shards: -1}); err == nil {
 		t.Error("negative Shards accepted")
 	}
 }

@@ -5,22 +5,27 @@ import (
 	"fmt"
 
 	"github.com/joinery/joinery/connectors"
-	"github.com/joinery/joinery/connopts/kafkaopts"
 	"github.com/joinery/joinery/ingest"
 	"github.com/joinery/joinery/sources"
 )
 
 // Entry is the configuration of a kafka source in a job file (kafka.group
-// is the consumer group).
+// is the consumer group): its connector fields, decoded once when the job
+// is compiled (connectors.Table.Compile).
 type Entry struct {
-	Kafka kafkaopts.Config `yaml:"kafka"`
-	// PartitionedBy is sources[].partitioned_by: "join_key" reads the
-	// topic as co-partitioned with the join (Config.KeyGroups).
-	PartitionedBy string `yaml:"partitioned_by"`
+	connectors.KafkaEntry `yaml:",inline"`
+	// PartitionedBy "join_key" says the topic is keyed by the join column
+	// (Debezium's message.key.columns) and written with Kafka's default
+	// partitioner: its partitions are the key groups, the record key
+	// bytes of a join key are kafka.partition_key, and every join_key
+	// kafka source of a job has that template and, checked when a node
+	// starts, the same partition count (Config.KeyGroups). "pk" or unset:
+	// the topic is read as it comes.
+	PartitionedBy string `yaml:"partitioned_by,omitempty"`
 }
 
 // partitionedByJoinKey is the value of sources[].partitioned_by of a topic
-// keyed by the join column (job.PartitionedByJoinKey).
+// keyed by the join column.
 const partitionedByJoinKey = "join_key"
 
 // Validate reports every bad field.
@@ -31,6 +36,11 @@ func (e *Entry) Validate(v *connectors.Validator) {
 	case "", "earliest", "latest", "committed":
 	default:
 		v.Bad("kafka.start_offset", "must be earliest, latest or committed (got %q)", e.Kafka.StartOffset)
+	}
+	switch e.PartitionedBy {
+	case "", "pk", partitionedByJoinKey:
+	default:
+		v.Bad("partitioned_by", "must be pk or join_key (got %q)", e.PartitionedBy)
 	}
 	switch {
 	case e.PartitionedBy == partitionedByJoinKey && e.Kafka.PartitionKey == "":
@@ -44,55 +54,82 @@ func (e *Entry) Validate(v *connectors.Validator) {
 	}
 }
 
+// KeyGrouping is the key groups of a topic partitioned by the join key:
+// its partitions, counted when the node starts (Kind.KeyGroups).
+func (e *Entry) KeyGrouping() (connectors.KeyGrouping, bool) {
+	if e.PartitionedBy != partitionedByJoinKey {
+		return connectors.KeyGrouping{}, false
+	}
+	return connectors.KeyGrouping{Field: "partitioned_by", RuleField: "kafka.partition_key",
+		Rule: fmt.Sprintf("Kafka's default partitioner over the record key %q", e.Kafka.PartitionKey)}, true
+}
+
+// AppendRefused refuses HTTP ingest into a topic partitioned by the join
+// key: ingest produces records without a key, which would follow no key
+// group.
+func (e *Entry) AppendRefused() string {
+	if e.PartitionedBy == partitionedByJoinKey {
+		return "a kafka source partitioned by the join key"
+	}
+	return ""
+}
+
+// Config is the source configuration of e with its TLS files read; Open
+// adds what the node gives (name, hooks, member name).
+func (e *Entry) Config(env connectors.Env) (Config, error) {
+	k := e.Kafka
+	tc, err := e.TLS(env)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg := Config{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth()}
+	if e.PartitionedBy == partitionedByJoinKey {
+		cfg.KeyGroups, cfg.PartitionKey = true, k.PartitionKey
+	}
+	return cfg, nil
+}
+
 // Kind is the kafka source's registry entry (connectors/all). HTTP ingest
 // produces to its topic.
 var Kind = connectors.SourceKind{
 	Type: "kafka",
 	New:  func() connectors.Config { return new(Entry) },
 	Open: func(ctx context.Context, c connectors.Config, env *connectors.SourceEnv) (sources.Source, error) {
-		e := c.(*Entry)
-		k := e.Kafka
-		tc, err := k.TLS.Config(env.Resolve)
+		cfg, err := c.(*Entry).Config(env.Env)
 		if err != nil {
-			return nil, fmt.Errorf("source %s: kafka.tls: %w", env.Name, err)
+			return nil, fmt.Errorf("source %s: %w", env.Name, err)
 		}
-		cfg := Config{Name: env.Name, Brokers: k.Brokers, Topic: k.Topic, Group: k.Group,
-			StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth(), OnPartitions: env.OnPartitions, Applied: env.Applied, Lineage: env.Lineage}
-		if e.PartitionedBy == partitionedByJoinKey {
-			cfg.KeyGroups, cfg.PartitionKey = true, k.PartitionKey
-			if env.Member != nil {
-				cfg.Member = env.Member(env.Consumer)
-			}
+		cfg.Name, cfg.OnPartitions, cfg.Applied, cfg.Lineage = env.Name, env.OnPartitions, env.Applied, env.Lineage
+		if cfg.KeyGroups && env.Member != nil {
+			cfg.Member = env.Member(env.Consumer)
 		}
 		return New(ctx, cfg)
 	},
 	KeyGroups: func(ctx context.Context, c connectors.Config, env connectors.Env) (connectors.KeyGroups, error) {
-		k := c.(*Entry).Kafka
-		tc, err := k.TLS.Config(env.Resolve)
-		if err != nil {
-			return connectors.KeyGroups{}, fmt.Errorf("kafka.tls: %w", err)
-		}
-		counts, err := TopicPartitions(ctx, k.Brokers, k.ClientID, tc, k.Auth(), []string{k.Topic})
+		cfg, err := c.(*Entry).Config(env)
 		if err != nil {
 			return connectors.KeyGroups{}, err
 		}
-		template := k.PartitionKey
-		return connectors.KeyGroups{What: "topic " + k.Topic, Partitions: counts[k.Topic],
+		counts, err := TopicPartitions(ctx, cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL, []string{cfg.Topic})
+		if err != nil {
+			return connectors.KeyGroups{}, err
+		}
+		template := cfg.PartitionKey
+		return connectors.KeyGroups{What: "topic " + cfg.Topic, Partitions: counts[cfg.Topic],
 			Of: func(key string, partitions int) int { return KeyGroup(template, key, partitions) }}, nil
 	},
 	Append: func(ctx context.Context, c connectors.Config, env connectors.Env) (connectors.Appender, error) {
-		k := c.(*Entry).Kafka
-		tc, err := k.TLS.Config(env.Resolve)
+		cfg, err := c.(*Entry).Config(env)
 		if err != nil {
-			return nil, fmt.Errorf("kafka.tls: %w", err)
+			return nil, err
 		}
 		var opts []ingest.KafkaOption
-		if tc != nil {
-			opts = append(opts, ingest.KafkaTLS(tc))
+		if cfg.TLS != nil {
+			opts = append(opts, ingest.KafkaTLS(cfg.TLS))
 		}
-		if s := k.Auth(); s != nil {
-			opts = append(opts, ingest.KafkaSASL(s))
+		if cfg.SASL != nil {
+			opts = append(opts, ingest.KafkaSASL(cfg.SASL))
 		}
-		return ingest.Kafka(k.Brokers, k.Topic, opts...)
+		return ingest.Kafka(cfg.Brokers, cfg.Topic, opts...)
 	},
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sources"
@@ -63,7 +64,7 @@ func TestRedisStreamSourceClaimAtStart(t *testing.T) {
 	appendValues(t, admin, "in", "a", "b", "c", "d", "e")
 
 	// a reads everything, acknowledges a and b, and is abandoned.
-	a, err := New(ctx, Config{Addr: r.Addr, Stream: "in", Group: "g", Consumer: "a", Block: 20 * time.Millisecond, Lease: -1})
+	a, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "in", Group: "g", Consumer: "a", Block: 20 * time.Millisecond, Lease: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestRedisStreamSourceClaimAtStart(t *testing.T) {
 	waitIdle(t, admin, "in", "g", "a", idle)
 
 	// b claims c, d, e at start and delivers them, in order, before f, g.
-	b, err := New(ctx, Config{Addr: r.Addr, Stream: "in", Group: "g", Consumer: "b", Block: 20 * time.Millisecond, ClaimMinIdle: idle, Lease: -1})
+	b, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "in", Group: "g", Consumer: "b", Block: 20 * time.Millisecond, ClaimMinIdle: idle, Lease: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestRedisStreamSourceClaimPeriodic(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer admin.Close()
 	const idle = 100 * time.Millisecond
-	b, err := New(ctx, Config{Addr: r.Addr, Stream: "in", Group: "g", Consumer: "b", Block: 20 * time.Millisecond, ClaimMinIdle: idle, Lease: -1})
+	b, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "in", Group: "g", Consumer: "b", Block: 20 * time.Millisecond, ClaimMinIdle: idle, Lease: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestRedisStreamSourceClaimPeriodic(t *testing.T) {
 	}
 
 	// a, running next to b, reads a and b and dies without acking.
-	a, err := New(ctx, Config{Addr: r.Addr, Stream: "in", Group: "g", Consumer: "a", Block: 20 * time.Millisecond, Lease: -1})
+	a, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "in", Group: "g", Consumer: "a", Block: 20 * time.Millisecond, Lease: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,14 +158,14 @@ func TestRedisStreamSourceClaimDisabled(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer admin.Close()
 	appendValues(t, admin, "in", "a")
-	a, err := New(ctx, Config{Addr: r.Addr, Stream: "in", Group: "g", Consumer: "a", Block: 20 * time.Millisecond, Lease: -1})
+	a, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "in", Group: "g", Consumer: "a", Block: 20 * time.Millisecond, Lease: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	readN(t, a, 1, 10)
 	a.Close()
 	waitIdle(t, admin, "in", "g", "a", 20*time.Millisecond)
-	b, err := New(ctx, Config{Addr: r.Addr, Stream: "in", Group: "g", Consumer: "b", Block: 20 * time.Millisecond, ClaimMinIdle: -1, Lease: -1})
+	b, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "in", Group: "g", Consumer: "b", Block: 20 * time.Millisecond, ClaimMinIdle: -1, Lease: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

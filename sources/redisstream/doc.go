@@ -81,13 +81,13 @@
 //
 // Usage:
 //
-//	src, err := redisstream.New(ctx, redisstream.Config{Addr: "localhost:6379",
+//	src, err := redisstream.New(ctx, redisstream.Config{Options: redisopts.Options{Addr: "localhost:6379"},
 //		Stream: "users", Group: "joinery", Consumer: "node-1"})
 //	defer src.Close()
 //	msgs, err := src.Read(ctx, 512) // empty, nil after Block without data
 //	…
 //	err = src.Commit(ctx, []record.Position{msgs[len(msgs)-1].Pos})
 //
-//	sharded, err := redisstream.Open(ctx, redisstream.Config{Addr: "localhost:6379",
+//	sharded, err := redisstream.Open(ctx, redisstream.Config{Options: redisopts.Options{Addr: "localhost:6379"},
 //		Stream: "cdc", Shards: 16, Group: "joinery", Consumer: "node-1", Members: liveNodes})
 package redisstream

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/record"
 )
@@ -85,7 +86,7 @@ func TestShardedLag(t *testing.T) {
 			appendValues(t, admin, ShardStream("in", i), fmt.Sprintf("s%d-%d", i, j))
 		}
 	}
-	s, err := NewSharded(ctx, Config{Addr: r.Addr, Stream: "in", Group: "g", Consumer: "c1",
+	s, err := NewSharded(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "in", Group: "g", Consumer: "c1",
 		Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: 3})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/sources"
 )
@@ -41,7 +42,7 @@ func (p *partitionLog) String() string {
 }
 
 func leaseConfig(addr, consumer string, log *partitionLog) Config {
-	return Config{Addr: addr, Stream: "in", Group: "g", Consumer: consumer, Block: 20 * time.Millisecond,
+	return Config{Options: redisopts.Options{Addr: addr}, Stream: "in", Group: "g", Consumer: consumer, Block: 20 * time.Millisecond,
 		Lease: 300 * time.Millisecond, OnPartitions: log.hook}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sources"
@@ -76,7 +77,7 @@ func TestRedisStreamSourceLineage(t *testing.T) {
 	}
 	setLineage := func(v string) { lineage.Lock(); lineage.v = v; lineage.Unlock() }
 	view := &storeView{current: "a"}
-	cfg := Config{Name: "users", Addr: r.Addr, Stream: "in", Group: "g", Consumer: "c1", Block: 50 * time.Millisecond,
+	cfg := Config{Name: "users", Options: redisopts.Options{Addr: r.Addr}, Stream: "in", Group: "g", Consumer: "c1", Block: 50 * time.Millisecond,
 		Lineage: func() string { lineage.Lock(); defer lineage.Unlock(); return lineage.v },
 		Applied: view.applied}
 	open := func() *Source {
@@ -197,7 +198,7 @@ func TestShardedLineage(t *testing.T) {
 	}
 	view := &storeView{current: "a"}
 	lin := "a1/1073741824/1"
-	cfg := Config{Name: "cdc", Addr: rs.Addr, Stream: "cdc", Group: "g", Consumer: "a",
+	cfg := Config{Name: "cdc", Options: redisopts.Options{Addr: rs.Addr}, Stream: "cdc", Group: "g", Consumer: "a",
 		Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: 2,
 		Lineage: func() string { return lin }, Applied: view.applied}
 	src, err := NewSharded(ctx, cfg)

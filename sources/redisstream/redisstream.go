@@ -2,7 +2,6 @@ package redisstream
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -28,10 +27,6 @@ const DefaultBlock = 200 * time.Millisecond
 // consumer before this one claims it, when Config.ClaimMinIdle is 0.
 const DefaultClaimMinIdle = 30 * time.Second
 
-// ValueField is the entry field that holds the message payload
-// (streamshard.ValueField).
-const ValueField = streamshard.ValueField
-
 const (
 	seqBits = 20
 	maxSeq  = 1<<seqBits - 1
@@ -48,15 +43,14 @@ var ErrClosed = errors.New("redisstream: source closed")
 // Config configures a Redis Streams source. The zero value of an optional
 // field means its default.
 type Config struct {
+	// Options are the connection to the Redis server: Addr (host:port)
+	// is required; Username and Password authenticate (ACL or
+	// requirepass); DB defaults to 0; TLS, when not nil, connects with
+	// TLS; OnError, when set, is called for each failed Redis call
+	// (redisopts.Failed): the node's joinery_redis_errors_total.
+	redisopts.Options
 	// Name is the source name, written to Position.Source. Default: Stream.
 	Name string
-	// Addr is the Redis server, host:port. Required.
-	Addr string
-	// Username and Password authenticate (ACL or requirepass); optional.
-	Username string
-	Password string
-	// DB is the Redis database number. Default 0.
-	DB int
 	// Stream is the stream key. Required.
 	Stream string
 	// Group is the consumer group, created (with the stream) if missing.
@@ -77,11 +71,6 @@ type Config struct {
 	// DefaultClaimMinIdle; negative disables claiming. See Read for when
 	// claims happen.
 	ClaimMinIdle time.Duration
-	// TLS, when not nil, connects with TLS using this configuration.
-	TLS *tls.Config
-	// OnRedisError, when set, is called for each failed Redis call
-	// (redisopts.Failed): the node's joinery_redis_errors_total. Optional.
-	OnRedisError func()
 	// Lease is how long this source's lease on the stream lasts unless
 	// renewed (every Lease/3): one source of the group reads at a time,
 	// the others wait and take over when the holder closes or its lease
@@ -258,7 +247,7 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 }
 
 func newClient(cfg Config) *redis.Client {
-	return redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: cfg.TLS, OnError: cfg.OnRedisError}.Client()
+	return cfg.Client()
 }
 
 // newOn is New on an existing client, which the source does not close.
@@ -578,7 +567,7 @@ func (s *Source) deliver(entries []redis.XMessage) ([]sources.Message, error) {
 			return nil, err
 		}
 		var v []byte
-		switch x := e.Values[ValueField].(type) {
+		switch x := e.Values[streamshard.ValueField].(type) {
 		case string:
 			v = []byte(x)
 		case []byte:

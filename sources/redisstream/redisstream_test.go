@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sources"
@@ -43,7 +45,7 @@ func TestRedisStreamSourceOffset(t *testing.T) {
 }
 
 func TestRedisStreamSourceConfigValidate(t *testing.T) {
-	err := Config{Block: -1, DB: -1}.Validate()
+	err := Config{Block: -1, Options: redisopts.Options{DB: -1}}.Validate()
 	for _, f := range []string{"Addr", "Stream", "Group", "Consumer", "Block", "DB"} {
 		if err == nil || !strings.Contains(err.Error(), f) {
 			t.Errorf("Validate error %v does not name %s", err, f)
@@ -55,7 +57,7 @@ func appendValues(t *testing.T, c *redis.Client, stream string, values ...string
 	t.Helper()
 	var ids []string
 	for _, v := range values {
-		id, err := c.XAdd(context.Background(), &redis.XAddArgs{Stream: stream, Values: []string{ValueField, v}}).Result()
+		id, err := c.XAdd(context.Background(), &redis.XAddArgs{Stream: stream, Values: []string{streamshard.ValueField, v}}).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +101,7 @@ func TestRedisStreamSourceReadAckRestart(t *testing.T) {
 	ctx := context.Background()
 	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer admin.Close()
-	cfg := Config{Name: "users", Addr: r.Addr, Stream: "in", Group: "g", Consumer: "c1", Block: 50 * time.Millisecond}
+	cfg := Config{Name: "users", Options: redisopts.Options{Addr: r.Addr}, Stream: "in", Group: "g", Consumer: "c1", Block: 50 * time.Millisecond}
 
 	ids := appendValues(t, admin, "in", "a", "b", "c", "d", "e")
 	s, err := New(ctx, cfg)
@@ -168,7 +170,7 @@ func TestRedisStreamSourceEdgeEntries(t *testing.T) {
 	ctx := context.Background()
 	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer admin.Close()
-	cfg := Config{Addr: r.Addr, Stream: "s", Group: "g", Consumer: "c", Block: 20 * time.Millisecond}
+	cfg := Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "s", Group: "g", Consumer: "c", Block: 20 * time.Millisecond}
 	s, err := New(ctx, cfg) // creates the stream
 	if err != nil {
 		t.Fatal(err)
@@ -214,12 +216,12 @@ func TestRedisStreamSourceManyAcks(t *testing.T) {
 	const n = 2500
 	p := admin.Pipeline()
 	for i := 0; i < n; i++ {
-		p.XAdd(ctx, &redis.XAddArgs{Stream: "s", Values: []string{ValueField, fmt.Sprint(i)}})
+		p.XAdd(ctx, &redis.XAddArgs{Stream: "s", Values: []string{streamshard.ValueField, fmt.Sprint(i)}})
 	}
 	if _, err := p.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(ctx, Config{Addr: r.Addr, Stream: "s", Group: "g", Consumer: "c", StartID: "0"})
+	s, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "s", Group: "g", Consumer: "c", StartID: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +246,7 @@ func TestRedisStreamSourceStartIDDollar(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer admin.Close()
 	appendValues(t, admin, "s", "old")
-	s, err := New(ctx, Config{Addr: r.Addr, Stream: "s", Group: "g", Consumer: "c", StartID: "$", Block: 20 * time.Millisecond})
+	s, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, Stream: "s", Group: "g", Consumer: "c", StartID: "$", Block: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +261,7 @@ func TestRedisStreamSourceNewFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	if _, err := New(ctx, Config{Addr: addr, Stream: "s", Group: "g", Consumer: "c"}); err == nil {
+	if _, err := New(ctx, Config{Options: redisopts.Options{Addr: addr}, Stream: "s", Group: "g", Consumer: "c"}); err == nil {
 		t.Fatal("New without a server succeeded")
 	}
 	if _, err := New(ctx, Config{}); err == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/record"
@@ -29,7 +30,7 @@ func TestShardedRepartitionOnce(t *testing.T) {
 	defer rc.Close()
 	repart := streamshard.RepartitionStream("cdc", "g")
 	open := func(consumer string) *Sharded {
-		s, err := NewSharded(ctx, Config{Addr: rs.Addr, Stream: "cdc", Group: "g", Consumer: consumer, Shards: 4, RepartitionTo: repart})
+		s, err := NewSharded(ctx, Config{Options: redisopts.Options{Addr: rs.Addr}, Stream: "cdc", Group: "g", Consumer: consumer, Shards: 4, RepartitionTo: repart})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +87,7 @@ func TestShardedRepartitionOnce(t *testing.T) {
 		}
 		var out []string
 		for _, x := range xs {
-			out = append(out, x.Values[ValueField].(string))
+			out = append(out, x.Values[streamshard.ValueField].(string))
 		}
 		return out
 	}
@@ -112,9 +113,9 @@ func TestTrimAcked(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rc.Close()
 	for i := range 10 {
-		rc.XAdd(ctx, &redis.XAddArgs{Stream: "s", Values: map[string]any{ValueField: fmt.Sprint(i)}})
+		rc.XAdd(ctx, &redis.XAddArgs{Stream: "s", Values: map[string]any{streamshard.ValueField: fmt.Sprint(i)}})
 	}
-	src, err := New(ctx, Config{Addr: rs.Addr, Stream: "s", Group: "g", Consumer: "c", TrimAcked: true})
+	src, err := New(ctx, Config{Options: redisopts.Options{Addr: rs.Addr}, Stream: "s", Group: "g", Consumer: "c", TrimAcked: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestTrimAcked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(xs) != 5 || xs[0].Values[ValueField] != "5" {
+	if len(xs) != 5 || xs[0].Values[streamshard.ValueField] != "5" {
 		t.Errorf("after acknowledging 0..5 the stream holds %d entries from %v, want 5 from 5 (the last acknowledged stays)", len(xs), xs)
 	}
 }
@@ -150,9 +151,9 @@ func TestTrimAckedRewind(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rc.Close()
 	ids := appendValues(t, rc, "s", "a", "b", "c", "d")
-	later := rc.XAdd(ctx, &redis.XAddArgs{Stream: "s", ID: "8000000000000-0", Values: map[string]any{ValueField: "e"}}).Val()
+	later := rc.XAdd(ctx, &redis.XAddArgs{Stream: "s", ID: "8000000000000-0", Values: map[string]any{streamshard.ValueField: "e"}}).Val()
 	var applied int64
-	cfg := Config{Addr: rs.Addr, Stream: "s", Group: "g", Consumer: "c", TrimAcked: true, Block: 50 * time.Millisecond,
+	cfg := Config{Options: redisopts.Options{Addr: rs.Addr}, Stream: "s", Group: "g", Consumer: "c", TrimAcked: true, Block: 50 * time.Millisecond,
 		Applied: func(context.Context, int32, string) (int64, bool, error) { return applied, true, nil }}
 	src, err := New(ctx, cfg)
 	if err != nil {

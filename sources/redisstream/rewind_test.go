@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/record"
 
@@ -33,7 +34,7 @@ func TestRedisStreamSourceRewindsToTheStore(t *testing.T) {
 		off int64
 		ok  bool
 	}
-	cfg := Config{Name: "users", Addr: r.Addr, Stream: "in", Group: "g", Consumer: "c1", Block: 50 * time.Millisecond,
+	cfg := Config{Name: "users", Options: redisopts.Options{Addr: r.Addr}, Stream: "in", Group: "g", Consumer: "c1", Block: 50 * time.Millisecond,
 		Applied: func(_ context.Context, p int32, _ string) (int64, bool, error) {
 			if p != 0 {
 				t.Errorf("Applied asked for partition %d", p)
@@ -136,7 +137,7 @@ func TestRedisStreamSourceRewindBeforeIdlePending(t *testing.T) {
 	ids := appendValues(t, admin, "in", "a", "b", "c", "d", "e", "f", "g", "h")
 	off := func(i int) int64 { o, _ := Offset(ids[i]); return o }
 	const idle = 200 * time.Millisecond
-	cfg := Config{Name: "users", Addr: r.Addr, Stream: "in", Group: "g", Consumer: "c1", Block: 20 * time.Millisecond,
+	cfg := Config{Name: "users", Options: redisopts.Options{Addr: r.Addr}, Stream: "in", Group: "g", Consumer: "c1", Block: 20 * time.Millisecond,
 		ClaimMinIdle: idle, Lease: time.Second}
 	// c1 reads a..f and acknowledges a..d (the store committed d, then went
 	// back to b); e, f stay pending on c1. c0, a reader before it, left h

@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/record"
 )
@@ -87,7 +89,7 @@ type shardNode struct {
 
 func startShardNode(t *testing.T, addr, name string, shards int, f *fleet) *shardNode {
 	t.Helper()
-	src, err := NewSharded(context.Background(), Config{Name: "cdc", Addr: addr, Stream: "cdc", Group: "g",
+	src, err := NewSharded(context.Background(), Config{Name: "cdc", Options: redisopts.Options{Addr: addr}, Stream: "cdc", Group: "g",
 		Consumer: name, Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: shards, Members: f.get})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +159,7 @@ func TestShardedSpreadsAndMoves(t *testing.T) {
 	add := func(per int) {
 		for i := range shards {
 			for range per {
-				if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", i), Values: []string{ValueField, "x"}}).Err(); err != nil {
+				if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", i), Values: []string{streamshard.ValueField, "x"}}).Err(); err != nil {
 					t.Fatal(err)
 				}
 				total++
@@ -328,7 +330,7 @@ func TestShardedLeaseLost(t *testing.T) {
 	defer rc.Close()
 	ctx := context.Background()
 	var log partitionLog
-	src, err := NewSharded(ctx, Config{Name: "cdc", Addr: rs.Addr, Stream: "cdc", Group: "g", Consumer: "a",
+	src, err := NewSharded(ctx, Config{Name: "cdc", Options: redisopts.Options{Addr: rs.Addr}, Stream: "cdc", Group: "g", Consumer: "a",
 		Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: 2, OnPartitions: log.hook})
 	if err != nil {
 		t.Fatal(err)
@@ -351,7 +353,7 @@ func TestShardedLeaseLost(t *testing.T) {
 	if err := rc.Set(ctx, key, "intruder|99", 2*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", 1), Values: []string{ValueField, "x"}}).Err(); err != nil {
+	if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", 1), Values: []string{streamshard.ValueField, "x"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 10*time.Second, func() error {

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/sources/redisstream"
@@ -127,7 +128,7 @@ func TestRedisFeeder(t *testing.T) {
 	defer cancel()
 	for _, name := range []string{"n1", "n2"} {
 		for _, table := range []string{w.left, w.right} {
-			src, err := redisstream.NewSharded(ctx, redisstream.Config{Addr: r.Addr, Stream: topic(table, run), Group: group(table, run),
+			src, err := redisstream.NewSharded(ctx, redisstream.Config{Options: redisopts.Options{Addr: r.Addr}, Stream: topic(table, run), Group: group(table, run),
 				Consumer: name, Shards: shards, Members: members, Lease: time.Second})
 			if err != nil {
 				t.Fatal(err)
