@@ -3,6 +3,7 @@ package file
 import (
 	"errors"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,8 +16,9 @@ import (
 // a write between the source's last read and its wait leaves an event
 // pending and the wait returns at once.
 type inotifyWaker struct {
-	f   *os.File // the inotify instance, non-blocking, in Go's poller (deadlines work)
-	buf []byte
+	f      *os.File // the inotify instance, non-blocking, in Go's poller (deadlines work)
+	buf    []byte
+	closed atomic.Bool
 }
 
 // newWaker watches path for writes; nil (poll only) when inotify is not
@@ -35,14 +37,25 @@ func newWaker(path string) waker {
 
 // wait returns once the file was written since the last wait (consuming
 // the events), or after d, or at once when the waker is closed.
+//
+// A closed waker returns at once whenever its wait starts: Close may come
+// between the reader's check for a stop and its wait, and the deadline
+// can then no longer be set (a sleep of d there made Close, which waits
+// for the reader, wait out a whole poll: with the test's hour-long poll,
+// forever).
 func (w *inotifyWaker) wait(d time.Duration) {
-	if err := w.f.SetReadDeadline(time.Now().Add(d)); err != nil {
-		time.Sleep(d)
-		return
+	err := w.f.SetReadDeadline(time.Now().Add(d))
+	if err == nil {
+		_, err = w.f.Read(w.buf)
 	}
-	if _, err := w.f.Read(w.buf); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
+	// A closed file's SetReadDeadline says "use of closed file", which is
+	// not os.ErrClosed: the flag, set before the file is closed, decides.
+	if err != nil && !w.closed.Load() && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
 		time.Sleep(d) // not expected; poll
 	}
 }
 
-func (w *inotifyWaker) Close() error { return w.f.Close() }
+func (w *inotifyWaker) Close() error {
+	w.closed.Store(true)
+	return w.f.Close()
+}

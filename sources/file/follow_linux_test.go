@@ -102,3 +102,29 @@ func BenchmarkFollowTrickle(b *testing.B) {
 	b.ReportMetric(lat[min(len(lat)-1, len(lat)*99/100)], "p99-ms")
 	b.ReportMetric(lat[len(lat)-1], "max-ms")
 }
+
+// TestWakerWaitAfterClose: a wait that starts after Close returns at once.
+// Close can come between the reader's check for a stop and its wait; the
+// wait used to sleep the whole poll when it could no longer set the
+// deadline, so Close, which waits for the reader, hung (seen under load in
+// TestFileSourceFollowWakesOnWrite, whose poll is an hour).
+func TestWakerWaitAfterClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := newWaker(path)
+	if w == nil {
+		t.Fatal("no inotify waker on Linux")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { w.wait(time.Hour); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("wait after Close did not return")
+	}
+}
