@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/persistence/redisstore"
@@ -164,7 +165,7 @@ func TestLoaderActivate(t *testing.T) {
 //	go test -run '^$' -bench BenchmarkActivations ./actors/
 func BenchmarkActivations(b *testing.B) {
 	ctx := context.Background()
-	st, err := redisstore.New(ctx, redisstore.Config{Addr: testutil.StartRedis(b).Addr})
+	st, err := redisstore.New(ctx, redisstore.Config{Options: redisopts.Options{Addr: testutil.StartRedis(b).Addr}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/cluster"
 	"github.com/joinery/joinery/connectors"
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/console"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
@@ -181,8 +182,8 @@ func openStore(ctx context.Context, plan *job.Plan, onRedisError func()) (persis
 	switch spec.State.Store {
 	case "redis":
 		r := spec.State.Redis
-		st, err := redisstore.New(ctx, redisstore.Config{Addr: r.Addr, Cluster: r.Cluster.Addrs, Username: r.Username, Password: r.Password, DB: r.DB, TLS: plan.StoreTLS,
-			MinReplicas: r.MinReplicas, ReplicaTimeout: r.ReplicaTimeout, OnRedisError: onRedisError})
+		st, err := redisstore.New(ctx, redisstore.Config{Options: redisopts.Options{Addr: r.Addr, Username: r.Username, Password: r.Password, DB: r.DB, TLS: plan.StoreTLS, OnError: onRedisError},
+			Cluster: r.Cluster.Addrs, MinReplicas: r.MinReplicas, ReplicaTimeout: r.ReplicaTimeout})
 		if err != nil {
 			return nil, err // not a typed nil in the interface: Close checks for nil
 		}

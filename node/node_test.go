@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/cluster"
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/internal/testutil"
@@ -333,7 +334,7 @@ sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains:
 sinks: [{type: table}]
 `))
 	run(t, n)
-	other, err := redisstore.New(context.Background(), redisstore.Config{Addr: rs.Addr})
+	other, err := redisstore.New(context.Background(), redisstore.Config{Options: redisopts.Options{Addr: rs.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}

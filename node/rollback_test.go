@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/persistence"
@@ -39,7 +40,7 @@ sinks: [{type: file, path: out.jsonl, format: changelog}]
 	ctx := context.Background()
 	raw := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer raw.Close()
-	st, err := redisstore.New(ctx, redisstore.Config{Addr: rs.Addr})
+	st, err := redisstore.New(ctx, redisstore.Config{Options: redisopts.Options{Addr: rs.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/joinery/joinery/admin"
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/persistence"
@@ -437,7 +438,7 @@ func TestCLIInspectOffline(t *testing.T) {
 		}
 		cdc.OnEvent(evs[0], nil)
 	}
-	store, err := redisstore.New(ctx, redisstore.Config{Addr: redis.Addr})
+	store, err := redisstore.New(ctx, redisstore.Config{Options: redisopts.Options{Addr: redis.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}

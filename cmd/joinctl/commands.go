@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/joinery/joinery/admin"
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/persistence/redisstore"
@@ -214,7 +215,7 @@ func inspectOffline(cmd *cobra.Command, o *options, f *offlineFlags, getenv func
 	if f.redis != "" && len(f.redisCluster) > 0 {
 		return admin.KeyState{}, usageErr("--redis and --redis-cluster exclude each other")
 	}
-	rc := redisstore.Config{Addr: f.redis, Cluster: f.redisCluster, Username: f.redisUser, Password: f.redisPassword, DB: f.redisDB}
+	rc := redisstore.Config{Options: redisopts.Options{Addr: f.redis, Username: f.redisUser, Password: f.redisPassword, DB: f.redisDB}, Cluster: f.redisCluster}
 	var spec *joins.CDCSpec
 	if f.config != "" {
 		if cmd.Flags().Changed("left-pk") || cmd.Flags().Changed("right-pk") {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/admin"
+	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/persistence"
@@ -32,7 +33,7 @@ func TestCLIInspectOfflineRedisTLS(t *testing.T) {
 		"--tls-key-file", certs.Key, "--tls-ca-cert-file", certs.CA, "--tls-auth-clients", "no")
 	tlsAddr := fmt.Sprintf("127.0.0.1:%d", tlsPort)
 	ctx := context.Background()
-	store, err := redisstore.New(ctx, redisstore.Config{Addr: rs.Addr}) // plain port, to write the snapshot
+	store, err := redisstore.New(ctx, redisstore.Config{Options: redisopts.Options{Addr: rs.Addr}}) // plain port, to write the snapshot
 	if err != nil {
 		t.Fatal(err)
 	}

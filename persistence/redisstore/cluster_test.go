@@ -19,6 +19,8 @@ import (
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/persistence/storetest"
 	"github.com/joinery/joinery/record"
+
+	"github.com/joinery/joinery/connopts/redisopts"
 )
 
 // newClusterStore opens a store on cluster c with key prefix prefix.
@@ -380,8 +382,8 @@ func TestStoreClusterConfig(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Cluster: []string{"127.0.0.1:1"}, DB: 1}, "only database 0"},
-		{Config{Cluster: []string{"127.0.0.1:1"}, Addr: "127.0.0.1:2"}, "exclude each other"},
+		{Config{Options: redisopts.Options{DB: 1}, Cluster: []string{"127.0.0.1:1"}}, "only database 0"},
+		{Config{Options: redisopts.Options{Addr: "127.0.0.1:2"}, Cluster: []string{"127.0.0.1:1"}}, "exclude each other"},
 		{Config{Cluster: []string{"nohost"}}, "Config.Cluster[0]"},
 		{Config{}, "Config.Addr (or Config.Cluster) is required"},
 	} {
@@ -389,7 +391,7 @@ func TestStoreClusterConfig(t *testing.T) {
 			t.Errorf("Validate(%v) = %v, want an error with %q", tc.cfg, err, tc.want)
 		}
 	}
-	if got := (Config{Cluster: []string{"a:1", "b:2"}, Password: "secret"}).String(); strings.Contains(got, "secret") || !strings.Contains(got, `"a:1" "b:2"`) {
+	if got := (Config{Options: redisopts.Options{Password: "secret"}, Cluster: []string{"a:1", "b:2"}}).String(); strings.Contains(got, "secret") || !strings.Contains(got, `"a:1" "b:2"`) {
 		t.Errorf("String() = %s", got)
 	}
 	c := testutil.StartRedisCluster(t, 3)

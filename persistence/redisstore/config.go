@@ -1,12 +1,13 @@
 package redisstore
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"strings"
 	"time"
+
+	"github.com/joinery/joinery/connopts/redisopts"
 )
 
 // DefaultKeyPrefix is the key prefix used when Config.KeyPrefix is empty.
@@ -16,28 +17,17 @@ const DefaultKeyPrefix = "joinery"
 // to it. The zero value of each optional field means its default. New never
 // modifies the caller's Config (it clones TLS and Cluster).
 type Config struct {
-	// Addr is the server's host:port. Exactly one of Addr and Cluster is
-	// set.
-	Addr string
+	// Options is the connection, the type every Redis user of Joinery
+	// shares (connopts/redisopts): Addr, Username, Password, DB, TLS and
+	// OnError (called for each failed Redis call: the node's
+	// joinery_redis_errors_total). Exactly one of Addr and Cluster is set.
+	// DB must be 0 with Cluster (a cluster has only database 0).
+	redisopts.Options
 	// Cluster, when not empty, makes the store a Redis Cluster client: the
 	// host:port of some of the cluster's nodes (one is enough; more survive
 	// one being down at start). The client learns the slot map from them and
-	// follows MOVED and ASK redirections. DB must be 0 with Cluster (a
-	// cluster has only database 0).
+	// follows MOVED and ASK redirections.
 	Cluster []string
-	// Username is the ACL user; empty means the default user.
-	Username string
-	// Password authenticates Username (or the default user); empty means no
-	// AUTH.
-	Password string
-	// DB is the logical database to SELECT; 0 by default. Must be >= 0.
-	DB int
-	// TLS, when not nil, makes the connection use TLS with this
-	// configuration.
-	TLS *tls.Config
-	// OnRedisError, when set, is called for each failed Redis call
-	// (redisopts.Failed): the node's joinery_redis_errors_total. Optional.
-	OnRedisError func()
 	// KeyPrefix starts every key the store writes; DefaultKeyPrefix when
 	// empty. It must not contain "{" or "}", which would break the hash
 	// tags that place the keys in cluster slots (see the package doc).
@@ -68,7 +58,7 @@ func (c Config) replicaTimeout() time.Duration {
 // DefaultConfig returns the configuration of a Redis on localhost:6379 with
 // the default key prefix.
 func DefaultConfig() Config {
-	return Config{Addr: "127.0.0.1:6379", KeyPrefix: DefaultKeyPrefix}
+	return Config{Options: redisopts.Options{Addr: "127.0.0.1:6379"}, KeyPrefix: DefaultKeyPrefix}
 }
 
 // Validate reports every problem of c at once, each naming its field.

@@ -238,7 +238,7 @@
 //
 // Usage:
 //
-//	s, err := redisstore.New(ctx, redisstore.Config{Addr: "redis:6379"})
+//	s, err := redisstore.New(ctx, redisstore.Config{Options: redisopts.Options{Addr: "redis:6379"}})
 //	// or, on a Redis Cluster:
 //	s, err := redisstore.New(ctx, redisstore.Config{Cluster: []string{"redis-0:6379", "redis-1:6379"}})
 //	if err != nil {

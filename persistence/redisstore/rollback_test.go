@@ -15,6 +15,8 @@ import (
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
+
+	"github.com/joinery/joinery/connopts/redisopts"
 )
 
 func rawClient(t *testing.T, addr string) *redis.Client {
@@ -184,7 +186,7 @@ func TestStoreRedisMinReplicas(t *testing.T) {
 	open := func(n int, timeout time.Duration) *Store {
 		c, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		s, err := New(c, Config{Addr: m.Addr, MinReplicas: n, ReplicaTimeout: timeout})
+		s, err := New(c, Config{Options: redisopts.Options{Addr: m.Addr}, MinReplicas: n, ReplicaTimeout: timeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,9 +250,9 @@ func TestConfigMinReplicas(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Addr: "r:1", MinReplicas: 1, ReplicaTimeout: time.Second}, ""},
-		{Config{Addr: "r:1", MinReplicas: -1}, "MinReplicas -1 is negative"},
-		{Config{Addr: "r:1", ReplicaTimeout: -time.Second}, "ReplicaTimeout -1s is negative"},
+		{Config{Options: redisopts.Options{Addr: "r:1"}, MinReplicas: 1, ReplicaTimeout: time.Second}, ""},
+		{Config{Options: redisopts.Options{Addr: "r:1"}, MinReplicas: -1}, "MinReplicas -1 is negative"},
+		{Config{Options: redisopts.Options{Addr: "r:1"}, ReplicaTimeout: -time.Second}, "ReplicaTimeout -1s is negative"},
 		{Config{Cluster: []string{"r:1"}, MinReplicas: 1}, "not supported with Config.Cluster"},
 	} {
 		err := c.cfg.Validate()

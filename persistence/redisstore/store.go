@@ -81,8 +81,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			ContextTimeoutEnabled:      true,
 			MaintNotificationsConfig:   noMaint(),
 		})
-		if cfg.OnRedisError != nil {
-			cc.AddHook(redisopts.ErrorHook(cfg.OnRedisError))
+		if cfg.OnError != nil {
+			cc.AddHook(redisopts.ErrorHook(cfg.OnError))
 		}
 		s.client = cc
 		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
@@ -97,7 +97,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		return s, nil
 	}
-	c := redisopts.Options{Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB, TLS: tc, OnError: cfg.OnRedisError}.Client()
+	c := cfg.Options.Client() // clones TLS
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("redisstore: cannot reach redis at %s: %w", cfg.Addr, err)

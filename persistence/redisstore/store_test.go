@@ -21,13 +21,15 @@ import (
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/persistence/storetest"
 	"github.com/joinery/joinery/record"
+
+	"github.com/joinery/joinery/connopts/redisopts"
 )
 
 func newStore(t testing.TB, addr string) *Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := New(ctx, Config{Addr: addr})
+	s, err := New(ctx, Config{Options: redisopts.Options{Addr: addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func TestStoreRedisConformance(t *testing.T) {
 func TestStoreRedisKeyPrefix(t *testing.T) {
 	r := testutil.StartRedis(t)
 	ctx := context.Background()
-	a, err := New(ctx, Config{Addr: r.Addr, KeyPrefix: "a"})
+	a, err := New(ctx, Config{Options: redisopts.Options{Addr: r.Addr}, KeyPrefix: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +173,10 @@ func TestStoreRedisConfigValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("DefaultConfig().Validate() = %v", err)
 	}
-	if err := (Config{Addr: "localhost:6379"}).Validate(); err != nil {
+	if err := (Config{Options: redisopts.Options{Addr: "localhost:6379"}}).Validate(); err != nil {
 		t.Fatalf("minimal config: %v", err)
 	}
-	err := Config{Addr: "no-port", DB: -1, KeyPrefix: "x{y}"}.Validate()
+	err := Config{Options: redisopts.Options{Addr: "no-port", DB: -1}, KeyPrefix: "x{y}"}.Validate()
 	if err == nil {
 		t.Fatal("bad config validated")
 	}
@@ -189,7 +191,7 @@ func TestStoreRedisConfigValidate(t *testing.T) {
 	if _, err := New(context.Background(), Config{}); err == nil {
 		t.Error("New with an empty config succeeded")
 	}
-	if s := (Config{Addr: "h:1", Password: "secret"}).String(); strings.Contains(s, "secret") {
+	if s := (Config{Options: redisopts.Options{Addr: "h:1", Password: "secret"}}).String(); strings.Contains(s, "secret") {
 		t.Errorf("String() leaks the password: %s", s)
 	}
 }
@@ -198,7 +200,7 @@ func TestStoreRedisUnreachable(t *testing.T) {
 	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(testutil.FreePort(t)))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := New(ctx, Config{Addr: addr})
+	_, err := New(ctx, Config{Options: redisopts.Options{Addr: addr}})
 	if err == nil || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("New on a closed port = %v, want an error naming %s", err, addr)
 	}
@@ -237,7 +239,7 @@ func TestStoreRedisUnresponsive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = New(ctx, Config{Addr: l.Addr().String()})
+	_, err = New(ctx, Config{Options: redisopts.Options{Addr: l.Addr().String()}})
 	if err == nil {
 		t.Fatal("New against a silent server succeeded")
 	}
