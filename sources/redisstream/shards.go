@@ -67,7 +67,10 @@ func Open(ctx context.Context, cfg Config) (sources.Source, error) {
 // min(Lease/3, 250ms), whether or not the caller reads (an ingest stalled
 // on a dead node's keys keeps its registration and hands shards over).
 // Each held shard has a reader goroutine that runs the shard's Source and
-// hands its batches to Read; Read returns one shard's batch at a time.
+// hands its batches to Read; Read returns the batches of every shard that
+// has one ready, up to max entries: as the caller falls behind, more shards
+// wait with a batch and each shard's next read finds more entries, so the
+// batches grow with the load.
 // Config.OnPartitions is called from the manager goroutine. Read and
 // Commit may be called from different goroutines; Read is not called
 // concurrently with itself.
@@ -78,6 +81,7 @@ type Sharded struct {
 	drain  time.Duration
 
 	items chan shardItem
+	next  *shardItem    // Read alone: an item taken from items and not returned yet
 	max   atomic.Int64  // the max of the last Read, for the readers
 	errs  chan error    // the manager's errors, for Read
 	stop  chan struct{} // closed by Close: the manager stops
@@ -238,12 +242,13 @@ func (s *Sharded) members(ctx context.Context) ([]string, error) {
 	return dedup(readers), nil
 }
 
-// Read returns the next batch of one held shard, up to max entries in that
-// shard's stream order (so offsets grow strictly per partition), or an
-// empty slice and a nil error when none arrived within Config.Block.
-// Errors of a shard or of the rebalancing (a transient one
-// marked sources.Transient) are returned as they come; ctx.Err() when ctx
-// ends, ErrClosed after Close.
+// Read returns the next batches of the held shards that have one ready,
+// up to max entries (at least one shard's batch), each shard's in its
+// stream order (so offsets grow strictly per partition), or an empty slice
+// and a nil error when none arrived within Config.Block. Errors of a shard
+// or of the rebalancing (a transient one marked sources.Transient) are
+// returned as they come, never with entries; ctx.Err() when ctx ends,
+// ErrClosed after Close.
 func (s *Sharded) Read(ctx context.Context, max int) ([]sources.Message, error) {
 	if max <= 0 {
 		max = 1
@@ -252,20 +257,50 @@ func (s *Sharded) Read(ctx context.Context, max int) ([]sources.Message, error) 
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	t := time.NewTimer(s.cfg.Block)
-	defer t.Stop()
+	it, ok := s.ready()
+	if !ok {
+		t := time.NewTimer(s.cfg.Block)
+		defer t.Stop()
+		select {
+		case it = <-s.items:
+		case err := <-s.errs:
+			return nil, err
+		case <-t.C:
+			return []sources.Message{}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	msgs := it.msgs
+	for len(msgs) < max {
+		more, ok := s.ready()
+		if !ok {
+			break
+		}
+		if more.err != nil || len(msgs)+len(more.msgs) > max {
+			s.next = &more // for the next Read
+			break
+		}
+		msgs = append(msgs, more.msgs...)
+	}
+	return msgs, nil
+}
+
+// ready returns the item a shard reader has ready, without waiting (the
+// one the last Read left first).
+func (s *Sharded) ready() (shardItem, bool) {
+	if it := s.next; it != nil {
+		s.next = nil
+		return *it, true
+	}
 	select {
 	case it := <-s.items:
-		if it.err != nil {
-			return nil, it.err
-		}
-		return it.msgs, nil
-	case err := <-s.errs:
-		return nil, err
-	case <-t.C:
-		return []sources.Message{}, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		return it, true
+	default:
+		return shardItem{}, false
 	}
 }
 
