@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/joinery/joinery/internal/backoff"
-	"github.com/joinery/joinery/internal/streamshard"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/internal/backoff"
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sources"
 )
@@ -589,16 +590,18 @@ func (s *Sharded) release(h *heldShard) {
 }
 
 // Commit acknowledges, per shard, every entry delivered up to the offset
-// committed for the shard's partition (see Source.Commit). Positions of
-// other sources, and of shards this source no longer holds, are ignored:
-// their entries stay pending for the shard's next holder to re-deliver.
+// committed for the shard's partition (see Source.Commit), every shard's in
+// one round trip. Positions of other sources, and of shards this source no
+// longer holds, are ignored: their entries stay pending for the shard's
+// next holder to re-deliver.
 func (s *Sharded) Commit(ctx context.Context, upTo []record.Position) error {
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
 		return ErrClosed
 	}
-	byShard := map[*Source][]record.Position{}
+	byShard := map[int]*Source{}
+	offset := map[int]int64{}
 	for _, p := range upTo {
 		if p.Source != s.cfg.Name {
 			continue
@@ -607,18 +610,49 @@ func (s *Sharded) Commit(ctx context.Context, upTo []record.Position) error {
 			s.mu.Unlock()
 			return fmt.Errorf("redisstream: commit %v: source %s has partitions 0..%d", p, s.cfg.Name, s.cfg.Shards-1)
 		}
-		if h := s.mu.shards[int(p.Partition)]; h != nil {
-			byShard[h.src] = append(byShard[h.src], p)
+		i := int(p.Partition)
+		if h := s.mu.shards[i]; h != nil {
+			byShard[i] = h.src
+			if o, ok := offset[i]; !ok || p.Offset > o {
+				offset[i] = p.Offset
+			}
 		}
 	}
 	s.mu.Unlock()
-	var errs []error
-	for src, ps := range byShard {
-		if err := src.Commit(ctx, ps); err != nil && !errors.Is(err, ErrClosed) {
-			errs = append(errs, err)
+	// Each shard's commits are serialised (commitMu, taken in shard order).
+	order := slices.Sorted(maps.Keys(byShard))
+	var acks []ack
+	for _, i := range order {
+		src := byShard[i]
+		src.commitMu.Lock()
+		defer src.commitMu.Unlock()
+		a, err := src.prepareAck(offset[i])
+		if errors.Is(err, ErrClosed) {
+			continue // released meanwhile: its entries stay pending
+		}
+		if err != nil {
+			return err
+		}
+		if a.n > 0 {
+			acks = append(acks, a)
 		}
 	}
-	return errors.Join(errs...)
+	if len(acks) == 0 {
+		return nil
+	}
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, a := range acks {
+			a.queue(ctx, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisstream: ack entries of %d shards of %s: %w", len(acks), s.cfg.Stream, err)
+	}
+	for _, a := range acks {
+		a.s.acked(a.n)
+	}
+	return nil
 }
 
 func (s *Sharded) isClosed() bool {
