@@ -211,6 +211,7 @@ type Source struct {
 	cfg    Config
 	client *redis.Client
 	shared bool   // client belongs to a sharded source: Close leaves it open
+	noWait bool   // Read never waits for new entries (a sharded source's pump waits for all its shards)
 	lease  *lease // nil: no lease (Config.Lease negative)
 
 	// State touched by Read alone.
@@ -814,11 +815,11 @@ func (s *Source) readLeased(ctx context.Context, max int) ([]sources.Message, er
 		case lost:
 			return nil, ErrLeaseLost
 		case len(entries) > 0:
-			if len(entries) < max {
+			if len(entries) < max && !s.noWait {
 				s.waitFrom = entries[len(entries)-1].ID
 			}
 			return s.deliver(entries)
-		case try > 0:
+		case try > 0 || s.noWait:
 			return []sources.Message{}, nil
 		}
 		err = s.client.XRead(ctx, &redis.XReadArgs{Streams: []string{s.cfg.Stream, lastID}, Count: 1, Block: s.cfg.Block}).Err()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/joinery/joinery/internal/backoff"
 	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sources"
@@ -67,11 +66,13 @@ func Open(ctx context.Context, cfg Config) (sources.Source, error) {
 // A manager goroutine registers the source and rebalances every
 // min(Lease/3, 250ms), whether or not the caller reads (an ingest stalled
 // on a dead node's keys keeps its registration and hands shards over).
-// Each held shard has a reader goroutine that runs the shard's Source and
-// hands its batches to Read; Read returns the batches of every shard that
-// has one ready, up to max entries: as the caller falls behind, more shards
-// wait with a batch and each shard's next read finds more entries, so the
-// batches grow with the load.
+// One goroutine, the pump, reads every held shard (joint.go: the shards
+// past their start are read together, one round trip for all, and one
+// XREAD waits on all of them) and hands their batches to Read, a round's
+// worth buffered; Read returns the batches of every shard that has one
+// ready, up to max entries: while the caller works, the shards' entries
+// wait in Redis and the next round takes them all, so the batches grow
+// with the load.
 // Config.OnPartitions is called from the manager goroutine. Read and
 // Commit may be called from different goroutines; Read is not called
 // concurrently with itself.
@@ -81,12 +82,14 @@ type Sharded struct {
 	every  time.Duration // rebalance period
 	drain  time.Duration
 
-	items chan shardItem
-	next  *shardItem    // Read alone: an item taken from items and not returned yet
-	max   atomic.Int64  // the max of the last Read, for the readers
-	errs  chan error    // the manager's errors, for Read
-	stop  chan struct{} // closed by Close: the manager stops
-	done  chan struct{} // closed when the manager returned
+	items  chan shardItem // the pump's batches, a round's worth (one per shard) buffered
+	next   *shardItem     // Read alone: an item taken from items and not returned yet
+	max    atomic.Int64   // the max of the last Read, for the readers
+	errs   chan error     // the manager's errors, for Read
+	stop   chan struct{}  // closed by Close: the manager and the pump stop
+	done   chan struct{}  // closed when the manager returned
+	pumped chan struct{}  // closed when the pump (joint.go) returned
+	taken  chan struct{}  // a shard was taken: the pump reads it at once
 
 	mu struct {
 		sync.Mutex
@@ -101,15 +104,23 @@ type Sharded struct {
 type heldShard struct {
 	i        int
 	src      *Source
-	stop     chan struct{} // closed (halt) to stop the reader
+	stop     chan struct{} // closed (halt) to stop reading the shard
 	halted   sync.Once
-	done     chan struct{} // closed when the reader returned
-	draining time.Time     // when the hand-over started; zero while reading (Sharded.mu)
-	lost     atomic.Bool   // the reader saw ErrLeaseLost
+	done     chan struct{} // closed (finish) once the pump no longer reads the shard
+	finished sync.Once
+	draining time.Time   // when the hand-over started; zero while reading (Sharded.mu)
+	lost     atomic.Bool // the pump saw ErrLeaseLost
+
+	// The pump alone: after an error, when the shard is read again.
+	retryAt time.Time
+	retries int
 }
 
-// halt stops h's reader (idempotent).
+// halt stops reading h (idempotent).
 func (h *heldShard) halt() { h.halted.Do(func() { close(h.stop) }) }
+
+// finish says the pump no longer reads h (idempotent).
+func (h *heldShard) finish() { h.finished.Do(func() { close(h.done) }) }
 
 type shardItem struct {
 	shard int
@@ -152,11 +163,13 @@ func NewSharded(ctx context.Context, cfg Config) (*Sharded, error) {
 		}
 	}
 	s := &Sharded{cfg: cfg, client: client, every: min(max(cfg.Lease/3, 10*time.Millisecond), 250*time.Millisecond),
-		drain: DefaultDrain, items: make(chan shardItem), errs: make(chan error, 1),
-		stop: make(chan struct{}), done: make(chan struct{}), freeSince: map[int]time.Time{}}
+		drain: DefaultDrain, items: make(chan shardItem, cfg.Shards), errs: make(chan error, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), pumped: make(chan struct{}), taken: make(chan struct{}, 1),
+		freeSince: map[int]time.Time{}}
 	s.mu.shards = map[int]*heldShard{}
 	s.max.Store(512)
 	go s.manage()
+	go s.pump()
 	return s, nil
 }
 
@@ -472,7 +485,7 @@ func (s *Sharded) take(ctx context.Context, i int) (bool, error) {
 	cfg.Shards, cfg.Members, cfg.OnPartitions = 0, nil, nil
 	cfg.partition = int32(i)
 	src := newWith(cfg, s.client)
-	src.shared = true
+	src.shared, src.noWait = true, true // the pump waits for every shard at once
 	src.cfg.Name = s.cfg.Name
 	ok, err := src.lease.tryAcquire(ctx, s.client, s.cfg.Consumer)
 	if err != nil || !ok {
@@ -490,55 +503,11 @@ func (s *Sharded) take(ctx context.Context, i int) (bool, error) {
 	if s.cfg.OnPartitions != nil {
 		s.cfg.OnPartitions([]int32{int32(i)}, nil)
 	}
-	go s.readShard(h)
-	return true, nil
-}
-
-// readShard reads shard h until stopped, handing each batch to Read. A
-// batch read but not handed over when it is stopped is forgotten (it stays
-// pending in the group, for the next holder to claim).
-func (s *Sharded) readShard(h *heldShard) {
-	defer close(h.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-h.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	bo := backoff.Backoff{Initial: 10 * time.Millisecond, Max: time.Second}
-	for {
-		msgs, err := h.src.Read(ctx, int(s.max.Load()))
-		if ctx.Err() != nil {
-			h.src.forget(len(msgs))
-			return
-		}
-		if err == nil && len(msgs) == 0 {
-			continue
-		}
-		if errors.Is(err, ErrLeaseLost) {
-			h.lost.Store(true) // finishDrains drops the shard
-			return
-		}
-		it := shardItem{shard: h.i, msgs: msgs, err: err}
-		select {
-		case s.items <- it:
-		case <-h.stop:
-			h.src.forget(len(msgs))
-			return
-		}
-		switch {
-		case err == nil:
-			bo.Reset()
-		default:
-			// Read reported it; wait before trying again (ctx ends with h.stop).
-			if bo.Wait(ctx) != nil {
-				return
-			}
-		}
+	select {
+	case s.taken <- struct{}{}:
+	default:
 	}
+	return true, nil
 }
 
 // handOver stops reading h; finishDrains releases its lease once what was
@@ -683,8 +652,9 @@ func (s *Sharded) Close() error {
 		for _, h := range held {
 			h.halt()
 		}
+		<-s.pumped
 		for _, h := range held {
-			<-h.done
+			h.finish()
 			_ = h.src.Close()
 		}
 		// Leave the readers at once, so the others take the shards over
