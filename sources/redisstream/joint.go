@@ -125,12 +125,8 @@ func jointRead(ctx context.Context, c *redis.Client, hs []*heldShard, count int)
 // shard stopped or its lease lost.
 func (s *Sharded) pump() {
 	defer close(s.pumped)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := s.stopContext()
 	defer cancel()
-	go func() {
-		<-s.stop
-		cancel()
-	}()
 	known := map[*heldShard]bool{}
 	defer func() {
 		for h := range known {

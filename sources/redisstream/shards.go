@@ -177,12 +177,8 @@ func NewSharded(ctx context.Context, cfg Config) (*Sharded, error) {
 // unreachable, say) is handed to Read, once, and the next round retries.
 func (s *Sharded) manage() {
 	defer close(s.done)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := s.stopContext()
 	defer cancel()
-	go func() {
-		<-s.stop
-		cancel()
-	}()
 	t := time.NewTicker(s.every)
 	defer t.Stop()
 	for {
@@ -202,6 +198,19 @@ func (s *Sharded) manage() {
 		case <-t.C:
 		}
 	}
+}
+
+// stopContext is a context that ends at Close.
+func (s *Sharded) stopContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // Held returns the shards this source holds the lease of, reading or
