@@ -57,6 +57,11 @@ func (r *reader) collect(ctx context.Context, queue <-chan *batch) error {
 			n.evt.release(b)
 			r.wg.Done()
 		}
+		r.pending.Add(-int64(len(group)))
+		select {
+		case r.freed <- struct{}{}:
+		default:
+		}
 	}
 	return failed
 }
