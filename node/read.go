@@ -83,7 +83,7 @@ type reader struct {
 const busyDepth = 2
 
 // waitBusy holds the next read while busyDepth batches are in flight and
-// the last read was short (it took what the source had): what arrives
+// the last read was short (under half a batch: it took what the source had): what arrives
 // meanwhile makes the next batch, so batches grow with the load and the
 // per-batch costs (a key's state write, the commits) are shared, instead
 // of a stream of one-record batches keeping the node at its CPU limit. A
@@ -125,7 +125,9 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 			return err
 		}
 		msgs, err := r.src.Read(ctx, max)
-		lastFull = len(msgs) >= max
+		// Half a batch or more: a backlog (a sharded source's read may stop
+		// short of max at a shard's batch that does not fit).
+		lastFull = len(msgs) >= max/2
 		if sources.IsTransient(err) {
 			// The source's system is unreachable or restarting (Redis down):
 			// stall, retrying with backoff, as state writes do; give up only
