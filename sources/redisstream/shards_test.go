@@ -444,3 +444,68 @@ func TestShardedReadCoalesces(t *testing.T) {
 		t.Errorf("read %d entries, want %d", total, shards*per)
 	}
 }
+
+// TestShardedJointRead: once its shards have started, a sharded source
+// reads them together: entries that arrive on every shard at once are read
+// by one script for all of them (the lease of each checked in it), not one
+// per shard.
+func TestShardedJointRead(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	ctx := context.Background()
+	const shards = 4
+	src, err := NewSharded(ctx, Config{Name: "cdc", Addr: rs.Addr, Stream: "cdc", Group: "g",
+		Consumer: "a", Block: 50 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if got := src.Held(); len(got) != shards {
+			return fmt.Errorf("holds %v", got)
+		}
+		return nil
+	})
+	time.Sleep(200 * time.Millisecond) // every shard past its start, the pump waiting on all
+	scripts := func() int {
+		info, err := rc.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+				n, _, _ := strings.Cut(rest, ",")
+				var calls int
+				fmt.Sscan(n, &calls)
+				return calls
+			}
+		}
+		return 0
+	}
+	before := scripts()
+	// One entry on every shard, at once.
+	if _, err := rc.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range shards {
+			p.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", i), Values: []string{ValueField, "x"}})
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for got < shards && time.Now().Before(deadline) {
+		msgs, err := src.Read(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += len(msgs)
+	}
+	if got != shards {
+		t.Fatalf("read %d entries, want %d", got, shards)
+	}
+	if n := scripts() - before; n >= shards {
+		t.Errorf("%d read scripts for %d shards' entries that came at once; want them read together", n, shards)
+	}
+}
