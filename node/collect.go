@@ -9,33 +9,79 @@ import (
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter"
 	"github.com/joinery/joinery/sinks/deadletter/reason"
+	"github.com/joinery/joinery/sources"
 )
 
 // collect waits for each batch's answers in order, writes outputs, then
-// commits the batch's offsets.
+// commits the batch's offsets. The batches queued behind one whose answers
+// came are completed with it (completeGroup): one sink write, one offset
+// commit and one source commit for all of them, so these round trips are
+// paid per group, and a group grows with the load (at a trickle it is one
+// batch, and nothing waits for another).
 func (r *reader) collect(ctx context.Context, queue <-chan *batch) error {
 	n := r.n
 	var failed error
+	group := make([]*batch, 0, maxInflight)
+	var answered []answeredBatch
 	for b := range queue {
+		group, answered = append(group[:0], b), answered[:0]
 		if failed == nil {
-			if err := r.complete(ctx, b); err != nil {
-				failed = err
+			var a answeredBatch
+			if a, failed = r.answers(ctx, b); failed == nil {
+				answered = append(answered, a)
 			}
 		}
+		// The batches already queued join the group; their answers are
+		// awaited in order, as a batch's own are.
+	more:
+		for failed == nil && len(group) < maxInflight {
+			select {
+			case nb, ok := <-queue:
+				if !ok {
+					break more
+				}
+				group = append(group, nb)
+				var a answeredBatch
+				if a, failed = r.answers(ctx, nb); failed == nil {
+					answered = append(answered, a)
+				}
+			default:
+				break more
+			}
+		}
+		if failed == nil {
+			failed = r.completeGroup(ctx, group, answered)
+		}
 		// Drain after a failure so the reader never blocks.
-		n.evt.release(b)
-		r.wg.Done()
+		for _, b := range group {
+			n.evt.release(b)
+			r.wg.Done()
+		}
+		r.pending.Add(-int64(len(group)))
+		select {
+		case r.freed <- struct{}{}:
+		default:
+		}
 	}
 	return failed
 }
 
-func (r *reader) complete(ctx context.Context, b *batch) error {
+// answeredBatch is a batch's answers: the outputs the reader writes to
+// every sink (outs) and to its node-local sinks alone (owned: the keys'
+// owners wrote them to the shared sinks).
+type answeredBatch struct {
+	outs, owned []record.Output
+}
+
+// answers awaits b's answers in order and forgets its requests as
+// answered.
+func (r *reader) answers(ctx context.Context, b *batch) (answeredBatch, error) {
 	n := r.n
-	var outs, owned []record.Output // owned: the keys' owners wrote them to the shared sinks
+	var a answeredBatch
 	for _, c := range b.calls {
 		ap, kouts, written, err := r.await(ctx, c)
 		if err != nil {
-			return err
+			return a, err
 		}
 		n.stats.addSkipped(int(ap.Skipped))
 		n.stats.Duplicates.Add(int64(ap.Duplicates))
@@ -43,9 +89,9 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 			r.late(b, c.key, l)
 		}
 		if written {
-			owned = append(owned, kouts...)
+			a.owned = append(a.owned, kouts...)
 		} else {
-			outs = append(outs, kouts...)
+			a.outs = append(a.outs, kouts...)
 		}
 	}
 	keys := make([]record.Key, len(b.calls))
@@ -55,7 +101,32 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 	n.inflight.mu.Lock()
 	r.sender.Answered(&n.inflight.keys, b.seq, keys)
 	n.inflight.mu.Unlock()
-	if err := r.repartition(ctx, b); err != nil { // before the raw offsets are committed
+	return a, nil
+}
+
+// completeGroup finishes answered batches, in order: their repartition
+// writes, then their outputs (in batch order) and dead letters, then the
+// offsets they cover, committed to the store and the source at once (every
+// batch before them is committed, so the group's highest position of each
+// partition closes a contiguous completed range).
+func (r *reader) completeGroup(ctx context.Context, group []*batch, answered []answeredBatch) error {
+	n := r.n
+	var outs, owned []record.Output
+	var dead []deadletter.Record
+	var forward []sources.Forward
+	last := map[string]record.Position{}
+	for i, b := range group {
+		outs = append(outs, answered[i].outs...)
+		owned = append(owned, answered[i].owned...)
+		dead = append(dead, b.dead...)
+		forward = append(forward, b.forward...)
+		for part, p := range b.last {
+			if q, ok := last[part]; !ok || p.Offset > q.Offset {
+				last[part] = p
+			}
+		}
+	}
+	if err := r.repartition(ctx, forward); err != nil { // before the raw offsets are committed
 		return err
 	}
 	if err := n.out.write(ctx, outs, n.retry); err != nil {
@@ -65,22 +136,22 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 		return fmt.Errorf("sink: %w", err)
 	}
 	n.stats.addOut(len(outs) + len(owned))
-	if len(b.dead) > 0 && r.dl != nil {
+	if len(dead) > 0 && r.dl != nil {
 		// Like the outputs, dead letters are durable before the offsets
 		// that pass their records are committed.
 		if err := n.retry(ctx, "write dead letters", func(ctx context.Context) error {
-			return r.dl.Write(ctx, b.dead)
+			return r.dl.Write(ctx, dead)
 		}); err != nil {
 			return fmt.Errorf("dead letter: %w", err)
 		}
-		n.stats.DeadLettered.Add(int64(len(b.dead)))
-		for _, d := range b.dead {
+		n.stats.DeadLettered.Add(int64(len(dead)))
+		for _, d := range dead {
 			n.metrics.DeadLetters.WithLabelValues(n.spec.Name, d.Source).Inc()
 		}
 	}
-	positions := make([]record.Position, 0, len(b.last))
-	offsets := make(map[string]int64, len(b.last))
-	for part, p := range b.last {
+	positions := make([]record.Position, 0, len(last))
+	offsets := make(map[string]int64, len(last))
+	for part, p := range last {
 		positions = append(positions, p)
 		offsets[part] = p.Offset
 	}
@@ -98,7 +169,9 @@ func (r *reader) complete(ctx context.Context, b *batch) error {
 		return err
 	}
 	r.mu.Lock()
-	r.sender.Commit(offsets, b.fireWm)
+	for _, b := range group {
+		r.sender.Commit(offsets, b.fireWm)
+	}
 	r.mu.Unlock()
 	return nil
 }

@@ -74,6 +74,33 @@ type reader struct {
 	lastFire int64               // watermark up to which due timers were asked for
 	parts    map[string]struct{} // partitions this source delivered
 	wg       sync.WaitGroup      // batches queued and not completed
+
+	// Batches queued and not completed (pending), and a poke after each
+	// group the collector completes (freed): see waitBusy.
+	pending atomic.Int64
+	freed   chan struct{}
+}
+
+// busyDepth is how many batches may be in flight before a reader whose
+// last read was not full waits for one to complete before it reads again.
+const busyDepth = 2
+
+// waitBusy holds the next read while busyDepth batches are in flight and
+// the last read was short (under half a batch: it took what the source had): what arrives
+// meanwhile makes the next batch, so batches grow with the load and the
+// per-batch costs (a key's state write, the commits) are shared, instead
+// of a stream of one-record batches keeping the node at its CPU limit. A
+// full read (a backlog) reads on at once, and an idle node (nothing in
+// flight) never waits.
+func (r *reader) waitBusy(ctx context.Context, lastFull bool) error {
+	for !lastFull && r.freed != nil && r.pending.Load() >= busyDepth {
+		select {
+		case <-r.freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
@@ -85,6 +112,7 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 		defer pace.Stop()
 	}
 	timed := r.n.evt != nil
+	lastFull := false
 	for {
 		if pace != nil {
 			select {
@@ -96,7 +124,13 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 		if err := r.n.checkStateBudget(); err != nil {
 			return err // statebudget.go: the embedded store is full
 		}
+		if err := r.waitBusy(ctx, lastFull); err != nil {
+			return err
+		}
 		msgs, err := r.src.Read(ctx, max)
+		// Half a batch or more: a backlog (a sharded source's read may stop
+		// short of max at a shard's batch that does not fit).
+		lastFull = len(msgs) >= max/2
 		if sources.IsTransient(err) {
 			// The source's system is unreachable or restarting (Redis down):
 			// stall, retrying with backoff, as state writes do; give up only
@@ -151,11 +185,13 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 // reading stops first (the batch's flight then ends: eventTime.release).
 func (r *reader) enqueue(ctx context.Context, queue chan<- *batch, b *batch) error {
 	r.wg.Add(1)
+	r.pending.Add(1)
 	select {
 	case queue <- b:
 		return nil
 	case <-ctx.Done():
 		r.n.evt.release(b)
+		r.pending.Add(-1)
 		r.wg.Done()
 		return ctx.Err()
 	}

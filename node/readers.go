@@ -143,7 +143,7 @@ func (n *Node) runSource(ctx context.Context, sp job.SourcePlan, dl deadletter.W
 	// joinery_source_lag_records (sourcelag.go), until before the source closes.
 	defer n.watchLag(ctx, cfg.Name, src)()
 	r := &reader{n: n, cfg: cfg, filter: sp.Filter, src: src, dl: dl, sender: sendstate.NewReader(sendstate.ReaderID(n.inflight.ids.Add(1))),
-		lastFire: math.MinInt64, parts: map[string]struct{}{}, role: role, groupOf: keyGroupOf(sp)}
+		lastFire: math.MinInt64, parts: map[string]struct{}{}, role: role, groupOf: keyGroupOf(sp), freed: make(chan struct{}, 1)}
 	if err := r.setRole(); err != nil { // repartition.go
 		return err
 	}

@@ -110,18 +110,18 @@ func keyGroupOf(sp job.SourcePlan) func(record.Key) int {
 // into Redis at once, faster than the key groups apply it.
 const maxRepartitionBacklog = 20000
 
-// repartition writes b's records to the repartition streams (readRaw),
-// retried as a commit is, then waits while a repartition stream holds
-// more than maxRepartitionBacklog entries: the batch's raw offsets are
-// committed after.
-func (r *reader) repartition(ctx context.Context, b *batch) error {
-	if len(b.forward) == 0 {
+// repartition writes forward, the records of a group of batches, to the
+// repartition streams (readRaw), retried as a commit is, then waits while a
+// repartition stream holds more than maxRepartitionBacklog entries: the
+// batches' raw offsets are committed after.
+func (r *reader) repartition(ctx context.Context, forward []sources.Forward) error {
+	if len(forward) == 0 {
 		return nil
 	}
 	var backlog int64
 	if err := r.n.retry(ctx, "repartition", func(ctx context.Context) error {
 		var err error
-		backlog, err = r.fwd.Repartition(ctx, b.forward)
+		backlog, err = r.fwd.Repartition(ctx, forward)
 		return err
 	}); err != nil {
 		return err

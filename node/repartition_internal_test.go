@@ -48,7 +48,7 @@ func TestRepartitionWaitsForBacklog(t *testing.T) {
 			r := &reader{n: &Node{}, fwd: f}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if err := r.repartition(ctx, &batch{forward: fwd}); err != nil {
+			if err := r.repartition(ctx, fwd); err != nil {
 				t.Fatal(err)
 			}
 			if f.written != 1 || f.polls != tc.wantPolls || f.backlog > maxRepartitionBacklog {
@@ -60,7 +60,7 @@ func TestRepartitionWaitsForBacklog(t *testing.T) {
 	f := &fakeRepartitioner{backlog: maxRepartitionBacklog + 1}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if err := (&reader{n: &Node{}, fwd: f}).repartition(ctx, &batch{forward: fwd}); err == nil {
+	if err := (&reader{n: &Node{}, fwd: f}).repartition(ctx, fwd); err == nil {
 		t.Error("a backlog that never drains: no error once ctx ended")
 	}
 }

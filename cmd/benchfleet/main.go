@@ -61,7 +61,8 @@ func main() {
 	out := flag.String("out", "/tmp/joinery-bench-fleet.json", "JSON report")
 	plotOut := flag.String("plot", "", "PNG plot of throughput and p99 against nodes (empty: none)")
 	profNodes := flag.String("profile-nodes", "", "fleet sizes (comma separated) of which to take a 10 s CPU profile of node 1")
-	profOut := flag.String("profile", "/tmp/joinery-bench-fleet", "-profile-nodes writes PREFIX-<workload>-<N>nodes.pprof")
+	profOut := flag.String("profile", "/tmp/joinery-bench-fleet", "-profile-nodes writes PREFIX-<workload>-<N>nodes.pprof, -profile-latency PREFIX-<workload>-<N>nodes-latency.pprof")
+	profLat := flag.Bool("profile-latency", false, "take a CPU profile of node 1 over the middle half of every open-loop latency run")
 	dir := flag.String("dir", "", "working directory (default: a new one under /dev/shm or TMPDIR, removed unless -keep)")
 	keep := flag.Bool("keep", false, "keep the working directory (configs and logs)")
 	trickle := flag.Bool("trickle", false, "run the trickle row alone: one node without a CPU quota reads its backlog, then, once idle, gets one probe every 1/-trickle-rate s for -latency-duration; prints p50/p99/max event-to-sink (-nodes, -cpu and -plot are ignored; -workloads defaults to cdc)")
@@ -135,7 +136,7 @@ func main() {
 		Workloads: strings.Split(*workloads, ","), Source: *source, QuotaCPU: *quota, PeriodUs: int(period.Microseconds()), Partitions: *partitions,
 		Users: int(4000 * *scale), Domains: int(12000 * *scale), Changes: int(40000 * *scale),
 		Timeout: *timeout, LatencyFor: *latFor, LatencyLoad: *latLoad,
-		ProfileNodes: profSizes, ProfileOut: *profOut, Trickle: *trickle, TrickleRate: *trickleRate, TraceOut: *traceOut, ColdStart: *coldStart, Log: os.Stderr,
+		ProfileNodes: profSizes, ProfileOut: *profOut, ProfileLatency: *profLat, Trickle: *trickle, TrickleRate: *trickleRate, TraceOut: *traceOut, ColdStart: *coldStart, Log: os.Stderr,
 	}
 	rep, err := fleetbench.Run(ctx, cfg)
 	if len(rep.Results) > 0 {

@@ -160,11 +160,15 @@ func (r *Reader) NextSeq() uint64 {
 // sends them before another Send to keys (under the same lock).
 func (r *Reader) Send(keys *Keys, seq uint64, b *Batch, session string) []*keypb.Apply {
 	out := make([]*keypb.Apply, 0, len(b.order))
+	var committed map[string]int64 // one copy for the batch: the requests only read it
+	if len(r.committed) > 0 {
+		committed = maps.Clone(r.committed)
+	}
 	for _, k := range b.order {
 		a := b.applies[k]
 		a.Prev = keys.Prev(k)
-		if len(r.committed) > 0 {
-			a.Committed = maps.Clone(r.committed)
+		if committed != nil {
+			a.Committed = committed
 		}
 		a.Session = session
 		offs := map[string]int64{}

@@ -200,6 +200,7 @@ type Source struct {
 	cfg    Config
 	client *redis.Client
 	shared bool   // client belongs to a sharded source: Close leaves it open
+	noWait bool   // Read never waits for new entries (a sharded source's pump waits for all its shards)
 	lease  *lease // nil: no lease (Config.Lease negative)
 
 	// State touched by Read alone.
@@ -214,6 +215,7 @@ type Source struct {
 	rewoundTo    int64            // after a rewind: the group's last delivered offset before it; -1 none
 	tombstones   []delivered      // deleted pending entries found at start
 	queue        []redis.XMessage // entries to deliver before reading more
+	waitFrom     string           // readLeased: wait for entries after this ID before reading; "" read first
 	waitReported bool             // OnPartitions was told this source waits
 
 	commitMu sync.Mutex // serialises Commit
@@ -613,58 +615,84 @@ func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
 	}
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
-	s.mu.Lock()
-	if s.mu.closed {
-		s.mu.Unlock()
-		return ErrClosed
+	a, err := s.prepareAck(upToOffset)
+	if err != nil || a.n == 0 {
+		return err
 	}
-	n := 0
-	for n < len(s.mu.unacked) && s.mu.unacked[n].offset <= upToOffset {
-		n++
-	}
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = s.mu.unacked[i].id
-	}
-	var last int64
-	if n > 0 {
-		last = s.mu.unacked[n-1].offset
-	}
-	s.mu.Unlock()
-	if n == 0 {
-		return nil
-	}
-	lineage := ""
-	if s.cfg.Lineage != nil {
-		lineage = s.cfg.Lineage()
-	}
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for start := 0; start < len(ids); start += ackChunk {
-			p.XAck(ctx, s.cfg.Stream, s.cfg.Group, ids[start:min(start+ackChunk, len(ids))]...)
-		}
-		if lineage != "" {
-			p.Set(ctx, LineageKey(s.cfg.Stream, s.cfg.Group), lineage, 0)
-		}
-		if s.cfg.TrimAcked {
-			// Entries are delivered and acknowledged in stream order by the
-			// one lease holder, which re-delivers its predecessors' pending
-			// entries first: everything up to the last acknowledged is
-			// consumed. That last one stays: it is the store's committed
-			// offset, which the next reader's rewind check looks for (a
-			// store that lost writes then sees its own entry gone).
-			p.XTrimMinID(ctx, s.cfg.Stream, ID(last))
-		}
+	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		a.queue(ctx, p)
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("redisstream: ack %d entries of %s: %w", n, s.cfg.Stream, err)
+		return fmt.Errorf("redisstream: ack %d entries of %s: %w", a.n, s.cfg.Stream, err)
 	}
+	s.acked(a.n)
+	return nil
+}
+
+// ack is one source's part of a Commit: the first n delivered entries,
+// their IDs, the last one's offset, and the lineage to write beside them.
+type ack struct {
+	s       *Source
+	ids     []string
+	n       int
+	last    int64
+	lineage string
+}
+
+// prepareAck takes the delivered entries up to upTo for a commit; the
+// caller holds commitMu until it called acked (or gave up).
+func (s *Source) prepareAck(upTo int64) (ack, error) {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return ack{}, ErrClosed
+	}
+	n := 0
+	for n < len(s.mu.unacked) && s.mu.unacked[n].offset <= upTo {
+		n++
+	}
+	a := ack{s: s, n: n, ids: make([]string, n)}
+	for i := range a.ids {
+		a.ids[i] = s.mu.unacked[i].id
+	}
+	if n > 0 {
+		a.last = s.mu.unacked[n-1].offset
+	}
+	s.mu.Unlock()
+	if n > 0 && s.cfg.Lineage != nil {
+		a.lineage = s.cfg.Lineage()
+	}
+	return a, nil
+}
+
+// queue adds a's commands to a pipeline: its XACKs, the lineage, the trim.
+func (a ack) queue(ctx context.Context, p redis.Pipeliner) {
+	s := a.s
+	for start := 0; start < len(a.ids); start += ackChunk {
+		p.XAck(ctx, s.cfg.Stream, s.cfg.Group, a.ids[start:min(start+ackChunk, len(a.ids))]...)
+	}
+	if a.lineage != "" {
+		p.Set(ctx, LineageKey(s.cfg.Stream, s.cfg.Group), a.lineage, 0)
+	}
+	if s.cfg.TrimAcked {
+		// Entries are delivered and acknowledged in stream order by the
+		// one lease holder, which re-delivers its predecessors' pending
+		// entries first: everything up to the last acknowledged is
+		// consumed. That last one stays: it is the store's committed
+		// offset, which the next reader's rewind check looks for (a
+		// store that lost writes then sees its own entry gone).
+		p.XTrimMinID(ctx, s.cfg.Stream, ID(a.last))
+	}
+}
+
+// acked drops the first n delivered entries, acknowledged.
+func (s *Source) acked(n int) {
 	// Only Commit removes entries and Commits are serialised, so the first n
 	// are still the ones acknowledged; Read may have appended more since.
 	s.mu.Lock()
 	s.mu.unacked = append(s.mu.unacked[:0:0], s.mu.unacked[n:]...)
 	s.mu.Unlock()
-	return nil
 }
 
 // unackedCount is how many delivered entries are not acknowledged yet.
@@ -752,8 +780,22 @@ func (s *Source) holdLease(ctx context.Context) (bool, error) {
 
 // readLeased reads new entries with the lease checked in the same script;
 // when there are none it waits up to Block for the stream to grow (a plain
-// XREAD, which reads nothing for the group) and tries once more.
+// XREAD, which reads nothing for the group) and tries once more. After a
+// read that found fewer than max entries (it took what there was) the next
+// one waits first, from the last entry delivered: a shard that keeps up
+// pays a wait and a read per batch, not an empty read besides.
 func (s *Source) readLeased(ctx context.Context, max int) ([]sources.Message, error) {
+	if from := s.waitFrom; from != "" {
+		s.waitFrom = ""
+		err := s.client.XRead(ctx, &redis.XReadArgs{Streams: []string{s.cfg.Stream, from}, Count: 1, Block: s.cfg.Block}).Err()
+		if errors.Is(err, redis.Nil) {
+			s.waitFrom = from
+			return []sources.Message{}, nil
+		}
+		if err != nil {
+			return nil, s.readErr(ctx, fmt.Errorf("redisstream: wait for %s: %w", s.cfg.Stream, err))
+		}
+	}
 	for try := 0; ; try++ {
 		entries, lastID, lost, err := s.lease.read(ctx, s.client, s.cfg.Stream, s.cfg.Group, s.cfg.Consumer, max)
 		switch {
@@ -762,8 +804,11 @@ func (s *Source) readLeased(ctx context.Context, max int) ([]sources.Message, er
 		case lost:
 			return nil, ErrLeaseLost
 		case len(entries) > 0:
+			if len(entries) < max && !s.noWait {
+				s.waitFrom = entries[len(entries)-1].ID
+			}
 			return s.deliver(entries)
-		case try > 0:
+		case try > 0 || s.noWait:
 			return []sources.Message{}, nil
 		}
 		err = s.client.XRead(ctx, &redis.XReadArgs{Streams: []string{s.cfg.Stream, lastID}, Count: 1, Block: s.cfg.Block}).Err()

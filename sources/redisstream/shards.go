@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/joinery/joinery/internal/backoff"
-	"github.com/joinery/joinery/internal/streamshard"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sources"
 )
@@ -66,8 +66,13 @@ func Open(ctx context.Context, cfg Config) (sources.Source, error) {
 // A manager goroutine registers the source and rebalances every
 // min(Lease/3, 250ms), whether or not the caller reads (an ingest stalled
 // on a dead node's keys keeps its registration and hands shards over).
-// Each held shard has a reader goroutine that runs the shard's Source and
-// hands its batches to Read; Read returns one shard's batch at a time.
+// One goroutine, the pump, reads every held shard (joint.go: the shards
+// past their start are read together, one round trip for all, and one
+// XREAD waits on all of them) and hands their batches to Read, a round's
+// worth buffered; Read returns the batches of every shard that has one
+// ready, up to max entries: while the caller works, the shards' entries
+// wait in Redis and the next round takes them all, so the batches grow
+// with the load.
 // Config.OnPartitions is called from the manager goroutine. Read and
 // Commit may be called from different goroutines; Read is not called
 // concurrently with itself.
@@ -77,11 +82,14 @@ type Sharded struct {
 	every  time.Duration // rebalance period
 	drain  time.Duration
 
-	items chan shardItem
-	max   atomic.Int64  // the max of the last Read, for the readers
-	errs  chan error    // the manager's errors, for Read
-	stop  chan struct{} // closed by Close: the manager stops
-	done  chan struct{} // closed when the manager returned
+	items  chan shardItem // the pump's batches, a round's worth (one per shard) buffered
+	next   *shardItem     // Read alone: an item taken from items and not returned yet
+	max    atomic.Int64   // the max of the last Read, for the readers
+	errs   chan error     // the manager's errors, for Read
+	stop   chan struct{}  // closed by Close: the manager and the pump stop
+	done   chan struct{}  // closed when the manager returned
+	pumped chan struct{}  // closed when the pump (joint.go) returned
+	taken  chan struct{}  // a shard was taken: the pump reads it at once
 
 	mu struct {
 		sync.Mutex
@@ -96,15 +104,23 @@ type Sharded struct {
 type heldShard struct {
 	i        int
 	src      *Source
-	stop     chan struct{} // closed (halt) to stop the reader
+	stop     chan struct{} // closed (halt) to stop reading the shard
 	halted   sync.Once
-	done     chan struct{} // closed when the reader returned
-	draining time.Time     // when the hand-over started; zero while reading (Sharded.mu)
-	lost     atomic.Bool   // the reader saw ErrLeaseLost
+	done     chan struct{} // closed (finish) once the pump no longer reads the shard
+	finished sync.Once
+	draining time.Time   // when the hand-over started; zero while reading (Sharded.mu)
+	lost     atomic.Bool // the pump saw ErrLeaseLost
+
+	// The pump alone: after an error, when the shard is read again.
+	retryAt time.Time
+	retries int
 }
 
-// halt stops h's reader (idempotent).
+// halt stops reading h (idempotent).
 func (h *heldShard) halt() { h.halted.Do(func() { close(h.stop) }) }
+
+// finish says the pump no longer reads h (idempotent).
+func (h *heldShard) finish() { h.finished.Do(func() { close(h.done) }) }
 
 type shardItem struct {
 	shard int
@@ -147,11 +163,13 @@ func NewSharded(ctx context.Context, cfg Config) (*Sharded, error) {
 		}
 	}
 	s := &Sharded{cfg: cfg, client: client, every: min(max(cfg.Lease/3, 10*time.Millisecond), 250*time.Millisecond),
-		drain: DefaultDrain, items: make(chan shardItem), errs: make(chan error, 1),
-		stop: make(chan struct{}), done: make(chan struct{}), freeSince: map[int]time.Time{}}
+		drain: DefaultDrain, items: make(chan shardItem, cfg.Shards), errs: make(chan error, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), pumped: make(chan struct{}), taken: make(chan struct{}, 1),
+		freeSince: map[int]time.Time{}}
 	s.mu.shards = map[int]*heldShard{}
 	s.max.Store(512)
 	go s.manage()
+	go s.pump()
 	return s, nil
 }
 
@@ -159,12 +177,8 @@ func NewSharded(ctx context.Context, cfg Config) (*Sharded, error) {
 // unreachable, say) is handed to Read, once, and the next round retries.
 func (s *Sharded) manage() {
 	defer close(s.done)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := s.stopContext()
 	defer cancel()
-	go func() {
-		<-s.stop
-		cancel()
-	}()
 	t := time.NewTicker(s.every)
 	defer t.Stop()
 	for {
@@ -184,6 +198,19 @@ func (s *Sharded) manage() {
 		case <-t.C:
 		}
 	}
+}
+
+// stopContext is a context that ends at Close.
+func (s *Sharded) stopContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // Held returns the shards this source holds the lease of, reading or
@@ -238,12 +265,13 @@ func (s *Sharded) members(ctx context.Context) ([]string, error) {
 	return dedup(readers), nil
 }
 
-// Read returns the next batch of one held shard, up to max entries in that
-// shard's stream order (so offsets grow strictly per partition), or an
-// empty slice and a nil error when none arrived within Config.Block.
-// Errors of a shard or of the rebalancing (a transient one
-// marked sources.Transient) are returned as they come; ctx.Err() when ctx
-// ends, ErrClosed after Close.
+// Read returns the next batches of the held shards that have one ready,
+// up to max entries (at least one shard's batch), each shard's in its
+// stream order (so offsets grow strictly per partition), or an empty slice
+// and a nil error when none arrived within Config.Block. Errors of a shard
+// or of the rebalancing (a transient one marked sources.Transient) are
+// returned as they come, never with entries; ctx.Err() when ctx ends,
+// ErrClosed after Close.
 func (s *Sharded) Read(ctx context.Context, max int) ([]sources.Message, error) {
 	if max <= 0 {
 		max = 1
@@ -252,20 +280,50 @@ func (s *Sharded) Read(ctx context.Context, max int) ([]sources.Message, error) 
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	t := time.NewTimer(s.cfg.Block)
-	defer t.Stop()
+	it, ok := s.ready()
+	if !ok {
+		t := time.NewTimer(s.cfg.Block)
+		defer t.Stop()
+		select {
+		case it = <-s.items:
+		case err := <-s.errs:
+			return nil, err
+		case <-t.C:
+			return []sources.Message{}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	msgs := it.msgs
+	for len(msgs) < max {
+		more, ok := s.ready()
+		if !ok {
+			break
+		}
+		if more.err != nil || len(msgs)+len(more.msgs) > max {
+			s.next = &more // for the next Read
+			break
+		}
+		msgs = append(msgs, more.msgs...)
+	}
+	return msgs, nil
+}
+
+// ready returns the item a shard reader has ready, without waiting (the
+// one the last Read left first).
+func (s *Sharded) ready() (shardItem, bool) {
+	if it := s.next; it != nil {
+		s.next = nil
+		return *it, true
+	}
 	select {
 	case it := <-s.items:
-		if it.err != nil {
-			return nil, it.err
-		}
-		return it.msgs, nil
-	case err := <-s.errs:
-		return nil, err
-	case <-t.C:
-		return []sources.Message{}, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		return it, true
+	default:
+		return shardItem{}, false
 	}
 }
 
@@ -436,7 +494,7 @@ func (s *Sharded) take(ctx context.Context, i int) (bool, error) {
 	cfg.Shards, cfg.Members, cfg.OnPartitions = 0, nil, nil
 	cfg.partition = int32(i)
 	src := newWith(cfg, s.client)
-	src.shared = true
+	src.shared, src.noWait = true, true // the pump waits for every shard at once
 	src.cfg.Name = s.cfg.Name
 	ok, err := src.lease.tryAcquire(ctx, s.client, s.cfg.Consumer)
 	if err != nil || !ok {
@@ -454,55 +512,11 @@ func (s *Sharded) take(ctx context.Context, i int) (bool, error) {
 	if s.cfg.OnPartitions != nil {
 		s.cfg.OnPartitions([]int32{int32(i)}, nil)
 	}
-	go s.readShard(h)
-	return true, nil
-}
-
-// readShard reads shard h until stopped, handing each batch to Read. A
-// batch read but not handed over when it is stopped is forgotten (it stays
-// pending in the group, for the next holder to claim).
-func (s *Sharded) readShard(h *heldShard) {
-	defer close(h.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-h.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	bo := backoff.Backoff{Initial: 10 * time.Millisecond, Max: time.Second}
-	for {
-		msgs, err := h.src.Read(ctx, int(s.max.Load()))
-		if ctx.Err() != nil {
-			h.src.forget(len(msgs))
-			return
-		}
-		if err == nil && len(msgs) == 0 {
-			continue
-		}
-		if errors.Is(err, ErrLeaseLost) {
-			h.lost.Store(true) // finishDrains drops the shard
-			return
-		}
-		it := shardItem{shard: h.i, msgs: msgs, err: err}
-		select {
-		case s.items <- it:
-		case <-h.stop:
-			h.src.forget(len(msgs))
-			return
-		}
-		switch {
-		case err == nil:
-			bo.Reset()
-		default:
-			// Read reported it; wait before trying again (ctx ends with h.stop).
-			if bo.Wait(ctx) != nil {
-				return
-			}
-		}
+	select {
+	case s.taken <- struct{}{}:
+	default:
 	}
+	return true, nil
 }
 
 // handOver stops reading h; finishDrains releases its lease once what was
@@ -554,16 +568,18 @@ func (s *Sharded) release(h *heldShard) {
 }
 
 // Commit acknowledges, per shard, every entry delivered up to the offset
-// committed for the shard's partition (see Source.Commit). Positions of
-// other sources, and of shards this source no longer holds, are ignored:
-// their entries stay pending for the shard's next holder to re-deliver.
+// committed for the shard's partition (see Source.Commit), every shard's in
+// one round trip. Positions of other sources, and of shards this source no
+// longer holds, are ignored: their entries stay pending for the shard's
+// next holder to re-deliver.
 func (s *Sharded) Commit(ctx context.Context, upTo []record.Position) error {
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
 		return ErrClosed
 	}
-	byShard := map[*Source][]record.Position{}
+	byShard := map[int]*Source{}
+	offset := map[int]int64{}
 	for _, p := range upTo {
 		if p.Source != s.cfg.Name {
 			continue
@@ -572,18 +588,49 @@ func (s *Sharded) Commit(ctx context.Context, upTo []record.Position) error {
 			s.mu.Unlock()
 			return fmt.Errorf("redisstream: commit %v: source %s has partitions 0..%d", p, s.cfg.Name, s.cfg.Shards-1)
 		}
-		if h := s.mu.shards[int(p.Partition)]; h != nil {
-			byShard[h.src] = append(byShard[h.src], p)
+		i := int(p.Partition)
+		if h := s.mu.shards[i]; h != nil {
+			byShard[i] = h.src
+			if o, ok := offset[i]; !ok || p.Offset > o {
+				offset[i] = p.Offset
+			}
 		}
 	}
 	s.mu.Unlock()
-	var errs []error
-	for src, ps := range byShard {
-		if err := src.Commit(ctx, ps); err != nil && !errors.Is(err, ErrClosed) {
-			errs = append(errs, err)
+	// Each shard's commits are serialised (commitMu, taken in shard order).
+	order := slices.Sorted(maps.Keys(byShard))
+	var acks []ack
+	for _, i := range order {
+		src := byShard[i]
+		src.commitMu.Lock()
+		defer src.commitMu.Unlock()
+		a, err := src.prepareAck(offset[i])
+		if errors.Is(err, ErrClosed) {
+			continue // released meanwhile: its entries stay pending
+		}
+		if err != nil {
+			return err
+		}
+		if a.n > 0 {
+			acks = append(acks, a)
 		}
 	}
-	return errors.Join(errs...)
+	if len(acks) == 0 {
+		return nil
+	}
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, a := range acks {
+			a.queue(ctx, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisstream: ack entries of %d shards of %s: %w", len(acks), s.cfg.Stream, err)
+	}
+	for _, a := range acks {
+		a.s.acked(a.n)
+	}
+	return nil
 }
 
 func (s *Sharded) isClosed() bool {
@@ -614,8 +661,9 @@ func (s *Sharded) Close() error {
 		for _, h := range held {
 			h.halt()
 		}
+		<-s.pumped
 		for _, h := range held {
-			<-h.done
+			h.finish()
 			_ = h.src.Close()
 		}
 		// Leave the readers at once, so the others take the shards over

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -104,20 +105,23 @@ func startShardNode(t *testing.T, addr, name string, shards int, f *fleet) *shar
 				n.done <- err
 				return
 			}
+			// A Read holds the batches of every shard that had one
+			// ready: offsets grow per shard, and the last of each is
+			// committed.
 			n.mu.Lock()
+			lastOf := map[int32]record.Position{}
 			for _, m := range msgs {
 				n.got[m.Pos]++
-			}
-			if len(msgs) > 0 {
-				p := msgs[0].Pos.Partition
-				if last, ok := n.last[p]; ok && msgs[0].Pos.Offset <= last {
-					n.bad = append(n.bad, fmt.Sprintf("shard %d: offset %d after %d", p, msgs[0].Pos.Offset, last))
+				p := m.Pos.Partition
+				if last, ok := n.last[p]; ok && m.Pos.Offset <= last {
+					n.bad = append(n.bad, fmt.Sprintf("shard %d: offset %d after %d", p, m.Pos.Offset, last))
 				}
-				n.last[p] = msgs[len(msgs)-1].Pos.Offset
+				n.last[p] = m.Pos.Offset
+				lastOf[p] = m.Pos
 			}
 			n.mu.Unlock()
 			if len(msgs) > 0 {
-				if err := src.Commit(ctx, []record.Position{msgs[len(msgs)-1].Pos}); err != nil {
+				if err := src.Commit(ctx, slices.Collect(maps.Values(lastOf))); err != nil {
 					n.done <- err
 					return
 				}
@@ -377,4 +381,133 @@ func TestShardedLeaseLost(t *testing.T) {
 		}
 		return fmt.Errorf("holds %v, read %d messages", src.Held(), len(msgs))
 	})
+}
+
+// TestShardedReadCoalesces: a Read returns the batches of every shard that
+// has one ready, up to max entries, each shard's in stream order; a batch
+// that would pass max waits for the next Read. So the caller's batches
+// grow with its backlog instead of staying one shard's read each.
+func TestShardedReadCoalesces(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	ctx := context.Background()
+	const shards, per = 4, 5
+	for i := range shards {
+		for range per {
+			if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", i), Values: []string{streamshard.ValueField, "x"}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	src, err := NewSharded(ctx, Config{Name: "cdc", Addr: rs.Addr, Stream: "cdc", Group: "g",
+		Consumer: "a", Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	// The entries are there before the readers start: each reads its shard's whole.
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if got := src.Held(); len(got) != shards {
+			return fmt.Errorf("holds %v", got)
+		}
+		return nil
+	})
+	// Every shard's reader holds its batch of per entries.
+	time.Sleep(500 * time.Millisecond)
+	last := map[int32]int64{}
+	total := 0
+	for i, max := range []int{2 * per, 100, 100} {
+		msgs, err := src.Read(ctx, max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := map[int32]bool{}
+		for _, m := range msgs {
+			p := m.Pos.Partition
+			parts[p] = true
+			if l, ok := last[p]; ok && m.Pos.Offset <= l {
+				t.Errorf("read %d: shard %d: offset %d after %d", i, p, m.Pos.Offset, l)
+			}
+			last[p] = m.Pos.Offset
+		}
+		total += len(msgs)
+		switch {
+		case i == 0 && (len(msgs) != 2*per || len(parts) != 2):
+			t.Errorf("read 0 (max %d): %d entries of %d shards; want the batches of 2 shards", max, len(msgs), len(parts))
+		case i == 1 && len(msgs) != (shards-2)*per:
+			t.Errorf("read 1: %d entries of %d shards; want the %d left", len(msgs), len(parts), (shards-2)*per)
+		}
+		if total == shards*per {
+			break
+		}
+	}
+	if total != shards*per {
+		t.Errorf("read %d entries, want %d", total, shards*per)
+	}
+}
+
+// TestShardedJointRead: once its shards have started, a sharded source
+// reads them together: entries that arrive on every shard at once are read
+// by one script for all of them (the lease of each checked in it), not one
+// per shard.
+func TestShardedJointRead(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	ctx := context.Background()
+	const shards = 4
+	src, err := NewSharded(ctx, Config{Name: "cdc", Addr: rs.Addr, Stream: "cdc", Group: "g",
+		Consumer: "a", Block: 50 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if got := src.Held(); len(got) != shards {
+			return fmt.Errorf("holds %v", got)
+		}
+		return nil
+	})
+	time.Sleep(200 * time.Millisecond) // every shard past its start, the pump waiting on all
+	scripts := func() int {
+		info, err := rc.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+				n, _, _ := strings.Cut(rest, ",")
+				var calls int
+				fmt.Sscan(n, &calls)
+				return calls
+			}
+		}
+		return 0
+	}
+	before := scripts()
+	// One entry on every shard, at once.
+	if _, err := rc.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range shards {
+			p.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", i), Values: []string{streamshard.ValueField, "x"}})
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for got < shards && time.Now().Before(deadline) {
+		msgs, err := src.Read(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += len(msgs)
+	}
+	if got != shards {
+		t.Fatalf("read %d entries, want %d", got, shards)
+	}
+	if n := scripts() - before; n >= shards {
+		t.Errorf("%d read scripts for %d shards' entries that came at once; want them read together", n, shards)
+	}
 }

@@ -58,7 +58,13 @@ type Result struct {
 	// LatencyNodeCPU is the CPU per second a node used over the latency
 	// run (the mean of the nodes).
 	LatencyNodeCPU float64 `json:"latency_node_cpu"`
-	LatencySamples int     `json:"latency_samples"`
+	// LatencyCPUPerEventUs is the nodes' CPU per record read over the
+	// probing window alone (from the first probe sent to the last output
+	// seen: not the idle seconds before), in microseconds; LatencyProbeNodeCPU
+	// the CPU per second a node used over that window.
+	LatencyCPUPerEventUs float64 `json:"latency_cpu_per_event_us"`
+	LatencyProbeNodeCPU  float64 `json:"latency_probe_node_cpu"`
+	LatencySamples       int     `json:"latency_samples"`
 	// KeysPerShard is DBSIZE of each Redis master after the run.
 	KeysPerShard []int64 `json:"keys_per_shard"`
 	// CommandsPerShard is each Redis master's commands over the whole run
@@ -189,14 +195,15 @@ func WriteTrickle(w io.Writer, rs []Result) error {
 
 func writeFleet(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "source\tworkload\tnodes\tevents/s\tefficiency\tCPU efficiency\tevents/node-CPU-s\tp50 ms\tp99 ms\tnode CPU µs/event\tnode CPU use\tidle node CPU\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
+	fmt.Fprintln(tw, "source\tworkload\tnodes\tevents/s\tefficiency\tCPU efficiency\tevents/node-CPU-s\tp50 ms\tp99 ms\tnode CPU µs/event\tlatency µs/event\tlatency node CPU\tnode CPU use\tidle node CPU\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
 	for _, r := range rs {
 		keys := make([]string, len(r.KeysPerShard))
 		for i, k := range r.KeysPerShard {
 			keys[i] = fmt.Sprint(k)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.1f\t%.0f%%\t%s%%\t%.2f\t%.1f\t%.2f\t%s\t%s\t\n", r.Source, r.Workload, r.Nodes, r.EventsPerSec,
-			fnum(r.Efficiency, 2), fnum(r.CPUEfficiency, 2), r.EventsPerNodeCPUs, fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), r.CPUPerEventUs, 100*r.NodeCPUUtil, fnum(100*r.IdleNodeCPU, 1),
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.1f\t%s\t%s%%\t%.0f%%\t%s%%\t%.2f\t%.1f\t%.2f\t%s\t%s\t\n", r.Source, r.Workload, r.Nodes, r.EventsPerSec,
+			fnum(r.Efficiency, 2), fnum(r.CPUEfficiency, 2), r.EventsPerNodeCPUs, fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), r.CPUPerEventUs,
+			fnum(r.LatencyCPUPerEventUs, 1), fnum(100*r.LatencyProbeNodeCPU, 0), 100*r.NodeCPUUtil, fnum(100*r.IdleNodeCPU, 1),
 			r.RedisCPUs, r.RedisCPUPerEventUs, r.FeederCPUs, strings.Join(keys, "/"), maxShare(r.CommandsPerShard))
 	}
 	return tw.Flush()
@@ -235,7 +242,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 func (r Result) clean() Result {
 	for _, p := range []*float64{&r.EventsPerSec, &r.Efficiency, &r.P50Ms, &r.P99Ms, &r.MaxMs, &r.CPUPerEventUs,
-		&r.RedisCPUPerEventUs, &r.NodeCPUUtil, &r.CPUEfficiency, &r.EventsPerNodeCPUs, &r.IdleNodeCPU, &r.LatencyNodeCPUUtil, &r.LatencyNodeCPU, &r.SinkP50Ms, &r.SinkP99Ms, &r.SinkMaxMs} {
+		&r.RedisCPUPerEventUs, &r.NodeCPUUtil, &r.CPUEfficiency, &r.EventsPerNodeCPUs, &r.IdleNodeCPU, &r.LatencyNodeCPUUtil, &r.LatencyNodeCPU, &r.LatencyCPUPerEventUs, &r.LatencyProbeNodeCPU, &r.SinkP50Ms, &r.SinkP99Ms, &r.SinkMaxMs} {
 		if math.IsNaN(*p) || math.IsInf(*p, 0) {
 			*p = -1
 		}

@@ -93,6 +93,10 @@ type Config struct {
 	// ProfileOut-<workload>-<N>nodes.pprof.
 	ProfileNodes []int
 	ProfileOut   string
+	// ProfileLatency takes a CPU profile of node 1 over the middle half of
+	// every open-loop latency run, to
+	// ProfileOut-<workload>-<N>nodes-latency.pprof.
+	ProfileLatency bool
 	// Trickle runs the trickle row instead of the fleet sizes: one node
 	// without a CPU quota (QuotaCPU is ignored), its backlog read (the
 	// state the probes join with), then, once it is idle, one probe every
@@ -371,7 +375,7 @@ type sample struct {
 func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n int, inf *infra) (Result, error) {
 	workload := w.name
 	res := Result{Source: src, Workload: workload, Nodes: n, P50Ms: math.NaN(), P99Ms: math.NaN(), MaxMs: math.NaN(),
-		SinkP50Ms: math.NaN(), SinkP99Ms: math.NaN(), SinkMaxMs: math.NaN()}
+		SinkP50Ms: math.NaN(), SinkP99Ms: math.NaN(), SinkMaxMs: math.NaN(), LatencyCPUPerEventUs: math.NaN(), LatencyProbeNodeCPU: math.NaN()}
 	dir := filepath.Join(c.Dir, fmt.Sprintf("run%d-%s-%s-%dnodes", run, src, workload, n))
 	if c.Trickle {
 		res.Mode = ModeTrickle
@@ -560,7 +564,45 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 			traced <- fetchTo(ctx, nodes[0].admin+fmt.Sprintf("/debug/pprof/trace?seconds=%d", max(1, int(c.LatencyFor.Seconds()/2))), tracePath)
 		}()
 	}
-	lat, toSink, rate, err := c.latency(ctx, run, lf, addr, w, rate)
+	// The probing window's samples (the 2 s the output consumer takes to
+	// start are not in it): the node CPU per record read while probing.
+	var p0, p1 *sample
+	var profiled chan error
+	latProfile := c.profilePath(workload, n)
+	latProfile = strings.TrimSuffix(latProfile, ".pprof") + "-latency.pprof"
+	probing := func(start bool) {
+		s, err := read()
+		if err != nil {
+			return
+		}
+		if !start {
+			p1 = &s
+			return
+		}
+		p0 = &s
+		if c.ProfileLatency && c.ProfileOut != "" {
+			profiled = make(chan error, 1)
+			go func() {
+				select {
+				case <-time.After(c.LatencyFor / 4):
+				case <-ctx.Done():
+				}
+				profiled <- profileFor(ctx, nodes[0].admin, latProfile, max(1, int(c.LatencyFor.Seconds()/2)))
+			}()
+		}
+	}
+	lat, toSink, rate, err := c.latency(ctx, run, lf, addr, w, rate, probing)
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			c.logf("latency cpu profile: %v", err)
+		} else {
+			c.logf("cpu profile of n1 over the latency run (%d nodes) in %s", n, latProfile)
+		}
+	}
+	if p0 != nil && p1 != nil && p1.in > p0.in {
+		res.LatencyCPUPerEventUs = (p1.nodeCPU - p0.nodeCPU) / (p1.in - p0.in) * 1e6
+		res.LatencyProbeNodeCPU = (p1.nodeCPU - p0.nodeCPU) / p1.t.Sub(p0.t).Seconds() / float64(n)
+	}
 	if traced != nil {
 		if err := <-traced; err != nil {
 			c.logf("trace: %v", err)
@@ -806,7 +848,13 @@ func (c Config) read(nodes []*node, inf *infra, in inCount) (sample, error) {
 
 // profile fetches a 10 s CPU profile from a node's admin endpoint.
 func profile(ctx context.Context, admin, out string) error {
-	return fetchTo(ctx, admin+"/debug/pprof/profile?seconds=10", out)
+	return profileFor(ctx, admin, out, 10)
+}
+
+// profileFor fetches a CPU profile of secs seconds from a node's admin
+// endpoint.
+func profileFor(ctx context.Context, admin, out string, secs int) error {
+	return fetchTo(ctx, admin+fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), out)
 }
 
 // fetchTo writes what GET url answers (a pprof profile or trace) to out.
@@ -839,8 +887,10 @@ func fetchTo(ctx context.Context, url, out string) error {
 // c.LatencyFor, and the latencies (ms) of the joined rows that carry them,
 // as read from the output topic, and of the same rows to the sink's
 // produce call (their record timestamps, in whole ms). It returns the rate
-// it ran at.
-func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *workload, rate float64) (lat, toSink []float64, _ float64, _ error) {
+// it ran at. probing, when not nil, is called with true as the first probe
+// goes out and with false once the outputs are in (or the wait for them
+// gave up): the probing window.
+func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *workload, rate float64, probing func(start bool)) (lat, toSink []float64, _ float64, _ error) {
 	if rate < 1 {
 		return nil, nil, rate, nil
 	}
@@ -894,6 +944,9 @@ func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *
 		}
 	}()
 	time.Sleep(2 * time.Second) // the consumer has its end offsets
+	if probing != nil {
+		probing(true)
+	}
 	sent, lag, err := produceAt(ctx, f, rate, c.LatencyFor, func(i int) msg { return probe(prefix, i) })
 	if err != nil {
 		return nil, nil, rate, err
@@ -910,6 +963,9 @@ func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *
 		}
 		return nil
 	})
+	if probing != nil {
+		probing(false)
+	}
 	cancel()
 	<-done
 	mu.Lock()
