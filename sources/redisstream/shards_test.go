@@ -400,7 +400,7 @@ func TestShardedReadCoalesces(t *testing.T) {
 			}
 		}
 	}
-	src, err := NewSharded(ctx, Config{Name: "cdc", Addr: rs.Addr, Stream: "cdc", Group: "g",
+	src, err := NewSharded(ctx, Config{Name: "cdc", Options: redisopts.Options{Addr: rs.Addr}, Stream: "cdc", Group: "g",
 		Consumer: "a", Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: shards})
 	if err != nil {
 		t.Fatal(err)
@@ -457,7 +457,7 @@ func TestShardedJointRead(t *testing.T) {
 	defer rc.Close()
 	ctx := context.Background()
 	const shards = 4
-	src, err := NewSharded(ctx, Config{Name: "cdc", Addr: rs.Addr, Stream: "cdc", Group: "g",
+	src, err := NewSharded(ctx, Config{Name: "cdc", Options: redisopts.Options{Addr: rs.Addr}, Stream: "cdc", Group: "g",
 		Consumer: "a", Block: 50 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: shards})
 	if err != nil {
 		t.Fatal(err)
