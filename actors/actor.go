@@ -20,8 +20,8 @@ import (
 
 // Deps are what every key actor of one job shares on a node.
 type Deps struct {
-	Job  string
-	Spec *joins.CDCSpec // the changelog join; nil when NewTimed or Multi is set
+	Job string
+	CDC *joins.CDCSpec // the changelog join; nil when NewTimed or Multi is set
 	// Multi is the multi-way changelog join on one key; nil for others.
 	Multi *joins.MultiSpec
 	// NewTimed makes the per-key state machine of an event-time join.
@@ -117,7 +117,7 @@ func (p *kindProducer) produce() actor.Actor { return &keyActor{deps: p.deps, cf
 
 // coreConfig is the key core configuration of d's key actors.
 func coreConfig(d *Deps) *keycore.Config {
-	return &keycore.Config{Machine: keycore.MachineSpec{CDC: d.Spec, Multi: d.Multi, NewTimed: d.NewTimed},
+	return &keycore.Config{Machine: keycore.MachineSpec{CDC: d.CDC, Multi: d.Multi, NewTimed: d.NewTimed},
 		Coalesce: d.GroupCommit, Parts: !d.WholeWrites}
 }
 

@@ -29,7 +29,7 @@ func keyActorsWith(t *testing.T, store persistence.Store, w *Writer, set func(*D
 	spec := &joins.CDCSpec{Type: joins.Inner,
 		Left:  joins.SideSpec{Name: "users", PK: "id", JoinOn: "id"},
 		Right: joins.SideSpec{Name: "domains", PK: "id", JoinOn: "user_id"}}
-	deps := &Deps{Job: "j", Spec: spec, Store: store, Writer: w, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	deps := &Deps{Job: "j", CDC: spec, Store: store, Writer: w, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if set != nil {
 		set(deps)
 	}

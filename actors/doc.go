@@ -32,7 +32,7 @@
 // Wiring sketch:
 //
 //	w := actors.NewWriter(store, actors.WriterOptions{Logger: log})
-//	kind := actors.NewKind(&actors.Deps{Job: "users-domains", Spec: spec, Store: store, Writer: w, Logger: log})
+//	kind := actors.NewKind(&actors.Deps{Job: "users-domains", CDC: spec, Store: store, Writer: w, Logger: log})
 //	// pass kind to cluster.Configure(..., cluster.WithKinds(kind)), then
 //	// c.RequestFuture(string(key), actors.KindName(job), &keypb.Apply{...})
 package actors

@@ -247,7 +247,7 @@ func (n *Node) startCluster() (err error) {
 	// The key actors' write-behind batcher: their saves reach the store
 	// through it (through the guard, metered).
 	n.writer = actors.NewWriter(meteredSaves{n.keyStore(), n.metrics}, actors.WriterOptions{MaxBatch: n.spec.State.FlushBatch, Logger: n.log})
-	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, Spec: n.cdc, Multi: n.multi, NewTimed: n.timed, Store: n.keyStore(), Writer: n.writer, Logger: n.log,
+	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, CDC: n.cdc, Multi: n.multi, NewTimed: n.timed, Store: n.keyStore(), Writer: n.writer, Logger: n.log,
 		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats, Budget: n.budget})
 	n.kind = actors.KindName(n.spec.Name)
 	if n.placement, err = n.keyPlacement(); err != nil { // shards.go

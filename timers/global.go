@@ -25,7 +25,7 @@ func CombineWatermarks(prev, local int64, localActive bool, peers int64, peersAc
 // past an element still on its way to its key would overtake it.
 //
 // Global holds no lock, starts no goroutine and reads no clock: the caller
-// passes the local watermark in and serialises calls (node/timed.go holds
+// passes the local watermark in and serialises calls (node/eventtime.go holds
 // its mutex around them).
 type Global[K comparable] struct {
 	global      int64 // the watermark last combined: never decreases

@@ -58,7 +58,7 @@ const (
 	// Decode: a decoder failed without a reason of its own.
 	Decode Reason = "decode"
 
-	// The node, routing a decoded record (node/route.go, node/timed.go).
+	// The node, routing a decoded record (node/route.go, node/eventtime.go).
 
 	// TooLarge: the record is over the source's max_record_bytes.
 	TooLarge Reason = "too-large"
