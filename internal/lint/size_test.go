@@ -26,7 +26,6 @@ var longAllowed = map[string]string{
 	"sources/kafka/kafka.go":             "issue 26: split by concern",
 	"cmd/internal/fleetbench/run.go":     "issue 26: split by concern",
 	"cmd/internal/bench/harness.go":      "issue 26: split by concern",
-	"actors/actor.go":                    "issue 26: split by concern",
 }
 
 // generated is the line Go's tools put in a generated file
