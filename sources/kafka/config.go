@@ -1,0 +1,116 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+
+	"github.com/joinery/joinery/connopts/kafkaopts"
+)
+
+// Start offsets accepted in Config.StartOffset.
+const (
+	StartCommitted = "committed"
+	StartEarliest  = "earliest"
+	StartLatest    = "latest"
+)
+
+// DefaultClientID is the Kafka client id when Config.ClientID is empty.
+const DefaultClientID = kafkaopts.DefaultClientID
+
+// Config configures a Kafka source. The zero value of an optional field means
+// its default.
+type Config struct {
+	// Name is the source name, written to Position.Source. Default: Topic.
+	Name string
+	// Brokers are the seed brokers, host:port. Required.
+	Brokers []string
+	// Topic is the topic read. Required.
+	Topic string
+	// Group is the consumer group. Required.
+	Group string
+	// StartOffset is where a partition without a committed offset in Group
+	// starts: "committed" (default) and "earliest" start at its first
+	// record, "latest" at its end (only records produced later). A committed
+	// offset always wins, so a restart or a rebalance never skips or re-reads
+	// committed records; to read a topic again, use a new Group.
+	StartOffset string
+	// ClientID is the Kafka client id. Default DefaultClientID.
+	ClientID string
+	// TLS, when set, connects with TLS. It is cloned, not retained.
+	TLS *tls.Config
+	// SASL, when set, authenticates with SASL/PLAIN or SCRAM.
+	SASL *SASL
+	// OnPartitions, when set, is told of this member's assignment of Topic:
+	// after each rebalance, the partitions it gains (assigned, possibly none:
+	// the first call tells a member that got no partition so), and when it
+	// gives partitions up, those (revoked, or lost with the group session). An event-time
+	// ingest declares the assigned partitions in its watermarks, so that each
+	// holds the watermark back from its assignment rather than from its first
+	// record, and removes the revoked ones. It is called from the client's
+	// group goroutine, never concurrently with itself, for assigned
+	// partitions before any of their records is fetched, and not after Close
+	// (the leaving member's partitions are not reported revoked: its watermark
+	// stays as it was). It must not call the Source; it must not block long
+	// (the group waits for it). The slices are sorted.
+	OnPartitions func(assigned, revoked []int32)
+	// Applied, when set, gives the last offset of a partition that the state
+	// store has applied (its committed offset; ok false: none). lineage is
+	// what the group's commit of the partition carried (Lineage; "" none):
+	// the caller compares it with the store's, and when the store went
+	// back in time since, may answer offset -1, ok true — the store applied
+	// nothing of the partition (it was restarted empty). When the group's
+	// committed position is past the applied offset — the store lost writes
+	// whose records the group had already acknowledged (docs/operations.md,
+	// "Rollback detection") — the partition is read again from the record
+	// after it (from its beginning, for -1), so the lost range is applied
+	// again; the key actors skip what they already hold. Where the topic no
+	// longer holds that record (retention), Read fails with a
+	// *LostRangeError.
+	Applied func(ctx context.Context, partition int32, lineage string) (offset int64, ok bool, err error)
+	// Lineage, when set, gives the state store's lineage the caller
+	// committed the offsets with (persistence.Lineage's String form; ""
+	// none): every Commit writes it as the commit metadata of each
+	// partition it commits, and the next assignment of the partition hands
+	// it to Applied.
+	Lineage func() string
+	// KeyGroups reads Topic as co-partitioned with the join
+	// (sources[].partitioned_by: join_key): the group's partitions are
+	// assigned by KeyGroupBalancer, partition p to the owner of key group p
+	// among the members' Member names, and every record is checked to be in
+	// the partition Kafka's default partitioner puts its key in (Read fails
+	// with a *MisplacedError otherwise). All members of Group must set it.
+	KeyGroups bool
+	// Member is this member's Joinery member name, carried in its group
+	// metadata for KeyGroupBalancer. Default: the group member ID.
+	Member string
+	// PartitionKey, with KeyGroups, is the record key template of a join
+	// key (kafka.partition_key): a record whose key it does not write
+	// (OfTemplate) fails Read with a *MisplacedError naming it. "": not
+	// checked.
+	PartitionKey string
+}
+
+// Validate reports every problem with c at once, naming each field.
+func (c Config) Validate() error {
+	var errs []error
+	if err := ValidateBrokers(c.Brokers); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Topic == "" {
+		errs = append(errs, errors.New("kafka: Topic is required"))
+	}
+	if c.Group == "" {
+		errs = append(errs, errors.New("kafka: Group is required"))
+	}
+	switch c.StartOffset {
+	case "", StartCommitted, StartEarliest, StartLatest:
+	default:
+		errs = append(errs, fmt.Errorf("kafka: StartOffset %q is not committed, earliest or latest", c.StartOffset))
+	}
+	if err := c.SASL.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

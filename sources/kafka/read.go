@@ -1,0 +1,125 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sources"
+)
+
+// Read blocks until records are available and returns up to max of them, in
+// offset order within each partition; the caller owns their Values (nil for
+// a record with a null value). It returns ctx.Err() when ctx ends and
+// ErrClosed after Close. Retryable broker errors are retried by the client;
+// other fetch errors are returned (after the records fetched with them). It
+// never returns io.EOF.
+func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
+	if max <= 0 {
+		max = 1
+	}
+	for {
+		s.mu.Lock()
+		closed, held := s.mu.closed, s.mu.readErr
+		s.mu.readErr = nil
+		s.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		if held != nil {
+			return nil, held
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		pctx, wake := context.WithCancel(ctx)
+		s.mu.Lock()
+		s.mu.wake = wake
+		s.mu.Unlock()
+		fetches := s.client.PollRecords(pctx, max) // woken early by a rewind's error
+		wake()
+		msgs, err := s.take(ctx, fetches)
+		s.client.AllowRebalance()
+		if err != nil || len(msgs) > 0 {
+			return msgs, err
+		}
+	}
+}
+
+// take converts polled records to messages and notes, per owned partition,
+// what was delivered. It runs before AllowRebalance, so no revoke interleaves.
+func (s *Source) take(ctx context.Context, fetches kgo.Fetches) ([]sources.Message, error) {
+	var fetchErr error
+	closed := false
+	fetches.EachError(func(topic string, partition int32, err error) {
+		var loss *kgo.ErrDataLoss
+		switch {
+		case errors.Is(err, kgo.ErrClientClosed):
+			closed = true
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			// ctx ended: reported below.
+		case errors.As(err, &loss), kerr.IsRetriable(err):
+			// Informational or retried by the client.
+		default:
+			if fetchErr == nil {
+				fetchErr = fmt.Errorf("kafka: fetch %s/%d: %w", topic, partition, err)
+			}
+		}
+	})
+	msgs := make([]sources.Message, 0, fetches.NumRecords())
+	var misplaced error
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fetches.EachRecord(func(r *kgo.Record) {
+		if misplaced != nil {
+			return // not delivered: read again after the error is dealt with
+		}
+		if s.partitions > 0 {
+			if want := Partition(r.Key, s.partitions); want != int(r.Partition) {
+				misplaced = &MisplacedError{Source: s.cfg.Name, Topic: r.Topic, Partition: r.Partition, Want: int32(want),
+					Offset: r.Offset, Partitions: s.partitions, Key: r.Key}
+				return
+			}
+			if t := s.cfg.PartitionKey; t != "" && !OfTemplate(t, r.Key) {
+				misplaced = &MisplacedError{Source: s.cfg.Name, Topic: r.Topic, Partition: r.Partition, Want: r.Partition,
+					Offset: r.Offset, Partitions: s.partitions, Key: r.Key, Template: t}
+				return
+			}
+		}
+		msgs = append(msgs, sources.Message{
+			Pos:   record.Position{Source: s.cfg.Name, Partition: r.Partition, Offset: r.Offset},
+			Value: r.Value,
+		})
+		p := s.mu.owned[r.Partition]
+		if p == nil {
+			return // polled across a loss: delivered, never committed here
+		}
+		if p.lo < 0 {
+			p.lo = r.Offset
+		}
+		p.hi = r.Offset
+		if n := len(p.epochs); n == 0 || p.epochs[n-1].epoch != r.LeaderEpoch {
+			p.epochs = append(p.epochs, epochAt{from: r.Offset, epoch: r.LeaderEpoch})
+		}
+	})
+	if misplaced != nil && fetchErr == nil {
+		fetchErr = misplaced
+	}
+	switch {
+	case closed || s.mu.closed:
+		if len(msgs) == 0 {
+			return nil, ErrClosed
+		}
+	case len(msgs) == 0 && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case fetchErr != nil && len(msgs) > 0:
+		s.mu.readErr = fetchErr
+	case fetchErr != nil:
+		return nil, fetchErr
+	}
+	return msgs, nil
+}
