@@ -365,9 +365,18 @@ func nodeConfig(w *workload, run, i int, srcs, broker string, redis []string, go
 	return w.join + srcs + fmt.Sprintf(`sinks:
   - {type: kafka, format: changelog, kafka: {brokers: [%[1]q], topic: %[2]s}}
 state: {store: redis, redis: {cluster: {addrs: %[3]s}}}
-cluster: {node_name: n%[4]d, gossip: "127.0.0.1:%[5]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[6]d"], profile: local, request_timeout: 5s, expect: %[8]d}
+cluster: {node_name: n%[4]d, gossip: "127.0.0.1:%[5]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[6]d"], profile: local, request_timeout: 5s%[8]s}
 admin: {addr: "127.0.0.1:%[7]d", pprof: true}
-`, broker, topic("out", run), q(redis), i, gossip, seed, admin, expect)
+`, broker, topic("out", run), q(redis), i, gossip, seed, admin, expectField(expect))
+}
+
+// expectField is nodeConfig's cluster.expect entry: none for 0 (a binary
+// from before the setting reads the file too).
+func expectField(expect int) string {
+	if expect == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", expect: %d", expect)
 }
 
 // node is one running joinery node of a fleet.
