@@ -387,6 +387,18 @@ func TestShardedLeaseLost(t *testing.T) {
 	})
 }
 
+// fillShards appends per entries to each of the shard streams of "cdc".
+func fillShards(t *testing.T, rc *redis.Client, shards, per int) {
+	t.Helper()
+	for i := range shards {
+		for range per {
+			if err := rc.XAdd(context.Background(), &redis.XAddArgs{Stream: ShardStream("cdc", i), Values: []string{streamshard.ValueField, "x"}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // TestShardedReadCoalesces: a Read returns the batches of every shard that
 // has one ready, up to max entries, each shard's in stream order; a batch
 // that would pass max waits for the next Read. So the caller's batches
@@ -397,13 +409,7 @@ func TestShardedReadCoalesces(t *testing.T) {
 	defer rc.Close()
 	ctx := context.Background()
 	const shards, per = 4, 5
-	for i := range shards {
-		for range per {
-			if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", i), Values: []string{streamshard.ValueField, "x"}}).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	fillShards(t, rc, shards, per)
 	src, err := NewSharded(ctx, Config{Name: "cdc", Options: redisopts.Options{Addr: rs.Addr}, Stream: "cdc", Group: "g",
 		Consumer: "a", Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: shards})
 	if err != nil {
@@ -527,15 +533,8 @@ func TestShardedExpect(t *testing.T) {
 	rs := testutil.StartRedis(t)
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rc.Close()
-	ctx := context.Background()
 	const shards, per = 8, 20
-	for i := range shards {
-		for range per {
-			if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", i), Values: []string{streamshard.ValueField, "x"}}).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	fillShards(t, rc, shards, per)
 	owner := AssignShards(shards, []string{"a", "b", "c"})
 	want := map[string][]int{}
 	for i, o := range owner {
