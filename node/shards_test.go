@@ -194,3 +194,61 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 		}
 	}
 }
+
+// TestClusterShardedExpect: with cluster.expect: 3, the first node to run
+// a sharded source takes no shard while the other two have not opened
+// theirs (they are members already), then each node takes the shards
+// AssignShards gives it, and every entry is acknowledged. Without the
+// setting the first node takes all eight at once.
+func TestClusterShardedExpect(t *testing.T) {
+	const shards = 8
+	rs := testutil.StartRedis(t)
+	h := cdcgen.Generate(cdcgen.Config{Seed: 43, Users: 40, Domains: 120, Changes: 600})
+	ctx := context.Background()
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	dir := t.TempDir()
+	yml := "name: expect\n" + joinYAML + fmt.Sprintf(`
+state: {store: redis, redis: {addr: %[1]q}}
+sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[2]d, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
+sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
+`, rs.Addr, shards)
+	n1 := start(t, parse(t, dir, yml+"cluster: {node_name: n1, expect: 3, expect_wait: 30s}\n"))
+	seeds := fmt.Sprintf("cluster: {node_name: %%s, seeds: [%q], expect: 3, expect_wait: 30s}\n", n1.GossipAddr())
+	n2 := start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n2")))
+	n3 := start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n3")))
+	nodes := []*node.Node{n1, n2, n3}
+	for _, n := range nodes {
+		testutil.WaitFor(t, 30*time.Second, seesAlive(n, 3))
+	}
+	xaddSharded(t, rc, "cdc", shards, h.Lines)
+	var dones []chan error
+	runCtx, cancel := context.WithCancel(ctx)
+	run := func(n *node.Node) {
+		done := make(chan error, 1)
+		dones = append(dones, done)
+		go func() { done <- n.Run(runCtx) }()
+	}
+	run(n1)
+	// n1 runs alone for several rebalance rounds (250 ms each).
+	time.Sleep(time.Second)
+	if got := shardHolders(rc, "cdc", "joinery", shards); slices.ContainsFunc(got, func(o string) bool { return o != "" }) {
+		t.Errorf("n1 alone took leases %v before the other two expected nodes read the source", got)
+	}
+	run(n2)
+	run(n3)
+	want := redisstream.AssignShards(shards, []string{"n1", "n2", "n3"})
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if got := shardHolders(rc, "cdc", "joinery", shards); !slices.Equal(got, want) {
+			return fmt.Errorf("leases %v, want %v", got, want)
+		}
+		return nil
+	})
+	testutil.WaitFor(t, 60*time.Second, allAcked(rc, shards))
+	cancel()
+	for i, done := range dones {
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("n%d run: %v", i+1, err)
+		}
+	}
+}
