@@ -48,6 +48,11 @@ func FairShare(shards, members int) int { return streamshard.FairShare(shards, m
 // at most for the expected members before it takes shards.
 const DefaultExpectWait = 5 * time.Second
 
+// expectEvery is the rebalance period while a source waits for the
+// expected members: it takes its shards at most this long after the last
+// one registered.
+const expectEvery = 50 * time.Millisecond
+
 // Open opens the source cfg describes: New for one stream, NewSharded when
 // cfg.Shards is set.
 func Open(ctx context.Context, cfg Config) (sources.Source, error) {
@@ -191,7 +196,7 @@ func (s *Sharded) manage() {
 	defer close(s.done)
 	ctx, cancel := s.stopContext()
 	defer cancel()
-	t := time.NewTicker(s.every)
+	t := time.NewTimer(s.every)
 	defer t.Stop()
 	for {
 		s.finishDrains()
@@ -204,6 +209,13 @@ func (s *Sharded) manage() {
 			default: // Read has not taken the last one yet
 			}
 		}
+		next := s.every
+		if !s.expectBy.IsZero() {
+			// Waiting for the expected members: notice the last one
+			// soon, at the cost of a registration per round.
+			next = min(next, expectEvery)
+		}
+		t.Reset(next)
 		select {
 		case <-s.stop:
 			return
