@@ -36,6 +36,7 @@ func (p *Provider) publishLoop(c *protocluster.Cluster) {
 			c.MemberList.UpdateClusterTopology(members)
 			filtered = p.publishPlacement(c, members, filtered)
 			p.publishing.Store(false)
+			p.publishedOnce.Do(func() { close(p.published) })
 		}
 	}
 }

@@ -48,9 +48,13 @@ type Provider struct {
 	keyring *memberlist.Keyring // nil: gossip in the clear; memberlist locks it itself
 
 	changed chan struct{} // cap 1: coalesced "membership changed" signal
-	stop    chan struct{} // closed when Shutdown begins
-	done    chan struct{} // closed when Shutdown has finished
-	wg      sync.WaitGroup
+	// published is closed once publishLoop gave protoactor its first
+	// topology (see Published).
+	published     chan struct{}
+	publishedOnce sync.Once
+	stop          chan struct{} // closed when Shutdown begins
+	done          chan struct{} // closed when Shutdown has finished
+	wg            sync.WaitGroup
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -113,6 +117,7 @@ func New(cfg Config) (*Provider, error) {
 		keyring:     kr,
 		cfg:         cfg.withDefaults(),
 		changed:     make(chan struct{}, 1),
+		published:   make(chan struct{}),
 		metaChanged: make(chan struct{}, 1),
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
@@ -139,6 +144,13 @@ func (p *Provider) StartMember(c *protocluster.Cluster) error {
 func (p *Provider) StartClient(c *protocluster.Cluster) error {
 	return p.start(c, true)
 }
+
+// Published is closed once the started provider has given protoactor's
+// MemberList its first topology (this member, and whom memberlist knows
+// then): the cluster can place and reach actors. protoactor's StartMember
+// sleeps a second after the provider started, for the topology to settle;
+// a caller can run it in a goroutine and go on once this is closed.
+func (p *Provider) Published() <-chan struct{} { return p.published }
 
 func (p *Provider) start(c *protocluster.Cluster, client bool) error {
 	p.mu.Lock()

@@ -149,6 +149,11 @@ type SourceEnv struct {
 	// consumer name to this node's member name (sharded sources).
 	Members func() []string
 	Member  func(consumer string) string
+	// Expect is how many members the fleet is started with and ExpectWait
+	// the longest a sharded source waits for them before it takes
+	// partitions (cluster.expect, cluster.expect_wait; 0: no wait).
+	Expect     int
+	ExpectWait time.Duration
 	// Applied gives the store's committed offset of one of the source's
 	// partitions (ok false: none): a source whose own position is past it
 	// (the store went back in time) reads again from there

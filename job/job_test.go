@@ -62,6 +62,8 @@ func TestJobValidateNamesField(t *testing.T) {
 		{"state store", "sinks:", "state: {store: etcd}\nsinks:", "state.store"},
 		{"redis addr", "sinks:", "state: {store: redis}\nsinks:", "state.redis.addr"},
 		{"seed", "sinks:", "cluster: {seeds: [nohostport]}\nsinks:", "cluster.seeds[0]"},
+		{"cluster expect", "sinks:", "cluster: {expect: -1}\nsinks:", "cluster.expect: must not be negative"},
+		{"cluster expect_wait", "sinks:", "cluster: {expect: 3, expect_wait: -1s}\nsinks:", "cluster.expect_wait: must not be negative"},
 		{"on_bad_input", "path: x.jsonl,", "path: x.jsonl, on_bad_input: ignore,", "sources[0].on_bad_input"},
 		{"on_truncate", "path: x.jsonl,", "path: x.jsonl, on_truncate: clear,", "sources[0].on_truncate"},
 		{"max_record_bytes", "path: x.jsonl,", "path: x.jsonl, max_record_bytes: -1,", "sources[0].max_record_bytes"},
@@ -159,6 +161,15 @@ func TestJobEnvOverrides(t *testing.T) {
 	t.Setenv(EnvSeeds, "nohostport")
 	if _, err := Parse([]byte(good)); err == nil || !strings.Contains(err.Error(), "cluster.seeds[0]") {
 		t.Errorf("bad seed from env not reported: %v", err)
+	}
+	t.Setenv(EnvSeeds, "")
+	t.Setenv(EnvExpect, "3")
+	if s, err := Parse([]byte(good + "cluster: {expect: 1}\n")); err != nil || s.Cluster.Expect != 3 {
+		t.Errorf("%s=3 not applied over the file's 1: %v", EnvExpect, err)
+	}
+	t.Setenv(EnvExpect, "three")
+	if _, err := Parse([]byte(good)); err == nil || !strings.Contains(err.Error(), "JOINERY_EXPECT must be a whole number") {
+		t.Errorf("bad %s not reported: %v", EnvExpect, err)
 	}
 }
 

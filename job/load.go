@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -56,9 +57,10 @@ func parse(b []byte, dir string) (*Plan, error) {
 	s.dir, s.lookup = dir, os.LookupEnv
 	secretErr := s.expandSecrets(os.LookupEnv)
 	s.applyEnv(os.Getenv)
+	envErr := s.applyExpectEnv(os.Getenv)
 	s.applyRedisClusterEnv(os.Getenv)
 	p, err := Compile(&s)
-	if err := errors.Join(secretErr, err); err != nil {
+	if err := errors.Join(secretErr, envErr, err); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -76,6 +78,7 @@ const (
 	EnvReadToken = "JOINERY_READ_TOKEN"     // admin.read_token
 	EnvInsecure  = "JOINERY_ADMIN_INSECURE" // admin.insecure ("true")
 	EnvAdminAddr = "JOINERY_ADMIN_ADDR"     // admin.addr
+	EnvExpect    = "JOINERY_EXPECT"         // cluster.expect (the Helm chart's replicaCount)
 	// EnvRedisUsername, EnvRedisTLS ("true") and EnvRedisTLSCA (a CA file;
 	// implies TLS) set state.redis.username and state.redis.tls, for the
 	// Helm chart's redis.username and redis.tls values.
@@ -123,6 +126,20 @@ func (s *Spec) applyEnv(getenv func(string) string) {
 	if v := getenv(EnvRedisTLSCA); v != "" {
 		s.State.Redis.TLS.Enabled, s.State.Redis.TLS.CAFile = true, v
 	}
+}
+
+// applyExpectEnv sets cluster.expect from EnvExpect, when set and non-empty.
+func (s *Spec) applyExpectEnv(getenv func(string) string) error {
+	v := strings.TrimSpace(getenv(EnvExpect))
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return fmt.Errorf("cluster.expect: %s must be a whole number of nodes, 0 or more (got %q)", EnvExpect, v)
+	}
+	s.Cluster.Expect = n
+	return nil
 }
 
 // Resolve returns p relative to the job file's directory (absolute paths and "-" unchanged).

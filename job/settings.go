@@ -94,6 +94,15 @@ type Cluster struct {
 	// Profile is the gossip timing preset: lan (default), wan, or local
 	// (fast failure detection, for one machine and tests).
 	Profile string `yaml:"profile"`
+	// Expect is how many nodes the fleet is started with (the Helm chart's
+	// replica count): at start a node's sharded sources take no shard
+	// until that many members are live and read them, or ExpectWait
+	// passes, so the shards are spread at once rather than handed over
+	// from the first node up (docs/scaling.md, "Cold start"). 0 (default):
+	// no wait.
+	Expect int `yaml:"expect,omitempty"`
+	// ExpectWait bounds that wait (default 5s).
+	ExpectWait time.Duration `yaml:"expect_wait,omitempty"`
 	// Watermarks sets how the ingest nodes of an event-time job share their
 	// watermarks through the state store (the global watermark is the
 	// minimum over live, active nodes).

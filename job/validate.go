@@ -199,6 +199,12 @@ func (s *Spec) compile(p *Plan) error {
 	if s.Cluster.RequestTimeout < 0 {
 		bad("cluster.request_timeout", "must not be negative")
 	}
+	if s.Cluster.Expect < 0 {
+		bad("cluster.expect", "must not be negative (got %d): the number of nodes the fleet is started with", s.Cluster.Expect)
+	}
+	if s.Cluster.ExpectWait < 0 {
+		bad("cluster.expect_wait", "must not be negative (got %v)", s.Cluster.ExpectWait)
+	}
 	s.validateClusterSecurity(p, bad)
 	if w := s.Cluster.Watermarks; w.Interval < 0 || w.TTL < 0 {
 		bad("cluster.watermarks", "interval and ttl must not be negative")

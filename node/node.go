@@ -257,13 +257,25 @@ func (n *Node) startCluster() (err error) {
 		remote.Configure(rhost, rport, ropts...),
 		pcluster.WithKinds(kind), pcluster.WithRequestTimeout(n.timeout))
 	n.cluster = pcluster.New(n.system, cfg)
-	// protoactor's StartMember panics on failure; turn that into an error.
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("start member: %v", r)
-		}
+	// protoactor's StartMember panics on failure (turned into an error
+	// here), and sleeps a second once the provider started: the node goes
+	// on as soon as the provider published its first topology, and the
+	// sleep ends on its own (a second off every start; docs/scaling.md,
+	// "Cold start").
+	failed := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				failed <- fmt.Errorf("start member: %v", r)
+			}
+		}()
+		n.cluster.StartMember()
 	}()
-	n.cluster.StartMember()
+	select {
+	case <-n.provider.Published():
+	case err := <-failed:
+		return err
+	}
 	n.watchPeers() // peers.go
 	n.client = actors.NewClient(n.cluster, n.kind, actors.ClientOptions{Timeout: n.timeout, Lost: n.peers.watch, Suspect: n.provider.IsSuspect,
 		Placement: n.placement})

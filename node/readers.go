@@ -91,6 +91,8 @@ func (n *Node) openSource(ctx context.Context, cfg job.SourcePlan) (sources.Sour
 		OnPartitions: n.sourcePartitions(cfg.Name),
 		OnLease:      n.readingHook(cfg.Name, n.sourcePartitions(cfg.Name)),
 		Members:      n.liveMembers,
+		Expect:       n.spec.Cluster.Expect,
+		ExpectWait:   n.spec.Cluster.ExpectWait,
 		Member:       n.memberName,
 		Applied:      n.appliedOffset(cfg.Name), // rollback.go
 		Lineage:      n.commitLineage,           // rollback.go
@@ -126,6 +128,7 @@ func (n *Node) readingHook(source string, next func(assigned, revoked []int32)) 
 		} else {
 			g.Set(0)
 		}
+		n.log.Info("source partitions", "source", source, "assigned", assigned, "revoked", revoked, "held", len(held))
 		mu.Unlock()
 		if next != nil {
 			next(assigned, revoked)

@@ -78,6 +78,24 @@ func allAckedOf(rc *redis.Client, stream string, shards int) func() error {
 	}
 }
 
+// startShardedThree starts (not runs) nodes n1, n2 and n3 of job name, on
+// Redis at addr, reading the shard streams of "cdc" (shards of them) into
+// a Redis hash; cluster is added to each one's cluster settings.
+func startShardedThree(t *testing.T, name, addr string, shards int, cluster string) []*node.Node {
+	t.Helper()
+	dir := t.TempDir()
+	yml := "name: " + name + "\n" + joinYAML + fmt.Sprintf(`
+state: {store: redis, redis: {addr: %[1]q}}
+sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[2]d, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
+sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
+`, addr, shards)
+	n1 := start(t, parse(t, dir, yml+"cluster: {node_name: n1"+cluster+"}\n"))
+	seeds := fmt.Sprintf("cluster: {node_name: %%s, seeds: [%q]%s}\n", n1.GossipAddr(), cluster)
+	n2 := start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n2")))
+	n3 := start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n3")))
+	return []*node.Node{n1, n2, n3}
+}
+
 // TestClusterShardedRedisStreams runs three nodes over real memberlist and
 // protoactor remoting on a Redis Streams source of 8 shard streams (the CDC
 // lines sharded by row primary key): the shards' leases spread over the
@@ -93,17 +111,8 @@ func TestClusterShardedRedisStreams(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rc.Close()
 	half := len(h.Lines) / 2
-	dir := t.TempDir()
-	yml := "name: sharded\n" + joinYAML + fmt.Sprintf(`
-state: {store: redis, redis: {addr: %[1]q}}
-sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[2]d, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
-sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
-`, rs.Addr, shards)
-	n1 := start(t, parse(t, dir, yml+"cluster: {node_name: n1}\n"))
-	seeds := fmt.Sprintf("cluster: {node_name: %%s, seeds: [%q]}\n", n1.GossipAddr())
-	n2 := start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n2")))
-	n3 := start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n3")))
-	nodes := []*node.Node{n1, n2, n3}
+	nodes := startShardedThree(t, "sharded", rs.Addr, shards, "")
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 	alive := func(want int, ns ...*node.Node) {
 		for _, n := range ns {
 			testutil.WaitFor(t, 30*time.Second, seesAlive(n, want))
@@ -191,6 +200,55 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 		cancels[i]()
 		if err := <-dones[i]; err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatalf("n%d run: %v", i+1, err)
+		}
+	}
+}
+
+// TestClusterShardedExpect: with cluster.expect: 3, the first node to run
+// a sharded source takes no shard while the other two have not opened
+// theirs (they are members already), then each node takes the shards
+// AssignShards gives it, and every entry is acknowledged. Without the
+// setting the first node takes all eight at once.
+func TestClusterShardedExpect(t *testing.T) {
+	const shards = 8
+	rs := testutil.StartRedis(t)
+	h := cdcgen.Generate(cdcgen.Config{Seed: 43, Users: 40, Domains: 120, Changes: 600})
+	ctx := context.Background()
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	nodes := startShardedThree(t, "expect", rs.Addr, shards, ", expect: 3, expect_wait: 30s")
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	for _, n := range nodes {
+		testutil.WaitFor(t, 30*time.Second, seesAlive(n, 3))
+	}
+	xaddSharded(t, rc, "cdc", shards, h.Lines)
+	var dones []chan error
+	runCtx, cancel := context.WithCancel(ctx)
+	run := func(n *node.Node) {
+		done := make(chan error, 1)
+		dones = append(dones, done)
+		go func() { done <- n.Run(runCtx) }()
+	}
+	run(n1)
+	// n1 runs alone for several rebalance rounds (250 ms each).
+	time.Sleep(time.Second)
+	if got := shardHolders(rc, "cdc", "joinery", shards); slices.ContainsFunc(got, func(o string) bool { return o != "" }) {
+		t.Errorf("n1 alone took leases %v before the other two expected nodes read the source", got)
+	}
+	run(n2)
+	run(n3)
+	want := redisstream.AssignShards(shards, []string{"n1", "n2", "n3"})
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if got := shardHolders(rc, "cdc", "joinery", shards); !slices.Equal(got, want) {
+			return fmt.Errorf("leases %v, want %v", got, want)
+		}
+		return nil
+	})
+	testutil.WaitFor(t, 60*time.Second, allAcked(rc, shards))
+	cancel()
+	for i, done := range dones {
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("n%d run: %v", i+1, err)
 		}
 	}
 }

@@ -68,6 +68,8 @@ func main() {
 	trickle := flag.Bool("trickle", false, "run the trickle row alone: one node without a CPU quota reads its backlog, then, once idle, gets one probe every 1/-trickle-rate s for -latency-duration; prints p50/p99/max event-to-sink (-nodes, -cpu and -plot are ignored; -workloads defaults to cdc)")
 	trickleRate := flag.Float64("trickle-rate", fleetbench.DefaultTrickleRate, "probes per second of the trickle row")
 	coldStart := flag.Bool("cold-start", false, "run the cold-start rows instead: the whole input written to the shard streams first, then each fleet size started on it, timed from the nodes' start until every entry is acknowledged (leases spreading included); efficiency T(1)/(N×T(N)); redis-streams, copartitioned and repartitioned sources only (-workloads defaults to cdc, -source to copartitioned,repartitioned; -plot is ignored)")
+	noExpect := flag.Bool("no-expect", false, "leave cluster.expect (the fleet size by default) out of the nodes' job files: to measure a fleet whose nodes take shards as soon as they start")
+	nodeLog := flag.String("node-log-level", "warn", "the nodes' --log-level (their logs are in -dir with -keep)")
 	traceOut := flag.String("trace", "", "with -trickle: execution traces of the node over the middle half of the probes, to PREFIX-<source>-<workload>.trace (go tool trace)")
 	flag.Parse()
 	if *trickle {
@@ -136,7 +138,7 @@ func main() {
 		Workloads: strings.Split(*workloads, ","), Source: *source, QuotaCPU: *quota, PeriodUs: int(period.Microseconds()), Partitions: *partitions,
 		Users: int(4000 * *scale), Domains: int(12000 * *scale), Changes: int(40000 * *scale),
 		Timeout: *timeout, LatencyFor: *latFor, LatencyLoad: *latLoad,
-		ProfileNodes: profSizes, ProfileOut: *profOut, ProfileLatency: *profLat, Trickle: *trickle, TrickleRate: *trickleRate, TraceOut: *traceOut, ColdStart: *coldStart, Log: os.Stderr,
+		ProfileNodes: profSizes, ProfileOut: *profOut, ProfileLatency: *profLat, Trickle: *trickle, TrickleRate: *trickleRate, TraceOut: *traceOut, ColdStart: *coldStart, NodeLogLevel: *nodeLog, NoExpect: *noExpect, Log: os.Stderr,
 	}
 	rep, err := fleetbench.Run(ctx, cfg)
 	if len(rep.Results) > 0 {

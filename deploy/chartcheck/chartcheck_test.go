@@ -184,8 +184,11 @@ func checkFleet(t *testing.T, f fleet, v chartutil.Values) {
 	env := map[string]bool{}
 	for _, e := range c.Env {
 		env[e.Name] = true
+		if e.Name == "JOINERY_EXPECT" && e.Value != fmt.Sprint(toFloat(replicas)) {
+			t.Errorf("JOINERY_EXPECT %q, want the replica count %v", e.Value, replicas)
+		}
 	}
-	for _, name := range []string{"JOINERY_NODE_NAME", "JOINERY_ADVERTISE_ADDR", "JOINERY_SEEDS", "JOINERY_REDIS_ADDR", "JOINERY_ADMIN_ADDR"} {
+	for _, name := range []string{"JOINERY_NODE_NAME", "JOINERY_ADVERTISE_ADDR", "JOINERY_SEEDS", "JOINERY_EXPECT", "JOINERY_REDIS_ADDR", "JOINERY_ADMIN_ADDR"} {
 		if !env[name] {
 			t.Errorf("container env lacks %s", name)
 		}

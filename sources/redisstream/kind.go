@@ -160,7 +160,7 @@ var Kind = connectors.SourceKind{
 		}
 		cfg.Name, cfg.OnPartitions, cfg.Applied, cfg.Lineage = env.Name, env.OnLease, env.Applied, env.Lineage
 		if cfg.Shards > 0 {
-			cfg.Members = env.Members
+			cfg.Members, cfg.Expect, cfg.ExpectWait = env.Members, env.Expect, env.ExpectWait
 			if env.Member != nil {
 				cfg.Member = env.Member(cfg.Consumer)
 			}

@@ -101,6 +101,15 @@ type Config struct {
 	Members func() []string
 	// Member is this source's name among Members. Default Consumer.
 	Member string
+	// Expect, for a sharded source, is how many members the fleet is
+	// started with (the job's cluster.expect): until that many are live
+	// and registered as readers of the shards, or ExpectWait passes since
+	// NewSharded, the source registers but takes no shard, so that a
+	// fleet started together spreads its shards at once instead of
+	// handing over what its first member took. 0: no wait.
+	Expect int
+	// ExpectWait bounds the wait for Expect members (0: DefaultExpectWait).
+	ExpectWait time.Duration
 
 	// Applied, when set, gives the last offset of the stream's partition
 	// that the state store has applied (its committed offset; ok false:
@@ -157,6 +166,9 @@ func (c Config) Validate() error {
 	}
 	if c.Shards < 0 || c.Shards > MaxShards {
 		errs = append(errs, fmt.Errorf("redisstream: Shards %d is not in 0..%d", c.Shards, MaxShards))
+	}
+	if c.Expect < 0 || c.ExpectWait < 0 {
+		errs = append(errs, fmt.Errorf("redisstream: Expect %d and ExpectWait %v must not be negative", c.Expect, c.ExpectWait))
 	}
 	if c.Shards > 0 && c.Lease < 0 {
 		errs = append(errs, errors.New("redisstream: a sharded source needs leases (Lease must not be negative)"))

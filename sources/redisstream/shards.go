@@ -44,6 +44,15 @@ func AssignShards(shards int, members []string) []string { return streamshard.As
 // ceil(shards/members) (streamshard.FairShare).
 func FairShare(shards, members int) int { return streamshard.FairShare(shards, members) }
 
+// DefaultExpectWait is how long a sharded source with Config.Expect waits
+// at most for the expected members before it takes shards.
+const DefaultExpectWait = 5 * time.Second
+
+// expectEvery is the rebalance period while a source waits for the
+// expected members: it takes its shards at most this long after the last
+// one registered.
+const expectEvery = 50 * time.Millisecond
+
 // Open opens the source cfg describes: New for one stream, NewSharded when
 // cfg.Shards is set.
 func Open(ctx context.Context, cfg Config) (sources.Source, error) {
@@ -97,6 +106,7 @@ type Sharded struct {
 		closed bool
 	}
 	freeSince map[int]time.Time // manager alone: when an unowned shard's lease was first seen free
+	expectBy  time.Time         // manager alone: until when the source waits for Config.Expect members (zero: it no longer waits)
 	closeOnce sync.Once
 }
 
@@ -168,6 +178,13 @@ func NewSharded(ctx context.Context, cfg Config) (*Sharded, error) {
 		freeSince: map[int]time.Time{}}
 	s.mu.shards = map[int]*heldShard{}
 	s.max.Store(512)
+	if cfg.Expect > 1 {
+		wait := cfg.ExpectWait
+		if wait == 0 {
+			wait = DefaultExpectWait
+		}
+		s.expectBy = time.Now().Add(wait)
+	}
 	go s.manage()
 	go s.pump()
 	return s, nil
@@ -179,7 +196,7 @@ func (s *Sharded) manage() {
 	defer close(s.done)
 	ctx, cancel := s.stopContext()
 	defer cancel()
-	t := time.NewTicker(s.every)
+	t := time.NewTimer(s.every)
 	defer t.Stop()
 	for {
 		s.finishDrains()
@@ -192,6 +209,13 @@ func (s *Sharded) manage() {
 			default: // Read has not taken the last one yet
 			}
 		}
+		next := s.every
+		if !s.expectBy.IsZero() {
+			// Waiting for the expected members: notice the last one
+			// soon, at the cost of a registration per round.
+			next = min(next, expectEvery)
+		}
+		t.Reset(next)
 		select {
 		case <-s.stop:
 			return
@@ -327,7 +351,8 @@ func (s *Sharded) ready() (shardItem, bool) {
 	}
 }
 
-// rebalance compares the held shards with this member's assignment: it
+// rebalance compares the held shards with this member's assignment (once
+// Config.Expect members are there, or the wait for them is over): it
 // takes the free leases of the shards it owns (announcing that it waits
 // for those held by others), hands over a shard it holds but does not own
 // once its owner waits for it, and takes, up to its fair share, orphans:
@@ -336,6 +361,12 @@ func (s *Sharded) rebalance(ctx context.Context) error {
 	members, err := s.members(ctx)
 	if err != nil {
 		return err
+	}
+	if !s.expectBy.IsZero() {
+		if len(members) < s.cfg.Expect && time.Now().Before(s.expectBy) {
+			return nil // registered; the expected members are not all there yet
+		}
+		s.expectBy = time.Time{}
 	}
 	owner := AssignShards(s.cfg.Shards, members)
 	limit := FairShare(s.cfg.Shards, len(members))

@@ -88,10 +88,14 @@ type shardNode struct {
 	bad  []string                // offsets not increasing per shard
 }
 
-func startShardNode(t *testing.T, addr, name string, shards int, f *fleet) *shardNode {
+func startShardNode(t *testing.T, addr, name string, shards int, f *fleet, opts ...func(*Config)) *shardNode {
 	t.Helper()
-	src, err := NewSharded(context.Background(), Config{Name: "cdc", Options: redisopts.Options{Addr: addr}, Stream: "cdc", Group: "g",
-		Consumer: name, Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: shards, Members: f.get})
+	cfg := Config{Name: "cdc", Options: redisopts.Options{Addr: addr}, Stream: "cdc", Group: "g",
+		Consumer: name, Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: shards, Members: f.get}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	src, err := NewSharded(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,6 +387,18 @@ func TestShardedLeaseLost(t *testing.T) {
 	})
 }
 
+// fillShards appends per entries to each of the shard streams of "cdc".
+func fillShards(t *testing.T, rc *redis.Client, shards, per int) {
+	t.Helper()
+	for i := range shards {
+		for range per {
+			if err := rc.XAdd(context.Background(), &redis.XAddArgs{Stream: ShardStream("cdc", i), Values: []string{streamshard.ValueField, "x"}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // TestShardedReadCoalesces: a Read returns the batches of every shard that
 // has one ready, up to max entries, each shard's in stream order; a batch
 // that would pass max waits for the next Read. So the caller's batches
@@ -393,13 +409,7 @@ func TestShardedReadCoalesces(t *testing.T) {
 	defer rc.Close()
 	ctx := context.Background()
 	const shards, per = 4, 5
-	for i := range shards {
-		for range per {
-			if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: ShardStream("cdc", i), Values: []string{streamshard.ValueField, "x"}}).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	fillShards(t, rc, shards, per)
 	src, err := NewSharded(ctx, Config{Name: "cdc", Options: redisopts.Options{Addr: rs.Addr}, Stream: "cdc", Group: "g",
 		Consumer: "a", Block: 20 * time.Millisecond, Lease: 300 * time.Millisecond, Shards: shards})
 	if err != nil {
@@ -510,4 +520,97 @@ func TestShardedJointRead(t *testing.T) {
 	if n := scripts() - before; n >= shards {
 		t.Errorf("%d read scripts for %d shards' entries that came at once; want them read together", n, shards)
 	}
+}
+
+// TestShardedExpect starts a fleet of three whose members all know each
+// other (memberlist) but open their sources 400 ms apart, with Expect 3:
+// the first takes no shard until all three read the shards, so no shard is
+// ever held by a member other than its owner among the three (nothing is
+// handed over), and every entry is delivered. Without Expect the first
+// takes every shard and hands most over. A member whose expected peers do
+// not come takes every shard once ExpectWait passes.
+func TestShardedExpect(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	const shards, per = 8, 20
+	fillShards(t, rc, shards, per)
+	owner := AssignShards(shards, []string{"a", "b", "c"})
+	want := map[string][]int{}
+	for i, o := range owner {
+		want[o] = append(want[o], i)
+	}
+	expect3 := func(c *Config) { c.Expect, c.ExpectWait = 3, 10*time.Second }
+	f := &fleet{}
+	f.set("a", "b", "c")
+	var mu sync.Mutex
+	var nodes []*shardNode
+	wrong := map[string]bool{}
+	stopWatch := make(chan struct{})
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		for {
+			select {
+			case <-stopWatch:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			mu.Lock()
+			for _, n := range nodes {
+				for _, i := range n.src.Held() {
+					if owner[i] != n.name {
+						wrong[fmt.Sprintf("%s held shard %d of %s", n.name, i, owner[i])] = true
+					}
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	for _, name := range []string{"a", "b", "c"} {
+		n := startShardNode(t, rs.Addr, name, shards, f, expect3)
+		mu.Lock()
+		nodes = append(nodes, n)
+		mu.Unlock()
+		time.Sleep(400 * time.Millisecond)
+	}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		seen := 0
+		for _, n := range nodes {
+			if got := n.src.Held(); !slices.Equal(got, want[n.name]) {
+				return fmt.Errorf("%s holds %v, want %v", n.name, got, want[n.name])
+			}
+			n.mu.Lock()
+			seen += len(n.got)
+			n.mu.Unlock()
+		}
+		if seen != shards*per {
+			return fmt.Errorf("%d of %d entries delivered", seen, shards*per)
+		}
+		return nil
+	})
+	close(stopWatch)
+	<-watchDone
+	for _, w := range slices.Sorted(maps.Keys(wrong)) {
+		t.Error(w)
+	}
+
+	t.Run("wait bounded", func(t *testing.T) {
+		lone := &fleet{}
+		lone.set("d", "e", "f") // e and f never start
+		cfg := func(c *Config) {
+			c.Stream, c.Expect, c.ExpectWait = "solo", 3, 300*time.Millisecond
+		}
+		start := time.Now()
+		n := startShardNode(t, rs.Addr, "d", shards, lone, cfg)
+		testutil.WaitFor(t, 10*time.Second, func() error {
+			if got := n.src.Held(); len(got) != shards {
+				return fmt.Errorf("d holds %v, want all %d shards", got, shards)
+			}
+			return nil
+		})
+		if took := time.Since(start); took < 300*time.Millisecond {
+			t.Errorf("d took the shards %v after its start, before ExpectWait", took)
+		}
+	})
 }

@@ -116,7 +116,20 @@ type Config struct {
 	// repartition streams too) is acknowledged — the leases spreading
 	// included. Shard-stream sources only (docs/scaling.md, "Cold start").
 	ColdStart bool
-	Log       io.Writer
+	// NoExpect leaves cluster.expect out of the nodes' job files (by
+	// default it is the fleet size), to measure a fleet without it.
+	NoExpect bool
+	// NodeLogLevel is the nodes' --log-level (default warn).
+	NodeLogLevel string
+	Log          io.Writer
+}
+
+// expect is the nodes' cluster.expect in a fleet of n: n, or 0 with NoExpect.
+func (c Config) expect(n int) int {
+	if c.NoExpect {
+		return 0
+	}
+	return n
 }
 
 // DefaultTrickleRate is the trickle row's rate: one probe every 10 ms.
@@ -343,7 +356,8 @@ func kafkaSources(w *workload, run int, broker string) string {
 
 // nodeConfig is node i's (1-based) job file of run run of w, reading the
 // sources srcs (kafkaSources, streamsSources).
-func nodeConfig(w *workload, run, i int, srcs, broker string, redis []string, gossip, seed, admin int) string {
+// expect is cluster.expect (0: none).
+func nodeConfig(w *workload, run, i int, srcs, broker string, redis []string, gossip, seed, admin, expect int) string {
 	q := func(ss []string) string {
 		b, _ := json.Marshal(ss)
 		return string(b)
@@ -351,9 +365,18 @@ func nodeConfig(w *workload, run, i int, srcs, broker string, redis []string, go
 	return w.join + srcs + fmt.Sprintf(`sinks:
   - {type: kafka, format: changelog, kafka: {brokers: [%[1]q], topic: %[2]s}}
 state: {store: redis, redis: {cluster: {addrs: %[3]s}}}
-cluster: {node_name: n%[4]d, gossip: "127.0.0.1:%[5]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[6]d"], profile: local, request_timeout: 5s}
+cluster: {node_name: n%[4]d, gossip: "127.0.0.1:%[5]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[6]d"], profile: local, request_timeout: 5s%[8]s}
 admin: {addr: "127.0.0.1:%[7]d", pprof: true}
-`, broker, topic("out", run), q(redis), i, gossip, seed, admin)
+`, broker, topic("out", run), q(redis), i, gossip, seed, admin, expectField(expect))
+}
+
+// expectField is nodeConfig's cluster.expect entry: none for 0 (a binary
+// from before the setting reads the file too).
+func expectField(expect int) string {
+	if expect == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", expect: %d", expect)
 }
 
 // node is one running joinery node of a fleet.
@@ -685,7 +708,7 @@ func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, sr
 			seed = gossip
 		}
 		name := fmt.Sprintf("n%d", i)
-		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(nodeConfig(w, run, i, srcs, broker, redis, gossip, seed, admin)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(nodeConfig(w, run, i, srcs, broker, redis, gossip, seed, admin, c.expect(n))), 0o644); err != nil {
 			return nodes, err
 		}
 		var cg *Cgroup // none for the trickle row: no CPU cap
@@ -694,7 +717,11 @@ func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, sr
 				return nodes, err
 			}
 		}
-		p, err := StartProc(dir, name, cg, c.Joinery, "run", "--config", name+".yaml", "--log-level", "warn")
+		level := c.NodeLogLevel
+		if level == "" {
+			level = "warn"
+		}
+		p, err := StartProc(dir, name, cg, c.Joinery, "run", "--config", name+".yaml", "--log-level", level)
 		if err != nil {
 			_ = cg.Remove()
 			return nodes, err
@@ -1000,6 +1027,7 @@ func (c Config) coldStart(ctx context.Context, res Result, run int, src string, 
 	if err != nil {
 		return res, err
 	}
+	c.logf("%s from %s, %d node(s): every node sees the fleet %.2f s after the start", w.name, src, n, time.Since(t0).Seconds())
 	err = waitFor(ctx, c.Timeout, "every entry acknowledged", func() error {
 		for _, nd := range nodes {
 			if !nd.proc.Running() {

@@ -230,10 +230,13 @@ func TestNodeConfig(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.source, func(t *testing.T) {
-			y := nodeConfig(w, 3, 2, tc.srcs, "127.0.0.1:9092", []string{"127.0.0.1:7001", "127.0.0.1:7002"}, 5000, 4000, 6000)
+			y := nodeConfig(w, 3, 2, tc.srcs, "127.0.0.1:9092", []string{"127.0.0.1:7001", "127.0.0.1:7002"}, 5000, 4000, 6000, 3)
 			spec, err := job.Parse([]byte(y))
 			if err != nil {
 				t.Fatalf("job.Parse: %v\n%s", err, y)
+			}
+			if spec.Cluster.Expect != 3 {
+				t.Errorf("cluster.expect %d, want 3 (the fleet size)", spec.Cluster.Expect)
 			}
 			if len(spec.Sources) != 2 || len(spec.State.Redis.Cluster.Addrs) != 2 {
 				t.Fatalf("parsed %d sources, %d cluster addrs; want 2, 2", len(spec.Sources), len(spec.State.Redis.Cluster.Addrs))
