@@ -3,7 +3,7 @@
 // deadline and logs nothing: how long to go on retrying, and what to say
 // about it, stay with the caller: node/retry.go (key requests, source
 // reads, commits and sink writes), the sharded Redis Streams source's shard
-// readers (sources/redisstream/shards.go) and the cluster's seed join loop
+// readers (sources/redisstream/joint.go) and the cluster's seed join loop
 // (cluster/loops.go) and the key actors' state writes (actors/writer.go).
 // It imports only the standard library.
 package backoff

@@ -1,0 +1,402 @@
+package fleetbench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// sample is one reading of the fleet's counters.
+type sample struct {
+	t                       time.Time
+	in                      float64
+	nodeCPU, redisCPU, self float64 // redisCPU: the cluster's and the streams' server's
+	streamsCPU              float64 // the shard streams' redis-server
+	broker, throttled       float64
+}
+
+func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n int, inf *infra) (Result, error) {
+	workload := w.name
+	res := Result{Source: src, Workload: workload, Nodes: n, P50Ms: math.NaN(), P99Ms: math.NaN(), MaxMs: math.NaN(),
+		SinkP50Ms: math.NaN(), SinkP99Ms: math.NaN(), SinkMaxMs: math.NaN(), LatencyCPUPerEventUs: math.NaN(), LatencyProbeNodeCPU: math.NaN()}
+	dir := filepath.Join(c.Dir, fmt.Sprintf("run%d-%s-%s-%dnodes", run, src, workload, n))
+	if c.Trickle {
+		res.Mode = ModeTrickle
+		dir += "-trickle"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return res, err
+	}
+	if err := inf.rc.FlushAll(); err != nil {
+		return res, err
+	}
+	if err := inf.rc.ResetStats(); err != nil {
+		return res, err
+	}
+	msgs, err := inputs(w, src == SourceCoPartitioned)
+	if err != nil {
+		return res, err
+	}
+	res.Input = len(msgs)
+	addr := inf.brokerAddr
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(20000))
+	if err != nil {
+		return res, err
+	}
+	defer cl.Close()
+	topics := []string{topic("out", run)}
+	var f feeder
+	var srcs string
+	switch src {
+	case SourceKafka:
+		topics = append(topics, topic(w.left, run), topic(w.right, run))
+		f, srcs = kafkaFeeder{cl: cl, run: run}, kafkaSources(w, run, addr)
+	case SourceRedisStreams, SourceCoPartitioned, SourceRepartitioned:
+		if err := inf.rdb.FlushAll(ctx).Err(); err != nil {
+			return res, fmt.Errorf("flush the streams' redis-server: %w", err)
+		}
+		f, srcs = redisFeeder{rdb: inf.rdb, run: run, shards: c.Partitions, byJoinKey: src == SourceCoPartitioned}, streamsSources(w, run, inf.streamsAddr, c.Partitions, src)
+	default:
+		return res, fmt.Errorf("fleetbench: unknown source %q", src)
+	}
+	if err := createTopics(ctx, cl, int32(c.Partitions), topics...); err != nil {
+		return res, err
+	}
+	if c.ColdStart {
+		return c.coldStart(ctx, res, run, src, w, n, dir, srcs, msgs, f, inf)
+	}
+	// The fleet.
+	nodes, err := c.startFleet(ctx, w, run, n, dir, srcs, addr, inf.rc.Addrs)
+	defer func() { c.stopFleet(nodes) }()
+	if err != nil {
+		return res, err
+	}
+	switch src {
+	case SourceKafka:
+		for _, g := range []string{w.left, w.right} {
+			group := group(g, run)
+			err := waitFor(ctx, 2*time.Minute, "consumer group "+group+" stable with every node", func() error {
+				m, err := groupMembers(ctx, cl, group)
+				if err == nil && m != n {
+					err = fmt.Errorf("%d of %d members", m, n)
+				}
+				return err
+			})
+			if err != nil {
+				return res, err
+			}
+		}
+	case SourceRedisStreams, SourceCoPartitioned, SourceRepartitioned:
+		if err := waitLeases(ctx, inf.rdb, w, run, c.Partitions, n, src); err != nil {
+			return res, err
+		}
+	}
+	c.logf("%s from %s, %d node(s): fleet up, feeding %d records over %d partitions per table", workload, src, n, len(msgs), c.Partitions)
+
+	// Backlog run: everything produced at once; the window is from 20% to
+	// 90% of it read.
+	in := inCount{}
+	if src == SourceRepartitioned {
+		entries, err := repartitionEntries(w, msgs, c.Partitions)
+		if err != nil {
+			return res, err
+		}
+		in = inCount{repart: true, perEntry: float64(len(msgs)) / float64(entries)}
+	}
+	read := func() (sample, error) { return c.read(nodes, inf, in) }
+	feedErr := make(chan error, 1)
+	go func() { feedErr <- produceAll(ctx, f, msgs) }()
+	total := float64(len(msgs))
+	var s0, s1 *sample
+	var profileDone chan error
+	deadline := time.Now().Add(c.Timeout)
+	for {
+		s, err := read()
+		if err != nil {
+			return res, err
+		}
+		if s0 == nil && s.in >= 0.2*total {
+			s0 = &s
+			if slices.Contains(c.ProfileNodes, n) && c.ProfileOut != "" {
+				profileDone = make(chan error, 1)
+				go func() { profileDone <- profile(ctx, nodes[0].admin, c.profilePath(workload, n)) }()
+			}
+		}
+		if s1 == nil && s.in >= 0.9*total {
+			s1 = &s
+		}
+		if s.in >= total {
+			break
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("backlog not read within %v: %.0f of %.0f records in (node logs in %s)", c.Timeout, s.in, total, dir)
+		}
+		select {
+		case err := <-feedErr:
+			if err != nil {
+				return res, err
+			}
+			feedErr = nil
+		default:
+		}
+		for _, nd := range nodes {
+			if !nd.proc.Running() {
+				return res, fmt.Errorf("%s exited (see %s)", nd.proc.Name, nd.proc.Log)
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if feedErr != nil {
+		if err := <-feedErr; err != nil {
+			return res, err
+		}
+	}
+	win := s1.t.Sub(s0.t).Seconds()
+	c.setWindow(&res, *s0, *s1, s1.in-s0.in, win, n)
+	res.EventsPerSec = Rate(s0.in, s1.in, 0, win)
+	if profileDone != nil {
+		if err := <-profileDone; err != nil {
+			c.logf("cpu profile: %v", err)
+		} else {
+			c.logf("cpu profile of n1 (%d nodes) in %s", n, c.profilePath(workload, n))
+		}
+	}
+
+	// Open-loop latency run at a fraction of the measured rate, once the
+	// backlog's outputs are written: records in counts what the sources
+	// read, and the joins and sink writes behind them may still be running.
+	idle, err := c.quiet(ctx, nodes, inf)
+	res.IdleNodeCPU = idle
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, err
+		}
+		c.logf("%v; measuring latency anyway", err)
+	}
+	l0, err := read()
+	if err != nil {
+		return res, err
+	}
+	rate := res.EventsPerSec * c.LatencyLoad
+	if c.Trickle {
+		rate = c.TrickleRate
+	}
+	lf := f
+	if kf, ok := f.(kafkaFeeder); ok {
+		// The probes go out without the backlog client's linger: the
+		// feeder's own wait is not the service's latency.
+		pcl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(0))
+		if err != nil {
+			return res, err
+		}
+		defer pcl.Close()
+		kf.cl = pcl
+		lf = kf
+	}
+	var traced chan error
+	tracePath := fmt.Sprintf("%s-%s-%s.trace", c.TraceOut, src, workload)
+	if c.Trickle && c.TraceOut != "" {
+		// An execution trace of the node over the middle of the probes
+		// (the latency run's consumer takes 2 s to start).
+		traced = make(chan error, 1)
+		go func() {
+			select {
+			case <-time.After(2*time.Second + c.LatencyFor/4):
+			case <-ctx.Done():
+			}
+			traced <- fetchTo(ctx, nodes[0].admin+fmt.Sprintf("/debug/pprof/trace?seconds=%d", max(1, int(c.LatencyFor.Seconds()/2))), tracePath)
+		}()
+	}
+	// The probing window's samples (the 2 s the output consumer takes to
+	// start are not in it): the node CPU per record read while probing.
+	var p0, p1 *sample
+	var profiled chan error
+	latProfile := c.profilePath(workload, n)
+	latProfile = strings.TrimSuffix(latProfile, ".pprof") + "-latency.pprof"
+	probing := func(start bool) {
+		s, err := read()
+		if err != nil {
+			return
+		}
+		if !start {
+			p1 = &s
+			return
+		}
+		p0 = &s
+		if c.ProfileLatency && c.ProfileOut != "" {
+			profiled = make(chan error, 1)
+			go func() {
+				select {
+				case <-time.After(c.LatencyFor / 4):
+				case <-ctx.Done():
+				}
+				profiled <- profileFor(ctx, nodes[0].admin, latProfile, max(1, int(c.LatencyFor.Seconds()/2)))
+			}()
+		}
+	}
+	lat, toSink, rate, err := c.latency(ctx, run, lf, addr, w, rate, probing)
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			c.logf("latency cpu profile: %v", err)
+		} else {
+			c.logf("cpu profile of n1 over the latency run (%d nodes) in %s", n, latProfile)
+		}
+	}
+	if p0 != nil && p1 != nil && p1.in > p0.in {
+		res.LatencyCPUPerEventUs = (p1.nodeCPU - p0.nodeCPU) / (p1.in - p0.in) * 1e6
+		res.LatencyProbeNodeCPU = (p1.nodeCPU - p0.nodeCPU) / p1.t.Sub(p0.t).Seconds() / float64(n)
+	}
+	if traced != nil {
+		if err := <-traced; err != nil {
+			c.logf("trace: %v", err)
+		} else {
+			c.logf("execution trace of n1 over the trickle in %s (go tool trace)", tracePath)
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	if l1, err := read(); err == nil {
+		cpu := (l1.nodeCPU - l0.nodeCPU) / l1.t.Sub(l0.t).Seconds() / float64(n)
+		res.LatencyNodeCPU = cpu
+		res.LatencyNodeCPUUtil = cpu / c.quota()
+	}
+	res.LatencyRate, res.LatencySamples = rate, len(lat)
+	if len(lat) > 0 {
+		res.P50Ms, res.P99Ms, res.MaxMs = Percentile(lat, 0.5), Percentile(lat, 0.99), Percentile(lat, 1)
+		res.SinkP50Ms, res.SinkP99Ms, res.SinkMaxMs = Percentile(toSink, 0.5), Percentile(toSink, 0.99), Percentile(toSink, 1)
+	}
+	if res.KeysPerShard, err = inf.rc.DBSize(); err != nil {
+		return res, err
+	}
+	if res.CommandsPerShard, err = inf.rc.Commands(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// quiet waits (up to a minute) until the fleet is idle: its nodes used
+// under 10% of their quota over one second (without a quota, under 5% of
+// a CPU).
+// It returns the CPU a node used per second in that last second (the mean
+// of the nodes).
+func (c Config) quiet(ctx context.Context, nodes []*node, inf *infra) (float64, error) {
+	prev, err := c.read(nodes, inf, inCount{})
+	if err != nil {
+		return math.NaN(), err
+	}
+	idle := math.NaN()
+	err = waitFor(ctx, time.Minute, "the fleet idle after its backlog", func() error {
+		time.Sleep(time.Second)
+		s, err := c.read(nodes, inf, inCount{})
+		if err != nil {
+			return err
+		}
+		idle = (s.nodeCPU - prev.nodeCPU) / s.t.Sub(prev.t).Seconds() / float64(len(nodes))
+		prev = s
+		if c.quota() <= 0 {
+			if idle > 0.05 {
+				return fmt.Errorf("nodes at %.0f%% of a CPU", 100*idle)
+			}
+			return nil
+		}
+		if use := idle / c.quota(); use > 0.10 {
+			return fmt.Errorf("nodes at %.0f%% of their quota", 100*use)
+		}
+		return nil
+	})
+	return idle, err
+}
+
+func (c Config) profilePath(w string, n int) string {
+	return fmt.Sprintf("%s-%s-%dnodes.pprof", c.ProfileOut, w, n)
+}
+
+// setWindow fills res's figures of a window of win seconds from s0 to s1
+// in which events records went in, on n nodes.
+func (c Config) setWindow(res *Result, s0, s1 sample, events, win float64, n int) {
+	res.WindowS, res.Events = win, events
+	res.NodeCPUs = s1.nodeCPU - s0.nodeCPU
+	res.RedisCPUs = s1.redisCPU - s0.redisCPU
+	res.StreamsRedisCPUs = s1.streamsCPU - s0.streamsCPU
+	res.FeederCPUs = s1.self - s0.self
+	res.BrokerCPUs = s1.broker - s0.broker
+	res.ThrottledS = s1.throttled - s0.throttled
+	res.CPUPerEventUs = 1e6 * res.NodeCPUs / res.Events
+	res.EventsPerNodeCPUs = res.Events / res.NodeCPUs
+	res.RedisCPUPerEventUs = 1e6 * res.RedisCPUs / res.Events
+	res.NodeCPUUtil = res.NodeCPUs / (win * float64(n) * c.quota()) // +Inf without a quota: written as -1
+}
+
+// inCount is how a run counts its input records from the nodes'
+// joinery_records_in_total: every source's (the zero value), or with
+// repartitioned only the repartition streams' readers' (the raw shards'
+// readers only forward), times perEntry (input records per repartition
+// entry: a record whose join keys are in two key groups makes two), so
+// that the rate is of input records applied, not of records forwarded.
+type inCount struct {
+	repart   bool
+	perEntry float64
+}
+
+// repartLabel ends the source label of a repartition streams' reader
+// (job.RepartitionSuffix).
+const repartLabel = `:repart"`
+
+// read samples every counter: records in (all nodes, as in says), CPU
+// seconds.
+func (c Config) read(nodes []*node, inf *infra, in inCount) (sample, error) {
+	s := sample{t: time.Now()}
+	var keep func(string) bool
+	if in.repart {
+		keep = func(labels string) bool { return strings.Contains(labels, repartLabel) }
+	}
+	for _, nd := range nodes {
+		b, err := get(context.Background(), nd.admin+"/metrics")
+		if err != nil {
+			return s, fmt.Errorf("%s metrics: %w", nd.proc.Name, err)
+		}
+		v, _, err := SumCounterWhere(b, "joinery_records_in_total", keep)
+		if err != nil {
+			return s, fmt.Errorf("%s metrics: %w", nd.proc.Name, err)
+		}
+		if in.repart {
+			v *= in.perEntry
+		}
+		s.in += v
+		cpu, err := nd.proc.CPU()
+		if err != nil {
+			return s, err
+		}
+		s.nodeCPU += cpu
+		_, th := nd.cg.Throttled()
+		s.throttled += th
+	}
+	rcpu, err := inf.rc.CPU()
+	if err != nil {
+		return s, err
+	}
+	for _, v := range rcpu {
+		s.redisCPU += v
+	}
+	if inf.streams != nil {
+		if s.streamsCPU, err = inf.streams.CPU(); err != nil {
+			return s, err
+		}
+		s.redisCPU += s.streamsCPU
+	}
+	if s.self, err = ProcCPU(os.Getpid()); err != nil {
+		return s, err
+	}
+	if s.broker, err = inf.broker.CPU(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
