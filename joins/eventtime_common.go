@@ -141,26 +141,9 @@ func validateSemi(c *collector, t TimedJoinType, project []Column) {
 	}
 }
 
-// validateShape checks the output description shared by the event-time
-// join specs: side names, the projection and the pair functions.
-func validateShape(bad func(field, format string, args ...any), left, right string, project []Column, join JoinFunc, flat FlatJoinFunc) {
-	if join != nil && flat != nil {
-		bad("flat_join", "must not be set together with join")
-	}
-	if len(project) > 0 && (join != nil || flat != nil) {
-		bad("project", "must be empty when join or flat_join makes the rows")
-	}
-	if len(project) == 0 && join == nil && flat == nil {
-		if left == "" {
-			bad("left", "must not be empty (it names the left row's output column)")
-		}
-		if right == "" {
-			bad("right", "must not be empty (it names the right row's output column)")
-		}
-		if left != "" && left == right {
-			bad("right", "must differ from left %q when there is no projection", left)
-		}
-	}
+// checkProject checks output columns: each named once, and each either
+// computed or a field of the left or right row.
+func checkProject(bad func(field, format string, args ...any), project []Column) {
 	seen := make(map[string]int, len(project))
 	for i, c := range project {
 		f := fmt.Sprintf("project[%d]", i)
@@ -181,6 +164,29 @@ func validateShape(bad func(field, format string, args ...any), left, right stri
 			bad(f+".field", "must not be empty")
 		}
 	}
+}
+
+// validateShape checks the output description shared by the event-time
+// join specs: side names, the projection and the pair functions.
+func validateShape(bad func(field, format string, args ...any), left, right string, project []Column, join JoinFunc, flat FlatJoinFunc) {
+	if join != nil && flat != nil {
+		bad("flat_join", "must not be set together with join")
+	}
+	if len(project) > 0 && (join != nil || flat != nil) {
+		bad("project", "must be empty when join or flat_join makes the rows")
+	}
+	if len(project) == 0 && join == nil && flat == nil {
+		if left == "" {
+			bad("left", "must not be empty (it names the left row's output column)")
+		}
+		if right == "" {
+			bad("right", "must not be empty (it names the right row's output column)")
+		}
+		if left != "" && left == right {
+			bad("right", "must differ from left %q when there is no projection", left)
+		}
+	}
+	checkProject(bad, project)
 }
 
 // collector gathers the problems of a Validate call.

@@ -177,26 +177,7 @@ func (s *CDCSpec) Validate() error {
 	if len(s.Project) == 0 && s.Left.Name != "" && s.Left.Name == s.Right.Name {
 		bad("right.name", "must differ from left.name %q when there is no projection", s.Left.Name)
 	}
-	seen := make(map[string]int, len(s.Project))
-	for i, c := range s.Project {
-		f := fmt.Sprintf("project[%d]", i)
-		if c.Name == "" {
-			bad(f+".name", "must not be empty")
-		} else if j, dup := seen[c.Name]; dup {
-			bad(f+".name", "duplicate %q (also project[%d])", c.Name, j)
-		} else {
-			seen[c.Name] = i
-		}
-		if c.Compute != nil {
-			continue
-		}
-		if c.Side != record.Left && c.Side != record.Right {
-			bad(f+".side", "must be left or right, got %d", c.Side)
-		}
-		if c.Field == "" {
-			bad(f+".field", "must not be empty")
-		}
-	}
+	checkProject(bad, s.Project)
 	return errors.Join(errs...)
 }
 
