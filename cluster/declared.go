@@ -294,7 +294,7 @@ type restartVerdict struct {
 // declared it dead and those it declared dead.
 func (p *Provider) restartVerdictLocked() restartVerdict {
 	names := map[string]string{p.ownMeta.ID: p.mu.self} // member ID -> name, live nodes
-	var live, left []*nodeView
+	var live, left, dead []*nodeView
 	for _, n := range p.mu.nodes {
 		if n.metaErr != nil || n.meta.Client || n.meta.ID == p.ownMeta.ID {
 			continue
@@ -302,6 +302,8 @@ func (p *Provider) restartVerdictLocked() restartVerdict {
 		switch {
 		case n.status == StatusLeft:
 			left = append(left, n)
+		case n.status == StatusDead:
+			dead = append(dead, n)
 		case n.status != StatusAlive || n.meta.Restarting:
 			// a restarting node is on its way out: its conflicts end with its restart
 		default:
@@ -340,6 +342,15 @@ func (p *Provider) restartVerdictLocked() restartVerdict {
 		voters = append(voters, n.name)
 		declare(n)
 	}
+	for _, n := range dead {
+		if by := inferredVote(n.meta.ID, p.mu.self, p.mu.deadIDs, live); by != nil {
+			voters = append(voters, n.name)
+			declared[n.name] = by
+			if slices.Contains(by, p.mu.self) {
+				v.by = append(v.by, n.name)
+			}
+		}
+	}
 	if len(v.by) == 0 && len(v.blocked) == 0 || !slices.Contains(restartSet(nodes, trustDeclarations(voters, declared)), p.mu.self) {
 		return restartVerdict{}
 	}
@@ -349,4 +360,36 @@ func (p *Provider) restartVerdictLocked() restartVerdict {
 	v.restart = true
 	v.majority = 2*len(v.by) > len(voters)-1
 	return v
+}
+
+// inferredVote is the vote of a member this node holds dead, when its own
+// word cannot reach this node: the live nodes that declared it dead, or nil
+// when all of them did (it failed: no vote) or none did.
+//
+// The case it is for: a partition cuts two of five off, and the ingesting
+// node finishes and leaves before the heal. The majority saw it leave, so
+// it votes there with the dead list it gossiped (see restartVerdictLocked).
+// The cut-off pair had declared it dead before it left, and memberlist
+// ignores news of a member it holds dead — its leave, its last meta — so
+// on the pair's healed view the four live nodes are an even split, whose
+// tie-break restarts the majority's side while the majority restarts the
+// pair: the views disagree and no one restarts (seen in
+// TestChaosPartitionTwoOfFive, n2 healthy 45 s after the heal). A
+// partition's declarations are mutual, so a member that only some live
+// nodes declared dead stood on the other side from them: it declared them
+// dead, which is the vote it cast on the majority's view.
+func inferredVote(id, self string, deadHere map[string]time.Time, live []*nodeView) []string {
+	var by []string
+	if _, ok := deadHere[id]; ok {
+		by = append(by, self)
+	}
+	for _, n := range live {
+		if slices.Contains(n.meta.Dead, id) {
+			by = append(by, n.name)
+		}
+	}
+	if len(by) == 0 || len(by) == len(live)+1 {
+		return nil
+	}
+	return by
 }

@@ -98,7 +98,7 @@ func TestRestartSetCovers(t *testing.T) {
 // self is "n<self>" and live lists every live node with the names of the
 // nodes its gossiped dead list holds ("n3": "n2" means n3 declared n2; a
 // name ending in "!" gossips that it is restarting, one ending in "~" left
-// the fleet gracefully).
+// the fleet gracefully, one ending in "-" is dead in self's view).
 // Member IDs are the names with an "id-" prefix.
 func verdictProvider(t *testing.T, self string, live map[string][]string, confirm, minority time.Duration) *Provider {
 	t.Helper()
@@ -126,6 +126,7 @@ func setVerdictView(p *Provider, live map[string][]string) {
 	for name, dead := range live {
 		name, restarting := strings.CutSuffix(name, "!")
 		name, gone := strings.CutSuffix(name, "~")
+		name, failed := strings.CutSuffix(name, "-")
 		var ids []string
 		for _, d := range dead {
 			ids = append(ids, "id-"+d)
@@ -137,8 +138,11 @@ func setVerdictView(p *Provider, live map[string][]string) {
 			continue
 		}
 		status := StatusAlive
-		if gone {
+		switch {
+		case gone:
 			status = StatusLeft
+		case failed:
+			status = StatusDead
 		}
 		p.mu.nodes[name] = &nodeView{name: name, status: status, meta: nodeMeta{ID: "id-" + name, Dead: ids, Restarting: restarting}}
 	}
@@ -269,6 +273,41 @@ func TestRestartVerdictCountsLeftVoters(t *testing.T) {
 		p.mu.Unlock()
 		if v.restart != want.restart || v.majority != want.majority {
 			t.Errorf("%s: verdict %+v, want restart=%v majority=%v", self, v, want.restart, want.majority)
+		}
+	}
+}
+
+// TestRestartVerdictInfersDeadVoters: two of five (n2, n3) were cut off
+// and declared the other three dead; n1, which had declared both, then
+// finished and left. n4 and n5 saw it leave and count its dead list; n2
+// and n3 hold it dead (memberlist ignores the leave of a member it holds
+// dead) and infer its vote from who declared it: n2 and n3, not n4 and n5,
+// so it stood with n4 and n5. Both views then agree that the pair restarts
+// (without the inference the pair's view was an even split whose tie-break
+// restarts n4 and n5, so no one restarted: TestChaosPartitionTwoOfFive).
+// A member every live node declared dead failed and casts no vote.
+func TestRestartVerdictInfersDeadVoters(t *testing.T) {
+	pair := map[string][]string{"n1-": nil, "n2": {"n1", "n4", "n5"}, "n3": {"n1", "n4", "n5"}, "n4": {"n2", "n3"}, "n5": {"n2", "n3"}}
+	majority := map[string][]string{"n1~": {"n2", "n3"}, "n2": {"n1", "n4", "n5"}, "n3": {"n1", "n4", "n5"}, "n4": {"n2", "n3"}, "n5": {"n2", "n3"}}
+	crashed := map[string][]string{"n1-": nil, "n2": {"n1"}, "n3": {"n1"}, "n4": {"n1"}}
+	for _, tt := range []struct {
+		name string
+		self string
+		view map[string][]string
+		want restartVerdict
+	}{
+		{"cut-off n2", "n2", pair, restartVerdict{restart: true, majority: true, by: []string{"n1", "n4", "n5"}}},
+		{"cut-off n3", "n3", pair, restartVerdict{restart: true, majority: true, by: []string{"n1", "n4", "n5"}}},
+		{"majority n4", "n4", majority, restartVerdict{}},
+		{"majority n5", "n5", majority, restartVerdict{}},
+		{"n1 crashed: no vote, no conflict", "n2", crashed, restartVerdict{}},
+	} {
+		p := verdictProvider(t, tt.self, tt.view, time.Hour, time.Hour)
+		p.mu.Lock()
+		v := p.restartVerdictLocked()
+		p.mu.Unlock()
+		if v.restart != tt.want.restart || v.majority != tt.want.majority || !slices.Equal(v.by, tt.want.by) {
+			t.Errorf("%s: verdict %+v, want restart=%v majority=%v by %v", tt.name, v, tt.want.restart, tt.want.majority, tt.want.by)
 		}
 	}
 }
