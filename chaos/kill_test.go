@@ -305,8 +305,9 @@ func TestChaosPauseActorNode(t *testing.T) {
 		seed := uint64(400 + trial)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
-			f := newFleet(t, seed, inTrial(trial, trials(1)))
+			f := newFleet(t, seed, withAdmin(), inTrial(trial, trials(1)))
 			f.startIngest(t)
+			waitFormed(t, f, 3) // a node that never joined is declared dead by no one
 			waitLines(t, f.out, moment(r, 15000), time.Minute)
 			if err := f.n2.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
