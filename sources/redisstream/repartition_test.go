@@ -106,37 +106,100 @@ func TestShardedRepartitionOnce(t *testing.T) {
 
 // TestTrimAcked checks that a source with TrimAcked trims its stream up to
 // the last entry it acknowledged, which stays (the store's committed offset,
-// which the rewind check looks for), and leaves the rest.
+// which the rewind check looks for), and leaves the rest; with KeptFloor
+// (the store's replay floor, persistence.FloorStore) no further than the
+// floor, whose entry stays too, and not at all while there is none.
 func TestTrimAcked(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		floor int   // the entry KeptFloor names; -1: KeptFloor nil
+		known bool  // KeptFloor's ok
+		want  []int // the entries the stream holds after 0..5 were acknowledged: first, count
+	}{
+		{name: "no floor", floor: -1, want: []int{5, 5}},
+		{name: "floor behind the commit", floor: 3, known: true, want: []int{3, 7}},
+		{name: "floor at the commit", floor: 5, known: true, want: []int{5, 5}},
+		{name: "floor ahead of the commit", floor: 8, known: true, want: []int{5, 5}},
+		{name: "floor not known yet", floor: 3, want: []int{0, 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := testutil.StartRedis(t)
+			ctx := context.Background()
+			rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+			defer rc.Close()
+			var vals []string
+			for i := range 10 {
+				vals = append(vals, fmt.Sprint(i))
+			}
+			ids := appendValues(t, rc, "s", vals...)
+			cfg := Config{Options: redisopts.Options{Addr: rs.Addr}, Stream: "s", Group: "g", Consumer: "c", TrimAcked: true}
+			if tc.floor >= 0 {
+				floor, err := Offset(ids[tc.floor])
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.KeptFloor = func(partition int32) (int64, bool) {
+					if partition != 0 {
+						t.Errorf("KeptFloor of partition %d, want 0", partition)
+					}
+					return floor, tc.known
+				}
+			}
+			src, err := New(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			msgs := readN(t, src, 10, 10)
+			if err := src.Commit(ctx, []record.Position{msgs[5].Pos}); err != nil {
+				t.Fatal(err)
+			}
+			xs, err := rc.XRange(ctx, "s", "-", "+").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first := fmt.Sprint(tc.want[0]); len(xs) != tc.want[1] || xs[0].Values[streamshard.ValueField] != first {
+				t.Errorf("after acknowledging 0..5 the stream holds %d entries from %v, want %d from %s", len(xs), xs[0].Values, tc.want[1], first)
+			}
+		})
+	}
+}
+
+// TestTrimAckedKeptFloorRewind: the store committed a..d, its applied
+// offset (a Redis Cluster store's replay floor) is still b, and the reader
+// trimmed no further than b: the next reader, starting at b, reads c, d
+// and e — c and d again, which the key actors skip — instead of finding
+// them trimmed and failing with a LostRangeError
+// (TestClusterRepartitionedGracefulStops in node/).
+func TestTrimAckedKeptFloorRewind(t *testing.T) {
 	rs := testutil.StartRedis(t)
 	ctx := context.Background()
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rc.Close()
-	for i := range 10 {
-		rc.XAdd(ctx, &redis.XAddArgs{Stream: "s", Values: map[string]any{streamshard.ValueField: fmt.Sprint(i)}})
-	}
-	src, err := New(ctx, Config{Options: redisopts.Options{Addr: rs.Addr}, Stream: "s", Group: "g", Consumer: "c", TrimAcked: true})
+	ids := appendValues(t, rc, "s", "a", "b", "c", "d", "e")
+	floor, err := Offset(ids[1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
-	var msgs []sources.Message
-	for len(msgs) < 10 {
-		m, err := src.Read(ctx, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs = append(msgs, m...)
-	}
-	if err := src.Commit(ctx, []record.Position{msgs[5].Pos}); err != nil {
-		t.Fatal(err)
-	}
-	xs, err := rc.XRange(ctx, "s", "-", "+").Result()
+	cfg := Config{Options: redisopts.Options{Addr: rs.Addr}, Stream: "s", Group: "g", Consumer: "c", TrimAcked: true, Block: 50 * time.Millisecond,
+		Applied:   func(context.Context, int32, string) (int64, bool, error) { return floor, true, nil },
+		KeptFloor: func(int32) (int64, bool) { return floor, true }}
+	src, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(xs) != 5 || xs[0].Values[streamshard.ValueField] != "5" {
-		t.Errorf("after acknowledging 0..5 the stream holds %d entries from %v, want 5 from 5 (the last acknowledged stays)", len(xs), xs)
+	msgs := readN(t, src, 4, 4)
+	if err := src.Commit(ctx, []record.Position{msgs[3].Pos}); err != nil {
+		t.Fatal(err)
+	}
+	_ = src.Close()
+	next, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if got := values(readN(t, next, 3, 3)); got != "c,d,e" {
+		t.Errorf("the next reader read %q, want c,d,e (from the floor on)", got)
 	}
 }
 
