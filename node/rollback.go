@@ -31,7 +31,9 @@ import (
 // those records were acknowledged, which a node started after the rollback
 // cannot see otherwise. Then the source re-reads what the store lost, from
 // the store's offsets, or from the partition's beginning where the store
-// has none (it was restarted empty).
+// has none (it was restarted empty). A source that deletes what it
+// acknowledged keeps what follows the store's replay floor (keptFloor),
+// or its next reader would find the range it re-reads gone.
 
 // rollbackCheckEvery is how often the node re-reads the store's lineage
 // besides its commits.
