@@ -104,6 +104,64 @@ func TestShardedRepartitionOnce(t *testing.T) {
 	}
 }
 
+// TestShardedBacklog checks that Backlog counts what a repartition
+// stream's group has not acknowledged — not the acknowledged entries the
+// stream keeps after the store's replay floor, which XLEN counts — and
+// falls back to XLEN where there is no group or Redis cannot tell the lag.
+func TestShardedBacklog(t *testing.T) {
+	rs := testutil.StartRedis(t)
+	ctx := context.Background()
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	repart := streamshard.RepartitionStream("cdc", "g")
+	src, err := NewSharded(ctx, Config{Options: redisopts.Options{Addr: rs.Addr}, Stream: "cdc", Group: "g", Consumer: "c", Shards: 2, RepartitionTo: repart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var fwd []sources.Forward
+	for off := range int64(10) {
+		fwd = append(fwd, sources.Forward{Pos: record.Position{Source: "cdc", Partition: 0, Offset: off}, Group: int(off % 2), Value: []byte("v")})
+	}
+	if _, err := src.Repartition(ctx, fwd); err != nil {
+		t.Fatal(err)
+	}
+	s0, s1 := streamshard.Stream(repart, 0), streamshard.Stream(repart, 1)
+	backlog := func(what string, want int64) {
+		t.Helper()
+		if got, err := src.Backlog(ctx); err != nil || got != want {
+			t.Errorf("%s: Backlog %d, %v; want %d", what, got, err, want)
+		}
+	}
+	backlog("no group: XLEN", 5)
+	// Group 0's reader read 4 of its 5 entries and acknowledged 3; its
+	// stream keeps them all (the floor is behind). Group 1 has none read.
+	for _, st := range []string{s0, s1} {
+		if err := rc.XGroupCreate(ctx, st, "g", "0").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	xs := rc.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{s0, ">"}, Count: 4}).Val()[0].Messages
+	if err := rc.XAck(ctx, s0, "g", xs[0].ID, xs[1].ID, xs[2].ID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.XAdd(ctx, &redis.XAddArgs{Stream: s1, Values: map[string]any{streamshard.ValueField: "w"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	backlog("group 0 holds 1 pending and 1 new of 5, group 1 6 new", 6)
+	ys := rc.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{s1, ">"}, Count: 6}).Val()[0].Messages
+	if err := rc.XAck(ctx, s1, "g", ys[0].ID, ys[1].ID, ys[2].ID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	backlog("group 1 read 6 and acknowledged 3", 3)
+	// Moved back without ENTRIESREAD (as a rewind moves it), the group's
+	// lag is unknown: XLEN.
+	if err := rc.XGroupSetID(ctx, s0, "g", xs[1].ID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	backlog("group 0 moved back", 5)
+}
+
 // TestTrimAcked checks that a source with TrimAcked trims its stream up to
 // the last entry it acknowledged, which stays (the store's committed offset,
 // which the rewind check looks for), and leaves the rest; with KeptFloor
