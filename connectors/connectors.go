@@ -168,6 +168,13 @@ type SourceEnv struct {
 	// carry it (Kafka commit metadata, a key beside a Redis stream's
 	// group) and hand it back to Applied when it opens.
 	Lineage func() string
+	// KeptFloor bounds what a source that deletes the records it
+	// acknowledged (a Redis stream source with trim_acked, the
+	// repartition streams) deletes of a partition: nothing after offset,
+	// and nothing while ok is false; nil: no bound. It is the store's
+	// replay floor (persistence.FloorStore), where Applied starts the
+	// partition's next reader (docs/sharded-streams.md).
+	KeptFloor func(partition int32) (offset int64, ok bool)
 }
 
 // SinkEnv is what a sink constructor gets from its node.

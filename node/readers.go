@@ -96,6 +96,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.SourcePlan) (sources.Sour
 		Member:       n.memberName,
 		Applied:      n.appliedOffset(cfg.Name), // rollback.go
 		Lineage:      n.commitLineage,           // rollback.go
+		KeptFloor:    n.keptFloor(cfg.Name),     // rollback.go
 	}
 	var src sources.Source
 	var err error

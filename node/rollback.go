@@ -31,7 +31,9 @@ import (
 // those records were acknowledged, which a node started after the rollback
 // cannot see otherwise. Then the source re-reads what the store lost, from
 // the store's offsets, or from the partition's beginning where the store
-// has none (it was restarted empty).
+// has none (it was restarted empty). A source that deletes what it
+// acknowledged keeps what follows the store's replay floor (keptFloor),
+// or its next reader would find the range it re-reads gone.
 
 // rollbackCheckEvery is how often the node re-reads the store's lineage
 // besides its commits.
@@ -148,6 +150,28 @@ func (n *Node) recoveryOffsets(ctx context.Context) (map[string]int64, error) {
 		return rs.RecoveryOffsets(ctx, n.spec.Name)
 	}
 	return n.store.CommittedOffsets(ctx, n.spec.Name)
+}
+
+// keptFloor bounds the trims of a source that deletes what it
+// acknowledged (the repartition streams: redisstream Config.KeptFloor) by
+// the store's replay floor of the partition, where appliedOffset starts
+// its next reader. On a Redis Cluster store the recovery offsets are the
+// floors, copied about once a second after the commits: trimmed up to the
+// committed offset, a repartition shard taken over from a node that
+// stopped gracefully lacked the entries between its floor and its commit,
+// and the taker stopped with "the state store lost records the source no
+// longer holds" (lostRange) though the store lost nothing
+// (docs/sharded-streams.md, "Repartition streams and the replay floors").
+// nil when the store keeps no floors (its recovery offsets are its
+// committed offsets).
+func (n *Node) keptFloor(source string) func(int32) (int64, bool) {
+	fs, ok := n.store.(persistence.FloorStore)
+	if !ok {
+		return nil
+	}
+	return func(partition int32) (int64, bool) {
+		return fs.KeptFloor(n.spec.Name, record.Position{Source: source, Partition: partition}.PartitionID())
+	}
 }
 
 // sourceRollback compares the lineage a source's commit carried with the

@@ -58,3 +58,23 @@ type RecoveryStore interface {
 	// offset. A partition with no committed offset and no copy is absent.
 	RecoveryOffsets(ctx context.Context, job string) (map[string]int64, error)
 }
+
+// FloorStore is a RecoveryStore that tells how far its recovery offsets
+// are known to reach without a round trip. They lag the committed offsets
+// also when no shard went back in time (redisstore copies them about once
+// a second, after the commits), and a source that deletes the records it
+// acknowledged (the repartition streams, docs/sharded-streams.md) must
+// keep those after the recovery offset, or the next reader of the
+// partition, starting there, finds them gone and reports a lost range
+// though the store lost nothing.
+type FloorStore interface {
+	RecoveryStore
+	// KeptFloor returns, for partition (a record.Position's PartitionID)
+	// of job, an offset at or below which RecoveryOffsets answers for the
+	// partition while no shard goes back in time: the offset this
+	// handle's last complete copy carried (redisstore: a copy written to
+	// every slot group). ok is false while no complete copy carried the
+	// partition. A store whose recovery offsets are its committed offsets
+	// (redisstore on one server) returns math.MaxInt64, true.
+	KeptFloor(job, partition string) (offset int64, ok bool)
+}

@@ -76,9 +76,10 @@ type Forward struct {
 // highest raw position a Repartition already wrote (before a crash, or by
 // the partition's previous reader) is skipped — so the raw positions may
 // be committed once it returns. The records of one raw partition are in
-// that partition's order. It returns the backlog: the most entries one of
-// the repartition streams it wrote to holds (written and not consumed
-// yet); Backlog returns that of every repartition stream. A caller bounds
+// that partition's order. It returns the backlog, or more: the most
+// entries one of the repartition streams it wrote to holds (those written
+// and not consumed yet, and some consumed that a stream keeps); Backlog
+// returns the backlog itself, of every repartition stream. A caller bounds
 // it by waiting, so that a large raw backlog is not copied into the
 // repartition streams faster than they are consumed.
 type Repartitioner interface {

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -11,7 +12,7 @@ import (
 	"github.com/joinery/joinery/persistence"
 )
 
-var _ persistence.RecoveryStore = (*Store)(nil)
+var _ persistence.FloorStore = (*Store)(nil)
 
 // Replay floors (see the package doc, "Replay floors"): on a cluster a
 // job's committed offset of a partition lives in one slot group, on one
@@ -42,6 +43,7 @@ func floorKey(gp string) string { return gp + "floor" }
 type floorState struct {
 	mu      sync.Mutex
 	offsets map[string]int64 // the highest offset committed per partition
+	kept    map[string]int64 // what the last copy that reached every group carried (KeptFloor)
 	tried   time.Time        // when the last copy started
 	copying bool             // a copy is under way
 	done    chan struct{}    // closed when the copy under way ends (tests wait on it)
@@ -75,15 +77,35 @@ func (s *Store) copyFloors(job string, l *jobLayout, offsets map[string]int64) {
 	for g := range calls {
 		calls[g] = scriptCall{keys: []string{floorKey(l.prefixes[g])}, args: args}
 	}
+	copied := maps.Clone(f.offsets)
 	go func(done chan struct{}) {
 		ctx, cancel := context.WithTimeout(context.Background(), floorTimeout)
-		_, _ = s.runScripts(ctx, commitScript, calls)
+		_, err := s.runScripts(ctx, commitScript, calls)
 		cancel()
 		f.mu.Lock()
 		f.copying = false
+		if err == nil {
+			f.kept = copied // every group's floor is at least this now
+		}
 		f.mu.Unlock()
 		close(done)
 	}(f.done)
+}
+
+// KeptFloor implements persistence.FloorStore: on a cluster, what this
+// Store's last copy that reached every group carried for partition (each
+// group's floor keeps the highest copy, so RecoveryOffsets answers at
+// least that while no master goes back in time); on one server, where
+// RecoveryOffsets is CommittedOffsets, math.MaxInt64.
+func (s *Store) KeptFloor(job, partition string) (int64, bool) {
+	if !s.cluster {
+		return math.MaxInt64, true
+	}
+	f := s.floorState(job)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o, ok := f.kept[partition]
+	return o, ok
 }
 
 // floorState returns job's floorState, made on first use.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"testing"
 	"time"
 
@@ -64,17 +65,32 @@ func TestStoreClusterRecoveryOffsets(t *testing.T) {
 		}
 	}
 
+	// KeptFloor is what RecoveryOffsets answers while no master went
+	// back: a repartition stream trimmed no further keeps the entries its
+	// next reader starts after.
+	kept := func(what string, want int64) {
+		t.Helper()
+		if got, ok := s.KeptFloor("job", "p/0"); !ok || got != want {
+			t.Fatalf("%s: KeptFloor %d, %v; want %d", what, got, ok, want)
+		}
+	}
+	if got, ok := s.KeptFloor("job", "p/0"); ok {
+		t.Fatalf("KeptFloor before any commit: %d, want none", got)
+	}
 	writeAll("a")
 	commit(10) // a Store's first commit copies its offsets into every group
 	check("after the first commit", 10, 10)
+	kept("after the first commit", 10)
 	c.Save()
 	writeAll("bb")
 	commit(20) // within floorEvery of the copy: no new one
 	check("a commit within floorEvery", 20, 10)
+	kept("a commit within floorEvery", 10)
 	time.Sleep(floorEvery)
 	writeAll("ccc")
 	commit(30)
 	check("a commit after floorEvery", 30, 30)
+	kept("a commit after floorEvery", 30)
 
 	// Restore a master that does not hold p/0's committed offset.
 	restored := (ownerOf(groupOf("p/0")) + 1) % len(c.Masters)
@@ -93,5 +109,17 @@ func TestStoreClusterRecoveryOffsets(t *testing.T) {
 			want = "a"
 		}
 		mustLoad(t, s, keyOf[g], want)
+	}
+}
+
+// TestStoreKeptFloorOneServer: on one server RecoveryOffsets is
+// CommittedOffsets, so KeptFloor sets no bound.
+func TestStoreKeptFloorOneServer(t *testing.T) {
+	s := newStore(t, testutil.StartRedis(t).Addr)
+	if err := s.CommitOffsets(context.Background(), "job", map[string]int64{"p/0": 10}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s.KeptFloor("job", "p/0"); !ok || got != math.MaxInt64 {
+		t.Errorf("KeptFloor %d, %v; want math.MaxInt64, true", got, ok)
 	}
 }

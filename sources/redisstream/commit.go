@@ -91,15 +91,39 @@ func (a ack) queue(ctx context.Context, p redis.Pipeliner) {
 	if a.lineage != "" {
 		p.Set(ctx, LineageKey(s.cfg.Stream, s.cfg.Group), a.lineage, 0)
 	}
-	if s.cfg.TrimAcked {
-		// Entries are delivered and acknowledged in stream order by the
-		// one lease holder, which re-delivers its predecessors' pending
-		// entries first: everything up to the last acknowledged is
-		// consumed. That last one stays: it is the store's committed
-		// offset, which the next reader's rewind check looks for (a
-		// store that lost writes then sees its own entry gone).
-		p.XTrimMinID(ctx, s.cfg.Stream, ID(a.last))
+	if to, ok := a.trimTo(); ok {
+		p.XTrimMinID(ctx, s.cfg.Stream, ID(to))
 	}
+}
+
+// trimTo is where a TrimAcked source's commit trims the stream (XTRIM
+// MINID: the entry at to stays), ok false not at all. Entries are
+// delivered and acknowledged in stream order by the one lease holder,
+// which re-delivers its predecessors' pending entries first: everything
+// up to the last acknowledged is consumed. But the next reader of the
+// stream starts where Config.Applied says, and rewind reports a lost
+// range when the entry there is gone: so the trim stops at the store's
+// applied offset as Config.KeptFloor bounds it. On one Redis server that
+// is the committed offset, at or above the last acknowledged entry; on a
+// Redis Cluster store it is the replay floor, up to a second or so of
+// entries behind, and a trim past it made every graceful hand-over of a
+// repartition shard (a node stopped, its shards taken over) stop the
+// taker with a lost range the store never lost (docs/sharded-streams.md,
+// TestClusterRepartitionedGracefulStops). The entry kept is the one the
+// rewind check looks for: a store that really lost writes sees it gone.
+func (a ack) trimTo() (int64, bool) {
+	s := a.s
+	if !s.cfg.TrimAcked {
+		return 0, false
+	}
+	if s.cfg.KeptFloor == nil {
+		return a.last, true
+	}
+	floor, ok := s.cfg.KeptFloor(s.cfg.partition)
+	if !ok {
+		return 0, false
+	}
+	return min(a.last, floor), true
 }
 
 // acked drops the first n delivered entries, acknowledged.

@@ -110,6 +110,15 @@ type Config struct {
 	// acknowledged, which stays (XTRIM MINID): for a stream only this
 	// group consumes, such as the repartition streams.
 	TrimAcked bool
+	// KeptFloor, for a TrimAcked source, bounds each trim by where Applied
+	// would start the partition's next reader: the stream keeps the
+	// entries from offset on (and is not trimmed while ok is false), so a
+	// store whose applied offsets lag its commits (the replay floors of a
+	// Redis Cluster store, persistence.FloorStore) never finds the entries
+	// after its offset trimmed, a lost range though it lost nothing
+	// (docs/sharded-streams.md). nil: trimmed up to the last entry
+	// acknowledged.
+	KeptFloor func(partition int32) (offset int64, ok bool)
 
 	// partition is the partition of the stream's positions: 0, or the
 	// shard index when a sharded source opened this one.

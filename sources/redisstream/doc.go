@@ -67,9 +67,12 @@
 // below it: each raw record is written once, in its shard's order, however
 // often it is re-delivered; it returns how many entries the fullest
 // stream it wrote to holds (Backlog: of all of them), for the node to bound
-// them. It does not route, decode or decide groups: the node does. A source with Config.TrimAcked (the repartition streams'
-// reader) trims its stream at each Commit up to the last entry it
-// acknowledged, which stays for the next reader's rewind check.
+// them. It does not route, decode or decide groups: the node does. A
+// source with Config.TrimAcked (the repartition streams' reader) trims its
+// stream at each Commit up to the last entry it acknowledged, or the
+// store's replay floor when Config.KeptFloor names a lower one, which
+// stays for the next reader's rewind check (docs/sharded-streams.md,
+// "Repartition streams and the replay floors").
 //
 // Each Commit also writes the state store's lineage it committed under
 // (Config.Lineage) to LineageKey, beside the group (per shard stream); the

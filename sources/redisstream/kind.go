@@ -159,6 +159,9 @@ var Kind = connectors.SourceKind{
 			cfg.Consumer = env.Consumer
 		}
 		cfg.Name, cfg.OnPartitions, cfg.Applied, cfg.Lineage = env.Name, env.OnLease, env.Applied, env.Lineage
+		if cfg.TrimAcked {
+			cfg.KeptFloor = env.KeptFloor
+		}
 		if cfg.Shards > 0 {
 			cfg.Members, cfg.Expect, cfg.ExpectWait = env.Members, env.Expect, env.ExpectWait
 			if env.Member != nil {

@@ -58,7 +58,8 @@ return most
 // Repartition writes fwd (records of this source's shards, each shard's in
 // its order) to the repartition streams, one script per raw shard, each
 // record once (see above), and returns the most entries one of the
-// streams it wrote to holds. An error leaves the records to write again.
+// streams it wrote to holds (XLEN: at least its backlog, see Backlog). An
+// error leaves the records to write again.
 func (s *Sharded) Repartition(ctx context.Context, fwd []sources.Forward) (int64, error) {
 	if s.cfg.RepartitionTo == "" {
 		return 0, fmt.Errorf("redisstream: %s is not repartitioned", s.cfg.Stream)
@@ -99,26 +100,43 @@ func (s *Sharded) Repartition(ctx context.Context, fwd []sources.Forward) (int64
 	return most, nil
 }
 
-// Backlog returns the most entries one repartition stream holds, in one
-// round trip (XLEN of each; trimmed as consumed, a stream holds what is
-// not consumed yet and the last entry acknowledged).
+// Backlog returns the most entries one repartition stream holds that its
+// group has not acknowledged (XINFO GROUPS: the entries not delivered yet,
+// lag, and the pending ones), in one round trip. XLEN, what Repartition
+// returns, counts too the acknowledged entries a stream keeps after the
+// store's replay floor (Config.KeptFloor, trimTo): a raw reader waiting for
+// XLEN to fall would wait, once the stream is consumed, for a trim that only
+// the commit of new entries brings. Where Redis cannot tell the lag (a
+// group moved back by a rewind) or the stream has no group yet, XLEN.
 func (s *Sharded) Backlog(ctx context.Context) (int64, error) {
 	if s.cfg.RepartitionTo == "" {
 		return 0, fmt.Errorf("redisstream: %s is not repartitioned", s.cfg.Stream)
 	}
-	cmds := make([]*redis.IntCmd, s.cfg.Shards)
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for g := range cmds {
-			cmds[g] = p.XLen(ctx, streamshard.Stream(s.cfg.RepartitionTo, g))
+	lens := make([]*redis.IntCmd, s.cfg.Shards)
+	groups := make([]*redis.XInfoGroupsCmd, s.cfg.Shards)
+	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for g := range lens {
+			stream := streamshard.Stream(s.cfg.RepartitionTo, g)
+			lens[g], groups[g] = p.XLen(ctx, stream), p.XInfoGroups(ctx, stream)
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("redisstream: backlog of %s: %w", s.cfg.RepartitionTo, err)
-	}
 	most := int64(0)
-	for _, c := range cmds {
-		most = max(most, c.Val())
+	for g := range lens {
+		n, err := lens[g].Result()
+		if err != nil {
+			return 0, fmt.Errorf("redisstream: backlog of %s: %w", s.cfg.RepartitionTo, err)
+		}
+		gs, err := groups[g].Result()
+		if err != nil && n > 0 { // no stream (n 0): "no such key"
+			return 0, fmt.Errorf("redisstream: backlog of %s: %w", s.cfg.RepartitionTo, err)
+		}
+		for _, gi := range gs {
+			if gi.Name == s.cfg.Group && gi.Lag >= 0 {
+				n = min(n, gi.Lag+gi.Pending)
+			}
+		}
+		most = max(most, n)
 	}
 	return most, nil
 }
