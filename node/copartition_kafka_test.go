@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -287,5 +288,83 @@ func TestNodeKafkaCoPartitionCounts(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "topic users (source users) has 6 partitions, topic domains (source domains) has 4") {
 		t.Errorf("start with 6 and 4 partitions: %v", err)
+	}
+}
+
+// TestNodeKafkaMisplacedDeadLettered runs a node on two co-partitioned
+// topics (partitioned_by: join_key) where one record, a new user, was
+// produced to another partition than its key's: the record is
+// dead-lettered with reason misplaced and the rule (it is not joined: its
+// key's other records are in another partition, read in no order with it),
+// counted in the rejected metrics, and the source reads on — the records
+// after it in its partition, and those produced later, are joined, the
+// group commits past it, and the node keeps running.
+func TestNodeKafkaMisplacedDeadLettered(t *testing.T) {
+	const partitions = 6
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "users", "domains"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	brokers := kc.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	h := cdcgen.Generate(cdcgen.Config{Seed: 53, Users: 20, Domains: 60, Changes: 600})
+	half := len(h.Lines) / 2
+	produceByJoinKey(t, brokers, h.Lines[:half])
+	key := []byte(`{"user_id":999}`)
+	wrong := int32(kafka.Partition(key, partitions)+1) % partitions
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	line := `{"op":"c","before":null,"after":{"id":999,"firstname":"Mis","lastname":"Placed"},"source":{"table":"users"},"ts_ms":1700000009999}`
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "users", Partition: wrong, Key: key, Value: []byte(line)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	produceByJoinKey(t, brokers, h.Lines[half:]) // after it, in its partition too
+	dir := t.TempDir()
+	src := func(table, side string) string {
+		return fmt.Sprintf(`{name: %[1]s, type: kafka, kafka: {brokers: [%[2]q], topic: %[1]s, group: joinery-%[1]s, partition_key: '%[3]s'}, partitioned_by: join_key, tables: {%[1]s: %[4]s}}`,
+			table, brokers[0], userKey, side)
+	}
+	n := start(t, parse(t, dir, "name: kmisplaced\n"+joinYAML+fmt.Sprintf("sources: [%s, %s]\nsinks: [{type: table}]\ndead_letter: dead.jsonl\n",
+		src("users", "left"), src("domains", "right"))))
+	rctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- n.Run(rctx) }()
+	want := h.LeftJoin()
+	testutil.WaitFor(t, 90*time.Second, func() error {
+		if err := kafkaAcked(cl, "joinery-users", "users")(); err != nil {
+			return err
+		}
+		if got := tableMap(n.Table()); !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("table has %d rows, the join %d", len(got), len(want))
+		}
+		return nil
+	})
+	diff(t, "co-partitioned Kafka with a misplaced record vs brute-force join", tableMap(n.Table()), want)
+	dead := readDeadFile(t, filepath.Join(dir, "dead.jsonl"))
+	if len(dead) != 1 {
+		t.Fatalf("dead letters = %+v, want the misplaced record", dead)
+	}
+	if d := dead[0]; d.Reason != "misplaced" || d.Source != "users" || d.Position.Partition != wrong ||
+		!strings.Contains(d.Error, "default partitioner") || !strings.Contains(d.Raw, `"Placed"`) {
+		t.Errorf("dead letter = %+v, want users/%d, misplaced, the rule", d, wrong)
+	}
+	st := n.Stats()
+	if st.Bad()["misplaced"] != 1 || st.BadTotal() != 1 || st.DeadLettered.Load() != 1 {
+		t.Errorf("rejected %v, dead-lettered %d; want 1 misplaced", st.Bad(), st.DeadLettered.Load())
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the node stopped: %v", err)
+	default:
+	}
+	stop()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v", err)
 	}
 }

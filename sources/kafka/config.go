@@ -79,16 +79,17 @@ type Config struct {
 	// (sources[].partitioned_by: join_key): the group's partitions are
 	// assigned by KeyGroupBalancer, partition p to the owner of key group p
 	// among the members' Member names, and every record is checked to be in
-	// the partition Kafka's default partitioner puts its key in (Read fails
-	// with a *MisplacedError otherwise). All members of Group must set it.
+	// the partition Kafka's default partitioner puts its key in (otherwise
+	// Read delivers it with a sources.Reject carrying a *MisplacedError:
+	// dead-lettered, never joined). All members of Group must set it.
 	KeyGroups bool
 	// Member is this member's Joinery member name, carried in its group
 	// metadata for KeyGroupBalancer. Default: the group member ID.
 	Member string
 	// PartitionKey, with KeyGroups, is the record key template of a join
 	// key (kafka.partition_key): a record whose key it does not write
-	// (OfTemplate) fails Read with a *MisplacedError naming it. "": not
-	// checked.
+	// (OfTemplate) is delivered with a sources.Reject carrying a
+	// *MisplacedError naming it. "": not checked.
 	PartitionKey string
 }
 

@@ -33,8 +33,10 @@
 // streamshard.Assign names for group p, the member names carried in the
 // group metadata), the key group of a join key is KeyGroup (Kafka's
 // default partitioner over the key bytes a partition_key template
-// rebuilds), and a record that is not in its key's partition is a
-// *MisplacedError (docs/architecture.md, "Key groups").
+// rebuilds), and a record that is not in its key's partition is delivered
+// with a sources.Reject (reason misplaced, a *MisplacedError): the node
+// dead-letters it and the partition is read on (docs/architecture.md, "Key
+// groups").
 //
 // Close leaves the group, so the remaining members take over its partitions
 // at once; anything it did not commit is re-read by them.
