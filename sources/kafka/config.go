@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/joinery/joinery/connopts/kafkaopts"
 )
@@ -91,7 +92,21 @@ type Config struct {
 	// (OfTemplate) is delivered with a sources.Reject carrying a
 	// *MisplacedError naming it. "": not checked.
 	PartitionKey string
+	// RevokeWait bounds how long a revoke (a rebalance taking partitions
+	// from this member) waits for the records already delivered from them
+	// to be committed — the caller's batches in flight to complete and
+	// Commit them — before the partitions are released, so that their new
+	// owner resumes after them instead of reading them again. Past it the
+	// partitions are released with what was committed, and the rest is
+	// read again by the new owner (at least once). The group's rebalance
+	// waits meanwhile: keep it well under the group's rebalance timeout
+	// (60s). 0: DefaultRevokeWait. Lost partitions (session expired,
+	// fenced) cannot be committed and are released at once.
+	RevokeWait time.Duration
 }
+
+// DefaultRevokeWait is Config.RevokeWait's default.
+const DefaultRevokeWait = 10 * time.Second
 
 // Validate reports every problem with c at once, naming each field.
 func (c Config) Validate() error {
@@ -109,6 +124,9 @@ func (c Config) Validate() error {
 	case "", StartCommitted, StartEarliest, StartLatest:
 	default:
 		errs = append(errs, fmt.Errorf("kafka: StartOffset %q is not committed, earliest or latest", c.StartOffset))
+	}
+	if c.RevokeWait < 0 {
+		errs = append(errs, fmt.Errorf("kafka: RevokeWait %v must not be negative", c.RevokeWait))
 	}
 	if err := c.SASL.Validate(); err != nil {
 		errs = append(errs, err)

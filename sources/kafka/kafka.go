@@ -61,6 +61,12 @@ type Source struct {
 		closed  bool
 		readErr error  // a fetch error held back while records were returned
 		wake    func() // ends the poll in progress (a rewind's error is held)
+		// progress is closed (and replaced) when a commit moves an owned
+		// partition's committed offset, and at Close: a revoke waits on it.
+		progress chan struct{}
+		// revoking, when set (tests), is called when a revoke starts
+		// waiting for the commits of the partitions it takes away.
+		revoking func(parts []int32)
 	}
 	closeOnce sync.Once
 }
@@ -90,6 +96,7 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 	}
 	s := &Source{cfg: cfg, ready: make(chan struct{})}
 	s.mu.owned = make(map[int32]*owned)
+	s.mu.progress = make(chan struct{})
 	opts := append(ClientOptions(cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL),
 		kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumerGroup(cfg.Group),
@@ -100,7 +107,7 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnPartitionsRevoked(s.onRevoked),
-		kgo.OnPartitionsLost(s.onRevoked),
+		kgo.OnPartitionsLost(s.onLost),
 	)
 	if cfg.KeyGroups {
 		opts = append(opts, kgo.Balancers(KeyGroupBalancer(cfg.Member)))
@@ -137,6 +144,7 @@ func (s *Source) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.mu.closed = true
+		s.progressed() // a revoke waiting for commits gives up: none will come
 		s.mu.Unlock()
 		s.client.CloseAllowingRebalance()
 	})
