@@ -368,3 +368,81 @@ func TestNodeKafkaMisplacedDeadLettered(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 }
+
+// TestClusterKafkaExpect: with cluster.expect: 3 a node's Kafka sources do
+// not join their consumer groups while fewer than three members are live —
+// n1 running alone reads nothing and the groups stay empty — and once n2
+// and n3 are up the groups form with the three, partition p of both topics
+// read by the owner of key group p, and the view is the brute-force join.
+func TestClusterKafkaExpect(t *testing.T) {
+	const partitions = 6
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "users", "domains"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	brokers := kc.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rs := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	ctx := context.Background()
+	h := cdcgen.Generate(cdcgen.Config{Seed: 59, Users: 30, Domains: 90, Changes: 900})
+	produceByJoinKey(t, brokers, h.Lines)
+	src := func(table, side string) string {
+		return fmt.Sprintf(`{name: %[1]s, type: kafka, kafka: {brokers: [%[2]q], topic: %[1]s, group: joinery-%[1]s, partition_key: '%[3]s'}, partitioned_by: join_key, tables: {%[1]s: %[4]s}}`,
+			table, brokers[0], userKey, side)
+	}
+	yml := "name: kexpect\n" + joinYAML + fmt.Sprintf(`
+state: {store: redis, redis: {addr: %[1]q}}
+sources: [%[2]s, %[3]s]
+sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
+`, rs.Addr, src("users", "left"), src("domains", "right"))
+	dir := t.TempDir()
+	n1 := start(t, parse(t, dir, yml+"cluster: {node_name: n1, expect: 3, expect_wait: 30s}\n"))
+	runAll(t, []*node.Node{n1})
+	time.Sleep(time.Second) // n1 alone, for twenty rounds of its wait
+	for _, topic := range []string{"users", "domains"} {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{"joinery-" + topic}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range resp.Groups {
+			if len(g.Members) > 0 {
+				t.Errorf("n1 alone of the 3 expected: group %s has %d members (%s)", g.Group, len(g.Members), g.State)
+			}
+		}
+	}
+	if got := n1.Stats().In.Load(); got != 0 {
+		t.Errorf("n1 alone of the 3 expected read %d records", got)
+	}
+	seeds := fmt.Sprintf("cluster: {node_name: %%s, seeds: [%q], expect: 3, expect_wait: 30s}\n", n1.GossipAddr())
+	nodes := []*node.Node{n1, start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n2"))), start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n3")))}
+	runAll(t, nodes[1:])
+	want := streamshard.Assign(partitions, []string{"n1", "n2", "n3"})
+	for _, topic := range []string{"users", "domains"} {
+		testutil.WaitFor(t, 60*time.Second, func() error {
+			got, err := groupOwners(ctx, cl, "joinery-"+topic, topic, partitions)
+			if err == nil && !slices.Equal(got, want) {
+				err = fmt.Errorf("%s read by %v, want %v", topic, got, want)
+			}
+			return err
+		})
+	}
+	testutil.WaitFor(t, 90*time.Second, func() error {
+		if err := errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")()); err != nil {
+			return err
+		}
+		if got, want := hashView(t, rc, "view"), h.LeftJoin(); !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("view has %d rows, want %d", len(got), len(want))
+		}
+		return nil
+	})
+	diff(t, "Kafka fleet started with cluster.expect vs brute-force join", hashView(t, rc, "view"), h.LeftJoin())
+}

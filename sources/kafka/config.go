@@ -103,7 +103,23 @@ type Config struct {
 	// (60s). 0: DefaultRevokeWait. Lost partitions (session expired,
 	// fenced) cannot be committed and are released at once.
 	RevokeWait time.Duration
+	// Members returns the names of the live members of the fleet (this one
+	// included), for Expect. nil: no wait.
+	Members func() []string
+	// Expect is how many members the fleet is started with (the job's
+	// cluster.expect): until Members lists that many, or ExpectWait passes
+	// since New, the source does not join Group — it reads nothing and is
+	// assigned nothing — so that a fleet started together forms its group
+	// with every member at once, instead of the first member being
+	// assigned every partition and handing them over as the others join.
+	// 0 or 1: no wait.
+	Expect int
+	// ExpectWait bounds the wait for Expect members (0: DefaultExpectWait).
+	ExpectWait time.Duration
 }
+
+// DefaultExpectWait is Config.ExpectWait's default, cluster.expect_wait's.
+const DefaultExpectWait = 5 * time.Second
 
 // DefaultRevokeWait is Config.RevokeWait's default.
 const DefaultRevokeWait = 10 * time.Second
@@ -127,6 +143,9 @@ func (c Config) Validate() error {
 	}
 	if c.RevokeWait < 0 {
 		errs = append(errs, fmt.Errorf("kafka: RevokeWait %v must not be negative", c.RevokeWait))
+	}
+	if c.Expect < 0 || c.ExpectWait < 0 {
+		errs = append(errs, fmt.Errorf("kafka: Expect %d and ExpectWait %v must not be negative", c.Expect, c.ExpectWait))
 	}
 	if err := c.SASL.Validate(); err != nil {
 		errs = append(errs, err)

@@ -42,6 +42,10 @@
 // dead-letters it and the partition is read on (docs/architecture.md, "Key
 // groups").
 //
+// With Config.Expect (cluster.expect) the source joins its group only once
+// Config.Members lists that many live members, or Config.ExpectWait has
+// passed, so that a fleet started together forms its group at once.
+//
 // Close leaves the group, so the remaining members take over its partitions
 // at once; anything it did not commit is re-read by them.
 //

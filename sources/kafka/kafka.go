@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -97,8 +98,14 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 	s := &Source{cfg: cfg, ready: make(chan struct{})}
 	s.mu.owned = make(map[int32]*owned)
 	s.mu.progress = make(chan struct{})
-	opts := append(ClientOptions(cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL),
-		kgo.ConsumeTopics(cfg.Topic),
+	// Waiting for Config.Expect members: the client consumes no topic, so
+	// it does not join the group, until expect adds Topic.
+	hold := cfg.Expect > 1 && cfg.Members != nil
+	opts := ClientOptions(cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL)
+	if !hold {
+		opts = append(opts, kgo.ConsumeTopics(cfg.Topic))
+	}
+	opts = append(opts,
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeResetOffset(reset),
 		kgo.DisableAutoCommit(),
@@ -133,7 +140,41 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 	}
 	s.client = client
 	close(s.ready) // the group's callbacks may use s.client from here on
+	if hold {
+		go s.expect()
+	}
 	return s, nil
+}
+
+// expectEvery is how often a source waiting for Config.Expect members
+// looks at Members.
+const expectEvery = 50 * time.Millisecond
+
+// expect joins the group (adds Topic to the client's consumed topics) once
+// Config.Members lists Config.Expect members or Config.ExpectWait has
+// passed, unless the source is closed first.
+func (s *Source) expect() {
+	wait := s.cfg.ExpectWait
+	if wait == 0 {
+		wait = DefaultExpectWait
+	}
+	by := time.Now().Add(wait)
+	t := time.NewTicker(expectEvery)
+	defer t.Stop()
+	for len(s.cfg.Members()) < s.cfg.Expect && time.Now().Before(by) {
+		s.mu.Lock()
+		closed := s.mu.closed
+		s.mu.Unlock()
+		if closed {
+			return
+		}
+		<-t.C
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.mu.closed { // under mu: Close has not closed the client
+		s.client.AddConsumeTopics(s.cfg.Topic)
+	}
 }
 
 // Close leaves the group (its partitions are reassigned to the other members
