@@ -32,6 +32,36 @@ import (
 // the join column (renamed user_id in both topics) and key schemas off.
 const userKey = `{"user_id":{key}}`
 
+// joinKeySources is the sources entry of a job joining the Kafka topics
+// users and domains partitioned by the join key, on broker, each read by
+// group joinery-<topic>.
+func joinKeySources(broker string) string {
+	src := func(table, side string) string {
+		return fmt.Sprintf(`{name: %[1]s, type: kafka, kafka: {brokers: [%[2]q], topic: %[1]s, group: joinery-%[1]s, partition_key: '%[3]s'}, partitioned_by: join_key, tables: {%[1]s: %[4]s}}`,
+			table, broker, userKey, side)
+	}
+	return fmt.Sprintf("sources: [%s, %s]\n", src("users", "left"), src("domains", "right"))
+}
+
+// startJoinKeyKafka starts a Kafka (kfake, stopped when the test ends) with
+// the topics users and domains of partitions partitions each, and a client
+// of it with opts.
+func startJoinKeyKafka(t *testing.T, partitions int32, opts ...kgo.Opt) ([]string, *kgo.Client) {
+	t.Helper()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "users", "domains"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close) // after the nodes stop (their cleanups run first)
+	brokers := kc.ListenAddrs()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return brokers, cl
+}
+
 // produceByJoinKey writes Debezium lines to the topics users and domains as
 // Debezium with message.key.columns on the join column does: keyed
 // {"user_id":v} (cdcgen.ByJoinKey: users by id, domains by user_id), placed
@@ -103,6 +133,21 @@ func groupOwners(ctx context.Context, cl *kgo.Client, group, topic string, parti
 	return out, nil
 }
 
+// waitReadBy waits until partition p of the topics users and domains is
+// read by the member named want[p] in their groups joinery-<topic>.
+func waitReadBy(t *testing.T, cl *kgo.Client, partitions int, want []string) {
+	t.Helper()
+	for _, topic := range []string{"users", "domains"} {
+		testutil.WaitFor(t, 60*time.Second, func() error {
+			got, err := groupOwners(context.Background(), cl, "joinery-"+topic, topic, partitions)
+			if err == nil && !slices.Equal(got, want) {
+				err = fmt.Errorf("%s read by %v, want %v", topic, got, want)
+			}
+			return err
+		})
+	}
+}
+
 // kafkaAcked passes once group has committed every partition of topics up
 // to its end.
 func kafkaAcked(cl *kgo.Client, group string, topics ...string) func() error {
@@ -168,32 +213,17 @@ func kafkaAcked(cl *kgo.Client, group string, topics ...string) func() error {
 // which read the rest locally again.
 func TestClusterCoPartitionedKafka(t *testing.T) {
 	const partitions = 6
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "users", "domains"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close) // after the nodes stop (runAll's cleanup runs first)
-	brokers := kc.ListenAddrs()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	brokers, cl := startJoinKeyKafka(t, partitions)
 	rs := testutil.StartRedis(t)
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rc.Close()
 	ctx := context.Background()
 	h := cdcgen.Generate(cdcgen.Config{Seed: 47, Users: 40, Domains: 120, Changes: 2000})
-	src := func(table, side string) string {
-		return fmt.Sprintf(`{name: %[1]s, type: kafka, kafka: {brokers: [%[2]q], topic: %[1]s, group: joinery-%[1]s, partition_key: '%[3]s'}, partitioned_by: join_key, tables: {%[1]s: %[4]s}}`,
-			table, brokers[0], userKey, side)
-	}
-	yml := "name: kcopart\n" + joinYAML + fmt.Sprintf(`
+	yml := "name: kcopart\n" + joinYAML + joinKeySources(brokers[0]) + fmt.Sprintf(`
 state: {store: redis, redis: {addr: %[1]q}}
-sources: [%[2]s, %[3]s]
 sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 admin: {addr: "127.0.0.1:0"}
-`, rs.Addr, src("users", "left"), src("domains", "right"))
+`, rs.Addr)
 	nodes := startThree(t, t.TempDir(), yml)
 	third := len(h.Lines) / 3
 	produceByJoinKey(t, brokers, h.Lines[:third])
@@ -202,15 +232,7 @@ admin: {addr: "127.0.0.1:0"}
 		return errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")())
 	}
 	settled := func(want []string) {
-		for _, topic := range []string{"users", "domains"} {
-			testutil.WaitFor(t, 60*time.Second, func() error {
-				got, err := groupOwners(ctx, cl, "joinery-"+topic, topic, partitions)
-				if err == nil && !slices.Equal(got, want) {
-					err = fmt.Errorf("%s read by %v, want %v", topic, got, want)
-				}
-				return err
-			})
-		}
+		waitReadBy(t, cl, partitions, want)
 		testutil.WaitFor(t, 90*time.Second, acked)
 	}
 	want := streamshard.Assign(partitions, []string{"n1", "n2", "n3"})
@@ -301,17 +323,7 @@ func TestNodeKafkaCoPartitionCounts(t *testing.T) {
 // group commits past it, and the node keeps running.
 func TestNodeKafkaMisplacedDeadLettered(t *testing.T) {
 	const partitions = 6
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "users", "domains"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
-	brokers := kc.ListenAddrs()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	brokers, cl := startJoinKeyKafka(t, partitions, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	h := cdcgen.Generate(cdcgen.Config{Seed: 53, Users: 20, Domains: 60, Changes: 600})
 	half := len(h.Lines) / 2
 	produceByJoinKey(t, brokers, h.Lines[:half])
@@ -325,12 +337,7 @@ func TestNodeKafkaMisplacedDeadLettered(t *testing.T) {
 	}
 	produceByJoinKey(t, brokers, h.Lines[half:]) // after it, in its partition too
 	dir := t.TempDir()
-	src := func(table, side string) string {
-		return fmt.Sprintf(`{name: %[1]s, type: kafka, kafka: {brokers: [%[2]q], topic: %[1]s, group: joinery-%[1]s, partition_key: '%[3]s'}, partitioned_by: join_key, tables: {%[1]s: %[4]s}}`,
-			table, brokers[0], userKey, side)
-	}
-	n := start(t, parse(t, dir, "name: kmisplaced\n"+joinYAML+fmt.Sprintf("sources: [%s, %s]\nsinks: [{type: table}]\ndead_letter: dead.jsonl\n",
-		src("users", "left"), src("domains", "right"))))
+	n := start(t, parse(t, dir, "name: kmisplaced\n"+joinYAML+joinKeySources(brokers[0])+"sinks: [{type: table}]\ndead_letter: dead.jsonl\n"))
 	rctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	done := make(chan error, 1)
@@ -376,32 +383,17 @@ func TestNodeKafkaMisplacedDeadLettered(t *testing.T) {
 // read by the owner of key group p, and the view is the brute-force join.
 func TestClusterKafkaExpect(t *testing.T) {
 	const partitions = 6
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "users", "domains"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
-	brokers := kc.ListenAddrs()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	brokers, cl := startJoinKeyKafka(t, partitions)
 	rs := testutil.StartRedis(t)
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rc.Close()
 	ctx := context.Background()
 	h := cdcgen.Generate(cdcgen.Config{Seed: 59, Users: 30, Domains: 90, Changes: 900})
 	produceByJoinKey(t, brokers, h.Lines)
-	src := func(table, side string) string {
-		return fmt.Sprintf(`{name: %[1]s, type: kafka, kafka: {brokers: [%[2]q], topic: %[1]s, group: joinery-%[1]s, partition_key: '%[3]s'}, partitioned_by: join_key, tables: {%[1]s: %[4]s}}`,
-			table, brokers[0], userKey, side)
-	}
-	yml := "name: kexpect\n" + joinYAML + fmt.Sprintf(`
+	yml := "name: kexpect\n" + joinYAML + joinKeySources(brokers[0]) + fmt.Sprintf(`
 state: {store: redis, redis: {addr: %[1]q}}
-sources: [%[2]s, %[3]s]
 sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
-`, rs.Addr, src("users", "left"), src("domains", "right"))
+`, rs.Addr)
 	dir := t.TempDir()
 	n1 := start(t, parse(t, dir, yml+"cluster: {node_name: n1, expect: 3, expect_wait: 30s}\n"))
 	runAll(t, []*node.Node{n1})
@@ -425,16 +417,7 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 	seeds := fmt.Sprintf("cluster: {node_name: %%s, seeds: [%q], expect: 3, expect_wait: 30s}\n", n1.GossipAddr())
 	nodes := []*node.Node{n1, start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n2"))), start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n3")))}
 	runAll(t, nodes[1:])
-	want := streamshard.Assign(partitions, []string{"n1", "n2", "n3"})
-	for _, topic := range []string{"users", "domains"} {
-		testutil.WaitFor(t, 60*time.Second, func() error {
-			got, err := groupOwners(ctx, cl, "joinery-"+topic, topic, partitions)
-			if err == nil && !slices.Equal(got, want) {
-				err = fmt.Errorf("%s read by %v, want %v", topic, got, want)
-			}
-			return err
-		})
-	}
+	waitReadBy(t, cl, partitions, streamshard.Assign(partitions, []string{"n1", "n2", "n3"}))
 	testutil.WaitFor(t, 90*time.Second, func() error {
 		if err := errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")()); err != nil {
 			return err
