@@ -34,11 +34,11 @@ const userKey = `{"user_id":{key}}`
 
 // joinKeySources is the sources entry of a job joining the Kafka topics
 // users and domains partitioned by the join key, on broker, each read by
-// group joinery-<topic>.
-func joinKeySources(broker string) string {
+// group joinery-<topic>; extra (", rate: 100") is added to both.
+func joinKeySources(broker, extra string) string {
 	src := func(table, side string) string {
-		return fmt.Sprintf(`{name: %[1]s, type: kafka, kafka: {brokers: [%[2]q], topic: %[1]s, group: joinery-%[1]s, partition_key: '%[3]s'}, partitioned_by: join_key, tables: {%[1]s: %[4]s}}`,
-			table, broker, userKey, side)
+		return fmt.Sprintf(`{name: %[1]s, type: kafka, kafka: {brokers: [%[2]q], topic: %[1]s, group: joinery-%[1]s, partition_key: '%[3]s'}, partitioned_by: join_key, tables: {%[1]s: %[4]s}%[5]s}`,
+			table, broker, userKey, side, extra)
 	}
 	return fmt.Sprintf("sources: [%s, %s]\n", src("users", "left"), src("domains", "right"))
 }
@@ -65,8 +65,9 @@ func startJoinKeyKafka(t *testing.T, partitions int32, opts ...kgo.Opt) ([]strin
 // produceByJoinKey writes Debezium lines to the topics users and domains as
 // Debezium with message.key.columns on the join column does: keyed
 // {"user_id":v} (cdcgen.ByJoinKey: users by id, domains by user_id), placed
-// by Kafka's default partitioner (murmur2).
-func produceByJoinKey(t *testing.T, brokers []string, lines [][]byte) {
+// by Kafka's default partitioner (murmur2). It returns how many records
+// it wrote (a join key change is two).
+func produceByJoinKey(t *testing.T, brokers []string, lines [][]byte) int {
 	t.Helper()
 	keyed, err := cdcgen.ByJoinKey(lines, map[string]string{"users": "id", "domains": "user_id"})
 	if err != nil {
@@ -96,6 +97,7 @@ func produceByJoinKey(t *testing.T, brokers []string, lines [][]byte) {
 	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	return len(rs)
 }
 
 // groupOwners asks the brokers which member name (the balancer's UserData)
@@ -219,7 +221,7 @@ func TestClusterCoPartitionedKafka(t *testing.T) {
 	defer rc.Close()
 	ctx := context.Background()
 	h := cdcgen.Generate(cdcgen.Config{Seed: 47, Users: 40, Domains: 120, Changes: 2000})
-	yml := "name: kcopart\n" + joinYAML + joinKeySources(brokers[0]) + fmt.Sprintf(`
+	yml := "name: kcopart\n" + joinYAML + joinKeySources(brokers[0], "") + fmt.Sprintf(`
 state: {store: redis, redis: {addr: %[1]q}}
 sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 admin: {addr: "127.0.0.1:0"}
@@ -337,7 +339,7 @@ func TestNodeKafkaMisplacedDeadLettered(t *testing.T) {
 	}
 	produceByJoinKey(t, brokers, h.Lines[half:]) // after it, in its partition too
 	dir := t.TempDir()
-	n := start(t, parse(t, dir, "name: kmisplaced\n"+joinYAML+joinKeySources(brokers[0])+"sinks: [{type: table}]\ndead_letter: dead.jsonl\n"))
+	n := start(t, parse(t, dir, "name: kmisplaced\n"+joinYAML+joinKeySources(brokers[0], "")+"sinks: [{type: table}]\ndead_letter: dead.jsonl\n"))
 	rctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	done := make(chan error, 1)
@@ -390,7 +392,7 @@ func TestClusterKafkaExpect(t *testing.T) {
 	ctx := context.Background()
 	h := cdcgen.Generate(cdcgen.Config{Seed: 59, Users: 30, Domains: 90, Changes: 900})
 	produceByJoinKey(t, brokers, h.Lines)
-	yml := "name: kexpect\n" + joinYAML + joinKeySources(brokers[0]) + fmt.Sprintf(`
+	yml := "name: kexpect\n" + joinYAML + joinKeySources(brokers[0], "") + fmt.Sprintf(`
 state: {store: redis, redis: {addr: %[1]q}}
 sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 `, rs.Addr)
@@ -428,4 +430,63 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 		return nil
 	})
 	diff(t, "Kafka fleet started with cluster.expect vs brute-force join", hashView(t, rc, "view"), h.LeftJoin())
+}
+
+// TestClusterKafkaRevokeCommitsInFlight: n2 joins while n1 reads a
+// backlog of two co-partitioned topics (paced, so that the rebalance comes
+// before the end of it), so the groups' (eager) rebalance revokes n1's
+// partitions with batches in flight; each
+// revoke waits for them to be answered and committed before it lets the
+// partitions go, so neither n2 nor n1 itself (resuming from the committed
+// offsets) reads any record twice: the two nodes read exactly the records
+// produced, and the view is the brute-force join.
+func TestClusterKafkaRevokeCommitsInFlight(t *testing.T) {
+	const partitions = 6
+	brokers, cl := startJoinKeyKafka(t, partitions)
+	rs := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rc.Close()
+	h := cdcgen.Generate(cdcgen.Config{Seed: 61, Users: 200, Domains: 600, Changes: 20000})
+	produced := int64(produceByJoinKey(t, brokers, h.Lines))
+	yml := "name: krevoke\n" + joinYAML + joinKeySources(brokers[0], ", rate: 2000") + fmt.Sprintf(`
+state: {store: redis, redis: {addr: %[1]q}}
+sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
+`, rs.Addr)
+	dir := t.TempDir()
+	// Both nodes are up (key placement is over the two from the start);
+	// n2 runs its sources, joining the groups, once n1 reads.
+	n1 := start(t, parse(t, dir, yml+"cluster: {node_name: n1}\n"))
+	n2 := start(t, parse(t, dir, yml+fmt.Sprintf("cluster: {node_name: n2, seeds: [%q]}\n", n1.GossipAddr())))
+	for _, n := range []*node.Node{n1, n2} {
+		testutil.WaitFor(t, 30*time.Second, seesAlive(n, 2))
+	}
+	runAll(t, []*node.Node{n1})
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if in := n1.Stats().In.Load(); in < 1000 {
+			return fmt.Errorf("n1 read %d records", in)
+		}
+		return nil
+	})
+	runAll(t, []*node.Node{n2})
+	joined := n1.Stats().In.Load()
+	waitReadBy(t, cl, partitions, streamshard.Assign(partitions, []string{"n1", "n2"}))
+	atRebalance := n1.Stats().In.Load()
+	testutil.WaitFor(t, 120*time.Second, func() error {
+		if err := errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")()); err != nil {
+			return err
+		}
+		if got, want := hashView(t, rc, "view"), h.LeftJoin(); !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("view has %d rows, want %d", len(got), len(want))
+		}
+		return nil
+	})
+	diff(t, "view after a rebalance with batches in flight vs brute-force join", hashView(t, rc, "view"), h.LeftJoin())
+	in1, in2 := n1.Stats().In.Load(), n2.Stats().In.Load()
+	t.Logf("%d records; n1 had read %d when n2 ran, %d when the groups settled; n1 read %d, n2 %d", produced, joined, atRebalance, in1, in2)
+	if atRebalance >= produced || in2 == 0 {
+		t.Fatalf("n1 read %d of the %d records before the rebalance, n2 %d: nothing was in flight to test", atRebalance, produced, in2)
+	}
+	if in1+in2 != produced {
+		t.Errorf("n1 read %d records and n2 %d: %d in all, %d produced (records read twice after the rebalance)", in1, in2, in1+in2, produced)
+	}
 }
