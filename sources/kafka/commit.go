@@ -101,7 +101,7 @@ func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
 		}
 	}
 	if len(done) > 0 {
-		s.progressed() // a revoke may be waiting for these
+		s.progressedLocked() // a revoke may be waiting for these
 	}
 	s.mu.Unlock()
 	if len(errs) > 0 {

@@ -133,6 +133,22 @@ func TestKafkaSourceExpect(t *testing.T) {
 		}
 	}
 
+	t.Run("closed while waiting", func(t *testing.T) {
+		lone := &fleet{}
+		lone.set("d")
+		d := open(t, Config{Brokers: brokers, Topic: "users", Group: "closed", Members: lone.members, Expect: 3, ExpectWait: time.Minute})
+		start := time.Now()
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("Close took %v while the source waited for its expected members", took)
+		}
+		if n, err := groupMembers(ctx, cl, "closed"); err != nil || n != 0 {
+			t.Errorf("closed before its members came: group has %d members (%v)", n, err)
+		}
+	})
+
 	t.Run("wait bounded", func(t *testing.T) {
 		lone := &fleet{}
 		lone.set("d") // e and f never come

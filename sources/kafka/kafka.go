@@ -69,7 +69,11 @@ type Source struct {
 		// waiting for the commits of the partitions it takes away.
 		revoking func(parts []int32)
 	}
-	closeOnce sync.Once
+	// stop ends expect at Close, which waits for expectDone (nil: no
+	// expect goroutine).
+	stop       chan struct{}
+	expectDone chan struct{}
+	closeOnce  sync.Once
 }
 
 var _ sources.Source = (*Source)(nil)
@@ -95,7 +99,7 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 	if cfg.StartOffset == StartLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	s := &Source{cfg: cfg, ready: make(chan struct{})}
+	s := &Source{cfg: cfg, ready: make(chan struct{}), stop: make(chan struct{})}
 	s.mu.owned = make(map[int32]*owned)
 	s.mu.progress = make(chan struct{})
 	// Waiting for Config.Expect members: the client consumes no topic, so
@@ -141,6 +145,7 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 	s.client = client
 	close(s.ready) // the group's callbacks may use s.client from here on
 	if hold {
+		s.expectDone = make(chan struct{})
 		go s.expect()
 	}
 	return s, nil
@@ -152,8 +157,9 @@ const expectEvery = 50 * time.Millisecond
 
 // expect joins the group (adds Topic to the client's consumed topics) once
 // Config.Members lists Config.Expect members or Config.ExpectWait has
-// passed, unless the source is closed first.
+// passed, unless Close comes first. Close waits for it.
 func (s *Source) expect() {
+	defer close(s.expectDone)
 	wait := s.cfg.ExpectWait
 	if wait == 0 {
 		wait = DefaultExpectWait
@@ -162,19 +168,13 @@ func (s *Source) expect() {
 	t := time.NewTicker(expectEvery)
 	defer t.Stop()
 	for len(s.cfg.Members()) < s.cfg.Expect && time.Now().Before(by) {
-		s.mu.Lock()
-		closed := s.mu.closed
-		s.mu.Unlock()
-		if closed {
+		select {
+		case <-s.stop:
 			return
+		case <-t.C:
 		}
-		<-t.C
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.mu.closed { // under mu: Close has not closed the client
-		s.client.AddConsumeTopics(s.cfg.Topic)
-	}
+	s.client.AddConsumeTopics(s.cfg.Topic)
 }
 
 // Close leaves the group (its partitions are reassigned to the other members
@@ -185,8 +185,12 @@ func (s *Source) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.mu.closed = true
-		s.progressed() // a revoke waiting for commits gives up: none will come
+		s.progressedLocked() // a revoke waiting for commits gives up: none will come
 		s.mu.Unlock()
+		close(s.stop)
+		if s.expectDone != nil {
+			<-s.expectDone // it no longer adds the topic to a closed client
+		}
 		s.client.CloseAllowingRebalance()
 	})
 	return nil

@@ -223,7 +223,7 @@ func (s *Source) awaitCommits(ctx context.Context, parts []int32) {
 	hooked := false
 	for {
 		s.mu.Lock()
-		if s.mu.closed || s.committedAll(parts) {
+		if s.mu.closed || s.committedAllLocked(parts) {
 			s.mu.Unlock()
 			return
 		}
@@ -243,9 +243,9 @@ func (s *Source) awaitCommits(ctx context.Context, parts []int32) {
 	}
 }
 
-// committedAll reports whether every record delivered from the owned
+// committedAllLocked reports whether every record delivered from the owned
 // partitions among parts was committed. s.mu is held.
-func (s *Source) committedAll(parts []int32) bool {
+func (s *Source) committedAllLocked(parts []int32) bool {
 	for _, p := range parts {
 		if o := s.mu.owned[p]; o != nil && o.lo >= 0 && o.committed <= o.hi {
 			return false
@@ -254,8 +254,8 @@ func (s *Source) committedAll(parts []int32) bool {
 	return true
 }
 
-// progressed wakes a revoke waiting for commits. s.mu is held.
-func (s *Source) progressed() {
+// progressedLocked wakes a revoke waiting for commits. s.mu is held.
+func (s *Source) progressedLocked() {
 	close(s.mu.progress)
 	s.mu.progress = make(chan struct{})
 }
