@@ -135,6 +135,36 @@ func groupOwners(ctx context.Context, cl *kgo.Client, group, topic string, parti
 	return out, nil
 }
 
+// kafkaViewJob is the job name joining the topics of startJoinKeyKafka
+// (joinKeySources with extra) into the hash view of a Redis it starts,
+// also the state store; rc is a client of that Redis.
+func kafkaViewJob(t *testing.T, name, broker, extra string) (yml string, rc *redis.Client) {
+	t.Helper()
+	rs := testutil.StartRedis(t)
+	rc = redis.NewClient(&redis.Options{Addr: rs.Addr})
+	t.Cleanup(func() { rc.Close() })
+	return "name: " + name + "\n" + joinYAML + joinKeySources(broker, extra) + fmt.Sprintf(`
+state: {store: redis, redis: {addr: %[1]q}}
+sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
+`, rs.Addr), rc
+}
+
+// waitKafkaView waits until both groups of kafkaViewJob committed every
+// record and its view is the brute-force join of h, then diffs them.
+func waitKafkaView(t *testing.T, cl *kgo.Client, rc *redis.Client, h *cdcgen.History, what string) {
+	t.Helper()
+	testutil.WaitFor(t, 120*time.Second, func() error {
+		if err := errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")()); err != nil {
+			return err
+		}
+		if got, want := hashView(t, rc, "view"), h.LeftJoin(); !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("view has %d rows, want %d", len(got), len(want))
+		}
+		return nil
+	})
+	diff(t, what, hashView(t, rc, "view"), h.LeftJoin())
+}
+
 // waitReadBy waits until partition p of the topics users and domains is
 // read by the member named want[p] in their groups joinery-<topic>.
 func waitReadBy(t *testing.T, cl *kgo.Client, partitions int, want []string) {
@@ -216,16 +246,10 @@ func kafkaAcked(cl *kgo.Client, group string, topics ...string) func() error {
 func TestClusterCoPartitionedKafka(t *testing.T) {
 	const partitions = 6
 	brokers, cl := startJoinKeyKafka(t, partitions)
-	rs := testutil.StartRedis(t)
-	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
-	defer rc.Close()
+	yml, rc := kafkaViewJob(t, "kcopart", brokers[0], "")
+	yml += "admin: {addr: \"127.0.0.1:0\"}\n"
 	ctx := context.Background()
 	h := cdcgen.Generate(cdcgen.Config{Seed: 47, Users: 40, Domains: 120, Changes: 2000})
-	yml := "name: kcopart\n" + joinYAML + joinKeySources(brokers[0], "") + fmt.Sprintf(`
-state: {store: redis, redis: {addr: %[1]q}}
-sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
-admin: {addr: "127.0.0.1:0"}
-`, rs.Addr)
 	nodes := startThree(t, t.TempDir(), yml)
 	third := len(h.Lines) / 3
 	produceByJoinKey(t, brokers, h.Lines[:third])
@@ -386,16 +410,10 @@ func TestNodeKafkaMisplacedDeadLettered(t *testing.T) {
 func TestClusterKafkaExpect(t *testing.T) {
 	const partitions = 6
 	brokers, cl := startJoinKeyKafka(t, partitions)
-	rs := testutil.StartRedis(t)
-	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
-	defer rc.Close()
+	yml, rc := kafkaViewJob(t, "kexpect", brokers[0], "")
 	ctx := context.Background()
 	h := cdcgen.Generate(cdcgen.Config{Seed: 59, Users: 30, Domains: 90, Changes: 900})
 	produceByJoinKey(t, brokers, h.Lines)
-	yml := "name: kexpect\n" + joinYAML + joinKeySources(brokers[0], "") + fmt.Sprintf(`
-state: {store: redis, redis: {addr: %[1]q}}
-sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
-`, rs.Addr)
 	dir := t.TempDir()
 	n1 := start(t, parse(t, dir, yml+"cluster: {node_name: n1, expect: 3, expect_wait: 30s}\n"))
 	runAll(t, []*node.Node{n1})
@@ -420,16 +438,7 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 	nodes := []*node.Node{n1, start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n2"))), start(t, parse(t, dir, yml+fmt.Sprintf(seeds, "n3")))}
 	runAll(t, nodes[1:])
 	waitReadBy(t, cl, partitions, streamshard.Assign(partitions, []string{"n1", "n2", "n3"}))
-	testutil.WaitFor(t, 90*time.Second, func() error {
-		if err := errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")()); err != nil {
-			return err
-		}
-		if got, want := hashView(t, rc, "view"), h.LeftJoin(); !reflect.DeepEqual(got, want) {
-			return fmt.Errorf("view has %d rows, want %d", len(got), len(want))
-		}
-		return nil
-	})
-	diff(t, "Kafka fleet started with cluster.expect vs brute-force join", hashView(t, rc, "view"), h.LeftJoin())
+	waitKafkaView(t, cl, rc, h, "Kafka fleet started with cluster.expect vs brute-force join")
 }
 
 // TestClusterKafkaRevokeCommitsInFlight: n2 joins while n1 reads a
@@ -443,15 +452,9 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 func TestClusterKafkaRevokeCommitsInFlight(t *testing.T) {
 	const partitions = 6
 	brokers, cl := startJoinKeyKafka(t, partitions)
-	rs := testutil.StartRedis(t)
-	rc := redis.NewClient(&redis.Options{Addr: rs.Addr})
-	defer rc.Close()
+	yml, rc := kafkaViewJob(t, "krevoke", brokers[0], ", rate: 2000")
 	h := cdcgen.Generate(cdcgen.Config{Seed: 61, Users: 200, Domains: 600, Changes: 20000})
 	produced := int64(produceByJoinKey(t, brokers, h.Lines))
-	yml := "name: krevoke\n" + joinYAML + joinKeySources(brokers[0], ", rate: 2000") + fmt.Sprintf(`
-state: {store: redis, redis: {addr: %[1]q}}
-sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
-`, rs.Addr)
 	dir := t.TempDir()
 	// Both nodes are up (key placement is over the two from the start);
 	// n2 runs its sources, joining the groups, once n1 reads.
@@ -471,16 +474,7 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 	joined := n1.Stats().In.Load()
 	waitReadBy(t, cl, partitions, streamshard.Assign(partitions, []string{"n1", "n2"}))
 	atRebalance := n1.Stats().In.Load()
-	testutil.WaitFor(t, 120*time.Second, func() error {
-		if err := errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")()); err != nil {
-			return err
-		}
-		if got, want := hashView(t, rc, "view"), h.LeftJoin(); !reflect.DeepEqual(got, want) {
-			return fmt.Errorf("view has %d rows, want %d", len(got), len(want))
-		}
-		return nil
-	})
-	diff(t, "view after a rebalance with batches in flight vs brute-force join", hashView(t, rc, "view"), h.LeftJoin())
+	waitKafkaView(t, cl, rc, h, "view after a rebalance with batches in flight vs brute-force join")
 	in1, in2 := n1.Stats().In.Load(), n2.Stats().In.Load()
 	t.Logf("%d records; n1 had read %d when n2 ran, %d when the groups settled; n1 read %d, n2 %d", produced, joined, atRebalance, in1, in2)
 	if atRebalance >= produced || in2 == 0 {
