@@ -151,7 +151,8 @@ type SourceEnv struct {
 	Member  func(consumer string) string
 	// Expect is how many members the fleet is started with and ExpectWait
 	// the longest a sharded source waits for them before it takes
-	// partitions (cluster.expect, cluster.expect_wait; 0: no wait).
+	// partitions, or a Kafka source before it joins its consumer group
+	// (cluster.expect, cluster.expect_wait; 0: no wait).
 	Expect     int
 	ExpectWait time.Duration
 	// Applied gives the store's committed offset of one of the source's

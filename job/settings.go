@@ -96,10 +96,11 @@ type Cluster struct {
 	Profile string `yaml:"profile"`
 	// Expect is how many nodes the fleet is started with (the Helm chart's
 	// replica count): at start a node's sharded sources take no shard
-	// until that many members are live and read them, or ExpectWait
-	// passes, so the shards are spread at once rather than handed over
-	// from the first node up (docs/scaling.md, "Cold start"). 0 (default):
-	// no wait.
+	// until that many members are live and read them, and its Kafka
+	// sources do not join their consumer group until that many members
+	// are live, or ExpectWait passes, so the shards and partitions are
+	// spread at once rather than handed over from the first node up
+	// (docs/scaling.md, "Cold start"). 0 (default): no wait.
 	Expect int `yaml:"expect,omitempty"`
 	// ExpectWait bounds that wait (default 5s).
 	ExpectWait time.Duration `yaml:"expect_wait,omitempty"`

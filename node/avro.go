@@ -25,6 +25,9 @@ func (n *Node) avroDecoder(sp job.SourcePlan) (*debeziumavro.Decoder, error) {
 func (r *reader) resolveSchemas(ctx context.Context, msgs []sources.Message) error {
 	return r.n.retry(ctx, "source "+r.cfg.Name+": schema registry", func(ctx context.Context) error {
 		for _, m := range msgs {
+			if m.Reject != nil {
+				continue // never decoded (dispatch)
+			}
 			if err := r.avro.Resolve(ctx, m.Value); err != nil {
 				return err
 			}

@@ -35,6 +35,12 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 		if p, ok := b.last[part]; !ok || m.Pos.Offset > p.Offset {
 			b.last[part] = m.Pos
 		}
+		if m.Reject != nil { // the source refused it (sources.Message.Reject)
+			if err := r.bad(b, m, r.cfg.BadInputPolicy(), m.Reject.Reason, m.Reject.Err); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if len(m.Value) > r.cfg.RecordLimit() {
 			err := fmt.Errorf("record of %d bytes is over max_record_bytes %d", len(m.Value), r.cfg.RecordLimit())
 			if err := r.bad(b, m, r.cfg.BadInputPolicy(), reason.TooLarge, err); err != nil {

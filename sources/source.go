@@ -8,6 +8,7 @@ import (
 	"errors"
 
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
 
 // Message is one raw input record and where it came from. Value is owned by
@@ -15,6 +16,20 @@ import (
 type Message struct {
 	Pos   record.Position
 	Value []byte
+	// Reject, when set, says the source found the record unusable as read
+	// (a Kafka record outside its key's partition): the node neither
+	// decodes nor joins it, handles it as bad input (sources[].on_bad_input:
+	// counted, dead-lettered with Reject's reason by default) and commits
+	// past it like any other record, so the rest of the partition is read
+	// on.
+	Reject *Reject
+}
+
+// Reject is why a source refuses one record it read: a reason word
+// (sinks/deadletter/reason) and the error that explains it.
+type Reject struct {
+	Reason reason.Reason
+	Err    error
 }
 
 // Source reads raw messages. Read and Commit may be called from different

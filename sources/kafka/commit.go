@@ -100,6 +100,9 @@ func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
 			p.epochs = p.epochs[i:]
 		}
 	}
+	if len(done) > 0 {
+		s.progressedLocked() // a revoke may be waiting for these
+	}
 	s.mu.Unlock()
 	if len(errs) > 0 {
 		return fmt.Errorf("kafka: commit %s: %w", s.cfg.Topic, errors.Join(errs...))

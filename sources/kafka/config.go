@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/joinery/joinery/connopts/kafkaopts"
 )
@@ -79,18 +80,49 @@ type Config struct {
 	// (sources[].partitioned_by: join_key): the group's partitions are
 	// assigned by KeyGroupBalancer, partition p to the owner of key group p
 	// among the members' Member names, and every record is checked to be in
-	// the partition Kafka's default partitioner puts its key in (Read fails
-	// with a *MisplacedError otherwise). All members of Group must set it.
+	// the partition Kafka's default partitioner puts its key in (otherwise
+	// Read delivers it with a sources.Reject carrying a *MisplacedError:
+	// dead-lettered, never joined). All members of Group must set it.
 	KeyGroups bool
 	// Member is this member's Joinery member name, carried in its group
 	// metadata for KeyGroupBalancer. Default: the group member ID.
 	Member string
 	// PartitionKey, with KeyGroups, is the record key template of a join
 	// key (kafka.partition_key): a record whose key it does not write
-	// (OfTemplate) fails Read with a *MisplacedError naming it. "": not
-	// checked.
+	// (OfTemplate) is delivered with a sources.Reject carrying a
+	// *MisplacedError naming it. "": not checked.
 	PartitionKey string
+	// RevokeWait bounds how long a revoke (a rebalance taking partitions
+	// from this member) waits for the records already delivered from them
+	// to be committed — the caller's batches in flight to complete and
+	// Commit them — before the partitions are released, so that their new
+	// owner resumes after them instead of reading them again. Past it the
+	// partitions are released with what was committed, and the rest is
+	// read again by the new owner (at least once). The group's rebalance
+	// waits meanwhile: keep it well under the group's rebalance timeout
+	// (60s). 0: DefaultRevokeWait. Lost partitions (session expired,
+	// fenced) cannot be committed and are released at once.
+	RevokeWait time.Duration
+	// Members returns the names of the live members of the fleet (this one
+	// included), for Expect. nil: no wait.
+	Members func() []string
+	// Expect is how many members the fleet is started with (the job's
+	// cluster.expect): until Members lists that many, or ExpectWait passes
+	// since New, the source does not join Group — it reads nothing and is
+	// assigned nothing — so that a fleet started together forms its group
+	// with every member at once, instead of the first member being
+	// assigned every partition and handing them over as the others join.
+	// 0 or 1: no wait.
+	Expect int
+	// ExpectWait bounds the wait for Expect members (0: DefaultExpectWait).
+	ExpectWait time.Duration
 }
+
+// DefaultExpectWait is Config.ExpectWait's default, cluster.expect_wait's.
+const DefaultExpectWait = 5 * time.Second
+
+// DefaultRevokeWait is Config.RevokeWait's default.
+const DefaultRevokeWait = 10 * time.Second
 
 // Validate reports every problem with c at once, naming each field.
 func (c Config) Validate() error {
@@ -108,6 +140,12 @@ func (c Config) Validate() error {
 	case "", StartCommitted, StartEarliest, StartLatest:
 	default:
 		errs = append(errs, fmt.Errorf("kafka: StartOffset %q is not committed, earliest or latest", c.StartOffset))
+	}
+	if c.RevokeWait < 0 {
+		errs = append(errs, fmt.Errorf("kafka: RevokeWait %v must not be negative", c.RevokeWait))
+	}
+	if c.Expect < 0 || c.ExpectWait < 0 {
+		errs = append(errs, fmt.Errorf("kafka: Expect %d and ExpectWait %v must not be negative", c.Expect, c.ExpectWait))
 	}
 	if err := c.SASL.Validate(); err != nil {
 		errs = append(errs, err)

@@ -17,13 +17,17 @@
 // by Commit, for positions the caller made durable, as the position's offset
 // + 1 with the record's leader epoch, in a synchronous OffsetCommit of the
 // group's current generation. A partition is committed only while this member
-// owns it and only for offsets delivered during that ownership: when a
-// partition is revoked (rebalance, another member joined or left) or lost
-// (session expired, fenced) after its records were read, Commit skips it and
-// the records after the partition's last committed offset are delivered again
-// to its new owner, which may be this member again. Records are never
-// skipped; duplicates are expected after rebalances and restarts, and
-// Joinery drops them by position.
+// owns it and only for offsets delivered during that ownership. When the
+// group revokes a partition (rebalance, another member joined or left), the
+// revoke first waits, up to Config.RevokeWait (DefaultRevokeWait), for the
+// records already delivered from it to be committed — the caller's batches
+// in flight complete and Commit them — so its new owner resumes after them.
+// Past that bound, or when a partition is lost (session expired, fenced:
+// nothing can be committed), Commit skips it from then on and the records
+// after the partition's last committed offset are delivered again to its
+// new owner, which may be this member again. Records are never skipped;
+// duplicates are expected after lost partitions, slow revokes and
+// restarts, and Joinery drops them by position.
 //
 // # Key groups
 //
@@ -33,8 +37,14 @@
 // streamshard.Assign names for group p, the member names carried in the
 // group metadata), the key group of a join key is KeyGroup (Kafka's
 // default partitioner over the key bytes a partition_key template
-// rebuilds), and a record that is not in its key's partition is a
-// *MisplacedError (docs/architecture.md, "Key groups").
+// rebuilds), and a record that is not in its key's partition is delivered
+// with a sources.Reject (reason misplaced, a *MisplacedError): the node
+// dead-letters it and the partition is read on (docs/architecture.md, "Key
+// groups").
+//
+// With Config.Expect (cluster.expect) the source joins its group only once
+// Config.Members lists that many live members, or Config.ExpectWait has
+// passed, so that a fleet started together forms its group at once.
 //
 // Close leaves the group, so the remaining members take over its partitions
 // at once; anything it did not commit is re-read by them.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -61,8 +62,18 @@ type Source struct {
 		closed  bool
 		readErr error  // a fetch error held back while records were returned
 		wake    func() // ends the poll in progress (a rewind's error is held)
+		// progress is closed (and replaced) when a commit moves an owned
+		// partition's committed offset, and at Close: a revoke waits on it.
+		progress chan struct{}
+		// revoking, when set (tests), is called when a revoke starts
+		// waiting for the commits of the partitions it takes away.
+		revoking func(parts []int32)
 	}
-	closeOnce sync.Once
+	// stop ends expect at Close, which waits for expectDone (nil: no
+	// expect goroutine).
+	stop       chan struct{}
+	expectDone chan struct{}
+	closeOnce  sync.Once
 }
 
 var _ sources.Source = (*Source)(nil)
@@ -88,10 +99,17 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 	if cfg.StartOffset == StartLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	s := &Source{cfg: cfg, ready: make(chan struct{})}
+	s := &Source{cfg: cfg, ready: make(chan struct{}), stop: make(chan struct{})}
 	s.mu.owned = make(map[int32]*owned)
-	opts := append(ClientOptions(cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL),
-		kgo.ConsumeTopics(cfg.Topic),
+	s.mu.progress = make(chan struct{})
+	// Waiting for Config.Expect members: the client consumes no topic, so
+	// it does not join the group, until expect adds Topic.
+	hold := cfg.Expect > 1 && cfg.Members != nil
+	opts := ClientOptions(cfg.Brokers, cfg.ClientID, cfg.TLS, cfg.SASL)
+	if !hold {
+		opts = append(opts, kgo.ConsumeTopics(cfg.Topic))
+	}
+	opts = append(opts,
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeResetOffset(reset),
 		kgo.DisableAutoCommit(),
@@ -100,7 +118,7 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnPartitionsRevoked(s.onRevoked),
-		kgo.OnPartitionsLost(s.onRevoked),
+		kgo.OnPartitionsLost(s.onLost),
 	)
 	if cfg.KeyGroups {
 		opts = append(opts, kgo.Balancers(KeyGroupBalancer(cfg.Member)))
@@ -126,7 +144,37 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 	}
 	s.client = client
 	close(s.ready) // the group's callbacks may use s.client from here on
+	if hold {
+		s.expectDone = make(chan struct{})
+		go s.expect()
+	}
 	return s, nil
+}
+
+// expectEvery is how often a source waiting for Config.Expect members
+// looks at Members.
+const expectEvery = 50 * time.Millisecond
+
+// expect joins the group (adds Topic to the client's consumed topics) once
+// Config.Members lists Config.Expect members or Config.ExpectWait has
+// passed, unless Close comes first. Close waits for it.
+func (s *Source) expect() {
+	defer close(s.expectDone)
+	wait := s.cfg.ExpectWait
+	if wait == 0 {
+		wait = DefaultExpectWait
+	}
+	by := time.Now().Add(wait)
+	t := time.NewTicker(expectEvery)
+	defer t.Stop()
+	for len(s.cfg.Members()) < s.cfg.Expect && time.Now().Before(by) {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+	}
+	s.client.AddConsumeTopics(s.cfg.Topic)
 }
 
 // Close leaves the group (its partitions are reassigned to the other members
@@ -137,7 +185,12 @@ func (s *Source) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.mu.closed = true
+		s.progressedLocked() // a revoke waiting for commits gives up: none will come
 		s.mu.Unlock()
+		close(s.stop)
+		if s.expectDone != nil {
+			<-s.expectDone // it no longer adds the topic to a closed client
+		}
 		s.client.CloseAllowingRebalance()
 	})
 	return nil

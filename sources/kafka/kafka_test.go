@@ -160,8 +160,8 @@ func (s *Source) ownedPartitions() []int32 {
 var all = []int32{0, 1, 2}
 
 func TestKafkaSourceConfigValidate(t *testing.T) {
-	err := Config{Brokers: []string{""}, StartOffset: "middle", SASL: &SASL{Mechanism: "gssapi"}}.Validate()
-	for _, f := range []string{"Brokers[0]", "Topic", "Group", "StartOffset", "SASL.Mechanism", "SASL.User", "SASL.Password"} {
+	err := Config{Brokers: []string{""}, StartOffset: "middle", SASL: &SASL{Mechanism: "gssapi"}, RevokeWait: -time.Second}.Validate()
+	for _, f := range []string{"Brokers[0]", "Topic", "Group", "StartOffset", "SASL.Mechanism", "SASL.User", "SASL.Password", "RevokeWait"} {
 		if err == nil || !strings.Contains(err.Error(), f) {
 			t.Errorf("Validate error %v does not name %s", err, f)
 		}
@@ -276,7 +276,9 @@ func TestKafkaSourceStartOffset(t *testing.T) {
 func TestKafkaSourceGroupSharesPartitions(t *testing.T) {
 	brokers := startKafka(t)
 	produce(t, brokers, "v", 0, 30)
-	cfg := Config{Name: "in", Brokers: brokers, Topic: topic, Group: "g"}
+	// a commits none of what it read before the rebalance: its revoke
+	// releases the partitions after RevokeWait (revoke_test.go).
+	cfg := Config{Name: "in", Brokers: brokers, Topic: topic, Group: "g", RevokeWait: 100 * time.Millisecond}
 	ctx := context.Background()
 
 	a := open(t, cfg)
@@ -425,7 +427,7 @@ func TestKafkaSourceOnPartitions(t *testing.T) {
 	brokers := startKafka(t)
 	produce(t, brokers, "v", 0, 30)
 	var asgA, asgB assignments
-	cfg := Config{Name: "in", Brokers: brokers, Topic: topic, Group: "g"}
+	cfg := Config{Name: "in", Brokers: brokers, Topic: topic, Group: "g", RevokeWait: 100 * time.Millisecond} // nothing is committed
 	cfgA, cfgB := cfg, cfg
 	cfgA.OnPartitions, cfgB.OnPartitions = asgA.on, asgB.on
 

@@ -105,6 +105,8 @@ func KeyGroup(template, key string, partitions int) int {
 // partition its key belongs to: the producer did not use Kafka's default
 // partitioner with the topic's partition count, or wrote no key — or its
 // key is not what the source's partition_key template writes (Template).
+// Read delivers such a record with a sources.Reject (reason misplaced)
+// holding it; the partition is read on.
 type MisplacedError struct {
 	Source, Topic   string
 	Partition, Want int32 // Want -1: no key

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/joinery/joinery/internal/streamshard"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
 
 // TestPartitionIsKafkas checks Partition against the murmur2 values of
@@ -240,7 +241,8 @@ func TestKeyGroupBalancerGroup(t *testing.T) {
 		}
 	}
 	// Records keyed by the default partitioner are read; one written to
-	// another partition stops the reader with the rule.
+	// another partition is delivered rejected with the rule, and the
+	// records after it in its partition are read on.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -248,19 +250,33 @@ func TestKeyGroupBalancerGroup(t *testing.T) {
 	defer cl.Close()
 	key := []byte(`{"user_id":5}`)
 	p := int32(Partition(key, 6))
-	wrong := (p + 1) % 6
+	wrong := p // a partition of the other member, so each reads one of the two
+	for want[wrong] == want[p] {
+		wrong = (wrong + 1) % 6
+	}
+	var after []byte // a key of partition wrong
+	for i := 0; after == nil; i++ {
+		if k := fmt.Appendf(nil, `{"user_id":%d}`, i); Partition(k, 6) == int(wrong) {
+			after = k
+		}
+	}
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "users", Partition: p, Key: key, Value: []byte("ok")},
-		&kgo.Record{Topic: "users", Partition: wrong, Key: key, Value: []byte("misplaced")}).FirstErr(); err != nil {
+		&kgo.Record{Topic: "users", Partition: wrong, Key: key, Value: []byte("misplaced")},
+		&kgo.Record{Topic: "users", Partition: wrong, Key: after, Value: []byte("after")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	got := readN(t, srcs[want[p]], 1)
-	if string(got[0].Value) != "ok" || got[0].Pos.Partition != p {
+	if string(got[0].Value) != "ok" || got[0].Pos.Partition != p || got[0].Reject != nil {
 		t.Errorf("owner of partition %d read %+v", p, got)
 	}
 	var mis *MisplacedError
-	_, err = srcs[want[wrong]].Read(ctx, 10)
-	if !errors.As(err, &mis) || mis.Partition != wrong || mis.Want != p || !strings.Contains(err.Error(), "default partitioner") {
-		t.Errorf("misplaced record: %v", err)
+	got = readN(t, srcs[want[wrong]], 2)
+	if r := got[0].Reject; r == nil || r.Reason != reason.Misplaced || !errors.As(r.Err, &mis) || mis.Partition != wrong || mis.Want != p ||
+		!strings.Contains(r.Err.Error(), "default partitioner") || string(got[0].Value) != "misplaced" {
+		t.Errorf("misplaced record: %+v", got[0])
+	}
+	if string(got[1].Value) != "after" || got[1].Reject != nil || got[1].Pos.Partition != wrong {
+		t.Errorf("record after the misplaced one: %+v", got[1])
 	}
 	// A key in its partition that the template does not write (a schema
 	// envelope the template lacks) is refused too, naming the template.
@@ -269,9 +285,10 @@ func TestKeyGroupBalancerGroup(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "users", Partition: q, Key: other, Value: []byte("enveloped")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = srcs[want[q]].Read(ctx, 10)
-	if !errors.As(err, &mis) || mis.Template == "" || !strings.Contains(err.Error(), "not kafka.partition_key") {
-		t.Errorf("key off the template: %v", err)
+	got = readN(t, srcs[want[q]], 1)
+	if r := got[0].Reject; r == nil || r.Reason != reason.Misplaced || !errors.As(r.Err, &mis) || mis.Template == "" ||
+		!strings.Contains(r.Err.Error(), "not kafka.partition_key") {
+		t.Errorf("key off the template: %+v", got[0])
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 	"github.com/joinery/joinery/sources"
 )
 
@@ -71,29 +72,17 @@ func (s *Source) take(ctx context.Context, fetches kgo.Fetches) ([]sources.Messa
 		}
 	})
 	msgs := make([]sources.Message, 0, fetches.NumRecords())
-	var misplaced error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fetches.EachRecord(func(r *kgo.Record) {
-		if misplaced != nil {
-			return // not delivered: read again after the error is dealt with
-		}
-		if s.partitions > 0 {
-			if want := Partition(r.Key, s.partitions); want != int(r.Partition) {
-				misplaced = &MisplacedError{Source: s.cfg.Name, Topic: r.Topic, Partition: r.Partition, Want: int32(want),
-					Offset: r.Offset, Partitions: s.partitions, Key: r.Key}
-				return
-			}
-			if t := s.cfg.PartitionKey; t != "" && !OfTemplate(t, r.Key) {
-				misplaced = &MisplacedError{Source: s.cfg.Name, Topic: r.Topic, Partition: r.Partition, Want: r.Partition,
-					Offset: r.Offset, Partitions: s.partitions, Key: r.Key, Template: t}
-				return
-			}
-		}
-		msgs = append(msgs, sources.Message{
+		m := sources.Message{
 			Pos:   record.Position{Source: s.cfg.Name, Partition: r.Partition, Offset: r.Offset},
 			Value: r.Value,
-		})
+		}
+		if err := s.misplaced(r); err != nil {
+			m.Reject = &sources.Reject{Reason: reason.Misplaced, Err: err}
+		}
+		msgs = append(msgs, m)
 		p := s.mu.owned[r.Partition]
 		if p == nil {
 			return // polled across a loss: delivered, never committed here
@@ -106,9 +95,6 @@ func (s *Source) take(ctx context.Context, fetches kgo.Fetches) ([]sources.Messa
 			p.epochs = append(p.epochs, epochAt{from: r.Offset, epoch: r.LeaderEpoch})
 		}
 	})
-	if misplaced != nil && fetchErr == nil {
-		fetchErr = misplaced
-	}
 	switch {
 	case closed || s.mu.closed:
 		if len(msgs) == 0 {
@@ -122,4 +108,28 @@ func (s *Source) take(ctx context.Context, fetches kgo.Fetches) ([]sources.Messa
 		return nil, fetchErr
 	}
 	return msgs, nil
+}
+
+// misplaced checks, on a co-partitioned source (Config.KeyGroups), that r is
+// in its key's partition and that its key is one Config.PartitionKey
+// writes; nil if so, or without key groups. A misplaced record is
+// delivered with a Reject, not joined: its key's actors are fed from the
+// key's own partition, in that partition's order, by its reader, and a
+// record from another partition — read by another member, in no order
+// with the key's others — would be applied out of the key's order (or at a
+// key group the reader does not host). The node dead-letters it with the
+// reason (on_bad_input) and reads the rest of the partition on.
+func (s *Source) misplaced(r *kgo.Record) error {
+	if s.partitions <= 0 {
+		return nil
+	}
+	if want := Partition(r.Key, s.partitions); want != int(r.Partition) {
+		return &MisplacedError{Source: s.cfg.Name, Topic: r.Topic, Partition: r.Partition, Want: int32(want),
+			Offset: r.Offset, Partitions: s.partitions, Key: r.Key}
+	}
+	if t := s.cfg.PartitionKey; t != "" && !OfTemplate(t, r.Key) {
+		return &MisplacedError{Source: s.cfg.Name, Topic: r.Topic, Partition: r.Partition, Want: r.Partition,
+			Offset: r.Offset, Partitions: s.partitions, Key: r.Key, Template: t}
+	}
+	return nil
 }

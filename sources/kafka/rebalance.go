@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -181,9 +182,23 @@ func (s *Source) report(closed bool, assigned, revoked []int32) {
 	s.cfg.OnPartitions(assigned, revoked)
 }
 
-// onRevoked runs for revoked and for lost partitions: they are no longer
+// onRevoked runs when the group takes partitions from this member (a
+// rebalance; the eager KeyGroupBalancer takes them all): before it lets
+// them go it waits, up to Config.RevokeWait, for the records it already
+// delivered from them to be committed (the caller's batches in flight
+// complete and Commit, which still commits them as they are owned until
+// here), so that their next owner resumes after them rather than reading
+// them again. The group's rebalance waits meanwhile (the member rejoins
+// when this returns). Then it releases them as onLost does.
+func (s *Source) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	s.awaitCommits(ctx, revoked[s.cfg.Topic])
+	s.onLost(ctx, cl, revoked)
+}
+
+// onLost runs for lost partitions (session expired, fenced: they can no
+// longer be committed) and at the end of onRevoked: they are no longer
 // committed by this member. It waits for a commit in flight.
-func (s *Source) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+func (s *Source) onLost(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	s.commitMu.Lock()
 	s.mu.Lock()
 	for _, p := range revoked[s.cfg.Topic] {
@@ -193,4 +208,54 @@ func (s *Source) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string]
 	s.mu.Unlock()
 	s.commitMu.Unlock()
 	s.report(closed, nil, revoked[s.cfg.Topic])
+}
+
+// awaitCommits waits until every record delivered from parts during their
+// ownership is committed, Config.RevokeWait passes, ctx ends or the source
+// is closed (nothing more is committed then).
+func (s *Source) awaitCommits(ctx context.Context, parts []int32) {
+	wait := s.cfg.RevokeWait
+	if wait == 0 {
+		wait = DefaultRevokeWait
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	hooked := false
+	for {
+		s.mu.Lock()
+		if s.mu.closed || s.committedAllLocked(parts) {
+			s.mu.Unlock()
+			return
+		}
+		progress, hook := s.mu.progress, s.mu.revoking
+		s.mu.Unlock()
+		if !hooked && hook != nil {
+			hooked = true
+			hook(parts)
+		}
+		select {
+		case <-progress:
+		case <-timer.C:
+			return // released with what was committed: the rest is read again
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// committedAllLocked reports whether every record delivered from the owned
+// partitions among parts was committed. s.mu is held.
+func (s *Source) committedAllLocked(parts []int32) bool {
+	for _, p := range parts {
+		if o := s.mu.owned[p]; o != nil && o.lo >= 0 && o.committed <= o.hi {
+			return false
+		}
+	}
+	return true
+}
+
+// progressedLocked wakes a revoke waiting for commits. s.mu is held.
+func (s *Source) progressedLocked() {
+	close(s.mu.progress)
+	s.mu.progress = make(chan struct{})
 }

@@ -87,6 +87,15 @@ const (
 	Route Reason = "route"
 	// Encode: the node could not encode the decoded row for its key.
 	Encode Reason = "encode"
+
+	// The sources, as they read (sources.Message.Reject).
+
+	// Misplaced: a record of a Kafka topic co-partitioned with the join
+	// (partitioned_by: join_key) is not in the partition its key belongs
+	// to — Kafka's default partitioner puts its key elsewhere, it has no
+	// key, or its key is not what kafka.partition_key writes — so it is
+	// outside its key group (sources/kafka.MisplacedError).
+	Misplaced Reason = "misplaced"
 )
 
 // All lists every Reason above, in their order (tests and docs walk it).
@@ -94,7 +103,7 @@ var All = []Reason{
 	NotJSON, NotObject, MissingOp, UnknownOp, MissingAfter, MissingBefore, BadRow, BadTs,
 	BadHeader, UnknownSchema, BadSchema, BadAvro, BadUTF8, DuplicateField, Decode,
 	TooLarge, MissingKey, MissingPK, MissingTs, WrongType, UnknownTable, UnknownSide,
-	Unroutable, Truncate, Filter, Route, Encode,
+	Unroutable, Truncate, Filter, Route, Encode, Misplaced,
 }
 
 // LatePrefix starts the reason of an input an event-time join found late;
