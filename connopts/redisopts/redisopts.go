@@ -70,22 +70,22 @@ type Options struct {
 	DB       int
 	// TLS, when not nil, connects with TLS (cloned for the client).
 	TLS *tls.Config
-	// OnError, when set, is called once for each failed call of the
+	// OnRedisError, when set, is called once for each failed call of the
 	// client (a command, or a pipeline's round trip; see Failed): the
 	// node's joinery_redis_errors_total.
-	OnError func()
+	OnRedisError func()
 }
 
 // Options is c's connection: its TLS configuration built from c.TLS, its
 // files named through resolve (the job file's directory; nil: as they
-// are), and onError its OnError. Every Redis connector opens its client
-// from it (Options.Client), so none copies the connection's fields.
-func (c Config) Options(resolve func(string) string, onError func()) (Options, error) {
+// are), and onRedisError its OnRedisError. Every Redis connector opens its
+// client from it (Options.Client), so none copies the connection's fields.
+func (c Config) Options(resolve func(string) string, onRedisError func()) (Options, error) {
 	tc, err := c.TLS.Config(resolve)
 	if err != nil {
 		return Options{}, fmt.Errorf("tls: %w", err)
 	}
-	return Options{Addr: c.Addr, Username: c.Username, Password: c.Password, DB: c.DB, TLS: tc, OnError: onError}, nil
+	return Options{Addr: c.Addr, Username: c.Username, Password: c.Password, DB: c.DB, TLS: tc, OnRedisError: onRedisError}, nil
 }
 
 // GoRedis is the go-redis form of o.
@@ -109,8 +109,8 @@ func (o Options) GoRedis() *redis.Options {
 // Client is a go-redis client for o; it connects on first use.
 func (o Options) Client() *redis.Client {
 	c := redis.NewClient(o.GoRedis())
-	if o.OnError != nil {
-		c.AddHook(ErrorHook(o.OnError))
+	if o.OnRedisError != nil {
+		c.AddHook(ErrorHook(o.OnRedisError))
 	}
 	return c
 }
@@ -144,12 +144,12 @@ func clientSetInfo(c redis.Cmder) bool {
 }
 
 // ErrorHook is a go-redis hook (Client.AddHook, also on a ClusterClient)
-// that calls onError once for each command whose error is Failed, and once
-// for each pipeline round trip where a command's is (the CLIENT SETINFO of
-// a new connection excepted).
-func ErrorHook(onError func()) redis.Hook { return errorHook{onError} }
+// that calls onRedisError once for each command whose error is Failed, and
+// once for each pipeline round trip where a command's is (the CLIENT
+// SETINFO of a new connection excepted).
+func ErrorHook(onRedisError func()) redis.Hook { return errorHook{onRedisError} }
 
-type errorHook struct{ onError func() }
+type errorHook struct{ onRedisError func() }
 
 func (errorHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -157,7 +157,7 @@ func (h errorHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if Failed(err) {
-			h.onError()
+			h.onRedisError()
 		}
 		return err
 	}
@@ -174,7 +174,7 @@ func (h errorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 			failed = Failed(err)
 		}
 		if failed {
-			h.onError()
+			h.onRedisError()
 		}
 		return err
 	}

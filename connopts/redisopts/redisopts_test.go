@@ -41,7 +41,7 @@ func TestFailed(t *testing.T) {
 func TestErrorHook(t *testing.T) {
 	r := testutil.StartRedis(t)
 	var n atomic.Int64
-	c := Options{Addr: r.Addr, OnError: func() { n.Add(1) }}.Client()
+	c := Options{Addr: r.Addr, OnRedisError: func() { n.Add(1) }}.Client()
 	defer c.Close()
 	ctx := context.Background()
 	step := func(what string, want int64, f func()) {

@@ -81,8 +81,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			ContextTimeoutEnabled:      true,
 			MaintNotificationsConfig:   noMaint(),
 		})
-		if cfg.OnError != nil {
-			cc.AddHook(redisopts.ErrorHook(cfg.OnError))
+		if cfg.OnRedisError != nil {
+			cc.AddHook(redisopts.ErrorHook(cfg.OnRedisError))
 		}
 		s.client = cc
 		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
