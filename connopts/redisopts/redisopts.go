@@ -1,8 +1,8 @@
 // Package redisopts is the Redis connection every Redis user of Joinery
 // shares: Config, the redis block of a job file (addr, username, password,
-// db, tls), and Options.Client, the one place a go-redis client is set up
-// (the redis-stream source and sink, the redis-hash sink, the dead-letter
-// stream, HTTP ingest). It imports go-redis so its callers' settings stay
+// db, tls), and Options.Client and Options.ClusterClient, the one place a
+// go-redis client is set up (the redis-stream source and sink, the
+// redis-hash sink, the dead-letter stream, HTTP ingest, the state store). It imports go-redis so its callers' settings stay
 // the same: context deadlines on sockets, TLS cloned per client, and no
 // maintenance-notification handshake (servers before Redis 8 reject it).
 //
@@ -14,6 +14,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,13 +107,48 @@ func (o Options) GoRedis() *redis.Options {
 	}
 }
 
+// GoRedisCluster is the go-redis form of o for the Redis Cluster some of
+// whose nodes addrs names (cloned): GoRedis's credentials, TLS and
+// timeouts on every node. o.Addr and o.DB are not used (a cluster has only
+// database 0).
+func (o Options) GoRedisCluster(addrs []string) *redis.ClusterOptions {
+	g := o.GoRedis()
+	return &redis.ClusterOptions{
+		Addrs:                    slices.Clone(addrs),
+		Username:                 g.Username,
+		Password:                 g.Password,
+		ContextTimeoutEnabled:    g.ContextTimeoutEnabled,
+		TLSConfig:                g.TLSConfig,
+		MaintNotificationsConfig: g.MaintNotificationsConfig,
+	}
+}
+
 // Client is a go-redis client for o; it connects on first use.
 func (o Options) Client() *redis.Client {
 	c := redis.NewClient(o.GoRedis())
+	o.addHook(c)
+	return c
+}
+
+// ClusterClient is a go-redis Redis Cluster client for o on the cluster
+// addrs names (GoRedisCluster), with o's error callback; tune, when not
+// nil, sets its caller's cluster settings (redirections, slot map reloads)
+// first. It connects on first use.
+func (o Options) ClusterClient(addrs []string, tune func(*redis.ClusterOptions)) *redis.ClusterClient {
+	co := o.GoRedisCluster(addrs)
+	if tune != nil {
+		tune(co)
+	}
+	c := redis.NewClusterClient(co)
+	o.addHook(c)
+	return c
+}
+
+// addHook adds o.OnRedisError's ErrorHook to c, when set.
+func (o Options) addHook(c interface{ AddHook(redis.Hook) }) {
 	if o.OnRedisError != nil {
 		c.AddHook(ErrorHook(o.OnRedisError))
 	}
-	return c
 }
 
 // Failed reports whether err, the error of a Redis call, is a failure worth
