@@ -141,26 +141,46 @@ func validateSemi(c *collector, t TimedJoinType, project []Column) {
 	}
 }
 
-// checkProject checks output columns: each named once, and each either
-// computed or a field of the left or right row.
+// checkProject checks the output columns of a two-sided join
+// (checkColumns), each not computed taken from the left or right row.
 func checkProject(bad func(field, format string, args ...any), project []Column) {
-	seen := make(map[string]int, len(project))
-	for i, c := range project {
-		f := fmt.Sprintf("project[%d]", i)
-		if c.Name == "" {
-			bad(f+".name", "must not be empty")
-		} else if j, dup := seen[c.Name]; dup {
-			bad(f+".name", "duplicate %q (also project[%d])", c.Name, j)
-		} else {
-			seen[c.Name] = i
-		}
-		if c.Compute != nil {
-			continue
-		}
+	checkColumns(bad, project, func(f string, c Column) {
 		if c.Side != record.Left && c.Side != record.Right {
 			bad(f+".side", "must be left or right, got %d", c.Side)
 		}
-		if c.Field == "" {
+	})
+}
+
+// outputColumn is an output column of a join's projection (Column,
+// MultiColumn): its name, the input field it copies, and whether it is
+// computed instead.
+type outputColumn interface {
+	column() (name, field string, computed bool)
+}
+
+func (c Column) column() (string, string, bool)      { return c.Name, c.Field, c.Compute != nil }
+func (c MultiColumn) column() (string, string, bool) { return c.Name, c.Field, c.Compute != nil }
+
+// checkColumns checks output columns: each named once, and each either
+// computed or a field of an input row, which source checks (the side or
+// table) at the column's field name f.
+func checkColumns[C outputColumn](bad func(field, format string, args ...any), project []C, source func(f string, c C)) {
+	seen := make(map[string]int, len(project))
+	for i, c := range project {
+		f := fmt.Sprintf("project[%d]", i)
+		name, field, computed := c.column()
+		if name == "" {
+			bad(f+".name", "must not be empty")
+		} else if j, dup := seen[name]; dup {
+			bad(f+".name", "duplicate %q (also project[%d])", name, j)
+		} else {
+			seen[name] = i
+		}
+		if computed {
+			continue
+		}
+		source(f, c)
+		if field == "" {
 			bad(f+".field", "must not be empty")
 		}
 	}

@@ -87,26 +87,11 @@ func (s *MultiSpec) Validate() error {
 			bad(f+".kind", "must be inner or left (got %s)", t.Kind)
 		}
 	}
-	seen := make(map[string]int, len(s.Project))
-	for i, c := range s.Project {
-		f := fmt.Sprintf("project[%d]", i)
-		if c.Name == "" {
-			bad(f+".name", "must not be empty")
-		} else if j, dup := seen[c.Name]; dup {
-			bad(f+".name", "duplicate %q (also project[%d])", c.Name, j)
-		} else {
-			seen[c.Name] = i
-		}
-		if c.Compute != nil {
-			continue
-		}
+	checkColumns(bad, s.Project, func(f string, c MultiColumn) {
 		if c.Table < 0 || c.Table >= len(s.Tables) {
 			bad(f+".table", "must be a table index 0 to %d, got %d", len(s.Tables)-1, c.Table)
 		}
-		if c.Field == "" {
-			bad(f+".field", "must not be empty")
-		}
-	}
+	})
 	return errors.Join(errs...)
 }
 

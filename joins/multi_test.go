@@ -148,6 +148,21 @@ func TestMultiChangelog(t *testing.T) {
 	}
 }
 
+// TestMultiSpecValidateProject checks the whole error of a bad projection:
+// each column's problems in order, and a computed column's table unchecked.
+func TestMultiSpecValidateProject(t *testing.T) {
+	s := multi3(Inner, Inner, MultiColumn{Name: "x", Table: 3, Field: "f"}, MultiColumn{Name: "x", Table: -1}, MultiColumn{Field: "g"},
+		MultiColumn{Name: "c", Table: 99, Compute: func([]record.Row) any { return 1 }})
+	want := `project[0].table: must be a table index 0 to 2, got 3
+project[1].name: duplicate "x" (also project[0])
+project[1].table: must be a table index 0 to 2, got -1
+project[1].field: must not be empty
+project[2].name: must not be empty`
+	if err := s.Validate(); err == nil || err.Error() != want {
+		t.Fatalf("Validate() = %v, want\n%s", err, want)
+	}
+}
+
 func TestMultiSpecValidate(t *testing.T) {
 	cases := []struct {
 		name string

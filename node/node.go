@@ -182,7 +182,7 @@ func openStore(ctx context.Context, plan *job.Plan, onRedisError func()) (persis
 	switch spec.State.Store {
 	case "redis":
 		r := spec.State.Redis
-		st, err := redisstore.New(ctx, redisstore.Config{Options: redisopts.Options{Addr: r.Addr, Username: r.Username, Password: r.Password, DB: r.DB, TLS: plan.StoreTLS, OnError: onRedisError},
+		st, err := redisstore.New(ctx, redisstore.Config{Options: redisopts.Options{Addr: r.Addr, Username: r.Username, Password: r.Password, DB: r.DB, TLS: plan.StoreTLS, OnRedisError: onRedisError},
 			Cluster: r.Cluster.Addrs, MinReplicas: r.MinReplicas, ReplicaTimeout: r.ReplicaTimeout})
 		if err != nil {
 			return nil, err // not a typed nil in the interface: Close checks for nil

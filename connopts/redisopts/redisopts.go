@@ -1,8 +1,8 @@
 // Package redisopts is the Redis connection every Redis user of Joinery
 // shares: Config, the redis block of a job file (addr, username, password,
-// db, tls), and Options.Client, the one place a go-redis client is set up
-// (the redis-stream source and sink, the redis-hash sink, the dead-letter
-// stream, HTTP ingest). It imports go-redis so its callers' settings stay
+// db, tls), and Options.Client and Options.ClusterClient, the one place a
+// go-redis client is set up (the redis-stream source and sink, the
+// redis-hash sink, the dead-letter stream, HTTP ingest, the state store). It imports go-redis so its callers' settings stay
 // the same: context deadlines on sockets, TLS cloned per client, and no
 // maintenance-notification handshake (servers before Redis 8 reject it).
 //
@@ -14,6 +14,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,22 +71,22 @@ type Options struct {
 	DB       int
 	// TLS, when not nil, connects with TLS (cloned for the client).
 	TLS *tls.Config
-	// OnError, when set, is called once for each failed call of the
+	// OnRedisError, when set, is called once for each failed call of the
 	// client (a command, or a pipeline's round trip; see Failed): the
 	// node's joinery_redis_errors_total.
-	OnError func()
+	OnRedisError func()
 }
 
 // Options is c's connection: its TLS configuration built from c.TLS, its
 // files named through resolve (the job file's directory; nil: as they
-// are), and onError its OnError. Every Redis connector opens its client
-// from it (Options.Client), so none copies the connection's fields.
-func (c Config) Options(resolve func(string) string, onError func()) (Options, error) {
+// are), and onRedisError its OnRedisError. Every Redis connector opens its
+// client from it (Options.Client), so none copies the connection's fields.
+func (c Config) Options(resolve func(string) string, onRedisError func()) (Options, error) {
 	tc, err := c.TLS.Config(resolve)
 	if err != nil {
 		return Options{}, fmt.Errorf("tls: %w", err)
 	}
-	return Options{Addr: c.Addr, Username: c.Username, Password: c.Password, DB: c.DB, TLS: tc, OnError: onError}, nil
+	return Options{Addr: c.Addr, Username: c.Username, Password: c.Password, DB: c.DB, TLS: tc, OnRedisError: onRedisError}, nil
 }
 
 // GoRedis is the go-redis form of o.
@@ -106,13 +107,48 @@ func (o Options) GoRedis() *redis.Options {
 	}
 }
 
+// GoRedisCluster is the go-redis form of o for the Redis Cluster some of
+// whose nodes addrs names (cloned): GoRedis's credentials, TLS and
+// timeouts on every node. o.Addr and o.DB are not used (a cluster has only
+// database 0).
+func (o Options) GoRedisCluster(addrs []string) *redis.ClusterOptions {
+	g := o.GoRedis()
+	return &redis.ClusterOptions{
+		Addrs:                    slices.Clone(addrs),
+		Username:                 g.Username,
+		Password:                 g.Password,
+		ContextTimeoutEnabled:    g.ContextTimeoutEnabled,
+		TLSConfig:                g.TLSConfig,
+		MaintNotificationsConfig: g.MaintNotificationsConfig,
+	}
+}
+
 // Client is a go-redis client for o; it connects on first use.
 func (o Options) Client() *redis.Client {
 	c := redis.NewClient(o.GoRedis())
-	if o.OnError != nil {
-		c.AddHook(ErrorHook(o.OnError))
-	}
+	o.addHook(c)
 	return c
+}
+
+// ClusterClient is a go-redis Redis Cluster client for o on the cluster
+// addrs names (GoRedisCluster), with o's error callback; tune, when not
+// nil, sets its caller's cluster settings (redirections, slot map reloads)
+// first. It connects on first use.
+func (o Options) ClusterClient(addrs []string, tune func(*redis.ClusterOptions)) *redis.ClusterClient {
+	co := o.GoRedisCluster(addrs)
+	if tune != nil {
+		tune(co)
+	}
+	c := redis.NewClusterClient(co)
+	o.addHook(c)
+	return c
+}
+
+// addHook adds o.OnRedisError's ErrorHook to c, when set.
+func (o Options) addHook(c interface{ AddHook(redis.Hook) }) {
+	if o.OnRedisError != nil {
+		c.AddHook(ErrorHook(o.OnRedisError))
+	}
 }
 
 // Failed reports whether err, the error of a Redis call, is a failure worth
@@ -144,12 +180,12 @@ func clientSetInfo(c redis.Cmder) bool {
 }
 
 // ErrorHook is a go-redis hook (Client.AddHook, also on a ClusterClient)
-// that calls onError once for each command whose error is Failed, and once
-// for each pipeline round trip where a command's is (the CLIENT SETINFO of
-// a new connection excepted).
-func ErrorHook(onError func()) redis.Hook { return errorHook{onError} }
+// that calls onRedisError once for each command whose error is Failed, and
+// once for each pipeline round trip where a command's is (the CLIENT
+// SETINFO of a new connection excepted).
+func ErrorHook(onRedisError func()) redis.Hook { return errorHook{onRedisError} }
 
-type errorHook struct{ onError func() }
+type errorHook struct{ onRedisError func() }
 
 func (errorHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -157,7 +193,7 @@ func (h errorHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if Failed(err) {
-			h.onError()
+			h.onRedisError()
 		}
 		return err
 	}
@@ -174,7 +210,7 @@ func (h errorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 			failed = Failed(err)
 		}
 		if failed {
-			h.onError()
+			h.onRedisError()
 		}
 		return err
 	}

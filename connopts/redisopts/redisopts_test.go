@@ -2,8 +2,10 @@ package redisopts
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -41,7 +43,7 @@ func TestFailed(t *testing.T) {
 func TestErrorHook(t *testing.T) {
 	r := testutil.StartRedis(t)
 	var n atomic.Int64
-	c := Options{Addr: r.Addr, OnError: func() { n.Add(1) }}.Client()
+	c := Options{Addr: r.Addr, OnRedisError: func() { n.Add(1) }}.Client()
 	defer c.Close()
 	ctx := context.Background()
 	step := func(what string, want int64, f func()) {
@@ -78,4 +80,35 @@ func TestErrorHook(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	step("a cancelled call", 3, func() { _ = c.Ping(cctx).Err() })
+}
+
+// TestClusterClient checks that a cluster client gets the connection
+// settings a one-server client gets (credentials, a clone of TLS, context
+// deadlines, no maintenance notifications), its own copy of the addresses,
+// and its caller's cluster settings.
+func TestClusterClient(t *testing.T) {
+	tc := &tls.Config{ServerName: "redis.example"}
+	addrs := []string{"10.0.0.1:6379", "10.0.0.2:6379"}
+	o := Options{Addr: "ignored:1", Username: "u", Password: "p", TLS: tc, OnRedisError: func() {}}
+	c := o.ClusterClient(addrs, func(co *redis.ClusterOptions) { co.MaxRedirects = 7 })
+	defer c.Close()
+	addrs[0] = "changed:1"
+	one, got := o.GoRedis(), c.Options()
+	for _, f := range []struct {
+		name      string
+		got, want any
+	}{
+		{"Addrs", got.Addrs, []string{"10.0.0.1:6379", "10.0.0.2:6379"}},
+		{"Username", got.Username, one.Username},
+		{"Password", got.Password, one.Password},
+		{"ContextTimeoutEnabled", got.ContextTimeoutEnabled, one.ContextTimeoutEnabled},
+		{"MaintNotificationsConfig.Mode", got.MaintNotificationsConfig.Mode, one.MaintNotificationsConfig.Mode},
+		{"TLSConfig.ServerName", got.TLSConfig.ServerName, "redis.example"},
+		{"TLSConfig cloned", got.TLSConfig != tc, true},
+		{"MaxRedirects (tune)", got.MaxRedirects, 7},
+	} {
+		if !reflect.DeepEqual(f.got, f.want) {
+			t.Errorf("%s = %v, want %v", f.name, f.got, f.want)
+		}
+	}
 }

@@ -103,12 +103,21 @@ func (e *Encoder) Encode(v any) ([]byte, error) {
 	return append(out, b...), nil
 }
 
+// encoding is the walk of Encode: JSON values to hamba/avro's generic
+// values.
+var encoding = walker{
+	other:    toAvroOther,
+	notArray: "want an array, got %T",
+	notMap:   "want an object, got %T",
+}
+
 // toAvro converts a JSON-like value into what hamba/avro's generic encoder
 // takes for schema (unions as {branch name: value}, ints as int32/int64, …).
-func toAvro(schema avro.Schema, v any) (any, error) {
+func toAvro(schema avro.Schema, v any) (any, error) { return encoding.walk(schema, v) }
+
+// toAvroOther converts a union's, a record's or a primitive's value.
+func toAvroOther(w *walker, schema avro.Schema, v any) (any, error) {
 	switch s := schema.(type) {
-	case *avro.RefSchema:
-		return toAvro(s.Schema(), v)
 	case *avro.UnionSchema:
 		if v == nil {
 			for _, t := range s.Types() {
@@ -126,7 +135,7 @@ func toAvro(schema avro.Schema, v any) (any, error) {
 			if t.Type() == avro.Null {
 				continue
 			}
-			a, err := toAvro(t, v)
+			a, err := w.walk(t, v)
 			if err == nil {
 				return map[string]any{typeName(t): a}, nil
 			}
@@ -157,42 +166,19 @@ func toAvro(schema avro.Schema, v any) (any, error) {
 				}
 				x = zero(f.Type())
 			}
-			a, err := toAvro(f.Type(), x)
+			a, err := w.field(s, f, x)
 			if err != nil {
-				return nil, fmt.Errorf("%s.%s: %w", s.Name(), f.Name(), err)
+				return nil, err
 			}
 			out[f.Name()] = a
 		}
 		return out, nil
-	case *avro.ArraySchema:
-		a, ok := v.([]any)
-		if !ok {
-			return nil, fmt.Errorf("want an array, got %T", v)
-		}
-		out := make([]any, len(a))
-		for i, x := range a {
-			y, err := toAvro(s.Items(), x)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = y
-		}
-		return out, nil
-	case *avro.MapSchema:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("want an object, got %T", v)
-		}
-		out := make(map[string]any, len(m))
-		for k, x := range m {
-			y, err := toAvro(s.Values(), x)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = y
-		}
-		return out, nil
 	}
+	return primitiveToAvro(schema, v)
+}
+
+// primitiveToAvro converts a primitive's (or logical type's) value.
+func primitiveToAvro(schema avro.Schema, v any) (any, error) {
 	if l := logical(schema); l != "" && l != avro.UUID {
 		return logicalToAvro(schema, l, v)
 	}
@@ -352,7 +338,7 @@ func logicalToAvro(schema avro.Schema, l avro.LogicalType, v any) (any, error) {
 	if schema.Type() == avro.Int {
 		base = avro.Int
 	}
-	nv, err := toAvro(avro.NewPrimitiveSchema(avro.Long, nil), v)
+	nv, err := primitiveToAvro(avro.NewPrimitiveSchema(avro.Long, nil), v)
 	if err != nil {
 		return nil, err
 	}

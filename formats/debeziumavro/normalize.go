@@ -14,15 +14,23 @@ import (
 	"github.com/hamba/avro/v2"
 )
 
-// normalize maps a value hamba/avro's generic decoding produced for schema to the
-// JSON values formats/debezium works with.
-func normalize(schema avro.Schema, v any) (any, error) {
-	if v == nil {
-		return nil, nil
-	}
+// decoding is the walk of Decode: hamba/avro's generic values to JSON
+// values.
+var decoding = walker{
+	other:     normalizeOther,
+	nilIsNull: true,
+	notArray:  "array value %T",
+	notMap:    "map value %T",
+	key:       func(k string) error { return checkUTF8("map key", k) },
+}
+
+// normalize maps a value hamba/avro's generic decoding produced for schema
+// to the JSON values formats/debezium works with.
+func normalize(schema avro.Schema, v any) (any, error) { return decoding.walk(schema, v) }
+
+// normalizeOther maps a union's, a record's or a primitive's value.
+func normalizeOther(w *walker, schema avro.Schema, v any) (any, error) {
 	switch s := schema.(type) {
-	case *avro.RefSchema:
-		return normalize(s.Schema(), v)
 	case *avro.UnionSchema:
 		// hamba/avro gives a union {branch name: value}, or, for a
 		// nullable union of a primitive, the value itself.
@@ -30,7 +38,7 @@ func normalize(schema avro.Schema, v any) (any, error) {
 			for name, inner := range m {
 				for _, t := range s.Types() {
 					if typeName(t) == name {
-						return normalize(t, inner)
+						return w.walk(t, inner)
 					}
 				}
 			}
@@ -40,7 +48,7 @@ func normalize(schema avro.Schema, v any) (any, error) {
 			if t.Type() == avro.Null {
 				continue
 			}
-			x, err := normalize(t, v)
+			x, err := w.walk(t, v)
 			if err == nil {
 				return x, nil
 			}
@@ -56,42 +64,11 @@ func normalize(schema avro.Schema, v any) (any, error) {
 		}
 		out := make(map[string]any, len(m))
 		for _, f := range s.Fields() {
-			x, err := normalize(f.Type(), m[f.Name()])
+			x, err := w.field(s, f, m[f.Name()])
 			if err != nil {
-				return nil, fmt.Errorf("%s.%s: %w", s.Name(), f.Name(), err)
+				return nil, err
 			}
 			out[f.Name()] = x
-		}
-		return out, nil
-	case *avro.ArraySchema:
-		a, ok := v.([]any)
-		if !ok {
-			return nil, fmt.Errorf("array value %T", v)
-		}
-		out := make([]any, len(a))
-		for i, x := range a {
-			y, err := normalize(s.Items(), x)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = y
-		}
-		return out, nil
-	case *avro.MapSchema:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("map value %T", v)
-		}
-		out := make(map[string]any, len(m))
-		for k, x := range m {
-			if err := checkUTF8("map key", k); err != nil {
-				return nil, err
-			}
-			y, err := normalize(s.Values(), x)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = y
 		}
 		return out, nil
 	}

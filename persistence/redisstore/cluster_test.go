@@ -36,6 +36,35 @@ func newClusterStore(t testing.TB, c *testutil.RedisCluster, prefix string) *Sto
 	return s
 }
 
+// TestStoreClusterClient checks the cluster store's client: the store's
+// cluster settings (redirections, slot map reloads), context deadlines on
+// sockets, and OnRedisError called for a failed call (an unknown command)
+// but not for a nil reply.
+func TestStoreClusterClient(t *testing.T) {
+	c := testutil.StartRedisCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var failed atomic.Int64
+	s, err := New(ctx, Config{Options: redisopts.Options{OnRedisError: func() { failed.Add(1) }}, Cluster: c.Addrs(), KeyPrefix: "client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o := s.client.(*redis.ClusterClient).Options()
+	if o.MaxRedirects != clusterMaxRedirects || o.ClusterStateReloadInterval != clusterStateReload || !o.ContextTimeoutEnabled {
+		t.Errorf("cluster client options: MaxRedirects %d, ClusterStateReloadInterval %s, ContextTimeoutEnabled %t; want %d, %s, true",
+			o.MaxRedirects, o.ClusterStateReloadInterval, o.ContextTimeoutEnabled, clusterMaxRedirects, clusterStateReload)
+	}
+	_ = s.client.Get(ctx, "client:missing").Err()
+	if n := failed.Load(); n != 0 {
+		t.Fatalf("a nil reply counted %d failed calls, want 0", n)
+	}
+	_ = s.client.Do(ctx, "NOSUCHCOMMAND", "k").Err()
+	if n := failed.Load(); n != 1 {
+		t.Fatalf("an unknown command counted %d failed calls, want 1", n)
+	}
+}
+
 // TestStoreClusterConformance runs the store suite against a real
 // three-master Redis Cluster. The subtests share the cluster; each gets an
 // empty store through a key prefix of its own. The rollback subtests SAVE

@@ -19,7 +19,7 @@ const DefaultKeyPrefix = "joinery"
 type Config struct {
 	// Options is the connection, the type every Redis user of Joinery
 	// shares (connopts/redisopts): Addr, Username, Password, DB, TLS and
-	// OnError (called for each failed Redis call: the node's
+	// OnRedisError (called for each failed Redis call: the node's
 	// joinery_redis_errors_total). Exactly one of Addr and Cluster is set.
 	// DB must be 0 with Cluster (a cluster has only database 0).
 	redisopts.Options

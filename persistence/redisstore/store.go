@@ -2,10 +2,8 @@ package redisstore
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/joinery/joinery/connopts/redisopts"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/joinery/joinery/persistence"
 )
@@ -60,30 +57,13 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var tc *tls.Config
-	if cfg.TLS != nil {
-		tc = cfg.TLS.Clone()
-	}
-	// The store needs no server push notifications.
-	noMaint := func() *maintnotifications.Config {
-		return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	}
 	s := &Store{cfg: cfg, cluster: len(cfg.Cluster) > 0, prefix: cfg.keyPrefix()}
 	if len(cfg.Cluster) > 0 {
 		s.cfg.Cluster = slices.Clone(cfg.Cluster)
-		cc := redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:                      s.cfg.Cluster,
-			Username:                   cfg.Username,
-			Password:                   cfg.Password,
-			TLSConfig:                  tc,
-			MaxRedirects:               clusterMaxRedirects,
-			ClusterStateReloadInterval: clusterStateReload,
-			ContextTimeoutEnabled:      true,
-			MaintNotificationsConfig:   noMaint(),
+		cc := cfg.Options.ClusterClient(s.cfg.Cluster, func(co *redis.ClusterOptions) {
+			co.MaxRedirects = clusterMaxRedirects
+			co.ClusterStateReloadInterval = clusterStateReload
 		})
-		if cfg.OnError != nil {
-			cc.AddHook(redisopts.ErrorHook(cfg.OnError))
-		}
 		s.client = cc
 		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 			if err := c.Ping(ctx).Err(); err != nil {

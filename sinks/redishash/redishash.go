@@ -29,7 +29,7 @@ var ErrClosed = errors.New("redishash: sink closed")
 // means its default.
 type Config struct {
 	// Options are the connection to the Redis server (Addr required; see
-	// redisopts.Options): OnError is the node's
+	// redisopts.Options): OnRedisError is the node's
 	// joinery_redis_errors_total.
 	redisopts.Options
 	// Key is the hash holding the view, PK → row JSON. Required.

@@ -31,7 +31,7 @@ var ErrClosed = errors.New("redisstream: sink closed")
 // means its default.
 type Config struct {
 	// Options are the connection to the Redis server (Addr required; see
-	// redisopts.Options): OnError is the node's
+	// redisopts.Options): OnRedisError is the node's
 	// joinery_redis_errors_total.
 	redisopts.Options
 	// Stream is the stream key written to. Required.
