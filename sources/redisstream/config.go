@@ -17,7 +17,7 @@ type Config struct {
 	// Options are the connection to the Redis server: Addr (host:port)
 	// is required; Username and Password authenticate (ACL or
 	// requirepass); DB defaults to 0; TLS, when not nil, connects with
-	// TLS; OnError, when set, is called for each failed Redis call
+	// TLS; OnRedisError, when set, is called for each failed Redis call
 	// (redisopts.Failed): the node's joinery_redis_errors_total.
 	redisopts.Options
 	// Name is the source name, written to Position.Source. Default: Stream.
