@@ -252,19 +252,14 @@ func (c *Core) allRows(add func(string, []byte)) error {
 		}
 		add(partLeft, b)
 	}
-	pk := c.cfg.Machine.CDC.Right.PK
-	for _, r := range c.m.cdc.Rights() {
-		k, ok := rowKey(r, pk)
-		if !ok {
-			return fmt.Errorf("keycore: a right row without a primary key %q", pk)
-		}
+	return c.m.cdc.EachRight(func(k string, r record.Row) error {
 		b, err := rowJSON(r)
 		if err != nil {
 			return err
 		}
 		add(partRight+k, b)
-	}
-	return nil
+		return nil
+	})
 }
 
 // changedRows adds the rows changed since the last Write: their values,
@@ -278,14 +273,12 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 		if c.pt.rowAvg == 0 {
 			c.pt.rowAvg = 64
 		}
-		n := len(c.m.cdc.Rights())
+		n := c.m.cdc.NumRights()
 		if c.m.cdc.Left() != nil {
 			n++
 		}
 		c.pt.rowBytes = n * c.pt.rowAvg
 	}()
-	var rights []record.Row
-	pk := c.cfg.Machine.CDC.Right.PK
 	names := make([]string, 0, len(c.pt.ch.rows))
 	for name := range c.pt.ch.rows {
 		names = append(names, name)
@@ -296,16 +289,7 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 		if name == partLeft {
 			row = c.m.cdc.Left()
 		} else {
-			if rights == nil {
-				rights = c.m.cdc.Rights() // sorted by primary key (key form)
-			}
-			k := strings.TrimPrefix(name, partRight)
-			i := sort.Search(len(rights), func(i int) bool { rk, _ := rowKey(rights[i], pk); return rk >= k })
-			if i < len(rights) {
-				if rk, _ := rowKey(rights[i], pk); rk == k {
-					row = rights[i]
-				}
-			}
+			row = c.m.cdc.Right(strings.TrimPrefix(name, partRight))
 		}
 		if row == nil {
 			add(name, nil)
