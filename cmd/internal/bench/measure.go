@@ -86,7 +86,10 @@ func measure(redis *redisServer, f func(probe func(live int)) (RunResult, error)
 	}
 	if res.CPU > 0 {
 		s.cpu = res.CPU
+	} else {
+		s.cpu -= res.Excluded
 	}
+	s.mallocs -= min(s.mallocs, res.ExcludedMallocs)
 	return s, err
 }
 
