@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,7 +127,7 @@ func (w *Writer) run() {
 	defer w.wg.Done()
 	batch := make([]writeReq, 0, w.opts.MaxBatch)
 	snaps := make([]persistence.Snapshot, 0, w.opts.MaxBatch)
-	index := make(map[string]int, w.opts.MaxBatch)
+	index := make(map[activation]int, w.opts.MaxBatch)
 	for {
 		req, ok := <-w.in
 		if !ok {
@@ -158,7 +157,7 @@ func (w *Writer) run() {
 		snaps = snaps[:0]
 		clear(index)
 		for _, r := range batch {
-			id := activationID(r.snap.Job, r.snap.Key, r.snap.Epoch)
+			id := activationOf(r.snap.Job, r.snap.Key, r.snap.Epoch)
 			if i, ok := index[id]; ok {
 				snaps[i] = persistence.MergeSnapshots(snaps[i], r.snap)
 				continue
@@ -170,14 +169,17 @@ func (w *Writer) run() {
 		if err == nil {
 			failpoint.StateWritten() // chaos tests only: may exit here (internal/failpoint)
 		}
-		fenced := map[string]error{}
+		var fenced map[activation]error // made only when a snapshot was fenced
 		for _, fe := range persistence.Fenced(err) {
-			fenced[activationID(fe.Job, fe.Key, fe.Epoch)] = fe
+			if fenced == nil {
+				fenced = map[activation]error{}
+			}
+			fenced[activationOf(fe.Job, fe.Key, fe.Epoch)] = fe
 		}
 		for _, r := range batch {
 			if len(fenced) > 0 {
 				// The batch was written except the fenced snapshots.
-				r.done(fenced[activationID(r.snap.Job, r.snap.Key, r.snap.Epoch)])
+				r.done(fenced[activationOf(r.snap.Job, r.snap.Key, r.snap.Epoch)])
 				continue
 			}
 			r.done(err)
@@ -185,9 +187,16 @@ func (w *Writer) run() {
 	}
 }
 
-// activationID names one activation's snapshots of a key: job, key, epoch.
-func activationID(job string, key record.Key, epoch int64) string {
-	return job + "\x00" + string(key) + "\x00" + strconv.FormatInt(epoch, 10)
+// activation names one activation's snapshots of a key: job, key, epoch
+// (a map key built without an allocation, unlike a joined string).
+type activation struct {
+	job   string
+	key   record.Key
+	epoch int64
+}
+
+func activationOf(job string, key record.Key, epoch int64) activation {
+	return activation{job: job, key: key, epoch: epoch}
 }
 
 // save retries Store.Save with exponential backoff until it succeeds or the
