@@ -29,8 +29,18 @@ type WriterOptions struct {
 
 type writeReq struct {
 	snap persistence.Snapshot
-	done func(error)
+	done Durable
 }
+
+// Durable is told, on the Writer's goroutine, once a submitted snapshot is
+// durable (nil) or failed (SubmitTo).
+type Durable interface{ WriteDone(err error) }
+
+// doneFunc is a func(error) as a Durable (a func value converts to an
+// interface without an allocation).
+type doneFunc func(error)
+
+func (f doneFunc) WriteDone(err error) { f(err) }
 
 // Writer batches snapshots from many key actors into pipelined Store.Save
 // calls (write-behind). A failed Save is retried with backoff until it
@@ -85,17 +95,24 @@ func NewWriter(store persistence.Store, opts WriterOptions) *Writer {
 // or with an error if the Writer closed first. It blocks while the queue is
 // full. After Close, done is called at once with persistence.ErrClosed.
 func (w *Writer) Submit(snap persistence.Snapshot, done func(error)) {
+	w.SubmitTo(snap, doneFunc(done))
+}
+
+// SubmitTo is Submit telling d (d.WriteDone) instead of calling a func,
+// so a caller that keeps its callback's state in a struct it allocates
+// anyway needs no closure.
+func (w *Writer) SubmitTo(snap persistence.Snapshot, done Durable) {
 	w.subs.Add(1)
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.mu.closed {
-		done(persistence.ErrClosed)
+		done.WriteDone(persistence.ErrClosed)
 		return
 	}
 	select {
 	case w.in <- writeReq{snap: snap, done: done}:
 	case <-w.ctx.Done():
-		done(persistence.ErrClosed)
+		done.WriteDone(persistence.ErrClosed)
 	}
 }
 
@@ -179,10 +196,10 @@ func (w *Writer) run() {
 		for _, r := range batch {
 			if len(fenced) > 0 {
 				// The batch was written except the fenced snapshots.
-				r.done(fenced[activationOf(r.snap.Job, r.snap.Key, r.snap.Epoch)])
+				r.done.WriteDone(fenced[activationOf(r.snap.Job, r.snap.Key, r.snap.Epoch)])
 				continue
 			}
-			r.done(err)
+			r.done.WriteDone(err)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func (s *flakyStore) Save(ctx context.Context, b []persistence.Snapshot) error {
 	return s.Store.Save(ctx, b)
 }
 
-func newEmbedded(t *testing.T) persistence.Store {
+func newEmbedded(t testing.TB) persistence.Store {
 	s, err := embedded.New(embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
