@@ -67,8 +67,17 @@ func (a *keyActor) load() error {
 // request turns an Apply (rows, when not nil, holding its events' decoded
 // rows) into the core's request.
 func (a *keyActor) request(m *keypb.Apply, rows []EventRows) (*keycore.Request, error) {
-	req := &keycore.Request{Events: make([]keycore.Event, len(m.Events)), Prev: m.Prev, Committed: m.Committed,
+	// The request and, for the usual one event, its event slice in one
+	// allocation.
+	rb := &requestBuf{}
+	req := &rb.req
+	*req = keycore.Request{Prev: m.Prev, Committed: m.Committed,
 		Fire: m.Fire, Watermark: m.Watermark, Session: m.Session, Resend: m.Resend}
+	if len(m.Events) == 1 {
+		req.Events = rb.one[:]
+	} else {
+		req.Events = make([]keycore.Event, len(m.Events))
+	}
 	timed := a.deps.NewTimed != nil
 	for i, pe := range m.Events {
 		e := keycore.Event{Side: record.Side(pe.Side), Pos: record.Position{Source: pe.Source, Partition: pe.Partition, Offset: pe.Offset},
@@ -208,4 +217,10 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 type localApplied struct {
 	LocalApplied
 	applied keypb.Applied
+}
+
+// requestBuf is a keycore.Request with room for one event.
+type requestBuf struct {
+	req keycore.Request
+	one [1]keycore.Event
 }
