@@ -24,6 +24,16 @@ func keyActors(t testing.TB, store persistence.Store, w *Writer) (*actor.ActorSy
 	return keyActorsWith(t, store, w, nil)
 }
 
+// embeddedKeyActors is keyActors on a new embedded store and a Writer
+// over it (closed with the test), and the store.
+func embeddedKeyActors(t testing.TB) (persistence.Store, *actor.ActorSystem, func(key string) *actor.PID) {
+	store := newEmbedded(t)
+	w := NewWriter(store, WriterOptions{})
+	t.Cleanup(func() { w.Close(context.Background()) })
+	system, spawn := keyActors(t, store, w)
+	return store, system, spawn
+}
+
 // keyActorsWith is keyActors with set applied to the actors' Deps.
 func keyActorsWith(t testing.TB, store persistence.Store, w *Writer, set func(*Deps)) (*actor.ActorSystem, func(key string) *actor.PID) {
 	spec := &joins.CDCSpec{Type: joins.Inner,
@@ -108,10 +118,7 @@ func TestKeyActorAnswersOnlyWhenDurable(t *testing.T) {
 // reloads the durable state and applies the request.
 func TestKeyActorStaleActivationReloadsOnGap(t *testing.T) {
 	ctx := context.Background()
-	store := newEmbedded(t)
-	w := NewWriter(store, WriterOptions{})
-	defer w.Close(ctx)
-	system, spawn := keyActors(t, store, w)
+	store, system, spawn := embeddedKeyActors(t)
 	apply := func(pid *actor.PID, off int64, prev map[string]int64) *keypb.Applied {
 		t.Helper()
 		ev := record.Event{Key: "7", Side: record.Right, Op: record.OpCreate,
@@ -286,11 +293,7 @@ func TestKeyActorStopAnswersQueuedRequests(t *testing.T) {
 // re-sent before it is committed (a sender that lost the answer) makes
 // the key reload its durable state and answer the same outputs again.
 func TestKeyActorResendAfterOffload(t *testing.T) {
-	ctx := context.Background()
-	store := newEmbedded(t)
-	w := NewWriter(store, WriterOptions{})
-	defer w.Close(ctx)
-	system, spawn := keyActors(t, store, w)
+	_, system, spawn := embeddedKeyActors(t)
 	pid := spawn("7")
 	apply := func(ev record.Event, resend bool) *LocalApplied {
 		t.Helper()
@@ -333,11 +336,7 @@ func TestKeyActorResendAfterOffload(t *testing.T) {
 //
 //	go test -run '^$' -bench BenchmarkKeyActorLocalApply -benchmem ./actors/
 func BenchmarkKeyActorLocalApply(b *testing.B) {
-	ctx := context.Background()
-	store := newEmbedded(b)
-	w := NewWriter(store, WriterOptions{})
-	defer w.Close(ctx)
-	system, spawn := keyActors(b, store, w)
+	_, system, spawn := embeddedKeyActors(b)
 	pid := spawn("7")
 	off := int64(0)
 	apply := func(e record.Event) {
