@@ -61,6 +61,12 @@ type Writer struct {
 	// rolledBack is set at the first Save refused for a store gone back in
 	// time (logged once).
 	rolledBack atomic.Bool
+	// sc is the Saves' context (saveContext), run's goroutine's alone.
+	sc struct {
+		ctx      context.Context
+		cancel   context.CancelFunc
+		deadline time.Time
+	}
 
 	// mu guards closed and the send on in: Submit sends under the read lock,
 	// Close takes the write lock before it closes in.
@@ -142,6 +148,11 @@ func (w *Writer) Close(ctx context.Context) {
 
 func (w *Writer) run() {
 	defer w.wg.Done()
+	defer func() {
+		if w.sc.cancel != nil {
+			w.sc.cancel()
+		}
+	}()
 	batch := make([]writeReq, 0, w.opts.MaxBatch)
 	snaps := make([]persistence.Snapshot, 0, w.opts.MaxBatch)
 	index := make(map[activation]int, w.opts.MaxBatch)
@@ -216,14 +227,36 @@ func activationOf(job string, key record.Key, epoch int64) activation {
 	return activation{job: job, key: key, epoch: epoch}
 }
 
+// saveTimeout bounds one Store.Save: each gets at least saveTimeout minus
+// saveTimeoutReuse, at most saveTimeout.
+const (
+	saveTimeout      = 5 * time.Second
+	saveTimeoutReuse = time.Second
+)
+
+// saveContext is the context of a Save starting now: w.ctx with a deadline
+// saveTimeout from when it was made, reused by the Saves of the next
+// saveTimeoutReuse (a context and its timer per Save cost three allocations
+// and a timer-heap insert and delete, and at a high rate a Save holds a few
+// snapshots). Only run's goroutine calls it.
+func (w *Writer) saveContext() context.Context {
+	now := time.Now()
+	if w.sc.ctx == nil || w.sc.ctx.Err() != nil || w.sc.deadline.Sub(now) < saveTimeout-saveTimeoutReuse {
+		if w.sc.cancel != nil {
+			w.sc.cancel()
+		}
+		w.sc.deadline = now.Add(saveTimeout)
+		w.sc.ctx, w.sc.cancel = context.WithDeadline(w.ctx, w.sc.deadline)
+	}
+	return w.sc.ctx
+}
+
 // save retries Store.Save with exponential backoff until it succeeds or the
 // Writer is stopped.
 func (w *Writer) save(snaps []persistence.Snapshot) error {
 	bo := backoff.Backoff{Initial: 5 * time.Millisecond, Max: w.opts.MaxBackoff}
 	for {
-		ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
-		err := w.store.Save(ctx, snaps)
-		cancel()
+		err := w.store.Save(w.saveContext(), snaps)
 		if err == nil || len(persistence.Fenced(err)) > 0 {
 			// Fenced snapshots are refused for good (a newer activation owns
 			// the key); retrying cannot help, and the rest of the batch is in.

@@ -291,3 +291,56 @@ func BenchmarkWriterSubmit(b *testing.B) {
 	}
 	wg.Wait()
 }
+
+// deadlineStore records how long each Save's context has left when the
+// Save starts.
+type deadlineStore struct {
+	persistence.Store
+	mu   sync.Mutex
+	left []time.Duration
+	errs []error
+}
+
+func (s *deadlineStore) Save(ctx context.Context, b []persistence.Snapshot) error {
+	d, ok := ctx.Deadline()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !ok {
+		s.left = append(s.left, -1)
+	} else {
+		s.left = append(s.left, time.Until(d))
+	}
+	s.errs = append(s.errs, ctx.Err())
+	return nil
+}
+
+// TestWriterSaveDeadline: every Save gets a live context with between
+// saveTimeout-saveTimeoutReuse and saveTimeout left, though Saves share
+// contexts.
+func TestWriterSaveDeadline(t *testing.T) {
+	ds := &deadlineStore{}
+	w := NewWriter(ds, WriterOptions{})
+	for i := range 20 {
+		done := make(chan error, 1)
+		w.Submit(snap(fmt.Sprint(i), i), func(err error) { done <- err })
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close(context.Background())
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	for i, left := range ds.left {
+		// A little under the floor for the time between the deadline's
+		// reading and this Save's.
+		if left < saveTimeout-saveTimeoutReuse-100*time.Millisecond || left > saveTimeout {
+			t.Errorf("save %d: %v left, want %v to %v", i, left, saveTimeout-saveTimeoutReuse, saveTimeout)
+		}
+		if ds.errs[i] != nil {
+			t.Errorf("save %d: context already done: %v", i, ds.errs[i])
+		}
+	}
+	if len(ds.left) == 0 {
+		t.Fatal("no Save")
+	}
+}
