@@ -46,7 +46,10 @@ func keyActorsWith(t testing.TB, store persistence.Store, w *Writer, set func(*D
 	system := actor.NewActorSystem()
 	t.Cleanup(system.Shutdown)
 	return system, func(key string) *actor.PID {
-		pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: deps} }))
+		// The kind's mailbox (NewKind): a message left in it when the
+		// actor stops is a dead letter, answered (WatchDeadLetters), not
+		// dropped.
+		pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: deps} }, actor.WithMailbox(deadLetterMailbox())))
 		system.Root.Send(pid, &cluster.ClusterInit{Identity: &cluster.ClusterIdentity{Identity: key, Kind: "k"}})
 		return pid
 	}
