@@ -75,7 +75,7 @@ type partsState struct {
 
 // partsChanges are the parts changed since the last Write.
 type partsChanges struct {
-	rows    map[string]struct{} // changelog-join row parts
+	rows    []string // changelog-join row parts, in marking order, maybe repeated (changedRows sorts them)
 	src     []string            // Debezium position ids
 	dropped []uint64            // outbox ids written before and pruned since
 }
@@ -107,10 +107,10 @@ func (p *partsState) size() int { return p.base + p.rowBytes + p.outboxBytes + p
 
 func (p *partsState) mark(name string) {
 	ch := p.changes()
-	if ch.rows == nil {
-		ch.rows = map[string]struct{}{}
+	if n := len(ch.rows); n > 0 && ch.rows[n-1] == name {
+		return // an event's before and after rows: one part
 	}
-	ch.rows[name] = struct{}{}
+	ch.rows = append(ch.rows, name)
 }
 
 // rowParts reports whether the join's rows are parts of the state.
@@ -279,12 +279,10 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 		}
 		c.pt.rowBytes = n * c.pt.rowAvg
 	}()
-	names := make([]string, 0, len(c.pt.ch.rows))
-	for name := range c.pt.ch.rows {
-		names = append(names, name)
-	}
-	sort.Strings(names) // deterministic Writes
-	for _, name := range names {
+	// Sorted, each once: deterministic Writes. The slice is released with
+	// the changes by this Write, so it is sorted in place.
+	sort.Strings(c.pt.ch.rows)
+	for _, name := range slices.Compact(c.pt.ch.rows) {
 		var row record.Row
 		if name == partLeft {
 			row = c.m.cdc.Left()
