@@ -76,8 +76,8 @@ type partsState struct {
 // partsChanges are the parts changed since the last Write.
 type partsChanges struct {
 	rows    []string // changelog-join row parts, in marking order, maybe repeated (changedRows sorts them)
-	src     []string            // Debezium position ids
-	dropped []uint64            // outbox ids written before and pruned since
+	src     []string // Debezium position ids
+	dropped []uint64 // outbox ids written before and pruned since
 }
 
 // changes returns the changes since the last Write, made if none.
