@@ -20,12 +20,22 @@ import (
 // keyActors starts a local actor system (stopped with the test) and returns
 // it and a function that spawns a key actor of a users ⋈ domains join on
 // store and w, initialised as the cluster would for key: a new activation.
-func keyActors(t *testing.T, store persistence.Store, w *Writer) (*actor.ActorSystem, func(key string) *actor.PID) {
+func keyActors(t testing.TB, store persistence.Store, w *Writer) (*actor.ActorSystem, func(key string) *actor.PID) {
 	return keyActorsWith(t, store, w, nil)
 }
 
+// embeddedKeyActors is keyActors on a new embedded store and a Writer
+// over it (closed with the test), and the store.
+func embeddedKeyActors(t testing.TB) (persistence.Store, *actor.ActorSystem, func(key string) *actor.PID) {
+	store := newEmbedded(t)
+	w := NewWriter(store, WriterOptions{})
+	t.Cleanup(func() { w.Close(context.Background()) })
+	system, spawn := keyActors(t, store, w)
+	return store, system, spawn
+}
+
 // keyActorsWith is keyActors with set applied to the actors' Deps.
-func keyActorsWith(t *testing.T, store persistence.Store, w *Writer, set func(*Deps)) (*actor.ActorSystem, func(key string) *actor.PID) {
+func keyActorsWith(t testing.TB, store persistence.Store, w *Writer, set func(*Deps)) (*actor.ActorSystem, func(key string) *actor.PID) {
 	spec := &joins.CDCSpec{Type: joins.Inner,
 		Left:  joins.SideSpec{Name: "users", PK: "id", JoinOn: "id"},
 		Right: joins.SideSpec{Name: "domains", PK: "id", JoinOn: "user_id"}}
@@ -36,7 +46,10 @@ func keyActorsWith(t *testing.T, store persistence.Store, w *Writer, set func(*D
 	system := actor.NewActorSystem()
 	t.Cleanup(system.Shutdown)
 	return system, func(key string) *actor.PID {
-		pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: deps} }))
+		// The kind's mailbox (NewKind): a message left in it when the
+		// actor stops is a dead letter, answered (WatchDeadLetters), not
+		// dropped.
+		pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &keyActor{deps: deps} }, actor.WithMailbox(deadLetterMailbox())))
 		system.Root.Send(pid, &cluster.ClusterInit{Identity: &cluster.ClusterIdentity{Identity: key, Kind: "k"}})
 		return pid
 	}
@@ -108,10 +121,7 @@ func TestKeyActorAnswersOnlyWhenDurable(t *testing.T) {
 // reloads the durable state and applies the request.
 func TestKeyActorStaleActivationReloadsOnGap(t *testing.T) {
 	ctx := context.Background()
-	store := newEmbedded(t)
-	w := NewWriter(store, WriterOptions{})
-	defer w.Close(ctx)
-	system, spawn := keyActors(t, store, w)
+	store, system, spawn := embeddedKeyActors(t)
 	apply := func(pid *actor.PID, off int64, prev map[string]int64) *keypb.Applied {
 		t.Helper()
 		ev := record.Event{Key: "7", Side: record.Right, Op: record.OpCreate,
@@ -286,11 +296,7 @@ func TestKeyActorStopAnswersQueuedRequests(t *testing.T) {
 // re-sent before it is committed (a sender that lost the answer) makes
 // the key reload its durable state and answer the same outputs again.
 func TestKeyActorResendAfterOffload(t *testing.T) {
-	ctx := context.Background()
-	store := newEmbedded(t)
-	w := NewWriter(store, WriterOptions{})
-	defer w.Close(ctx)
-	system, spawn := keyActors(t, store, w)
+	_, system, spawn := embeddedKeyActors(t)
 	pid := spawn("7")
 	apply := func(ev record.Event, resend bool) *LocalApplied {
 		t.Helper()
@@ -322,5 +328,41 @@ func TestKeyActorResendAfterOffload(t *testing.T) {
 	if again.Applied.Skipped != 1 || len(again.Outputs) != 1 || again.Outputs[0].ID != first.Outputs[0].ID ||
 		fmt.Sprint(again.Outputs[0].Row) != fmt.Sprint(first.Outputs[0].Row) {
 		t.Fatalf("re-sent: skipped %d, outputs %v; want the first's %v", again.Applied.Skipped, again.Outputs, first.Outputs)
+	}
+}
+
+// BenchmarkKeyActorLocalApply sends a key actor one LocalApply of one
+// event at a time (an update of one of the key's 10 right rows) and waits
+// for its answer: a key request's cost on the local path, the actor's
+// message, the key core's step, the Writer and the embedded store's write
+// included:
+//
+//	go test -run '^$' -bench BenchmarkKeyActorLocalApply -benchmem ./actors/
+func BenchmarkKeyActorLocalApply(b *testing.B) {
+	_, system, spawn := embeddedKeyActors(b)
+	pid := spawn("7")
+	off := int64(0)
+	apply := func(e record.Event) {
+		off++
+		e.Key, e.Pos = "7", record.Position{Source: "s", Offset: off}
+		pe, rows := EventShell(e)
+		ch := make(chan any, 1)
+		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}}, Rows: []EventRows{rows}, Reply: ch})
+		la, ok := (<-ch).(*LocalApplied)
+		if !ok || la.Applied.Error != "" {
+			b.Fatalf("answer %+v", la)
+		}
+	}
+	apply(record.Event{Side: record.Left, Op: record.OpCreate, After: record.Row{"id": "7", "name": "x"}})
+	rows := make([]record.Row, 10)
+	for i := range rows {
+		rows[i] = record.Row{"id": fmt.Sprint(i), "user_id": "7", "host": fmt.Sprintf("d%d.example.com", i)}
+		apply(record.Event{Side: record.Right, Op: record.OpCreate, After: rows[i]})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		r := rows[i%len(rows)]
+		apply(record.Event{Side: record.Right, Op: record.OpUpdate, Before: r, After: r})
 	}
 }

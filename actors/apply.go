@@ -67,8 +67,17 @@ func (a *keyActor) load() error {
 // request turns an Apply (rows, when not nil, holding its events' decoded
 // rows) into the core's request.
 func (a *keyActor) request(m *keypb.Apply, rows []EventRows) (*keycore.Request, error) {
-	req := &keycore.Request{Events: make([]keycore.Event, len(m.Events)), Prev: m.Prev, Committed: m.Committed,
+	// The request and, for the usual one event, its event slice in one
+	// allocation.
+	rb := &requestBuf{}
+	req := &rb.req
+	*req = keycore.Request{Prev: m.Prev, Committed: m.Committed,
 		Fire: m.Fire, Watermark: m.Watermark, Session: m.Session, Resend: m.Resend}
+	if len(m.Events) == 1 {
+		req.Events = rb.one[:]
+	} else {
+		req.Events = make([]keycore.Event, len(m.Events))
+	}
 	timed := a.deps.NewTimed != nil
 	for i, pe := range m.Events {
 		e := keycore.Event{Side: record.Side(pe.Side), Pos: record.Position{Source: pe.Source, Partition: pe.Partition, Offset: pe.Offset},
@@ -159,7 +168,18 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 		respond(&keypb.Applied{Error: "encode state: " + r.Err.Error()})
 		return
 	}
-	reply := &keypb.Applied{Skipped: int32(r.Skipped), Duplicates: int32(r.Duplicates)}
+	var reply *keypb.Applied
+	var answer any
+	if rows != nil {
+		// The local answer and its Applied in one allocation.
+		la := &localApplied{}
+		la.Applied, la.Outputs = &la.applied, r.Outputs
+		reply, answer = &la.applied, &la.LocalApplied
+	} else {
+		reply = &keypb.Applied{}
+		answer = reply
+	}
+	reply.Skipped, reply.Duplicates = int32(r.Skipped), int32(r.Duplicates)
 	for _, l := range r.Late {
 		pe, err := EncodeEvent(record.Event{Key: a.core.Key(), Side: l.Element.Side, Op: record.OpCreate, After: l.Element.Row, Pos: l.Element.Pos})
 		if err != nil {
@@ -168,10 +188,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 		pe.Ts = l.Element.Ts
 		reply.Late = append(reply.Late, &keypb.Late{Event: pe, Reason: l.Reason})
 	}
-	var answer any = reply
-	if rows != nil {
-		answer = &LocalApplied{Applied: reply, Outputs: r.Outputs}
-	} else {
+	if rows == nil {
 		for _, o := range r.Outputs {
 			po, err := EncodeOutput(o)
 			if err != nil {
@@ -192,6 +209,18 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 		a.account(ctx, 0, false)
 		respond(answer)
 	default:
-		a.submit(ctx, r.Write, []waiter{w})
+		a.submitOne(ctx, r.Write, w)
 	}
+}
+
+// localApplied is a LocalApplied with the Applied it points to.
+type localApplied struct {
+	LocalApplied
+	applied keypb.Applied
+}
+
+// requestBuf is a keycore.Request with room for one event.
+type requestBuf struct {
+	req keycore.Request
+	one [1]keycore.Event
 }

@@ -21,10 +21,7 @@ import (
 // that is gone as a dead letter.
 func TestBatchActorAnswersEachKeyInOrder(t *testing.T) {
 	ctx := context.Background()
-	store := newEmbedded(t)
-	w := NewWriter(store, WriterOptions{})
-	defer w.Close(ctx)
-	system, spawn := keyActors(t, store, w)
+	store, system, spawn := embeddedKeyActors(t)
 	WatchDeadLetters(system)
 	batch, err := SpawnBatch(system, BatchOptions{})
 	if err != nil {
@@ -167,11 +164,7 @@ func TestBatchActorOwnerWrites(t *testing.T) {
 		{"no shared sink here", true, false, nil, 1, false},
 		{"write failed", true, true, errors.New("broker down"), 1, false},
 	}
-	ctx := context.Background()
-	store := newEmbedded(t)
-	w := NewWriter(store, WriterOptions{})
-	defer w.Close(ctx)
-	system, spawn := keyActors(t, store, w)
+	_, system, spawn := embeddedKeyActors(t)
 	WatchDeadLetters(system)
 	var mu sync.Mutex
 	var calls int

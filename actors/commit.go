@@ -33,6 +33,19 @@ func (w waiter) give(root *actor.RootContext, x any) {
 // submit hands w to the Writer; once it is durable (or failed) the
 // waiters are answered and the actor told (writeDone).
 func (a *keyActor) submit(ctx actor.Context, w *keycore.Write, waiters []waiter) {
+	a.write(ctx, w, &pendingWrite{waiters: waiters})
+}
+
+// submitOne is submit for one waiter (a request's own write), kept in the
+// pendingWrite: one allocation per write, not a slice and a closure.
+func (a *keyActor) submitOne(ctx actor.Context, w *keycore.Write, wt waiter) {
+	p := &pendingWrite{}
+	p.one[0] = wt
+	p.waiters = p.one[:]
+	a.write(ctx, w, p)
+}
+
+func (a *keyActor) write(ctx actor.Context, w *keycore.Write, p *pendingWrite) {
 	a.account(ctx, w.Size, true)
 	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.core.Key(), Epoch: a.core.Epoch(), Offsets: w.Offsets, State: w.State,
 		Parts: w.Parts, Delta: w.Delta}
@@ -41,17 +54,31 @@ func (a *keyActor) submit(ctx actor.Context, w *keycore.Write, waiters []waiter)
 		// its next timer, even if it is passivated by then.
 		snap.HasTimer, snap.NextTimer = true, max(persistence.MinTimer, min(w.NextTimer, persistence.MaxTimer))
 	}
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	a.deps.Writer.Submit(snap, func(err error) {
-		for _, wt := range waiters {
-			x := wt.answer
-			if err != nil {
-				x = &keypb.Applied{Error: "write state: " + err.Error()}
-			}
-			wt.give(root, x)
+	p.self, p.root = ctx.Self(), ctx.ActorSystem().Root
+	a.deps.Writer.SubmitTo(snap, p)
+}
+
+// pendingWrite is a submitted write's answers and the actor's writeDone,
+// in one allocation: given on the Writer's goroutine once the write is
+// durable (or failed).
+type pendingWrite struct {
+	waiters []waiter
+	one     [1]waiter
+	self    *actor.PID
+	root    *actor.RootContext
+	done    writeDone
+}
+
+func (p *pendingWrite) WriteDone(err error) {
+	for _, wt := range p.waiters {
+		x := wt.answer
+		if err != nil {
+			x = &keypb.Applied{Error: "write state: " + err.Error()}
 		}
-		root.Send(self, &writeDone{err: err})
-	})
+		wt.give(p.root, x)
+	}
+	p.done.err = err
+	p.root.Send(p.self, &p.done)
 }
 
 // flush writes what the requests waiting since the last write changed, in

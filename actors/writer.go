@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,8 +29,18 @@ type WriterOptions struct {
 
 type writeReq struct {
 	snap persistence.Snapshot
-	done func(error)
+	done Durable
 }
+
+// Durable is told, on the Writer's goroutine, once a submitted snapshot is
+// durable (nil) or failed (SubmitTo).
+type Durable interface{ WriteDone(err error) }
+
+// doneFunc is a func(error) as a Durable (a func value converts to an
+// interface without an allocation).
+type doneFunc func(error)
+
+func (f doneFunc) WriteDone(err error) { f(err) }
 
 // Writer batches snapshots from many key actors into pipelined Store.Save
 // calls (write-behind). A failed Save is retried with backoff until it
@@ -52,6 +61,12 @@ type Writer struct {
 	// rolledBack is set at the first Save refused for a store gone back in
 	// time (logged once).
 	rolledBack atomic.Bool
+	// sc is the Saves' context (saveContext), run's goroutine's alone.
+	sc struct {
+		ctx      context.Context
+		cancel   context.CancelFunc
+		deadline time.Time
+	}
 
 	// mu guards closed and the send on in: Submit sends under the read lock,
 	// Close takes the write lock before it closes in.
@@ -86,17 +101,24 @@ func NewWriter(store persistence.Store, opts WriterOptions) *Writer {
 // or with an error if the Writer closed first. It blocks while the queue is
 // full. After Close, done is called at once with persistence.ErrClosed.
 func (w *Writer) Submit(snap persistence.Snapshot, done func(error)) {
+	w.SubmitTo(snap, doneFunc(done))
+}
+
+// SubmitTo is Submit telling d (d.WriteDone) instead of calling a func,
+// so a caller that keeps its callback's state in a struct it allocates
+// anyway needs no closure.
+func (w *Writer) SubmitTo(snap persistence.Snapshot, done Durable) {
 	w.subs.Add(1)
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.mu.closed {
-		done(persistence.ErrClosed)
+		done.WriteDone(persistence.ErrClosed)
 		return
 	}
 	select {
 	case w.in <- writeReq{snap: snap, done: done}:
 	case <-w.ctx.Done():
-		done(persistence.ErrClosed)
+		done.WriteDone(persistence.ErrClosed)
 	}
 }
 
@@ -126,9 +148,14 @@ func (w *Writer) Close(ctx context.Context) {
 
 func (w *Writer) run() {
 	defer w.wg.Done()
+	defer func() {
+		if w.sc.cancel != nil {
+			w.sc.cancel()
+		}
+	}()
 	batch := make([]writeReq, 0, w.opts.MaxBatch)
 	snaps := make([]persistence.Snapshot, 0, w.opts.MaxBatch)
-	index := make(map[string]int, w.opts.MaxBatch)
+	index := make(map[activation]int, w.opts.MaxBatch)
 	for {
 		req, ok := <-w.in
 		if !ok {
@@ -158,7 +185,7 @@ func (w *Writer) run() {
 		snaps = snaps[:0]
 		clear(index)
 		for _, r := range batch {
-			id := activationID(r.snap.Job, r.snap.Key, r.snap.Epoch)
+			id := activationOf(r.snap.Job, r.snap.Key, r.snap.Epoch)
 			if i, ok := index[id]; ok {
 				snaps[i] = persistence.MergeSnapshots(snaps[i], r.snap)
 				continue
@@ -170,24 +197,58 @@ func (w *Writer) run() {
 		if err == nil {
 			failpoint.StateWritten() // chaos tests only: may exit here (internal/failpoint)
 		}
-		fenced := map[string]error{}
+		var fenced map[activation]error // made only when a snapshot was fenced
 		for _, fe := range persistence.Fenced(err) {
-			fenced[activationID(fe.Job, fe.Key, fe.Epoch)] = fe
+			if fenced == nil {
+				fenced = map[activation]error{}
+			}
+			fenced[activationOf(fe.Job, fe.Key, fe.Epoch)] = fe
 		}
 		for _, r := range batch {
 			if len(fenced) > 0 {
 				// The batch was written except the fenced snapshots.
-				r.done(fenced[activationID(r.snap.Job, r.snap.Key, r.snap.Epoch)])
+				r.done.WriteDone(fenced[activationOf(r.snap.Job, r.snap.Key, r.snap.Epoch)])
 				continue
 			}
-			r.done(err)
+			r.done.WriteDone(err)
 		}
 	}
 }
 
-// activationID names one activation's snapshots of a key: job, key, epoch.
-func activationID(job string, key record.Key, epoch int64) string {
-	return job + "\x00" + string(key) + "\x00" + strconv.FormatInt(epoch, 10)
+// activation names one activation's snapshots of a key: job, key, epoch
+// (a map key built without an allocation, unlike a joined string).
+type activation struct {
+	job   string
+	key   record.Key
+	epoch int64
+}
+
+func activationOf(job string, key record.Key, epoch int64) activation {
+	return activation{job: job, key: key, epoch: epoch}
+}
+
+// saveTimeout bounds one Store.Save: each gets at least saveTimeout minus
+// saveTimeoutReuse, at most saveTimeout.
+const (
+	saveTimeout      = 5 * time.Second
+	saveTimeoutReuse = time.Second
+)
+
+// saveContext is the context of a Save starting now: w.ctx with a deadline
+// saveTimeout from when it was made, reused by the Saves of the next
+// saveTimeoutReuse (a context and its timer per Save cost three allocations
+// and a timer-heap insert and delete, and at a high rate a Save holds a few
+// snapshots). Only run's goroutine calls it.
+func (w *Writer) saveContext() context.Context {
+	now := time.Now()
+	if w.sc.ctx == nil || w.sc.ctx.Err() != nil || w.sc.deadline.Sub(now) < saveTimeout-saveTimeoutReuse {
+		if w.sc.cancel != nil {
+			w.sc.cancel()
+		}
+		w.sc.deadline = now.Add(saveTimeout)
+		w.sc.ctx, w.sc.cancel = context.WithDeadline(w.ctx, w.sc.deadline)
+	}
+	return w.sc.ctx
 }
 
 // save retries Store.Save with exponential backoff until it succeeds or the
@@ -195,9 +256,7 @@ func activationID(job string, key record.Key, epoch int64) string {
 func (w *Writer) save(snaps []persistence.Snapshot) error {
 	bo := backoff.Backoff{Initial: 5 * time.Millisecond, Max: w.opts.MaxBackoff}
 	for {
-		ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
-		err := w.store.Save(ctx, snaps)
-		cancel()
+		err := w.store.Save(w.saveContext(), snaps)
 		if err == nil || len(persistence.Fenced(err)) > 0 {
 			// Fenced snapshots are refused for good (a newer activation owns
 			// the key); retrying cannot help, and the rest of the batch is in.

@@ -36,7 +36,7 @@ func (s *flakyStore) Save(ctx context.Context, b []persistence.Snapshot) error {
 	return s.Store.Save(ctx, b)
 }
 
-func newEmbedded(t *testing.T) persistence.Store {
+func newEmbedded(t testing.TB) persistence.Store {
 	s, err := embedded.New(embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -260,5 +260,87 @@ func TestWriterMergesDeltas(t *testing.T) {
 	want := stateparts.Pack([]byte("b3"), []persistence.Part{part("b", "2'"), part("c", "3")})
 	if err != nil || !bytes.Equal(got.State, want) {
 		t.Errorf("stored %q, %v; want %q", got.State, err, want)
+	}
+}
+
+// nopStore takes every Save and keeps nothing, so a benchmark counts the
+// Writer's own work.
+type nopStore struct{ persistence.Store }
+
+func (nopStore) Save(context.Context, []persistence.Snapshot) error { return nil }
+
+// BenchmarkWriterSubmit submits snapshots of 1,000 keys, round robin, to a
+// Writer over a store that does nothing: the Writer's cost per snapshot
+// (queueing, coalescing, callbacks):
+//
+//	go test -run '^$' -bench BenchmarkWriterSubmit -benchmem ./actors/
+func BenchmarkWriterSubmit(b *testing.B) {
+	w := NewWriter(nopStore{}, WriterOptions{})
+	defer w.Close(context.Background())
+	snaps := make([]persistence.Snapshot, 1000)
+	for i := range snaps {
+		snaps[i] = snap(fmt.Sprintf("key-%d", i), i)
+	}
+	var wg sync.WaitGroup
+	done := func(error) { wg.Done() }
+	b.ReportAllocs()
+	b.ResetTimer()
+	wg.Add(b.N)
+	for i := range b.N {
+		w.Submit(snaps[i%len(snaps)], done)
+	}
+	wg.Wait()
+}
+
+// deadlineStore records how long each Save's context has left when the
+// Save starts.
+type deadlineStore struct {
+	persistence.Store
+	mu   sync.Mutex
+	left []time.Duration
+	errs []error
+}
+
+func (s *deadlineStore) Save(ctx context.Context, b []persistence.Snapshot) error {
+	d, ok := ctx.Deadline()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !ok {
+		s.left = append(s.left, -1)
+	} else {
+		s.left = append(s.left, time.Until(d))
+	}
+	s.errs = append(s.errs, ctx.Err())
+	return nil
+}
+
+// TestWriterSaveDeadline: every Save gets a live context with between
+// saveTimeout-saveTimeoutReuse and saveTimeout left, though Saves share
+// contexts.
+func TestWriterSaveDeadline(t *testing.T) {
+	ds := &deadlineStore{}
+	w := NewWriter(ds, WriterOptions{})
+	for i := range 20 {
+		done := make(chan error, 1)
+		w.Submit(snap(fmt.Sprint(i), i), func(err error) { done <- err })
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close(context.Background())
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	for i, left := range ds.left {
+		// A little under the floor for the time between the deadline's
+		// reading and this Save's.
+		if left < saveTimeout-saveTimeoutReuse-100*time.Millisecond || left > saveTimeout {
+			t.Errorf("save %d: %v left, want %v to %v", i, left, saveTimeout-saveTimeoutReuse, saveTimeout)
+		}
+		if ds.errs[i] != nil {
+			t.Errorf("save %d: context already done: %v", i, ds.errs[i])
+		}
+	}
+	if len(ds.left) == 0 {
+		t.Fatal("no Save")
 	}
 }

@@ -58,6 +58,31 @@ func (j *CDC) Rights() []record.Row {
 	return out
 }
 
+// NumRights is the number of stored right rows (len(Rights()), without
+// the copy).
+func (j *CDC) NumRights() int { return len(j.rights) }
+
+// Right returns the stored right row whose primary key has the key form
+// pk (record.KeyOf), nil when there is none. Read-only.
+func (j *CDC) Right(pk string) record.Row {
+	if i, ok := j.find(pk); ok {
+		return j.rights[i].row
+	}
+	return nil
+}
+
+// EachRight calls f with each stored right row and the key form of its
+// primary key, in Rights' order, without copying the slice. The rows are
+// read-only; f must not change the join.
+func (j *CDC) EachRight(f func(pk string, row record.Row) error) error {
+	for _, r := range j.rights {
+		if err := f(r.pk, r.row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // OnEvent applies one event routed to this key by CDCSpec.Route and appends
 // the changelog records it makes to out, returning the extended slice. The
 // n-th record appended by this call has ID record.OutputID(e, n).

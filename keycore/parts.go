@@ -75,9 +75,9 @@ type partsState struct {
 
 // partsChanges are the parts changed since the last Write.
 type partsChanges struct {
-	rows    map[string]struct{} // changelog-join row parts
-	src     []string            // Debezium position ids
-	dropped []uint64            // outbox ids written before and pruned since
+	rows    []string // changelog-join row parts, in marking order, maybe repeated (changedRows sorts them)
+	src     []string // Debezium position ids
+	dropped []uint64 // outbox ids written before and pruned since
 }
 
 // changes returns the changes since the last Write, made if none.
@@ -107,10 +107,10 @@ func (p *partsState) size() int { return p.base + p.rowBytes + p.outboxBytes + p
 
 func (p *partsState) mark(name string) {
 	ch := p.changes()
-	if ch.rows == nil {
-		ch.rows = map[string]struct{}{}
+	if n := len(ch.rows); n > 0 && ch.rows[n-1] == name {
+		return // an event's before and after rows: one part
 	}
-	ch.rows[name] = struct{}{}
+	ch.rows = append(ch.rows, name)
 }
 
 // rowParts reports whether the join's rows are parts of the state.
@@ -252,19 +252,14 @@ func (c *Core) allRows(add func(string, []byte)) error {
 		}
 		add(partLeft, b)
 	}
-	pk := c.cfg.Machine.CDC.Right.PK
-	for _, r := range c.m.cdc.Rights() {
-		k, ok := rowKey(r, pk)
-		if !ok {
-			return fmt.Errorf("keycore: a right row without a primary key %q", pk)
-		}
+	return c.m.cdc.EachRight(func(k string, r record.Row) error {
 		b, err := rowJSON(r)
 		if err != nil {
 			return err
 		}
 		add(partRight+k, b)
-	}
-	return nil
+		return nil
+	})
 }
 
 // changedRows adds the rows changed since the last Write: their values,
@@ -278,34 +273,21 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 		if c.pt.rowAvg == 0 {
 			c.pt.rowAvg = 64
 		}
-		n := len(c.m.cdc.Rights())
+		n := c.m.cdc.NumRights()
 		if c.m.cdc.Left() != nil {
 			n++
 		}
 		c.pt.rowBytes = n * c.pt.rowAvg
 	}()
-	var rights []record.Row
-	pk := c.cfg.Machine.CDC.Right.PK
-	names := make([]string, 0, len(c.pt.ch.rows))
-	for name := range c.pt.ch.rows {
-		names = append(names, name)
-	}
-	sort.Strings(names) // deterministic Writes
-	for _, name := range names {
+	// Sorted, each once: deterministic Writes. The slice is released with
+	// the changes by this Write, so it is sorted in place.
+	sort.Strings(c.pt.ch.rows)
+	for _, name := range slices.Compact(c.pt.ch.rows) {
 		var row record.Row
 		if name == partLeft {
 			row = c.m.cdc.Left()
 		} else {
-			if rights == nil {
-				rights = c.m.cdc.Rights() // sorted by primary key (key form)
-			}
-			k := strings.TrimPrefix(name, partRight)
-			i := sort.Search(len(rights), func(i int) bool { rk, _ := rowKey(rights[i], pk); return rk >= k })
-			if i < len(rights) {
-				if rk, _ := rowKey(rights[i], pk); rk == k {
-					row = rights[i]
-				}
-			}
+			row = c.m.cdc.Right(strings.TrimPrefix(name, partRight))
 		}
 		if row == nil {
 			add(name, nil)

@@ -101,6 +101,7 @@ func (r *reader) sendCalls(calls []call) {
 	self := n.system.Address()
 	owners := make([]string, len(calls))
 	pids := make([]string, len(calls))
+	var deadline time.Time // the local requests': one clock read per batch
 	for i := range calls {
 		c := &calls[i]
 		c.fut, c.sendErr = nil, nil
@@ -110,9 +111,13 @@ func (r *reader) sendCalls(calls []call) {
 			continue
 		}
 		if pid.Address == self {
-			ch := make(chan any, 1)
-			n.system.Root.Send(pid, &actors.LocalApply{Apply: c.apply, Rows: c.rows, Reply: ch})
-			c.fut = &localAnswer{ch: ch, deadline: time.Now().Add(n.timeout)}
+			if deadline.IsZero() {
+				deadline = time.Now().Add(n.timeout)
+			}
+			la := &localAnswer{ch: make(chan any, 1), deadline: deadline}
+			la.msg = actors.LocalApply{Apply: c.apply, Rows: c.rows, Reply: la.ch}
+			n.system.Root.Send(pid, &la.msg)
+			c.fut = la
 			continue
 		}
 		if n.provider.IsSuspect(pid.Address) {
@@ -167,6 +172,7 @@ type answer interface {
 // moved) comes back as actors.DeadLetter (see actors.WatchDeadLetters), as
 // a future's request would.
 type localAnswer struct {
+	msg      actors.LocalApply // the request: one allocation with its answer
 	ch       chan any
 	deadline time.Time
 }

@@ -46,7 +46,19 @@ func ParseOp(s string) (Op, bool) {
 	return 0, false
 }
 
-func (o Op) String() string { return string(rune(o)) }
+func (o Op) String() string {
+	switch o { // constants: string(rune(o)) allocates, once per event encoded
+	case OpCreate:
+		return "c"
+	case OpRead:
+		return "r"
+	case OpUpdate:
+		return "u"
+	case OpDelete:
+		return "d"
+	}
+	return string(rune(o))
+}
 
 // Position is where a record sits in its source: the source name, the
 // partition within it and the offset within the partition. Offsets within one

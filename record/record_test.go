@@ -29,3 +29,24 @@ func TestOutputID(t *testing.T) {
 		}
 	}
 }
+
+// TestOpString checks that each op's code round-trips through ParseOp and
+// costs no allocation (EventShell encodes one per event).
+func TestOpString(t *testing.T) {
+	for _, tc := range []struct {
+		op   Op
+		want string
+	}{{OpCreate, "c"}, {OpRead, "r"}, {OpUpdate, "u"}, {OpDelete, "d"}, {Op('x'), "x"}} {
+		if got := tc.op.String(); got != tc.want {
+			t.Errorf("Op(%q).String() = %q, want %q", byte(tc.op), got, tc.want)
+		}
+		if op, ok := ParseOp(tc.want); ok != (tc.want != "x") || ok && op != tc.op {
+			t.Errorf("ParseOp(%q) = %q, %v", tc.want, byte(op), ok)
+		}
+	}
+	var sink string
+	if n := testing.AllocsPerRun(100, func() { sink = OpUpdate.String() }); n != 0 {
+		t.Errorf("OpUpdate.String() allocates %v times", n)
+	}
+	_ = sink
+}

@@ -35,7 +35,20 @@ func main() {
 	seed := flag.Uint64("seed", 1, "generator seed")
 	latency := flag.Bool("latency", true, "run the open-loop latency runs")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")
+	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run here (go tool pprof -sample_index=alloc_objects)")
 	flag.Parse()
+	if *memprofile != "" {
+		defer func() {
+			f, err := os.Create(*memprofile)
+			if err == nil {
+				err = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+			}
+		}()
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err == nil {

@@ -97,3 +97,40 @@ func TestAppendChangelogUsesRowJSON(t *testing.T) {
 		t.Fatalf("cached: %s %v %v", line, ok, err)
 	}
 }
+
+// TestAppendMatchesMarshal: Append writes Marshal's line after what dst
+// holds, in every format, for a compact pk, one with spaces, none, an
+// invalid one and an unknown kind; and a changelog line with a compact pk
+// and a cached row costs no allocation.
+func TestAppendMatchesMarshal(t *testing.T) {
+	row := record.Row{"a": "b", "n": json.Number("1")}
+	outs := []record.Output{
+		{ID: "x", Kind: record.Insert, PK: "[1,2]", Row: row, Seq: 3},
+		{ID: "x", Kind: record.UpdateBefore, PK: "[1, 2]", Row: row, Ts: 5},
+		{ID: "x", Kind: record.Delete, PK: "", Row: row},
+		{ID: "x", Kind: record.UpdateAfter, PK: `["a",null]`, Row: row, RowJSON: []byte(`{"cached":1}`)},
+		{ID: "x", Kind: record.Insert, PK: "[1", Row: row},
+		{ID: "x", Kind: record.Kind(99), PK: "[1]", Row: row},
+	}
+	for _, f := range []Format{Changelog, Upsert, Debezium} {
+		for i, o := range outs {
+			want, wok, werr := f.Marshal(o)
+			got, ok, err := f.Append([]byte("prefix"), o)
+			if (err != nil) != (werr != nil) || ok != wok {
+				t.Errorf("format %v, output %d: Append ok %v err %v, Marshal ok %v err %v", f, i, ok, err, wok, werr)
+				continue
+			}
+			if werr == nil && wok && string(got) != "prefix"+string(want) {
+				t.Errorf("format %v, output %d: Append %s, Marshal %s", f, i, got, want)
+			}
+			if (werr != nil || !wok) && string(got) != "prefix" {
+				t.Errorf("format %v, output %d: Append changed dst to %s", f, i, got)
+			}
+		}
+	}
+	buf := make([]byte, 0, 1024)
+	o := outs[3]
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = Changelog.Append(buf[:0], o) }); n != 0 {
+		t.Errorf("Append of a compact-pk output allocates %v times", n)
+	}
+}

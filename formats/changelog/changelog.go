@@ -93,6 +93,37 @@ type upsertLine struct {
 	Seq   uint64          `json:"seq,omitempty"`
 }
 
+// Append is Marshal appending the line to dst (dst unchanged when ok is
+// false or err is set): a sink encodes a batch into one buffer. A
+// changelog line whose pk is compact JSON (the join's) is encoded with no
+// allocation beyond dst's growth.
+func (f Format) Append(dst []byte, o record.Output) (line []byte, ok bool, err error) {
+	if f == Changelog && o.Kind >= record.Insert && o.Kind <= record.Delete && compactText(o.PK) && json.Valid([]byte(o.PK)) {
+		if line, ok := jsonenc.AppendOutputRawPK(dst, &o); ok {
+			return line, true, nil
+		}
+	}
+	b, ok, err := f.Marshal(o)
+	if err != nil || !ok {
+		return dst, ok, err
+	}
+	return append(dst, b...), true, nil
+}
+
+// compactText reports whether s is not empty and has none of JSON's
+// insignificant space (so compact would return it as it is).
+func compactText(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == ' ' || c == '\n' || c == '\t' || c == '\r' {
+			return false
+		}
+	}
+	return true
+}
+
 // Marshal encodes o as one line (no trailing newline) in format f. ok is
 // false, with a nil error, when the format drops o (-U in Upsert).
 //

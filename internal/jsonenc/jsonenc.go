@@ -261,12 +261,26 @@ func AppendOutput(b []byte, o *record.Output, pk []byte) ([]byte, bool) {
 // is in b, b[start:end] (for callers that cache it: record.Output.
 // RowJSON).
 func AppendOutputRow(b []byte, o *record.Output, pk []byte) (_ []byte, start, end int, ok bool) {
+	return appendOutputRow(b, o, pk, false)
+}
+
+// AppendOutputRawPK is AppendOutput with o.PK itself as the pk's JSON:
+// the caller checked that it is valid JSON without insignificant space
+// (as encoding/json would write it), so no []byte copy of it is made.
+func AppendOutputRawPK(b []byte, o *record.Output) ([]byte, bool) {
+	b, _, _, ok := appendOutputRow(b, o, nil, true)
+	return b, ok
+}
+
+func appendOutputRow(b []byte, o *record.Output, pk []byte, rawPK bool) (_ []byte, start, end int, ok bool) {
 	b = append(b, `{"id":`...)
 	b = AppendString(b, o.ID)
 	b = append(b, `,"op":"`...)
 	b = append(b, o.Kind.String()...)
 	b = append(b, `","pk":`...)
-	if pk != nil {
+	if rawPK {
+		b = append(b, o.PK...)
+	} else if pk != nil {
 		b = append(b, pk...)
 	} else {
 		b = AppendString(b, o.PK)

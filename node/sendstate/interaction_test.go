@@ -196,11 +196,10 @@ func (h *harness) renderKeys() string {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		byReader := h.keys.keys[record.Key(k)]
 		fmt.Fprintf(&b, "in flight %s:", k)
 		for id, n := range h.names {
-			if s, ok := byReader[ReaderID(id)]; ok {
-				fmt.Fprintf(&b, " %s seq=%d %s", n, s.seq, renderOffsets(s.offsets))
+			if s, ok := h.keys.sentBy(record.Key(k), ReaderID(id)); ok {
+				fmt.Fprintf(&b, " %s seq=%d %s", n, s.seq, renderOffsets(s.offsetsMap()))
 			}
 		}
 		b.WriteString("\n")

@@ -17,6 +17,7 @@ package sendstate
 import (
 	"maps"
 	"math"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -30,10 +31,58 @@ import (
 type ReaderID int
 
 // sent is a reader's last unanswered request to a key: the offsets it and
-// the reader's earlier unanswered requests to the key carry, and its batch.
+// the reader's earlier unanswered requests to the key carry (per
+// partition, the highest; a request has one or a few partitions, so a
+// slice, not a map), and its batch.
 type sent struct {
-	offsets map[string]int64
+	offsets []partOffset
 	seq     uint64
+}
+
+type partOffset struct {
+	part string
+	off  int64
+}
+
+// raise makes off the offset of part in s, unless it holds a higher one.
+func (s *sent) raise(part string, off int64) {
+	for i := range s.offsets {
+		if s.offsets[i].part == part {
+			s.offsets[i].off = max(s.offsets[i].off, off)
+			return
+		}
+	}
+	s.offsets = append(s.offsets, partOffset{part, off})
+}
+
+// put makes off the offset of part in s (a request's own events: the
+// last of a partition's wins, as they come in order).
+func (s *sent) put(part string, off int64) {
+	for i := range s.offsets {
+		if s.offsets[i].part == part {
+			s.offsets[i].off = off
+			return
+		}
+	}
+	s.offsets = append(s.offsets, partOffset{part, off})
+}
+
+// offsetsMap is s's offsets as a map (nil when there are none).
+func (s sent) offsetsMap() map[string]int64 {
+	if len(s.offsets) == 0 {
+		return nil
+	}
+	m := make(map[string]int64, len(s.offsets))
+	for _, p := range s.offsets {
+		m[p.part] = p.off
+	}
+	return m
+}
+
+// readerSent is one reader's entry in Keys.
+type readerSent struct {
+	r ReaderID
+	s sent
 }
 
 // Keys holds, per key, the last unanswered request of each reader of the
@@ -43,7 +92,19 @@ type sent struct {
 // be overtaken by a later one, such as a firing from another source that
 // would make its elements late. The zero Keys is empty and ready.
 type Keys struct {
-	keys map[record.Key]map[ReaderID]sent
+	// Per key, each reader's entry (a key has one reader's request in
+	// flight, or a few: a slice, not a map per key).
+	keys map[record.Key][]readerSent
+}
+
+// sentBy is r's entry for k.
+func (f *Keys) sentBy(k record.Key, r ReaderID) (sent, bool) {
+	for _, rs := range f.keys[k] {
+		if rs.r == r {
+			return rs.s, true
+		}
+	}
+	return sent{}, false
 }
 
 // Prev is the offsets a new request to k must name as applied before it:
@@ -51,12 +112,12 @@ type Keys struct {
 // to k; nil when there are none.
 func (f *Keys) Prev(k record.Key) map[string]int64 {
 	var prev map[string]int64
-	for _, s := range f.keys[k] {
-		for part, off := range s.offsets {
+	for _, rs := range f.keys[k] {
+		for _, p := range rs.s.offsets {
 			if prev == nil {
 				prev = map[string]int64{}
 			}
-			prev[part] = max(prev[part], off)
+			prev[p.part] = max(prev[p.part], p.off)
 		}
 	}
 	return prev
@@ -69,29 +130,37 @@ func (f *Keys) Prev(k record.Key) map[string]int64 {
 // in order), so Done may then forget them all.
 func (f *Keys) add(k record.Key, r ReaderID, s sent) {
 	if f.keys == nil {
-		f.keys = map[record.Key]map[ReaderID]sent{}
+		f.keys = map[record.Key][]readerSent{}
 	}
 	byReader := f.keys[k]
-	if byReader == nil {
-		byReader = map[ReaderID]sent{}
-		f.keys[k] = byReader
-	}
-	for part, off := range byReader[r].offsets {
-		if s.offsets[part] < off {
-			s.offsets[part] = off
+	for i := range byReader {
+		if byReader[i].r == r {
+			for _, p := range byReader[i].s.offsets {
+				s.raise(p.part, p.off)
+			}
+			byReader[i].s = s
+			return
 		}
 	}
-	byReader[r] = s
+	f.keys[k] = append(byReader, readerSent{r, s})
 }
 
 // Done forgets r's request to k of batch seq once it is answered, unless a
 // later one replaced it.
 func (f *Keys) Done(k record.Key, r ReaderID, seq uint64) {
-	if s, ok := f.keys[k][r]; ok && s.seq == seq {
-		delete(f.keys[k], r)
-		if len(f.keys[k]) == 0 {
-			delete(f.keys, k)
+	byReader := f.keys[k]
+	for i, rs := range byReader {
+		if rs.r != r {
+			continue
 		}
+		if rs.s.seq == seq {
+			if len(byReader) == 1 {
+				delete(f.keys, k)
+				return
+			}
+			f.keys[k] = slices.Delete(byReader, i, i+1)
+		}
+		return
 	}
 }
 
@@ -164,6 +233,8 @@ func (r *Reader) Send(keys *Keys, seq uint64, b *Batch, session string) []*keypb
 	if len(r.committed) > 0 {
 		committed = maps.Clone(r.committed)
 	}
+	var lastSrc, lastID string
+	var lastPart int32
 	for _, k := range b.order {
 		a := b.applies[k]
 		a.Prev = keys.Prev(k)
@@ -171,11 +242,18 @@ func (r *Reader) Send(keys *Keys, seq uint64, b *Batch, session string) []*keypb
 			a.Committed = committed
 		}
 		a.Session = session
-		offs := map[string]int64{}
+		var s sent
 		for _, e := range a.Events {
-			offs[record.Position{Source: e.Source, Partition: e.Partition}.PartitionID()] = e.Offset
+			if e.Source != lastSrc || e.Partition != lastPart || lastID == "" {
+				// One partition id per run of events of one partition,
+				// not one string per event.
+				lastSrc, lastPart = e.Source, e.Partition
+				lastID = record.Position{Source: e.Source, Partition: e.Partition}.PartitionID()
+			}
+			s.put(lastID, e.Offset)
 		}
-		keys.add(k, r.id, sent{offsets: offs, seq: seq})
+		s.seq = seq
+		keys.add(k, r.id, s)
 		out = append(out, a)
 	}
 	return out

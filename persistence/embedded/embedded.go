@@ -181,14 +181,15 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := persistence.ValidParts(batch); err != nil {
 		return fmt.Errorf("embedded: save: %w", err)
 	}
-	// Copy before taking any lock: the store never retains the caller's memory.
+	// Copy before taking any lock: the store never retains the caller's
+	// memory. The offsets are only read within Save (packOffsets copies
+	// them into the entry, the log encodes them), so the map is not copied.
 	r := logRecord{kind: kindSave, snaps: make([]persistence.Snapshot, len(batch))}
 	for i, sn := range batch {
 		c := persistence.Snapshot{Job: sn.Job, Key: sn.Key, Epoch: sn.Epoch}
 		if len(sn.State) > 0 {
 			c.State = slices.Clone(sn.State)
-			c.Offsets = make(map[string]int64, len(sn.Offsets))
-			maps.Copy(c.Offsets, sn.Offsets)
+			c.Offsets = sn.Offsets
 			if sn.HasTimer {
 				c.HasTimer, c.NextTimer = true, sn.NextTimer
 			}

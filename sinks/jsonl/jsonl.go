@@ -62,14 +62,16 @@ func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	lines := make([][]byte, 0, len(batch))
+	// The batch's lines in one buffer (one allocation or a few growths,
+	// not one per line).
+	buf := make([]byte, 0, 256*len(batch))
 	for _, o := range batch {
-		line, ok, err := s.format.Marshal(o)
+		b, ok, err := s.format.Append(buf, o)
 		if err != nil {
 			return fmt.Errorf("jsonl: %w", err)
 		}
 		if ok {
-			lines = append(lines, line)
+			buf = append(b, '\n')
 		}
 	}
 	s.mu.Lock()
@@ -77,10 +79,7 @@ func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
 	if s.mu.closed {
 		return ErrClosed
 	}
-	for _, line := range lines {
-		s.mu.w.Write(line)
-		s.mu.w.WriteByte('\n')
-	}
+	s.mu.w.Write(buf)
 	if err := s.mu.w.Flush(); err != nil {
 		return fmt.Errorf("jsonl: %w", err)
 	}

@@ -365,8 +365,9 @@ func runRounds(r *Result, rounds int, gen time.Duration, logf func(string, ...an
 				bs = append(bs, s)
 			}
 		}
-		logf("  %s/%s round %d: engine %.0f ev/cpu-s, baseline %.0f ev/cpu-s", r.Workload, r.System, i+1,
-			float64(r.Events)/es[i].cpu.Seconds(), float64(r.Events)/bs[i].cpu.Seconds())
+		logf("  %s/%s round %d: engine %.0f ev/cpu-s (%.1f allocs/ev), baseline %.0f ev/cpu-s (%.1f allocs/ev)", r.Workload, r.System, i+1,
+			float64(r.Events)/es[i].cpu.Seconds(), float64(es[i].mallocs)/float64(max(r.Events, 1)),
+			float64(r.Events)/bs[i].cpu.Seconds(), float64(bs[i].mallocs)/float64(max(r.Events, 1)))
 	}
 	r.Valid = true
 	want := bs[0].res.Check

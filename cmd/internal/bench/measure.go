@@ -18,6 +18,9 @@ type sample struct {
 	rss  float64
 	heap uint64
 	live int
+	// mallocs is the heap allocations the process made during the run
+	// (runtime.MemStats.Mallocs).
+	mallocs uint64
 }
 
 func cpuNow() time.Duration {
@@ -68,8 +71,12 @@ func measure(redis *redisServer, f func(probe func(live int)) (RunResult, error)
 		exclCPU += cpuNow() - c0
 		exclWall += time.Since(t0)
 	}
+	m0 := ms.Mallocs
 	c0, r0, t0 := cpuNow(), redis.CPU(), time.Now()
 	res, err := f(probe)
+	var end runtime.MemStats
+	runtime.ReadMemStats(&end)
+	s.mallocs = end.Mallocs - m0
 	s.wall = time.Since(t0) - exclWall
 	s.cpu = cpuNow() - c0 + redis.CPU() - r0 - exclCPU
 	s.rss = peakRSSMB()
@@ -79,7 +86,10 @@ func measure(redis *redisServer, f func(probe func(live int)) (RunResult, error)
 	}
 	if res.CPU > 0 {
 		s.cpu = res.CPU
+	} else {
+		s.cpu -= res.Excluded
 	}
+	s.mallocs -= min(s.mallocs, res.ExcludedMallocs)
 	return s, err
 }
 

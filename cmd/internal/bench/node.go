@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,8 @@ import (
 // budget is the job's state.memory_budget ("": the default, which on this
 // machine holds every key of the bench's scales).
 func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr, budget string, run, peers int, measure func(f func() error) error) (RunResult, error) {
+	var excl harnessWork // starting the nodes and reading the sink back: not the engine's work
+	excl.start()
 	name := fmt.Sprintf("bench-%s-%d", strings.ReplaceAll(w.Name, "-", ""), run)
 	outPath := filepath.Join(dir, name+".out.jsonl")
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -74,6 +77,7 @@ func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr, budget st
 	}
 	var runWall time.Duration
 	var accounted int64
+	excl.stop()
 	if err := measure(func() error {
 		t0 := time.Now()
 		if err := n.Run(ctx); err != nil {
@@ -86,7 +90,10 @@ func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr, budget st
 		return RunResult{}, fmt.Errorf("node run: %w", err)
 	}
 	defer os.Remove(outPath)
+	stopCheck := excl.start()
 	res, err := checksumFile(outPath, w.NodeJob != "")
+	stopCheck()
+	res.Excluded, res.ExcludedMallocs = excl.cpu, excl.mallocs
 	if err != nil {
 		return res, err
 	}
@@ -397,3 +404,33 @@ func (r *redisServer) Stop() {
 }
 
 var errInvalid = errors.New("checksum mismatch")
+
+// harnessWork sums the CPU time and heap allocations of stretches of a
+// run that are the harness's work, not the engine's.
+type harnessWork struct {
+	cpu     time.Duration
+	mallocs uint64
+	c0      time.Duration
+	m0      uint64
+	on      bool
+}
+
+// start begins a stretch and returns its stop.
+func (h *harnessWork) start() func() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	h.c0, h.m0, h.on = cpuNow(), ms.Mallocs, true
+	return h.stop
+}
+
+// stop ends the stretch begun by start (a no-op when none is open).
+func (h *harnessWork) stop() {
+	if !h.on {
+		return
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	h.cpu += cpuNow() - h.c0
+	h.mallocs += ms.Mallocs - h.m0
+	h.on = false
+}

@@ -38,6 +38,12 @@ type RunResult struct {
 	// stream systems: the nodes' Run and Close, without starting them or
 	// reading their sinks back).
 	Wall, CPU time.Duration
+	// Excluded, when CPU is not set, is CPU time (and ExcludedMallocs the
+	// heap allocations) of harness work inside the run that is not the
+	// engine's: starting the node and reading its sink back (node.go),
+	// left out as the stream systems leave it out of CPU.
+	Excluded        time.Duration
+	ExcludedMallocs uint64
 	// Redis (node+redis): what the run sent to the server and the RDB
 	// snapshots it took meanwhile.
 	RedisInBytes float64
