@@ -89,9 +89,7 @@ func OpenLoop(s Stepper, lines [][]byte, rate float64) (Latency, RunResult) {
 	t0 := time.Now()
 	for i, line := range lines {
 		due := t0.Add(time.Duration(float64(i) * gap))
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
-		}
+		sleepUntil(due)
 		if n := s.Step(i, line); n > 0 {
 			l.add(time.Since(due), n)
 		}
@@ -104,23 +102,42 @@ func OpenLoop(s Stepper, lines [][]byte, rate float64) (Latency, RunResult) {
 }
 
 // stampWriter is the node's stdout in a latency run: it keeps what the sink
-// writes with the time of each write, parsed after the run.
+// writes with the time of each write, parsed after the run. The bytes go
+// into blocks of stampBlock bytes, never moved once written: a buffer grown
+// by append would copy everything written so far at each doubling (tens of
+// MB near the end of a run), inside the sink's write and in a burst of
+// allocation that brings the next GC cycle closer, both charged to the
+// outputs being measured.
 type stampWriter struct {
 	mu     sync.Mutex
-	buf    []byte
+	base   time.Time // the first write's time; chunks keep theirs as an offset (no pointer for the GC to scan)
+	blocks [][]byte
+	size   int // bytes written
 	chunks []stampedChunk
 }
 
+// stampBlock is the size of a stampWriter block (a longer write gets a
+// block of its own size).
+const stampBlock = 1 << 20
+
 type stampedChunk struct {
-	at  time.Time
-	end int // buf offset after the chunk
+	at  time.Duration // since base
+	end int           // offset in the output after the chunk
 }
 
 func (w *stampWriter) Write(p []byte) (int, error) {
 	now := time.Now()
 	w.mu.Lock()
-	w.buf = append(w.buf, p...)
-	w.chunks = append(w.chunks, stampedChunk{at: now, end: len(w.buf)})
+	if w.base.IsZero() {
+		w.base = now
+	}
+	if n := len(w.blocks); n == 0 || cap(w.blocks[n-1])-len(w.blocks[n-1]) < len(p) {
+		w.blocks = append(w.blocks, make([]byte, 0, max(stampBlock, len(p))))
+	}
+	last := &w.blocks[len(w.blocks)-1]
+	*last = append(*last, p...)
+	w.size += len(p)
+	w.chunks = append(w.chunks, stampedChunk{at: now.Sub(w.base), end: w.size})
 	w.mu.Unlock()
 	return len(p), nil
 }
@@ -133,9 +150,13 @@ var idTag = []byte(`"id":"`)
 func (w *stampWriter) lines(f func(line []byte, at time.Time, offset int64)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	buf := make([]byte, 0, w.size)
+	for _, b := range w.blocks {
+		buf = append(buf, b...)
+	}
 	start, c := 0, 0
-	for start < len(w.buf) {
-		nl := bytes.IndexByte(w.buf[start:], '\n')
+	for start < len(buf) {
+		nl := bytes.IndexByte(buf[start:], '\n')
 		if nl < 0 {
 			return
 		}
@@ -143,8 +164,8 @@ func (w *stampWriter) lines(f func(line []byte, at time.Time, offset int64)) {
 		for c < len(w.chunks)-1 && w.chunks[c].end < end {
 			c++
 		}
-		line := w.buf[start : end-1]
-		f(line, w.chunks[c].at, outputOffset(line))
+		line := buf[start : end-1]
+		f(line, w.base.Add(w.chunks[c].at), outputOffset(line))
 		start = end
 	}
 }

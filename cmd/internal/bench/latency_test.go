@@ -2,6 +2,8 @@ package bench
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -52,23 +54,34 @@ func TestLatencyPercentiles(t *testing.T) {
 
 // TestLatencyStampWriter: the node's stdout is split into lines, each with
 // the time of the write that completed it and the source offset in its id,
-// also when a line spans two writes.
+// also when a line spans two writes, and two of the writer's blocks.
 func TestLatencyStampWriter(t *testing.T) {
 	var w stampWriter
 	line := func(off int) string {
 		return fmt.Sprintf(`{"id":"in/0@%d/7/0/0","op":"+I","pk":[7,1],"row":{"x":1}}`, off) + "\n"
 	}
-	a, b := line(3), line(12)
+	a, b, c := line(3), line(12), line(20)
+	big := strings.Repeat("x", stampBlock-len(a)-len(b)-5) + "\n" // fills the first block but for 5 bytes
 	w.Write([]byte(a + b[:10]))
 	w.Write([]byte(b[10:]))
+	w.Write([]byte(big + c[:10]))
+	w.Write([]byte(c[10:]))
+	if len(w.blocks) != 2 {
+		t.Fatalf("%d blocks, want 2", len(w.blocks))
+	}
 	var offs []int64
 	var ats []time.Time
-	w.lines(func(_ []byte, at time.Time, off int64) { offs = append(offs, off); ats = append(ats, at) })
-	if len(offs) != 2 || offs[0] != 3 || offs[1] != 12 {
-		t.Fatalf("offsets %v, want [3 12]", offs)
+	var lens []int
+	w.lines(func(l []byte, at time.Time, off int64) {
+		offs, ats, lens = append(offs, off), append(ats, at), append(lens, len(l))
+	})
+	if !slices.Equal(offs, []int64{3, 12, 0, 20}) || !slices.Equal(lens, []int{len(a) - 1, len(b) - 1, len(big) - 1, len(c) - 1}) {
+		t.Fatalf("offsets %v (lengths %v), want [3 12 0 20]", offs, lens)
 	}
-	if !ats[0].Equal(w.chunks[0].at) || !ats[1].Equal(w.chunks[1].at) {
-		t.Errorf("times %v, want the first and the second write's", ats)
+	for i, want := range []int{0, 1, 2, 3} {
+		if !ats[i].Equal(w.base.Add(w.chunks[want].at)) {
+			t.Errorf("line %d: time %v, want write %d's", i, ats[i], want)
+		}
 	}
 	if got := outputOffset([]byte(`{"op":"+I"}`)); got != 0 {
 		t.Errorf("offset of a line without id: %d", got)

@@ -155,7 +155,8 @@ func jobSpec(w *Workload, name, sources, sink, redisAddr, budget, nodeName, seed
 // nodeLatency is the node's open-loop latency run: the node reads its stdin
 // (a file source on "-") from a pipe that a feeder goroutine writes at rate
 // events per second, event i (offset i+1) due at start + i/rate, in one
-// write per wake-up of whatever is due; the stdout sink writes to a
+// write per wake-up of whatever is due (sleepUntil: woken on time, not up
+// to a millisecond late with a burst of events); the stdout sink writes to a
 // stampWriter. An output's latency is the time the sink wrote it minus its
 // event's due time, the event found by the source offset in the output's
 // id. The outputs are checksummed too.
@@ -182,9 +183,7 @@ func nodeLatency(ctx context.Context, w *Workload, lines [][]byte, redisAddr str
 		var buf []byte
 		sent := 0
 		for sent < len(lines) {
-			if d := time.Until(due(sent)); d > 0 {
-				time.Sleep(d)
-			}
+			sleepUntil(due(sent))
 			upTo := min(len(lines), int(time.Since(t0).Seconds()*rate)+1)
 			buf = buf[:0]
 			for ; sent < upTo; sent++ {
