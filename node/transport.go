@@ -102,7 +102,8 @@ func (r *reader) sendCalls(calls []call) {
 	self := n.system.Address()
 	owners := make([]string, len(calls))
 	pids := make([]string, len(calls))
-	var lb *localBatch // the local requests' answers: one channel and one deadline
+	var lb *localBatch     // the local requests' answers: one channel and one deadline
+	var slab []localAnswer // and the requests: one allocation for the batch's
 	for i := range calls {
 		c := &calls[i]
 		c.fut, c.sendErr = nil, nil
@@ -113,9 +114,12 @@ func (r *reader) sendCalls(calls []call) {
 		}
 		if pid.Address == self {
 			if lb == nil {
-				lb = &localBatch{ch: make(chan *localAnswer, len(calls)), deadline: time.Now().Add(n.timeout)}
+				lb = &localBatch{ch: make(chan *localAnswer, len(calls)-i), deadline: time.Now().Add(n.timeout)}
+				slab = make([]localAnswer, len(calls)-i)
 			}
-			la := &localAnswer{b: lb}
+			la := &slab[0]
+			slab = slab[1:]
+			la.b = lb
 			la.msg = actors.LocalApply{Apply: c.apply, Rows: c.rows, Reply: la}
 			n.system.Root.Send(pid, &la.msg)
 			c.fut = la
@@ -193,7 +197,7 @@ type localBatch struct {
 // actors.WatchDeadLetters), as a future's request would get
 // actor.ErrDeadLetter.
 type localAnswer struct {
-	msg      actors.LocalApply // the request: one allocation with its answer
+	msg      actors.LocalApply // the request: with its answer, in its batch's one allocation (sendCalls)
 	b        *localBatch
 	x        any         // the answer, set before l goes on b.ch
 	answered atomic.Bool // the first answer is the request's; later ones are dropped
