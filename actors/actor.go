@@ -291,10 +291,7 @@ func (a *keyActor) refuse(ctx actor.Context) bool {
 			ctx.Respond(&keypb.Applied{Error: "key activation stopped before its state was written"})
 			return true
 		}
-		select {
-		case m.Reply <- DeadLetter{}:
-		default:
-		}
+		m.Reply.Reply(DeadLetter{})
 	case *writeDone:
 		a.core.Durable()
 	default:

@@ -75,7 +75,7 @@ func TestKeyActorAnswersOnlyWhenDurable(t *testing.T) {
 	send := func(resend bool) chan any {
 		pe, rows := EventShell(ev)
 		ch := make(chan any, 1)
-		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}, Resend: resend}, Rows: []EventRows{rows}, Reply: ch})
+		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}, Resend: resend}, Rows: []EventRows{rows}, Reply: ReplyChan(ch)})
 		return ch
 	}
 	first := send(false)
@@ -128,7 +128,7 @@ func TestKeyActorStaleActivationReloadsOnGap(t *testing.T) {
 			After: record.Row{"id": fmt.Sprint(off), "user_id": "7"}, Pos: record.Position{Source: "s", Partition: 0, Offset: off}}
 		pe, rows := EventShell(ev)
 		ch := make(chan any, 1)
-		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}, Prev: prev}, Rows: []EventRows{rows}, Reply: ch})
+		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}, Prev: prev}, Rows: []EventRows{rows}, Reply: ReplyChan(ch)})
 		select {
 		case x := <-ch:
 			switch a := x.(type) {
@@ -203,7 +203,7 @@ func testKeyActorGroupCommit(t *testing.T, groupCommit bool, want int64) {
 		ev.Key, ev.Pos = "7", record.Position{Source: "s", Partition: 0, Offset: off}
 		pe, rows := EventShell(ev)
 		ch := make(chan any, 1)
-		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}}, Rows: []EventRows{rows}, Reply: ch})
+		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}}, Rows: []EventRows{rows}, Reply: ReplyChan(ch)})
 		return ch
 	}
 	chans := []chan any{send(1, record.Event{Side: record.Left, Op: record.OpCreate, After: record.Row{"id": "7", "name": "x"}})}
@@ -276,7 +276,7 @@ func TestKeyActorStopAnswersQueuedRequests(t *testing.T) {
 			After: record.Row{"id": "7", "name": fmt.Sprint(i)}, Pos: record.Position{Source: "s", Partition: 0, Offset: int64(i + 1)}}
 		pe, rows := EventShell(ev)
 		chs[i] = make(chan any, 1)
-		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}}, Rows: []EventRows{rows}, Reply: chs[i]})
+		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}}, Rows: []EventRows{rows}, Reply: ReplyChan(chs[i])})
 	}
 	deadline := time.After(5 * time.Second)
 	for i, ch := range chs {
@@ -302,7 +302,7 @@ func TestKeyActorResendAfterOffload(t *testing.T) {
 		t.Helper()
 		pe, rows := EventShell(ev)
 		ch := make(chan any, 1)
-		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}, Resend: resend}, Rows: []EventRows{rows}, Reply: ch})
+		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}, Resend: resend}, Rows: []EventRows{rows}, Reply: ReplyChan(ch)})
 		select {
 		case x := <-ch:
 			a, ok := x.(*LocalApplied)
@@ -347,7 +347,7 @@ func BenchmarkKeyActorLocalApply(b *testing.B) {
 		e.Key, e.Pos = "7", record.Position{Source: "s", Offset: off}
 		pe, rows := EventShell(e)
 		ch := make(chan any, 1)
-		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}}, Rows: []EventRows{rows}, Reply: ch})
+		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}}, Rows: []EventRows{rows}, Reply: ReplyChan(ch)})
 		la, ok := (<-ch).(*LocalApplied)
 		if !ok || la.Applied.Error != "" {
 			b.Fatalf("answer %+v", la)

@@ -118,16 +118,13 @@ func (a *keyActor) request(m *keypb.Apply, rows []EventRows) (*keycore.Request, 
 // process), holds the events' decoded rows, and the answer is a
 // LocalApplied with decoded outputs: nothing is encoded to JSON and back.
 // The answer goes to replyTo when it is set, else to the sender.
-func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, replyTo chan<- any) {
+func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, replyTo Replier) {
 	respond := func(x any) {
 		if replyTo == nil {
 			ctx.Respond(x)
 			return
 		}
-		select {
-		case replyTo <- x:
-		default: // one answer per request: never block the actor
-		}
+		replyTo.Reply(x)
 	}
 	a.stop, a.cause = false, "" // a request cancels a pending passivation
 	if a.deps.PassivateAfter > 0 {

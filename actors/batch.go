@@ -40,10 +40,7 @@ func WatchDeadLetters(system *actor.ActorSystem) {
 	system.EventStream.Subscribe(func(msg any) {
 		if d, ok := msg.(*actor.DeadLetterEvent); ok {
 			if la, ok := d.Message.(*LocalApply); ok && la.Reply != nil {
-				select {
-				case la.Reply <- DeadLetter{}:
-				default:
-				}
+				la.Reply.Reply(DeadLetter{})
 			}
 		}
 	})
@@ -107,7 +104,7 @@ func (b batchActor) Receive(ctx actor.Context) {
 			continue
 		}
 		replies[i] = make(chan any, 1)
-		ctx.Send(actor.NewPID(self, m.Pids[i]), &LocalApply{Apply: a, Rows: rows, Reply: replies[i]})
+		ctx.Send(actor.NewPID(self, m.Pids[i]), &LocalApply{Apply: a, Rows: rows, Reply: ReplyChan(replies[i])})
 	}
 	sender := ctx.Sender()
 	if sender == nil {

@@ -14,17 +14,14 @@ import (
 // LocalApply), or to sender.
 type waiter struct {
 	answer  any
-	replyTo chan<- any
+	replyTo Replier
 	sender  *actor.PID
 }
 
 func (w waiter) give(root *actor.RootContext, x any) {
 	switch {
 	case w.replyTo != nil:
-		select {
-		case w.replyTo <- x:
-		default:
-		}
+		w.replyTo.Reply(x)
 	case w.sender != nil:
 		root.Send(w.sender, x)
 	}

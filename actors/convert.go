@@ -37,12 +37,34 @@ type EventRows struct{ Before, After record.Row }
 //
 // With Reply set, the answer goes to Reply instead of to the sender: the
 // node waits on a channel rather than on a protoactor future (a process
-// registered and removed, and a timer, per request). Reply must have room
-// for one answer; the actor never blocks on it.
+// registered and removed, and a timer, per request).
 type LocalApply struct {
 	Apply *keypb.Apply
 	Rows  []EventRows
-	Reply chan<- any
+	Reply Replier
+}
+
+// Replier takes the answer to a LocalApply: the key actor's (a
+// *LocalApplied, or a *keypb.Applied with an error), or DeadLetter when
+// the request reached no actor. Reply is called from the actor's goroutine
+// (or protoactor's dead-letter handler) and must never block. A request is
+// answered once; a Replier drops any further answer. A Replier may be
+// shared by many requests (the node's reader awaits a whole batch's on one
+// channel) when each request's Replier value tells them apart.
+type Replier interface {
+	Reply(x any)
+}
+
+// ReplyChan is a Replier that puts the answer on the channel, which needs
+// room for it (an answer that finds none is dropped).
+type ReplyChan chan any
+
+// Reply puts x on c if there is room.
+func (c ReplyChan) Reply(x any) {
+	select {
+	case c <- x:
+	default: // one answer per request: never block the actor
+	}
 }
 
 // LocalApplied answers a LocalApply: Applied without its Outputs, which are

@@ -48,7 +48,7 @@ func TestKeyActorMailboxAnswersBehindPoison(t *testing.T) {
 				futs[i] = system.Root.RequestFuture(pid, &keypb.Apply{Key: "k"}, wait)
 			}
 			reply := make(chan any, 1)
-			system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "k"}, Reply: reply})
+			system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "k"}, Reply: ReplyChan(reply)})
 			close(release)
 
 			for i, f := range futs {

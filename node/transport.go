@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -101,7 +102,8 @@ func (r *reader) sendCalls(calls []call) {
 	self := n.system.Address()
 	owners := make([]string, len(calls))
 	pids := make([]string, len(calls))
-	var deadline time.Time // the local requests': one clock read per batch
+	var lb *localBatch     // the local requests' answers: one channel and one deadline
+	var slab []localAnswer // and the requests: one allocation for the batch's
 	for i := range calls {
 		c := &calls[i]
 		c.fut, c.sendErr = nil, nil
@@ -111,11 +113,14 @@ func (r *reader) sendCalls(calls []call) {
 			continue
 		}
 		if pid.Address == self {
-			if deadline.IsZero() {
-				deadline = time.Now().Add(n.timeout)
+			if lb == nil {
+				lb = &localBatch{ch: make(chan *localAnswer, len(calls)-i), deadline: time.Now().Add(n.timeout)}
+				slab = make([]localAnswer, len(calls)-i)
 			}
-			la := &localAnswer{ch: make(chan any, 1), deadline: deadline}
-			la.msg = actors.LocalApply{Apply: c.apply, Rows: c.rows, Reply: la.ch}
+			la := &slab[0]
+			slab = slab[1:]
+			la.b = lb
+			la.msg = actors.LocalApply{Apply: c.apply, Rows: c.rows, Reply: la}
 			n.system.Root.Send(pid, &la.msg)
 			c.fut = la
 			continue
@@ -167,33 +172,77 @@ type answer interface {
 	Result(ctx context.Context) (any, error)
 }
 
-// localAnswer waits for a local key actor's answer to a LocalApply on its
-// Reply channel. A LocalApply that reaches no actor (it passivated or
-// moved) comes back as actors.DeadLetter (see actors.WatchDeadLetters), as
-// a future's request would.
-type localAnswer struct {
-	msg      actors.LocalApply // the request: one allocation with its answer
-	ch       chan any
+// localBatch gathers the answers of the local requests sent together (one
+// sendCalls: a batch's, or a resend): one channel for them all, with room
+// for each, on which every answer comes as its request's localAnswer, and
+// one deadline, request_timeout after the send. A wait that must block
+// makes the batch's one timer, which fires at the deadline; from then on
+// each request that has not answered times out (and is resent, see await),
+// as with a timer per request that all end at that deadline. An answer
+// that comes for another request than the one awaited is kept in its
+// localAnswer until that one is awaited (batch order).
+//
+// The waits are the collector's alone: one goroutine, so got, timer and
+// expired need no lock.
+type localBatch struct {
+	ch       chan *localAnswer
 	deadline time.Time
+	timer    *time.Timer // nil until a wait blocks
+	expired  bool        // the timer fired
+}
+
+// localAnswer is a local key actor's answer to come for a LocalApply: it
+// is the request's Replier. A LocalApply that reaches no actor (it
+// passivated or moved) is answered with actors.DeadLetter (see
+// actors.WatchDeadLetters), as a future's request would get
+// actor.ErrDeadLetter.
+type localAnswer struct {
+	msg      actors.LocalApply // the request: with its answer, in its batch's one allocation (sendCalls)
+	b        *localBatch
+	x        any         // the answer, set before l goes on b.ch
+	answered atomic.Bool // the first answer is the request's; later ones are dropped
+	got      bool        // received from b.ch (the waiter's)
+}
+
+// Reply takes the request's answer (actors.Replier). It never blocks: b.ch
+// has room for one answer of each of the batch's requests.
+func (l *localAnswer) Reply(x any) {
+	if !l.answered.CompareAndSwap(false, true) {
+		return
+	}
+	l.x = x
+	select {
+	case l.b.ch <- l:
+	default:
+	}
 }
 
 func (l *localAnswer) Result(ctx context.Context) (any, error) {
-	var x any
-	select {
-	case x = <-l.ch:
-	default:
-		t := time.NewTimer(time.Until(l.deadline))
-		defer t.Stop()
+	b := l.b
+	for !l.got {
 		select {
-		case x = <-l.ch:
-		case <-t.C:
+		case a := <-b.ch:
+			a.got = true
+			continue
+		default:
+		}
+		if b.expired {
 			return nil, actor.ErrTimeout
+		}
+		if b.timer == nil {
+			b.timer = time.NewTimer(time.Until(b.deadline))
+		}
+		select {
+		case a := <-b.ch:
+			a.got = true
+		case <-b.timer.C:
+			b.expired = true
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
-	if _, ok := x.(actors.DeadLetter); ok {
+	if _, ok := l.x.(actors.DeadLetter); ok {
 		return nil, actor.ErrDeadLetter
 	}
-	return x, nil
+	return l.x, nil
 }
