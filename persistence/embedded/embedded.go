@@ -171,7 +171,8 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 // reopened. A batch whose every snapshot is fenced writes nothing. The
 // timer index changes with the snapshots, in the same record and under the
 // same lock. It copies the bytes it keeps of a snapshot, unless the
-// snapshot is Owned (persistence.Snapshot): those it keeps as they are.
+// snapshot is Owned (persistence.Snapshot): those it keeps as they are,
+// but a State with more than ownedSlack bytes of spare capacity.
 func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -197,8 +198,13 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 				c.HasTimer, c.NextTimer = true, sn.NextTimer
 			}
 			c.Delta = sn.Delta
-			if !sn.Owned {
+			switch {
+			case !sn.Owned:
 				c.State, c.Parts = slices.Clone(sn.State), clonedParts(sn.Parts)
+			case cap(sn.State)-len(sn.State) > ownedSlack:
+				// An encoder's buffer grown well past its bytes: the entry
+				// keeps the bytes alone, not the spare capacity for ever.
+				c.State = slices.Clone(sn.State)
 			}
 		}
 		r.snaps[i] = c
@@ -225,6 +231,13 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	}
 	return errors.Join(fenced...)
 }
+
+// ownedSlack is the most spare capacity past its bytes an Owned
+// snapshot's State may have for the store to keep it as it is (more is
+// copied away): about what the key core's state encoder reserves up front
+// for a state's framing (keycore), within what EntryOverhead counts for
+// allocator rounding.
+const ownedSlack = 64
 
 // clonedParts is a copy of parts and their values, nil for none.
 func clonedParts(parts []persistence.Part) []persistence.Part {
