@@ -100,6 +100,12 @@ func NewWriter(store persistence.Store, opts WriterOptions) *Writer {
 // Submit queues snap for writing and calls done with nil once it is durable,
 // or with an error if the Writer closed first. It blocks while the queue is
 // full. After Close, done is called at once with persistence.ErrClosed.
+//
+// snap's State and its Parts' values are the Writer's from then on, and
+// the store's (the Writer saves snap as persistence.Snapshot.Owned, so an
+// in-memory store keeps them without a copy): the caller never changes
+// those bytes again. A key actor's are encoded for its write (keycore), and
+// nothing changes them after.
 func (w *Writer) Submit(snap persistence.Snapshot, done func(error)) {
 	w.SubmitTo(snap, doneFunc(done))
 }
@@ -109,6 +115,7 @@ func (w *Writer) Submit(snap persistence.Snapshot, done func(error)) {
 // anyway needs no closure.
 func (w *Writer) SubmitTo(snap persistence.Snapshot, done Durable) {
 	w.subs.Add(1)
+	snap.Owned = true
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.mu.closed {

@@ -267,6 +267,44 @@ func TestWriterMergesDeltas(t *testing.T) {
 // Writer's own work.
 type nopStore struct{ persistence.Store }
 
+// savedStore keeps the snapshots of every Save.
+type savedStore struct {
+	persistence.Store
+	mu    sync.Mutex
+	snaps []persistence.Snapshot
+}
+
+func (s *savedStore) Save(_ context.Context, b []persistence.Snapshot) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.snaps = append(s.snaps, b...)
+	return nil
+}
+
+// TestWriterSavesOwned: the Writer hands the store what it is given as
+// Owned (Submit's contract), the caller's bytes themselves, coalesced or
+// not, so an in-memory store keeps them without a copy.
+func TestWriterSavesOwned(t *testing.T) {
+	st := &savedStore{}
+	w := NewWriter(st, WriterOptions{})
+	state := []byte("state")
+	part := []byte("part")
+	done := make(chan error, 1)
+	w.Submit(persistence.Snapshot{Job: "j", Key: "k", State: state, Parts: []persistence.Part{{Name: "p", Value: part}}}, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	w.Close(context.Background())
+	if len(st.snaps) != 1 {
+		t.Fatalf("saved %d snapshots, want 1", len(st.snaps))
+	}
+	got := st.snaps[0]
+	if !got.Owned || &got.State[0] != &state[0] || &got.Parts[0].Value[0] != &part[0] {
+		t.Fatalf("saved Owned=%v, state shared=%v, part shared=%v; want the caller's bytes, Owned",
+			got.Owned, &got.State[0] == &state[0], &got.Parts[0].Value[0] == &part[0])
+	}
+}
+
 func (nopStore) Save(context.Context, []persistence.Snapshot) error { return nil }
 
 // BenchmarkWriterSubmit submits snapshots of 1,000 keys, round robin, to a

@@ -80,6 +80,15 @@ var ErrClosed = errors.New("persistence: closed")
 // both zero: the timers themselves live in State, and the index only says
 // when to wake the key (see Store.DueTimers).
 //
+// Owned hands State and the Parts' values over to the store: the caller
+// promises never to change those bytes after Save (nor before it returns),
+// so a store that keeps snapshots in memory (embedded) keeps them as they
+// are instead of copying them. Without it Save copies what it keeps, and
+// the caller may reuse its buffers once Save returns. The store never
+// changes the bytes either way. The Parts slice itself, Offsets and the
+// batch are never retained. actors' Writer sets Owned on the snapshots it
+// is given (its Submit's contract); Load leaves it false.
+//
 // # Parts and deltas (incremental writes)
 //
 // A key's state may be stored in parts: State is then its base and Parts
@@ -114,6 +123,7 @@ type Snapshot struct {
 	NextTimer int64            // ms; the earliest pending timer, meaningful only with HasTimer
 	Parts     []Part           // the state's named parts besides State (see above); Load leaves it nil
 	Delta     bool             // State and Parts change the stored state instead of replacing it
+	Owned     bool             // the store may keep State and the Parts' values: the caller never changes them (see above)
 }
 
 // Part is one named part of a key's state (Snapshot.Parts); in a delta an
@@ -124,12 +134,14 @@ type Part = stateparts.Part
 // snapshots of one key) amounts to: b's base, offsets, epoch and timer,
 // with b's parts over a's when b is a delta. A writer that coalesces a
 // key's snapshots of one batch keeps every delta's changes this way. The
-// result shares a's and b's values.
+// result shares a's and b's values, and is Owned when b is, or, for a
+// merged delta (which may share a's values), when both are.
 func MergeSnapshots(a, b Snapshot) Snapshot {
 	if !b.Delta || len(b.State) == 0 {
 		return b
 	}
 	out := b
+	out.Owned = a.Owned && b.Owned
 	if len(a.State) == 0 {
 		// A delete then a delta: the delta applies onto nothing.
 		out.Delta = false
@@ -270,7 +282,8 @@ type TimerDue struct {
 // Store keeps key snapshots and committed source offsets.
 //
 // All methods are safe for concurrent use. Slices and maps passed in are not
-// retained after the call returns; those returned belong to the caller.
+// retained after the call returns, except the bytes of a Snapshot with
+// Owned, which Save may keep; those returned belong to the caller.
 type Store interface {
 	// Load returns the snapshot of key in job, or ErrNotFound. The returned
 	// snapshot's Job and Key are the arguments; its State is non-empty (packed

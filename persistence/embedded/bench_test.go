@@ -11,14 +11,17 @@ import (
 )
 
 // BenchmarkStoreSave saves batches of 256 snapshots of about 200 bytes,
-// in memory and on a file (one fsync per batch).
+// in memory and on a file (one fsync per batch), copied by the store or
+// handed over (persistence.Snapshot.Owned, as actors' Writer does).
 func BenchmarkStoreSave(b *testing.B) {
 	for _, tc := range []struct {
-		name string
-		path func(b *testing.B) string
+		name  string
+		path  func(b *testing.B) string
+		owned bool
 	}{
-		{"memory", func(*testing.B) string { return "" }},
-		{"file", func(b *testing.B) string { return filepath.Join(b.TempDir(), "state.log") }},
+		{"memory", func(*testing.B) string { return "" }, false},
+		{"file", func(b *testing.B) string { return filepath.Join(b.TempDir(), "state.log") }, false},
+		{"memory/owned", func(*testing.B) string { return "" }, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			s, err := New(Options{Path: tc.path(b)})
@@ -26,12 +29,12 @@ func BenchmarkStoreSave(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			benchSave(b, s)
+			benchSave(b, s, tc.owned)
 		})
 	}
 }
 
-func benchSave(b *testing.B, s persistence.Store) {
+func benchSave(b *testing.B, s persistence.Store, owned bool) {
 	const batchSize, keys = 256, 100_000
 	ctx := context.Background()
 	state := make([]byte, 200)
@@ -45,7 +48,7 @@ func benchSave(b *testing.B, s persistence.Store) {
 	for b.Loop() {
 		for i := range batch {
 			batch[i] = persistence.Snapshot{Job: "bench", Key: record.Key(fmt.Sprintf("key-%d", n%keys)),
-				State: state, Offsets: map[string]int64{"src/0": int64(n)}}
+				State: state, Offsets: map[string]int64{"src/0": int64(n)}, Owned: owned}
 			n++
 		}
 		if err := s.Save(ctx, batch); err != nil {

@@ -170,7 +170,9 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 // refuses further writes (the file's state is unknown), and must be
 // reopened. A batch whose every snapshot is fenced writes nothing. The
 // timer index changes with the snapshots, in the same record and under the
-// same lock.
+// same lock. It copies the bytes it keeps of a snapshot, unless the
+// snapshot is Owned (persistence.Snapshot): those it keeps as they are,
+// but a State with more than ownedSlack bytes of spare capacity.
 func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -181,24 +183,28 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := persistence.ValidParts(batch); err != nil {
 		return fmt.Errorf("embedded: save: %w", err)
 	}
-	// Copy before taking any lock: the store never retains the caller's
-	// memory. The offsets are only read within Save (packOffsets copies
-	// them into the entry, the log encodes them), so the map is not copied.
+	// Copy before taking any lock: the store keeps none of the caller's
+	// memory but an Owned snapshot's bytes (persistence.Snapshot). The
+	// offsets are only read within Save (packOffsets copies them into the
+	// entry, the log encodes them), so the map is not copied, nor is an
+	// Owned snapshot's Parts slice (applyParts copies it into the entry).
 	r := logRecord{kind: kindSave, snaps: make([]persistence.Snapshot, len(batch))}
 	for i, sn := range batch {
 		c := persistence.Snapshot{Job: sn.Job, Key: sn.Key, Epoch: sn.Epoch}
 		if len(sn.State) > 0 {
-			c.State = slices.Clone(sn.State)
+			c.State, c.Parts = sn.State, sn.Parts
 			c.Offsets = sn.Offsets
 			if sn.HasTimer {
 				c.HasTimer, c.NextTimer = true, sn.NextTimer
 			}
 			c.Delta = sn.Delta
-			if len(sn.Parts) > 0 {
-				c.Parts = make([]persistence.Part, len(sn.Parts))
-				for i, p := range sn.Parts {
-					c.Parts[i] = persistence.Part{Name: p.Name, Value: slices.Clone(p.Value)}
-				}
+			switch {
+			case !sn.Owned:
+				c.State, c.Parts = slices.Clone(sn.State), clonedParts(sn.Parts)
+			case cap(sn.State)-len(sn.State) > ownedSlack:
+				// An encoder's buffer grown well past its bytes: the entry
+				// keeps the bytes alone, not the spare capacity for ever.
+				c.State = slices.Clone(sn.State)
 			}
 		}
 		r.snaps[i] = c
@@ -224,6 +230,25 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		return err
 	}
 	return errors.Join(fenced...)
+}
+
+// ownedSlack is the most spare capacity past its bytes an Owned
+// snapshot's State may have for the store to keep it as it is (more is
+// copied away): about what the key core's state encoder reserves up front
+// for a state's framing (keycore), within what EntryOverhead counts for
+// allocator rounding.
+const ownedSlack = 64
+
+// clonedParts is a copy of parts and their values, nil for none.
+func clonedParts(parts []persistence.Part) []persistence.Part {
+	if len(parts) == 0 {
+		return nil
+	}
+	c := make([]persistence.Part, len(parts))
+	for i, p := range parts {
+		c[i] = persistence.Part{Name: p.Name, Value: slices.Clone(p.Value)}
+	}
+	return c
 }
 
 // Acquire implements persistence.Store. With a log file the new epoch is

@@ -494,3 +494,49 @@ func checkReopenedHeld(t *testing.T, s *Store, path string) {
 		t.Errorf("reopened: HeldBytes %d, want %d", got, want)
 	}
 }
+
+// TestSaveOwnedKeepsBytes: an Owned snapshot's State and part values are
+// kept as given (no copy), but a State with more spare capacity than
+// ownedSlack, which is copied to its bytes; a copied snapshot's never are.
+func TestSaveOwnedKeepsBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		owned       bool
+		spare       int
+		keepsState  bool
+		keepsValues bool
+	}{
+		{"owned", true, 0, true, true},
+		{"owned, spare within the slack", true, ownedSlack, true, true},
+		{"owned, spare past the slack", true, ownedSlack + 1, false, true},
+		{"copied", false, 0, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			state := append(make([]byte, 0, 5+tc.spare), "state"...)
+			value := []byte("value")
+			sn := persistence.Snapshot{Job: "j", Key: "k", State: state, Owned: tc.owned,
+				Parts: []persistence.Part{{Name: "p", Value: value}}}
+			if err := s.Save(context.Background(), []persistence.Snapshot{sn}); err != nil {
+				t.Fatal(err)
+			}
+			e := s.mu.jobs["j"].snaps["k"]
+			if string(e.state) != "state" || string(e.parts["p"]) != "value" {
+				t.Fatalf("kept %q, parts %q", e.state, e.parts)
+			}
+			if kept := &e.state[0] == &state[0]; kept != tc.keepsState {
+				t.Errorf("state kept as given = %v, want %v", kept, tc.keepsState)
+			}
+			if cap(e.state)-len(e.state) > ownedSlack {
+				t.Errorf("kept state has %d bytes of spare capacity", cap(e.state)-len(e.state))
+			}
+			if kept := &e.parts["p"][0] == &value[0]; kept != tc.keepsValues {
+				t.Errorf("part value kept as given = %v, want %v", kept, tc.keepsValues)
+			}
+		})
+	}
+}

@@ -73,7 +73,9 @@ func (s *Store) StoredKeys() int {
 }
 
 // jobState is one job's data. Snapshots in it are owned by the store: their
-// State and Offsets are never handed out or shared with callers.
+// State and Offsets are never handed out, and are shared with no caller but
+// one that gave them to the store (persistence.Snapshot.Owned) and never
+// changes them. Nothing changes a kept state's or part's bytes.
 type jobState struct {
 	snaps   map[record.Key]entry
 	offsets map[string]int64

@@ -27,7 +27,10 @@
 // move the timer index like whole ones, survive reopening and, with
 // WithRollback, are refused by a store gone back in time; LoadMany and
 // AcquireLoadMany check persistence.LoadMany and AcquireLoadMany (the
-// optional BatchLoader and Activator, or their fallbacks). The suite checks the contract
+// optional BatchLoader and Activator, or their fallbacks). The Owned*
+// subtests cover who owns a saved snapshot's memory (Snapshot.Owned): a
+// copying Save leaves the caller's buffers the caller's, and Owned saves
+// round-trip, fence and index like copied ones. The suite checks the contract
 // written on persistence.Store and nothing implementation-specific; tests of
 // durability across restarts, round trips and faults belong to each
 // implementation (redisstore, for one, runs the suite on one server and on

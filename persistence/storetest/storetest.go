@@ -48,7 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) persistence.Store, opts ...Option
 			tc.fn(t, s)
 		})
 	}
-	for _, tc := range partsCases {
+	for _, tc := range slices.Concat(partsCases, ownedCases) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
 			t.Cleanup(func() { _ = s.Close() })
