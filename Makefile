@@ -71,7 +71,7 @@ bench:
 	$(GO) run ./cmd/benchplot -in $(or $(BENCH_OUT),/tmp/joinery-bench-results.json) -out $(or $(BENCH_PLOTS),docs)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-## bench-fleet: the fleet benchmark (figures, not pass/fail): 1-4 joinery nodes at BENCH_FLEET_CPU (0.3) CPU each
+## bench-fleet: the fleet benchmark (figures, not pass/fail): 1-4 joinery nodes at BENCH_FLEET_CPU (0.3) CPU each, input ×BENCH_FLEET_SCALE (3)
 ## (cgroup v1 quota; needs root), a 3-master Redis Cluster, a kfake Kafka broker process; table on stdout,
 ## JSON to BENCH_OUT, plot to BENCH_FLEET_PLOT (default docs/scaling.png). See docs/scaling.md.
 ## BENCH_FLEET_FLAGS="-trickle [-source kafka,redis-streams]": the trickle row alone (one node, no CPU quota, one
@@ -82,7 +82,7 @@ BENCH_FLEET_NODES ?= 1,2,3,4
 .PHONY: bench-fleet
 bench-fleet: redis build
 	$(GO) build -o $(BIN)/benchfleet ./cmd/benchfleet
-	$(BIN)/benchfleet -joinery $(BIN)/joinery -nodes $(BENCH_FLEET_NODES) -cpu $(or $(BENCH_FLEET_CPU),0.3) -scale $(or $(BENCH_FLEET_SCALE),1) -out $(or $(BENCH_OUT),/tmp/joinery-bench-fleet.json) -plot $(or $(BENCH_FLEET_PLOT),docs/scaling.png) $(BENCH_FLEET_FLAGS)
+	$(BIN)/benchfleet -joinery $(BIN)/joinery -nodes $(BENCH_FLEET_NODES) -cpu $(or $(BENCH_FLEET_CPU),0.3) -scale $(or $(BENCH_FLEET_SCALE),3) -out $(or $(BENCH_OUT),/tmp/joinery-bench-fleet.json) -plot $(or $(BENCH_FLEET_PLOT),docs/scaling.png) $(BENCH_FLEET_FLAGS)
 
 ## bench-memory: the memory budget's full run (issue 15; figures, long: run it with nice): TestNodeMemoryBudget with
 ## BENCH_MEMORY_KEYS (2000000) CDC keys, state in Redis, default job settings, under a BENCH_MEMORY_LIMIT (1GiB)
