@@ -142,6 +142,11 @@ type SourceEnv struct {
 	// OnPartitions is told the partitions the source starts and stops
 	// reading (event-time watermarks).
 	OnPartitions func(assigned, revoked []int32)
+	// OnRevokeTimeout is told the partitions a Kafka source let go in a
+	// rebalance before the records it had delivered from them were all
+	// committed (its revoke wait ran out): their next owner reads those
+	// records again. nil: not told.
+	OnRevokeTimeout func(partitions []int32, waited time.Duration)
 	// OnLease is OnPartitions for a source that reads under a lease: it
 	// also sets the node's joinery_source_reading gauge.
 	OnLease func(assigned, revoked []int32)

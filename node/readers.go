@@ -89,14 +89,18 @@ func (n *Node) openSource(ctx context.Context, cfg job.SourcePlan) (sources.Sour
 			return n.recoveryOffsets(ctx) // rollback.go
 		},
 		OnPartitions: n.sourcePartitions(cfg.Name),
-		OnLease:      n.readingHook(cfg.Name, n.sourcePartitions(cfg.Name)),
-		Members:      n.liveMembers,
-		Expect:       n.spec.Cluster.Expect,
-		ExpectWait:   n.spec.Cluster.ExpectWait,
-		Member:       n.memberName,
-		Applied:      n.appliedOffset(cfg.Name), // rollback.go
-		Lineage:      n.commitLineage,           // rollback.go
-		KeptFloor:    n.keptFloor(cfg.Name),     // rollback.go
+		OnRevokeTimeout: func(parts []int32, waited time.Duration) {
+			n.log.Warn("a rebalance took partitions before the records in flight from them were committed; their next owner reads those records again (keys skip what they applied)",
+				"source", cfg.Name, "partitions", parts, "waited", waited)
+		},
+		OnLease:    n.readingHook(cfg.Name, n.sourcePartitions(cfg.Name)),
+		Members:    n.liveMembers,
+		Expect:     n.spec.Cluster.Expect,
+		ExpectWait: n.spec.Cluster.ExpectWait,
+		Member:     n.memberName,
+		Applied:    n.appliedOffset(cfg.Name), // rollback.go
+		Lineage:    n.commitLineage,           // rollback.go
+		KeptFloor:  n.keptFloor(cfg.Name),     // rollback.go
 	}
 	var src sources.Source
 	var err error

@@ -103,6 +103,11 @@ type Config struct {
 	// (60s). 0: DefaultRevokeWait. Lost partitions (session expired,
 	// fenced) cannot be committed and are released at once.
 	RevokeWait time.Duration
+	// OnRevokeTimeout, when set, is told the partitions a revoke released
+	// when RevokeWait ran out before every record delivered from them was
+	// committed (their new owner reads the rest again), so the caller can
+	// log it; it is called on the rebalance's goroutine and must not block.
+	OnRevokeTimeout func(partitions []int32, waited time.Duration)
 	// Members returns the names of the live members of the fleet (this one
 	// included), for Expect. nil: no wait.
 	Members func() []string

@@ -100,6 +100,7 @@ var Kind = connectors.SourceKind{
 			return nil, fmt.Errorf("source %s: %w", env.Name, err)
 		}
 		cfg.Name, cfg.OnPartitions, cfg.Applied, cfg.Lineage = env.Name, env.OnPartitions, env.Applied, env.Lineage
+		cfg.OnRevokeTimeout = env.OnRevokeTimeout
 		cfg.Members, cfg.Expect, cfg.ExpectWait = env.Members, env.Expect, env.ExpectWait
 		if cfg.KeyGroups && env.Member != nil {
 			cfg.Member = env.Member(env.Consumer)

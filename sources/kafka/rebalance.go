@@ -236,6 +236,9 @@ func (s *Source) awaitCommits(ctx context.Context, parts []int32) {
 		select {
 		case <-progress:
 		case <-timer.C:
+			if s.cfg.OnRevokeTimeout != nil {
+				s.cfg.OnRevokeTimeout(slices.Clone(parts), wait)
+			}
 			return // released with what was committed: the rest is read again
 		case <-ctx.Done():
 			return

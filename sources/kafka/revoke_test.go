@@ -34,6 +34,7 @@ func TestKafkaSourceRevokeWaitsForCommits(t *testing.T) {
 			var (
 				mu        sync.Mutex
 				releasedA time.Time // a reported partitions revoked: the revoke returned
+				timedOut  []int32   // what a's OnRevokeTimeout was told
 			)
 			cfg := Config{Name: "in", Brokers: brokers, Topic: topic, Group: "g", RevokeWait: tt.wait}
 			cfgA := cfg
@@ -45,6 +46,11 @@ func TestKafkaSourceRevokeWaitsForCommits(t *testing.T) {
 					}
 					mu.Unlock()
 				}
+			}
+			cfgA.OnRevokeTimeout = func(parts []int32, _ time.Duration) {
+				mu.Lock()
+				timedOut = append(timedOut, parts...)
+				mu.Unlock()
 			}
 			a := open(t, cfgA)
 			readN(t, a, 30) // a owns every partition; its 30 records are in flight
@@ -96,7 +102,15 @@ func TestKafkaSourceRevokeWaitsForCommits(t *testing.T) {
 			}
 			mu.Lock()
 			held := releasedA.Sub(waiting)
+			told := slices.Clone(timedOut)
 			mu.Unlock()
+			slices.Sort(told)
+			switch {
+			case !tt.commit && !slices.Equal(told, ownedB):
+				t.Errorf("OnRevokeTimeout told %v, want the partitions released uncommitted %v", told, ownedB)
+			case tt.commit && len(told) > 0:
+				t.Errorf("OnRevokeTimeout told %v, but everything in flight was committed", told)
+			}
 			// b's partitions resume after what a committed: one more record
 			// each shows where.
 			produce(t, brokers, "w", 30, 33)
