@@ -2,6 +2,7 @@ package admin
 
 import (
 	"net/http"
+	"regexp"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -158,10 +159,18 @@ func NewMetrics() *Metrics {
 // collectors on it (not on the global registry) to serve them on /metrics.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
+// gcRuntimeMetrics are the runtime/metrics the Go collector adds to its
+// defaults: the collector's CPU (go_cpu_classes_gc_*_cpu_seconds_total,
+// the total and its mark and pause parts, beside the process's total and
+// idle time: go_cpu_classes_{total,idle}_cpu_seconds_total) and its completed cycles
+// (go_gc_cycles_total_gc_cycles_total): a node's GC time and count, as
+// Flink reports its JVM's (docs/operations.md, "Garbage collector").
+var gcRuntimeMetrics = collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/(gc/|idle:|total:)|^/gc/cycles/total:`)}
+
 // RegisterRuntime adds the Go runtime (go_*) and process (process_*)
 // collectors to the registry. Call it at most once.
 func (m *Metrics) RegisterRuntime() error {
-	if err := m.reg.Register(collectors.NewGoCollector()); err != nil {
+	if err := m.reg.Register(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(gcRuntimeMetrics))); err != nil {
 		return err
 	}
 	return m.reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -458,6 +459,14 @@ func TestAdminMetrics(t *testing.T) {
 	a = call(t, "GET", ts.URL+"/metrics", "")
 	if !strings.Contains(a.body, "go_goroutines") {
 		t.Errorf("RegisterRuntime: no go_goroutines")
+	}
+	// The collector's CPU and cycles (docs/operations.md, "Garbage collector").
+	runtime.GC()
+	a = call(t, "GET", ts.URL+"/metrics", "")
+	for _, name := range []string{"go_cpu_classes_gc_total_cpu_seconds_total", "go_cpu_classes_gc_mark_assist_cpu_seconds_total", "go_cpu_classes_total_cpu_seconds_total", "go_gc_cycles_total_gc_cycles_total"} {
+		if !strings.Contains(a.body, "\n"+name+" ") {
+			t.Errorf("RegisterRuntime: no %s", name)
+		}
 	}
 }
 

@@ -20,12 +20,17 @@ type sample struct {
 	nodeCPU, redisCPU, self float64 // redisCPU: the cluster's and the streams' server's
 	streamsCPU              float64 // the shard streams' redis-server
 	broker, throttled       float64
+	// The nodes' Go runtime (admin's go_cpu_classes_* and
+	// go_gc_cycles_total_gc_cycles_total, summed): the collector's CPU, the
+	// time their Ps were not idle, and the collections completed.
+	gcCPU, busyCPU, gcCycles float64
 }
 
 func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n int, inf *infra) (Result, error) {
 	workload := w.name
 	res := Result{Source: src, Workload: workload, Nodes: n, P50Ms: math.NaN(), P99Ms: math.NaN(), MaxMs: math.NaN(),
-		SinkP50Ms: math.NaN(), SinkP99Ms: math.NaN(), SinkMaxMs: math.NaN(), LatencyCPUPerEventUs: math.NaN(), LatencyProbeNodeCPU: math.NaN()}
+		SinkP50Ms: math.NaN(), SinkP99Ms: math.NaN(), SinkMaxMs: math.NaN(), LatencyCPUPerEventUs: math.NaN(), LatencyProbeNodeCPU: math.NaN(),
+		GCShare: math.NaN(), LatencyGCCycles: math.NaN(), LatencyGCShare: math.NaN()}
 	dir := filepath.Join(c.Dir, fmt.Sprintf("run%d-%s-%s-%dnodes", run, src, workload, n))
 	if c.Trickle {
 		res.Mode = ModeTrickle
@@ -255,6 +260,7 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 	if p0 != nil && p1 != nil && p1.in > p0.in {
 		res.LatencyCPUPerEventUs = (p1.nodeCPU - p0.nodeCPU) / (p1.in - p0.in) * 1e6
 		res.LatencyProbeNodeCPU = (p1.nodeCPU - p0.nodeCPU) / p1.t.Sub(p0.t).Seconds() / float64(n)
+		res.LatencyGCCycles, res.LatencyGCShare = gcFigures(*p0, *p1)
 	}
 	if traced != nil {
 		if err := <-traced; err != nil {
@@ -333,6 +339,36 @@ const backlogSample = 50 * time.Millisecond
 // without a warning.
 const minWindow = 2 * time.Second
 
+// addRuntime adds a node's Go runtime figures from its /metrics text.
+func (s *sample) addRuntime(metrics []byte) error {
+	var v [4]float64
+	for i, name := range []string{"go_cpu_classes_gc_total_cpu_seconds_total", "go_cpu_classes_total_cpu_seconds_total",
+		"go_cpu_classes_idle_cpu_seconds_total", "go_gc_cycles_total_gc_cycles_total"} {
+		x, found, err := SumCounter(metrics, name)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("no %s", name)
+		}
+		v[i] = x
+	}
+	s.gcCPU += v[0]
+	s.busyCPU += v[1] - v[2]
+	s.gcCycles += v[3]
+	return nil
+}
+
+// gcFigures are the collections completed from s0 to s1 and the
+// collector's share of the nodes' busy CPU time (NaN without any).
+func gcFigures(s0, s1 sample) (cycles, share float64) {
+	share = math.NaN()
+	if busy := s1.busyCPU - s0.busyCPU; busy > 0 {
+		share = (s1.gcCPU - s0.gcCPU) / busy
+	}
+	return s1.gcCycles - s0.gcCycles, share
+}
+
 // setWindow fills res's figures of a window of win seconds from s0 to s1
 // in which events records went in, on n nodes.
 func (c Config) setWindow(res *Result, s0, s1 sample, events, win float64, n int) {
@@ -347,6 +383,7 @@ func (c Config) setWindow(res *Result, s0, s1 sample, events, win float64, n int
 	res.EventsPerNodeCPUs = res.Events / res.NodeCPUs
 	res.RedisCPUPerEventUs = 1e6 * res.RedisCPUs / res.Events
 	res.NodeCPUUtil = res.NodeCPUs / (win * float64(n) * c.quota()) // +Inf without a quota: written as -1
+	res.GCCycles, res.GCShare = gcFigures(s0, s1)
 }
 
 // inCount is how a run counts its input records from the nodes'
@@ -385,6 +422,9 @@ func (c Config) read(nodes []*node, inf *infra, in inCount) (sample, error) {
 			v *= in.perEntry
 		}
 		s.in += v
+		if err := s.addRuntime(b); err != nil {
+			return s, fmt.Errorf("%s metrics: %w", nd.proc.Name, err)
+		}
 		cpu, err := nd.proc.CPU()
 		if err != nil {
 			return s, err

@@ -65,6 +65,16 @@ type Result struct {
 	LatencyCPUPerEventUs float64 `json:"latency_cpu_per_event_us"`
 	LatencyProbeNodeCPU  float64 `json:"latency_probe_node_cpu"`
 	LatencySamples       int     `json:"latency_samples"`
+	// GCCycles and LatencyGCCycles are the garbage collections the nodes
+	// completed over the window and over the probing window; GCShare and
+	// LatencyGCShare the collector's share of the nodes' busy CPU time
+	// there (the Go runtime's /cpu/classes estimates): under a CPU quota a
+	// collection's mark takes the node's quota for as long as it lasts
+	// (docs/scaling.md, "p99 at half the rate under a 0.3-CPU quota").
+	GCCycles        float64 `json:"gc_cycles"`
+	GCShare         float64 `json:"gc_share"`
+	LatencyGCCycles float64 `json:"latency_gc_cycles"`
+	LatencyGCShare  float64 `json:"latency_gc_share"`
 	// KeysPerShard is DBSIZE of each Redis master after the run.
 	KeysPerShard []int64 `json:"keys_per_shard"`
 	// CommandsPerShard is each Redis master's commands over the whole run
@@ -195,15 +205,15 @@ func WriteTrickle(w io.Writer, rs []Result) error {
 
 func writeFleet(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "source\tworkload\tnodes\tevents/s\tefficiency\tCPU efficiency\tevents/node-CPU-s\tp50 ms\tp99 ms\tnode CPU µs/event\tlatency µs/event\tlatency node CPU\tnode CPU use\tidle node CPU\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
+	fmt.Fprintln(tw, "source\tworkload\tnodes\tevents/s\tefficiency\tCPU efficiency\tevents/node-CPU-s\tp50 ms\tp99 ms\tnode CPU µs/event\tlatency µs/event\tlatency node CPU\tGC CPU\tlatency GCs/GC CPU\tnode CPU use\tidle node CPU\tredis CPU s\tredis µs/event\tfeeder CPU s\tkeys per shard\t")
 	for _, r := range rs {
 		keys := make([]string, len(r.KeysPerShard))
 		for i, k := range r.KeysPerShard {
 			keys[i] = fmt.Sprint(k)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.1f\t%s\t%s%%\t%.0f%%\t%s%%\t%.2f\t%.1f\t%.2f\t%s\t%s\t\n", r.Source, r.Workload, r.Nodes, r.EventsPerSec,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%.0f\t%s\t%s\t%.1f\t%s\t%s%%\t%s%%\t%s/%s%%\t%.0f%%\t%s%%\t%.2f\t%.1f\t%.2f\t%s\t%s\t\n", r.Source, r.Workload, r.Nodes, r.EventsPerSec,
 			fnum(r.Efficiency, 2), fnum(r.CPUEfficiency, 2), r.EventsPerNodeCPUs, fnum(r.P50Ms, 1), fnum(r.P99Ms, 1), r.CPUPerEventUs,
-			fnum(r.LatencyCPUPerEventUs, 1), fnum(100*r.LatencyProbeNodeCPU, 0), 100*r.NodeCPUUtil, fnum(100*r.IdleNodeCPU, 1),
+			fnum(r.LatencyCPUPerEventUs, 1), fnum(100*r.LatencyProbeNodeCPU, 0), fnum(100*r.GCShare, 0), fnum(r.LatencyGCCycles, 0), fnum(100*r.LatencyGCShare, 0), 100*r.NodeCPUUtil, fnum(100*r.IdleNodeCPU, 1),
 			r.RedisCPUs, r.RedisCPUPerEventUs, r.FeederCPUs, strings.Join(keys, "/"), maxShare(r.CommandsPerShard))
 	}
 	return tw.Flush()
@@ -242,7 +252,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 func (r Result) clean() Result {
 	for _, p := range []*float64{&r.EventsPerSec, &r.Efficiency, &r.P50Ms, &r.P99Ms, &r.MaxMs, &r.CPUPerEventUs,
-		&r.RedisCPUPerEventUs, &r.NodeCPUUtil, &r.CPUEfficiency, &r.EventsPerNodeCPUs, &r.IdleNodeCPU, &r.LatencyNodeCPUUtil, &r.LatencyNodeCPU, &r.LatencyCPUPerEventUs, &r.LatencyProbeNodeCPU, &r.SinkP50Ms, &r.SinkP99Ms, &r.SinkMaxMs} {
+		&r.RedisCPUPerEventUs, &r.NodeCPUUtil, &r.CPUEfficiency, &r.EventsPerNodeCPUs, &r.IdleNodeCPU, &r.LatencyNodeCPUUtil, &r.LatencyNodeCPU, &r.LatencyCPUPerEventUs, &r.LatencyProbeNodeCPU, &r.SinkP50Ms, &r.SinkP99Ms, &r.SinkMaxMs, &r.GCShare, &r.LatencyGCCycles, &r.LatencyGCShare} {
 		if math.IsNaN(*p) || math.IsInf(*p, 0) {
 			*p = -1
 		}
