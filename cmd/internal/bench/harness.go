@@ -289,7 +289,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				case sys == SysCore && w.Engine != nil:
 					logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
 					runtime.GC()
+					gc0 := readGCStats()
 					lat, res := OpenLoop(w.Engine(), lines, LoadShare*r.Engine.EventsPerWallSec)
+					lat.setGC(gc0)
 					if !res.Check.Equal(r.want) {
 						lat.Invalid = fmt.Sprintf("output %v, baseline %v", res.Check, r.want)
 					}
@@ -308,10 +310,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 					if rs != nil {
 						addr = rs.Addr
 					}
+					gc0 := readGCStats()
 					lat, check, err := nodeLatency(ctx, w, lines, addr, runID, LoadShare*r.Engine.EventsPerWallSec)
 					if err != nil {
 						return nil, fmt.Errorf("%s/%s latency: %w", w.Name, sys, err)
 					}
+					lat.setGC(gc0)
 					if !check.Equal(r.want) {
 						lat.Invalid = fmt.Sprintf("output %v, baseline %v", check, r.want)
 					}

@@ -36,6 +36,11 @@ type Latency struct {
 	P50Ms    float64 `json:"p50_ms"`
 	P99Ms    float64 `json:"p99_ms"`
 	MaxMs    float64 `json:"max_ms"`
+	// GCCycles is the collections the process completed during the run,
+	// GCShare the collector's share of its busy CPU there (the runtime's
+	// estimates, /cpu/classes).
+	GCCycles int64   `json:"gc_cycles"`
+	GCShare  float64 `json:"gc_share"`
 	// Invalid is set when the run's output disagreed with the baseline's.
 	Invalid string `json:"invalid,omitempty"`
 }

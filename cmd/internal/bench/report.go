@@ -208,8 +208,8 @@ func (rep *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "latency p50/p99: open loop at %.0f%% of the closed-loop rate measured first (events released on a schedule; latency from release to output)\n", LoadShare*100)
 	for _, r := range rep.Results {
 		if l := r.Latency; l != nil {
-			fmt.Fprintf(w, "  %s/%s: p50 %.3f ms, p99 %.3f ms, max %.3f ms over %d outputs; offered %.0f ev/s (max %.0f), achieved %.0f; from %s\n",
-				r.Workload, r.System, l.P50Ms, l.P99Ms, l.MaxMs, l.Outputs, l.Rate, l.MaxRate, l.Achieved, strings.TrimPrefix(l.Measures, "from "))
+			fmt.Fprintf(w, "  %s/%s: p50 %.3f ms, p99 %.3f ms, max %.3f ms over %d outputs; offered %.0f ev/s (max %.0f), achieved %.0f; %d collections (GC %.0f%% of the busy CPU); from %s\n",
+				r.Workload, r.System, l.P50Ms, l.P99Ms, l.MaxMs, l.Outputs, l.Rate, l.MaxRate, l.Achieved, l.GCCycles, 100*l.GCShare, strings.TrimPrefix(l.Measures, "from "))
 			if l.Invalid != "" {
 				fmt.Fprintf(w, "  %s/%s latency run INVALID: %s\n", r.Workload, r.System, l.Invalid)
 			}
