@@ -90,6 +90,12 @@ type Metrics struct {
 	// store lost (it went back in time and the source no longer holds the
 	// range): joinery_source_lost_ranges_total{job,source}. The node stops.
 	LostRanges *prometheus.CounterVec
+	// RevokeTimeouts counts the revokes of a Kafka source (a rebalance
+	// taking partitions from this node) whose wait for the records in
+	// flight from them to be committed ran out (kafka.revoke_wait): their
+	// new owner reads those records again.
+	// joinery_source_revoke_timeouts_total{job,source}.
+	RevokeTimeouts *prometheus.CounterVec
 	// DeadLetters counts records written to the job's dead-letter output
 	// (bad input, late events), by the source that read them:
 	// joinery_dead_letters_total{job,source}.
@@ -141,17 +147,18 @@ func NewMetrics() *Metrics {
 			Help: "Alive cluster members this node sees."}),
 		DeclaredDead: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "cluster_declared_dead",
 			Help: "1 once this node's peers declared it dead: they no longer place keys on it until it restarts."}),
-		SourceReading: gaugeVec("source_reading", "1 while this node reads the source, 0 while another node does (a Redis stream's lease).", "job", "source"),
-		WatermarkLag:  gaugeVec("watermark_lag_seconds", "How far each partition's watermark is behind the wall clock.", "job", "source", "partition"),
-		SourceLag:     gaugeVec("source_lag_records", "Records each partition of a Redis stream or Kafka source holds after the last one committed (read or not).", "job", "source", "partition"),
-		LostRanges:    counterVec("source_lost_ranges_total", "Times a source could not re-read records the state store lost (gone from the source: retention, trim); the node stops.", "job", "source"),
-		DeadLetters:   counterVec("dead_letters_total", "Records written to the dead-letter output (bad input, late events), by source.", "job", "source"),
-		Watermark:     gaugeVec("watermark_seconds", "This node's global event-time watermark (Unix seconds), set as events arrive; event-time jobs only.", "job"),
-		reg:           prometheus.NewRegistry(),
+		SourceReading:  gaugeVec("source_reading", "1 while this node reads the source, 0 while another node does (a Redis stream's lease).", "job", "source"),
+		WatermarkLag:   gaugeVec("watermark_lag_seconds", "How far each partition's watermark is behind the wall clock.", "job", "source", "partition"),
+		SourceLag:      gaugeVec("source_lag_records", "Records each partition of a Redis stream or Kafka source holds after the last one committed (read or not).", "job", "source", "partition"),
+		LostRanges:     counterVec("source_lost_ranges_total", "Times a source could not re-read records the state store lost (gone from the source: retention, trim); the node stops.", "job", "source"),
+		RevokeTimeouts: counterVec("source_revoke_timeouts_total", "Times a Kafka source let partitions go in a rebalance before the records in flight from them were committed (kafka.revoke_wait ran out): their new owner reads those records again.", "job", "source"),
+		DeadLetters:    counterVec("dead_letters_total", "Records written to the dead-letter output (bad input, late events), by source.", "job", "source"),
+		Watermark:      gaugeVec("watermark_seconds", "This node's global event-time watermark (Unix seconds), set as events arrive; event-time jobs only.", "job"),
+		reg:            prometheus.NewRegistry(),
 	}
 	m.reg.MustRegister(m.RecordsIn, m.Outputs, m.Rejected, m.Late, m.KeyRequests, m.SkippedReplayed, m.KeysActive,
 		m.Passivations, m.KeysBudgetBytes, m.KeysAccountedBytes, m.StateBytes, m.StateOverBudget, m.SnapshotSeconds, m.SnapshotBytes, m.FencedWrites, m.RedisErrors,
-		m.ClusterMembers, m.DeclaredDead, m.SourceReading, m.WatermarkLag, m.SourceLag, m.LostRanges, m.DeadLetters, m.Watermark)
+		m.ClusterMembers, m.DeclaredDead, m.SourceReading, m.WatermarkLag, m.SourceLag, m.LostRanges, m.RevokeTimeouts, m.DeadLetters, m.Watermark)
 	return m
 }
 
@@ -187,6 +194,7 @@ func (m *Metrics) InitJob(job string, sources []string) {
 		m.RecordsIn.WithLabelValues(job, src)
 		m.DeadLetters.WithLabelValues(job, src)
 		m.LostRanges.WithLabelValues(job, src)
+		m.RevokeTimeouts.WithLabelValues(job, src)
 	}
 	m.Outputs.WithLabelValues(job, "all")
 	m.Late.WithLabelValues(job)
@@ -204,7 +212,7 @@ func (m *Metrics) ForgetJob(job string) {
 		m.RecordsIn.MetricVec, m.Outputs.MetricVec, m.Rejected.MetricVec, m.Late.MetricVec,
 		m.SkippedReplayed.MetricVec, m.KeysActive.MetricVec, m.StateBytes.MetricVec, m.StateOverBudget.MetricVec,
 		m.FencedWrites.MetricVec, m.WatermarkLag.MetricVec, m.SourceLag.MetricVec, m.Passivations.MetricVec, m.KeysBudgetBytes.MetricVec,
-		m.KeysAccountedBytes.MetricVec, m.SourceReading.MetricVec, m.LostRanges.MetricVec, m.DeadLetters.MetricVec,
+		m.KeysAccountedBytes.MetricVec, m.SourceReading.MetricVec, m.LostRanges.MetricVec, m.RevokeTimeouts.MetricVec, m.DeadLetters.MetricVec,
 		m.Watermark.MetricVec,
 	} {
 		v.DeletePartialMatch(l)

@@ -3,6 +3,7 @@ package job
 import (
 	"strings"
 	"testing"
+	"time"
 
 	sinkredis "github.com/joinery/joinery/sinks/redisstream"
 	srckafka "github.com/joinery/joinery/sources/kafka"
@@ -113,5 +114,43 @@ func TestJobKafkaKeyGroups(t *testing.T) {
 	withIngest := strings.Replace(in, "sinks:", "ingest: {addr: ':8080', source: d}\nsinks:", 1)
 	if _, err := Parse([]byte(withIngest)); err == nil || !strings.Contains(err.Error(), `ingest.source: must not name a kafka source partitioned by the join key ("d")`) {
 		t.Errorf("ingest into a kafka join_key source: err = %v", err)
+	}
+}
+
+// TestJobKafkaRevokeWait checks a kafka source's kafka.revoke_wait: a
+// duration, decoded into its compiled configuration (unset: 0, the
+// default), refused by its field when negative or not under the consumer
+// group's rebalance timeout.
+func TestJobKafkaRevokeWait(t *testing.T) {
+	for _, tc := range []struct {
+		setting string
+		want    time.Duration
+		bad     string // "": valid
+	}{
+		{"", 0, ""},
+		{", revoke_wait: 2s", 2 * time.Second, ""},
+		{", revoke_wait: 500ms", 500 * time.Millisecond, ""},
+		{", revoke_wait: -1s", 0, "sources[0].kafka.revoke_wait: must not be negative (got -1s)"},
+		{", revoke_wait: 60s", 0, "sources[0].kafka.revoke_wait: must be under the consumer group's rebalance timeout 1m0s (got 1m0s)"},
+		{", revoke_wait: 5m", 0, "sources[0].kafka.revoke_wait: must be under the consumer group's rebalance timeout 1m0s (got 5m0s)"},
+		{", revoke_wait: soon", 0, "cannot unmarshal !!str `soon` into time.Duration"},
+	} {
+		t.Run(tc.setting, func(t *testing.T) {
+			in := strings.Replace(good, "type: file, path: x.jsonl,",
+				"type: kafka, kafka: {brokers: ['k:9092'], topic: t, group: g"+tc.setting+"},", 1)
+			p, err := parse([]byte(in), "")
+			if tc.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.bad) {
+					t.Fatalf("err = %v, want %q", err, tc.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Sources[0].Config.(*srckafka.Entry).Kafka.RevokeWait; got != tc.want {
+				t.Errorf("revoke_wait = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -154,7 +154,7 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 func waitKafkaView(t *testing.T, cl *kgo.Client, rc *redis.Client, h *cdcgen.History, what string) {
 	t.Helper()
 	testutil.WaitFor(t, 120*time.Second, func() error {
-		if err := errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")()); err != nil {
+		if err := errors.Join(kafkaAcked(cl, "joinery-users", 6, "users")(), kafkaAcked(cl, "joinery-domains", 6, "domains")()); err != nil {
 			return err
 		}
 		if got, want := hashView(t, rc, "view"), h.LeftJoin(); !reflect.DeepEqual(got, want) {
@@ -180,9 +180,9 @@ func waitReadBy(t *testing.T, cl *kgo.Client, partitions int, want []string) {
 	}
 }
 
-// kafkaAcked passes once group has committed every partition of topics up
-// to its end.
-func kafkaAcked(cl *kgo.Client, group string, topics ...string) func() error {
+// kafkaAcked passes once group has committed every partition of topics
+// (partitions each) up to its end.
+func kafkaAcked(cl *kgo.Client, group string, partitions int32, topics ...string) func() error {
 	return func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -195,7 +195,7 @@ func kafkaAcked(cl *kgo.Client, group string, topics ...string) func() error {
 			ot.Topic = tp
 			lt := kmsg.NewListOffsetsRequestTopic()
 			lt.Topic = tp
-			for p := range int32(6) {
+			for p := range partitions {
 				ot.Partitions = append(ot.Partitions, p)
 				rp := kmsg.NewListOffsetsRequestTopicPartition()
 				rp.Partition, rp.Timestamp = p, -1
@@ -255,7 +255,7 @@ func TestClusterCoPartitionedKafka(t *testing.T) {
 	produceByJoinKey(t, brokers, h.Lines[:third])
 	stop := runAll(t, nodes)
 	acked := func() error {
-		return errors.Join(kafkaAcked(cl, "joinery-users", "users")(), kafkaAcked(cl, "joinery-domains", "domains")())
+		return errors.Join(kafkaAcked(cl, "joinery-users", 6, "users")(), kafkaAcked(cl, "joinery-domains", 6, "domains")())
 	}
 	settled := func(want []string) {
 		waitReadBy(t, cl, partitions, want)
@@ -370,7 +370,7 @@ func TestNodeKafkaMisplacedDeadLettered(t *testing.T) {
 	go func() { done <- n.Run(rctx) }()
 	want := h.LeftJoin()
 	testutil.WaitFor(t, 90*time.Second, func() error {
-		if err := kafkaAcked(cl, "joinery-users", "users")(); err != nil {
+		if err := kafkaAcked(cl, "joinery-users", 6, "users")(); err != nil {
 			return err
 		}
 		if got := tableMap(n.Table()); !reflect.DeepEqual(got, want) {

@@ -69,6 +69,7 @@ func TestMetricsCatalog(t *testing.T) {
 		{timedBody, `joinery_dead_letters_total{job="windows",source="rs"} 0`},
 		{changelogBody, fmt.Sprintf(`joinery_dead_letters_total{job="mixed",source="cdc"} %d`, len(mixedDeadLetters()))},
 		{changelogBody, `joinery_source_lost_ranges_total{job="mixed",source="cdc"} 0`},
+		{changelogBody, `joinery_source_revoke_timeouts_total{job="mixed",source="cdc"} 0`},
 		{changelogBody, `joinery_state_over_budget{job="mixed"} 0`},
 	} {
 		if !strings.Contains(c.body, c.line+"\n") {

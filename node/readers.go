@@ -90,6 +90,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.SourcePlan) (sources.Sour
 		},
 		OnPartitions: n.sourcePartitions(cfg.Name),
 		OnRevokeTimeout: func(parts []int32, waited time.Duration) {
+			n.metrics.RevokeTimeouts.WithLabelValues(n.spec.Name, cfg.Name).Inc()
 			n.log.Warn("a rebalance took partitions before the records in flight from them were committed; their next owner reads those records again (keys skip what they applied)",
 				"source", cfg.Name, "partitions", parts, "waited", waited)
 		},

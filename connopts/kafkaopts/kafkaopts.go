@@ -14,6 +14,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -35,6 +36,11 @@ type Config struct {
 	// StartOffset is where a group without committed offsets starts: earliest (default) or latest.
 	StartOffset string `yaml:"start_offset"`
 	ClientID    string `yaml:"client_id"`
+	// RevokeWait, on a kafka source, bounds how long a rebalance that
+	// takes partitions from the member waits for the records already
+	// delivered from them to be committed (sources/kafka.Config.RevokeWait;
+	// 0: its default, 10s).
+	RevokeWait time.Duration `yaml:"revoke_wait,omitempty"`
 	// PartitionKey, on a source partitioned by the join key
 	// (partitioned_by: join_key), is the record key a producer writes for a
 	// join key: {key} stands for the key as a JSON value (`5`, `"eu"`),

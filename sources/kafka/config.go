@@ -99,9 +99,10 @@ type Config struct {
 	// owner resumes after them instead of reading them again. Past it the
 	// partitions are released with what was committed, and the rest is
 	// read again by the new owner (at least once). The group's rebalance
-	// waits meanwhile: keep it well under the group's rebalance timeout
-	// (60s). 0: DefaultRevokeWait. Lost partitions (session expired,
-	// fenced) cannot be committed and are released at once.
+	// waits meanwhile, so it must be under the group's RebalanceTimeout
+	// (past that the group removes the member); keep it well under.
+	// 0: DefaultRevokeWait. Lost partitions (session expired, fenced)
+	// cannot be committed and are released at once.
 	RevokeWait time.Duration
 	// OnRevokeTimeout, when set, is told the partitions a revoke released
 	// when RevokeWait ran out before every record delivered from them was
@@ -129,6 +130,24 @@ const DefaultExpectWait = 5 * time.Second
 // DefaultRevokeWait is Config.RevokeWait's default.
 const DefaultRevokeWait = 10 * time.Second
 
+// RebalanceTimeout is the rebalance timeout the source joins its group
+// with (franz-go's default): how long the group waits for a member to
+// rejoin during a rebalance, its revoke included, before it removes the
+// member. Config.RevokeWait must be under it.
+const RebalanceTimeout = 60 * time.Second
+
+// ValidateRevokeWait checks a Config.RevokeWait (kafka.revoke_wait): not
+// negative, and under RebalanceTimeout.
+func ValidateRevokeWait(d time.Duration) error {
+	switch {
+	case d < 0:
+		return fmt.Errorf("must not be negative (got %v)", d)
+	case d >= RebalanceTimeout:
+		return fmt.Errorf("must be under the consumer group's rebalance timeout %v (got %v): a revoke that waits longer gets the member removed from the group", RebalanceTimeout, d)
+	}
+	return nil
+}
+
 // Validate reports every problem with c at once, naming each field.
 func (c Config) Validate() error {
 	var errs []error
@@ -146,8 +165,8 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("kafka: StartOffset %q is not committed, earliest or latest", c.StartOffset))
 	}
-	if c.RevokeWait < 0 {
-		errs = append(errs, fmt.Errorf("kafka: RevokeWait %v must not be negative", c.RevokeWait))
+	if err := ValidateRevokeWait(c.RevokeWait); err != nil {
+		errs = append(errs, fmt.Errorf("kafka: RevokeWait %w", err))
 	}
 	if c.Expect < 0 || c.ExpectWait < 0 {
 		errs = append(errs, fmt.Errorf("kafka: Expect %d and ExpectWait %v must not be negative", c.Expect, c.ExpectWait))

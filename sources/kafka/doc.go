@@ -19,7 +19,8 @@
 // group's current generation. A partition is committed only while this member
 // owns it and only for offsets delivered during that ownership. When the
 // group revokes a partition (rebalance, another member joined or left), the
-// revoke first waits, up to Config.RevokeWait (DefaultRevokeWait), for the
+// revoke first waits, up to Config.RevokeWait (kafka.revoke_wait,
+// DefaultRevokeWait; under the group's RebalanceTimeout), for the
 // records already delivered from it to be committed — the caller's batches
 // in flight complete and Commit them — so its new owner resumes after them.
 // Past that bound, or when a partition is lost (session expired, fenced:

@@ -111,6 +111,7 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 	}
 	opts = append(opts,
 		kgo.ConsumerGroup(cfg.Group),
+		kgo.RebalanceTimeout(RebalanceTimeout), // Config.RevokeWait is checked against it
 		kgo.ConsumeResetOffset(reset),
 		kgo.DisableAutoCommit(),
 		// Read records what it delivered before a revoke can run: polls and

@@ -37,6 +37,9 @@ func (e *Entry) Validate(v *connectors.Validator) {
 	default:
 		v.Bad("kafka.start_offset", "must be earliest, latest or committed (got %q)", e.Kafka.StartOffset)
 	}
+	if err := ValidateRevokeWait(e.Kafka.RevokeWait); err != nil {
+		v.Bad("kafka.revoke_wait", "%v", err)
+	}
 	switch e.PartitionedBy {
 	case "", "pk", partitionedByJoinKey:
 	default:
@@ -82,7 +85,8 @@ func (e *Entry) Config(env connectors.Env) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth()}
+	cfg := Config{Brokers: k.Brokers, Topic: k.Topic, Group: k.Group, StartOffset: k.StartOffset, ClientID: k.ClientID, TLS: tc, SASL: k.Auth(),
+		RevokeWait: k.RevokeWait}
 	if e.PartitionedBy == partitionedByJoinKey {
 		cfg.KeyGroups, cfg.PartitionKey = true, k.PartitionKey
 	}
