@@ -169,3 +169,44 @@ func TestKafkaSinkBadOutputAndNoBroker(t *testing.T) {
 		t.Fatal("New without a broker succeeded")
 	}
 }
+
+// TestKafkaSinkBrokerGoneMidWrite: a Write whose broker went away returns
+// once its context ends, and Close returns, though the produce request may
+// already be on its way (an idempotent producer cannot fail such a record by
+// itself: it waits for the broker forever).
+func TestKafkaSinkBrokerGoneMidWrite(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := New(ctx, Config{Brokers: c.ListenAddrs(), Topic: "out"})
+	if err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, batch); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	c.Close() // the broker goes away
+	wctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Write(wctx, batch) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Write without a broker succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Write without a broker did not return 9 s after its context ended")
+	}
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return after a Write without a broker")
+	}
+}
