@@ -86,13 +86,13 @@ func (a *KafkaAppender) Append(ctx context.Context, values [][]byte) error {
 	for i, v := range values {
 		rs[i] = &kgo.Record{Topic: a.topic, Value: v}
 	}
-	if err := a.client.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+	if err := kafkaopts.ProduceSync(ctx, a.client, rs...); err != nil { // ends with ctx, broker or not
 		return fmt.Errorf("ingest: produce %d records to %s: %w", len(values), a.topic, err)
 	}
 	return nil
 }
 
-// Close flushes and closes the client.
+// Close closes the client (records still in flight are failed).
 func (a *KafkaAppender) Close() error {
 	a.client.Close()
 	return nil

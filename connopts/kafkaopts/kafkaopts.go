@@ -1,7 +1,8 @@
 // Package kafkaopts is the Kafka client every Kafka user of Joinery
 // shares: Config, the kafka block of a job file (brokers, topic, group,
 // client id, SASL, TLS), SASL, and ClientOptions, the franz-go options that
-// connect (the Kafka source and sink, the dead-letter topic, HTTP ingest).
+// connect (the Kafka source and sink, the dead-letter topic, HTTP ingest),
+// and ProduceSync, the producers' wait that ends with its context.
 // A sink no longer imports the source for them. It imports franz-go's kgo
 // and sasl packages for ClientOptions.
 //
@@ -11,6 +12,7 @@ package kafkaopts
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -177,4 +179,22 @@ func ValidateBrokers(brokers []string) error {
 		}
 	}
 	return nil
+}
+
+// ProduceSync produces rs with cl and waits until all are acknowledged, or
+// ctx ends, and returns the first error (ctx.Err() when it ended first).
+// kgo's own ProduceSync can outlive ctx: once an idempotent producer has
+// sent a request it cannot fail the request's records by itself (the broker
+// may have written them), so with the broker gone it waits for it for
+// ever — and so would a node's stop. Here the wait ends with ctx; the
+// records left in flight are failed when cl is closed.
+func ProduceSync(ctx context.Context, cl *kgo.Client, rs ...*kgo.Record) error {
+	res := make(chan error, 1)
+	go func() { res <- cl.ProduceSync(ctx, rs...).FirstErr() }()
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

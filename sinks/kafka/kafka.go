@@ -225,20 +225,9 @@ func (s *Sink) produce(ctx context.Context, rs []*kgo.Record) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	// ProduceSync in a goroutine, so that the write ends with ctx: once an
-	// idempotent producer has sent a request it cannot fail its records by
-	// itself (the broker may have written them), and with the broker gone it
-	// would wait for it for ever, past ctx and so past the node's stop.
-	// The records left in flight are failed by Close (client.Close).
-	res := make(chan error, 1)
-	go func() { res <- s.client.ProduceSync(ctx, rs...).FirstErr() }()
-	var err error
-	select {
-	case err = <-res:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err != nil {
+	// The wait ends with ctx even when the broker is gone (see
+	// kafkaopts.ProduceSync); Close fails the records left in flight.
+	if err := kafkaopts.ProduceSync(ctx, s.client, rs...); err != nil {
 		return fmt.Errorf("kafka: produce %d records to %s: %w", len(rs), s.cfg.Topic, err)
 	}
 	return nil
