@@ -154,3 +154,36 @@ func TestJobKafkaRevokeWait(t *testing.T) {
 		})
 	}
 }
+
+// TestJobKafkaSinkConsumerSettings: a kafka sink or dead-letter output
+// refuses a source's consumer settings by their field, not silently.
+func TestJobKafkaSinkConsumerSettings(t *testing.T) {
+	for _, tc := range []struct {
+		where, setting, bad string
+	}{
+		{"sink", "", ""},
+		{"sink", ", group: g", "sinks[0].kafka.group: is a kafka source's consumer setting"},
+		{"sink", ", start_offset: latest", "sinks[0].kafka.start_offset: is a kafka source's consumer setting"},
+		{"sink", ", revoke_wait: 2s", "sinks[0].kafka.revoke_wait: is a kafka source's consumer setting"},
+		{"dead letter", "", ""},
+		{"dead letter", ", group: g", "dead_letter.kafka.group: is a kafka source's consumer setting"},
+	} {
+		t.Run(tc.where+tc.setting, func(t *testing.T) {
+			out := "{type: kafka, kafka: {brokers: ['k:9092'], topic: t" + tc.setting + "}}"
+			in := strings.Replace(good, "sinks:\n  - {type: stdout}", "sinks:\n  - "+out, 1)
+			if tc.where == "dead letter" {
+				in = strings.Replace(good, "sinks:", "dead_letter: "+out+"\nsinks:", 1)
+			}
+			_, err := Parse([]byte(in))
+			if tc.bad == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.bad) {
+				t.Fatalf("err = %v, want %q", err, tc.bad)
+			}
+		})
+	}
+}

@@ -13,8 +13,22 @@ type Entry struct {
 	connectors.KafkaEntry `yaml:",inline"`
 }
 
-// Validate reports every bad field.
-func (e *Entry) Validate(v *connectors.Validator) { v.Kafka("kafka", e.Kafka) }
+// Validate reports every bad field. The consumer settings of a kafka source
+// (group, start_offset, revoke_wait) are refused: a producer has none, and a
+// job that sets them on a sink or a dead-letter output expects something
+// that would not happen.
+func (e *Entry) Validate(v *connectors.Validator) {
+	v.Kafka("kafka", e.Kafka)
+	k := e.Kafka
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"group", k.Group != ""}, {"start_offset", k.StartOffset != ""}, {"revoke_wait", k.RevokeWait != 0}} {
+		if f.set {
+			v.Bad("kafka."+f.name, "is a kafka source's consumer setting; a kafka sink or dead-letter output does not consume")
+		}
+	}
+}
 
 // Config is the sink configuration of e with its TLS files read.
 func (e *Entry) Config(env connectors.Env) (Config, error) {
