@@ -12,6 +12,7 @@ import (
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/formats/debeziumavro"
+	"github.com/joinery/joinery/internal/slab"
 	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
@@ -29,6 +30,14 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	var applies sendstate.Batch                 // one request per key, in the order of the keys' first records
 	rows := map[record.Key][]actors.EventRows{} // changelog joins: the events' rows, by key
 	var arrivals []*keypb.Event                 // event-time inputs in arrival order
+	// The changelog events and, per key, the first event's slices, from
+	// chunks made for the batch (they live as long as its requests).
+	var shells slab.Slab[keypb.Event]
+	var firstEvs slab.Slab[*keypb.Event]
+	var firstRows slab.Slab[actors.EventRows]
+	shells.Hint(len(msgs))
+	firstEvs.Hint(len(msgs))
+	firstRows.Hint(len(msgs))
 	n.stats.addIn(r.cfg.Name, len(msgs))
 	for _, m := range msgs {
 		part := m.Pos.PartitionID()
@@ -77,11 +86,12 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 			}
 			// The rows travel decoded to a local key actor; FillRows
 			// encodes them only for one in another process.
-			pe, er := actors.EventShell(e)
+			pe := shells.New()
+			er := actors.ShellInto(pe, e)
 			pe.SrcPos = srcPos
 			a := applies.Apply(e.Key)
-			a.Events = append(a.Events, pe)
-			rows[e.Key] = append(rows[e.Key], er)
+			a.Events = firstEvs.Append(a.Events, pe)
+			rows[e.Key] = firstRows.Append(rows[e.Key], er)
 			n.stats.Events.Add(1)
 		}
 	}
