@@ -155,16 +155,40 @@ func rowJSON(r record.Row) ([]byte, error) {
 	return json.Marshal(r)
 }
 
+// outboxName is the part name of outbox entry id. A key numbers its
+// entries from 0 for its life, so the names of the first ones are made
+// once (outboxNames), not at each Write and again when pruned.
 func outboxName(id uint64) string {
-	const hex = "0123456789abcdef"
-	var b [2 + 16]byte
-	copy(b[:], partOutbox)
-	for i := 17; i >= 2; i-- {
-		b[i] = hex[id&15]
-		id >>= 4
+	if id < uint64(len(outboxNames)) {
+		return outboxNames[id]
 	}
-	return string(b[:])
+	return string(appendOutboxName(nil, id))
 }
+
+func appendOutboxName(b []byte, id uint64) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, partOutbox...)
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, hex[(id>>shift)&15])
+	}
+	return b
+}
+
+// outboxNames are the names of ids 0 to 1023, slices of one string
+// (≈ 34 KB in all).
+var outboxNames = func() []string {
+	const n, size = 1024, len(partOutbox) + 16
+	b := make([]byte, 0, n*size)
+	for id := range uint64(n) {
+		b = appendOutboxName(b, id)
+	}
+	all := string(b)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = all[i*size : (i+1)*size]
+	}
+	return names
+}()
 
 // writeParts fills w with the state as a base and parts: whole, or the
 // delta since the last Write.

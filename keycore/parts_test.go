@@ -186,3 +186,20 @@ func TestCorePartsSpecChange(t *testing.T) {
 		})
 	}
 }
+
+func TestOutboxName(t *testing.T) {
+	for _, tc := range []struct {
+		id   uint64
+		want string
+	}{
+		{0, "o:0000000000000000"},
+		{1, "o:0000000000000001"},
+		{1023, "o:00000000000003ff"},
+		{1024, "o:0000000000000400"},
+		{0xfedcba9876543210, "o:fedcba9876543210"},
+	} {
+		if got := outboxName(tc.id); got != tc.want {
+			t.Errorf("outboxName(%d) = %q, want %q", tc.id, got, tc.want)
+		}
+	}
+}
