@@ -92,12 +92,14 @@ func (j *CDC) EachRight(f func(pk string, row record.Row) error) error {
 // event Route would not make (unknown side or op, a missing row, a missing or
 // non-scalar primary key) changes nothing and appends nothing.
 func (j *CDC) OnEvent(e record.Event, out []record.Output) []record.Output {
-	em := emitter{spec: j.spec, e: &e, base: len(out), out: out}
 	if !j.spec.MaxTs {
 		e.Ts = 0
 	}
+	// The emitter holds a copy of e: a pointer to it would move e to the
+	// heap, one allocation per event.
+	em := emitter{spec: j.spec, e: e, base: len(out), out: out}
 	if j.spec.Kinds == KindsFlink {
-		j.flinkEvent(&em, &e)
+		j.flinkEvent(&em, &em.e)
 		return em.out
 	}
 	switch e.Side {
@@ -271,7 +273,7 @@ func (j *CDC) padSwap() (gone, came record.Kind) {
 // emitter appends the outputs of one OnEvent call.
 type emitter struct {
 	spec *CDCSpec
-	e    *record.Event
+	e    record.Event
 	base int
 	out  []record.Output
 }
@@ -285,7 +287,7 @@ func (m *emitter) emit(k record.Kind, l, r record.Row, otherTs int64) {
 		ts = max(m.e.Ts, otherTs)
 	}
 	m.out = append(m.out, record.Output{
-		ID:   record.OutputID(*m.e, len(m.out)-m.base),
+		ID:   record.OutputID(m.e, len(m.out)-m.base),
 		Kind: k,
 		PK:   m.spec.outputPK(l, r),
 		Row:  m.spec.outputRow(l, r),
