@@ -172,12 +172,15 @@ func encodeState(s keyState) ([]byte, error) {
 // appendOutboxEntry appends e as encoding/json encodes it (json.Marshal,
 // HTML escaping on: outputs' ids, pks and rows go through jsonenc, which
 // writes them with HTML escaping off, so an entry whose strings hold
-// '<', '>' or '&' falls back — ok false — to keep the bytes identical to
-// what json.Marshal wrote before). ok is false, too, for rows outside
-// jsonenc's types.
+// '<', '>' or '&' is escaped afterwards, jsonenc.AppendHTMLEscaped, to
+// keep the bytes identical to what json.Marshal wrote before). ok is
+// false for rows outside jsonenc's types.
 //
-// spans, when not nil, gets each output's row as b[start:end].
+// spans, when not nil, gets each output's row as b[start:end]: the row's
+// JSON with HTML escaping off, as a sink writes it. An escaped entry's rows
+// are not that: spans is then left empty.
 func appendOutboxEntry(b []byte, e *outboxEntry, spans *[][2]int) ([]byte, bool) {
+	start := len(b)
 	b = append(b, `{"p":`...)
 	b = jsonenc.AppendString(b, e.Part)
 	b = append(b, `,"n":`...)
@@ -203,8 +206,13 @@ func appendOutboxEntry(b []byte, e *outboxEntry, spans *[][2]int) ([]byte, bool)
 		b = append(b, ']')
 	}
 	b = append(b, '}')
-	if bytes.ContainsAny(b, "<>&") {
-		return b, false
+	if bytes.ContainsAny(b[start:], "<>&") {
+		end := len(b)
+		b = jsonenc.AppendHTMLEscaped(b, b[start:end])
+		b = b[:start+copy(b[start:], b[end:])]
+		if spans != nil {
+			*spans = (*spans)[:0]
+		}
 	}
 	return b, true
 }

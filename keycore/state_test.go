@@ -47,7 +47,9 @@ func TestOutboxEntryFastPath(t *testing.T) {
 	}{
 		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "i", PK: "[1]", Row: record.Row{"a": "b", "n": 1.25}, Seq: 3}}}, true},
 		{outboxEntry{Part: "p", Offset: 1}, true},
-		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "<", PK: "[1]"}}}, false},
+		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "<", PK: "[1]"}}}, true},
+		{outboxEntry{Part: "p&q", Offset: 1, Outputs: []record.Output{{ID: "i>", PK: `["<&>"]`, Row: record.Row{"u&v": "https://x/?a=1&b=<2>", "n": 1.5}},
+			{ID: "j", PK: "[2]", Row: record.Row{"a": "b"}}}}, true},
 		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "i", PK: "[1]", Row: record.Row{"x": int64(1)}}}}, false},
 	} {
 		b, ok := appendOutboxEntry(nil, &c.e, nil)
@@ -60,6 +62,35 @@ func TestOutboxEntryFastPath(t *testing.T) {
 				t.Errorf("\n got %s\nwant %s", b, want)
 			}
 		}
+	}
+}
+
+// TestOutboxEntryEscapedRows: an entry whose strings hold '<', '>' or
+// '&' is encoded as json.Marshal encodes it (HTML escaping on), and its
+// outputs get no RowJSON: a sink writes rows with HTML escaping off.
+func TestOutboxEntryEscapedRows(t *testing.T) {
+	outs := []record.Output{
+		{ID: "a/1", PK: "[1]", Row: record.Row{"url": "https://x/?a=1&b=2"}},
+		{ID: "a/2", PK: "[2]", Row: record.Row{"s": "plain"}},
+	}
+	e := outboxEntry{Part: "p", Offset: 7, Outputs: outs}
+	want, err := json.Marshal(&e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.encode()
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("encode: %s, %v\nwant %s", got, err, want)
+	}
+	for i, o := range outs {
+		if o.RowJSON != nil {
+			t.Errorf("output %d: RowJSON %s, want none (escaped entry)", i, o.RowJSON)
+		}
+	}
+	plain := []record.Output{{ID: "a/3", PK: "[3]", Row: record.Row{"s": "plain"}}}
+	e = outboxEntry{Part: "p", Offset: 8, Outputs: plain}
+	if _, err := e.encode(); err != nil || string(plain[0].RowJSON) != `{"s":"plain"}` {
+		t.Errorf("plain entry: RowJSON %s, %v; want {\"s\":\"plain\"}", plain[0].RowJSON, err)
 	}
 }
 
