@@ -36,6 +36,7 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	var firstEvs slab.Slab[*keypb.Event]
 	var firstRows slab.Slab[actors.EventRows]
 	shells.Hint(len(msgs))
+	var routed []record.Event // a record's events, the buffer reused record to record
 	firstEvs.Hint(len(msgs))
 	firstRows.Hint(len(msgs))
 	n.stats.addIn(r.cfg.Name, len(msgs))
@@ -72,9 +73,12 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 			n.stats.Events.Add(1)
 			continue
 		}
-		evs, srcPos, err := r.cdcEvents(b, m)
+		evs, srcPos, err := r.cdcEvents(b, m, routed[:0])
 		if err != nil {
 			return nil, err
+		}
+		if evs != nil {
+			routed = evs
 		}
 		if r.role == readRaw {
 			r.forward(b, m, evs) // to the key groups' repartition streams
@@ -150,7 +154,9 @@ func routeReason(why string) reason.Reason {
 // returns no events for a record it counted and set aside (tombstone, bad
 // input, truncate) and an error only when a fail policy stops the source.
 // srcPos is the record's source position when duplicates are dropped.
-func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, srcPos string, err error) {
+// The events of a two-way join are appended to dst (they are read before
+// the next record's overwrite them).
+func (r *reader) cdcEvents(b *batch, m sources.Message, dst []record.Event) (evs []record.Event, srcPos string, err error) {
 	n := r.n
 	var env debezium.Envelope
 	if r.avro != nil {
@@ -204,7 +210,7 @@ func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, src
 	if n.multi != nil {
 		evs, err = n.multi.Route(int(side), env.Change)
 	} else {
-		evs, err = n.cdc.Route(side, env.Change)
+		evs, err = n.cdc.AppendRoute(dst, side, env.Change)
 	}
 	if err != nil {
 		why := reason.Route
