@@ -78,12 +78,18 @@ type partsChanges struct {
 	rows    []string // changelog-join row parts, in marking order, maybe repeated (changedRows sorts them)
 	src     []string // Debezium position ids
 	dropped []uint64 // outbox ids written before and pruned since
+	// Room for the usual Write's rows (an event's one or two) and dropped
+	// entries, in the changes' one allocation.
+	rowRoom  [2]string
+	dropRoom [2]uint64
 }
 
 // changes returns the changes since the last Write, made if none.
 func (p *partsState) changes() *partsChanges {
 	if p.ch == nil {
-		p.ch = &partsChanges{}
+		ch := &partsChanges{}
+		ch.rows, ch.dropped = ch.rowRoom[:0], ch.dropRoom[:0]
+		p.ch = ch
 	}
 	return p.ch
 }
@@ -191,8 +197,8 @@ var outboxNames = func() []string {
 }()
 
 // writeParts fills w with the state as a base and parts: whole, or the
-// delta since the last Write.
-func (c *Core) writeParts(w *Write) error {
+// delta since the last Write. room is an empty slice the parts may use.
+func (c *Core) writeParts(w *Write, room []stateparts.Part) error {
 	st := keyState{Timers: c.m.Timers(), Seq: c.seq}
 	if !c.rowParts() && !c.m.Empty() {
 		st.Join = c.m.Snapshot()
@@ -208,9 +214,18 @@ func (c *Core) writeParts(w *Write) error {
 	p := &c.pt
 	whole := !p.stored || p.all
 	var parts []stateparts.Part
-	if !whole && p.ch != nil {
-		// A delta's parts, counted: one allocation, not a growth per part.
-		parts = make([]stateparts.Part, 0, len(p.ch.rows)+len(p.ch.src)+len(p.ch.dropped)+int(p.next-p.written))
+	if !whole {
+		// A delta's parts, counted: in room, or one allocation, not a
+		// growth per part.
+		n := int(p.next - p.written)
+		if p.ch != nil {
+			n += len(p.ch.rows) + len(p.ch.src) + len(p.ch.dropped)
+		}
+		if n <= cap(room) {
+			parts = room
+		} else {
+			parts = make([]stateparts.Part, 0, n)
+		}
 	}
 	add := func(name string, v []byte) { parts = append(parts, stateparts.Part{Name: name, Value: v}) }
 	if c.rowParts() {
