@@ -119,6 +119,18 @@ func (p *partsState) mark(name string) {
 	ch.rows = append(ch.rows, name)
 }
 
+// markRight is mark(partRight + k), without making the name when it is
+// the last one marked (an update's before and after rows).
+func (p *partsState) markRight(k string) {
+	if ch := p.ch; ch != nil && len(ch.rows) > 0 {
+		last := ch.rows[len(ch.rows)-1]
+		if len(last) == len(partRight)+len(k) && last[:len(partRight)] == partRight && last[len(partRight):] == k {
+			return
+		}
+	}
+	p.mark(partRight + k)
+}
+
 // rowParts reports whether the join's rows are parts of the state.
 func (c *Core) rowParts() bool {
 	return c.cfg.Parts && c.m.cdc != nil && c.cfg.Machine.CDC != nil && !c.cfg.Machine.CDC.MaxTs
@@ -137,7 +149,7 @@ func (c *Core) touch(e *record.Event) {
 	pk := c.cfg.Machine.CDC.Right.PK
 	for _, row := range []record.Row{e.Before, e.After} {
 		if k, ok := rowKey(row, pk); ok {
-			c.pt.mark(partRight + k)
+			c.pt.markRight(k)
 		}
 	}
 }

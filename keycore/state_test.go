@@ -52,7 +52,7 @@ func TestOutboxEntryFastPath(t *testing.T) {
 			{ID: "j", PK: "[2]", Row: record.Row{"a": "b"}}}}, true},
 		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "i", PK: "[1]", Row: record.Row{"x": int64(1)}}}}, false},
 	} {
-		b, ok := appendOutboxEntry(nil, &c.e, nil)
+		b, _, ok := appendOutboxEntry(nil, &c.e, nil)
 		if ok != c.fast {
 			t.Errorf("%+v: fast path %v, want %v", c.e, ok, c.fast)
 		}
