@@ -16,29 +16,36 @@ package slab
 // Slab carves items of type T from chunks.
 type Slab[T any] struct {
 	free []T // the current chunk's items not handed out
-	size int // the next chunk's length
+	hint int // the next chunk's length, when hinted
+	grow int // the next unhinted chunk's length (0: minChunk)
 }
 
-// minChunk and maxChunk bound a chunk's length when no hint is given, and
-// the doubling of the chunks after the first.
+// minChunk and maxChunk bound the length of a chunk no hint sized: the
+// first is minChunk, each next twice the last, up to maxChunk.
 const (
 	minChunk = 8
 	maxChunk = 1024
 )
 
-// Hint sizes the next chunk for n more items (a batch's records).
+// Hint sizes the next chunk for n more items (a batch's records). Past
+// them, chunks start small again: a hint that fell short by a few items
+// costs a small chunk, not another of its size.
 func (s *Slab[T]) Hint(n int) {
 	if n > len(s.free) {
-		s.size = n - len(s.free)
+		s.hint = n - len(s.free)
 	}
 }
 
 // take hands out the next item as a slice of length and capacity 1.
 func (s *Slab[T]) take() []T {
 	if len(s.free) == 0 {
-		n := max(s.size, minChunk)
+		n := s.hint
+		s.hint = 0
+		if n == 0 {
+			n = max(s.grow, minChunk)
+			s.grow = min(2*n, maxChunk)
+		}
 		s.free = make([]T, n)
-		s.size = min(2*n, maxChunk)
 	}
 	one := s.free[:1:1]
 	s.free = s.free[1:]

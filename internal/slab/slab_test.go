@@ -65,3 +65,26 @@ func TestSlabChunks(t *testing.T) {
 		t.Fatalf("64 items after Hint(64): %v allocations, want 1", allocs)
 	}
 }
+
+// TestSlabChunkSizes: a hinted chunk holds the hint; past it, chunks start
+// at minChunk and double.
+func TestSlabChunkSizes(t *testing.T) {
+	var s Slab[int]
+	s.Hint(100)
+	s.New()
+	if got := len(s.free) + 1; got != 100 {
+		t.Fatalf("hinted chunk: %d items, want 100", got)
+	}
+	for range 99 {
+		s.New()
+	}
+	for _, want := range []int{minChunk, 2 * minChunk, 4 * minChunk} {
+		s.New()
+		if got := len(s.free) + 1; got != want {
+			t.Fatalf("unhinted chunk: %d items, want %d", got, want)
+		}
+		for range want - 1 {
+			s.New()
+		}
+	}
+}
