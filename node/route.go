@@ -27,9 +27,13 @@ import (
 func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, error) {
 	n := r.n
 	b := &batch{seq: r.sender.NextSeq(), last: map[string]record.Position{}, records: len(msgs), fireWm: math.MinInt64}
-	var applies sendstate.Batch                 // one request per key, in the order of the keys' first records
-	rows := map[record.Key][]actors.EventRows{} // changelog joins: the events' rows, by key
-	var arrivals []*keypb.Event                 // event-time inputs in arrival order
+	// The requests, one per key in the order of the keys' first records,
+	// and (changelog joins) the events' rows by key: sized for a key per
+	// record, the usual changelog batch, not grown.
+	var applies sendstate.Batch
+	applies.Hint(len(msgs))
+	rows := make(map[record.Key][]actors.EventRows, len(msgs))
+	var arrivals []*keypb.Event // event-time inputs in arrival order
 	// The changelog events and, per key, the first event's slices, from
 	// chunks made for the batch (they live as long as its requests).
 	var shells slab.Slab[keypb.Event]
@@ -119,7 +123,9 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	defer r.mu.Unlock()
 	n.inflight.mu.Lock()
 	defer n.inflight.mu.Unlock() // until sent: see sendstate.Keys
-	for _, a := range r.sender.Send(&n.inflight.keys, b.seq, &applies, n.session) {
+	sent := r.sender.Send(&n.inflight.keys, b.seq, &applies, n.session)
+	b.calls = make([]call, 0, len(sent))
+	for _, a := range sent {
 		k := record.Key(a.Key)
 		b.calls = append(b.calls, call{key: k, apply: a, rows: rows[k]})
 	}

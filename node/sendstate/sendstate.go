@@ -193,6 +193,15 @@ func (b *Batch) Apply(k record.Key) *keypb.Apply {
 	return a
 }
 
+// Hint makes room for n keys' requests (a batch of n records), so that
+// the batch does not grow its index as they come.
+func (b *Batch) Hint(n int) {
+	if b.applies == nil && n > 0 {
+		b.applies = make(map[record.Key]*keypb.Apply, n)
+		b.order = make([]record.Key, 0, n)
+	}
+}
+
 // Has reports whether the batch holds a request to k.
 func (b *Batch) Has(k record.Key) bool {
 	_, ok := b.applies[k]
