@@ -44,6 +44,7 @@ func main() {
 			runtime.MemProfileRate = *memrate
 		}
 		defer func() {
+			runtime.GC() // the profile is as of the last GC: include the last run's allocations
 			f, err := os.Create(*memprofile)
 			if err == nil {
 				err = pprof.Lookup("allocs").WriteTo(f, 0)
