@@ -248,7 +248,7 @@ func (c *Core) Step(req *Request, now int64) Ready {
 	var late []joins.Late
 	for i := range req.Events {
 		e := &req.Events[i]
-		part := e.Pos.PartitionID()
+		part := c.offsets.partitionID(e.Pos)
 		// One input reaches one key at most once (a moved row goes to two
 		// different keys), so "offset <= applied" means "already applied":
 		// skip it, and send its outputs again if they may not have reached

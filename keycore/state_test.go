@@ -3,6 +3,7 @@ package keycore
 import (
 	"encoding/json"
 	"testing"
+	"unsafe"
 
 	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
@@ -159,6 +160,40 @@ func TestOutboxLeavesRowJSON(t *testing.T) {
 			if cap(o.RowJSON) != len(o.RowJSON) {
 				t.Errorf("output %d RowJSON can be appended to in place (cap %d > len %d)", i, cap(o.RowJSON), len(o.RowJSON))
 			}
+		}
+	}
+}
+
+// TestOffsetsPartitionID: partitionID is Position.PartitionID, and the
+// offsets' own string (no new one) when they hold the partition.
+func TestOffsetsPartitionID(t *testing.T) {
+	var o offsets
+	o.set("users/1", 5)
+	o.set("users/12", 6)
+	o.set("domains/1", 7)
+	for _, tc := range []struct {
+		pos  record.Position
+		held bool
+	}{
+		{record.Position{Source: "users", Partition: 1}, true},
+		{record.Position{Source: "users", Partition: 12}, true},
+		{record.Position{Source: "domains", Partition: 1}, true},
+		{record.Position{Source: "users", Partition: 2}, false},
+		{record.Position{Source: "domain", Partition: 1}, false},
+		{record.Position{Source: "users/1", Partition: 2}, false},
+		{record.Position{Source: "", Partition: -3}, false},
+		{record.Position{Source: "users", Partition: -1}, false},
+	} {
+		got := o.partitionID(tc.pos)
+		if want := tc.pos.PartitionID(); got != want {
+			t.Errorf("%+v: %q, want %q", tc.pos, got, want)
+		}
+		i, held := o.find(got)
+		if held != tc.held {
+			t.Errorf("%+v: held %v, want %v", tc.pos, held, tc.held)
+		}
+		if held && unsafe.StringData(got) != unsafe.StringData(o[i].part) {
+			t.Errorf("%+v: a new string, not the offsets' own", tc.pos)
 		}
 	}
 }

@@ -44,8 +44,13 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	firstEvs.Hint(len(msgs))
 	firstRows.Hint(len(msgs))
 	n.stats.addIn(r.cfg.Name, len(msgs))
+	var part, partSrc string // the partition id of the last record's partition
+	var partN int32
 	for _, m := range msgs {
-		part := m.Pos.PartitionID()
+		if part == "" || m.Pos.Source != partSrc || m.Pos.Partition != partN {
+			// One id per run of records of one partition, not one per record.
+			part, partSrc, partN = m.Pos.PartitionID(), m.Pos.Source, m.Pos.Partition
+		}
 		if p, ok := b.last[part]; !ok || m.Pos.Offset > p.Offset {
 			b.last[part] = m.Pos
 		}
