@@ -65,11 +65,9 @@ func (a *keyActor) load() error {
 }
 
 // request turns an Apply (rows, when not nil, holding its events' decoded
-// rows) into the core's request.
-func (a *keyActor) request(m *keypb.Apply, rows []EventRows) (*keycore.Request, error) {
-	// The request and, for the usual one event, its event slice in one
-	// allocation.
-	rb := &requestBuf{}
+// rows) into the core's request, in rb.
+func (a *keyActor) request(m *keypb.Apply, rows []EventRows, rb *requestBuf) (*keycore.Request, error) {
+	// For the usual one event, the event slice is rb's room for one.
 	req := &rb.req
 	*req = keycore.Request{Prev: m.Prev, Committed: m.Committed,
 		Fire: m.Fire, Watermark: m.Watermark, Session: m.Session, Resend: m.Resend}
@@ -136,7 +134,8 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 		respond(&keypb.Applied{Error: "load state: " + err.Error()})
 		return
 	}
-	req, err := a.request(m, rows)
+	buf := &applyBuf{}
+	req, err := a.request(m, rows, &buf.rb)
 	if err != nil {
 		respond(&keypb.Applied{Error: err.Error()})
 		return
@@ -168,8 +167,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 	var reply *keypb.Applied
 	var answer any
 	if rows != nil {
-		// The local answer and its Applied in one allocation.
-		la := &localApplied{}
+		la := &buf.la
 		la.Applied, la.Outputs = &la.applied, r.Outputs
 		reply, answer = &la.applied, &la.LocalApplied
 	} else {
@@ -206,8 +204,19 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 		a.account(ctx, 0, false)
 		respond(answer)
 	default:
-		a.submitOne(ctx, r.Write, w)
+		a.submitOne(ctx, r.Write, w, &buf.pw)
 	}
+}
+
+// applyBuf is what a request needs, in one allocation, not one each
+// (docs/benchmarks.md, "Allocations per event on the node's hot path"):
+// the core's request, the local answer and the write. Each apply makes a
+// new one and never reuses it: the core, the reader and the Writer may
+// hold its parts after apply returns.
+type applyBuf struct {
+	rb requestBuf
+	la localApplied
+	pw pendingWrite
 }
 
 // localApplied is a LocalApplied with the Applied it points to.

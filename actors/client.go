@@ -116,16 +116,22 @@ func (cl *Client) activate(key string) (*actor.PID, error) {
 		v   any
 		err error
 	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := fut.Result()
-		done <- result{v, err}
-	}()
 	var r result
-	select {
-	case r = <-done:
-	case <-lost:
-		return nil, fmt.Errorf("%w: %s", ErrOwnerLost, owner)
+	if lost == nil {
+		// Nothing to race the answer against (the owner is this node, or
+		// no Lost): wait on this goroutine, not another and a channel.
+		r.v, r.err = fut.Result()
+	} else {
+		done := make(chan result, 1)
+		go func() {
+			v, err := fut.Result()
+			done <- result{v, err}
+		}()
+		select {
+		case r = <-done:
+		case <-lost:
+			return nil, fmt.Errorf("%w: %s", ErrOwnerLost, owner)
+		}
 	}
 	if r.err != nil {
 		return nil, fmt.Errorf("actors: activate %s/%s on %s: %w", cl.kind, key, owner, r.err)

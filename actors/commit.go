@@ -33,10 +33,9 @@ func (a *keyActor) submit(ctx actor.Context, w *keycore.Write, waiters []waiter)
 	a.write(ctx, w, &pendingWrite{waiters: waiters})
 }
 
-// submitOne is submit for one waiter (a request's own write), kept in the
-// pendingWrite: one allocation per write, not a slice and a closure.
-func (a *keyActor) submitOne(ctx actor.Context, w *keycore.Write, wt waiter) {
-	p := &pendingWrite{}
+// submitOne is submit for one waiter (a request's own write), kept in p,
+// the request's own (applyBuf): no allocation, not a slice and a closure.
+func (a *keyActor) submitOne(ctx actor.Context, w *keycore.Write, wt waiter, p *pendingWrite) {
 	p.one[0] = wt
 	p.waiters = p.one[:]
 	a.write(ctx, w, p)

@@ -77,10 +77,16 @@ type LocalApplied struct {
 // EventShell is EncodeEvent without the rows (for a LocalApply), and the
 // rows.
 func EventShell(e record.Event) (*keypb.Event, EventRows) {
-	return &keypb.Event{
-		Side: int32(e.Side), Op: e.Op.String(),
-		Source: e.Pos.Source, Partition: e.Pos.Partition, Offset: e.Pos.Offset, Seq: int32(e.Seq), Ts: e.Ts,
-	}, EventRows{Before: e.Before, After: e.After}
+	pe := &keypb.Event{}
+	return pe, ShellInto(pe, e)
+}
+
+// ShellInto is EventShell into pe, a new zero Event (the caller's: one of
+// a batch's, made together).
+func ShellInto(pe *keypb.Event, e record.Event) EventRows {
+	pe.Side, pe.Op = int32(e.Side), e.Op.String()
+	pe.Source, pe.Partition, pe.Offset, pe.Seq, pe.Ts = e.Pos.Source, e.Pos.Partition, e.Pos.Offset, int32(e.Seq), e.Ts
+	return EventRows{Before: e.Before, After: e.After}
 }
 
 // FillRows encodes rows into the events of a (made by EventShell), in the

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -69,6 +70,58 @@ func TestKeyActorMailboxAnswersBehindPoison(t *testing.T) {
 				if tc.answered {
 					t.Error("LocalApply behind the pill never answered")
 				}
+			}
+		})
+	}
+}
+
+// TestMPSCQueueConcurrent: values pushed by several goroutines at once
+// are each popped once, in each producer's order, while the consumer
+// recycles the nodes it is done with (nodePool) under the producers.
+func TestMPSCQueueConcurrent(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		producers, perProd int
+	}{
+		{"one producer", 1, 20000},
+		{"eight producers", 8, 5000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var q mpscQueue
+			q.init()
+			type item struct{ p, i int }
+			done := make(chan struct{})
+			for p := range tc.producers {
+				go func() {
+					for i := range tc.perProd {
+						q.push(item{p, i})
+					}
+					done <- struct{}{}
+				}()
+			}
+			next := make([]int, tc.producers)
+			deadline := time.Now().Add(30 * time.Second)
+			for got := 0; got < tc.producers*tc.perProd; {
+				x := q.pop()
+				if x == nil {
+					if time.Now().After(deadline) {
+						t.Fatalf("%d of %d values popped in 30 s", got, tc.producers*tc.perProd)
+					}
+					runtime.Gosched()
+					continue
+				}
+				it := x.(item)
+				if it.i != next[it.p] {
+					t.Fatalf("producer %d: popped %d, want %d", it.p, it.i, next[it.p])
+				}
+				next[it.p]++
+				got++
+			}
+			for range tc.producers {
+				<-done
+			}
+			if x := q.pop(); x != nil {
+				t.Fatalf("popped %v after every value", x)
 			}
 		})
 	}

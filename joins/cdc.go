@@ -92,12 +92,14 @@ func (j *CDC) EachRight(f func(pk string, row record.Row) error) error {
 // event Route would not make (unknown side or op, a missing row, a missing or
 // non-scalar primary key) changes nothing and appends nothing.
 func (j *CDC) OnEvent(e record.Event, out []record.Output) []record.Output {
-	em := emitter{spec: j.spec, e: &e, base: len(out), out: out}
 	if !j.spec.MaxTs {
 		e.Ts = 0
 	}
+	// The emitter holds a copy of e: a pointer to it would move e to the
+	// heap, one allocation per event.
+	em := emitter{spec: j.spec, e: e, base: len(out), out: out}
 	if j.spec.Kinds == KindsFlink {
-		j.flinkEvent(&em, &e)
+		j.flinkEvent(&em, &em.e)
 		return em.out
 	}
 	switch e.Side {
@@ -152,18 +154,23 @@ func (j *CDC) leftUpsert(em *emitter, row record.Row, ts int64) {
 	old, t := j.left, j.spec.Type
 	switch {
 	case old != nil && len(j.rights) > 0:
+		em.reserve(2 * len(j.rights))
 		for _, r := range j.rights {
 			em.emit(record.UpdateBefore, old, r.row, r.ts)
 			em.emit(record.UpdateAfter, row, r.row, r.ts)
 		}
 	case old != nil && t.outer():
+		em.reserve(2)
 		em.emit(record.UpdateBefore, old, nil, 0)
 		em.emit(record.UpdateAfter, row, nil, 0)
 	case old == nil && len(j.rights) > 0:
 		gone, came := record.Insert, record.Insert
+		n := len(j.rights)
 		if t == FullOuter {
 			gone, came = j.padSwap()
+			n *= 2
 		}
+		em.reserve(n)
 		for _, r := range j.rights {
 			if t == FullOuter {
 				em.emit(gone, nil, r.row, r.ts)
@@ -187,9 +194,12 @@ func (j *CDC) leftDelete(em *emitter, pk string) {
 	switch {
 	case len(j.rights) > 0:
 		gone, came := record.Delete, record.Insert
+		n := len(j.rights)
 		if j.spec.Type == FullOuter {
 			gone, came = j.padSwap()
+			n *= 2
 		}
+		em.reserve(n)
 		for _, r := range j.rights {
 			em.emit(gone, old, r.row, r.ts)
 			if j.spec.Type == FullOuter {
@@ -212,15 +222,18 @@ func (j *CDC) rightUpsert(em *emitter, pk string, row record.Row, ts int64) {
 	l, t, lts := j.left, j.spec.Type, j.leftTs
 	switch {
 	case l != nil && found:
+		em.reserve(2)
 		em.emit(record.UpdateBefore, l, j.rights[i].row, lts)
 		em.emit(record.UpdateAfter, l, row, lts)
 	case l != nil && len(j.rights) == 0 && t.outer():
+		em.reserve(2)
 		gone, came := j.padSwap()
 		em.emit(gone, l, nil, lts)
 		em.emit(came, l, row, lts)
 	case l != nil:
 		em.emit(record.Insert, l, row, lts)
 	case t == FullOuter && found:
+		em.reserve(2)
 		em.emit(record.UpdateBefore, nil, j.rights[i].row, 0)
 		em.emit(record.UpdateAfter, nil, row, 0)
 	case t == FullOuter:
@@ -246,6 +259,7 @@ func (j *CDC) rightDelete(em *emitter, pk string) {
 	l, t := j.left, j.spec.Type
 	switch {
 	case l != nil && len(j.rights) == 0 && t.outer():
+		em.reserve(2)
 		gone, came := j.padSwap()
 		em.emit(gone, l, old, j.leftTs)
 		em.emit(came, l, nil, j.leftTs)
@@ -271,10 +285,14 @@ func (j *CDC) padSwap() (gone, came record.Kind) {
 // emitter appends the outputs of one OnEvent call.
 type emitter struct {
 	spec *CDCSpec
-	e    *record.Event
+	e    record.Event
 	base int
 	out  []record.Output
 }
+
+// reserve makes room for n more outputs at once (one growth of the slice,
+// not one per doubling).
+func (m *emitter) reserve(n int) { m.out = slices.Grow(m.out, n) }
 
 // emit appends one output; otherTs is the source time of the row of the
 // other side than the input's in the pair (0 when padded or unknown), so
@@ -285,7 +303,7 @@ func (m *emitter) emit(k record.Kind, l, r record.Row, otherTs int64) {
 		ts = max(m.e.Ts, otherTs)
 	}
 	m.out = append(m.out, record.Output{
-		ID:   record.OutputID(*m.e, len(m.out)-m.base),
+		ID:   record.OutputID(m.e, len(m.out)-m.base),
 		Kind: k,
 		PK:   m.spec.outputPK(l, r),
 		Row:  m.spec.outputRow(l, r),

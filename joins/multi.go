@@ -77,7 +77,7 @@ func (m *Multi) OnEvent(e record.Event, out []record.Output) []record.Output {
 	if i >= len(m.tables) {
 		return out
 	}
-	em := multiEmitter{spec: m.spec, e: &e, base: len(out), out: out}
+	em := multiEmitter{spec: m.spec, e: e, base: len(out), out: out} // a copy of e: see CDC.OnEvent
 	switch e.Op {
 	case record.OpCreate, record.OpRead, record.OpUpdate:
 		pk, ok := m.pkOf(i, e.After)
@@ -220,14 +220,14 @@ func (m *Multi) each(skip int, f func(c []record.Row)) {
 
 type multiEmitter struct {
 	spec *MultiSpec
-	e    *record.Event
+	e    record.Event
 	base int
 	out  []record.Output
 }
 
 func (m *multiEmitter) emit(k record.Kind, rows []record.Row) {
 	m.out = append(m.out, record.Output{
-		ID:   record.OutputID(*m.e, len(m.out)-m.base),
+		ID:   record.OutputID(m.e, len(m.out)-m.base),
 		Kind: k,
 		PK:   m.spec.outputPK(rows),
 		Row:  m.spec.outputRow(rows),

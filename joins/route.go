@@ -60,8 +60,15 @@ func (e *RouteError) Error() string {
 // Rows must hold a non-null scalar primary key and join column where they are
 // used; anything else is a *RouteError. Every event carries c.Pos and side.
 func (s *CDCSpec) Route(side record.Side, c record.Change) ([]record.Event, error) {
+	return s.AppendRoute(nil, side, c)
+}
+
+// AppendRoute is Route appending the events to dst (a caller's buffer,
+// reused from one change to the next: no slice per change). On an error
+// it returns dst unchanged.
+func (s *CDCSpec) AppendRoute(dst []record.Event, side record.Side, c record.Change) ([]record.Event, error) {
 	fail := func(reason, row, col string) ([]record.Event, error) {
-		return nil, &RouteError{Reason: reason, Side: side, Op: c.Op, Pos: c.Pos, Row: row, Column: col}
+		return dst, &RouteError{Reason: reason, Side: side, Op: c.Op, Pos: c.Pos, Row: row, Column: col}
 	}
 	if side != record.Left && side != record.Right {
 		return fail(ReasonBadSide, "", "")
@@ -82,24 +89,24 @@ func (s *CDCSpec) Route(side record.Side, c record.Change) ([]record.Event, erro
 		}
 		ev.Key, ev.After = key, c.After
 		if c.Op != record.OpUpdate {
-			return []record.Event{ev}, nil
+			return append(dst, ev), nil
 		}
 		ev.Before = c.Before
 		if c.Before == nil {
-			return []record.Event{ev}, nil
+			return append(dst, ev), nil
 		}
 		if _, reason := columnKey(c.Before, ss.PK, false); reason != "" {
 			return fail(pkReason(reason), "before", ss.PK)
 		}
 		if !has(c.Before, ss.JoinOn) {
-			return []record.Event{ev}, nil // a partial before: assume the key is unchanged
+			return append(dst, ev), nil // a partial before: assume the key is unchanged
 		}
 		old, reason := columnKey(c.Before, ss.JoinOn, true)
 		if reason != "" {
 			return fail(joinReason(reason), "before", ss.JoinOn)
 		}
 		if old == key {
-			return []record.Event{ev}, nil
+			return append(dst, ev), nil
 		}
 		if !has(c.Before, ss.PK) {
 			// The retraction at the old key needs the row's primary key.
@@ -107,7 +114,7 @@ func (s *CDCSpec) Route(side record.Side, c record.Change) ([]record.Event, erro
 		}
 		del := record.Event{Key: old, Side: side, Op: record.OpDelete, Before: c.Before, Pos: c.Pos, Seq: 0, Ts: c.TsMs}
 		ins := record.Event{Key: key, Side: side, Op: record.OpCreate, After: c.After, Pos: c.Pos, Seq: 1, Ts: c.TsMs}
-		return []record.Event{del, ins}, nil
+		return append(dst, del, ins), nil
 	case record.OpDelete:
 		if c.Before == nil {
 			return fail(ReasonMissingBefore, "before", "")
@@ -123,7 +130,7 @@ func (s *CDCSpec) Route(side record.Side, c record.Change) ([]record.Event, erro
 			return fail(pkReason(reason), "before", ss.PK)
 		}
 		ev.Key, ev.Before = key, c.Before
-		return []record.Event{ev}, nil
+		return append(dst, ev), nil
 	}
 	return fail(ReasonUnknownOp, "", "")
 }

@@ -117,7 +117,21 @@ func TestRoute(t *testing.T) {
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got  %+v\nwant %+v", got, tc.want)
 			}
+			// AppendRoute appends the same events after what dst holds.
+			prior := record.Event{Key: "prior"}
+			buf := make([]record.Event, 1, 4)
+			buf[0] = prior
+			got, err = spec.AppendRoute(buf, tc.side, tc.c)
+			if err != nil || !reflect.DeepEqual(got, append([]record.Event{prior}, tc.want...)) {
+				t.Fatalf("AppendRoute: %+v, %v\nwant %+v after %+v", got, err, tc.want, prior)
+			}
 		})
+	}
+	// On an error, dst comes back as it was.
+	buf := []record.Event{{Key: "prior"}}
+	got, err := spec.AppendRoute(buf, record.Right, del(nil))
+	if err == nil || len(got) != 1 || got[0].Key != "prior" {
+		t.Fatalf("AppendRoute of a bad change: %+v, %v; want the prior event and an error", got, err)
 	}
 }
 

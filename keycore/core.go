@@ -248,7 +248,7 @@ func (c *Core) Step(req *Request, now int64) Ready {
 	var late []joins.Late
 	for i := range req.Events {
 		e := &req.Events[i]
-		part := e.Pos.PartitionID()
+		part := c.offsets.partitionID(e.Pos)
 		// One input reaches one key at most once (a moved row goes to two
 		// different keys), so "offset <= applied" means "already applied":
 		// skip it, and send its outputs again if they may not have reached
@@ -323,7 +323,9 @@ func (c *Core) Step(req *Request, now int64) Ready {
 
 // write makes the Write of the key's state as it is and counts it pending.
 func (c *Core) write() (*Write, error) {
-	w := &Write{Offsets: c.offsets.asMap()}
+	wb := &writeBuf{}
+	w := &wb.w
+	w.Offsets = c.offsets.asMap()
 	// A key whose join state emptied still writes a (small) state, so its
 	// applied offsets survive passivation and failover: a request's Prev
 	// names offsets that an emptied key must still know it applied, or it
@@ -333,7 +335,7 @@ func (c *Core) write() (*Write, error) {
 		// Deleted: a Write after it starts the stored state again.
 		c.pt = partsState{next: c.pt.next, written: c.pt.next}
 	case c.cfg.Parts:
-		if err := c.writeParts(w); err != nil {
+		if err := c.writeParts(w, wb.parts[:0]); err != nil {
 			return nil, err
 		}
 	default:
@@ -346,6 +348,13 @@ func (c *Core) write() (*Write, error) {
 	w.NextTimer, w.HasTimer = c.m.NextTimer()
 	c.pending++
 	return w, nil
+}
+
+// writeBuf is a Write with room for a usual delta's parts (a row, the
+// new outbox entry, a pruned one), in one allocation.
+type writeBuf struct {
+	w     Write
+	parts [4]stateparts.Part
 }
 
 // Encode returns what a Write of the key's state now would hold: its

@@ -1,6 +1,12 @@
 package keycore
 
-import "sort"
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/joinery/joinery/record"
+)
 
 // offsets are a key's applied offsets, partition id -> highest applied
 // offset, as a slice sorted by partition: a key hears from one partition
@@ -36,6 +42,27 @@ func (o *offsets) set(part string, off int64) {
 	*o = append(*o, partOffset{})
 	copy((*o)[i+1:], (*o)[i:])
 	(*o)[i] = partOffset{part, off}
+}
+
+// partitionID is pos.PartitionID(), the one these offsets hold when they
+// have pos's partition (no new string per event).
+func (o offsets) partitionID(pos record.Position) string {
+	for _, p := range o {
+		if isPartitionID(p.part, pos) {
+			return p.part
+		}
+	}
+	return pos.PartitionID()
+}
+
+// isPartitionID reports whether id is pos.PartitionID(), without making it.
+func isPartitionID(id string, pos record.Position) bool {
+	rest, ok := strings.CutPrefix(id, pos.Source)
+	if !ok || len(rest) == 0 || rest[0] != '/' {
+		return false
+	}
+	var buf [12]byte
+	return rest[1:] == string(strconv.AppendInt(buf[:0], int64(pos.Partition), 10))
 }
 
 // asMap is the offsets as a new map (empty, not nil, when there are none).

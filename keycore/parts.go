@@ -78,12 +78,18 @@ type partsChanges struct {
 	rows    []string // changelog-join row parts, in marking order, maybe repeated (changedRows sorts them)
 	src     []string // Debezium position ids
 	dropped []uint64 // outbox ids written before and pruned since
+	// Room for the usual Write's rows (an event's one or two) and dropped
+	// entries, in the changes' one allocation.
+	rowRoom  [2]string
+	dropRoom [2]uint64
 }
 
 // changes returns the changes since the last Write, made if none.
 func (p *partsState) changes() *partsChanges {
 	if p.ch == nil {
-		p.ch = &partsChanges{}
+		ch := &partsChanges{}
+		ch.rows, ch.dropped = ch.rowRoom[:0], ch.dropRoom[:0]
+		p.ch = ch
 	}
 	return p.ch
 }
@@ -113,6 +119,18 @@ func (p *partsState) mark(name string) {
 	ch.rows = append(ch.rows, name)
 }
 
+// markRight is mark(partRight + k), without making the name when it is
+// the last one marked (an update's before and after rows).
+func (p *partsState) markRight(k string) {
+	if ch := p.ch; ch != nil && len(ch.rows) > 0 {
+		last := ch.rows[len(ch.rows)-1]
+		if len(last) == len(partRight)+len(k) && last[:len(partRight)] == partRight && last[len(partRight):] == k {
+			return
+		}
+	}
+	p.mark(partRight + k)
+}
+
 // rowParts reports whether the join's rows are parts of the state.
 func (c *Core) rowParts() bool {
 	return c.cfg.Parts && c.m.cdc != nil && c.cfg.Machine.CDC != nil && !c.cfg.Machine.CDC.MaxTs
@@ -131,7 +149,7 @@ func (c *Core) touch(e *record.Event) {
 	pk := c.cfg.Machine.CDC.Right.PK
 	for _, row := range []record.Row{e.Before, e.After} {
 		if k, ok := rowKey(row, pk); ok {
-			c.pt.mark(partRight + k)
+			c.pt.markRight(k)
 		}
 	}
 }
@@ -155,20 +173,44 @@ func rowJSON(r record.Row) ([]byte, error) {
 	return json.Marshal(r)
 }
 
+// outboxName is the part name of outbox entry id. A key numbers its
+// entries from 0 for its life, so the names of the first ones are made
+// once (outboxNames), not at each Write and again when pruned.
 func outboxName(id uint64) string {
-	const hex = "0123456789abcdef"
-	var b [2 + 16]byte
-	copy(b[:], partOutbox)
-	for i := 17; i >= 2; i-- {
-		b[i] = hex[id&15]
-		id >>= 4
+	if id < uint64(len(outboxNames)) {
+		return outboxNames[id]
 	}
-	return string(b[:])
+	return string(appendOutboxName(nil, id))
 }
 
+func appendOutboxName(b []byte, id uint64) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, partOutbox...)
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, hex[(id>>shift)&15])
+	}
+	return b
+}
+
+// outboxNames are the names of ids 0 to 1023, slices of one string
+// (≈ 34 KB in all).
+var outboxNames = func() []string {
+	const n, size = 1024, len(partOutbox) + 16
+	b := make([]byte, 0, n*size)
+	for id := range uint64(n) {
+		b = appendOutboxName(b, id)
+	}
+	all := string(b)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = all[i*size : (i+1)*size]
+	}
+	return names
+}()
+
 // writeParts fills w with the state as a base and parts: whole, or the
-// delta since the last Write.
-func (c *Core) writeParts(w *Write) error {
+// delta since the last Write. room is an empty slice the parts may use.
+func (c *Core) writeParts(w *Write, room []stateparts.Part) error {
 	st := keyState{Timers: c.m.Timers(), Seq: c.seq}
 	if !c.rowParts() && !c.m.Empty() {
 		st.Join = c.m.Snapshot()
@@ -184,9 +226,18 @@ func (c *Core) writeParts(w *Write) error {
 	p := &c.pt
 	whole := !p.stored || p.all
 	var parts []stateparts.Part
-	if !whole && p.ch != nil {
-		// A delta's parts, counted: one allocation, not a growth per part.
-		parts = make([]stateparts.Part, 0, len(p.ch.rows)+len(p.ch.src)+len(p.ch.dropped)+int(p.next-p.written))
+	if !whole {
+		// A delta's parts, counted: in room, or one allocation, not a
+		// growth per part.
+		n := int(p.next - p.written)
+		if p.ch != nil {
+			n += len(p.ch.rows) + len(p.ch.src) + len(p.ch.dropped)
+		}
+		if n <= cap(room) {
+			parts = room
+		} else {
+			parts = make([]stateparts.Part, 0, n)
+		}
 	}
 	add := func(name string, v []byte) { parts = append(parts, stateparts.Part{Name: name, Value: v}) }
 	if c.rowParts() {

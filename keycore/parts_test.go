@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/joinery/joinery/joins"
@@ -182,6 +184,54 @@ func TestCorePartsSpecChange(t *testing.T) {
 			}
 			if a, b := again.Machine().CDC().Rights(), check.Machine().CDC().Rights(); len(a) != len(b) {
 				t.Fatalf("after the first write under the new spec the store holds %d right rows, the core %d", len(b), len(a))
+			}
+		})
+	}
+}
+
+func TestOutboxName(t *testing.T) {
+	for _, tc := range []struct {
+		id   uint64
+		want string
+	}{
+		{0, "o:0000000000000000"},
+		{1, "o:0000000000000001"},
+		{1023, "o:00000000000003ff"},
+		{1024, "o:0000000000000400"},
+		{0xfedcba9876543210, "o:fedcba9876543210"},
+	} {
+		if got := outboxName(tc.id); got != tc.want {
+			t.Errorf("outboxName(%d) = %q, want %q", tc.id, got, tc.want)
+		}
+	}
+}
+
+// TestMarkRight: markRight marks "r:"+k unless that is the last part
+// marked, as mark does.
+func TestMarkRight(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		marks []string // "=x": markRight(x); else mark
+		want  []string
+	}{
+		{"update's before and after", []string{"=1", "=1"}, []string{"r:1"}},
+		{"a moved pk", []string{"=1", "=2"}, []string{"r:1", "r:2"}},
+		{"a prefix of the last", []string{"=12", "=1"}, []string{"r:12", "r:1"}},
+		{"after the left row", []string{"l", "=1"}, []string{"l", "r:1"}},
+		{"same as a marked name", []string{"r:7", "=7"}, []string{"r:7"}},
+		{"not consecutive", []string{"=1", "=2", "=1"}, []string{"r:1", "r:2", "r:1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p partsState
+			for _, m := range tc.marks {
+				if k, ok := strings.CutPrefix(m, "="); ok {
+					p.markRight(k)
+				} else {
+					p.mark(m)
+				}
+			}
+			if got := p.changes().rows; !slices.Equal(got, tc.want) {
+				t.Errorf("rows %q, want %q", got, tc.want)
 			}
 		})
 	}

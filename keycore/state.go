@@ -74,7 +74,10 @@ func (e *outboxEntry) encode() ([]byte, error) {
 	if e.enc == nil {
 		var rows [4][2]int
 		spans := rows[:0]
-		b, ok := jsonenc.Exact(func(b []byte) ([]byte, bool) { return appendOutboxEntry(b, e, &spans) })
+		b, ok := jsonenc.Exact(func(b []byte) (_ []byte, ok bool) {
+			b, spans, ok = appendOutboxEntry(b, e, spans)
+			return b, ok
+		})
 		if !ok {
 			var err error
 			if b, err = json.Marshal(e); err != nil {
@@ -172,12 +175,17 @@ func encodeState(s keyState) ([]byte, error) {
 // appendOutboxEntry appends e as encoding/json encodes it (json.Marshal,
 // HTML escaping on: outputs' ids, pks and rows go through jsonenc, which
 // writes them with HTML escaping off, so an entry whose strings hold
-// '<', '>' or '&' falls back — ok false — to keep the bytes identical to
-// what json.Marshal wrote before). ok is false, too, for rows outside
-// jsonenc's types.
+// '<', '>' or '&' is escaped afterwards, jsonenc.AppendHTMLEscaped, to
+// keep the bytes identical to what json.Marshal wrote before). ok is
+// false for rows outside jsonenc's types.
 //
-// spans, when not nil, gets each output's row as b[start:end].
-func appendOutboxEntry(b []byte, e *outboxEntry, spans *[][2]int) ([]byte, bool) {
+// spans, when not nil, gets each output's row as b[start:end] appended
+// and is returned: the row's JSON with HTML escaping off, as a sink writes
+// it. An escaped entry's rows are not that: spans then comes back empty.
+// (A value, not a pointer: a pointer moved the caller's array to the
+// heap.)
+func appendOutboxEntry(b []byte, e *outboxEntry, spans [][2]int) ([]byte, [][2]int, bool) {
+	start := len(b)
 	b = append(b, `{"p":`...)
 	b = jsonenc.AppendString(b, e.Part)
 	b = append(b, `,"n":`...)
@@ -194,19 +202,24 @@ func appendOutboxEntry(b []byte, e *outboxEntry, spans *[][2]int) ([]byte, bool)
 			var ok bool
 			var start, end int
 			if b, start, end, ok = jsonenc.AppendOutputRow(b, &e.Outputs[i], nil); !ok {
-				return b, false
+				return b, spans, false
 			}
 			if spans != nil {
-				*spans = append(*spans, [2]int{start, end})
+				spans = append(spans, [2]int{start, end})
 			}
 		}
 		b = append(b, ']')
 	}
 	b = append(b, '}')
-	if bytes.ContainsAny(b, "<>&") {
-		return b, false
+	if bytes.ContainsAny(b[start:], "<>&") {
+		end := len(b)
+		b = jsonenc.AppendHTMLEscaped(b, b[start:end])
+		b = b[:start+copy(b[start:], b[end:])]
+		if spans != nil {
+			spans = spans[:0]
+		}
 	}
-	return b, true
+	return b, spans, true
 }
 
 // outputs returns the entry's outputs: the decoded ones while it has them,

@@ -3,6 +3,7 @@ package keycore
 import (
 	"encoding/json"
 	"testing"
+	"unsafe"
 
 	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
@@ -47,10 +48,12 @@ func TestOutboxEntryFastPath(t *testing.T) {
 	}{
 		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "i", PK: "[1]", Row: record.Row{"a": "b", "n": 1.25}, Seq: 3}}}, true},
 		{outboxEntry{Part: "p", Offset: 1}, true},
-		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "<", PK: "[1]"}}}, false},
+		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "<", PK: "[1]"}}}, true},
+		{outboxEntry{Part: "p&q", Offset: 1, Outputs: []record.Output{{ID: "i>", PK: `["<&>"]`, Row: record.Row{"u&v": "https://x/?a=1&b=<2>", "n": 1.5}},
+			{ID: "j", PK: "[2]", Row: record.Row{"a": "b"}}}}, true},
 		{outboxEntry{Part: "p", Offset: 1, Outputs: []record.Output{{ID: "i", PK: "[1]", Row: record.Row{"x": int64(1)}}}}, false},
 	} {
-		b, ok := appendOutboxEntry(nil, &c.e, nil)
+		b, _, ok := appendOutboxEntry(nil, &c.e, nil)
 		if ok != c.fast {
 			t.Errorf("%+v: fast path %v, want %v", c.e, ok, c.fast)
 		}
@@ -60,6 +63,35 @@ func TestOutboxEntryFastPath(t *testing.T) {
 				t.Errorf("\n got %s\nwant %s", b, want)
 			}
 		}
+	}
+}
+
+// TestOutboxEntryEscapedRows: an entry whose strings hold '<', '>' or
+// '&' is encoded as json.Marshal encodes it (HTML escaping on), and its
+// outputs get no RowJSON: a sink writes rows with HTML escaping off.
+func TestOutboxEntryEscapedRows(t *testing.T) {
+	outs := []record.Output{
+		{ID: "a/1", PK: "[1]", Row: record.Row{"url": "https://x/?a=1&b=2"}},
+		{ID: "a/2", PK: "[2]", Row: record.Row{"s": "plain"}},
+	}
+	e := outboxEntry{Part: "p", Offset: 7, Outputs: outs}
+	want, err := json.Marshal(&e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.encode()
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("encode: %s, %v\nwant %s", got, err, want)
+	}
+	for i, o := range outs {
+		if o.RowJSON != nil {
+			t.Errorf("output %d: RowJSON %s, want none (escaped entry)", i, o.RowJSON)
+		}
+	}
+	plain := []record.Output{{ID: "a/3", PK: "[3]", Row: record.Row{"s": "plain"}}}
+	e = outboxEntry{Part: "p", Offset: 8, Outputs: plain}
+	if _, err := e.encode(); err != nil || string(plain[0].RowJSON) != `{"s":"plain"}` {
+		t.Errorf("plain entry: RowJSON %s, %v; want {\"s\":\"plain\"}", plain[0].RowJSON, err)
 	}
 }
 
@@ -128,6 +160,40 @@ func TestOutboxLeavesRowJSON(t *testing.T) {
 			if cap(o.RowJSON) != len(o.RowJSON) {
 				t.Errorf("output %d RowJSON can be appended to in place (cap %d > len %d)", i, cap(o.RowJSON), len(o.RowJSON))
 			}
+		}
+	}
+}
+
+// TestOffsetsPartitionID: partitionID is Position.PartitionID, and the
+// offsets' own string (no new one) when they hold the partition.
+func TestOffsetsPartitionID(t *testing.T) {
+	var o offsets
+	o.set("users/1", 5)
+	o.set("users/12", 6)
+	o.set("domains/1", 7)
+	for _, tc := range []struct {
+		pos  record.Position
+		held bool
+	}{
+		{record.Position{Source: "users", Partition: 1}, true},
+		{record.Position{Source: "users", Partition: 12}, true},
+		{record.Position{Source: "domains", Partition: 1}, true},
+		{record.Position{Source: "users", Partition: 2}, false},
+		{record.Position{Source: "domain", Partition: 1}, false},
+		{record.Position{Source: "users/1", Partition: 2}, false},
+		{record.Position{Source: "", Partition: -3}, false},
+		{record.Position{Source: "users", Partition: -1}, false},
+	} {
+		got := o.partitionID(tc.pos)
+		if want := tc.pos.PartitionID(); got != want {
+			t.Errorf("%+v: %q, want %q", tc.pos, got, want)
+		}
+		i, held := o.find(got)
+		if held != tc.held {
+			t.Errorf("%+v: held %v, want %v", tc.pos, held, tc.held)
+		}
+		if held && unsafe.StringData(got) != unsafe.StringData(o[i].part) {
+			t.Errorf("%+v: a new string, not the offsets' own", tc.pos)
 		}
 	}
 }

@@ -68,9 +68,38 @@ func (r *reader) collect(ctx context.Context, queue <-chan *batch) error {
 
 // answeredBatch is a batch's answers: the outputs the reader writes to
 // every sink (outs) and to its node-local sinks alone (owned: the keys'
-// owners wrote them to the shared sinks).
+// owners wrote them to the shared sinks), as each key answered them, in
+// order. completeGroup copies a group's into one slice each, of its
+// length: one allocation, not a growth per key here and a copy there.
 type answeredBatch struct {
-	outs, owned []record.Output
+	outs, owned [][]record.Output
+}
+
+// flatten is the outputs (owned: the owned ones) of answered, in order,
+// in one slice (nil when there are none).
+func flatten(answered []answeredBatch, owned bool) []record.Output {
+	pick := func(a answeredBatch) [][]record.Output {
+		if owned {
+			return a.owned
+		}
+		return a.outs
+	}
+	n := 0
+	for _, a := range answered {
+		for _, o := range pick(a) {
+			n += len(o)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]record.Output, 0, n)
+	for _, a := range answered {
+		for _, o := range pick(a) {
+			out = append(out, o...)
+		}
+	}
+	return out
 }
 
 // answers awaits b's answers in order and forgets its requests as
@@ -78,6 +107,7 @@ type answeredBatch struct {
 func (r *reader) answers(ctx context.Context, b *batch) (answeredBatch, error) {
 	n := r.n
 	var a answeredBatch
+	a.outs = make([][]record.Output, 0, len(b.calls))
 	for _, c := range b.calls {
 		ap, kouts, written, err := r.await(ctx, c)
 		if err != nil {
@@ -88,10 +118,12 @@ func (r *reader) answers(ctx context.Context, b *batch) (answeredBatch, error) {
 		for _, l := range ap.Late {
 			r.late(b, c.key, l)
 		}
-		if written {
-			a.owned = append(a.owned, kouts...)
-		} else {
-			a.outs = append(a.outs, kouts...)
+		switch {
+		case len(kouts) == 0:
+		case written:
+			a.owned = append(a.owned, kouts)
+		default:
+			a.outs = append(a.outs, kouts)
 		}
 	}
 	keys := make([]record.Key, len(b.calls))
@@ -111,13 +143,11 @@ func (r *reader) answers(ctx context.Context, b *batch) (answeredBatch, error) {
 // partition closes a contiguous completed range).
 func (r *reader) completeGroup(ctx context.Context, group []*batch, answered []answeredBatch) error {
 	n := r.n
-	var outs, owned []record.Output
+	outs, owned := flatten(answered, false), flatten(answered, true)
 	var dead []deadletter.Record
 	var forward []sources.Forward
 	last := map[string]record.Position{}
-	for i, b := range group {
-		outs = append(outs, answered[i].outs...)
-		owned = append(owned, answered[i].owned...)
+	for _, b := range group {
 		dead = append(dead, b.dead...)
 		forward = append(forward, b.forward...)
 		for part, p := range b.last {

@@ -12,6 +12,7 @@ import (
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/formats/debeziumavro"
+	"github.com/joinery/joinery/internal/slab"
 	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
@@ -26,12 +27,30 @@ import (
 func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, error) {
 	n := r.n
 	b := &batch{seq: r.sender.NextSeq(), last: map[string]record.Position{}, records: len(msgs), fireWm: math.MinInt64}
-	var applies sendstate.Batch                 // one request per key, in the order of the keys' first records
-	rows := map[record.Key][]actors.EventRows{} // changelog joins: the events' rows, by key
-	var arrivals []*keypb.Event                 // event-time inputs in arrival order
+	// The requests, one per key in the order of the keys' first records,
+	// and (changelog joins) the events' rows by key: sized for a key per
+	// record, the usual changelog batch, not grown.
+	var applies sendstate.Batch
+	applies.Hint(len(msgs))
+	rows := make(map[record.Key][]actors.EventRows, len(msgs))
+	var arrivals []*keypb.Event // event-time inputs in arrival order
+	// The changelog events and, per key, the first event's slices, from
+	// chunks made for the batch (they live as long as its requests).
+	var shells slab.Slab[keypb.Event]
+	var firstEvs slab.Slab[*keypb.Event]
+	var firstRows slab.Slab[actors.EventRows]
+	shells.Hint(len(msgs))
+	var routed []record.Event // a record's events, the buffer reused record to record
+	firstEvs.Hint(len(msgs))
+	firstRows.Hint(len(msgs))
 	n.stats.addIn(r.cfg.Name, len(msgs))
+	var part, partSrc string // the partition id of the last record's partition
+	var partN int32
 	for _, m := range msgs {
-		part := m.Pos.PartitionID()
+		if part == "" || m.Pos.Source != partSrc || m.Pos.Partition != partN {
+			// One id per run of records of one partition, not one per record.
+			part, partSrc, partN = m.Pos.PartitionID(), m.Pos.Source, m.Pos.Partition
+		}
 		if p, ok := b.last[part]; !ok || m.Pos.Offset > p.Offset {
 			b.last[part] = m.Pos
 		}
@@ -63,9 +82,12 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 			n.stats.Events.Add(1)
 			continue
 		}
-		evs, srcPos, err := r.cdcEvents(b, m)
+		evs, srcPos, err := r.cdcEvents(b, m, routed[:0])
 		if err != nil {
 			return nil, err
+		}
+		if evs != nil {
+			routed = evs
 		}
 		if r.role == readRaw {
 			r.forward(b, m, evs) // to the key groups' repartition streams
@@ -77,11 +99,12 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 			}
 			// The rows travel decoded to a local key actor; FillRows
 			// encodes them only for one in another process.
-			pe, er := actors.EventShell(e)
+			pe := shells.New()
+			er := actors.ShellInto(pe, e)
 			pe.SrcPos = srcPos
 			a := applies.Apply(e.Key)
-			a.Events = append(a.Events, pe)
-			rows[e.Key] = append(rows[e.Key], er)
+			a.Events = firstEvs.Append(a.Events, pe)
+			rows[e.Key] = firstRows.Append(rows[e.Key], er)
 			n.stats.Events.Add(1)
 		}
 	}
@@ -105,7 +128,9 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	defer r.mu.Unlock()
 	n.inflight.mu.Lock()
 	defer n.inflight.mu.Unlock() // until sent: see sendstate.Keys
-	for _, a := range r.sender.Send(&n.inflight.keys, b.seq, &applies, n.session) {
+	sent := r.sender.Send(&n.inflight.keys, b.seq, &applies, n.session)
+	b.calls = make([]call, 0, len(sent))
+	for _, a := range sent {
 		k := record.Key(a.Key)
 		b.calls = append(b.calls, call{key: k, apply: a, rows: rows[k]})
 	}
@@ -140,7 +165,9 @@ func routeReason(why string) reason.Reason {
 // returns no events for a record it counted and set aside (tombstone, bad
 // input, truncate) and an error only when a fail policy stops the source.
 // srcPos is the record's source position when duplicates are dropped.
-func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, srcPos string, err error) {
+// The events of a two-way join are appended to dst (they are read before
+// the next record's overwrite them).
+func (r *reader) cdcEvents(b *batch, m sources.Message, dst []record.Event) (evs []record.Event, srcPos string, err error) {
 	n := r.n
 	var env debezium.Envelope
 	if r.avro != nil {
@@ -194,7 +221,7 @@ func (r *reader) cdcEvents(b *batch, m sources.Message) (evs []record.Event, src
 	if n.multi != nil {
 		evs, err = n.multi.Route(int(side), env.Change)
 	} else {
-		evs, err = n.cdc.Route(side, env.Change)
+		evs, err = n.cdc.AppendRoute(dst, side, env.Change)
 	}
 	if err != nil {
 		why := reason.Route

@@ -137,6 +137,9 @@ func (g *Guard) AcquireLoadMany(ctx context.Context, job string, keys []record.K
 
 // stale turns a *StaleStoreError in err into the job's rollback.
 func (g *Guard) stale(ctx context.Context, err error) {
+	if err == nil {
+		return // before se, which errors.As moves to the heap: a Save's every call
+	}
 	var se *StaleStoreError
 	if !errors.As(err, &se) || g.lostErr(se.Job) != nil {
 		return

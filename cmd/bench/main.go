@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
@@ -36,9 +37,14 @@ func main() {
 	latency := flag.Bool("latency", true, "run the open-loop latency runs")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")
 	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run here (go tool pprof -sample_index=alloc_objects)")
+	memrate := flag.Int("memprofilerate", 0, "with -memprofile: sample one allocation per this many bytes (1: every allocation, exact counts but a slower run; 0: the runtime's default, 512 KiB)")
 	flag.Parse()
 	if *memprofile != "" {
+		if *memrate > 0 {
+			runtime.MemProfileRate = *memrate
+		}
 		defer func() {
+			runtime.GC() // the profile is as of the last GC: include the last run's allocations
 			f, err := os.Create(*memprofile)
 			if err == nil {
 				err = pprof.Lookup("allocs").WriteTo(f, 0)

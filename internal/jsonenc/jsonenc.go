@@ -11,6 +11,7 @@
 package jsonenc
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
@@ -93,6 +94,25 @@ func Exact(appendFn func([]byte) ([]byte, bool)) ([]byte, bool) {
 		scratch.Put(buf)
 	}
 	return out, ok
+}
+
+// AppendHTMLEscaped appends src, JSON text as this package (or
+// encoding/json with HTML escaping off) writes it, as encoding/json writes
+// it with HTML escaping on: each '<', '>' and '&' as \u003c, \u003e and
+// \u0026. The two differ only there, and those bytes occur in JSON text
+// only inside strings. src may be part of b[:len(b)] (it is read, and b
+// written only after len(b)).
+func AppendHTMLEscaped(b, src []byte) []byte {
+	const hex = "0123456789abcdef"
+	for {
+		i := bytes.IndexAny(src, "<>&")
+		if i < 0 {
+			return append(b, src...)
+		}
+		b = append(b, src[:i]...)
+		b = append(b, '\\', 'u', '0', '0', hex[src[i]>>4], hex[src[i]&0xf])
+		src = src[i+1:]
+	}
 }
 
 var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}

@@ -63,7 +63,36 @@ func FuzzAppendValue(f *testing.F) {
 		if want := stdEncode(t, v); !bytes.Equal(got, want) {
 			t.Errorf("\n got %s\nwant %s", got, want)
 		}
+		if want, _ := json.Marshal(v); !bytes.Equal(AppendHTMLEscaped(nil, got), want) {
+			t.Errorf("escaped\n got %s\nwant %s", AppendHTMLEscaped(nil, got), want)
+		}
 	})
+}
+
+// TestAppendHTMLEscaped: escaping what AppendValue writes gives what
+// json.Marshal (HTML escaping on) writes, also when src is b's own bytes.
+func TestAppendHTMLEscaped(t *testing.T) {
+	for i, v := range []any{
+		"plain", "<a href=\"x\">&amp;</a>", "&", "<<>>", "x\u2028<\xff>",
+		map[string]any{"<k>": "a&b", "n": json.Number("1.5"), "l": []any{"<", 2.0, nil}},
+		record.Row{"url": "https://x/?a=1&b=2", "s": "no markup"},
+	} {
+		plain, ok := AppendValue(nil, v)
+		if !ok {
+			t.Fatalf("%d: AppendValue(%#v) refused", i, v)
+		}
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendHTMLEscaped([]byte("pre"), plain); string(got) != "pre"+string(want) {
+			t.Errorf("%d: AppendHTMLEscaped\n got %s\nwant pre%s", i, got, want)
+		}
+		self := append([]byte("pre"), plain...)
+		if got := AppendHTMLEscaped(self, self[3:]); string(got) != "pre"+string(plain)+string(want) {
+			t.Errorf("%d: AppendHTMLEscaped of its own bytes\n got %s\nwant pre%s%s", i, got, plain, want)
+		}
+	}
 }
 
 // validNumberCases are table and seed inputs of ValidNumber.

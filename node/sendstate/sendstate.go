@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/internal/slab"
 	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
 )
@@ -56,15 +57,16 @@ func (s *sent) raise(part string, off int64) {
 }
 
 // put makes off the offset of part in s (a request's own events: the
-// last of a partition's wins, as they come in order).
-func (s *sent) put(part string, off int64) {
+// last of a partition's wins, as they come in order); the first offset's
+// array comes from sl.
+func (s *sent) put(part string, off int64, sl *slab.Slab[partOffset]) {
 	for i := range s.offsets {
 		if s.offsets[i].part == part {
 			s.offsets[i].off = off
 			return
 		}
 	}
-	s.offsets = append(s.offsets, partOffset{part, off})
+	s.offsets = sl.Append(s.offsets, partOffset{part, off})
 }
 
 // offsetsMap is s's offsets as a map (nil when there are none).
@@ -127,8 +129,9 @@ func (f *Keys) Prev(k record.Key) map[string]int64 {
 // earlier unanswered requests to k: a request without events (a firing)
 // must not hide an earlier one's events from the Prev of later requests.
 // When the newest completes, every earlier one of r has (batches complete
-// in order), so Done may then forget them all.
-func (f *Keys) add(k record.Key, r ReaderID, s sent) {
+// in order), so Done may then forget them all. A key's first entry's array
+// comes from sl.
+func (f *Keys) add(k record.Key, r ReaderID, s sent, sl *slab.Slab[readerSent]) {
 	if f.keys == nil {
 		f.keys = map[record.Key][]readerSent{}
 	}
@@ -142,7 +145,7 @@ func (f *Keys) add(k record.Key, r ReaderID, s sent) {
 			return
 		}
 	}
-	f.keys[k] = append(byReader, readerSent{r, s})
+	f.keys[k] = sl.Append(byReader, readerSent{r, s})
 }
 
 // Done forgets r's request to k of batch seq once it is answered, unless a
@@ -172,6 +175,7 @@ func (f *Keys) Len() int { return len(f.keys) }
 type Batch struct {
 	applies map[record.Key]*keypb.Apply
 	order   []record.Key
+	slab    slab.Slab[keypb.Apply] // the requests: they live as long as the batch
 }
 
 // Apply returns k's request in the batch, adding it (last) if k has none.
@@ -182,10 +186,20 @@ func (b *Batch) Apply(k record.Key) *keypb.Apply {
 	if b.applies == nil {
 		b.applies = map[record.Key]*keypb.Apply{}
 	}
-	a := &keypb.Apply{Key: string(k)}
+	a := b.slab.New()
+	a.Key = string(k)
 	b.applies[k] = a
 	b.order = append(b.order, k)
 	return a
+}
+
+// Hint makes room for n keys' requests (a batch of n records), so that
+// the batch does not grow its index as they come.
+func (b *Batch) Hint(n int) {
+	if b.applies == nil && n > 0 {
+		b.applies = make(map[record.Key]*keypb.Apply, n)
+		b.order = make([]record.Key, 0, n)
+	}
 }
 
 // Has reports whether the batch holds a request to k.
@@ -235,6 +249,12 @@ func (r *Reader) Send(keys *Keys, seq uint64, b *Batch, session string) []*keypb
 	}
 	var lastSrc, lastID string
 	var lastPart int32
+	// The requests' offsets and the keys' entries in Keys, from chunks:
+	// they are forgotten together, as the batch is answered.
+	var offs slab.Slab[partOffset]
+	var entries slab.Slab[readerSent]
+	offs.Hint(len(b.order))
+	entries.Hint(len(b.order))
 	for _, k := range b.order {
 		a := b.applies[k]
 		a.Prev = keys.Prev(k)
@@ -250,10 +270,10 @@ func (r *Reader) Send(keys *Keys, seq uint64, b *Batch, session string) []*keypb
 				lastSrc, lastPart = e.Source, e.Partition
 				lastID = record.Position{Source: e.Source, Partition: e.Partition}.PartitionID()
 			}
-			s.put(lastID, e.Offset)
+			s.put(lastID, e.Offset, &offs)
 		}
 		s.seq = seq
-		keys.add(k, r.id, s)
+		keys.add(k, r.id, s, &entries)
 		out = append(out, a)
 	}
 	return out

@@ -26,9 +26,13 @@ type Sink struct {
 	mu struct {
 		sync.Mutex
 		w      *bufio.Writer
+		buf    []byte // a batch's lines, reused from one Write to the next
 		closed bool
 	}
 }
+
+// keepBuf is the largest lines buffer a Sink keeps between Writes.
+const keepBuf = 4 << 20
 
 var _ sinks.Sink = (*Sink)(nil)
 
@@ -62,9 +66,20 @@ func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// The batch's lines in one buffer (one allocation or a few growths,
-	// not one per line).
-	buf := make([]byte, 0, 256*len(batch))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// The batch's lines in one buffer, the sink's own (it is written
+	// before Write returns: nothing else holds it), written only once all
+	// of them are encoded.
+	buf := s.mu.buf[:0]
+	if need := 256 * len(batch); cap(buf) < need {
+		buf = make([]byte, 0, need)
+	}
+	defer func() {
+		if cap(buf) <= keepBuf {
+			s.mu.buf = buf[:0]
+		}
+	}()
 	for _, o := range batch {
 		b, ok, err := s.format.Append(buf, o)
 		if err != nil {
@@ -74,8 +89,6 @@ func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
 			buf = append(b, '\n')
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.mu.closed {
 		return ErrClosed
 	}

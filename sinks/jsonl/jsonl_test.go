@@ -102,3 +102,42 @@ func TestJSONLBadOutputWritesNothing(t *testing.T) {
 		t.Fatal("Create in missing dir succeeded")
 	}
 }
+
+// TestJSONLReusedBuffer: the sink's lines buffer, reused from one Write to
+// the next, holds only the current batch's lines, after a longer batch and
+// after a batch that failed half-way.
+func TestJSONLReusedBuffer(t *testing.T) {
+	var buf bytes.Buffer
+	s := New(&buf, changelog.Changelog)
+	long := make([]record.Output, 0, 40)
+	for range 10 {
+		long = append(long, batch...)
+	}
+	bad := append([]record.Output{batch[2]}, record.Output{ID: "z", PK: "[oops"})
+	var want strings.Builder
+	for _, tc := range []struct {
+		name string
+		outs []record.Output
+		ok   bool
+	}{
+		{"long", long, true},
+		{"short", batch[:1], true},
+		{"failed half-way", bad, false},
+		{"after the failure", batch[3:], true},
+	} {
+		var one bytes.Buffer
+		if tc.ok {
+			ref := New(&one, changelog.Changelog)
+			if err := ref.Write(context.Background(), tc.outs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want.Write(one.Bytes())
+		if err := s.Write(context.Background(), tc.outs); (err == nil) != tc.ok {
+			t.Fatalf("%s: Write = %v, want ok %v", tc.name, err, tc.ok)
+		}
+		if buf.String() != want.String() {
+			t.Fatalf("after %s: got\n%s\nwant\n%s", tc.name, buf.String(), want.String())
+		}
+	}
+}

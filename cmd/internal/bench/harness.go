@@ -369,9 +369,10 @@ func runRounds(r *Result, rounds int, gen time.Duration, logf func(string, ...an
 				bs = append(bs, s)
 			}
 		}
-		logf("  %s/%s round %d: engine %.0f ev/cpu-s (%.1f allocs/ev), baseline %.0f ev/cpu-s (%.1f allocs/ev)", r.Workload, r.System, i+1,
-			float64(r.Events)/es[i].cpu.Seconds(), float64(es[i].mallocs)/float64(max(r.Events, 1)),
-			float64(r.Events)/bs[i].cpu.Seconds(), float64(bs[i].mallocs)/float64(max(r.Events, 1)))
+		perEv := func(n uint64) float64 { return float64(n) / float64(max(r.Events, 1)) }
+		logf("  %s/%s round %d: engine %.0f ev/cpu-s (%.1f allocs/ev, %.0f B/ev), baseline %.0f ev/cpu-s (%.1f allocs/ev, %.0f B/ev)", r.Workload, r.System, i+1,
+			float64(r.Events)/es[i].cpu.Seconds(), perEv(es[i].mallocs), perEv(es[i].allocBytes),
+			float64(r.Events)/bs[i].cpu.Seconds(), perEv(bs[i].mallocs), perEv(bs[i].allocBytes))
 	}
 	r.Valid = true
 	want := bs[0].res.Check

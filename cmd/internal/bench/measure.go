@@ -19,8 +19,8 @@ type sample struct {
 	heap uint64
 	live int
 	// mallocs is the heap allocations the process made during the run
-	// (runtime.MemStats.Mallocs).
-	mallocs uint64
+	// (runtime.MemStats.Mallocs), allocBytes their bytes (TotalAlloc).
+	mallocs, allocBytes uint64
 }
 
 func cpuNow() time.Duration {
@@ -71,12 +71,12 @@ func measure(redis *redisServer, f func(probe func(live int)) (RunResult, error)
 		exclCPU += cpuNow() - c0
 		exclWall += time.Since(t0)
 	}
-	m0 := ms.Mallocs
+	m0, b0 := ms.Mallocs, ms.TotalAlloc
 	c0, r0, t0 := cpuNow(), redis.CPU(), time.Now()
 	res, err := f(probe)
 	var end runtime.MemStats
 	runtime.ReadMemStats(&end)
-	s.mallocs = end.Mallocs - m0
+	s.mallocs, s.allocBytes = end.Mallocs-m0, end.TotalAlloc-b0
 	s.wall = time.Since(t0) - exclWall
 	s.cpu = cpuNow() - c0 + redis.CPU() - r0 - exclCPU
 	s.rss = peakRSSMB()
@@ -90,6 +90,7 @@ func measure(redis *redisServer, f func(probe func(live int)) (RunResult, error)
 		s.cpu -= res.Excluded
 	}
 	s.mallocs -= min(s.mallocs, res.ExcludedMallocs)
+	s.allocBytes -= min(s.allocBytes, res.ExcludedBytes)
 	return s, err
 }
 

@@ -93,7 +93,7 @@ func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr, budget st
 	stopCheck := excl.start()
 	res, err := checksumFile(outPath, w.NodeJob != "")
 	stopCheck()
-	res.Excluded, res.ExcludedMallocs = excl.cpu, excl.mallocs
+	res.Excluded, res.ExcludedMallocs, res.ExcludedBytes = excl.cpu, excl.mallocs, excl.bytes
 	if err != nil {
 		return res, err
 	}
@@ -411,8 +411,9 @@ var errInvalid = errors.New("checksum mismatch")
 type harnessWork struct {
 	cpu     time.Duration
 	mallocs uint64
+	bytes   uint64
 	c0      time.Duration
-	m0      uint64
+	m0, b0  uint64
 	on      bool
 }
 
@@ -420,7 +421,7 @@ type harnessWork struct {
 func (h *harnessWork) start() func() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	h.c0, h.m0, h.on = cpuNow(), ms.Mallocs, true
+	h.c0, h.m0, h.b0, h.on = cpuNow(), ms.Mallocs, ms.TotalAlloc, true
 	return h.stop
 }
 
@@ -433,5 +434,6 @@ func (h *harnessWork) stop() {
 	runtime.ReadMemStats(&ms)
 	h.cpu += cpuNow() - h.c0
 	h.mallocs += ms.Mallocs - h.m0
+	h.bytes += ms.TotalAlloc - h.b0
 	h.on = false
 }

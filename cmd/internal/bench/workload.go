@@ -38,12 +38,13 @@ type RunResult struct {
 	// stream systems: the nodes' Run and Close, without starting them or
 	// reading their sinks back).
 	Wall, CPU time.Duration
-	// Excluded, when CPU is not set, is CPU time (and ExcludedMallocs the
-	// heap allocations) of harness work inside the run that is not the
-	// engine's: starting the node and reading its sink back (node.go),
-	// left out as the stream systems leave it out of CPU.
-	Excluded        time.Duration
-	ExcludedMallocs uint64
+	// Excluded, when CPU is not set, is CPU time (and ExcludedMallocs and
+	// ExcludedBytes the heap allocations and their bytes) of harness work
+	// inside the run that is not the engine's: starting the node and
+	// reading its sink back (node.go), left out as the stream systems
+	// leave it out of CPU.
+	Excluded                       time.Duration
+	ExcludedMallocs, ExcludedBytes uint64
 	// Redis (node+redis): what the run sent to the server and the RDB
 	// snapshots it took meanwhile.
 	RedisInBytes float64
