@@ -26,8 +26,10 @@ import (
 // activation, which is what they do for a message sent after the stop.
 //
 // It is protoactor's lock-free mailbox (actor.UnboundedLockfree: two
-// linked queues, a node per message; its code, without the mailbox
-// middlewares key actors do not use) with two allocations per message
+// linked queues, a node per message; its code — github.com/asynkron/
+// protoactor-go actor/mailbox.go and internal/queue/mpsc, Apache License
+// 2.0, adapted — without the mailbox middlewares key actors do not use)
+// with two allocations per message
 // fewer (docs/benchmarks.md, "Allocations per event on the node's hot
 // path"): the function the dispatcher runs is made once per mailbox, not
 // per schedule (protoactor passes a new method value each time), and the
