@@ -17,6 +17,9 @@ import (
 	"github.com/joinery/joinery/sources/kafka"
 )
 
+// drainTimeout is node's: how long a stopping source completes what it sent.
+const drainTimeout = 20 * time.Second
+
 // TestNodeKafkaRevokeTimeoutsCounted: one node reads a 2-partition Kafka
 // topic (kfake) with kafka.revoke_wait: 300ms and writes its outputs to a
 // Kafka topic; once it has read a record of each partition, a second
@@ -141,4 +144,73 @@ func topicID(t *testing.T, cl *kgo.Client, topic string) [16]byte {
 		t.Fatalf("metadata of %s: %+v", topic, resp.Topics)
 	}
 	return resp.Topics[0].TopicID
+}
+
+// TestNodeKafkaSinkStalledStops: a node whose Kafka sink's broker stops
+// answering mid-write (kfake holds the produce request) still stops when
+// asked: its Run returns once its context ends and the batches in flight
+// had their drain (drainTimeout, 20 s: the test takes that long), and
+// Close returns. An
+// idempotent producer cannot fail a record whose request was sent, so
+// franz-go's ProduceSync alone would wait for the broker for ever
+// (kafkaopts.ProduceSync).
+func TestNodeKafkaSinkStalledStops(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "cdc"), kfake.SeedTopics(1, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	brokers := kc.ListenAddrs()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	out := topicID(t, prod, "out")
+	var sleeping atomic.Int32
+	release := make(chan struct{})
+	t.Cleanup(sync.OnceFunc(func() { close(release) })) // before kc.Close: the held request ends
+	kc.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		for _, tp := range req.(*kmsg.ProduceRequest).Topics {
+			if tp.Topic == "out" || tp.TopicID == out {
+				sleeping.Add(1)
+				kc.SleepControl(func() { <-release })
+				break
+			}
+		}
+		return nil, nil, false
+	})
+	v := []byte(`{"op":"c","after":{"id":1,"firstname":"f","lastname":"l"},"source":{"table":"users"}}`)
+	if err := prod.ProduceSync(context.Background(), &kgo.Record{Topic: "cdc", Value: v}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.Start(context.Background(), parse(t, t.TempDir(), "name: kstall\n"+joinYAML+fmt.Sprintf(`sources: [{name: cdc, type: kafka, kafka: {brokers: [%[1]q], topic: cdc, group: g}, tables: {users: left, domains: right}}]
+sinks: [{type: kafka, kafka: {brokers: [%[1]q], topic: out}}]
+`, brokers[0])), node.Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if s := sleeping.Load(); s == 0 {
+			return fmt.Errorf("no sink write held yet (%d records read)", n.Stats().In.Load())
+		}
+		return nil
+	})
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(drainTimeout + 15*time.Second):
+		t.Fatalf("Run did not return %v after its context ended (its drain is %v), its sink's write held by the broker", drainTimeout+15*time.Second, drainTimeout)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- n.Close(context.Background()) }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return within 30 s, its sink's write held by the broker")
+	}
 }
