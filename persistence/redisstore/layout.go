@@ -54,9 +54,14 @@ func groupTag(job string, g int) string {
 	return base + "0"
 }
 
-// jobLayout holds the key prefixes "<prefix>:{<tag>}:" of a job's groups.
+// jobLayout holds the key prefixes "<prefix>:{<tag>}:" of a job's groups
+// and the keys of each group that Save names in every call (made once, so
+// a Save builds none of them).
 type jobLayout struct {
 	prefixes [groups]string
+	keys     [groups]string // keysKey of each group
+	timers   [groups]string // timersKey of each group
+	gens     [groups]string // genKey of each group
 }
 
 // layouts caches the jobLayout of every job a store has touched, by
@@ -73,6 +78,9 @@ func layoutOf(prefix, job string) *jobLayout {
 	l := new(jobLayout)
 	for g := range groups {
 		l.prefixes[g] = prefix + ":{" + groupTag(job, g) + "}:"
+		l.keys[g] = keysKey(l.prefixes[g])
+		l.timers[g] = timersKey(l.prefixes[g])
+		l.gens[g] = genKey(l.prefixes[g])
 	}
 	actual, _ := layouts.LoadOrStore(id, l)
 	return actual.(*jobLayout)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
 )
 
 // saveScript applies a Save batch, or the part of one that falls in one
@@ -127,7 +128,53 @@ return {1, fenced, gens}
 type saveGroup struct {
 	idx  []int    // batch index of each snapshot of the call
 	gens []genRef // the generation keys the call checks and bumps
-	snap scriptCall
+	keys []text   // the snapshots' keys (after the generation keys)
+	args []text   // the snapshots' arguments (after m and the generations)
+}
+
+// text is one key or argument of a Save call: s, or when hi > lo the
+// bytes [lo, hi) of the batch's buffer. Save writes what it formats (decimals,
+// key names, encoded values, part values) into one buffer, turns it into
+// one string and slices it, instead of a string per key and argument.
+type text struct {
+	s      string
+	lo, hi int
+}
+
+// str is t with the batch's buffer turned into the string buf.
+func (t text) str(buf string) string {
+	if t.hi > t.lo {
+		return buf[t.lo:t.hi]
+	}
+	return t.s
+}
+
+// saveBuf is a Save batch's text buffer.
+type saveBuf []byte
+
+// span returns the text of what was appended to b since lo.
+func (b saveBuf) span(lo int) text { return text{lo: lo, hi: len(b)} }
+
+// decimal appends v in decimal and returns its text.
+func (b *saveBuf) decimal(v int64) text {
+	lo := len(*b)
+	*b = strconv.AppendInt(*b, v, 10)
+	return b.span(lo)
+}
+
+// concat appends gp, kind and key (a key name, e.g. epochKey's) and
+// returns its text.
+func (b *saveBuf) concat(gp, kind string, key record.Key) text {
+	lo := len(*b)
+	*b = append(append(append(*b, gp...), kind...), key...)
+	return b.span(lo)
+}
+
+// bytes appends v and returns its text.
+func (b *saveBuf) bytes(v []byte) text {
+	lo := len(*b)
+	*b = append(*b, v...)
+	return b.span(lo)
 }
 
 // Save implements persistence.Store. On one server the whole batch is one
@@ -161,10 +208,34 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := persistence.ValidParts(batch); err != nil {
 		return fmt.Errorf("redisstore: save: %w", err)
 	}
+	// The buffer's size: three key names, up to three decimals, the value
+	// and the parts' values of each snapshot.
+	size, nkeys, nargs := 0, 0, 0
+	var l *jobLayout
+	for i := range batch {
+		sn := &batch[i]
+		if l == nil || sn.Job != batch[i-1].Job {
+			l = layoutOf(s.prefix, sn.Job)
+		}
+		size += 3*(len(l.prefixes[groupOf(string(sn.Key))])+len("epoch:")+len(sn.Key)) + 3*20
+		nkeys += 5
+		nargs += 6 + 2*len(sn.Parts)
+		if len(sn.State) > 0 {
+			size += snapshotLen(sn.Offsets, sn.State)
+			for _, p := range sn.Parts {
+				size += len(p.Value)
+			}
+		}
+	}
+	buf := make(saveBuf, 0, size)
 	parts := map[string]*saveGroup{}
 	var order []*saveGroup
-	for i, sn := range batch {
-		l := layoutOf(s.prefix, sn.Job)
+	l = nil
+	for i := range batch {
+		sn := &batch[i]
+		if l == nil || sn.Job != batch[i-1].Job {
+			l = layoutOf(s.prefix, sn.Job)
+		}
 		g := groupOf(string(sn.Key))
 		gp := l.prefixes[g]
 		part := parts[gp]
@@ -173,6 +244,10 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		}
 		if part == nil {
 			part = &saveGroup{}
+			if !s.cluster {
+				part.keys = make([]text, 0, nkeys)
+				part.args = make([]text, 0, nargs)
+			}
 			parts[gp] = part
 			order = append(order, part)
 		}
@@ -180,37 +255,52 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		if !slices.ContainsFunc(part.gens, func(r genRef) bool { return r.key == ref.key }) {
 			part.gens = append(part.gens, ref)
 		}
-		var value []byte // empty: delete
-		timer := ""      // empty: no timer
+		value := text{} // empty: delete
+		timer := text{} // empty: no timer
 		mode := "W"
 		var ps []persistence.Part
 		if len(sn.State) > 0 {
-			value = encodeSnapshot(sn.Offsets, sn.State)
+			lo := len(buf)
+			buf = appendSnapshot(buf, sn.Offsets, sn.State)
+			value = buf.span(lo)
 			if sn.HasTimer {
-				timer = strconv.FormatInt(sn.NextTimer, 10)
+				timer = buf.decimal(sn.NextTimer)
 			}
 			if sn.Delta {
 				mode = "D"
 			}
 			ps = uniqueParts(sn.Parts, !sn.Delta)
 		}
-		part.snap.keys = append(part.snap.keys, epochKey(gp, sn.Key), stateKey(gp, sn.Key), keysKey(gp), timersKey(gp), partsKey(gp, sn.Key))
-		part.snap.args = append(part.snap.args, strconv.FormatInt(sn.Epoch, 10), string(sn.Key), value, timer, mode, len(ps))
+		part.keys = append(part.keys, buf.concat(gp, "epoch:", sn.Key), buf.concat(gp, "state:", sn.Key), text{s: l.keys[g]}, text{s: l.timers[g]}, buf.concat(gp, "parts:", sn.Key))
+		part.args = append(part.args, buf.decimal(sn.Epoch), text{s: string(sn.Key)}, value, timer, text{s: mode}, buf.decimal(int64(len(ps))))
 		for _, p := range ps {
-			part.snap.args = append(part.snap.args, p.Name, p.Value)
+			part.args = append(part.args, text{s: p.Name}, buf.bytes(p.Value))
 		}
 		part.idx = append(part.idx, i)
 	}
+	str := string(buf)
 	calls := make([]scriptCall, len(order))
 	for i, p := range order {
-		keys := make([]string, 0, len(p.gens)+len(p.snap.keys))
-		args := make([]any, 0, 1+len(p.gens)+len(p.snap.args))
-		args = append(args, len(p.gens))
+		keys := make([]string, 0, len(p.gens)+len(p.keys))
+		// The arguments go to go-redis as pointers into strs: a string in
+		// an interface would be one allocation each.
+		strs := make([]string, 0, 1+len(p.gens)+len(p.args))
+		strs = append(strs, strconv.Itoa(len(p.gens)))
 		for _, r := range p.gens {
 			keys = append(keys, r.key)
-			args = append(args, strconv.FormatInt(r.seen.Load(), 10))
+			strs = append(strs, strconv.FormatInt(r.seen.Load(), 10))
 		}
-		calls[i] = scriptCall{keys: append(keys, p.snap.keys...), args: append(args, p.snap.args...)}
+		for _, t := range p.keys {
+			keys = append(keys, t.str(str))
+		}
+		for _, t := range p.args {
+			strs = append(strs, t.str(str))
+		}
+		args := make([]any, len(strs))
+		for j := range strs {
+			args[j] = &strs[j]
+		}
+		calls[i] = scriptCall{keys: keys, args: args}
 	}
 	replies, err := s.runScripts(ctx, saveScript, calls)
 	if err != nil {
