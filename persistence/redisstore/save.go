@@ -132,16 +132,30 @@ type saveGroup struct {
 	args []text   // the snapshots' arguments (after m and the generations)
 }
 
-// text is one key or argument of a Save call: s, or when hi > lo the
-// bytes [lo, hi) of the batch's buffer. Save writes what it formats (decimals,
-// key names, encoded values, part values) into one buffer, turns it into
-// one string and slices it, instead of a string per key and argument.
+// text is one key or argument of a Save call: s; or when hi > lo the
+// bytes [lo, hi) of the batch's text buffer, or with val of its value
+// buffer. Save writes what it formats (key names, decimals) into one
+// buffer turned into one string, and the values (encoded snapshots, part
+// values) into another passed as is, instead of a string or []byte per
+// key and argument.
 type text struct {
 	s      string
 	lo, hi int
+	val    bool
 }
 
-// str is t with the batch's buffer turned into the string buf.
+// arg is t as an argument of a call: a pointer (which an interface holds
+// without allocating) into strs or vals, after appending t to it.
+func (t text) arg(buf string, vals []byte, strs *[]string, bs *[]bytesArg) any {
+	if t.val && t.hi > t.lo {
+		*bs = append(*bs, vals[t.lo:t.hi])
+		return &(*bs)[len(*bs)-1]
+	}
+	*strs = append(*strs, t.str(buf))
+	return &(*strs)[len(*strs)-1]
+}
+
+// str is t, not a value, with the batch's buffer turned into the string buf.
 func (t text) str(buf string) string {
 	if t.hi > t.lo {
 		return buf[t.lo:t.hi]
@@ -149,7 +163,15 @@ func (t text) str(buf string) string {
 	return t.s
 }
 
-// saveBuf is a Save batch's text buffer.
+// bytesArg is an argument go-redis writes as the bytes themselves (through
+// encoding.BinaryMarshaler): a *bytesArg in an interface allocates
+// nothing, where a []byte would.
+type bytesArg []byte
+
+// MarshalBinary implements encoding.BinaryMarshaler.
+func (b *bytesArg) MarshalBinary() ([]byte, error) { return *b, nil }
+
+// saveBuf is a Save batch's text or value buffer.
 type saveBuf []byte
 
 // span returns the text of what was appended to b since lo.
@@ -170,11 +192,11 @@ func (b *saveBuf) concat(gp, kind string, key record.Key) text {
 	return b.span(lo)
 }
 
-// bytes appends v and returns its text.
-func (b *saveBuf) bytes(v []byte) text {
+// value appends v and returns its text as a value.
+func (b *saveBuf) value(v []byte) text {
 	lo := len(*b)
 	*b = append(*b, v...)
-	return b.span(lo)
+	return text{lo: lo, hi: len(*b), val: true}
 }
 
 // Save implements persistence.Store. On one server the whole batch is one
@@ -208,9 +230,9 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := persistence.ValidParts(batch); err != nil {
 		return fmt.Errorf("redisstore: save: %w", err)
 	}
-	// The buffer's size: three key names, up to three decimals, the value
-	// and the parts' values of each snapshot.
-	size, nkeys, nargs := 0, 0, 0
+	// The buffers' sizes: three key names and up to three decimals, the
+	// value and the parts' values of each snapshot.
+	size, vsize, nkeys, nargs, nvals := 0, 0, 0, 0, 0
 	var l *jobLayout
 	for i := range batch {
 		sn := &batch[i]
@@ -221,13 +243,15 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		nkeys += 5
 		nargs += 6 + 2*len(sn.Parts)
 		if len(sn.State) > 0 {
-			size += snapshotLen(sn.Offsets, sn.State)
+			vsize += snapshotLen(sn.Offsets, sn.State)
 			for _, p := range sn.Parts {
-				size += len(p.Value)
+				vsize += len(p.Value)
 			}
+			nvals += 1 + len(sn.Parts)
 		}
 	}
 	buf := make(saveBuf, 0, size)
+	vals := make(saveBuf, 0, vsize)
 	parts := map[string]*saveGroup{}
 	var order []*saveGroup
 	l = nil
@@ -260,9 +284,9 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		mode := "W"
 		var ps []persistence.Part
 		if len(sn.State) > 0 {
-			lo := len(buf)
-			buf = appendSnapshot(buf, sn.Offsets, sn.State)
-			value = buf.span(lo)
+			lo := len(vals)
+			vals = appendSnapshot(vals, sn.Offsets, sn.State)
+			value = text{lo: lo, hi: len(vals), val: true}
 			if sn.HasTimer {
 				timer = buf.decimal(sn.NextTimer)
 			}
@@ -274,7 +298,7 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		part.keys = append(part.keys, buf.concat(gp, "epoch:", sn.Key), buf.concat(gp, "state:", sn.Key), text{s: l.keys[g]}, text{s: l.timers[g]}, buf.concat(gp, "parts:", sn.Key))
 		part.args = append(part.args, buf.decimal(sn.Epoch), text{s: string(sn.Key)}, value, timer, text{s: mode}, buf.decimal(int64(len(ps))))
 		for _, p := range ps {
-			part.args = append(part.args, text{s: p.Name}, buf.bytes(p.Value))
+			part.args = append(part.args, text{s: p.Name}, vals.value(p.Value))
 		}
 		part.idx = append(part.idx, i)
 	}
@@ -282,23 +306,23 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	calls := make([]scriptCall, len(order))
 	for i, p := range order {
 		keys := make([]string, 0, len(p.gens)+len(p.keys))
-		// The arguments go to go-redis as pointers into strs: a string in
-		// an interface would be one allocation each.
+		// The arguments go to go-redis as pointers into strs and bs (made
+		// with room for all: no append below moves them).
 		strs := make([]string, 0, 1+len(p.gens)+len(p.args))
+		bs := make([]bytesArg, 0, min(nvals, len(p.args)))
+		args := make([]any, 0, 1+len(p.gens)+len(p.args))
 		strs = append(strs, strconv.Itoa(len(p.gens)))
+		args = append(args, &strs[0])
 		for _, r := range p.gens {
 			keys = append(keys, r.key)
 			strs = append(strs, strconv.FormatInt(r.seen.Load(), 10))
+			args = append(args, &strs[len(strs)-1])
 		}
 		for _, t := range p.keys {
 			keys = append(keys, t.str(str))
 		}
 		for _, t := range p.args {
-			strs = append(strs, t.str(str))
-		}
-		args := make([]any, len(strs))
-		for j := range strs {
-			args[j] = &strs[j]
+			args = append(args, t.arg(str, vals, &strs, &bs))
 		}
 		calls[i] = scriptCall{keys: keys, args: args}
 	}
