@@ -128,39 +128,16 @@ return {1, fenced, gens}
 type saveGroup struct {
 	idx  []int    // batch index of each snapshot of the call
 	gens []genRef // the generation keys the call checks and bumps
-	keys []text   // the snapshots' keys (after the generation keys)
-	args []text   // the snapshots' arguments (after m and the generations)
-}
-
-// text is one key or argument of a Save call: s; or when hi > lo the
-// bytes [lo, hi) of the batch's text buffer, or with val of its value
-// buffer. Save writes what it formats (key names, decimals) into one
-// buffer turned into one string, and the values (encoded snapshots, part
-// values) into another passed as is, instead of a string or []byte per
-// key and argument.
-type text struct {
-	s      string
-	lo, hi int
-	val    bool
-}
-
-// arg is t as an argument of a call: a pointer (which an interface holds
-// without allocating) into strs or vals, after appending t to it.
-func (t text) arg(buf string, vals []byte, strs *[]string, bs *[]bytesArg) any {
-	if t.val && t.hi > t.lo {
-		*bs = append(*bs, vals[t.lo:t.hi])
-		return &(*bs)[len(*bs)-1]
-	}
-	*strs = append(*strs, t.str(buf))
-	return &(*strs)[len(*strs)-1]
-}
-
-// str is t, not a value, with the batch's buffer turned into the string buf.
-func (t text) str(buf string) string {
-	if t.hi > t.lo {
-		return buf[t.lo:t.hi]
-	}
-	return t.s
+	// The snapshots' keys (after the generation keys): five per snapshot,
+	// of which the epoch, state and parts keys are "" until Save cuts
+	// them from one string made of kbuf, where it wrote their names.
+	keys []string
+	kbuf []byte
+	// The snapshots' arguments (after m and the generations), each a
+	// pointer (which an interface holds without allocating): a *string to
+	// a string that outlives the call, or a *bytesArg in bs.
+	args []any
+	bs   []bytesArg
 }
 
 // bytesArg is an argument go-redis writes as the bytes themselves (through
@@ -171,33 +148,41 @@ type bytesArg []byte
 // MarshalBinary implements encoding.BinaryMarshaler.
 func (b *bytesArg) MarshalBinary() ([]byte, error) { return *b, nil }
 
-// saveBuf is a Save batch's text or value buffer.
-type saveBuf []byte
-
-// span returns the text of what was appended to b since lo.
-func (b saveBuf) span(lo int) text { return text{lo: lo, hi: len(b)} }
-
-// decimal appends v in decimal and returns its text.
-func (b *saveBuf) decimal(v int64) text {
-	lo := len(*b)
-	*b = strconv.AppendInt(*b, v, 10)
-	return b.span(lo)
+// bytes adds b as an argument.
+func (g *saveGroup) bytes(b []byte) {
+	// An append that moves bs leaves the pointers taken before to the old
+	// array, which holds the same values.
+	g.bs = append(g.bs, b)
+	g.args = append(g.args, &g.bs[len(g.bs)-1])
 }
 
-// concat appends gp, kind and key (a key name, e.g. epochKey's) and
-// returns its text.
-func (b *saveBuf) concat(gp, kind string, key record.Key) text {
-	lo := len(*b)
-	*b = append(append(append(*b, gp...), kind...), key...)
-	return b.span(lo)
+// key adds the key name gp+kind+key, "" until cutKeys.
+func (g *saveGroup) key(gp, kind string, key record.Key) {
+	g.kbuf = append(append(append(g.kbuf, gp...), kind...), key...)
+	g.keys = append(g.keys, "")
 }
 
-// value appends v and returns its text as a value.
-func (b *saveBuf) value(v []byte) text {
-	lo := len(*b)
-	*b = append(*b, v...)
-	return text{lo: lo, hi: len(*b), val: true}
+// cutKeys fills in the names key wrote, in order: each snapshot's keys are
+// epoch, state, keys set, timers, parts; the keys set's name is gp+"keys",
+// so a name gp+kind+key has that length -len("keys")+len(kind)+len(key).
+func (g *saveGroup) cutKeys(batch []persistence.Snapshot) {
+	names := string(g.kbuf)
+	for j, i := range g.idx {
+		k := g.keys[5*j : 5*j+5]
+		gp := len(k[2]) - len("keys")
+		for _, c := range [...]struct {
+			at   int
+			kind string
+		}{{0, "epoch:"}, {1, "state:"}, {4, "parts:"}} {
+			n := gp + len(c.kind) + len(batch[i].Key)
+			k[c.at], names = names[:n], names[n:]
+		}
+	}
 }
+
+// Save's constant arguments (variables: an argument is a pointer): the
+// modes, and a deleted snapshot's part count.
+var modeWhole, modeDelta, noParts = "W", "D", "0"
 
 // Save implements persistence.Store. On one server the whole batch is one
 // call of a Lua script (EVALSHA, falling back to EVAL), so one round trip.
@@ -230,28 +215,26 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := persistence.ValidParts(batch); err != nil {
 		return fmt.Errorf("redisstore: save: %w", err)
 	}
-	// The buffers' sizes: three key names and up to three decimals, the
-	// value and the parts' values of each snapshot.
-	size, vsize, nkeys, nargs, nvals := 0, 0, 0, 0, 0
+	// The buffers' sizes: up to three decimals, the value and the parts'
+	// values of each snapshot; its three key names.
+	size, ksize, nkeys, nargs := 0, 0, 0, 0
 	var l *jobLayout
 	for i := range batch {
 		sn := &batch[i]
 		if l == nil || sn.Job != batch[i-1].Job {
 			l = layoutOf(s.prefix, sn.Job)
 		}
-		size += 3*(len(l.prefixes[groupOf(string(sn.Key))])+len("epoch:")+len(sn.Key)) + 3*20
+		ksize += 3*len(l.prefixes[groupOf(string(sn.Key))]) + len("epoch:state:parts:") + 3*len(sn.Key)
+		size += 3 * 20
 		nkeys += 5
 		nargs += 6 + 2*len(sn.Parts)
 		if len(sn.State) > 0 {
-			vsize += snapshotLen(sn.Offsets, sn.State)
-			for _, p := range sn.Parts {
-				vsize += len(p.Value)
-			}
-			nvals += 1 + len(sn.Parts)
+			size += snapshotLen(sn.Offsets, sn.State)
 		}
 	}
-	buf := make(saveBuf, 0, size)
-	vals := make(saveBuf, 0, vsize)
+	// vals holds the decimals and encoded values the arguments point to;
+	// an append that moves it leaves them pointing to the old array.
+	vals := make([]byte, 0, size)
 	parts := map[string]*saveGroup{}
 	var order []*saveGroup
 	l = nil
@@ -269,8 +252,10 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		if part == nil {
 			part = &saveGroup{}
 			if !s.cluster {
-				part.keys = make([]text, 0, nkeys)
-				part.args = make([]text, 0, nargs)
+				part.keys = make([]string, 0, nkeys)
+				part.kbuf = make([]byte, 0, ksize)
+				part.args = make([]any, 0, nargs)
+				part.bs = make([]bytesArg, 0, nargs)
 			}
 			parts[gp] = part
 			order = append(order, part)
@@ -279,52 +264,59 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		if !slices.ContainsFunc(part.gens, func(r genRef) bool { return r.key == ref.key }) {
 			part.gens = append(part.gens, ref)
 		}
-		value := text{} // empty: delete
-		timer := text{} // empty: no timer
-		mode := "W"
-		var ps []persistence.Part
-		if len(sn.State) > 0 {
-			lo := len(vals)
-			vals = appendSnapshot(vals, sn.Offsets, sn.State)
-			value = text{lo: lo, hi: len(vals), val: true}
-			if sn.HasTimer {
-				timer = buf.decimal(sn.NextTimer)
-			}
-			if sn.Delta {
-				mode = "D"
-			}
-			ps = uniqueParts(sn.Parts, !sn.Delta)
+		part.key(gp, "epoch:", sn.Key)
+		part.key(gp, "state:", sn.Key)
+		part.keys = append(part.keys, l.keys[g], l.timers[g])
+		part.key(gp, "parts:", sn.Key)
+		lo := len(vals)
+		vals = strconv.AppendInt(vals, sn.Epoch, 10)
+		part.bytes(vals[lo:])
+		part.args = append(part.args, (*string)(&sn.Key))
+		if len(sn.State) == 0 { // delete: no value, no timer
+			part.bytes(nil)
+			part.bytes(nil)
+			part.args = append(part.args, &modeWhole, &noParts)
+			part.idx = append(part.idx, i)
+			continue
 		}
-		part.keys = append(part.keys, buf.concat(gp, "epoch:", sn.Key), buf.concat(gp, "state:", sn.Key), text{s: l.keys[g]}, text{s: l.timers[g]}, buf.concat(gp, "parts:", sn.Key))
-		part.args = append(part.args, buf.decimal(sn.Epoch), text{s: string(sn.Key)}, value, timer, text{s: mode}, buf.decimal(int64(len(ps))))
-		for _, p := range ps {
-			part.args = append(part.args, text{s: p.Name}, vals.value(p.Value))
+		lo = len(vals)
+		vals = appendSnapshot(vals, sn.Offsets, sn.State)
+		part.bytes(vals[lo:])
+		lo = len(vals)
+		if sn.HasTimer {
+			vals = strconv.AppendInt(vals, sn.NextTimer, 10)
+		}
+		part.bytes(vals[lo:]) // empty: no timer
+		if sn.Delta {
+			part.args = append(part.args, &modeDelta)
+		} else {
+			part.args = append(part.args, &modeWhole)
+		}
+		ps := uniqueParts(sn.Parts, !sn.Delta)
+		lo = len(vals)
+		vals = strconv.AppendInt(vals, int64(len(ps)), 10)
+		part.bytes(vals[lo:])
+		for k := range ps {
+			part.args = append(part.args, &ps[k].Name)
+			part.bytes(ps[k].Value)
 		}
 		part.idx = append(part.idx, i)
 	}
-	str := string(buf)
 	calls := make([]scriptCall, len(order))
 	for i, p := range order {
+		p.cutKeys(batch)
 		keys := make([]string, 0, len(p.gens)+len(p.keys))
-		// The arguments go to go-redis as pointers into strs and bs (made
-		// with room for all: no append below moves them).
-		strs := make([]string, 0, 1+len(p.gens)+len(p.args))
-		bs := make([]bytesArg, 0, min(nvals, len(p.args)))
+		strs := make([]string, 0, 1+len(p.gens))
 		args := make([]any, 0, 1+len(p.gens)+len(p.args))
 		strs = append(strs, strconv.Itoa(len(p.gens)))
-		args = append(args, &strs[0])
 		for _, r := range p.gens {
 			keys = append(keys, r.key)
 			strs = append(strs, strconv.FormatInt(r.seen.Load(), 10))
-			args = append(args, &strs[len(strs)-1])
 		}
-		for _, t := range p.keys {
-			keys = append(keys, t.str(str))
+		for j := range strs {
+			args = append(args, &strs[j])
 		}
-		for _, t := range p.args {
-			args = append(args, t.arg(str, vals, &strs, &bs))
-		}
-		calls[i] = scriptCall{keys: keys, args: args}
+		calls[i] = scriptCall{keys: append(keys, p.keys...), args: append(args, p.args...)}
 	}
 	replies, err := s.runScripts(ctx, saveScript, calls)
 	if err != nil {
