@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 )
 
@@ -17,14 +16,31 @@ var errCorrupt = errors.New("corrupt snapshot value")
 // encodeSnapshot encodes offsets and state into one value (see the package
 // doc). Partition ids are written in sorted order.
 func encodeSnapshot(offsets map[string]int64, state []byte) []byte {
+	return appendSnapshot(make([]byte, 0, snapshotLen(offsets, state)), offsets, state)
+}
+
+// snapshotLen bounds the length of encodeSnapshot's value.
+func snapshotLen(offsets map[string]int64, state []byte) int {
 	n := 1 + binary.MaxVarintLen64 + len(state)
 	for p := range offsets {
 		n += 2*binary.MaxVarintLen64 + len(p)
 	}
-	b := make([]byte, 0, n)
+	return n
+}
+
+// appendSnapshot appends encodeSnapshot's value to b. The partition ids
+// are sorted in a buffer on the stack when there are few (a key's events
+// come from a few partitions), so it allocates only to grow b.
+func appendSnapshot(b []byte, offsets map[string]int64, state []byte) []byte {
+	var small [8]string
+	ids := small[:0]
+	for p := range offsets {
+		ids = append(ids, p)
+	}
+	slices.Sort(ids)
 	b = append(b, snapshotVersion)
 	b = binary.AppendUvarint(b, uint64(len(offsets)))
-	for _, p := range slices.Sorted(maps.Keys(offsets)) {
+	for _, p := range ids {
 		b = binary.AppendUvarint(b, uint64(len(p)))
 		b = append(b, p...)
 		b = binary.AppendVarint(b, offsets[p])

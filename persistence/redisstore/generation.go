@@ -34,7 +34,7 @@ func (s *Store) genOf(job string, l *jobLayout, g int) genRef {
 	if !s.cluster {
 		g = 0
 	}
-	key := genKey(l.prefixes[g])
+	key := l.gens[g]
 	v, ok := s.gens.Load(key)
 	if !ok {
 		v, _ = s.gens.LoadOrStore(key, new(atomic.Int64))

@@ -42,21 +42,29 @@ func groupOf(s string) int {
 
 // groupTag returns the hash tag of group g of job: "<escaped job>:<g>:<n>"
 // with the least n >= 0 whose CRC16 slot lies in the group's window.
+// The candidates are built in one buffer; only the tag found becomes a
+// string.
 func groupTag(job string, g int) string {
 	base := tagEscaper.Replace(job) + ":" + strconv.Itoa(g) + ":"
 	lo := g * groupWidth
+	tag := make([]byte, 0, len(base)+8)
 	for n := range maxTagSearch {
-		tag := base + strconv.Itoa(n)
+		tag = strconv.AppendInt(append(tag[:0], base...), int64(n), 10)
 		if s := int(crc16(tag) % clusterSlots); s >= lo && s < lo+groupWidth {
-			return tag
+			return string(tag)
 		}
 	}
 	return base + "0"
 }
 
-// jobLayout holds the key prefixes "<prefix>:{<tag>}:" of a job's groups.
+// jobLayout holds the key prefixes "<prefix>:{<tag>}:" of a job's groups
+// and the keys of each group that Save names in every call (made once, so
+// a Save builds none of them).
 type jobLayout struct {
 	prefixes [groups]string
+	keys     [groups]string // keysKey of each group
+	timers   [groups]string // timersKey of each group
+	gens     [groups]string // genKey of each group
 }
 
 // layouts caches the jobLayout of every job a store has touched, by
@@ -73,6 +81,9 @@ func layoutOf(prefix, job string) *jobLayout {
 	l := new(jobLayout)
 	for g := range groups {
 		l.prefixes[g] = prefix + ":{" + groupTag(job, g) + "}:"
+		l.keys[g] = keysKey(l.prefixes[g])
+		l.timers[g] = timersKey(l.prefixes[g])
+		l.gens[g] = genKey(l.prefixes[g])
 	}
 	actual, _ := layouts.LoadOrStore(id, l)
 	return actual.(*jobLayout)
@@ -90,7 +101,7 @@ func offsetsKey(gp string) string               { return gp + "offsets" }
 
 // crc16 is Redis Cluster's key hash: CRC-16/XMODEM (polynomial 0x1021,
 // initial value 0), of which HASH_SLOT takes the low 14 bits.
-func crc16(s string) uint16 {
+func crc16[T ~string | ~[]byte](s T) uint16 {
 	var crc uint16
 	for i := 0; i < len(s); i++ {
 		crc = crc<<8 ^ crcTable[byte(crc>>8)^s[i]]

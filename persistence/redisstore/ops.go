@@ -33,7 +33,12 @@ func (s *Store) runScripts(ctx context.Context, script *redis.Script, calls []sc
 func (s *Store) runScriptsWait(ctx context.Context, script *redis.Script, calls []scriptCall, wait bool) ([]any, error) {
 	if len(calls) == 1 && (s.cfg.MinReplicas == 0 || !wait) {
 		// One call needs no pipeline: EVALSHA, and EVAL after NOSCRIPT.
-		v, err := script.Run(ctx, s.client, calls[0].keys, calls[0].args...).Result()
+		cmd := evalSha(ctx, script, calls[0])
+		_ = s.client.Process(ctx, cmd)
+		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			cmd = script.Eval(ctx, s.client, calls[0].keys, calls[0].args...)
+		}
+		v, err := cmd.Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, err
 		}
@@ -43,7 +48,8 @@ func (s *Store) runScriptsWait(ctx context.Context, script *redis.Script, calls 
 	var waits []*redis.Cmd
 	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range calls {
-			cmds[i] = script.EvalSha(ctx, p, c.keys, c.args...)
+			cmds[i] = evalSha(ctx, script, c)
+			_ = p.Process(ctx, cmds[i])
 		}
 		if wait {
 			waits = s.appendWait(ctx, p, waits)
@@ -79,6 +85,25 @@ func (s *Store) runScriptsWait(ctx context.Context, script *redis.Script, calls 
 		return nil, err
 	}
 	return out, nil
+}
+
+// evalSha is the EVALSHA of script for c, as go-redis's EvalSha builds it
+// (first key at position 3, for the cluster client's routing) but with
+// the keys passed as pointers into c.keys: go-redis writes a *string as
+// the string, and a string in an interface would be one allocation per
+// key. c must not change until the command has run.
+func evalSha(ctx context.Context, script *redis.Script, c scriptCall) *redis.Cmd {
+	args := make([]any, 3+len(c.keys)+len(c.args))
+	args[0], args[1], args[2] = "evalsha", script.Hash(), len(c.keys)
+	for i := range c.keys {
+		args[3+i] = &c.keys[i]
+	}
+	copy(args[3+len(c.keys):], c.args)
+	cmd := redis.NewCmd(ctx, args...)
+	if len(c.keys) > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	return cmd
 }
 
 // appendWait queues a WAIT for Config.MinReplicas replicas at the end of

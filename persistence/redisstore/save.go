@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
 )
 
 // saveScript applies a Save batch, or the part of one that falls in one
@@ -127,8 +128,61 @@ return {1, fenced, gens}
 type saveGroup struct {
 	idx  []int    // batch index of each snapshot of the call
 	gens []genRef // the generation keys the call checks and bumps
-	snap scriptCall
+	// The snapshots' keys (after the generation keys): five per snapshot,
+	// of which the epoch, state and parts keys are "" until Save cuts
+	// them from one string made of kbuf, where it wrote their names.
+	keys []string
+	kbuf []byte
+	// The snapshots' arguments (after m and the generations), each a
+	// pointer (which an interface holds without allocating): a *string to
+	// a string that outlives the call, or a *bytesArg in bs.
+	args []any
+	bs   []bytesArg
 }
+
+// bytesArg is an argument go-redis writes as the bytes themselves (through
+// encoding.BinaryMarshaler): a *bytesArg in an interface allocates
+// nothing, where a []byte would.
+type bytesArg []byte
+
+// MarshalBinary implements encoding.BinaryMarshaler.
+func (b *bytesArg) MarshalBinary() ([]byte, error) { return *b, nil }
+
+// bytes adds b as an argument.
+func (g *saveGroup) bytes(b []byte) {
+	// An append that moves bs leaves the pointers taken before to the old
+	// array, which holds the same values.
+	g.bs = append(g.bs, b)
+	g.args = append(g.args, &g.bs[len(g.bs)-1])
+}
+
+// key adds the key name gp+kind+key, "" until cutKeys.
+func (g *saveGroup) key(gp, kind string, key record.Key) {
+	g.kbuf = append(append(append(g.kbuf, gp...), kind...), key...)
+	g.keys = append(g.keys, "")
+}
+
+// cutKeys fills in the names key wrote, in order: each snapshot's keys are
+// epoch, state, keys set, timers, parts; the keys set's name is gp+"keys",
+// so a name gp+kind+key has that length -len("keys")+len(kind)+len(key).
+func (g *saveGroup) cutKeys(batch []persistence.Snapshot) {
+	names := string(g.kbuf)
+	for j, i := range g.idx {
+		k := g.keys[5*j : 5*j+5]
+		gp := len(k[2]) - len("keys")
+		for _, c := range [...]struct {
+			at   int
+			kind string
+		}{{0, "epoch:"}, {1, "state:"}, {4, "parts:"}} {
+			n := gp + len(c.kind) + len(batch[i].Key)
+			k[c.at], names = names[:n], names[n:]
+		}
+	}
+}
+
+// Save's constant arguments (variables: an argument is a pointer): the
+// modes, and a deleted snapshot's part count.
+var modeWhole, modeDelta, noParts = "W", "D", "0"
 
 // Save implements persistence.Store. On one server the whole batch is one
 // call of a Lua script (EVALSHA, falling back to EVAL), so one round trip.
@@ -161,10 +215,34 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := persistence.ValidParts(batch); err != nil {
 		return fmt.Errorf("redisstore: save: %w", err)
 	}
+	// The buffers' sizes: up to three decimals, the value and the parts'
+	// values of each snapshot; its three key names.
+	size, ksize, nkeys, nargs := 0, 0, 0, 0
+	var l *jobLayout
+	for i := range batch {
+		sn := &batch[i]
+		if l == nil || sn.Job != batch[i-1].Job {
+			l = layoutOf(s.prefix, sn.Job)
+		}
+		ksize += 3*len(l.prefixes[groupOf(string(sn.Key))]) + len("epoch:state:parts:") + 3*len(sn.Key)
+		size += 3 * 20
+		nkeys += 5
+		nargs += 6 + 2*len(sn.Parts)
+		if len(sn.State) > 0 {
+			size += snapshotLen(sn.Offsets, sn.State)
+		}
+	}
+	// vals holds the decimals and encoded values the arguments point to;
+	// an append that moves it leaves them pointing to the old array.
+	vals := make([]byte, 0, size)
 	parts := map[string]*saveGroup{}
 	var order []*saveGroup
-	for i, sn := range batch {
-		l := layoutOf(s.prefix, sn.Job)
+	l = nil
+	for i := range batch {
+		sn := &batch[i]
+		if l == nil || sn.Job != batch[i-1].Job {
+			l = layoutOf(s.prefix, sn.Job)
+		}
 		g := groupOf(string(sn.Key))
 		gp := l.prefixes[g]
 		part := parts[gp]
@@ -173,6 +251,12 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		}
 		if part == nil {
 			part = &saveGroup{}
+			if !s.cluster {
+				part.keys = make([]string, 0, nkeys)
+				part.kbuf = make([]byte, 0, ksize)
+				part.args = make([]any, 0, nargs)
+				part.bs = make([]bytesArg, 0, nargs)
+			}
 			parts[gp] = part
 			order = append(order, part)
 		}
@@ -180,37 +264,59 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		if !slices.ContainsFunc(part.gens, func(r genRef) bool { return r.key == ref.key }) {
 			part.gens = append(part.gens, ref)
 		}
-		var value []byte // empty: delete
-		timer := ""      // empty: no timer
-		mode := "W"
-		var ps []persistence.Part
-		if len(sn.State) > 0 {
-			value = encodeSnapshot(sn.Offsets, sn.State)
-			if sn.HasTimer {
-				timer = strconv.FormatInt(sn.NextTimer, 10)
-			}
-			if sn.Delta {
-				mode = "D"
-			}
-			ps = uniqueParts(sn.Parts, !sn.Delta)
+		part.key(gp, "epoch:", sn.Key)
+		part.key(gp, "state:", sn.Key)
+		part.keys = append(part.keys, l.keys[g], l.timers[g])
+		part.key(gp, "parts:", sn.Key)
+		lo := len(vals)
+		vals = strconv.AppendInt(vals, sn.Epoch, 10)
+		part.bytes(vals[lo:])
+		part.args = append(part.args, (*string)(&sn.Key))
+		if len(sn.State) == 0 { // delete: no value, no timer
+			part.bytes(nil)
+			part.bytes(nil)
+			part.args = append(part.args, &modeWhole, &noParts)
+			part.idx = append(part.idx, i)
+			continue
 		}
-		part.snap.keys = append(part.snap.keys, epochKey(gp, sn.Key), stateKey(gp, sn.Key), keysKey(gp), timersKey(gp), partsKey(gp, sn.Key))
-		part.snap.args = append(part.snap.args, strconv.FormatInt(sn.Epoch, 10), string(sn.Key), value, timer, mode, len(ps))
-		for _, p := range ps {
-			part.snap.args = append(part.snap.args, p.Name, p.Value)
+		lo = len(vals)
+		vals = appendSnapshot(vals, sn.Offsets, sn.State)
+		part.bytes(vals[lo:])
+		lo = len(vals)
+		if sn.HasTimer {
+			vals = strconv.AppendInt(vals, sn.NextTimer, 10)
+		}
+		part.bytes(vals[lo:]) // empty: no timer
+		if sn.Delta {
+			part.args = append(part.args, &modeDelta)
+		} else {
+			part.args = append(part.args, &modeWhole)
+		}
+		ps := uniqueParts(sn.Parts, !sn.Delta)
+		lo = len(vals)
+		vals = strconv.AppendInt(vals, int64(len(ps)), 10)
+		part.bytes(vals[lo:])
+		for k := range ps {
+			part.args = append(part.args, &ps[k].Name)
+			part.bytes(ps[k].Value)
 		}
 		part.idx = append(part.idx, i)
 	}
 	calls := make([]scriptCall, len(order))
 	for i, p := range order {
-		keys := make([]string, 0, len(p.gens)+len(p.snap.keys))
-		args := make([]any, 0, 1+len(p.gens)+len(p.snap.args))
-		args = append(args, len(p.gens))
+		p.cutKeys(batch)
+		keys := make([]string, 0, len(p.gens)+len(p.keys))
+		strs := make([]string, 0, 1+len(p.gens))
+		args := make([]any, 0, 1+len(p.gens)+len(p.args))
+		strs = append(strs, strconv.Itoa(len(p.gens)))
 		for _, r := range p.gens {
 			keys = append(keys, r.key)
-			args = append(args, strconv.FormatInt(r.seen.Load(), 10))
+			strs = append(strs, strconv.FormatInt(r.seen.Load(), 10))
 		}
-		calls[i] = scriptCall{keys: append(keys, p.snap.keys...), args: append(args, p.snap.args...)}
+		for j := range strs {
+			args = append(args, &strs[j])
+		}
+		calls[i] = scriptCall{keys: append(keys, p.keys...), args: append(args, p.args...)}
 	}
 	replies, err := s.runScripts(ctx, saveScript, calls)
 	if err != nil {
