@@ -245,7 +245,9 @@ func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
 			s.err = it.err
 			return nil, it.err
 		}
-		out = append(out, it.msg)
+		// Room for what is queued already (up to max), not grown line by line.
+		out = make([]sources.Message, 1, min(max, 1+len(s.items)))
+		out[0] = it.msg
 	}
 	for len(out) < max {
 		select {
