@@ -158,6 +158,11 @@ func (s *Source) run(r io.Reader) {
 		offset int64
 	)
 	send := func(it item) bool {
+		select { // room in the queue: a send that locks it alone, not s.stop too
+		case s.items <- it:
+			return true
+		default:
+		}
 		select {
 		case s.items <- it:
 			return true
