@@ -45,6 +45,8 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	firstEvs.Hint(len(msgs))
 	firstRows.Hint(len(msgs))
 	n.stats.addIn(r.cfg.Name, len(msgs))
+	events := int64(0) // routed events, counted once for the batch
+	defer func() { n.stats.Events.Add(events) }()
 	var part, partSrc string // the partition id of the last record's partition
 	var partN int32
 	for _, m := range msgs {
@@ -80,7 +82,7 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 			a := applies.Apply(k)
 			a.Events = append(a.Events, pe)
 			arrivals = append(arrivals, pe)
-			n.stats.Events.Add(1)
+			events++
 			continue
 		}
 		evs, srcPos, err := r.cdcEvents(b, m, routed[:0])
@@ -109,7 +111,7 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 				rows = append(rows, nil)
 			}
 			rows[i] = firstRows.Append(rows[i], er)
-			n.stats.Events.Add(1)
+			events++
 		}
 	}
 	now := time.Now()

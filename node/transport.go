@@ -101,8 +101,8 @@ func (r *reader) sendCalls(calls []call) {
 	n := r.n
 	self := n.system.Address()
 	var owners, pids []string // by call, made at the first remote one
-	var lb *localBatch     // the local requests' answers: one channel and one deadline
-	var slab []localAnswer // and the requests: one allocation for the batch's
+	var lb *localBatch        // the local requests' answers: one channel and one deadline
+	var slab []localAnswer    // and the requests: one allocation for the batch's
 	for i := range calls {
 		c := &calls[i]
 		c.fut, c.sendErr = nil, nil
