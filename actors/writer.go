@@ -122,8 +122,19 @@ func (w *Writer) SubmitTo(snap persistence.Snapshot, done Durable) {
 		done.WriteDone(persistence.ErrClosed)
 		return
 	}
+	req := writeReq{snap: snap, done: done}
+	// The queue has room (the usual case): a send that locks the queue
+	// alone. A select with ctx.Done locks that channel too, which every
+	// key actor's submit shares (measured: its lock was the largest part
+	// of a submit, docs/benchmarks.md, "The dispatch path outside the key
+	// core").
 	select {
-	case w.in <- writeReq{snap: snap, done: done}:
+	case w.in <- req:
+		return
+	default:
+	}
+	select {
+	case w.in <- req:
 	case <-w.ctx.Done():
 		done.WriteDone(persistence.ErrClosed)
 	}

@@ -108,13 +108,20 @@ func (r *reader) answers(ctx context.Context, b *batch) (answeredBatch, error) {
 	n := r.n
 	var a answeredBatch
 	a.outs = make([][]record.Output, 0, len(b.calls))
+	// The counts, added once for the batch: the skipped ones' Prometheus
+	// series is a labelled lookup.
+	var skipped, dups int64
+	defer func() {
+		n.stats.addSkipped(int(skipped))
+		n.stats.Duplicates.Add(dups)
+	}()
 	for _, c := range b.calls {
 		ap, kouts, written, err := r.await(ctx, c)
 		if err != nil {
 			return a, err
 		}
-		n.stats.addSkipped(int(ap.Skipped))
-		n.stats.Duplicates.Add(int64(ap.Duplicates))
+		skipped += int64(ap.Skipped)
+		dups += int64(ap.Duplicates)
 		for _, l := range ap.Late {
 			r.late(b, c.key, l)
 		}

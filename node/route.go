@@ -32,7 +32,8 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	// record, the usual changelog batch, not grown.
 	var applies sendstate.Batch
 	applies.Hint(len(msgs))
-	rows := make(map[record.Key][]actors.EventRows, len(msgs))
+	// rows: the events' rows by their key's place in applies.
+	rows := make([][]actors.EventRows, 0, len(msgs))
 	var arrivals []*keypb.Event // event-time inputs in arrival order
 	// The changelog events and, per key, the first event's slices, from
 	// chunks made for the batch (they live as long as its requests).
@@ -44,6 +45,8 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	firstEvs.Hint(len(msgs))
 	firstRows.Hint(len(msgs))
 	n.stats.addIn(r.cfg.Name, len(msgs))
+	events := int64(0) // routed events, counted once for the batch
+	defer func() { n.stats.Events.Add(events) }()
 	var part, partSrc string // the partition id of the last record's partition
 	var partN int32
 	for _, m := range msgs {
@@ -79,7 +82,7 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 			a := applies.Apply(k)
 			a.Events = append(a.Events, pe)
 			arrivals = append(arrivals, pe)
-			n.stats.Events.Add(1)
+			events++
 			continue
 		}
 		evs, srcPos, err := r.cdcEvents(b, m, routed[:0])
@@ -102,16 +105,18 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 			pe := shells.New()
 			er := actors.ShellInto(pe, e)
 			pe.SrcPos = srcPos
-			a := applies.Apply(e.Key)
+			a, i := applies.ApplyAt(e.Key)
 			a.Events = firstEvs.Append(a.Events, pe)
-			rows[e.Key] = firstRows.Append(rows[e.Key], er)
-			n.stats.Events.Add(1)
+			for len(rows) <= i {
+				rows = append(rows, nil)
+			}
+			rows[i] = firstRows.Append(rows[i], er)
+			events++
 		}
 	}
 	now := time.Now()
-	for _, k := range applies.Keys() {
-		n.hot.Add(k, int64(len(applies.Get(k).Events)), now)
-	}
+	reqs := applies.Requests()
+	n.hot.AddBatch(applies.Keys(), func(i int) int64 { return int64(len(reqs[i].Events)) }, now)
 	if n.evt != nil {
 		n.evt.mu.Lock()
 		defer n.evt.mu.Unlock() // until the batch is sent: see observeLocked
@@ -130,9 +135,12 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	defer n.inflight.mu.Unlock() // until sent: see sendstate.Keys
 	sent := r.sender.Send(&n.inflight.keys, b.seq, &applies, n.session)
 	b.calls = make([]call, 0, len(sent))
-	for _, a := range sent {
-		k := record.Key(a.Key)
-		b.calls = append(b.calls, call{key: k, apply: a, rows: rows[k]})
+	for i, a := range sent { // in the order of applies (Send)
+		c := call{key: record.Key(a.Key), apply: a}
+		if i < len(rows) { // (an event-time join's requests carry their own)
+			c.rows = rows[i]
+		}
+		b.calls = append(b.calls, c)
 	}
 	// One message per owner node. A key that cannot be resolved now
 	// (membership changing) is retried by the collector, in order.

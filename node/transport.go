@@ -100,10 +100,9 @@ func (r *reader) send(key record.Key, a *keypb.Apply, rows []actors.EventRows) (
 func (r *reader) sendCalls(calls []call) {
 	n := r.n
 	self := n.system.Address()
-	owners := make([]string, len(calls))
-	pids := make([]string, len(calls))
-	var lb *localBatch     // the local requests' answers: one channel and one deadline
-	var slab []localAnswer // and the requests: one allocation for the batch's
+	var owners, pids []string // by call, made at the first remote one
+	var lb *localBatch        // the local requests' answers: one channel and one deadline
+	var slab []localAnswer    // and the requests: one allocation for the batch's
 	for i := range calls {
 		c := &calls[i]
 		c.fut, c.sendErr = nil, nil
@@ -133,12 +132,15 @@ func (r *reader) sendCalls(calls []call) {
 			c.sendErr = err
 			continue
 		}
+		if owners == nil {
+			owners, pids = make([]string, len(calls)), make([]string, len(calls))
+		}
 		owners[i], pids[i] = pid.Address, pid.Id
 	}
 	local, remote := 0, 0
 	for i := range calls {
 		switch {
-		case owners[i] != "":
+		case owners != nil && owners[i] != "":
 			remote++
 		case calls[i].sendErr == nil:
 			local++

@@ -71,6 +71,21 @@ func (h *Tracker) Add(key record.Key, n int64, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.rollLocked(now)
+	h.addLocked(key, n)
+}
+
+// AddBatch counts count(i) events of each keys[i], as Add of each in turn,
+// under one lock (a reader's batch). Safe for concurrent use.
+func (h *Tracker) AddBatch(keys []record.Key, count func(i int) int64, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rollLocked(now)
+	for i, k := range keys {
+		h.addLocked(k, count(i))
+	}
+}
+
+func (h *Tracker) addLocked(key record.Key, n int64) {
 	if e, ok := h.counts[key]; ok {
 		e.count += n
 		heap.Fix(&h.heap, e.idx)

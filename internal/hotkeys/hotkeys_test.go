@@ -27,3 +27,31 @@ func TestHotKeysTopK(t *testing.T) {
 		t.Errorf("new window not started")
 	}
 }
+
+// TestHotKeysAddBatch: a batch's counts are what Add of each gives,
+// evictions (more keys than capacity) and a window's roll included.
+func TestHotKeysAddBatch(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	one, batched := New(8, 10*time.Second, t0), New(8, 10*time.Second, t0)
+	for round := range 30 {
+		now := t0.Add(time.Duration(round) * time.Second)
+		keys := []record.Key{"hot"}
+		for i := range 5 {
+			keys = append(keys, record.Key(fmt.Sprint("k", (round*5+i)%13)))
+		}
+		count := func(i int) int64 { return int64(max(20*(1-i), 1+i*(round%3))) } // "hot": 20
+		for i, k := range keys {
+			one.Add(k, count(i), now)
+		}
+		batched.AddBatch(keys, count, now)
+	}
+	at := t0.Add(30 * time.Second)
+	wantKeys, wantRates := one.Top(8, at)
+	gotKeys, gotRates := batched.Top(8, at)
+	if fmt.Sprint(gotKeys, gotRates) != fmt.Sprint(wantKeys, wantRates) {
+		t.Errorf("AddBatch top %v %v, Add top %v %v", gotKeys, gotRates, wantKeys, wantRates)
+	}
+	if len(gotKeys) == 0 || gotKeys[0] != "hot" {
+		t.Errorf("top = %v, want hot first", gotKeys)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -162,26 +163,44 @@ func ValidNumber(s string) bool {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // AppendObject is AppendValue for a map: keys sorted, as encoding/json.
+// The entries are taken with their values in one pass over the map and
+// sorted as pairs: no second lookup of each key.
 func AppendObject(b []byte, m map[string]any) ([]byte, bool) {
-	var arr [16]string
-	keys := arr[:0]
-	for k := range m {
-		keys = append(keys, k)
+	var arr [16]entry
+	es := arr[:0]
+	for k, v := range m {
+		es = append(es, entry{k, v})
 	}
-	slices.Sort(keys)
+	if len(es) <= len(arr) {
+		// An insertion sort, as slices.Sort's for this size, without a
+		// call per comparison.
+		for i := 1; i < len(es); i++ {
+			for j := i; j > 0 && es[j].k < es[j-1].k; j-- {
+				es[j], es[j-1] = es[j-1], es[j]
+			}
+		}
+	} else {
+		slices.SortFunc(es, func(x, y entry) int { return strings.Compare(x.k, y.k) })
+	}
 	b = append(b, '{')
-	for i, k := range keys {
+	for i, e := range es {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = AppendString(b, k)
+		b = AppendString(b, e.k)
 		b = append(b, ':')
 		var ok bool
-		if b, ok = AppendValue(b, m[k]); !ok {
+		if b, ok = AppendValue(b, e.v); !ok {
 			return b, false
 		}
 	}
 	return append(b, '}'), true
+}
+
+// entry is one key of an object with its value (AppendObject).
+type entry struct {
+	k string
+	v any
 }
 
 // AppendFloat formats like encoding/json: shortest representation, 'e'

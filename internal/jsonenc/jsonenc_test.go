@@ -3,6 +3,7 @@ package jsonenc
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -31,6 +32,7 @@ func TestAppendValueEqualsEncodingJSON(t *testing.T) {
 		[]any{}, []any{"x", nil, 1.0}, []any(nil),
 		map[string]any{}, map[string]any(nil), map[string]any{"z": 1.0, "a": []any{map[string]any{"k": "v"}}, "m": "x"},
 		record.Row{"k": "v", "b": record.Row{"c": nil}}, record.Row(nil),
+		wideObject(16), wideObject(40), // AppendObject's two sorts: its own (up to 16 keys) and slices'
 	} {
 		got, ok := AppendValue(nil, v)
 		if !ok {
@@ -46,6 +48,16 @@ func TestAppendValueEqualsEncodingJSON(t *testing.T) {
 			t.Errorf("AppendValue(%#v) took a value outside the fast path", v)
 		}
 	}
+}
+
+// wideObject is an object of n keys, inserted out of order ("k39" before
+// "k4" and "k10" before "k9" in the sorted output).
+func wideObject(n int) map[string]any {
+	m := make(map[string]any, n)
+	for i := n - 1; i >= 0; i-- {
+		m[fmt.Sprintf("k%d", i)] = float64(i)
+	}
+	return m
 }
 
 func FuzzAppendValue(f *testing.F) {
@@ -143,5 +155,16 @@ func TestExact(t *testing.T) {
 	}
 	if b, ok := Exact(func(b []byte) ([]byte, bool) { return append(b, "x"...), false }); ok || b != nil {
 		t.Fatalf("failed: %q, %v", b, ok)
+	}
+}
+
+// BenchmarkAppendObject encodes a row of ten columns, an output row's size.
+func BenchmarkAppendObject(b *testing.B) {
+	m := map[string]any{"id": 42.0, "name": "a name", "email": "x@example.com", "score": 3.5, "active": true,
+		"city": "Lyon", "zip": "69001", "created": "2026-12-05T04:00:00Z", "tags": []any{"a", "b"}, "note": nil}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ = AppendObject(buf[:0], m)
 	}
 }

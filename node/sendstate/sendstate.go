@@ -173,46 +173,66 @@ func (f *Keys) Len() int { return len(f.keys) }
 // Batch is the requests of one batch: one Apply per key, in the order of
 // the keys' first records. The zero Batch is empty and ready.
 type Batch struct {
-	applies map[record.Key]*keypb.Apply
-	order   []record.Key
-	slab    slab.Slab[keypb.Apply] // the requests: they live as long as the batch
+	index map[record.Key]int // a key's place in order and list
+	order []record.Key
+	list  []*keypb.Apply         // the requests, in order
+	slab  slab.Slab[keypb.Apply] // the requests: they live as long as the batch
 }
 
 // Apply returns k's request in the batch, adding it (last) if k has none.
 func (b *Batch) Apply(k record.Key) *keypb.Apply {
-	if a, ok := b.applies[k]; ok {
-		return a
+	a, _ := b.ApplyAt(k)
+	return a
+}
+
+// ApplyAt is Apply with the request's place in the batch's order (Keys,
+// Requests), so a caller can keep what goes with each request in a slice
+// instead of another map by key.
+func (b *Batch) ApplyAt(k record.Key) (*keypb.Apply, int) {
+	if i, ok := b.index[k]; ok {
+		return b.list[i], i
 	}
-	if b.applies == nil {
-		b.applies = map[record.Key]*keypb.Apply{}
+	if b.index == nil {
+		b.index = map[record.Key]int{}
 	}
 	a := b.slab.New()
 	a.Key = string(k)
-	b.applies[k] = a
+	i := len(b.order)
+	b.index[k] = i
 	b.order = append(b.order, k)
-	return a
+	b.list = append(b.list, a)
+	return a, i
 }
 
 // Hint makes room for n keys' requests (a batch of n records), so that
 // the batch does not grow its index as they come.
 func (b *Batch) Hint(n int) {
-	if b.applies == nil && n > 0 {
-		b.applies = make(map[record.Key]*keypb.Apply, n)
+	if b.index == nil && n > 0 {
+		b.index = make(map[record.Key]int, n)
 		b.order = make([]record.Key, 0, n)
+		b.list = make([]*keypb.Apply, 0, n)
 	}
 }
 
 // Has reports whether the batch holds a request to k.
 func (b *Batch) Has(k record.Key) bool {
-	_, ok := b.applies[k]
+	_, ok := b.index[k]
 	return ok
 }
 
 // Keys is the batch's keys in order.
 func (b *Batch) Keys() []record.Key { return b.order }
 
+// Requests is the batch's requests, in the order of Keys.
+func (b *Batch) Requests() []*keypb.Apply { return b.list }
+
 // Get is k's request, or nil.
-func (b *Batch) Get(k record.Key) *keypb.Apply { return b.applies[k] }
+func (b *Batch) Get(k record.Key) *keypb.Apply {
+	if i, ok := b.index[k]; ok {
+		return b.list[i]
+	}
+	return nil
+}
 
 // Reader is one reader's sender state: its batches' sequence numbers and
 // the offsets it committed.
@@ -255,8 +275,8 @@ func (r *Reader) Send(keys *Keys, seq uint64, b *Batch, session string) []*keypb
 	var entries slab.Slab[readerSent]
 	offs.Hint(len(b.order))
 	entries.Hint(len(b.order))
-	for _, k := range b.order {
-		a := b.applies[k]
+	for i, k := range b.order {
+		a := b.list[i]
 		a.Prev = keys.Prev(k)
 		if committed != nil {
 			a.Committed = committed

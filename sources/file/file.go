@@ -158,6 +158,11 @@ func (s *Source) run(r io.Reader) {
 		offset int64
 	)
 	send := func(it item) bool {
+		select { // room in the queue: a send that locks it alone, not s.stop too
+		case s.items <- it:
+			return true
+		default:
+		}
 		select {
 		case s.items <- it:
 			return true
@@ -245,7 +250,9 @@ func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
 			s.err = it.err
 			return nil, it.err
 		}
-		out = append(out, it.msg)
+		// Room for what is queued already (up to max), not grown line by line.
+		out = make([]sources.Message, 1, min(max, 1+len(s.items)))
+		out[0] = it.msg
 	}
 	for len(out) < max {
 		select {
