@@ -3,9 +3,12 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/persistence"
@@ -81,7 +84,8 @@ func benchSave(b *testing.B, s *Store, writers int) {
 // redis-server: whole (each key's state, all its rows, as one value) or as
 // a delta (the changed row, a 300-byte outbox entry and a small base;
 // persistence.Snapshot.Delta). It reports the bytes handed to Save per
-// update (state and parts) and updates/s:
+// update (state and parts), updates/s and redis-server's CPU per update
+// (INFO cpu, its own user and system time):
 //
 //	go test -run '^$' -bench BenchmarkStoreUpdate ./persistence/redisstore
 func BenchmarkStoreUpdate(b *testing.B) {
@@ -121,6 +125,7 @@ func benchUpdate(b *testing.B, s *Store, domains int, delta bool) {
 	}
 	var sent int64
 	batch := make([]persistence.Snapshot, batchSize)
+	cpu0 := serverCPU(b, s)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for n := range b.N {
@@ -151,6 +156,28 @@ func benchUpdate(b *testing.B, s *Store, domains int, delta bool) {
 	}
 	b.ReportMetric(float64(sent)/float64(b.N*batchSize), "bytes/update")
 	b.ReportMetric(float64(b.N*batchSize)/b.Elapsed().Seconds(), "updates/s")
+	b.ReportMetric((serverCPU(b, s)-cpu0).Seconds()*1e6/float64(b.N*batchSize), "server-µs/update")
+}
+
+// serverCPU is the CPU time s's server has used (INFO cpu: used_cpu_user
+// plus used_cpu_sys, its main process and threads).
+func serverCPU(b *testing.B, s *Store) time.Duration {
+	info, err := s.client.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sec float64
+	for line := range strings.SplitSeq(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if k == "used_cpu_user" || k == "used_cpu_sys" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu %s: %v", k, err)
+			}
+			sec += f
+		}
+	}
+	return time.Duration(sec * float64(time.Second))
 }
 
 // BenchmarkStoreLoad loads 256 keys (10 domains rows each, as parts) one

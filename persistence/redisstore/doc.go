@@ -79,10 +79,12 @@
 // one server; on a cluster go-redis sends each master its part, in
 // parallel, and follows MOVED and ASK per command. A group's script gets
 // the group's keys set and timers set and, per snapshot, its epoch, state
-// key and parts hash as KEYS, and the writer's epoch, the join key, the
-// encoded value ("" deletes), the next timer (decimal, "" for none), whole
-// or delta, and the parts (name, value pairs) as ARGV, after the write
-// generation (below). It first compares each snapshot's epoch with GET of its epoch key (missing
+// key and parts hash as KEYS, and the writer's epoch, the encoded value
+// ("" deletes), the next timer (decimal, "" for none), the number of parts
+// set, whole ("W") or the number of parts a delta deletes, the parts set
+// (name, value pairs) and the names deleted as ARGV, after the write
+// generation (below); the join key, the sets' member, is cut from the
+// state key's name in the script. It first compares each snapshot's epoch with GET of its epoch key (missing
 // = "0", compared as decimal strings), then, for the snapshots that match
 // and in order, runs SET, SADD and ZADD (ZREM when the snapshot has no
 // timer), DEL of the parts hash (a whole state), HSET and HDEL of its

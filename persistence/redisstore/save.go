@@ -23,15 +23,20 @@ import (
 // writes nothing and returns {0, {j, generation, ...}} for every such key.
 // Then, per snapshot, it takes five keys: epoch key, state key, keys set,
 // timers sorted set (the last two the same for every snapshot of a group),
-// parts hash; and 6+2n arguments: the writer's epoch (decimal), the join
-// key (the set members), the encoded value ("" deletes), the next timer
-// (decimal; "" = no timer), "W" (a whole state) or "D" (a delta), n, and n
-// pairs of part name and value ("" deletes the part; names are unique
-// within a snapshot). It first compares every epoch key's value (a missing
-// key counts as "0") with the writer's epoch, then writes the snapshots
-// that match, in order: SET, SADD and ZADD (or ZREM without a timer), DEL
-// of the parts hash for a whole state, then HSET of the parts set and HDEL
-// of those deleted; or, to delete, DEL of state and parts, SREM and ZREM.
+// parts hash; and 5+2s+d arguments: the writer's epoch (decimal), the
+// encoded value ("" deletes), the next timer (decimal; "" = no timer), s,
+// d ("W" for a whole state, which deletes no part; a delta's number of
+// parts it deletes, in decimal), s pairs of part name and value to set,
+// and d part names to delete (names are unique within a snapshot). The
+// join key (the sets' member) is the state key's name after the group
+// prefix and "state:", which the script cuts out: the keys set's name is
+// the prefix and "keys". The parts go to HSET and HDEL as runs of ARGV
+// (unpack), with no table built per snapshot. It first compares every
+// epoch key's value (a missing key counts as "0") with the writer's
+// epoch, then writes the snapshots that match, in order: SET, SADD and
+// ZADD (or ZREM without a timer), DEL of the parts hash for a whole
+// state, then HSET of the parts set and HDEL of those deleted; or, to
+// delete, DEL of state and parts, SREM and ZREM.
 // Checking
 // everything before writing anything means a failing GET (a key of the
 // wrong type) aborts the script before it wrote. Last it INCRs every
@@ -70,49 +75,46 @@ while a <= #ARGV do
     fenced[#fenced + 1] = idx
     fenced[#fenced + 1] = cur
   end
-  a = a + 6 + 2 * tonumber(ARGV[a + 5])
+  local nd = ARGV[a + 4]
+  a = a + 5 + 2 * tonumber(ARGV[a + 3])
+  if nd ~= 'W' then
+    a = a + tonumber(nd)
+  end
   k = k + 5
 end
 for o = 1, #ok, 2 do
   local a, k = ok[o], ok[o + 1]
-  local member = ARGV[a + 1]
-  if ARGV[a + 2] == '' then
-    redis.call('DEL', KEYS[k + 1], KEYS[k + 4])
-    redis.call('SREM', KEYS[k + 2], member)
-    redis.call('ZREM', KEYS[k + 3], member)
+  local sk, ks, ts, ps = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
+  local member = string.sub(sk, #ks + 3)
+  if ARGV[a + 1] == '' then
+    redis.call('DEL', sk, ps)
+    redis.call('SREM', ks, member)
+    redis.call('ZREM', ts, member)
   else
-    redis.call('SET', KEYS[k + 1], ARGV[a + 2])
-    redis.call('SADD', KEYS[k + 2], member)
-    if ARGV[a + 3] == '' then
-      redis.call('ZREM', KEYS[k + 3], member)
+    redis.call('SET', sk, ARGV[a + 1])
+    redis.call('SADD', ks, member)
+    if ARGV[a + 2] == '' then
+      redis.call('ZREM', ts, member)
     else
-      redis.call('ZADD', KEYS[k + 3], ARGV[a + 3], member)
+      redis.call('ZADD', ts, ARGV[a + 2], member)
     end
-    if ARGV[a + 4] ~= 'D' then
-      redis.call('DEL', KEYS[k + 4])
+    local nd = ARGV[a + 4]
+    if nd == 'W' then
+      redis.call('DEL', ps)
     end
-    local set, del = {}, {}
-    for j = a + 6, a + 5 + 2 * tonumber(ARGV[a + 5]), 2 do
-      if ARGV[j + 1] == '' then
-        del[#del + 1] = ARGV[j]
-      else
-        set[#set + 1] = ARGV[j]
-        set[#set + 1] = ARGV[j + 1]
+    local i, j = a + 5, a + 4 + 2 * tonumber(ARGV[a + 3])
+    while i <= j do
+      local e = math.min(i + 399, j)
+      redis.call('HSET', ps, unpack(ARGV, i, e))
+      i = e + 1
+    end
+    if nd ~= 'W' then
+      i, j = j + 1, j + tonumber(nd)
+      while i <= j do
+        local e = math.min(i + 399, j)
+        redis.call('HDEL', ps, unpack(ARGV, i, e))
+        i = e + 1
       end
-      if #set >= 400 then
-        redis.call('HSET', KEYS[k + 4], unpack(set))
-        set = {}
-      end
-      if #del >= 400 then
-        redis.call('HDEL', KEYS[k + 4], unpack(del))
-        del = {}
-      end
-    end
-    if #set > 0 then
-      redis.call('HSET', KEYS[k + 4], unpack(set))
-    end
-    if #del > 0 then
-      redis.call('HDEL', KEYS[k + 4], unpack(del))
     end
   end
 end
@@ -180,9 +182,9 @@ func (g *saveGroup) cutKeys(batch []persistence.Snapshot) {
 	}
 }
 
-// Save's constant arguments (variables: an argument is a pointer): the
-// modes, and a deleted snapshot's part count.
-var modeWhole, modeDelta, noParts = "W", "D", "0"
+// Save's constant arguments (variables: an argument is a pointer): a whole
+// state's delete count, and a deleted snapshot's part count.
+var modeWhole, noParts = "W", "0"
 
 // Save implements persistence.Store. On one server the whole batch is one
 // call of a Lua script (EVALSHA, falling back to EVAL), so one round trip.
@@ -215,7 +217,7 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := persistence.ValidParts(batch); err != nil {
 		return fmt.Errorf("redisstore: save: %w", err)
 	}
-	// The buffers' sizes: up to three decimals, the value and the parts'
+	// The buffers' sizes: up to four decimals, the value and the parts'
 	// values of each snapshot; its three key names.
 	size, ksize, nkeys, nargs := 0, 0, 0, 0
 	var l *jobLayout
@@ -225,9 +227,9 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 			l = layoutOf(s.prefix, sn.Job)
 		}
 		ksize += 3*len(l.prefixes[groupOf(string(sn.Key))]) + len("epoch:state:parts:") + 3*len(sn.Key)
-		size += 3 * 20
+		size += 4 * 20
 		nkeys += 5
-		nargs += 6 + 2*len(sn.Parts)
+		nargs += 5 + 2*len(sn.Parts)
 		if len(sn.State) > 0 {
 			size += snapshotLen(sn.Offsets, sn.State)
 		}
@@ -271,11 +273,10 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		lo := len(vals)
 		vals = strconv.AppendInt(vals, sn.Epoch, 10)
 		part.bytes(vals[lo:])
-		part.args = append(part.args, (*string)(&sn.Key))
 		if len(sn.State) == 0 { // delete: no value, no timer
 			part.bytes(nil)
 			part.bytes(nil)
-			part.args = append(part.args, &modeWhole, &noParts)
+			part.args = append(part.args, &noParts, &modeWhole)
 			part.idx = append(part.idx, i)
 			continue
 		}
@@ -287,18 +288,33 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 			vals = strconv.AppendInt(vals, sn.NextTimer, 10)
 		}
 		part.bytes(vals[lo:]) // empty: no timer
-		if sn.Delta {
-			part.args = append(part.args, &modeDelta)
-		} else {
-			part.args = append(part.args, &modeWhole)
-		}
 		ps := uniqueParts(sn.Parts, !sn.Delta)
-		lo = len(vals)
-		vals = strconv.AppendInt(vals, int64(len(ps)), 10)
-		part.bytes(vals[lo:])
+		del := 0
 		for k := range ps {
-			part.args = append(part.args, &ps[k].Name)
-			part.bytes(ps[k].Value)
+			if len(ps[k].Value) == 0 {
+				del++
+			}
+		}
+		lo = len(vals)
+		vals = strconv.AppendInt(vals, int64(len(ps)-del), 10)
+		part.bytes(vals[lo:])
+		if sn.Delta {
+			lo = len(vals)
+			vals = strconv.AppendInt(vals, int64(del), 10)
+			part.bytes(vals[lo:])
+		} else {
+			part.args = append(part.args, &modeWhole) // a whole state deletes no part
+		}
+		for k := range ps {
+			if len(ps[k].Value) > 0 {
+				part.args = append(part.args, &ps[k].Name)
+				part.bytes(ps[k].Value)
+			}
+		}
+		for k := range ps {
+			if len(ps[k].Value) == 0 {
+				part.args = append(part.args, &ps[k].Name)
+			}
 		}
 		part.idx = append(part.idx, i)
 	}

@@ -238,8 +238,8 @@ func testPartsTimers(t *testing.T, s persistence.Store) {
 	checkSnapshot(t, load(t, s, "job", "k"), persistence.Snapshot{Job: "job", Key: "k", State: stateparts.Pack([]byte("b"), parts("a", "1", "b", "2"))})
 }
 
-// testPartsMany: a key with many parts, changed one at a time, loads
-// whole; part names and values may hold any bytes.
+// testPartsMany: a key with many parts, changed one at a time and then
+// many at once, loads whole; part names and values may hold any bytes.
 func testPartsMany(t *testing.T, s persistence.Store) {
 	var m model
 	var ps []persistence.Part
@@ -255,6 +255,17 @@ func testPartsMany(t *testing.T, s persistence.Store) {
 		save(t, s, sn)
 		m.apply(sn)
 	}
+	// One delta that deletes 600 parts and sets 300 (more than a store
+	// may pass to one command).
+	big := persistence.Snapshot{Job: "job", Key: "k", State: []byte("big"), Delta: true}
+	for i := range 600 {
+		big.Parts = append(big.Parts, persistence.Part{Name: fmt.Sprintf("r:%04d\x00{}", 100+i)})
+	}
+	for i := range 300 {
+		big.Parts = append(big.Parts, persistence.Part{Name: fmt.Sprintf("n:%04d", i), Value: []byte(fmt.Sprint("n", i))})
+	}
+	save(t, s, big)
+	m.apply(big)
 	checkModel(t, s, "job", "k", &m, nil)
 }
 

@@ -82,7 +82,9 @@
 // relative to the embedded store and what the node sent Redis
 // (total_net_input_bytes per second of node.Run and per event: the key
 // snapshots with offsets and outboxes) with the RDB saves taken and the RDB
-// file's size, and for skewed workloads the ratio to the unskewed one on the
+// file's size, its CPU per event split into redis-server's (/proc) and the
+// node process's, and the server's INFO commandstats per 1000 events (calls,
+// µs per call), and for skewed workloads the ratio to the unskewed one on the
 // same system. Events are the stream's events (the Nexmark convention),
 // whatever the query keeps.
 //

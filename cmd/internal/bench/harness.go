@@ -203,6 +203,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 								return res, cerr
 							}
 							res.RedisInBytes, res.RDBSaves = c1.inBytes-c0.inBytes, c1.saves-c0.saves
+							res.RedisCommands = c1.commandsSince(c0)
 						}
 						return res, err
 					},
@@ -395,13 +396,16 @@ func runRounds(r *Result, rounds int, gen time.Duration, logf func(string, ...an
 	r.Ratio = ratio(r.Engine.EventsPerCPUSec, r.Baseline.EventsPerCPUSec)
 	r.RatioWithGen = ratio(r.Engine.EventsPerCPUSecWithGen, r.Baseline.EventsPerCPUSecWithGen)
 	if redis != nil {
-		var bps, bpe, saves []float64
+		var bps, bpe, saves, srv, proc []float64
 		for _, s := range es {
 			bps = append(bps, s.res.RedisInBytes/max(s.wall.Seconds(), 1e-9))
 			bpe = append(bpe, s.res.RedisInBytes/float64(r.Events))
 			saves = append(saves, s.res.RDBSaves)
+			srv = append(srv, s.redisCPU.Seconds()*1e6/float64(r.Events))
+			proc = append(proc, (s.cpu-s.redisCPU).Seconds()*1e6/float64(r.Events))
 		}
-		r.Redis = &RedisFigures{StateBytesPerSec: median(bps), StateBytesPerEvent: median(bpe), RDBSaves: median(saves)}
+		r.Redis = &RedisFigures{StateBytesPerSec: median(bps), StateBytesPerEvent: median(bpe), RDBSaves: median(saves),
+			ServerMicrosPerEvent: median(srv), NodeMicrosPerEvent: median(proc), Commands: es[len(es)-1].res.RedisCommands}
 	}
 	return nil
 }

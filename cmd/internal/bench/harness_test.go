@@ -121,7 +121,8 @@ func TestReportShape(t *testing.T) {
 // TestNodeRedisBudget: on node+redis+budget the budget is a quarter of the
 // working set the calibration run accounted, the budget passivates keys,
 // the result still equals the baseline's, and the ratio to node+redis is
-// reported and checked as a target.
+// reported and checked as a target; node+redis reports redis-server's and
+// the node's CPU per event.
 func TestNodeRedisBudget(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the node starts protoactor remoting, which races (see the Makefile); run without -race")
@@ -138,6 +139,13 @@ func TestNodeRedisBudget(t *testing.T) {
 	for i := range rep.Results {
 		if rep.Results[i].System == SysNodeRedisBudget {
 			b = &rep.Results[i]
+		}
+		// node+redis splits its CPU between redis-server and the node,
+		// with the server's command counts.
+		if r := rep.Results[i]; r.System == SysNodeRedis {
+			if r.Redis == nil || r.Redis.ServerMicrosPerEvent <= 0 || r.Redis.NodeMicrosPerEvent <= 0 || r.Redis.Commands["evalsha"].Calls <= 0 {
+				t.Errorf("node+redis Redis figures %+v: want the CPU split and EVALSHA counted", r.Redis)
+			}
 		}
 	}
 	if b == nil || b.Skipped != "" {

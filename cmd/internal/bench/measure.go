@@ -21,6 +21,8 @@ type sample struct {
 	// mallocs is the heap allocations the process made during the run
 	// (runtime.MemStats.Mallocs), allocBytes their bytes (TotalAlloc).
 	mallocs, allocBytes uint64
+	// redisCPU is redis-server's share of cpu (node+redis).
+	redisCPU time.Duration
 }
 
 func cpuNow() time.Duration {
@@ -78,7 +80,8 @@ func measure(redis *redisServer, f func(probe func(live int)) (RunResult, error)
 	runtime.ReadMemStats(&end)
 	s.mallocs, s.allocBytes = end.Mallocs-m0, end.TotalAlloc-b0
 	s.wall = time.Since(t0) - exclWall
-	s.cpu = cpuNow() - c0 + redis.CPU() - r0 - exclCPU
+	s.redisCPU = redis.CPU() - r0
+	s.cpu = cpuNow() - c0 + s.redisCPU - exclCPU
 	s.rss = peakRSSMB()
 	s.res = res
 	if res.Wall > 0 {

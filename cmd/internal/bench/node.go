@@ -369,6 +369,16 @@ func (r *redisServer) Info(section string) (map[string]float64, error) {
 type redisCounters struct {
 	inBytes float64 // total_net_input_bytes: what clients sent, i.e. the key snapshots
 	saves   float64 // rdb_saves: background RDB snapshots taken
+	// cmds is INFO commandstats: per command (as Redis names it: evalsha,
+	// set, hset...; a script's commands count too), its calls and the
+	// microseconds it took.
+	cmds map[string]RedisCommand
+}
+
+// RedisCommand is one command's line of INFO commandstats over a run.
+type RedisCommand struct {
+	Calls  float64 `json:"calls"`
+	Micros float64 `json:"usec"`
 }
 
 func (r *redisServer) counters() (redisCounters, error) {
@@ -376,7 +386,45 @@ func (r *redisServer) counters() (redisCounters, error) {
 	if err != nil {
 		return redisCounters{}, err
 	}
-	return redisCounters{inBytes: m["total_net_input_bytes"], saves: m["rdb_saves"]}, nil
+	c := redisCounters{inBytes: m["total_net_input_bytes"], saves: m["rdb_saves"], cmds: map[string]RedisCommand{}}
+	cl := goredis.NewClient(&goredis.Options{Addr: r.Addr})
+	defer cl.Close()
+	txt, err := cl.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		return redisCounters{}, err
+	}
+	for _, l := range strings.Split(txt, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(l), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var rc RedisCommand
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			f, _ := strconv.ParseFloat(v, 64)
+			switch k {
+			case "calls":
+				rc.Calls = f
+			case "usec":
+				rc.Micros = f
+			}
+		}
+		c.cmds[strings.TrimPrefix(name, "cmdstat_")] = rc
+	}
+	return c, nil
+}
+
+// commandsSince is the commands run between c0 and c.
+func (c redisCounters) commandsSince(c0 redisCounters) map[string]RedisCommand {
+	out := map[string]RedisCommand{}
+	for k, v := range c.cmds {
+		v.Calls -= c0.cmds[k].Calls
+		v.Micros -= c0.cmds[k].Micros
+		if v.Calls > 0 {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // dumpBytes is the size of the server's RDB file (0 before the first save).

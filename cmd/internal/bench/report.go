@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -104,6 +106,12 @@ type RedisFigures struct {
 	StateBytesPerEvent float64 `json:"state_bytes_per_event"`
 	RDBSaves           float64 `json:"rdb_saves_per_run"`
 	RDBDumpBytes       int64   `json:"rdb_dump_bytes"`
+	// ServerMicrosPerEvent is redis-server's CPU per event (counted in
+	// the engine's ev/cpu-s), NodeMicrosPerEvent the node process's.
+	ServerMicrosPerEvent float64 `json:"server_us_per_event"`
+	NodeMicrosPerEvent   float64 `json:"node_us_per_event"`
+	// Commands is the last round's INFO commandstats.
+	Commands map[string]RedisCommand `json:"commands,omitempty"`
 }
 
 // Report is the whole run.
@@ -203,6 +211,14 @@ func (rep *Report) WriteTable(w io.Writer) {
 		if r.Redis != nil {
 			fmt.Fprintf(w, "  %s/%s: Redis received %.0f B/event (%.1f MB/s of node.Run); %.0f RDB saves per run, RDB file %.1f MB at the end\n",
 				r.Workload, r.System, r.Redis.StateBytesPerEvent, r.Redis.StateBytesPerSec/1e6, r.Redis.RDBSaves, float64(r.Redis.RDBDumpBytes)/1e6)
+			fmt.Fprintf(w, "  %s/%s: CPU per event: redis-server %.1f µs, node %.1f µs; commands per 1000 events (µs of the server's each):",
+				r.Workload, r.System, r.Redis.ServerMicrosPerEvent, r.Redis.NodeMicrosPerEvent)
+			names := slices.Sorted(maps.Keys(r.Redis.Commands))
+			for _, n := range names {
+				c := r.Redis.Commands[n]
+				fmt.Fprintf(w, " %s %.1f (%.1f)", n, c.Calls*1000/float64(r.Events), c.Micros/c.Calls)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	fmt.Fprintf(w, "latency p50/p99: open loop at %.0f%% of the closed-loop rate measured first (events released on a schedule; latency from release to output)\n", LoadShare*100)

@@ -49,6 +49,8 @@ type RunResult struct {
 	// snapshots it took meanwhile.
 	RedisInBytes float64
 	RDBSaves     float64
+	// RedisCommands is INFO commandstats over the run (node+redis).
+	RedisCommands map[string]RedisCommand
 	// Node levels: the memory budget's figures at the end of node.Run
 	// (before Close): accounted bytes of the live keys, and passivations
 	// the budget asked for.
