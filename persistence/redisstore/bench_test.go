@@ -132,7 +132,7 @@ func benchUpdate(b *testing.B, s *Store, domains int, delta bool) {
 		for i := range batch {
 			u := n*batchSize + i
 			key, d := record.Key(fmt.Sprint("user-", u%keys)), u%domains
-			sn := persistence.Snapshot{Job: job, Key: key, Offsets: record.OffsetsOf(map[string]int64{"cdc/0": int64(u)})}
+			sn := persistence.Snapshot{Job: job, Key: key, Offsets: record.Offsets{{Partition: "cdc/0", Offset: int64(u)}}}
 			if delta {
 				sn.State, sn.Delta = []byte(`\x01{"q":2}`), true
 				sn.Parts = []persistence.Part{{Name: fmt.Sprint("r:", d), Value: row(d, u)}, {Name: fmt.Sprintf("o:%016x", u), Value: outbox}}
