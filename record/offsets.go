@@ -16,9 +16,10 @@ type PartitionOffset struct {
 // Offsets are offsets per source partition (a key's applied offsets, a
 // stored snapshot's): PartitionOffsets in ascending byte order of their
 // partition ids, each id at most once. Nil has none. A slice rather than a
-// map: a key hears from one partition or a few, and a map costs a write
-// two allocations and a stored key ≈ 200 B more (docs/benchmarks.md,
-// "Snapshot offsets as a sorted slice").
+// map: a key hears from one partition or a few, and a map of them cost
+// each write one more allocation of ≈ 200 B in the key core, and one in the
+// embedded store's Save (docs/benchmarks.md, "Snapshot offsets as a sorted
+// slice").
 type Offsets []PartitionOffset
 
 func (o Offsets) find(part string) (int, bool) {
