@@ -317,7 +317,7 @@ func (a *keyActor) maybeStop(ctx actor.Context) {
 func (a *keyActor) inspect(ctx actor.Context) *keypb.KeyState {
 	c := a.core
 	m := c.Machine()
-	ks := &keypb.KeyState{Key: string(c.Key()), Offsets: c.Offsets(), Node: ctx.ActorSystem().Address(), Outbox: int32(c.OutboxLen()), Epoch: c.Epoch()}
+	ks := &keypb.KeyState{Key: string(c.Key()), Offsets: c.Offsets().Map(), Node: ctx.ActorSystem().Address(), Outbox: int32(c.OutboxLen()), Epoch: c.Epoch()}
 	if m.EventTime() {
 		ks.Timers = append([]int64(nil), m.Timers()...)
 		ks.Watermark = m.Watermark()

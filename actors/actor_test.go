@@ -159,14 +159,15 @@ func TestKeyActorStaleActivationReloadsOnGap(t *testing.T) {
 		t.Fatalf("stale activation refused a request building on the owner's durable writes: %s", ap.Error)
 	}
 	snap, err := store.Load(ctx, "j", "7")
-	if err != nil || snap.Offsets[part] != 6 {
+	if off, _ := snap.Offsets.Get(part); err != nil || off != 6 {
 		t.Fatalf("durable offsets %v, %v; want %s at 6", snap.Offsets, err, part)
 	}
 	// The other activation, now behind, does the same with the next one.
 	if ap := apply(owner, 7, map[string]int64{part: 6}); ap.Error != "" {
 		t.Fatalf("offset 7: %s", ap.Error)
 	}
-	if snap, err := store.Load(ctx, "j", "7"); err != nil || snap.Offsets[part] != 7 {
+	snap, err = store.Load(ctx, "j", "7")
+	if off, _ := snap.Offsets.Get(part); err != nil || off != 7 {
 		t.Fatalf("durable offsets %v, %v; want %s at 7", snap.Offsets, err, part)
 	}
 }
@@ -242,7 +243,7 @@ func testKeyActorGroupCommit(t *testing.T, groupCommit bool, want int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Offsets["s/0"] != 6 {
+	if off, _ := snap.Offsets.Get("s/0"); off != 6 {
 		t.Errorf("durable offsets %v, want s/0=6", snap.Offsets)
 	}
 }

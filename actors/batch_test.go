@@ -95,7 +95,7 @@ func TestBatchActorAnswersEachKeyInOrder(t *testing.T) {
 		t.Errorf("key 7 with a gap: %+v, want refused as a gap", ap)
 	}
 	snap, err := store.Load(ctx, "j", "7")
-	if err != nil || snap.Offsets[part] != 2 {
+	if off, _ := snap.Offsets.Get(part); err != nil || off != 2 {
 		t.Fatalf("key 7 durable offsets %v, %v; want %s at 2 (the gapped request not applied)", snap.Offsets, err, part)
 	}
 }

@@ -46,7 +46,7 @@ func newEmbedded(t testing.TB) persistence.Store {
 }
 
 func snap(key string, v int) persistence.Snapshot {
-	return persistence.Snapshot{Job: "j", Key: record.Key(key), State: []byte(fmt.Sprint(v)), Offsets: map[string]int64{"s/0": int64(v)}}
+	return persistence.Snapshot{Job: "j", Key: record.Key(key), State: []byte(fmt.Sprint(v)), Offsets: record.OffsetsOf(map[string]int64{"s/0": int64(v)})}
 }
 
 // TestWriterDurableBeforeCallback checks that every callback runs after its
@@ -208,8 +208,8 @@ func TestWriterTwoActivationsInOneBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, gs, first := blockedWriter(t, inner)
-	ownerSnap := persistence.Snapshot{Job: "j", Key: "k", Epoch: owner, State: []byte("owner"), Offsets: map[string]int64{"s/0": 5}}
-	staleSnap := persistence.Snapshot{Job: "j", Key: "k", Epoch: stale, State: []byte("stale"), Offsets: map[string]int64{"s/0": 9}}
+	ownerSnap := persistence.Snapshot{Job: "j", Key: "k", Epoch: owner, State: []byte("owner"), Offsets: record.OffsetsOf(map[string]int64{"s/0": 5})}
+	staleSnap := persistence.Snapshot{Job: "j", Key: "k", Epoch: stale, State: []byte("stale"), Offsets: record.OffsetsOf(map[string]int64{"s/0": 9})}
 	ownerDone, staleDone := make(chan error, 1), make(chan error, 1)
 	w.Submit(ownerSnap, func(err error) { ownerDone <- err })
 	w.Submit(staleSnap, func(err error) { staleDone <- err }) // last in the batch

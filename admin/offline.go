@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 
 	"github.com/joinery/joinery/actors"
@@ -40,12 +39,9 @@ func InspectOffline(ctx context.Context, store persistence.Store, spec *joins.CD
 	if err != nil {
 		return KeyState{}, fmt.Errorf("admin: inspect offline: job %q key %q: %w", job, key, err)
 	}
-	ks := KeyState{Job: job, Key: key, Offsets: maps.Clone(snap.Offsets), Outbox: info.Outbox, Watermark: math.MinInt64}
+	ks := KeyState{Job: job, Key: key, Offsets: snap.Offsets.Map(), Outbox: info.Outbox, Watermark: math.MinInt64}
 	if ks.Epoch, err = store.Epoch(ctx, job, record.Key(key)); err != nil {
 		return KeyState{}, fmt.Errorf("admin: inspect offline: epoch: %w", err)
-	}
-	if ks.Offsets == nil {
-		ks.Offsets = map[string]int64{}
 	}
 	if spec == nil {
 		ks.Timers, ks.Watermark = info.Timers, info.Watermark

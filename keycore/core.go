@@ -3,6 +3,7 @@ package keycore
 import (
 	"errors"
 	"math"
+	"slices"
 
 	"github.com/joinery/joinery/internal/stateparts"
 	"github.com/joinery/joinery/joins"
@@ -91,8 +92,12 @@ func (c *Core) SetEpoch(e int64) { c.epoch = e }
 func (c *Core) Init() { c.loaded, c.fresh = true, true }
 
 // Restore loads durable state: the applied offsets and the state bytes of
-// a Write. On error the core stays not loaded.
-func (c *Core) Restore(offsets map[string]int64, state []byte) error {
+// a Write (offsets in order, as a store's Load returns them; the core keeps
+// a copy). On error the core stays not loaded.
+func (c *Core) Restore(offsets record.Offsets, state []byte) error {
+	if err := offsets.Check(); err != nil {
+		return err
+	}
 	var st keyState
 	var rows int
 	var err error
@@ -133,7 +138,7 @@ func (c *Core) Restore(offsets map[string]int64, state []byte) error {
 	rest = max(0, rest-c.pt.outboxBytes-c.pt.srcBytes)
 	c.pt.rowBytes, c.pt.rowAvg = rest, rest/max(1, rows)
 	c.pt.written = c.pt.next
-	c.offsets = offsetsOf(offsets)
+	c.offsets = slices.Clone(offsets)
 	c.Init()
 	return nil
 }
@@ -191,7 +196,7 @@ func (c *Core) needsOffloaded(req *Request) bool {
 	for i := range req.Events {
 		part := req.Events[i].Pos.PartitionID()
 		off := req.Events[i].Pos.Offset
-		if last, ok := c.offsets.get(part); !ok || off > last {
+		if last, ok := c.offsets.Get(part); !ok || off > last {
 			continue
 		}
 		if n, ok := req.Committed[part]; ok && off <= n {
@@ -209,15 +214,15 @@ func (c *Core) needsOffloaded(req *Request) bool {
 // Machine is the key's join machine; read-only for callers.
 func (c *Core) Machine() *Machine { return c.m }
 
-// Offsets are the applied offsets (a new map).
-func (c *Core) Offsets() map[string]int64 { return c.offsets.asMap() }
+// Offsets are the applied offsets (a copy, in order).
+func (c *Core) Offsets() record.Offsets { return slices.Clone(c.offsets) }
 
 // OutboxLen is the number of inputs whose outputs are kept for re-sending.
 func (c *Core) OutboxLen() int { return len(c.outbox) }
 
 func (c *Core) gap(prev map[string]int64) bool {
 	for part, off := range prev {
-		if applied, _ := c.offsets.get(part); applied < off {
+		if applied, _ := c.offsets.Get(part); applied < off {
 			return true
 		}
 	}
@@ -248,12 +253,12 @@ func (c *Core) Step(req *Request, now int64) Ready {
 	var late []joins.Late
 	for i := range req.Events {
 		e := &req.Events[i]
-		part := c.offsets.partitionID(e.Pos)
+		part := partitionID(c.offsets, e.Pos)
 		// One input reaches one key at most once (a moved row goes to two
 		// different keys), so "offset <= applied" means "already applied":
 		// skip it, and send its outputs again if they may not have reached
 		// the sinks yet.
-		if last, ok := c.offsets.get(part); ok && e.Pos.Offset <= last {
+		if last, ok := c.offsets.Get(part); ok && e.Pos.Offset <= last {
 			r.Skipped++
 			outs = append(outs, c.kept(part, e.Pos.Offset)...)
 			continue
@@ -276,7 +281,7 @@ func (c *Core) Step(req *Request, now int64) Ready {
 			c.outbox = append(c.outbox, outboxEntry{Part: part, Offset: e.Pos.Offset, Outputs: outs[n:len(outs):len(outs)], id: c.pt.next})
 			c.pt.next++
 		}
-		c.offsets.set(part, e.Pos.Offset)
+		c.offsets.Set(part, e.Pos.Offset)
 		changed = true
 	}
 	if req.Fire && c.m.EventTime() {
@@ -325,7 +330,9 @@ func (c *Core) Step(req *Request, now int64) Ready {
 func (c *Core) write() (*Write, error) {
 	wb := &writeBuf{}
 	w := &wb.w
-	w.Offsets = c.offsets.asMap()
+	// The offsets are copied into the Write's own allocation (a key hears
+	// from one partition or two): Set changes the core's in place.
+	w.Offsets = append(wb.offsets[:0:len(wb.offsets)], c.offsets...)
 	// A key whose join state emptied still writes a (small) state, so its
 	// applied offsets survive passivation and failover: a request's Prev
 	// names offsets that an emptied key must still know it applied, or it
@@ -351,10 +358,12 @@ func (c *Core) write() (*Write, error) {
 }
 
 // writeBuf is a Write with room for a usual delta's parts (a row, the
-// new outbox entry, a pruned one), in one allocation.
+// new outbox entry, a pruned one) and a usual key's offsets, in one
+// allocation.
 type writeBuf struct {
-	w     Write
-	parts [4]stateparts.Part
+	w       Write
+	parts   [4]stateparts.Part
+	offsets [2]record.PartitionOffset
 }
 
 // Encode returns what a Write of the key's state now would hold: its

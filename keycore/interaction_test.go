@@ -74,14 +74,14 @@ func TestCoreInteractionParts(t *testing.T) {
 }
 
 type stored struct {
-	offsets map[string]int64
+	offsets record.Offsets
 	state   []byte
 	parts   map[string][]byte // Config.Parts: the state's parts; state is then the base
 }
 
 // apply makes w the stored state (on top of s for a delta) and returns it.
 func (s *stored) apply(w *Write) *stored {
-	n := &stored{offsets: maps.Clone(w.Offsets), state: w.State, parts: map[string][]byte{}}
+	n := &stored{offsets: slices.Clone(w.Offsets), state: w.State, parts: map[string][]byte{}}
 	if len(w.State) == 0 {
 		return n
 	}
@@ -203,7 +203,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 			return "write failed: activation reset\n"
 		}
 		h.store = h.store.apply(w)
-		out := "stored " + renderOffsets(w.Offsets) + "\n"
+		out := "stored " + renderOffsets(w.Offsets.Map()) + "\n"
 		if h.core.Pending() == 0 && h.core.Dirty() {
 			// A coalescing driver writes what waited once nothing is pending.
 			fw, err := h.core.Flush()
@@ -211,7 +211,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 				t.Fatal(err)
 			}
 			h.pending = append(h.pending, fw)
-			out += fmt.Sprintf("flush: write offsets=%s state=%v; answers the waiting steps once durable\n", renderOffsets(fw.Offsets), fw.State != nil)
+			out += fmt.Sprintf("flush: write offsets=%s state=%v; answers the waiting steps once durable\n", renderOffsets(fw.Offsets.Map()), fw.State != nil)
 		}
 		return out
 	case "reactivate":
@@ -335,7 +335,7 @@ func renderReady(r Ready) string {
 		b.WriteString("answer now (nothing to write)\n")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "write offsets=%s state=%v", renderOffsets(r.Write.Offsets), r.Write.State != nil)
+	fmt.Fprintf(&b, "write offsets=%s state=%v", renderOffsets(r.Write.Offsets.Map()), r.Write.State != nil)
 	if r.Write.HasTimer {
 		fmt.Fprintf(&b, " next-timer=%d", r.Write.NextTimer)
 	}
@@ -346,7 +346,7 @@ func renderReady(r Ready) string {
 func (h *harness) renderState() string {
 	c := h.core
 	var b strings.Builder
-	fmt.Fprintf(&b, "epoch=%d loaded=%v pending=%d offsets=%s outbox=%d", c.Epoch(), c.Loaded(), c.Pending(), renderOffsets(c.Offsets()), c.OutboxLen())
+	fmt.Fprintf(&b, "epoch=%d loaded=%v pending=%d offsets=%s outbox=%d", c.Epoch(), c.Loaded(), c.Pending(), renderOffsets(c.Offsets().Map()), c.OutboxLen())
 	if m := c.Machine(); m.EventTime() {
 		fmt.Fprintf(&b, " timers=%v", m.Timers())
 	} else if l := m.CDC().Left(); l != nil {

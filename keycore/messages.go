@@ -62,7 +62,7 @@ type Request struct {
 // the driver hands them to the store as they are
 // (persistence.Snapshot.Parts and Delta) and writes its Writes in order.
 type Write struct {
-	Offsets   map[string]int64
+	Offsets   record.Offsets // in order (record.Offsets); never changed after the Write is made
 	State     []byte
 	HasTimer  bool
 	NextTimer int64

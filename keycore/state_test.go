@@ -2,6 +2,7 @@ package keycore
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -168,9 +169,9 @@ func TestOutboxLeavesRowJSON(t *testing.T) {
 // offsets' own string (no new one) when they hold the partition.
 func TestOffsetsPartitionID(t *testing.T) {
 	var o offsets
-	o.set("users/1", 5)
-	o.set("users/12", 6)
-	o.set("domains/1", 7)
+	o.Set("users/1", 5)
+	o.Set("users/12", 6)
+	o.Set("domains/1", 7)
 	for _, tc := range []struct {
 		pos  record.Position
 		held bool
@@ -184,15 +185,15 @@ func TestOffsetsPartitionID(t *testing.T) {
 		{record.Position{Source: "", Partition: -3}, false},
 		{record.Position{Source: "users", Partition: -1}, false},
 	} {
-		got := o.partitionID(tc.pos)
+		got := partitionID(o, tc.pos)
 		if want := tc.pos.PartitionID(); got != want {
 			t.Errorf("%+v: %q, want %q", tc.pos, got, want)
 		}
-		i, held := o.find(got)
-		if held != tc.held {
+		i := slices.IndexFunc(o, func(p record.PartitionOffset) bool { return p.Partition == got })
+		if held := i >= 0; held != tc.held {
 			t.Errorf("%+v: held %v, want %v", tc.pos, held, tc.held)
 		}
-		if held && unsafe.StringData(got) != unsafe.StringData(o[i].part) {
+		if i >= 0 && unsafe.StringData(got) != unsafe.StringData(o[i].Partition) {
 			t.Errorf("%+v: a new string, not the offsets' own", tc.pos)
 		}
 	}

@@ -116,14 +116,14 @@ var ErrClosed = errors.New("persistence: closed")
 type Snapshot struct {
 	Job       string
 	Key       record.Key
-	State     []byte           // opaque, encoded by the joins package; nil or empty means "no state"
-	Offsets   map[string]int64 // record.Position.PartitionID() -> highest applied offset
-	Epoch     int64            // the writer's owner epoch from Acquire; 0 = unfenced
-	HasTimer  bool             // the key has a pending event-time timer, due at NextTimer
-	NextTimer int64            // ms; the earliest pending timer, meaningful only with HasTimer
-	Parts     []Part           // the state's named parts besides State (see above); Load leaves it nil
-	Delta     bool             // State and Parts change the stored state instead of replacing it
-	Owned     bool             // the store may keep State and the Parts' values: the caller never changes them (see above)
+	State     []byte         // opaque, encoded by the joins package; nil or empty means "no state"
+	Offsets   record.Offsets // per record.Position.PartitionID(), the highest applied offset; in order (Save refuses others)
+	Epoch     int64          // the writer's owner epoch from Acquire; 0 = unfenced
+	HasTimer  bool           // the key has a pending event-time timer, due at NextTimer
+	NextTimer int64          // ms; the earliest pending timer, meaningful only with HasTimer
+	Parts     []Part         // the state's named parts besides State (see above); Load leaves it nil
+	Delta     bool           // State and Parts change the stored state instead of replacing it
+	Owned     bool           // the store may keep State and the Parts' values: the caller never changes them (see above)
 }
 
 // Part is one named part of a key's state (Snapshot.Parts); in a delta an
@@ -163,11 +163,14 @@ func MergeSnapshots(a, b Snapshot) Snapshot {
 	return out
 }
 
-// ValidParts returns an error naming the first snapshot of batch with an
-// empty part name, or nil. Store implementations call it at the start of
-// Save.
-func ValidParts(batch []Snapshot) error {
+// ValidSnapshots returns an error naming the first snapshot of batch with
+// an empty part name or Offsets out of order (record.Offsets.Check), or
+// nil. Store implementations call it at the start of Save.
+func ValidSnapshots(batch []Snapshot) error {
 	for _, sn := range batch {
+		if err := sn.Offsets.Check(); err != nil {
+			return fmt.Errorf("persistence: key %q of job %q: %w", sn.Key, sn.Job, err)
+		}
 		for _, p := range sn.Parts {
 			if p.Name == "" {
 				return fmt.Errorf("persistence: key %q of job %q has a part without a name", sn.Key, sn.Job)

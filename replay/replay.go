@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -253,10 +252,7 @@ func (d *driver) step(key record.Key, req *keycore.Request) error {
 		c.Init()
 		d.cores[key] = c
 	}
-	req.Committed = maps.Clone(c.Offsets())
-	if req.Committed == nil {
-		req.Committed = map[string]int64{}
-	}
+	req.Committed = c.Offsets().Map()
 	req.Committed[keycore.FirePart] = d.wm
 	r := c.Step(req, 0)
 	if r.Err != nil {

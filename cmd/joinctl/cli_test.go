@@ -443,7 +443,7 @@ func TestCLIInspectOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if err := store.Save(ctx, []persistence.Snapshot{{Job: "users-domains", Key: "42", State: mustState(t, cdc.Snapshot()), Offsets: map[string]int64{"cdc/0": 17}}}); err != nil {
+	if err := store.Save(ctx, []persistence.Snapshot{{Job: "users-domains", Key: "42", State: mustState(t, cdc.Snapshot()), Offsets: record.OffsetsOf(map[string]int64{"cdc/0": 17})}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -528,7 +528,7 @@ func TestCLIInspectOfflineCluster(t *testing.T) {
 		}
 		cdc.OnEvent(evs[0], nil)
 		batch = append(batch, persistence.Snapshot{Job: "users-domains", Key: record.Key(fmt.Sprint(uid)),
-			State: mustState(t, cdc.Snapshot()), Offsets: map[string]int64{"cdc/0": int64(100 + uid)}})
+			State: mustState(t, cdc.Snapshot()), Offsets: record.OffsetsOf(map[string]int64{"cdc/0": int64(100 + uid)})})
 	}
 	if err := store.Save(ctx, batch); err != nil {
 		t.Fatal(err)

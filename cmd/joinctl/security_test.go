@@ -49,7 +49,7 @@ func TestCLIInspectOfflineRedisTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Save(ctx, []persistence.Snapshot{{Job: "ud", Key: "5", State: state, Offsets: map[string]int64{"cdc/0": 3}}}); err != nil {
+	if err := store.Save(ctx, []persistence.Snapshot{{Job: "ud", Key: "5", State: state, Offsets: record.OffsetsOf(map[string]int64{"cdc/0": 3})}}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "job.yaml")

@@ -48,7 +48,7 @@ func benchSave(b *testing.B, s persistence.Store, owned bool) {
 	for b.Loop() {
 		for i := range batch {
 			batch[i] = persistence.Snapshot{Job: "bench", Key: record.Key(fmt.Sprintf("key-%d", n%keys)),
-				State: state, Offsets: map[string]int64{"src/0": int64(n)}, Owned: owned}
+				State: state, Offsets: record.Offsets{{Partition: "src/0", Offset: int64(n)}}, Owned: owned}
 			n++
 		}
 		if err := s.Save(ctx, batch); err != nil {
@@ -100,7 +100,7 @@ func BenchmarkStoreUpdate(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				for i := range batch {
-					sn := persistence.Snapshot{Job: "bench", Key: record.Key(fmt.Sprint("user-", n%keys)), Offsets: map[string]int64{"cdc/0": int64(n)}}
+					sn := persistence.Snapshot{Job: "bench", Key: record.Key(fmt.Sprint("user-", n%keys)), Offsets: record.Offsets{{Partition: "cdc/0", Offset: int64(n)}}}
 					if delta {
 						sn.State, sn.Delta = []byte("base"), true
 						sn.Parts = []persistence.Part{{Name: fmt.Sprint("r:", n%domains), Value: row(n%domains, n)}, {Name: fmt.Sprintf("o:%016x", n), Value: outbox}}

@@ -17,7 +17,7 @@ func (s *Store) liveSizeLocked() int64 {
 				n += int64(len(name) + len(v) + 4)
 			}
 			for _, po := range e.offsets {
-				n += int64(len(po.part) + 10)
+				n += int64(len(po.Partition) + 10)
 			}
 		}
 		for p := range j.offsets {
@@ -43,7 +43,7 @@ func (s *Store) recordsLocked() []logRecord {
 			for _, k := range slices.Sorted(maps.Keys(j.snaps)) {
 				e := j.snaps[k]
 				at, ok := j.timers.get(k)
-				r.snaps = append(r.snaps, persistence.Snapshot{Job: job, Key: k, State: e.state, Offsets: e.offsetsMap(),
+				r.snaps = append(r.snaps, persistence.Snapshot{Job: job, Key: k, State: e.state, Offsets: e.offsets,
 					HasTimer: ok, NextTimer: at, Parts: e.wholeParts()})
 				for name, v := range e.parts {
 					size += len(name) + len(v) + 4

@@ -101,7 +101,9 @@ func (s *Store) applyLocked(r logRecord) {
 				j.timers.remove(sn.Key)
 				continue
 			}
-			e := entry{state: sn.State, offsets: packOffsets(sn.Offsets)}
+			// The key's offsets are kept in its old entry's slice when they
+			// fit: no allocation for a key's usual write.
+			e := entry{state: sn.State, offsets: append(old.offsets[:0:cap(old.offsets)], sn.Offsets...)}
 			if sn.Delta && had {
 				e.parts, e.partBytes = old.parts, old.partBytes // owned by the store: changed in place
 			}
@@ -142,7 +144,7 @@ func (s *Store) epochLocked(job string, key record.Key) int64 {
 }
 
 // Load implements persistence.Store. The returned snapshot's State and
-// Offsets are fresh copies; Offsets is never nil.
+// Offsets are fresh copies.
 func (s *Store) Load(ctx context.Context, job string, key record.Key) (persistence.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return persistence.Snapshot{}, err
@@ -160,7 +162,7 @@ func (s *Store) Load(ctx context.Context, job string, key record.Key) (persisten
 	if !ok {
 		return persistence.Snapshot{}, persistence.ErrNotFound
 	}
-	return persistence.Snapshot{Job: job, Key: key, State: e.loadState(), Offsets: e.offsetsMap()}, nil
+	return persistence.Snapshot{Job: job, Key: key, State: e.loadState(), Offsets: slices.Clone(e.offsets)}, nil
 }
 
 // Save implements persistence.Store. The epoch check and the write happen
@@ -180,13 +182,13 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := persistence.CheckTimers(batch); err != nil {
 		return fmt.Errorf("embedded: save: %w", err)
 	}
-	if err := persistence.ValidParts(batch); err != nil {
+	if err := persistence.ValidSnapshots(batch); err != nil {
 		return fmt.Errorf("embedded: save: %w", err)
 	}
 	// Copy before taking any lock: the store keeps none of the caller's
 	// memory but an Owned snapshot's bytes (persistence.Snapshot). The
-	// offsets are only read within Save (packOffsets copies them into the
-	// entry, the log encodes them), so the map is not copied, nor is an
+	// offsets are only read within Save (applyLocked copies them into the
+	// entry, the log encodes them), so they are not copied, nor is an
 	// Owned snapshot's Parts slice (applyParts copies it into the entry).
 	r := logRecord{kind: kindSave, snaps: make([]persistence.Snapshot, len(batch))}
 	for i, sn := range batch {

@@ -3,12 +3,14 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,7 +82,7 @@ func history(t *testing.T, s *Store) (map[record.Key]persistence.Snapshot, map[s
 		for k := range 10 {
 			key := record.Key(fmt.Sprintf("k%d", (i*7+k)%40))
 			sn := persistence.Snapshot{Job: "job", Key: key, State: []byte(fmt.Sprintf("s%d-%d", i, k)),
-				Offsets: map[string]int64{"p/0": int64(i), "p/1": int64(k)}}
+				Offsets: record.OffsetsOf(map[string]int64{"p/0": int64(i), "p/1": int64(k)})}
 			if (i+k)%9 == 0 {
 				sn.State = nil
 				delete(want, key)
@@ -131,7 +133,7 @@ func checkContents(t *testing.T, s *Store, want map[record.Key]persistence.Snaps
 		if err != nil {
 			t.Fatalf("Load(%s): %v", k, err)
 		}
-		if !bytes.Equal(got.State, w.State) || !maps.Equal(got.Offsets, w.Offsets) {
+		if !bytes.Equal(got.State, w.State) || !slices.Equal(got.Offsets, w.Offsets) {
 			t.Fatalf("Load(%s) = %q %v, want %q %v", k, got.State, got.Offsets, w.State, w.Offsets)
 		}
 	}
@@ -174,7 +176,7 @@ func TestStoreEmbeddedReopen(t *testing.T) {
 	if err := s2.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "new", State: []byte("n")}}); err != nil {
 		t.Fatal(err)
 	}
-	want["new"] = persistence.Snapshot{Job: "job", Key: "new", State: []byte("n"), Offsets: map[string]int64{}}
+	want["new"] = persistence.Snapshot{Job: "job", Key: "new", State: []byte("n"), Offsets: record.OffsetsOf(map[string]int64{})}
 	_ = s2.Close()
 	checkContents(t, openFile(t, path), want, offsets)
 }
@@ -251,7 +253,7 @@ func TestStoreEmbeddedOldLog(t *testing.T) {
 	ctx := context.Background()
 	s := openFile(t, path)
 	got, err := s.Load(ctx, "job", "a")
-	if err != nil || string(got.State) != "old a" || got.Offsets["p/0"] != 7 {
+	if err != nil || string(got.State) != "old a" || !slices.Equal(got.Offsets, record.Offsets{{Partition: "p/0", Offset: 7}}) {
 		t.Fatalf("Load(a) from an old log = %+v, %v", got, err)
 	}
 	if e, err := s.Epoch(ctx, "job", "a"); err != nil || e != 0 {
@@ -330,7 +332,7 @@ func TestStoreEmbeddedCompact(t *testing.T) {
 		var batch []persistence.Snapshot
 		for k := range 100 {
 			batch = append(batch, persistence.Snapshot{Job: "job", Key: record.Key(fmt.Sprint(k)), State: state,
-				Offsets: map[string]int64{"p/0": int64(i)}})
+				Offsets: record.OffsetsOf(map[string]int64{"p/0": int64(i)})})
 		}
 		if err := s.Save(ctx, batch); err != nil {
 			t.Fatal(err)
@@ -403,7 +405,7 @@ func TestStoreEmbeddedHeldBytes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		sn := persistence.Snapshot{Job: "j", Key: record.Key(key), Epoch: ep, State: []byte(state), Offsets: map[string]int64{"src/0": 1}}
+		sn := persistence.Snapshot{Job: "j", Key: record.Key(key), Epoch: ep, State: []byte(state), Offsets: record.OffsetsOf(map[string]int64{"src/0": 1})}
 		if err := s.Save(ctx, []persistence.Snapshot{sn}); err != nil {
 			t.Fatal(err)
 		}
@@ -462,7 +464,7 @@ func TestStoreEmbeddedHeldBytesParts(t *testing.T) {
 		{"whole replaces all", false, []persistence.Part{p("r:3", "3")}, base + part("r:3", "3")},
 		{"delta deletes the last", true, []persistence.Part{p("r:3", "")}, base},
 	} {
-		sn := persistence.Snapshot{Job: "j", Key: "k", Epoch: ep, State: []byte("B"), Offsets: map[string]int64{"src/0": 1}, Delta: tc.delta, Parts: tc.parts}
+		sn := persistence.Snapshot{Job: "j", Key: "k", Epoch: ep, State: []byte("B"), Offsets: record.OffsetsOf(map[string]int64{"src/0": 1}), Delta: tc.delta, Parts: tc.parts}
 		if err := s.Save(ctx, []persistence.Snapshot{sn}); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -470,7 +472,7 @@ func TestStoreEmbeddedHeldBytesParts(t *testing.T) {
 			t.Errorf("%s: HeldBytes %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	if err := s.Save(ctx, []persistence.Snapshot{{Job: "j", Key: "k", Epoch: ep, State: []byte("B"), Offsets: map[string]int64{"src/0": 1},
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: "j", Key: "k", Epoch: ep, State: []byte("B"), Offsets: record.OffsetsOf(map[string]int64{"src/0": 1}),
 		Delta: true, Parts: []persistence.Part{p("r:4", "four")}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -538,5 +540,55 @@ func TestSaveOwnedKeepsBytes(t *testing.T) {
 				t.Errorf("part value kept as given = %v, want %v", kept, tc.keepsValues)
 			}
 		})
+	}
+}
+
+// TestStoreEmbeddedLogOffsetsOrder: a save record is written with its
+// offsets in partition order, the bytes an old writer (offsets in a map's
+// order) made for that order; a record from an old writer in another
+// order decodes in order, and one with a partition twice is corrupt.
+func TestStoreEmbeddedLogOffsetsOrder(t *testing.T) {
+	// payload is a kind 1 record of job/k = "s" with offsets in the order given.
+	payload := func(offsets ...record.PartitionOffset) []byte {
+		b := []byte{kindSave, 1}
+		b = appendString(b, "job")
+		b = appendString(b, "k")
+		b = appendString(b, "s")
+		b = binary.AppendUvarint(b, uint64(len(offsets)))
+		for _, po := range offsets {
+			b = appendString(b, po.Partition)
+			b = binary.AppendVarint(b, po.Offset)
+		}
+		return b
+	}
+	p0, p1 := record.PartitionOffset{Partition: "p/0", Offset: 3}, record.PartitionOffset{Partition: "p/1", Offset: -5}
+	sorted := record.Offsets{p0, p1}
+	enc, err := encodeRecord(nil, logRecord{kind: kindSave, snaps: []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("s"), Offsets: sorted}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := payload(p0, p1); !bytes.Equal(enc[frameHeader:], want) {
+		t.Errorf("encoded payload %x, want %x", enc[frameHeader:], want)
+	}
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		corrupt bool
+		want    record.Offsets
+	}{
+		{"in order", payload(p0, p1), false, sorted},
+		{"map order", payload(p1, p0), false, sorted},
+		{"none", payload(), false, nil},
+		{"twice", payload(p0, p0), true, nil},
+	} {
+		r, err := decodePayload(tc.payload)
+		switch {
+		case tc.corrupt:
+			if err == nil {
+				t.Errorf("%s: decoded %+v, want an error", tc.name, r)
+			}
+		case err != nil || len(r.snaps) != 1 || !slices.Equal(r.snaps[0].Offsets, tc.want):
+			t.Errorf("%s: %+v, %v; want offsets %v", tc.name, r, err, tc.want)
+		}
 	}
 }

@@ -18,7 +18,7 @@ const EntryOverhead = 256
 func entryBytes(key record.Key, e entry) int64 {
 	n := int64(EntryOverhead+len(key)+len(e.state)) + e.partBytes
 	for _, po := range e.offsets {
-		n += int64(len(po.part) + 24)
+		n += int64(len(po.Partition) + 24)
 	}
 	return n
 }
@@ -89,7 +89,7 @@ type jobState struct {
 // stored key (docs/benchmarks.md).
 type entry struct {
 	state   []byte
-	offsets []partOffset
+	offsets record.Offsets    // Save's copy, changed in place by the key's next Save
 	parts   map[string][]byte // the state's parts besides state (the base); nil when none
 	// partBytes is the parts' share of entryBytes (partBytes of each).
 	partBytes int64
@@ -118,26 +118,4 @@ func (e entry) wholeParts() []persistence.Part {
 		ps = append(ps, persistence.Part{Name: name, Value: e.parts[name]})
 	}
 	return ps
-}
-
-type partOffset struct {
-	part   string
-	offset int64
-}
-
-func packOffsets(m map[string]int64) []partOffset {
-	out := make([]partOffset, 0, len(m))
-	for p, o := range m {
-		out = append(out, partOffset{p, o})
-	}
-	return out
-}
-
-// offsetsMap returns a fresh map of e's offsets (never nil).
-func (e entry) offsetsMap() map[string]int64 {
-	m := make(map[string]int64, len(e.offsets))
-	for _, po := range e.offsets {
-		m[po.part] = po.offset
-	}
-	return m
 }

@@ -22,7 +22,7 @@ func FuzzEmbeddedLogDecode(f *testing.F) {
 	seed := []byte(logMagic)
 	for _, r := range []logRecord{
 		{kind: kindSave, snaps: []persistence.Snapshot{
-			{Job: "job", Key: "k", State: []byte("state"), Offsets: map[string]int64{"p/0": 7, "p/1": -1}},
+			{Job: "job", Key: "k", State: []byte("state"), Offsets: record.OffsetsOf(map[string]int64{"p/0": 7, "p/1": -1})},
 			{Job: "job", Key: "gone"},
 		}},
 		{kind: kindCommit, job: "job", offsets: map[string]int64{"p/0": 1 << 62}},
@@ -30,7 +30,7 @@ func FuzzEmbeddedLogDecode(f *testing.F) {
 		{kind: kindLineage, job: "job", lin: persistence.Lineage{Incarnation: "0123abcd", Floor: 1 << 60, Seq: 9}, offsets: map[string]int64{"p/0": 4}},
 		{kind: kindLineage, job: "", lin: persistence.Lineage{Incarnation: "x"}},
 		{kind: kindSave, snaps: []persistence.Snapshot{ // written as kind 4
-			{Job: "job", Key: "t", State: []byte("s"), Offsets: map[string]int64{}, HasTimer: true, NextTimer: -1},
+			{Job: "job", Key: "t", State: []byte("s"), Offsets: record.OffsetsOf(map[string]int64{}), HasTimer: true, NextTimer: -1},
 			{Job: "job", Key: "max", State: []byte("s"), HasTimer: true, NextTimer: persistence.MaxTimer},
 			{Job: "job", Key: "none", State: []byte("s")},
 			{Job: "job", Key: "gone"},
@@ -101,8 +101,8 @@ func FuzzEmbeddedLogRoundTrip(f *testing.F) {
 	f.Add("job", "k", []byte("row"), "r:1", int64(2), uint8(5))
 	f.Fuzz(func(t *testing.T, job, key string, state []byte, part string, off int64, kind uint8) {
 		r := logRecord{kind: kindSave, snaps: []persistence.Snapshot{
-			{Job: job, Key: record.Key(key), State: state, Offsets: map[string]int64{part: off}},
-			{Job: key, Key: record.Key(job), Offsets: map[string]int64{}},
+			{Job: job, Key: record.Key(key), State: state, Offsets: record.OffsetsOf(map[string]int64{part: off})},
+			{Job: key, Key: record.Key(job), Offsets: record.OffsetsOf(map[string]int64{})},
 		}}
 		if len(state) == 0 {
 			r.snaps[0].State = nil
@@ -156,7 +156,7 @@ func checkRecord(t *testing.T, got, want logRecord) {
 	}
 	for i := range want.snaps {
 		g, w := got.snaps[i], want.snaps[i]
-		if g.Job != w.Job || g.Key != w.Key || !bytes.Equal(g.State, w.State) || !maps.Equal(g.Offsets, w.Offsets) ||
+		if g.Job != w.Job || g.Key != w.Key || !bytes.Equal(g.State, w.State) || !slices.Equal(g.Offsets, w.Offsets) ||
 			g.HasTimer != w.HasTimer || (w.HasTimer && g.NextTimer != w.NextTimer) || g.Delta != w.Delta ||
 			!slices.EqualFunc(g.Parts, w.Parts, func(a, b persistence.Part) bool { return a.Name == b.Name && bytes.Equal(a.Value, b.Value) }) {
 			t.Fatalf("snapshot %d = %+v, want %+v", i, g, w)

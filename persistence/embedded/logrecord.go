@@ -91,7 +91,7 @@ func encodeRecord(dst []byte, r logRecord) ([]byte, error) {
 			dst = appendString(dst, string(sn.Key))
 			dst = binary.AppendUvarint(dst, uint64(len(sn.State)))
 			dst = append(dst, sn.State...)
-			dst = appendOffsets(dst, sn.Offsets)
+			dst = appendSnapOffsets(dst, sn.Offsets)
 			if !timers {
 				continue
 			}
@@ -164,6 +164,18 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
+// appendSnapOffsets appends a snapshot's offsets as appendOffsets does a
+// map (in their order; a log written before they were record.Offsets has
+// them in a map's).
+func appendSnapOffsets(dst []byte, offsets record.Offsets) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(offsets)))
+	for _, po := range offsets {
+		dst = appendString(dst, po.Partition)
+		dst = binary.AppendVarint(dst, po.Offset)
+	}
+	return dst
+}
+
 func appendOffsets(dst []byte, offsets map[string]int64) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(offsets)))
 	for p, o := range offsets {
@@ -192,7 +204,7 @@ func decodePayload(b []byte) (logRecord, error) {
 			if st := d.bytes(); len(st) > 0 {
 				sn.State = []byte(string(st))
 			}
-			sn.Offsets = d.offsets()
+			sn.Offsets = d.snapOffsets()
 			if timers {
 				sn.HasTimer, sn.NextTimer = d.timer()
 			}
@@ -321,6 +333,32 @@ func (d *decoder) offsets() map[string]int64 {
 		m[p] = o
 	}
 	return m
+}
+
+// snapOffsets reads a snapshot's offsets field, put in order.
+func (d *decoder) snapOffsets() record.Offsets {
+	n := d.count(2)
+	if n == 0 || d.err != nil {
+		return nil
+	}
+	o := make(record.Offsets, 0, n)
+	for range n {
+		p := d.string()
+		off, k := binary.Varint(d.b)
+		if k <= 0 {
+			d.fail("offset")
+		}
+		if d.err != nil {
+			return nil
+		}
+		d.b = d.b[k:]
+		o = append(o, record.PartitionOffset{Partition: p, Offset: off})
+	}
+	if err := record.SortOffsets(o); err != nil {
+		d.err = err
+		return nil
+	}
+	return o
 }
 
 // parts reads a kind 6 snapshot's parts field (values copied).

@@ -66,7 +66,7 @@ func benchSave(b *testing.B, s *Store, writers int) {
 				for i := range batch {
 					k := n.Add(1)
 					batch[i] = persistence.Snapshot{Job: "bench", Key: record.Key(fmt.Sprintf("key-%d-%d", w, k%keys)),
-						State: state, Offsets: map[string]int64{"src/0": k}, HasTimer: k%2 == 0, NextTimer: k}
+						State: state, Offsets: record.Offsets{{Partition: "src/0", Offset: k}}, HasTimer: k%2 == 0, NextTimer: k}
 				}
 				if err := s.Save(ctx, batch); err != nil {
 					b.Error(err)
@@ -132,7 +132,7 @@ func benchUpdate(b *testing.B, s *Store, domains int, delta bool) {
 		for i := range batch {
 			u := n*batchSize + i
 			key, d := record.Key(fmt.Sprint("user-", u%keys)), u%domains
-			sn := persistence.Snapshot{Job: job, Key: key, Offsets: map[string]int64{"cdc/0": int64(u)}}
+			sn := persistence.Snapshot{Job: job, Key: key, Offsets: record.Offsets{{Partition: "cdc/0", Offset: int64(u)}}}
 			if delta {
 				sn.State, sn.Delta = []byte(`\x01{"q":2}`), true
 				sn.Parts = []persistence.Part{{Name: fmt.Sprint("r:", d), Value: row(d, u)}, {Name: fmt.Sprintf("o:%016x", u), Value: outbox}}

@@ -274,7 +274,7 @@ func TestStoreClusterSlotMigration(t *testing.T) {
 				var batch []persistence.Snapshot
 				for i, k := range mine {
 					batch = append(batch, persistence.Snapshot{Job: job, Key: k, Epoch: epochs[k],
-						State: []byte(fmt.Sprintf("w%d r%d k%d", w, round, i)), Offsets: map[string]int64{"p/0": int64(round)},
+						State: []byte(fmt.Sprintf("w%d r%d k%d", w, round, i)), Offsets: record.OffsetsOf(map[string]int64{"p/0": int64(round)}),
 						HasTimer: round%3 != 0, NextTimer: int64(round*10 + i)})
 				}
 				if err := retry("save", func() error { saves.Add(1); return s.Save(ctx, batch) }); err != nil {

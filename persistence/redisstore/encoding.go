@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
+
+	"github.com/joinery/joinery/record"
 )
 
 // snapshotVersion is the first byte of every encoded snapshot value.
@@ -14,43 +15,38 @@ const snapshotVersion byte = 1
 var errCorrupt = errors.New("corrupt snapshot value")
 
 // encodeSnapshot encodes offsets and state into one value (see the package
-// doc). Partition ids are written in sorted order.
-func encodeSnapshot(offsets map[string]int64, state []byte) []byte {
+// doc). Partition ids are written in their (ascending) order.
+func encodeSnapshot(offsets record.Offsets, state []byte) []byte {
 	return appendSnapshot(make([]byte, 0, snapshotLen(offsets, state)), offsets, state)
 }
 
 // snapshotLen bounds the length of encodeSnapshot's value.
-func snapshotLen(offsets map[string]int64, state []byte) int {
+func snapshotLen(offsets record.Offsets, state []byte) int {
 	n := 1 + binary.MaxVarintLen64 + len(state)
-	for p := range offsets {
-		n += 2*binary.MaxVarintLen64 + len(p)
+	for _, po := range offsets {
+		n += 2*binary.MaxVarintLen64 + len(po.Partition)
 	}
 	return n
 }
 
-// appendSnapshot appends encodeSnapshot's value to b. The partition ids
-// are sorted in a buffer on the stack when there are few (a key's events
-// come from a few partitions), so it allocates only to grow b.
-func appendSnapshot(b []byte, offsets map[string]int64, state []byte) []byte {
-	var small [8]string
-	ids := small[:0]
-	for p := range offsets {
-		ids = append(ids, p)
-	}
-	slices.Sort(ids)
+// appendSnapshot appends encodeSnapshot's value to b; it allocates only to
+// grow b. The offsets are in order already (record.Offsets; Save checks),
+// so the bytes are the ones a map's sorted partition ids made.
+func appendSnapshot(b []byte, offsets record.Offsets, state []byte) []byte {
 	b = append(b, snapshotVersion)
 	b = binary.AppendUvarint(b, uint64(len(offsets)))
-	for _, p := range ids {
-		b = binary.AppendUvarint(b, uint64(len(p)))
-		b = append(b, p...)
-		b = binary.AppendVarint(b, offsets[p])
+	for _, po := range offsets {
+		b = binary.AppendUvarint(b, uint64(len(po.Partition)))
+		b = append(b, po.Partition...)
+		b = binary.AppendVarint(b, po.Offset)
 	}
 	return append(b, state...)
 }
 
 // decodeSnapshot decodes a value written by encodeSnapshot. The returned
-// state aliases b; offsets is never nil.
-func decodeSnapshot(b []byte) (offsets map[string]int64, state []byte, err error) {
+// state aliases b; offsets are in order (nil when there are none), a
+// partition id twice is corrupt.
+func decodeSnapshot(b []byte) (offsets record.Offsets, state []byte, err error) {
 	if len(b) == 0 {
 		return nil, nil, fmt.Errorf("%w: empty", errCorrupt)
 	}
@@ -64,7 +60,9 @@ func decodeSnapshot(b []byte) (offsets map[string]int64, state []byte, err error
 		return nil, nil, fmt.Errorf("%w: bad offset count", errCorrupt)
 	}
 	b = b[k:]
-	offsets = make(map[string]int64, n)
+	if n > 0 {
+		offsets = make(record.Offsets, 0, n)
+	}
 	for range n {
 		l, k := binary.Uvarint(b)
 		if k <= 0 || l > uint64(len(b)-k) {
@@ -77,7 +75,10 @@ func decodeSnapshot(b []byte) (offsets map[string]int64, state []byte, err error
 			return nil, nil, fmt.Errorf("%w: bad offset", errCorrupt)
 		}
 		b = b[k:]
-		offsets[p] = o
+		offsets = append(offsets, record.PartitionOffset{Partition: p, Offset: o})
+	}
+	if err := record.SortOffsets(offsets); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errCorrupt, err)
 	}
 	return offsets, b, nil
 }

@@ -69,7 +69,7 @@ return out
 // the highest this handle saw acknowledged (the store went back in time:
 // what it holds may lack writes this node made), and an error for a value
 // it cannot decode. A key with parts comes back packed
-// (persistence.Snapshot). The returned Offsets is never nil.
+// (persistence.Snapshot).
 func (s *Store) Load(ctx context.Context, job string, key record.Key) (persistence.Snapshot, error) {
 	out, err := s.LoadMany(ctx, job, []record.Key{key})
 	if err != nil {

@@ -48,7 +48,7 @@ func TestStoreRedisRollbackFromSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("at 10"), Offsets: map[string]int64{"p/0": 10}, Epoch: e1}}); err != nil {
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("at 10"), Offsets: record.OffsetsOf(map[string]int64{"p/0": 10}), Epoch: e1}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.CommitOffsets(ctx, "job", map[string]int64{"p/0": 10}); err != nil {
@@ -62,7 +62,7 @@ func TestStoreRedisRollbackFromSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("at 20"), Offsets: map[string]int64{"p/0": 20}, Epoch: zombie}}); err != nil {
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("at 20"), Offsets: record.OffsetsOf(map[string]int64{"p/0": 20}), Epoch: zombie}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, off := range []int64{15, 20} {
@@ -197,7 +197,7 @@ func TestStoreRedisMinReplicas(t *testing.T) {
 	replica := &Store{client: rc, prefix: DefaultKeyPrefix} // reads the replica's copy
 	for i := range 20 {
 		k := "k" + strings.Repeat("x", i)
-		if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: record.Key(k), State: []byte(k), Offsets: map[string]int64{"p/0": int64(i)}}}); err != nil {
+		if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: record.Key(k), State: []byte(k), Offsets: record.OffsetsOf(map[string]int64{"p/0": int64(i)})}}); err != nil {
 			t.Fatalf("Save %d with MinReplicas 1: %v", i, err)
 		}
 		if sn, err := replica.Load(ctx, "job", record.Key(k)); err != nil || string(sn.State) != k {
@@ -279,7 +279,7 @@ func TestStoreRedisGenerations(t *testing.T) {
 			defer wg.Done()
 			for j := range 200 {
 				k := record.Key(fmt.Sprint("k", j%7)) // keys every node writes
-				if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: k, State: []byte(fmt.Sprint(i, j)), Offsets: map[string]int64{"p/0": int64(j)}}}); err != nil {
+				if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: k, State: []byte(fmt.Sprint(i, j)), Offsets: record.OffsetsOf(map[string]int64{"p/0": int64(j)})}}); err != nil {
 					errs <- fmt.Errorf("node %d save %d: %w", i, j, err)
 					return
 				}

@@ -214,7 +214,7 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	if err := persistence.CheckTimers(batch); err != nil {
 		return fmt.Errorf("redisstore: save: %w", err)
 	}
-	if err := persistence.ValidParts(batch); err != nil {
+	if err := persistence.ValidSnapshots(batch); err != nil {
 		return fmt.Errorf("redisstore: save: %w", err)
 	}
 	// The buffers' sizes: up to four decimals, the value and the parts'

@@ -310,7 +310,7 @@ func TestStoreRedisSaveOneRoundTrip(t *testing.T) {
 	batch := make([]persistence.Snapshot, n)
 	for i := range batch {
 		batch[i] = persistence.Snapshot{Job: "job", Key: record.Key(fmt.Sprint(i)), State: []byte("state"),
-			Offsets: map[string]int64{"p/0": int64(i)}, HasTimer: i%4 != 3, NextTimer: int64(i%10 - 5)}
+			Offsets: record.OffsetsOf(map[string]int64{"p/0": int64(i)}), HasTimer: i%4 != 3, NextTimer: int64(i%10 - 5)}
 		if i%2 == 0 { // half fenced writes, half unfenced (epoch 0)
 			e, err := s.Acquire(ctx, "job", batch[i].Key)
 			if err != nil {
@@ -390,7 +390,7 @@ func commandCalls(info, cmd string) int {
 
 func saveOne(ctx context.Context, s *Store, key record.Key, state string) error {
 	return s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: key, State: []byte(state),
-		Offsets: map[string]int64{"p/0": int64(len(state))}}})
+		Offsets: record.OffsetsOf(map[string]int64{"p/0": int64(len(state))})}})
 }
 
 func mustLoad(t *testing.T, s *Store, key record.Key, want string) {
@@ -399,7 +399,7 @@ func mustLoad(t *testing.T, s *Store, key record.Key, want string) {
 	if err != nil {
 		t.Fatalf("Load(%s): %v", key, err)
 	}
-	if string(got.State) != want || got.Offsets["p/0"] != int64(len(want)) {
+	if string(got.State) != want || !slices.Equal(got.Offsets, record.Offsets{{Partition: "p/0", Offset: int64(len(want))}}) {
 		t.Fatalf("Load(%s) = %q %v, want %q", key, got.State, got.Offsets, want)
 	}
 }
@@ -633,7 +633,7 @@ func TestStoreRedisSaveAllocs(t *testing.T) {
 	batch := make([]persistence.Snapshot, n)
 	for i := range batch {
 		batch[i] = persistence.Snapshot{Job: "job", Key: record.Key(fmt.Sprint("key-", i)), State: []byte("state"),
-			Offsets: map[string]int64{"p/0": int64(i)}, HasTimer: true, NextTimer: int64(i),
+			Offsets: record.OffsetsOf(map[string]int64{"p/0": int64(i)}), HasTimer: true, NextTimer: int64(i),
 			Parts: []persistence.Part{{Name: "a", Value: []byte("1")}, {Name: "b", Value: []byte("2")}}}
 	}
 	if err := s.Save(ctx, batch); err != nil { // loads the script and the layout

@@ -31,7 +31,7 @@ func checkEpoch(t *testing.T, s persistence.Store, job string, key record.Key, w
 }
 
 func fencedSnap(job string, key record.Key, state string, epoch int64) persistence.Snapshot {
-	return persistence.Snapshot{Job: job, Key: key, State: []byte(state), Offsets: map[string]int64{"p/0": epoch}, Epoch: epoch}
+	return persistence.Snapshot{Job: job, Key: key, State: []byte(state), Offsets: record.OffsetsOf(map[string]int64{"p/0": epoch}), Epoch: epoch}
 }
 
 // checkFenced fails unless err is exactly the refusals want, in order.

@@ -31,7 +31,7 @@ func testCopyingSaveIsolatesCaller(t *testing.T, s persistence.Store) {
 		m.apply(persistence.Snapshot{State: []byte("b0"), Parts: parts("keep", "kept", "r:1", "old")})
 
 		sn := persistence.Snapshot{Job: "job", Key: key, State: []byte("base"), Delta: delta,
-			Parts: parts("r:1", "one", "r:2", "two"), Offsets: map[string]int64{"p/0": 3}}
+			Parts: parts("r:1", "one", "r:2", "two"), Offsets: record.OffsetsOf(map[string]int64{"p/0": 3})}
 		save(t, s, sn)
 		m.apply(persistence.Snapshot{State: []byte("base"), Delta: delta, Parts: parts("r:1", "one", "r:2", "two")})
 		sn.State[0] = 'X'
@@ -39,7 +39,7 @@ func testCopyingSaveIsolatesCaller(t *testing.T, s persistence.Store) {
 			sn.Parts[i].Value[0] = 'X'
 		}
 		sn.Parts[0] = persistence.Part{Name: "r:9", Value: []byte("nine")}
-		checkModel(t, s, "job", key, &m, map[string]int64{"p/0": 3})
+		checkModel(t, s, "job", key, &m, record.OffsetsOf(map[string]int64{"p/0": 3}))
 	}
 }
 
@@ -60,7 +60,7 @@ func testOwnedRoundTrip(t *testing.T, s persistence.Store) {
 		{State: []byte("b6"), Parts: parts("r:6", "d6")},
 	}
 	for i, step := range steps {
-		offsets := map[string]int64{"p/0": int64(i)}
+		offsets := record.Offsets{{Partition: "p/0", Offset: int64(i)}}
 		o := step
 		o.Job, o.Key, o.Epoch, o.Owned, o.Offsets = "job", owned, eo, true, offsets
 		o.Parts = clonedPartValues(step.Parts)

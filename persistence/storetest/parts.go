@@ -75,7 +75,7 @@ func parts(kv ...string) []persistence.Part {
 }
 
 // checkModel fails unless Load(job, key) is m's state with offsets.
-func checkModel(t *testing.T, s persistence.Store, job string, key record.Key, m *model, offsets map[string]int64) {
+func checkModel(t *testing.T, s persistence.Store, job string, key record.Key, m *model, offsets record.Offsets) {
 	t.Helper()
 	if len(m.base) == 0 {
 		mustMissing(t, s, job, key)
@@ -87,7 +87,7 @@ func checkModel(t *testing.T, s persistence.Store, job string, key record.Key, m
 // testPartsWholeLoad: a whole snapshot with parts loads packed, parts in
 // name order; without parts it loads as its base alone.
 func testPartsWholeLoad(t *testing.T, s persistence.Store) {
-	sn := persistence.Snapshot{Job: "job", Key: "k", State: []byte("base"), Offsets: map[string]int64{"p/0": 1},
+	sn := persistence.Snapshot{Job: "job", Key: "k", State: []byte("base"), Offsets: record.OffsetsOf(map[string]int64{"p/0": 1}),
 		Parts: parts("r:2", "two", "r:1", "one", "o:0001", "out")}
 	save(t, s, sn)
 	got := load(t, s, "job", "k")
@@ -116,7 +116,7 @@ func testPartsDeltaEqualsWhole(t *testing.T, s persistence.Store) {
 	}
 	for i, sn := range steps {
 		sn.Job, sn.Key, sn.Epoch = "job", "k", e
-		sn.Offsets = map[string]int64{"p/0": int64(i), fmt.Sprintf("p/%d", i): 7}
+		sn.Offsets = record.OffsetsOf(map[string]int64{"p/0": int64(i), fmt.Sprintf("p/%d", i): 7})
 		save(t, s, sn)
 		m.apply(sn)
 		checkModel(t, s, "job", "k", &m, sn.Offsets)
@@ -127,7 +127,7 @@ func testPartsDeltaEqualsWhole(t *testing.T, s persistence.Store) {
 			whole = append(whole, persistence.Part{Name: n, Value: v})
 		}
 		save(t, s, persistence.Snapshot{Job: "job", Key: "whole", State: m.base, Offsets: sn.Offsets, Parts: whole})
-		if a, b := load(t, s, "job", "k"), load(t, s, "job", "whole"); string(a.State) != string(b.State) || !maps.Equal(a.Offsets, b.Offsets) {
+		if a, b := load(t, s, "job", "k"), load(t, s, "job", "whole"); string(a.State) != string(b.State) || !slices.Equal(a.Offsets, b.Offsets) {
 			t.Fatalf("after step %d the delta-written key loads %q %v, the whole-written one %q %v", i, a.State, a.Offsets, b.State, b.Offsets)
 		}
 	}
@@ -324,17 +324,17 @@ func testPartsSurviveReopen(t *testing.T, s persistence.Store, reopen func(persi
 		{State: []byte("b2"), Delta: true, Parts: parts("a", "", "c", "3")},
 		{State: []byte("b3"), Delta: true, Parts: parts("b", "2'")},
 	} {
-		sn.Job, sn.Key, sn.Offsets = "job", "k", map[string]int64{"p/0": int64(i)}
+		sn.Job, sn.Key, sn.Offsets = "job", "k", record.OffsetsOf(map[string]int64{"p/0": int64(i)})
 		save(t, s, sn)
 		m.apply(sn)
 	}
 	s = reopen(s)
-	checkModel(t, s, "job", "k", &m, map[string]int64{"p/0": 2})
-	sn := persistence.Snapshot{Job: "job", Key: "k", State: []byte("b4"), Delta: true, Parts: parts("c", ""), Offsets: map[string]int64{"p/0": 3}}
+	checkModel(t, s, "job", "k", &m, record.OffsetsOf(map[string]int64{"p/0": 2}))
+	sn := persistence.Snapshot{Job: "job", Key: "k", State: []byte("b4"), Delta: true, Parts: parts("c", ""), Offsets: record.OffsetsOf(map[string]int64{"p/0": 3})}
 	save(t, s, sn)
 	m.apply(sn)
 	s = reopen(s)
-	checkModel(t, s, "job", "k", &m, map[string]int64{"p/0": 3})
+	checkModel(t, s, "job", "k", &m, record.OffsetsOf(map[string]int64{"p/0": 3}))
 }
 
 // testLoadMany: persistence.LoadMany (the store's BatchLoader, or a Load
@@ -342,7 +342,7 @@ func testPartsSurviveReopen(t *testing.T, s persistence.Store, reopen func(persi
 // key without a snapshot.
 func testLoadMany(t *testing.T, s persistence.Store) {
 	save(t, s,
-		persistence.Snapshot{Job: "job", Key: "a", State: []byte("b"), Parts: parts("r:1", "x"), Offsets: map[string]int64{"p/0": 1}},
+		persistence.Snapshot{Job: "job", Key: "a", State: []byte("b"), Parts: parts("r:1", "x"), Offsets: record.OffsetsOf(map[string]int64{"p/0": 1})},
 		persistence.Snapshot{Job: "job", Key: "b", State: []byte("whole")},
 		persistence.Snapshot{Job: "other", Key: "c", State: []byte("c")})
 	keys := []record.Key{"b", "missing", "a", "c"}

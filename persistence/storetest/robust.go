@@ -16,8 +16,8 @@ func testReturnedCopies(t *testing.T, s persistence.Store) {
 	save(t, s, want)
 	got := load(t, s, "job", "k")
 	got.State[0] = 'X'
-	got.Offsets["p/0"] = 99
-	got.Offsets["p/9"] = 9
+	got.Offsets[0].Offset = 99
+	got.Offsets.Set("p/9", 9)
 	checkSnapshot(t, load(t, s, "job", "k"), want)
 
 	commit(t, s, "job", map[string]int64{"p/0": 1})
@@ -35,11 +35,11 @@ func testReturnedCopies(t *testing.T, s persistence.Store) {
 
 func testArgumentsNotRetained(t *testing.T, s persistence.Store) {
 	state := []byte("state")
-	offsets := map[string]int64{"p/0": 1}
+	offsets := record.Offsets{{Partition: "p/0", Offset: 1}}
 	batch := []persistence.Snapshot{{Job: "job", Key: "k", State: state, Offsets: offsets}}
 	save(t, s, batch...)
 	state[0] = 'X'
-	offsets["p/0"] = 99
+	offsets[0].Offset = 99
 	batch[0].Key = "other"
 	checkSnapshot(t, load(t, s, "job", "k"), snap("job", "k", "state", map[string]int64{"p/0": 1}))
 
@@ -74,7 +74,7 @@ func testConcurrent(t *testing.T, s persistence.Store) {
 					if err != nil {
 						return fmt.Errorf("Load own: %w", err)
 					}
-					if string(got.State) != state || got.Offsets["p/0"] != int64(i) {
+					if string(got.State) != state || !hasOffset(got.Offsets, "p/0", int64(i)) {
 						return fmt.Errorf("Load(%s) = %q %v, want %q p/0=%d", own, got.State, got.Offsets, state, i)
 					}
 					sh, err := s.Load(c, "job", "shared")
@@ -83,7 +83,7 @@ func testConcurrent(t *testing.T, s persistence.Store) {
 					}
 					// State and offsets of one snapshot travel together.
 					var sw, si int
-					if _, err := fmt.Sscanf(string(sh.State), "w%d-r%d", &sw, &si); err != nil || sh.Offsets["p/0"] != int64(si) {
+					if _, err := fmt.Sscanf(string(sh.State), "w%d-r%d", &sw, &si); err != nil || !hasOffset(sh.Offsets, "p/0", int64(si)) {
 						return fmt.Errorf("Load(shared) = %q %v: state and offsets disagree", sh.State, sh.Offsets)
 					}
 					if err := s.CommitOffsets(c, "job", map[string]int64{"p/0": int64(w*rounds + i), fmt.Sprintf("w/%d", w): int64(i)}); err != nil {
@@ -185,4 +185,10 @@ func testOddKeys(t *testing.T, s persistence.Store) {
 	if got := keys(t, s, "job"); len(got) != len(odd)-2 {
 		t.Fatalf("Keys after two deletes = %q", got)
 	}
+}
+
+// hasOffset reports whether o holds off for part.
+func hasOffset(o record.Offsets, part string, off int64) bool {
+	got, ok := o.Get(part)
+	return ok && got == off
 }

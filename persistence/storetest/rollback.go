@@ -71,16 +71,16 @@ func testRollbackDeltaRefused(t *testing.T, s persistence.Store, mark func() fun
 // node) reads the store as it went back to, and writes.
 func testRollbackFirstWriteRefused(t *testing.T, s persistence.Store, mark func() func(), reopen func(persistence.Store) persistence.Store) {
 	e := acquire(t, s, "job", "k")
-	before := persistence.Snapshot{Job: "job", Key: "k", State: []byte("before"), Offsets: map[string]int64{"p/0": 1}, Epoch: e}
+	before := persistence.Snapshot{Job: "job", Key: "k", State: []byte("before"), Offsets: record.OffsetsOf(map[string]int64{"p/0": 1}), Epoch: e}
 	save(t, s, before)
 	commit(t, s, "job", map[string]int64{"p/0": 1})
 	restore := mark()
 	// Acknowledged, then lost by the rollback.
-	save(t, s, persistence.Snapshot{Job: "job", Key: "k", State: []byte("lost"), Offsets: map[string]int64{"p/0": 2}, Epoch: e})
+	save(t, s, persistence.Snapshot{Job: "job", Key: "k", State: []byte("lost"), Offsets: record.OffsetsOf(map[string]int64{"p/0": 2}), Epoch: e})
 	commit(t, s, "job", map[string]int64{"p/0": 2})
 	restore()
 
-	next := persistence.Snapshot{Job: "job", Key: "k", State: []byte("after"), Offsets: map[string]int64{"p/0": 3}, Epoch: e}
+	next := persistence.Snapshot{Job: "job", Key: "k", State: []byte("after"), Offsets: record.OffsetsOf(map[string]int64{"p/0": 3}), Epoch: e}
 	err := s.Save(ctx(t), []persistence.Snapshot{next})
 	var se *persistence.StaleStoreError
 	if !errors.Is(err, persistence.ErrStoreRolledBack) || !errors.Is(err, persistence.ErrRollback) || !errors.As(err, &se) {
@@ -119,12 +119,12 @@ func testRollbackFirstWriteRefused(t *testing.T, s persistence.Store, mark func(
 		return
 	}
 	fresh := reopen(s) // a restarted node: it remembers nothing
-	checkSnapshot(t, load(t, fresh, "job", "k"), persistence.Snapshot{Job: "job", Key: "k", State: []byte("before"), Offsets: map[string]int64{"p/0": 1}})
+	checkSnapshot(t, load(t, fresh, "job", "k"), persistence.Snapshot{Job: "job", Key: "k", State: []byte("before"), Offsets: record.OffsetsOf(map[string]int64{"p/0": 1})})
 	if got := committed(t, fresh, "job"); !maps.Equal(got, map[string]int64{"p/0": 1}) {
 		t.Fatalf("CommittedOffsets after the rollback = %v, want the copy's {p/0: 1}", got)
 	}
 	e2 := acquire(t, fresh, "job", "k")
 	next.Epoch = e2
 	save(t, fresh, next)
-	checkSnapshot(t, load(t, fresh, "job", "k"), persistence.Snapshot{Job: "job", Key: "k", State: []byte("after"), Offsets: map[string]int64{"p/0": 3}})
+	checkSnapshot(t, load(t, fresh, "job", "k"), persistence.Snapshot{Job: "job", Key: "k", State: []byte("after"), Offsets: record.OffsetsOf(map[string]int64{"p/0": 3})})
 }

@@ -98,6 +98,7 @@ var cases = []struct {
 	{"LoadMissing", testLoadMissing},
 	{"SaveLoad", testSaveLoad},
 	{"SaveNilOffsets", testSaveNilOffsets},
+	{"SaveOffsetsOutOfOrder", testSaveOffsetsOutOfOrder},
 	{"SaveBatch", testSaveBatch},
 	{"SaveBatchSameKeyLastWins", testSaveBatchSameKeyLastWins},
 	{"SaveEmptyBatch", testSaveEmptyBatch},
@@ -173,8 +174,8 @@ func mustMissing(t *testing.T, s persistence.Store, job string, key record.Key) 
 	}
 }
 
-// checkSnapshot fails unless got holds want's job, key, state and offsets. A
-// nil and an empty offsets map are equal.
+// checkSnapshot fails unless got holds want's job, key, state and offsets
+// (in order). Nil and empty offsets are equal.
 func checkSnapshot(t *testing.T, got, want persistence.Snapshot) {
 	t.Helper()
 	if got.Job != want.Job || got.Key != want.Key {
@@ -183,8 +184,11 @@ func checkSnapshot(t *testing.T, got, want persistence.Snapshot) {
 	if !bytes.Equal(got.State, want.State) {
 		t.Errorf("Load(%q, %q).State = %q, want %q", want.Job, want.Key, trunc(got.State), trunc(want.State))
 	}
-	if !maps.Equal(got.Offsets, want.Offsets) {
+	if !slices.Equal(got.Offsets, want.Offsets) {
 		t.Errorf("Load(%q, %q).Offsets = %v, want %v", want.Job, want.Key, got.Offsets, want.Offsets)
+	}
+	if err := got.Offsets.Check(); err != nil {
+		t.Errorf("Load(%q, %q).Offsets: %v", want.Job, want.Key, err)
 	}
 }
 
@@ -231,7 +235,7 @@ func commit(t *testing.T, s persistence.Store, job string, offsets map[string]in
 }
 
 func snap(job string, key record.Key, state string, offsets map[string]int64) persistence.Snapshot {
-	return persistence.Snapshot{Job: job, Key: key, State: []byte(state), Offsets: offsets}
+	return persistence.Snapshot{Job: job, Key: key, State: []byte(state), Offsets: record.OffsetsOf(offsets)}
 }
 
 func testLoadMissing(t *testing.T, s persistence.Store) {
@@ -254,6 +258,24 @@ func testSaveNilOffsets(t *testing.T, s persistence.Store) {
 		if got := load(t, s, "job", k); len(got.Offsets) != 0 {
 			t.Errorf("Load(%q).Offsets = %v, want empty", k, got.Offsets)
 		}
+	}
+}
+
+// testSaveOffsetsOutOfOrder: offsets not in ascending order of partition,
+// or with a partition twice, are refused before anything is written.
+func testSaveOffsetsOutOfOrder(t *testing.T, s persistence.Store) {
+	for _, bad := range []record.Offsets{
+		{{Partition: "p/1", Offset: 1}, {Partition: "p/0", Offset: 2}},
+		{{Partition: "p/0", Offset: 1}, {Partition: "p/0", Offset: 2}},
+	} {
+		err := s.Save(ctx(t), []persistence.Snapshot{
+			{Job: "job", Key: "ok", State: []byte("b")},
+			{Job: "job", Key: "k", State: []byte("b"), Offsets: bad},
+		})
+		if err == nil || errors.Is(err, persistence.ErrFenced) {
+			t.Fatalf("Save with offsets %v = %v, want an error", bad, err)
+		}
+		mustMissing(t, s, "job", "ok")
 	}
 }
 
@@ -306,7 +328,7 @@ func testSaveReplaces(t *testing.T, s persistence.Store) {
 func testSaveEmptyStateDeletes(t *testing.T, s persistence.Store) {
 	save(t, s, snap("job", "a", "x", nil), snap("job", "b", "y", nil), snap("job", "c", "z", nil))
 	save(t, s,
-		persistence.Snapshot{Job: "job", Key: "a", State: nil, Offsets: map[string]int64{"p/0": 3}},
+		persistence.Snapshot{Job: "job", Key: "a", State: nil, Offsets: record.OffsetsOf(map[string]int64{"p/0": 3})},
 		persistence.Snapshot{Job: "job", Key: "b", State: []byte{}},
 		persistence.Snapshot{Job: "job", Key: "never-saved"},
 	)
