@@ -170,9 +170,9 @@ func (a *keyActor) Receive(ctx actor.Context) {
 	case *cluster.ClusterInit:
 		a.start(ctx, m.Identity.Identity)
 	case *keypb.Apply:
-		a.apply(ctx, m, nil, nil)
+		a.apply(ctx, nil, m, false, nil)
 	case *LocalApply:
-		a.apply(ctx, m.Apply, m.Rows, m.Reply)
+		a.apply(ctx, m.Req, m.Wire, true, m.Reply)
 	case *keypb.Inspect:
 		ctx.Respond(a.inspect(ctx))
 	case *writeDone:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
 )
@@ -73,9 +74,9 @@ func TestKeyActorAnswersOnlyWhenDurable(t *testing.T) {
 	ev := record.Event{Key: "7", Side: record.Left, Op: record.OpCreate,
 		After: record.Row{"id": "7", "name": "x"}, Pos: record.Position{Source: "s", Partition: 0, Offset: 1}}
 	send := func(resend bool) chan any {
-		pe, rows := EventShell(ev)
+		ke := KeyEvent(ev, "")
 		ch := make(chan any, 1)
-		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}, Resend: resend}, Rows: []EventRows{rows}, Reply: ReplyChan(ch)})
+		system.Root.Send(pid, &LocalApply{Req: &keycore.Request{Events: []keycore.Event{ke}, Resend: resend}, Reply: ReplyChan(ch)})
 		return ch
 	}
 	first := send(false)
@@ -126,9 +127,9 @@ func TestKeyActorStaleActivationReloadsOnGap(t *testing.T) {
 		t.Helper()
 		ev := record.Event{Key: "7", Side: record.Right, Op: record.OpCreate,
 			After: record.Row{"id": fmt.Sprint(off), "user_id": "7"}, Pos: record.Position{Source: "s", Partition: 0, Offset: off}}
-		pe, rows := EventShell(ev)
+		ke := KeyEvent(ev, "")
 		ch := make(chan any, 1)
-		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}, Prev: prev}, Rows: []EventRows{rows}, Reply: ReplyChan(ch)})
+		system.Root.Send(pid, &LocalApply{Req: &keycore.Request{Events: []keycore.Event{ke}, Prev: prev}, Reply: ReplyChan(ch)})
 		select {
 		case x := <-ch:
 			switch a := x.(type) {
@@ -202,9 +203,9 @@ func testKeyActorGroupCommit(t *testing.T, groupCommit bool, want int64) {
 
 	send := func(off int64, ev record.Event) chan any {
 		ev.Key, ev.Pos = "7", record.Position{Source: "s", Partition: 0, Offset: off}
-		pe, rows := EventShell(ev)
+		ke := KeyEvent(ev, "")
 		ch := make(chan any, 1)
-		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}}, Rows: []EventRows{rows}, Reply: ReplyChan(ch)})
+		system.Root.Send(pid, &LocalApply{Req: &keycore.Request{Events: []keycore.Event{ke}}, Reply: ReplyChan(ch)})
 		return ch
 	}
 	chans := []chan any{send(1, record.Event{Side: record.Left, Op: record.OpCreate, After: record.Row{"id": "7", "name": "x"}})}
@@ -275,9 +276,9 @@ func TestKeyActorStopAnswersQueuedRequests(t *testing.T) {
 	for i := range chs {
 		ev := record.Event{Key: "7", Side: record.Left, Op: record.OpCreate,
 			After: record.Row{"id": "7", "name": fmt.Sprint(i)}, Pos: record.Position{Source: "s", Partition: 0, Offset: int64(i + 1)}}
-		pe, rows := EventShell(ev)
+		ke := KeyEvent(ev, "")
 		chs[i] = make(chan any, 1)
-		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}}, Rows: []EventRows{rows}, Reply: ReplyChan(chs[i])})
+		system.Root.Send(pid, &LocalApply{Req: &keycore.Request{Events: []keycore.Event{ke}}, Reply: ReplyChan(chs[i])})
 	}
 	deadline := time.After(5 * time.Second)
 	for i, ch := range chs {
@@ -301,9 +302,9 @@ func TestKeyActorResendAfterOffload(t *testing.T) {
 	pid := spawn("7")
 	apply := func(ev record.Event, resend bool) *LocalApplied {
 		t.Helper()
-		pe, rows := EventShell(ev)
+		ke := KeyEvent(ev, "")
 		ch := make(chan any, 1)
-		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}, Resend: resend}, Rows: []EventRows{rows}, Reply: ReplyChan(ch)})
+		system.Root.Send(pid, &LocalApply{Req: &keycore.Request{Events: []keycore.Event{ke}, Resend: resend}, Reply: ReplyChan(ch)})
 		select {
 		case x := <-ch:
 			a, ok := x.(*LocalApplied)
@@ -346,9 +347,9 @@ func BenchmarkKeyActorLocalApply(b *testing.B) {
 	apply := func(e record.Event) {
 		off++
 		e.Key, e.Pos = "7", record.Position{Source: "s", Offset: off}
-		pe, rows := EventShell(e)
+		ke := KeyEvent(e, "")
 		ch := make(chan any, 1)
-		system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "7", Events: []*keypb.Event{pe}}, Rows: []EventRows{rows}, Reply: ReplyChan(ch)})
+		system.Root.Send(pid, &LocalApply{Req: &keycore.Request{Events: []keycore.Event{ke}}, Reply: ReplyChan(ch)})
 		la, ok := (<-ch).(*LocalApplied)
 		if !ok || la.Applied.Error != "" {
 			b.Fatalf("answer %+v", la)

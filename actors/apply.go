@@ -64,9 +64,9 @@ func (a *keyActor) load() error {
 	return c.Restore(snap.Offsets, snap.State)
 }
 
-// request turns an Apply (rows, when not nil, holding its events' decoded
-// rows) into the core's request, in rb.
-func (a *keyActor) request(m *keypb.Apply, rows []EventRows, rb *requestBuf) (*keycore.Request, error) {
+// request turns an Apply from the wire into the core's request, in rb (a
+// LocalApply's Req is one already: actors.EncodeRequest is the inverse).
+func (a *keyActor) request(m *keypb.Apply, rb *requestBuf) (*keycore.Request, error) {
 	// For the usual one event, the event slice is rb's room for one.
 	req := &rb.req
 	*req = keycore.Request{Prev: m.Prev, Committed: m.Committed,
@@ -82,8 +82,6 @@ func (a *keyActor) request(m *keypb.Apply, rows []EventRows, rb *requestBuf) (*k
 			Seq: int(pe.Seq), Ts: pe.Ts, Watermark: pe.Watermark, SrcPos: pe.SrcPos}
 		var err error
 		switch {
-		case rows != nil:
-			e.Before, e.After = rows[i].Before, rows[i].After
 		case timed:
 			e.After, err = eventRow(pe.AfterBin, pe.After)
 		default:
@@ -112,11 +110,13 @@ func (a *keyActor) request(m *keypb.Apply, rows []EventRows, rb *requestBuf) (*k
 	return req, nil
 }
 
-// apply applies a request. rows, when not nil (a LocalApply from this
-// process), holds the events' decoded rows, and the answer is a
-// LocalApplied with decoded outputs: nothing is encoded to JSON and back.
-// The answer goes to replyTo when it is set, else to the sender.
-func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, replyTo Replier) {
+// apply applies a request: req, the core's request in memory (a
+// LocalApply's Req), or else m, an Apply from the wire, which request
+// decodes. The answer to a LocalApply (local) is a LocalApplied with
+// decoded outputs: nothing is encoded to JSON and back; to an Apply, an
+// Applied with them encoded. It goes to replyTo when it is set, else to
+// the sender.
+func (a *keyActor) apply(ctx actor.Context, req *keycore.Request, m *keypb.Apply, local bool, replyTo Replier) {
 	respond := func(x any) {
 		if replyTo == nil {
 			ctx.Respond(x)
@@ -135,10 +135,16 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 		return
 	}
 	buf := &applyBuf{}
-	req, err := a.request(m, rows, &buf.rb)
-	if err != nil {
-		respond(&keypb.Applied{Error: err.Error()})
-		return
+	if req == nil {
+		if m == nil {
+			respond(&keypb.Applied{Error: "actors: a LocalApply with no request"})
+			return
+		}
+		var err error
+		if req, err = a.request(m, &requestBuf{}); err != nil {
+			respond(&keypb.Applied{Error: err.Error()})
+			return
+		}
 	}
 	r := a.core.Step(req, time.Now().UnixMilli())
 	if r.Reload {
@@ -166,7 +172,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 	}
 	var reply *keypb.Applied
 	var answer any
-	if rows != nil {
+	if local {
 		la := &buf.la
 		la.Applied, la.Outputs = &la.applied, r.Outputs
 		reply, answer = &la.applied, &la.LocalApplied
@@ -183,7 +189,7 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 		pe.Ts = l.Element.Ts
 		reply.Late = append(reply.Late, &keypb.Late{Event: pe, Reason: l.Reason})
 	}
-	if rows == nil {
+	if !local {
 		for _, o := range r.Outputs {
 			po, err := EncodeOutput(o)
 			if err != nil {
@@ -210,11 +216,11 @@ func (a *keyActor) apply(ctx actor.Context, m *keypb.Apply, rows []EventRows, re
 
 // applyBuf is what a request needs, in one allocation, not one each
 // (docs/benchmarks.md, "Allocations per event on the node's hot path"):
-// the core's request, the local answer and the write. Each apply makes a
-// new one and never reuses it: the core, the reader and the Writer may
-// hold its parts after apply returns.
+// the local answer and the write (a request from the wire decodes into a
+// requestBuf of its own; a local one comes as the core's request). Each
+// apply makes a new one and never reuses it: the core, the reader and the
+// Writer may hold its parts after apply returns.
 type applyBuf struct {
-	rb requestBuf
 	la localApplied
 	pw pendingWrite
 }

@@ -98,13 +98,8 @@ func (b batchActor) Receive(ctx actor.Context) {
 			answers[i] = &keypb.Applied{Error: fmt.Sprintf("batch: request %d names no key actor", i)}
 			continue
 		}
-		rows, err := WireRows(a)
-		if err != nil {
-			answers[i] = &keypb.Applied{Error: err.Error()}
-			continue
-		}
 		replies[i] = make(chan any, 1)
-		ctx.Send(actor.NewPID(self, m.Pids[i]), &LocalApply{Apply: a, Rows: rows, Reply: ReplyChan(replies[i])})
+		ctx.Send(actor.NewPID(self, m.Pids[i]), &LocalApply{Wire: a, Reply: ReplyChan(replies[i])})
 	}
 	sender := ctx.Sender()
 	if sender == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
 )
 
@@ -32,15 +33,13 @@ func TestBatchActorAnswersEachKeyInOrder(t *testing.T) {
 	}
 	part := record.Position{Source: "s", Partition: 0}.PartitionID()
 	apply := func(key string, off int64, prev map[string]int64, evs ...record.Event) *keypb.Apply {
-		a := &keypb.Apply{Key: key, Prev: prev}
-		var rows []EventRows
+		req := &keycore.Request{Prev: prev}
 		for i, e := range evs {
 			e.Key, e.Pos = record.Key(key), record.Position{Source: "s", Partition: 0, Offset: off + int64(i)}
-			pe, r := EventShell(e)
-			a.Events = append(a.Events, pe)
-			rows = append(rows, r)
+			req.Events = append(req.Events, KeyEvent(e, ""))
 		}
-		if err := FillRows(a, rows); err != nil {
+		a, err := EncodeRequest(record.Key(key), req, false)
+		if err != nil {
 			t.Fatal(err)
 		}
 		return a
@@ -193,18 +192,16 @@ func TestBatchActorOwnerWrites(t *testing.T) {
 			mu.Unlock()
 			key := fmt.Sprint(100 + i)
 			pid := spawn(key)
-			a := &keypb.Apply{Key: key}
-			var rows []EventRows
+			kr := &keycore.Request{}
 			for j, e := range []record.Event{
 				{Side: record.Left, Op: record.OpCreate, After: record.Row{"id": json.Number(key), "name": "ann"}},
 				{Side: record.Right, Op: record.OpCreate, After: record.Row{"id": json.Number("1"), "user_id": json.Number(key), "host": "a.example"}},
 			} {
 				e.Key, e.Pos = record.Key(key), record.Position{Source: "s", Partition: 0, Offset: int64(j + 1)}
-				pe, r := EventShell(e)
-				a.Events = append(a.Events, pe)
-				rows = append(rows, r)
+				kr.Events = append(kr.Events, KeyEvent(e, ""))
 			}
-			if err := FillRows(a, rows); err != nil {
+			a, err := EncodeRequest(record.Key(key), kr, false)
+			if err != nil {
 				t.Fatal(err)
 			}
 			req := &keypb.ApplyBatch{TimeoutMs: 5000, OwnerWrites: c.ownerWrites, Applies: []*keypb.Apply{a}, Pids: []string{pid.Id}}

@@ -27,20 +27,22 @@ func EncodeEvent(e record.Event) (*keypb.Event, error) {
 	}, nil
 }
 
-// EventRows are the decoded rows of one event of a LocalApply.
-type EventRows struct{ Before, After record.Row }
-
-// LocalApply is an Apply for a key actor in this process: Rows[i] holds
-// the rows of Apply.Events[i], whose JSON (before, after) may be empty.
-// Local sends pass pointers, so the rows need no encoding; the actor answers
-// with a LocalApplied. The rows are the actor's from then on: read-only.
+// LocalApply is a request for a key actor in this process, in one of two
+// forms the actor turns into the same key core request: Req, the request
+// in memory as a reader of this node made it (its rows decoded: nothing
+// encoded either way, and no protobuf shells; docs/benchmarks.md, "A local
+// request without the protobuf messages"), or Wire, an Apply that came from
+// another node in an ApplyBatch (the actor decodes it). Either way the
+// actor answers with a LocalApplied. Req and its events and rows are the
+// actor's from then on: read-only, for the sender too (a resend is a copy,
+// sendstate.Resend).
 //
 // With Reply set, the answer goes to Reply instead of to the sender: the
 // node waits on a channel rather than on a protoactor future (a process
 // registered and removed, and a timer, per request).
 type LocalApply struct {
-	Apply *keypb.Apply
-	Rows  []EventRows
+	Req   *keycore.Request
+	Wire  *keypb.Apply
 	Reply Replier
 }
 
@@ -74,55 +76,48 @@ type LocalApplied struct {
 	Outputs []record.Output
 }
 
-// EventShell is EncodeEvent without the rows (for a LocalApply), and the
-// rows.
-func EventShell(e record.Event) (*keypb.Event, EventRows) {
-	pe := &keypb.Event{}
-	return pe, ShellInto(pe, e)
+// KeyEvent is a routed changelog event as the key core takes it; srcPos
+// is its Debezium source position when duplicates are dropped, else "".
+func KeyEvent(e record.Event, srcPos string) keycore.Event {
+	return keycore.Event{Side: e.Side, Op: e.Op, Before: e.Before, After: e.After, Pos: e.Pos, Seq: e.Seq, Ts: e.Ts, SrcPos: srcPos}
 }
 
-// ShellInto is EventShell into pe, a new zero Event (the caller's: one of
-// a batch's, made together).
-func ShellInto(pe *keypb.Event, e record.Event) EventRows {
-	pe.Side, pe.Op = int32(e.Side), e.Op.String()
-	pe.Source, pe.Partition, pe.Offset, pe.Seq, pe.Ts = e.Pos.Source, e.Pos.Partition, e.Pos.Offset, int32(e.Seq), e.Ts
-	return EventRows{Before: e.Before, After: e.After}
-}
-
-// FillRows encodes rows into the events of a (made by EventShell), in the
-// binary row encoding (AppendRow), for a request that goes to another
-// process after all. Events that carry rows already are left as they are.
-func FillRows(a *keypb.Apply, rows []EventRows) error {
-	for i, pe := range a.Events {
-		if i >= len(rows) || pe.Before != nil || pe.After != nil || pe.BeforeBin != nil || pe.AfterBin != nil {
-			continue
-		}
-		var err error
-		if pe.BeforeBin, err = AppendRow(nil, rows[i].Before); err != nil {
-			return err
-		}
-		if pe.AfterBin, err = AppendRow(nil, rows[i].After); err != nil {
-			return err
+// EncodeRequest is req, a request to key made in memory (LocalApply.Req),
+// as the Apply a key actor in another process takes: a changelog event's
+// rows in the binary row encoding (AppendRow) and its op; an event-time
+// input's (timed) row as JSON and its row kind as op ("c" for an insert,
+// as an input without a kind field). The key actor's request turns it back
+// into req.
+func EncodeRequest(key record.Key, req *keycore.Request, timed bool) (*keypb.Apply, error) {
+	a := &keypb.Apply{Key: string(key), Prev: req.Prev, Committed: req.Committed, Fire: req.Fire,
+		Watermark: req.Watermark, Session: req.Session, Resend: req.Resend}
+	if len(req.Events) > 0 {
+		a.Events = make([]*keypb.Event, len(req.Events))
+		pes := make([]keypb.Event, len(req.Events))
+		for i := range req.Events {
+			e, pe := &req.Events[i], &pes[i]
+			pe.Side, pe.Source, pe.Partition, pe.Offset = int32(e.Side), e.Pos.Source, e.Pos.Partition, e.Pos.Offset
+			pe.Seq, pe.Ts, pe.Watermark, pe.SrcPos = int32(e.Seq), e.Ts, e.Watermark, e.SrcPos
+			var err error
+			if timed {
+				pe.Op = "c"
+				if e.Kind != record.Insert {
+					pe.Op = e.Kind.String()
+				}
+				pe.After, err = encodeRow(e.After)
+			} else {
+				pe.Op = e.Op.String()
+				if pe.BeforeBin, err = AppendRow(nil, e.Before); err == nil {
+					pe.AfterBin, err = AppendRow(nil, e.After)
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+			a.Events[i] = pe
 		}
 	}
-	return nil
-}
-
-// WireRows decodes the rows of a's events for a key actor in this process:
-// the binary rows (before_bin, after_bin) when an event has them, else its
-// JSON rows. It is what a LocalApply's Rows hold.
-func WireRows(a *keypb.Apply) ([]EventRows, error) {
-	rows := make([]EventRows, len(a.Events))
-	for i, pe := range a.Events {
-		var err error
-		if rows[i].Before, err = eventRow(pe.BeforeBin, pe.Before); err != nil {
-			return nil, err
-		}
-		if rows[i].After, err = eventRow(pe.AfterBin, pe.After); err != nil {
-			return nil, err
-		}
-	}
-	return rows, nil
+	return a, nil
 }
 
 // eventRow decodes one row of an event: its binary form when set, else its
@@ -132,18 +127,6 @@ func eventRow(bin, js []byte) (record.Row, error) {
 		return DecodeRowBin(bin)
 	}
 	return DecodeRow(js)
-}
-
-// eventOf is DecodeEvent with the rows given.
-func eventOf(key record.Key, pe *keypb.Event, rows EventRows) (record.Event, error) {
-	op, ok := record.ParseOp(pe.Op)
-	if !ok {
-		return record.Event{}, fmt.Errorf("actors: unknown op %q", pe.Op)
-	}
-	return record.Event{
-		Key: key, Side: record.Side(pe.Side), Op: op, Before: rows.Before, After: rows.After,
-		Pos: record.Position{Source: pe.Source, Partition: pe.Partition, Offset: pe.Offset}, Seq: int(pe.Seq), Ts: pe.Ts,
-	}, nil
 }
 
 // DecodeEvent is the inverse of EncodeEvent for the actor with key.

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/keycore"
 )
 
 // TestKeyActorMailboxAnswersBehindPoison: requests queued behind a poison
@@ -49,7 +50,7 @@ func TestKeyActorMailboxAnswersBehindPoison(t *testing.T) {
 				futs[i] = system.Root.RequestFuture(pid, &keypb.Apply{Key: "k"}, wait)
 			}
 			reply := make(chan any, 1)
-			system.Root.Send(pid, &LocalApply{Apply: &keypb.Apply{Key: "k"}, Reply: ReplyChan(reply)})
+			system.Root.Send(pid, &LocalApply{Req: &keycore.Request{}, Reply: ReplyChan(reply)})
 			close(release)
 
 			for i, f := range futs {

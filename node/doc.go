@@ -23,12 +23,13 @@
 //	retry.go      the retry loop and backoff of commits, sink writes and key requests
 //
 // The read loop of a source reads a batch, decodes and routes each record to
-// its join key, and builds one Apply per key in the batch (its events in
-// order). It sends them without waiting: an Apply to a key whose actor lives
-// in this process goes to it directly (a LocalApply, its rows decoded); the
-// Applies to keys on other nodes are grouped by owner node, one ApplyBatch
-// per owner to its batch actor (actors.BatchActorName), which answers for
-// each key at once. The loop then queues the batch. A collector takes
+// its join key, and builds one request per key in the batch (its events in
+// order, sendstate.Request). It sends them without waiting: a request to a
+// key whose actor lives in this process goes to it directly, as it is (a
+// LocalApply, its rows decoded: no protobuf message, nothing encoded); the
+// requests to keys on other nodes are encoded (actors.EncodeRequest, an
+// Apply each) and grouped by owner node, one ApplyBatch per owner to its
+// batch actor (actors.BatchActorName), which answers for each key at once. The loop then queues the batch. A collector takes
 // batches in order, waits for every key's answer (an answer means the key's
 // state is durable), writes the outputs to the sinks, and only then commits
 // the batch's offsets to the source and the store. A bounded queue of

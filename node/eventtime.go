@@ -13,10 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/node/sendstate"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
@@ -77,13 +77,13 @@ func newEventTime(et job.EventTime) (*eventTime, error) {
 // way, so a key never advances past an element still to arrive from another
 // source. A batch with elements stays in flight, holding back what the node
 // publishes to its peers, until release.
-func (t *eventTime) observeLocked(b *batch, evs []*keypb.Event, now time.Time) int64 {
+func (t *eventTime) observeLocked(b *batch, evs []*keycore.Event, now time.Time) int64 {
 	if b != nil && len(evs) > 0 {
 		t.g.Hold(b, t.wm.Current())
 	}
 	for _, e := range evs {
 		e.Watermark = t.globalLocked()
-		t.wm.Observe(record.Position{Source: e.Source, Partition: e.Partition}.PartitionID(), e.Ts, now)
+		t.wm.Observe(record.Position{Source: e.Pos.Source, Partition: e.Pos.Partition}.PartitionID(), e.Ts, now)
 	}
 	t.wm.Advance(now)
 	return t.globalLocked()
@@ -266,13 +266,15 @@ func (t *eventTime) view(now time.Time) ([]timers.PartitionWatermark, int64, str
 }
 
 // timedEvent decodes a plain JSON event of an event-time join into its key
-// and wire event. A record it sets aside (a tombstone, bad input) gives a nil
-// event; the error is set only when a fail policy stops the source.
-func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Event, error) {
+// and the key core's event (its row decoded: encoded only for a key actor
+// in another process, actors.EncodeRequest). A record it sets aside (a
+// tombstone, bad input) gives ok false; the error is set only when a fail
+// policy stops the source.
+func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, keycore.Event, bool, error) {
 	n := r.n
 	if len(bytes.TrimSpace(m.Value)) == 0 {
 		n.stats.Tombs.Add(1)
-		return "", nil, nil
+		return "", keycore.Event{}, false, nil
 	}
 	d := json.NewDecoder(bytes.NewReader(m.Value))
 	d.UseNumber()
@@ -280,29 +282,29 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 	if err := d.Decode(&row); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return "", nil, r.reject(b, m, reason.NotObject, errors.New("event is not a JSON object"))
+			return "", keycore.Event{}, false, r.reject(b, m, reason.NotObject, errors.New("event is not a JSON object"))
 		}
-		return "", nil, r.reject(b, m, reason.NotJSON, err)
+		return "", keycore.Event{}, false, r.reject(b, m, reason.NotJSON, err)
 	}
 	if _, err := d.Token(); err != io.EOF {
-		return "", nil, r.reject(b, m, reason.NotJSON, errors.New("trailing data after the JSON value"))
+		return "", keycore.Event{}, false, r.reject(b, m, reason.NotJSON, errors.New("trailing data after the JSON value"))
 	}
 	if err := utf8json.Check(m.Value); err != nil {
-		return "", nil, r.reject(b, m, reason.BadUTF8, err) // decoded, a key would hold U+FFFD
+		return "", keycore.Event{}, false, r.reject(b, m, reason.BadUTF8, err) // decoded, a key would hold U+FFFD
 	}
 	if row == nil {
-		return "", nil, r.reject(b, m, reason.NotObject, errors.New("event is not a JSON object"))
+		return "", keycore.Event{}, false, r.reject(b, m, reason.NotObject, errors.New("event is not a JSON object"))
 	}
 	side, ok := n.spec.SideOf(r.cfg.Side)
 	if !ok {
-		return "", nil, r.reject(b, m, reason.UnknownSide, fmt.Errorf("source %q has no side", r.cfg.Name))
+		return "", keycore.Event{}, false, r.reject(b, m, reason.UnknownSide, fmt.Errorf("source %q has no side", r.cfg.Name))
 	}
 	ss := n.spec.SideSpec(side)
 	kv, present := row[ss.Key]
 	if ke := n.keyExprs[side]; ke != nil {
 		v, err := ke.Eval(transform.Env(row))
 		if err != nil {
-			return "", nil, r.reject(b, m, reason.Filter, fmt.Errorf("key_expr: %w", err))
+			return "", keycore.Event{}, false, r.reject(b, m, reason.Filter, fmt.Errorf("key_expr: %w", err))
 		}
 		kv, present = v, true
 	}
@@ -313,45 +315,45 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, *keypb.Eve
 		// padded; at joins.NullKey no version is ever stored.
 		key = joins.NullKey
 	case !present || kv == nil:
-		return "", nil, r.reject(b, m, reason.MissingKey, fmt.Errorf("field %q missing or null", ss.Key))
+		return "", keycore.Event{}, false, r.reject(b, m, reason.MissingKey, fmt.Errorf("field %q missing or null", ss.Key))
 	default:
 		var ok bool
 		if key, ok = record.KeyOf(kv); !ok {
-			return "", nil, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q is not a scalar", ss.Key))
+			return "", keycore.Event{}, false, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q is not a scalar", ss.Key))
 		}
 		if key == joins.NullKey {
-			return "", nil, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q: %q is reserved (the key of null-key probes)", ss.Key, key))
+			return "", keycore.Event{}, false, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q: %q is reserved (the key of null-key probes)", ss.Key, key))
 		}
 	}
 	ts, why, err := eventTs(row[ss.Ts])
 	if err != nil {
-		return "", nil, r.reject(b, m, why, fmt.Errorf("field %q: %w", ss.Ts, err))
+		return "", keycore.Event{}, false, r.reject(b, m, why, fmt.Errorf("field %q: %w", ss.Ts, err))
 	}
 	if r.filter != nil {
 		keep, err := r.filter.Keep(row)
 		if err != nil {
-			return "", nil, r.reject(b, m, reason.Filter, err)
+			return "", keycore.Event{}, false, r.reject(b, m, reason.Filter, err)
 		}
 		if !keep {
 			n.stats.Filtered.Add(1)
-			return "", nil, nil
+			return "", keycore.Event{}, false, nil
 		}
 	}
-	op := "c"
+	// Without a kind field an input is an insert (record.Insert, the zero
+	// Kind).
+	var kind record.Kind
 	if ss.Kind != "" && row[ss.Kind] != nil {
 		ks, _ := row[ss.Kind].(string)
 		k, ok := record.ParseKind(ks)
 		if !ok {
-			return "", nil, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q: not a row kind (+I, -U, +U, -D): %v", ss.Kind, row[ss.Kind]))
+			return "", keycore.Event{}, false, r.reject(b, m, reason.WrongType, fmt.Errorf("field %q: not a row kind (+I, -U, +U, -D): %v", ss.Kind, row[ss.Kind]))
 		}
-		op = k.String() // the key actor reads it as the element's row kind
+		kind = k
 	}
-	after, err := json.Marshal(row)
-	if err != nil {
-		return "", nil, r.reject(b, m, reason.Encode, err)
-	}
-	return key, &keypb.Event{Side: int32(side), Op: op, After: after, Source: m.Pos.Source,
-		Partition: m.Pos.Partition, Offset: m.Pos.Offset, Ts: ts}, nil
+	// The row as decoded (json.Number numbers, as actors.DecodeRow makes
+	// them): a row decoded from JSON always encodes again, for a key actor
+	// in another process (actors.EncodeRequest).
+	return key, keycore.Event{Side: side, After: row, Pos: m.Pos, Ts: ts, Kind: kind}, true, nil
 }
 
 // eventTs reads an event time: epoch milliseconds or an RFC 3339 string. On

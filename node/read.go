@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/joinery/joinery/actors"
-	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/internal/backoff"
 	"github.com/joinery/joinery/job"
@@ -34,8 +32,7 @@ type batch struct {
 
 type call struct {
 	key     record.Key
-	apply   *keypb.Apply
-	rows    []actors.EventRows // the events' rows, when apply's events carry none (CDC)
+	req     *sendstate.Request // read-only once sent: a resend is a copy (sendstate.Resend)
 	fut     answer             // nil when sending failed (sendErr); set by sendCalls
 	sendErr error
 }

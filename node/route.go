@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/actors"
-	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/formats/debeziumavro"
@@ -16,34 +15,33 @@ import (
 	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/node/sendstate"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter/reason"
 	"github.com/joinery/joinery/sources"
 )
 
-// dispatch decodes and routes msgs and sends one Apply per key (the
+// dispatch decodes and routes msgs and sends one request per key (the
 // remote ones grouped into one message per owner node: sendCalls).
 func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, error) {
 	n := r.n
 	b := &batch{seq: r.sender.NextSeq(), last: map[string]record.Position{}, records: len(msgs), fireWm: math.MinInt64}
-	// The requests, one per key in the order of the keys' first records,
-	// and (changelog joins) the events' rows by key: sized for a key per
-	// record, the usual changelog batch, not grown.
+	// The requests, one per key in the order of the keys' first records:
+	// sized for a key per record, the usual changelog batch, not grown.
 	var applies sendstate.Batch
 	applies.Hint(len(msgs))
-	// rows: the events' rows by their key's place in applies.
-	rows := make([][]actors.EventRows, 0, len(msgs))
-	var arrivals []*keypb.Event // event-time inputs in arrival order
-	// The changelog events and, per key, the first event's slices, from
-	// chunks made for the batch (they live as long as its requests).
-	var shells slab.Slab[keypb.Event]
-	var firstEvs slab.Slab[*keypb.Event]
-	var firstRows slab.Slab[actors.EventRows]
-	shells.Hint(len(msgs))
-	var routed []record.Event // a record's events, the buffer reused record to record
+	// arrivals: the event-time inputs in arrival order, as (request,
+	// event) places in applies (a request's events may still move as it
+	// grows; observeLocked stamps them once all are in).
+	var arrivals []arrival
+	// Each key's first event slice from chunks made for the batch (they
+	// live as long as its requests): the events travel as they are, rows
+	// decoded, to a local key actor (actors.LocalApply); only one in
+	// another process gets them encoded (sendCalls).
+	var firstEvs slab.Slab[keycore.Event]
 	firstEvs.Hint(len(msgs))
-	firstRows.Hint(len(msgs))
+	var routed []record.Event // a record's events, the buffer reused record to record
 	n.stats.addIn(r.cfg.Name, len(msgs))
 	events := int64(0) // routed events, counted once for the batch
 	defer func() { n.stats.Events.Add(events) }()
@@ -72,16 +70,16 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 		}
 		if n.evt != nil {
 			r.parts[part] = struct{}{}
-			k, pe, err := r.timedEvent(b, m)
+			k, e, ok, err := r.timedEvent(b, m)
 			if err != nil {
 				return nil, err
 			}
-			if pe == nil {
+			if !ok {
 				continue
 			}
-			a := applies.Apply(k)
-			a.Events = append(a.Events, pe)
-			arrivals = append(arrivals, pe)
+			a, i := applies.ApplyAt(k)
+			arrivals = append(arrivals, arrival{req: i, ev: len(a.Events)})
+			a.Events = firstEvs.Append(a.Events, e)
 			events++
 			continue
 		}
@@ -100,17 +98,8 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 			if r.role == readRepartitioned && !r.inGroup(e.Key, m.Pos) {
 				continue // the part of a moved row that its other key group applies
 			}
-			// The rows travel decoded to a local key actor; FillRows
-			// encodes them only for one in another process.
-			pe := shells.New()
-			er := actors.ShellInto(pe, e)
-			pe.SrcPos = srcPos
-			a, i := applies.ApplyAt(e.Key)
-			a.Events = firstEvs.Append(a.Events, pe)
-			for len(rows) <= i {
-				rows = append(rows, nil)
-			}
-			rows[i] = firstRows.Append(rows[i], er)
+			a := applies.Apply(e.Key)
+			a.Events = firstEvs.Append(a.Events, actors.KeyEvent(e, srcPos))
 			events++
 		}
 	}
@@ -120,7 +109,11 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	if n.evt != nil {
 		n.evt.mu.Lock()
 		defer n.evt.mu.Unlock() // until the batch is sent: see observeLocked
-		wm := n.evt.observeLocked(b, arrivals, now)
+		evs := make([]*keycore.Event, len(arrivals))
+		for j, at := range arrivals {
+			evs[j] = &reqs[at.req].Events[at.ev]
+		}
+		wm := n.evt.observeLocked(b, evs, now)
 		if len(arrivals) > 0 {
 			n.exportLag(n.evt.wm.Partitions(), wm, now)
 		}
@@ -135,18 +128,19 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	defer n.inflight.mu.Unlock() // until sent: see sendstate.Keys
 	sent := r.sender.Send(&n.inflight.keys, b.seq, &applies, n.session)
 	b.calls = make([]call, 0, len(sent))
-	for i, a := range sent { // in the order of applies (Send)
-		c := call{key: record.Key(a.Key), apply: a}
-		if i < len(rows) { // (an event-time join's requests carry their own)
-			c.rows = rows[i]
-		}
-		b.calls = append(b.calls, c)
+	for _, a := range sent { // in the order of applies (Send)
+		b.calls = append(b.calls, call{key: a.Key, req: a})
 	}
 	// One message per owner node. A key that cannot be resolved now
 	// (membership changing) is retried by the collector, in order.
 	r.sendCalls(b.calls)
 	return b, nil
 }
+
+// arrival is an event-time input's place in a batch: its request's in
+// the batch's order (sendstate.Batch.ApplyAt) and its own among the
+// request's events.
+type arrival struct{ req, ev int }
 
 // routeReason maps a joins.RouteError reason to a reject reason.
 func routeReason(why string) reason.Reason {

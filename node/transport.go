@@ -76,31 +76,32 @@ func (r *reader) await(ctx context.Context, c call) (ap *keypb.Applied, outs []r
 		n.client.Forget(string(c.key))
 		// Its answer may have been lost: ask for the kept outputs again. A
 		// copy, as the first send may still be in a local actor's mailbox.
-		fut, sendErr = r.send(c.key, sendstate.Resend(c.apply), c.rows)
+		fut, sendErr = r.send(c.key, sendstate.Resend(c.req))
 	}
 }
 
-// send sends one request, a, to key's actor (see sendCalls): the resend
+// send sends one request, req, to key's actor (see sendCalls): the resend
 // of a request whose answer failed.
-func (r *reader) send(key record.Key, a *keypb.Apply, rows []actors.EventRows) (answer, error) {
-	c := []call{{key: key, apply: a, rows: rows}}
+func (r *reader) send(key record.Key, req *sendstate.Request) (answer, error) {
+	c := []call{{key: key, req: req}}
 	r.sendCalls(c)
 	return c[0].fut, c[0].sendErr
 }
 
 // sendCalls sends each call's request to its key's actor and sets the
 // call's answer to come (fut) or why it could not be sent (sendErr). A key
-// in this process gets a LocalApply with the rows decoded (no encoding
-// either way) that answers on a channel. The requests to keys in other
-// processes are grouped by owner node (groupByOwner): one ApplyBatch per
-// owner, its requests in batch order and their rows encoded into them
-// (binary rows, see actors.FillRows; so each apply must not be shared yet:
-// a fresh request or a copy), to the owner's batch actor, whose one answer
+// in this process gets the request as it is, in a LocalApply (its rows
+// decoded: nothing encoded either way, no protobuf messages) that answers
+// on a channel. The requests to keys in other processes are encoded
+// (actors.EncodeRequest: binary rows, or an event-time input's JSON row)
+// and grouped by owner node (groupByOwner): one ApplyBatch per owner, its
+// requests in batch order, to the owner's batch actor, whose one answer
 // holds each key's.
 func (r *reader) sendCalls(calls []call) {
 	n := r.n
 	self := n.system.Address()
 	var owners, pids []string // by call, made at the first remote one
+	var wire []*keypb.Apply   // by call, the remote ones' requests encoded
 	var lb *localBatch        // the local requests' answers: one channel and one deadline
 	var slab []localAnswer    // and the requests: one allocation for the batch's
 	for i := range calls {
@@ -119,7 +120,7 @@ func (r *reader) sendCalls(calls []call) {
 			la := &slab[0]
 			slab = slab[1:]
 			la.b = lb
-			la.msg = actors.LocalApply{Apply: c.apply, Rows: c.rows, Reply: la}
+			la.msg = actors.LocalApply{Req: &c.req.Request, Reply: la}
 			n.system.Root.Send(pid, &la.msg)
 			c.fut = la
 			continue
@@ -128,14 +129,15 @@ func (r *reader) sendCalls(calls []call) {
 			c.sendErr = errPeerLost{pid.Address} // placement moves its keys soon (peers.go)
 			continue
 		}
-		if err := actors.FillRows(c.apply, c.rows); err != nil {
+		a, err := actors.EncodeRequest(c.key, &c.req.Request, n.timed != nil)
+		if err != nil {
 			c.sendErr = err
 			continue
 		}
 		if owners == nil {
-			owners, pids = make([]string, len(calls)), make([]string, len(calls))
+			owners, pids, wire = make([]string, len(calls)), make([]string, len(calls)), make([]*keypb.Apply, len(calls))
 		}
-		owners[i], pids[i] = pid.Address, pid.Id
+		owners[i], pids[i], wire[i] = pid.Address, pid.Id, a
 	}
 	local, remote := 0, 0
 	for i := range calls {
@@ -156,7 +158,7 @@ func (r *reader) sendCalls(calls []call) {
 		ab := &keypb.ApplyBatch{Applies: make([]*keypb.Apply, len(g.calls)), Pids: make([]string, len(g.calls)),
 			TimeoutMs: n.timeout.Milliseconds(), OwnerWrites: n.out.hasShared()}
 		for j, i := range g.calls {
-			ab.Applies[j], ab.Pids[j] = calls[i].apply, pids[i]
+			ab.Applies[j], ab.Pids[j] = wire[i], pids[i]
 		}
 		lost := n.peers.watch(g.owner) // before the send: a connection lost meanwhile fails it (peers.go)
 		rb := &remoteBatch{fut: &remoteAnswer{fut: n.system.Root.RequestFuture(actor.NewPID(g.owner, actors.BatchActorName), ab, n.timeout),

@@ -15,11 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/cluster"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/job"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
 )
 
 // TestWmCombinePeers checks the global watermark's liveness and idleness
@@ -132,14 +133,14 @@ func TestWmPublishedHoldsInflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	ev := func(ts int64) *keypb.Event { return &keypb.Event{Source: "s", Ts: ts} }
+	ev := func(ts int64) *keycore.Event { return &keycore.Event{Pos: record.Position{Source: "s"}, Ts: ts} }
 	// A slower peer: elements are stamped with, and fires use, its watermark.
 	evt.setPeers(peerView{min: 150, active: true, holder: "node:p"})
 	e1, e2, e3 := ev(100), ev(200), ev(300)
 	b1, b2 := &batch{}, &batch{}
 	evt.mu.Lock()
-	evt.observeLocked(b1, []*keypb.Event{e1}, now)
-	fire := evt.observeLocked(b2, []*keypb.Event{e2, e3}, now)
+	evt.observeLocked(b1, []*keycore.Event{e1}, now)
+	fire := evt.observeLocked(b2, []*keycore.Event{e2, e3}, now)
 	evt.mu.Unlock()
 	if e1.Watermark != math.MinInt64 || e2.Watermark != 99 || e3.Watermark != 150 || fire != 150 {
 		t.Errorf("stamps %d %d %d, fire at %d; want MinInt64 99 150, 150 (the peer's)", e1.Watermark, e2.Watermark, e3.Watermark, fire)

@@ -31,7 +31,7 @@ func TestOutputID(t *testing.T) {
 }
 
 // TestOpString checks that each op's code round-trips through ParseOp and
-// costs no allocation (EventShell encodes one per event).
+// costs no allocation (actors.EncodeRequest encodes one per event).
 func TestOpString(t *testing.T) {
 	for _, tc := range []struct {
 		op   Op

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/joinery/joinery/actors/keypb"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
 )
 
@@ -31,7 +31,7 @@ func BenchmarkSend(b *testing.B) {
 		var batch Batch
 		for j, k := range keys {
 			a := batch.Apply(k)
-			a.Events = append(a.Events, &keypb.Event{Source: "src", Offset: int64(i*size + j)})
+			a.Events = append(a.Events, keycore.Event{Pos: record.Position{Source: "src", Offset: int64(i*size + j)}})
 		}
 		seq := r.NextSeq()
 		r.Send(&fl, seq, &batch, "s")

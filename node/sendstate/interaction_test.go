@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/internal/transcript"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
 )
 
@@ -35,7 +35,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected blocks of node/s
 //	state                                 the unanswered requests per key, and each reader's committed offsets
 func TestSenderInteraction(t *testing.T) {
 	transcript.Run(t, filepath.Join("testdata", "*.txt"), *rewrite, func() func(*testing.T, string) string {
-		h := &harness{readers: map[string]*Reader{}, sent: map[string]map[uint64]map[record.Key]*keypb.Apply{}}
+		h := &harness{readers: map[string]*Reader{}, sent: map[string]map[uint64]map[record.Key]*Request{}}
 		return h.run
 	})
 }
@@ -45,7 +45,7 @@ type harness struct {
 	readers map[string]*Reader
 	names   []string
 	// sent: reader -> seq -> key -> the request as sent.
-	sent map[string]map[uint64]map[record.Key]*keypb.Apply
+	sent map[string]map[uint64]map[record.Key]*Request
 }
 
 func (h *harness) reader(t *testing.T, name string) *Reader {
@@ -67,7 +67,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 	case "reader":
 		h.readers[f[1]] = NewReader(ReaderID(len(h.names)))
 		h.names = append(h.names, f[1])
-		h.sent[f[1]] = map[uint64]map[record.Key]*keypb.Apply{}
+		h.sent[f[1]] = map[uint64]map[record.Key]*Request{}
 		return "ok\n"
 	case "batch":
 		r := h.reader(t, f[1])
@@ -86,7 +86,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 		seq := r.NextSeq()
 		var out strings.Builder
 		fmt.Fprintf(&out, "seq=%d\n", seq)
-		sent := map[record.Key]*keypb.Apply{}
+		sent := map[record.Key]*Request{}
 		for _, a := range r.Send(&h.keys, seq, &b, "s1") {
 			sent[record.Key(a.Key)] = a
 			out.WriteString(renderApply(a))
@@ -146,14 +146,14 @@ func parseInt(t *testing.T, s string) int64 {
 }
 
 // parsePos reads src/partition@offset as an event at that position.
-func parsePos(t *testing.T, s string) *keypb.Event {
+func parsePos(t *testing.T, s string) keycore.Event {
 	t.Helper()
 	part, off, ok := strings.Cut(s, "@")
 	src, p, ok2 := strings.Cut(part, "/")
 	if !ok || !ok2 {
 		t.Fatalf("position %q: want src/partition@offset", s)
 	}
-	return &keypb.Event{Source: src, Partition: int32(parseInt(t, p)), Offset: parseInt(t, off)}
+	return keycore.Event{Pos: record.Position{Source: src, Partition: int32(parseInt(t, p)), Offset: parseInt(t, off)}}
 }
 
 func renderOffsets(m map[string]int64) string {
@@ -164,10 +164,10 @@ func renderOffsets(m map[string]int64) string {
 	return "{" + strings.Join(parts, " ") + "}"
 }
 
-func renderApply(a *keypb.Apply) string {
+func renderApply(a *Request) string {
 	var evs []string
 	for _, e := range a.Events {
-		evs = append(evs, record.Position{Source: e.Source, Partition: e.Partition, Offset: e.Offset}.String())
+		evs = append(evs, e.Pos.String())
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s events=[%s]", a.Key, strings.Join(evs, " "))

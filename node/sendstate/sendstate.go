@@ -19,9 +19,6 @@ import (
 	"math"
 	"slices"
 
-	"google.golang.org/protobuf/proto"
-
-	"github.com/joinery/joinery/actors/keypb"
 	"github.com/joinery/joinery/internal/slab"
 	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
@@ -170,17 +167,28 @@ func (f *Keys) Done(k record.Key, r ReaderID, seq uint64) {
 // Len is the number of keys with an unanswered request.
 func (f *Keys) Len() int { return len(f.keys) }
 
-// Batch is the requests of one batch: one Apply per key, in the order of
-// the keys' first records. The zero Batch is empty and ready.
+// Request is one key's request, as the node keeps it: the key core's
+// request (keycore.Request; the protocol's fields, Prev, Committed,
+// Session, Resend, Fire, are the wire Apply's) to Key. A key actor in this
+// process takes it as it is (actors.LocalApply); one in another process
+// gets it encoded (actors.EncodeRequest). Once sent it is read-only: a
+// resend is a copy (Resend).
+type Request struct {
+	Key record.Key
+	keycore.Request
+}
+
+// Batch is the requests of one batch: one Request per key, in the order
+// of the keys' first records. The zero Batch is empty and ready.
 type Batch struct {
 	index map[record.Key]int // a key's place in order and list
 	order []record.Key
-	list  []*keypb.Apply         // the requests, in order
-	slab  slab.Slab[keypb.Apply] // the requests: they live as long as the batch
+	list  []*Request         // the requests, in order
+	slab  slab.Slab[Request] // the requests: they live as long as the batch
 }
 
 // Apply returns k's request in the batch, adding it (last) if k has none.
-func (b *Batch) Apply(k record.Key) *keypb.Apply {
+func (b *Batch) Apply(k record.Key) *Request {
 	a, _ := b.ApplyAt(k)
 	return a
 }
@@ -188,7 +196,7 @@ func (b *Batch) Apply(k record.Key) *keypb.Apply {
 // ApplyAt is Apply with the request's place in the batch's order (Keys,
 // Requests), so a caller can keep what goes with each request in a slice
 // instead of another map by key.
-func (b *Batch) ApplyAt(k record.Key) (*keypb.Apply, int) {
+func (b *Batch) ApplyAt(k record.Key) (*Request, int) {
 	if i, ok := b.index[k]; ok {
 		return b.list[i], i
 	}
@@ -196,7 +204,7 @@ func (b *Batch) ApplyAt(k record.Key) (*keypb.Apply, int) {
 		b.index = map[record.Key]int{}
 	}
 	a := b.slab.New()
-	a.Key = string(k)
+	a.Key = k
 	i := len(b.order)
 	b.index[k] = i
 	b.order = append(b.order, k)
@@ -210,7 +218,7 @@ func (b *Batch) Hint(n int) {
 	if b.index == nil && n > 0 {
 		b.index = make(map[record.Key]int, n)
 		b.order = make([]record.Key, 0, n)
-		b.list = make([]*keypb.Apply, 0, n)
+		b.list = make([]*Request, 0, n)
 	}
 }
 
@@ -224,10 +232,10 @@ func (b *Batch) Has(k record.Key) bool {
 func (b *Batch) Keys() []record.Key { return b.order }
 
 // Requests is the batch's requests, in the order of Keys.
-func (b *Batch) Requests() []*keypb.Apply { return b.list }
+func (b *Batch) Requests() []*Request { return b.list }
 
 // Get is k's request, or nil.
-func (b *Batch) Get(k record.Key) *keypb.Apply {
+func (b *Batch) Get(k record.Key) *Request {
 	if i, ok := b.index[k]; ok {
 		return b.list[i]
 	}
@@ -261,8 +269,8 @@ func (r *Reader) NextSeq() uint64 {
 // its Prev from keys, the reader's committed offsets and session, and is
 // recorded in keys as unanswered. It returns them in order. The caller
 // sends them before another Send to keys (under the same lock).
-func (r *Reader) Send(keys *Keys, seq uint64, b *Batch, session string) []*keypb.Apply {
-	out := make([]*keypb.Apply, 0, len(b.order))
+func (r *Reader) Send(keys *Keys, seq uint64, b *Batch, session string) []*Request {
+	out := make([]*Request, 0, len(b.order))
 	var committed map[string]int64 // one copy for the batch: the requests only read it
 	if len(r.committed) > 0 {
 		committed = maps.Clone(r.committed)
@@ -283,14 +291,15 @@ func (r *Reader) Send(keys *Keys, seq uint64, b *Batch, session string) []*keypb
 		}
 		a.Session = session
 		var s sent
-		for _, e := range a.Events {
-			if e.Source != lastSrc || e.Partition != lastPart || lastID == "" {
+		for i := range a.Events {
+			p := &a.Events[i].Pos
+			if p.Source != lastSrc || p.Partition != lastPart || lastID == "" {
 				// One partition id per run of events of one partition,
 				// not one string per event.
-				lastSrc, lastPart = e.Source, e.Partition
-				lastID = record.Position{Source: e.Source, Partition: e.Partition}.PartitionID()
+				lastSrc, lastPart = p.Source, p.Partition
+				lastID = record.Position{Source: p.Source, Partition: p.Partition}.PartitionID()
 			}
-			s.put(lastID, e.Offset, &offs)
+			s.put(lastID, p.Offset, &offs)
 		}
 		s.seq = seq
 		keys.add(k, r.id, s, &entries)
@@ -328,9 +337,11 @@ func (r *Reader) Committed() map[string]int64 { return maps.Clone(r.committed) }
 // Resend is a request to send again after its answer failed: a copy (the
 // first may still be in a local actor's mailbox) marked Resend, so the key
 // re-sends every kept output it covers. Prev is unchanged: the key still
-// refuses it until what was sent before it is applied.
-func Resend(a *keypb.Apply) *keypb.Apply {
-	again := proto.Clone(a).(*keypb.Apply)
+// refuses it until what was sent before it is applied. The copy shares the
+// first's events, rows and maps, which neither the key nor the sender
+// changes once sent.
+func Resend(a *Request) *Request {
+	again := *a
 	again.Resend = true
-	return again
+	return &again
 }
