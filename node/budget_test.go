@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -249,7 +250,11 @@ func foldChangelog(t *testing.T, path string) map[string]string {
 			PK  json.RawMessage `json:"pk"`
 			Row map[string]any  `json:"row"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+		// Numbers as json.Number: as float64, fmt.Sprint prints an id of
+		// 1,000,000 or more as 1e+06, which is not the sink's row.
+		d := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		d.UseNumber()
+		if err := d.Decode(&l); err != nil {
 			t.Fatalf("changelog line %q: %v", sc.Text(), err)
 		}
 		pk := string(l.PK)
