@@ -129,26 +129,6 @@ func eventRow(bin, js []byte) (record.Row, error) {
 	return DecodeRow(js)
 }
 
-// DecodeEvent is the inverse of EncodeEvent for the actor with key.
-func DecodeEvent(key record.Key, pe *keypb.Event) (record.Event, error) {
-	op, ok := record.ParseOp(pe.Op)
-	if !ok {
-		return record.Event{}, fmt.Errorf("actors: unknown op %q", pe.Op)
-	}
-	before, err := eventRow(pe.BeforeBin, pe.Before)
-	if err != nil {
-		return record.Event{}, err
-	}
-	after, err := eventRow(pe.AfterBin, pe.After)
-	if err != nil {
-		return record.Event{}, err
-	}
-	return record.Event{
-		Key: key, Side: record.Side(pe.Side), Op: op, Before: before, After: after,
-		Pos: record.Position{Source: pe.Source, Partition: pe.Partition, Offset: pe.Offset}, Seq: int(pe.Seq), Ts: pe.Ts,
-	}, nil
-}
-
 // EncodeOutput turns a join output into its wire form, its row in the
 // binary row encoding.
 func EncodeOutput(o record.Output) (*keypb.Output, error) {

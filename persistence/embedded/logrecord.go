@@ -318,30 +318,18 @@ func (d *decoder) bytes() []byte {
 func (d *decoder) string() string { return string(d.bytes()) }
 
 func (d *decoder) offsets() map[string]int64 {
-	n := d.count(2)
-	m := make(map[string]int64, n)
-	for range n {
-		p := d.string()
-		o, k := binary.Varint(d.b)
-		if k <= 0 {
-			d.fail("offset")
-		}
-		if d.err != nil {
-			return nil
-		}
-		d.b = d.b[k:]
-		m[p] = o
+	m := map[string]int64{}
+	d.eachOffset(func(p string, off int64) { m[p] = off })
+	if d.err != nil {
+		return nil
 	}
 	return m
 }
 
-// snapOffsets reads a snapshot's offsets field, put in order.
-func (d *decoder) snapOffsets() record.Offsets {
+// eachOffset reads an offsets field (a count, then partition id and
+// varint offset pairs), handing each pair to fn until the first error.
+func (d *decoder) eachOffset(fn func(part string, off int64)) {
 	n := d.count(2)
-	if n == 0 || d.err != nil {
-		return nil
-	}
-	o := make(record.Offsets, 0, n)
 	for range n {
 		p := d.string()
 		off, k := binary.Varint(d.b)
@@ -349,10 +337,21 @@ func (d *decoder) snapOffsets() record.Offsets {
 			d.fail("offset")
 		}
 		if d.err != nil {
-			return nil
+			return
 		}
 		d.b = d.b[k:]
+		fn(p, off)
+	}
+}
+
+// snapOffsets reads a snapshot's offsets field, put in order.
+func (d *decoder) snapOffsets() record.Offsets {
+	var o record.Offsets
+	d.eachOffset(func(p string, off int64) {
 		o = append(o, record.PartitionOffset{Partition: p, Offset: off})
+	})
+	if len(o) == 0 || d.err != nil {
+		return nil
 	}
 	if err := record.SortOffsets(o); err != nil {
 		d.err = err
