@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/internal/linefile"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/joins"
 )
@@ -193,6 +194,30 @@ func (p *proc) wait(d time.Duration) error {
 // table replays a changelog file, keeping the first line of every output id
 // (outputs are at least once with stable ids), into the joined table, as
 // "user_id,domain_id" -> "firstname|lastname|domain_name".
+// readChangelog reads a node's changelog file (nil when it is missing).
+// killed says its writer was killed -9 and never continued the file: then
+// it may end in a partial line, the write the kill cut short (its outputs
+// were not acknowledged, so another node writes them again), which a
+// reader drops (linefile.Complete). Any other file must end in whole lines.
+func readChangelog(t *testing.T, path string, killed bool) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, dropped := linefile.Complete(b)
+	switch {
+	case dropped > 0 && killed:
+		t.Logf("%s: dropped a partial last line of %d bytes (the write the kill cut short)", path, dropped)
+	case dropped > 0:
+		t.Fatalf("%s ends in a partial line of %d bytes, and its writer was not killed", path, dropped)
+	}
+	return whole
+}
+
 func table(t *testing.T, path string) (map[string]string, int, int) {
 	t.Helper()
 	b, err := os.ReadFile(path)

@@ -320,10 +320,12 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 	}
 	all := filepath.Join(dir, "out.jsonl")
 	var outs []string
+	killed := map[string]bool{}
 	for _, n := range names {
 		outs = append(outs, out(n))
+		killed[out(n)] = !slices.Contains(live, n)
 	}
-	repeated := mergeBySeq(t, all, outs...)
+	repeated := mergeBySeq(t, all, killed, outs...)
 	scenario := map[bool]string{false: "KillShardReader", true: "JoinShardReader"}[join]
 	scenario += [...]string{shapeJoinKey: "CoPartitioned", shapeRepartitioned: "Repartitioned"}[shape]
 	row := summaryRow{Scenario: scenario, Trial: trial + 1, Trials: trials, EventsIn: inputChanges,
@@ -345,7 +347,8 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 // output id, ordered by primary key and then by seq, the order of each
 // row's changes: the nodes write their files concurrently, so no file
 // order is the changelog's. It returns how many lines repeated an id.
-func mergeBySeq(t *testing.T, dst string, paths ...string) int {
+// killed marks the files whose writer was killed (readChangelog).
+func mergeBySeq(t *testing.T, dst string, killed map[string]bool, paths ...string) int {
 	t.Helper()
 	type line struct {
 		pk  string
@@ -356,10 +359,7 @@ func mergeBySeq(t *testing.T, dst string, paths ...string) int {
 	seen := map[string]bool{}
 	repeated := 0
 	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
+		b := readChangelog(t, p, killed[p])
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {

@@ -126,9 +126,9 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 	all := filepath.Join(dir, "out.jsonl")
 	var b []byte
 	for _, name := range []string{first, next} {
-		part, err := os.ReadFile(out(name))
-		if err != nil {
-			t.Fatal(err)
+		part := readChangelog(t, out(name), name == first)
+		if part == nil {
+			t.Fatalf("%s wrote no changelog file", name)
 		}
 		b = append(b, part...)
 	}

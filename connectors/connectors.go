@@ -30,6 +30,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -124,6 +125,17 @@ type Env struct {
 	// OnRedisError, when set, is called for each failed call of a Redis
 	// connector's client (redisopts.Failed): joinery_redis_errors_total.
 	OnRedisError func()
+	// Log receives what a constructor reports (a file sink's cut partial
+	// line, say); nil is slog.Default().
+	Log *slog.Logger
+}
+
+// Logger returns e.Log, or slog.Default() when it is nil.
+func (e Env) Logger() *slog.Logger {
+	if e.Log == nil {
+		return slog.Default()
+	}
+	return e.Log
 }
 
 // SourceEnv is what a source constructor gets from its node.

@@ -35,7 +35,7 @@ func (e *BadInputError) Unwrap() error { return e.Err }
 
 // openDeadLetter opens the plan's dead-letter output (its kind's Open with
 // the configuration compiled); nil when it names none.
-func openDeadLetter(ctx context.Context, plan *job.Plan, onRedisError func()) (deadletter.Writer, error) {
+func openDeadLetter(ctx context.Context, plan *job.Plan, env connectors.Env) (deadletter.Writer, error) {
 	dl := plan.DeadLetter
 	if dl == nil {
 		return nil, nil
@@ -43,7 +43,7 @@ func openDeadLetter(ctx context.Context, plan *job.Plan, onRedisError func()) (d
 	var w deadletter.Writer
 	var err error
 	if dl.Kind.Open != nil {
-		w, err = dl.Kind.Open(ctx, dl.Config, connectors.Env{Resolve: plan.Spec.Resolve, OnRedisError: onRedisError})
+		w, err = dl.Kind.Open(ctx, dl.Config, env)
 	}
 	if err == nil && w == nil {
 		err = fmt.Errorf("type %q opens nothing", dl.Type)

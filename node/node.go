@@ -149,7 +149,7 @@ func StartPlan(ctx context.Context, plan *job.Plan, opts Options) (n *Node, err 
 	if err = n.startGuard(ctx); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	if n.out, err = openSinks(ctx, plan, opts.Stdout, n.redisError); err != nil {
+	if n.out, err = openSinks(ctx, plan, opts.Stdout, n.connEnv()); err != nil {
 		return nil, err
 	}
 	if err = n.startCluster(); err != nil {

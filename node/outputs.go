@@ -105,11 +105,11 @@ func (p *pkOrder) fresh(batch []record.Output) []record.Output {
 }
 
 // openSinks opens the plan's sinks through the connector registry.
-func openSinks(ctx context.Context, plan *job.Plan, stdout io.Writer, onRedisError func()) (*outputs, error) {
+func openSinks(ctx context.Context, plan *job.Plan, stdout io.Writer, cenv connectors.Env) (*outputs, error) {
 	o := &outputs{stdout: stdout}
 	for i, sp := range plan.Sinks {
 		format := sp.Format
-		env := &connectors.SinkEnv{Env: connectors.Env{Resolve: plan.Spec.Resolve, OnRedisError: onRedisError}, Format: format, Stdout: stdout, Avro: sp.Avro}
+		env := &connectors.SinkEnv{Env: cenv, Format: format, Stdout: stdout, Avro: sp.Avro}
 		var sk sinks.Sink
 		var err error
 		if sp.Kind.Open != nil {

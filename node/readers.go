@@ -33,7 +33,7 @@ func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n.rollback.watch(ctx, cancel) // rollback.go
-	dl, err := openDeadLetter(ctx, n.plan, n.redisError)
+	dl, err := openDeadLetter(ctx, n.plan, n.connEnv())
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (n *Node) openSource(ctx context.Context, cfg job.SourcePlan) (sources.Sour
 		consumer = n.system.ID
 	}
 	env := &connectors.SourceEnv{
-		Env:         connectors.Env{Resolve: n.spec.Resolve, OnRedisError: n.redisError},
+		Env:         n.connEnv(),
 		Name:        cfg.Name,
 		RecordLimit: cfg.RecordLimit(),
 		Stdin:       n.opts.Stdin,
@@ -200,4 +200,9 @@ func (n *Node) runSource(ctx context.Context, sp job.SourcePlan, dl deadletter.W
 		return nil
 	}
 	return readErr
+}
+
+// connEnv is what every connector constructor gets from the node.
+func (n *Node) connEnv() connectors.Env {
+	return connectors.Env{Resolve: n.spec.Resolve, OnRedisError: n.redisError, Log: n.log}
 }

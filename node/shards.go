@@ -110,7 +110,7 @@ func (n *Node) keyGroups() (int, func(string) int, error) {
 		var kg connectors.KeyGroups
 		err := fmt.Errorf("a %s source has no key groups of its own", src.Type)
 		if src.Kind.KeyGroups != nil {
-			kg, err = src.Kind.KeyGroups(ctx, src.Config, connectors.Env{Resolve: n.spec.Resolve, OnRedisError: n.redisError})
+			kg, err = src.Kind.KeyGroups(ctx, src.Config, n.connEnv())
 		}
 		if err != nil {
 			return 0, nil, fmt.Errorf("source %s: partitioned_by join_key: %w", src.Name, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/joinery/joinery/internal/linefile"
 	"github.com/joinery/joinery/internal/streamshard"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/kafka"
@@ -108,19 +109,26 @@ type File struct {
 	mu     sync.Mutex
 	f      *os.File
 	w      *bufio.Writer
+	cut    int64
 	closed bool
 }
 
 var _ Writer = (*File)(nil)
 
-// OpenFile opens path for appending, creating it (mode 0644) if needed.
+// OpenFile opens path for appending, creating it (mode 0644) if needed. A
+// partial last line (a writer killed mid-write left it; its records are
+// written again, as the source's offsets were not committed) is cut off
+// first: Cut says how many bytes.
 func OpenFile(path string) (*File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, cut, err := linefile.OpenAppend(path)
 	if err != nil {
 		return nil, fmt.Errorf("deadletter: %w", err)
 	}
-	return &File{f: f, w: bufio.NewWriter(f)}, nil
+	return &File{f: f, w: bufio.NewWriter(f), cut: cut}, nil
 }
+
+// Cut is the number of bytes of a partial last line OpenFile cut off.
+func (d *File) Cut() int64 { return d.cut }
 
 // Write appends one line per record, flushes and fsyncs.
 func (d *File) Write(ctx context.Context, rs []Record) error {

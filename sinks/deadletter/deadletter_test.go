@@ -120,6 +120,44 @@ func TestDeadLetterFile(t *testing.T) {
 	}
 }
 
+// TestDeadLetterFileCutsPartialLine: a partial last line (a writer killed
+// mid-write) is cut off when the file is opened again.
+func TestDeadLetterFileCutsPartialLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dead.jsonl")
+	want := records()
+	whole := append(want[0].Marshal(), '\n')
+	partial := want[1].Marshal()[:10]
+	if err := os.WriteFile(path, append(whole, partial...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Cut() != int64(len(partial)) {
+		t.Errorf("Cut() = %d, want %d", w.Cut(), len(partial))
+	}
+	if err := w.Write(context.Background(), want[1:]); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Record
+	for _, l := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		r, err := Decode(l)
+		if err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		got = append(got, r)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("file holds %d records, want %d equal ones", len(got), len(want))
+	}
+}
+
 func TestDeadLetterRedisStream(t *testing.T) {
 	rs := testutil.StartRedis(t)
 	ctx := context.Background()

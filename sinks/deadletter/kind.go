@@ -20,7 +20,12 @@ var (
 		Type: "file",
 		New:  func() connectors.Config { return new(jsonl.Entry) },
 		Open: func(_ context.Context, c connectors.Config, env connectors.Env) (Writer, error) {
-			return OpenFile(env.Resolve(c.(*jsonl.Entry).Path))
+			path := env.Resolve(c.(*jsonl.Entry).Path)
+			f, err := OpenFile(path)
+			if err == nil && f.Cut() > 0 {
+				env.Logger().Warn("dead_letter: cut a partial last line off the file (a write cut short by a kill; its records are written again)", "path", path, "bytes", f.Cut())
+			}
+			return f, err
 		},
 	}
 	KafkaKind = Kind{

@@ -3,7 +3,9 @@
 //
 // It owns buffering and flushing; it does not dedupe. A file is opened for
 // append, so a restarted node continues it, and outputs replayed after a
-// restart appear again with the same ids: readers dedupe by id.
+// restart appear again with the same ids: readers dedupe by id. A partial
+// last line, left by a node killed mid-write, is cut off before a restarted
+// node appends (internal/linefile).
 //
 // Usage:
 //

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 
 	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/internal/linefile"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks"
 )
@@ -22,6 +22,7 @@ var ErrClosed = errors.New("jsonl: sink closed")
 type Sink struct {
 	format changelog.Format
 	closer io.Closer // the file Create opened; nil for New
+	cut    int64     // bytes of a partial last line Create cut off
 
 	mu struct {
 		sync.Mutex
@@ -45,16 +46,22 @@ func New(w io.Writer, f changelog.Format) *Sink {
 }
 
 // Create opens path for appending, creating it (mode 0644) if needed, and
-// returns a sink writing to it in format f. Close closes the file.
+// returns a sink writing to it in format f. Close closes the file. A partial
+// last line (a writer killed mid-write left it; its lines are written again)
+// is cut off first: Cut says how many bytes.
 func Create(path string, f changelog.Format) (*Sink, error) {
-	file, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	file, cut, err := linefile.OpenAppend(path)
 	if err != nil {
 		return nil, fmt.Errorf("jsonl: %w", err)
 	}
 	s := New(file, f)
-	s.closer = file
+	s.closer, s.cut = file, cut
 	return s, nil
 }
+
+// Cut is the number of bytes of a partial last line Create cut off the file
+// (0 for New).
+func (s *Sink) Cut() int64 { return s.cut }
 
 // Write encodes each output as one line (outputs the format skips, such as -U
 // in Upsert, write nothing) and flushes to the underlying writer before it

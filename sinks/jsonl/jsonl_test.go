@@ -88,6 +88,54 @@ func TestJSONLFileAppends(t *testing.T) {
 	}
 }
 
+// TestJSONLFileCutsPartialLine: a node killed in the middle of a write left
+// part of a line at the end of its file; the restarted node's sink cuts it
+// off before appending, so the file stays whole lines (the cut outputs are
+// written again: their offsets were not committed).
+func TestJSONLFileCutsPartialLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	s, err := Create(path, changelog.Changelog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(context.Background(), batch[:1]); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	partial := `{"id":"b","op":"-U","pk":[1],"ro`
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(partial)
+	f.Close()
+	if s, err = Create(path, changelog.Changelog); err != nil {
+		t.Fatal(err)
+	}
+	if s.Cut() != int64(len(partial)) {
+		t.Errorf("Cut() = %d, want %d", s.Cut(), len(partial))
+	}
+	if err := s.Write(context.Background(), batch[1:]); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		o, err := changelog.DecodeChangelog([]byte(l))
+		if err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		ids = append(ids, o.ID)
+	}
+	if got := strings.Join(ids, ","); got != "a,b,c,d" {
+		t.Errorf("ids %s, want a,b,c,d", got)
+	}
+}
+
 func TestJSONLBadOutputWritesNothing(t *testing.T) {
 	var buf bytes.Buffer
 	s := New(&buf, changelog.Changelog)

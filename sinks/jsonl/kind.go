@@ -29,7 +29,12 @@ var (
 		Type: "file",
 		New:  func() connectors.Config { return new(Entry) },
 		Open: func(_ context.Context, c connectors.Config, env *connectors.SinkEnv) (sinks.Sink, error) {
-			return Create(env.Resolve(c.(*Entry).Path), env.Format)
+			path := env.Resolve(c.(*Entry).Path)
+			s, err := Create(path, env.Format)
+			if err == nil && s.Cut() > 0 {
+				env.Logger().Warn("file sink: cut a partial last line off the file (a write cut short by a kill; its outputs are written again)", "path", path, "bytes", s.Cut())
+			}
+			return s, err
 		},
 	}
 )
