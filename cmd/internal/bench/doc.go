@@ -32,9 +32,9 @@
 //     baseline keeps open auctions and early bids in maps.
 //   - q20-skew is q20 with auction 1000 (made category 10) pinned to take
 //     55% of all bids (nexmark.Config.PinnedAuctionShare), about half of all
-//     events on one key for the whole run; core level only (on the node a
-//     round takes minutes: the hot key's state is half of all bids, kept in
-//     a pk-sorted slice by joins.CDC and persisted whole per batch).
+//     events on one key for the whole run; on the node levels too since
+//     the hot key's writes are incremental (its state, half of all bids, was
+//     persisted whole per batch before: a node round took minutes).
 //   - cdc is internal/cdcgen's users 1:N domains history (LEFT JOIN);
 //     cdc-skew is GenerateSkew's: Zipf owners and user 1 owning half of the
 //     domains, so about half of the changes land on one key
