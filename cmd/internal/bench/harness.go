@@ -162,12 +162,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				baseline := w.Baseline
 				if w.NodeBaseline != nil {
 					baseline = w.NodeBaseline
-					r.Notes = fmt.Sprintf("the node reads the stream's %d persons and auctions as plain JSON events from two file sources "+
-						"(the %d bids are not read); its baseline reads the same events", len(lines), len(in.Lines)-len(lines))
+					var srcs []string
+					for _, s := range w.NodeSources {
+						srcs = append(srcs, s.Name)
+					}
+					r.Notes = fmt.Sprintf("the node reads %d of the stream's %d events, as plain JSON from the file sources %s; "+
+						"its baseline reads the same events", len(lines), len(in.Lines), strings.Join(srcs, " and "))
 				}
 				inPath := filepath.Join(dir, w.Name+".in.jsonl")
-				inFiles, err := writeNodeInput(w, in, lines, inPath)
-				if err != nil {
+				var inFiles []string
+				if inFiles, err = writeNodeInput(w, in, lines, inPath); err != nil {
 					return nil, err
 				}
 				var rs *redisServer
