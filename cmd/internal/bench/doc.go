@@ -16,8 +16,16 @@
 //     keeps) and the baseline reads that same file.
 //   - q8 is joins.NewWindowJoin with 10 s tumbling windows driven by
 //     timers.TimerService and a bounded-out-of-orderness watermark
-//     (max(ts) - bound - 1); core level only (the node's window join reads
-//     plain JSON events and is not wired into the bench yet).
+//     (max(ts) - bound - 1). The node's window join reads plain JSON
+//     events, so on the node levels (node, node+redis; node+redis+budget
+//     only when named with -workloads) the stream's persons and auctions
+//     are written as plain JSON (the fields q8 reads) to two files, read by
+//     two file sources with side: left/right and the core's bound as
+//     max_out_of_orderness, and the node's baseline reads those same
+//     events (Workload.NodeSources, NodeBaseline). The node's output ids
+//     come from its source positions, so its output is checksummed without
+//     them: the joined pairs with their window's time. The stream systems
+//     do not run it (they shard one Debezium input by join_on).
 //   - q9 (winning bids, Flink's q9.sql: per auction the highest bid with
 //     dateTime <= bid.dateTime <= expires, ties to the earlier bid, then the
 //     lower bid id) is built from the engine's pieces, in this package: a

@@ -126,6 +126,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			r := Result{Workload: w.Name, System: sys, Doc: w.Doc, Events: len(in.Lines), InputLines: len(in.Lines),
 				Rounds: o.Rounds, GenCPUSec: gen.Seconds(), SkewOf: w.SkewOf, HotKeyShare: in.HotKeyShare}
 			lines := in.Lines
+			if why := defaultSkip(w, sys, len(o.Workloads) > 0); why != "" {
+				r.Skipped = why
+				byEngine[sys] = &r
+				rep.Results = append(rep.Results, r)
+				continue
+			}
 			var err error
 			switch sys {
 			case SysCore:
@@ -153,8 +159,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 					r.InputLines = len(lines)
 					r.Notes = fmt.Sprintf("filters pushed down to the source: the node and its baseline read %d of the %d stream events", len(lines), len(in.Lines))
 				}
+				baseline := w.Baseline
+				if w.NodeBaseline != nil {
+					baseline = w.NodeBaseline
+					var srcs []string
+					for _, s := range w.NodeSources {
+						srcs = append(srcs, s.Name)
+					}
+					r.Notes = fmt.Sprintf("the node reads %d of the stream's %d events, as plain JSON from the file sources %s; "+
+						"its baseline reads the same events", len(lines), len(in.Lines), strings.Join(srcs, " and "))
+				}
 				inPath := filepath.Join(dir, w.Name+".in.jsonl")
-				if err = writeLines(inPath, lines); err != nil {
+				var inFiles []string
+				if inFiles, err = writeNodeInput(w, in, lines, inPath); err != nil {
 					return nil, err
 				}
 				var rs *redisServer
@@ -207,8 +224,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 						}
 						return res, err
 					},
-					func(p func(int)) (RunResult, error) { return w.Baseline(lines, p), nil })
-				os.Remove(inPath)
+					func(p func(int)) (RunResult, error) { return baseline(lines, p), nil })
+				for _, f := range inFiles {
+					os.Remove(f)
+				}
 				if sys == SysNodeRedisBudget && len(passivations) > 0 {
 					r.BudgetPassivations = int64(median(passivations))
 				}
@@ -217,6 +236,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				switch {
 				case w.NodeJob == "":
 					r.Skipped = w.NodeSkip
+				case len(w.NodeSources) > 0:
+					r.Skipped = streamsSkip
 				case redis == nil:
 					r.Skipped = "redis-server not found in PATH"
 				}
@@ -343,6 +364,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Targets = targets(rep)
 	return rep, nil
+}
+
+// defaultSkip is why w is skipped on sys ("": it runs): its DefaultSkip,
+// unless the run named its workloads.
+func defaultSkip(w *Workload, sys string, named bool) string {
+	if why := w.DefaultSkip[sys]; why != "" && !named {
+		return why + "; -workloads " + w.Name + " runs it"
+	}
+	return ""
 }
 
 // runRounds alternates engine and baseline runs (the order flips each

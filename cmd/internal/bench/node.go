@@ -91,13 +91,19 @@ func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr, budget st
 	}
 	defer os.Remove(outPath)
 	stopCheck := excl.start()
-	res, err := checksumFile(outPath, w.NodeJob != "")
+	// An event-time join's output ids (and PKs) are built from the
+	// node's source positions, which the core's Stepper and the baseline
+	// (one stream, other offsets) do not share: its outputs are compared
+	// on what both must agree on, each joined pair's columns and its
+	// window's time (end-1), without the PK.
+	res, err := checksumFile(outPath, len(w.NodeSources) == 0)
 	stopCheck()
 	res.Excluded, res.ExcludedMallocs, res.ExcludedBytes = excl.cpu, excl.mallocs, excl.bytes
 	if err != nil {
 		return res, err
 	}
 	res.Rejected = int(n.Stats().BadTotal())
+	res.Late = int(n.Stats().Late.Load())
 	res.Wall = runWall
 	res.Accounted, res.BudgetPassivations = accounted, n.Stats().BudgetPassivations.Load()
 	res.LocalRequests, res.RemoteRequests = keyRequests(n) // the peers read nothing, so send none
@@ -108,11 +114,22 @@ func nodeRun(ctx context.Context, w *Workload, dir, inPath, redisAddr, budget st
 // the node's stdin; "": no source, a node that only hosts key actors) into
 // sink, on Redis when redisAddr is set, with state.memory_budget budget
 // when set, joining the nodes at seeds (a gossip address; "": a cluster of
-// its own).
+// its own). For a workload with NodeSources, it reads their files next to
+// inPath (sideFile) instead.
 func nodeSpec(w *Workload, name, inPath, sink, redisAddr, budget, seeds string) (*job.Spec, error) {
 	_, tables, _ := strings.Cut(w.NodeJob, "tables:")
 	sources := ""
-	if inPath != "" {
+	switch {
+	case inPath == "":
+	case len(w.NodeSources) > 0 && inPath == "-":
+		return nil, fmt.Errorf("%s: its node input is %d files, not one stdin", w.Name, len(w.NodeSources))
+	case len(w.NodeSources) > 0:
+		sources = "sources:\n"
+		for _, s := range w.NodeSources {
+			sources += fmt.Sprintf("  - {name: %s, type: file, path: %q, side: %s, watermark: {max_out_of_orderness: %dms}}\n",
+				s.Name, sideFile(inPath, s.Name), s.Side, s.BoundMs)
+		}
+	default:
 		sources = fmt.Sprintf("sources: [{name: in, type: file, path: %q, tables: %s}]\n", inPath, strings.TrimSpace(tables))
 	}
 	return jobSpec(w, name, sources, sink, redisAddr, budget, "", seeds)
@@ -247,23 +264,6 @@ func checksumFile(path string, withPK bool) (RunResult, error) {
 		res.Check.Add(o.Kind, h.HashOutput(o, withPK))
 	}
 	return res, sc.Err()
-}
-
-func writeLines(path string, lines [][]byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	for _, l := range lines {
-		bw.Write(l)
-		bw.WriteByte('\n')
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // redisServer is a redis-server the harness started, RDB snapshots on.

@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"runtime"
 
+	"github.com/joinery/joinery/cmd/internal/bench/nexmark"
 	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/keycore"
@@ -45,6 +48,71 @@ func (w *windowJob) element(i int, line []byte) (joins.Element, string, bool) {
 		return joins.Element{}, "", false
 	}
 	return joins.Element{Side: side, Ts: num(ch.After, "dateTime"), Row: ch.After, Pos: pos}, key, true
+}
+
+// q8Person and q8Auction are the node's input events: the fields q8
+// reads, as plain JSON.
+type q8Person struct {
+	ID       int64  `json:"id"`
+	Name     string `json:"name"`
+	DateTime int64  `json:"dateTime"`
+}
+
+type q8Auction struct {
+	Seller   int64 `json:"seller"`
+	Reserve  int64 `json:"reserve"`
+	DateTime int64 `json:"dateTime"`
+}
+
+// generate is the Nexmark stream as Debezium lines (the core level's
+// input) and, for the node levels, its persons and auctions as plain JSON
+// events in two files (Input.Sides "persons" and "auctions", in stream
+// order, so each file is out of order by no more than the stream: bound).
+func (w *windowJob) generate(s Scale, seed uint64) Input {
+	g := nexmark.New(nexmark.Config{Seed: seed, Events: s.NexmarkEvents, Pad: true})
+	in := Input{Sides: map[string][][]byte{}}
+	for e, ok := g.Next(); ok; e, ok = g.Next() {
+		in.Lines = append(in.Lines, e.JSON())
+		var v any
+		var src string
+		switch e.Kind {
+		case nexmark.KindPerson:
+			v, src = q8Person{ID: e.Person.ID, Name: e.Person.Name, DateTime: e.Person.DateTime}, "persons"
+		case nexmark.KindAuction:
+			v, src = q8Auction{Seller: e.Auction.Seller, Reserve: e.Auction.Reserve, DateTime: e.Auction.DateTime}, "auctions"
+		default:
+			continue
+		}
+		line, err := json.Marshal(v)
+		if err != nil {
+			panic(err) // plain structs always encode
+		}
+		in.NodeLines = append(in.NodeLines, line)
+		in.Sides[src] = append(in.Sides[src], line)
+	}
+	return in
+}
+
+// plainElement decodes line i of the node's input (a q8Person or
+// q8Auction) as the node's event-time reader does (encoding/json,
+// json.Number numbers). The union of the two files has no side: an auction
+// is the event with a seller.
+func plainElement(i int, line []byte) (joins.Element, string, bool) {
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.UseNumber()
+	var row record.Row
+	if err := d.Decode(&row); err != nil || row == nil {
+		return joins.Element{}, "", false
+	}
+	side, col := record.Left, "id"
+	if _, ok := row["seller"]; ok {
+		side, col = record.Right, "seller"
+	}
+	key, ok := rowKey(row, col)
+	if !ok {
+		return joins.Element{}, "", false
+	}
+	return joins.Element{Side: side, Ts: num(row, "dateTime"), Row: row, Pos: record.Position{Source: "in", Offset: int64(i)}}, key, true
 }
 
 func (w *windowJob) engine() Stepper {
@@ -130,6 +198,15 @@ type baseWin struct {
 // baseline: per window start, per key, the rows of each side in plain maps;
 // a window is joined and dropped when the watermark passes its end.
 func (w *windowJob) baseline(lines [][]byte, probe func(live int)) RunResult {
+	return w.baselineOf(lines, probe, w.element)
+}
+
+// nodeBaseline is baseline over the node's input (plain JSON events).
+func (w *windowJob) nodeBaseline(lines [][]byte, probe func(live int)) RunResult {
+	return w.baselineOf(lines, probe, plainElement)
+}
+
+func (w *windowJob) baselineOf(lines [][]byte, probe func(live int), element func(int, []byte) (joins.Element, string, bool)) RunResult {
 	size := q8Spec.Assigner.Size
 	wins := map[int64]*baseWin{}
 	var h Hasher
@@ -158,7 +235,7 @@ func (w *windowJob) baseline(lines [][]byte, probe func(live int)) RunResult {
 		}
 	}
 	for i, line := range lines {
-		e, key, ok := w.element(i, line)
+		e, key, ok := element(i, line)
 		if !ok {
 			continue
 		}
