@@ -298,7 +298,7 @@ func (c *Core) Step(req *Request, now int64) Ready {
 			outs, late = c.m.Advance(req.Watermark, limit, outs, late)
 			if len(outs) > n {
 				c.stamp(outs[n:], now)
-				c.outbox = append(c.outbox, outboxEntry{Part: FirePart, Offset: req.Watermark, Outputs: outs[n:len(outs):len(outs)], sentTo: req.Session, id: c.pt.next})
+				c.outbox = append(c.outbox, outboxEntry{Part: FirePart, Offset: req.Watermark, Outputs: outs[n:len(outs):len(outs)], SentTo: req.Session, id: c.pt.next})
 				c.pt.next++
 			}
 			changed = true

@@ -86,11 +86,11 @@ func (c *Core) prune(committed map[string]int64) bool {
 func (c *Core) resendFired(wm int64, session string, resend bool, outs []record.Output) []record.Output {
 	for i := range c.outbox {
 		e := &c.outbox[i]
-		if e.Part != FirePart || e.Offset > wm || (!resend && e.sentTo == session) {
+		if e.Part != FirePart || e.Offset > wm || (!resend && e.SentTo == session) {
 			continue
 		}
 		outs = append(outs, e.outputs()...)
-		e.sentTo = session
+		e.SentTo = session
 	}
 	return outs
 }

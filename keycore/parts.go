@@ -381,8 +381,9 @@ func decodeParts(b []byte) (keyState, int, error) {
 		case strings.HasPrefix(p.Name, partOutbox):
 			id, err := strconv.ParseUint(p.Name[len(partOutbox):], 16, 64)
 			var e struct {
-				P string `json:"p"`
-				N int64  `json:"n"`
+				P  string `json:"p"`
+				N  int64  `json:"n"`
+				To string `json:"to"`
 			}
 			if err == nil {
 				err = json.Unmarshal(p.Value, &e)
@@ -390,7 +391,7 @@ func decodeParts(b []byte) (keyState, int, error) {
 			if err != nil {
 				return keyState{}, 0, fmt.Errorf("%w: outbox part %q: %v", errBadState, p.Name, err)
 			}
-			s.Outbox = append(s.Outbox, outboxEntry{Part: e.P, Offset: e.N, id: id, enc: []byte(string(p.Value))})
+			s.Outbox = append(s.Outbox, outboxEntry{Part: e.P, Offset: e.N, SentTo: e.To, id: id, enc: []byte(string(p.Value))})
 		case strings.HasPrefix(p.Name, partSrc):
 			if s.Src == nil {
 				s.Src = map[string]string{}

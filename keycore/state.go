@@ -49,9 +49,13 @@ type outboxEntry struct {
 	// enc caches the entry's JSON: an entry never changes once made, and
 	// it is written with every state write until its offset is committed.
 	enc json.RawMessage
-	// sentTo is the sender session (Apply.session) the outputs were last
-	// sent to; memory only: a reloaded key re-sends them once.
-	sentTo string
+	// SentTo is the sender session (Request.Session) a firing's outputs
+	// were last sent to. It is stored as the entry was first encoded (the
+	// session the firing answered), so a key reloaded while that session
+	// lives (a passivation, the memory budget's) does not send them to it
+	// again; a session sent them after that is in memory only, and gets
+	// them once more after a reload. Empty for an input's entries.
+	SentTo string `json:"to,omitempty"`
 	// id names the entry's part in a state stored in parts ("o:" and id
 	// in 16 hex digits; ascending in outbox order); memory only otherwise.
 	id uint64
@@ -209,6 +213,10 @@ func appendOutboxEntry(b []byte, e *outboxEntry, spans [][2]int) ([]byte, [][2]i
 			}
 		}
 		b = append(b, ']')
+	}
+	if e.SentTo != "" {
+		b = append(b, `,"to":`...)
+		b = jsonenc.AppendString(b, e.SentTo)
 	}
 	b = append(b, '}')
 	if bytes.ContainsAny(b[start:], "<>&") {

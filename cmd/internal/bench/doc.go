@@ -17,8 +17,8 @@
 //   - q8 is joins.NewWindowJoin with 10 s tumbling windows driven by
 //     timers.TimerService and a bounded-out-of-orderness watermark
 //     (max(ts) - bound - 1). The node's window join reads plain JSON
-//     events, so on the node levels (node, node+redis; node+redis+budget
-//     only when named with -workloads) the stream's persons and auctions
+//     events, so on the node levels (node, node+redis, node+redis+budget;
+//     not the stream systems) the stream's persons and auctions
 //     are written as plain JSON (the fields q8 reads) to two files, read by
 //     two file sources with side: left/right and the core's bound as
 //     max_out_of_orderness, and the node's baseline reads those same

@@ -126,12 +126,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			r := Result{Workload: w.Name, System: sys, Doc: w.Doc, Events: len(in.Lines), InputLines: len(in.Lines),
 				Rounds: o.Rounds, GenCPUSec: gen.Seconds(), SkewOf: w.SkewOf, HotKeyShare: in.HotKeyShare}
 			lines := in.Lines
-			if why := defaultSkip(w, sys, len(o.Workloads) > 0); why != "" {
-				r.Skipped = why
-				byEngine[sys] = &r
-				rep.Results = append(rep.Results, r)
-				continue
-			}
 			var err error
 			switch sys {
 			case SysCore:
@@ -364,15 +358,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.Targets = targets(rep)
 	return rep, nil
-}
-
-// defaultSkip is why w is skipped on sys ("": it runs): its DefaultSkip,
-// unless the run named its workloads.
-func defaultSkip(w *Workload, sys string, named bool) string {
-	if why := w.DefaultSkip[sys]; why != "" && !named {
-		return why + "; -workloads " + w.Name + " runs it"
-	}
-	return ""
 }
 
 // runRounds alternates engine and baseline runs (the order flips each

@@ -201,22 +201,3 @@ func TestQ8NodeMatchesCore(t *testing.T) {
 		t.Errorf("node read %d lines of %d events: want the persons and auctions only", nd.InputLines, nd.Events)
 	}
 }
-
-// TestDefaultSkip: a workload's DefaultSkip applies to a run of the
-// default workloads only.
-func TestDefaultSkip(t *testing.T) {
-	for _, c := range []struct {
-		sys   string
-		named bool
-		skip  bool
-	}{
-		{SysNodeRedisBudget, false, true},
-		{SysNodeRedisBudget, true, false},
-		{SysNode, false, false},
-		{SysNodeRedis, false, false},
-	} {
-		if got := defaultSkip(q8, c.sys, c.named); (got != "") != c.skip {
-			t.Errorf("q8 on %s, named %v: skip %q, want skipped %v", c.sys, c.named, got, c.skip)
-		}
-	}
-}

@@ -113,10 +113,6 @@ type Workload struct {
 	// Baseline there.
 	NodeSources  []SideSource
 	NodeBaseline func(lines [][]byte, probe func(live int)) RunResult
-	// DefaultSkip, by system, is why a run of the default workloads (no
-	// Options.Workloads) skips the workload there; naming it in
-	// Options.Workloads (-workloads) runs it.
-	DefaultSkip map[string]string
 	// LatencyFrom says what an output's latency is counted from (see
 	// Latency); NodeLatency asks for the open-loop run on the node levels
 	// too.
@@ -326,11 +322,7 @@ var q8 = &Workload{
 	// The node's baseline reads the node's input: the same events as
 	// plain JSON, decoded as the node decodes them (encoding/json).
 	NodeBaseline: q8Job.nodeBaseline,
-	DefaultSkip: map[string]string{SysNodeRedisBudget: "skipped in the default run, its result does not verify: under the budget's " +
-		"passivations the node writes some window outputs again under the same id (at the small scale 3 to 239 extra lines " +
-		"over the 3,874 pairs in 5 runs: a reloaded key re-sends its uncommitted firings' outputs once, keycore's " +
-		"outboxEntry.sentTo being memory only; output is at-least-once with stable ids, and the bench's checksum counts every line)"},
-	LatencyFrom: "the watermark passing the window end (the arrival of the event that moved it)",
+	LatencyFrom:  "the watermark passing the window end (the arrival of the event that moved it)",
 }
 
 // q8NodeJob is q8Spec as a job: its output columns and their names are
