@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,7 +178,23 @@ func (f *fleet) start(t *testing.T, n int) *proc {
 	if f.opts.net != nil {
 		wrap = f.opts.net.exec(n)
 	}
-	return startProc(t, f.dir, fmt.Sprint("n", n), fmt.Sprintf("n%d.yaml", n), wrap...)
+	p := startProc(t, f.dir, fmt.Sprint("n", n), fmt.Sprintf("n%d.yaml", n), wrap...)
+	if f.opts.admin {
+		// Its admin endpoint serves once the node has started: a test that
+		// reads every node's /metrics as soon as output flows must not
+		// race a node still starting (n1 can write output before n2 and n3
+		// have come up on a loaded machine: PassivateEveryKey failed so).
+		base := f.admin[n-1]
+		// Any answer will do (a probe's verdict is the tests' to check).
+		testutil.WaitFor(t, scaled(time.Minute), func() error {
+			resp, err := http.Get(base + "/healthz")
+			if err != nil {
+				return err
+			}
+			return resp.Body.Close()
+		})
+	}
+	return p
 }
 
 func (f *fleet) startIngest(t *testing.T) { f.n1 = f.start(t, 1) }
