@@ -48,6 +48,61 @@ func snapSize[T any](n int, es []T, enc func(*T) []byte) int {
 func elemEnc(e *elem) []byte           { return e.enc }
 func matchElemEnc(e *matchElem) []byte { return e.enc }
 
+// JSONCacher is implemented by the event-time joins whose Snapshot caches
+// each buffered element's JSON. CachedJSON is the bytes those caches hold:
+// heap the state's encoded size does not tell (it is as much again as the
+// elements' part of the snapshot), which a node's memory budget adds
+// (keycore.Write.Cached).
+type JSONCacher interface {
+	CachedJSON() int
+}
+
+var (
+	_ JSONCacher = (*Windowed)(nil)
+	_ JSONCacher = (*Interval)(nil)
+	_ JSONCacher = (*TimeBounded)(nil)
+	_ JSONCacher = (*Temporal)(nil)
+	_ JSONCacher = (*TemporalKafka)(nil)
+)
+
+// CachedJSON implements JSONCacher.
+func (j *Windowed) CachedJSON() int {
+	n := 0
+	for _, w := range j.wins {
+		n += cachedJSON(w.L) + cachedJSON(w.R)
+	}
+	return n
+}
+
+// CachedJSON implements JSONCacher.
+func (j *Interval) CachedJSON() int { return cachedJSON(j.left) + cachedJSON(j.right) }
+
+// CachedJSON implements JSONCacher.
+func (j *TimeBounded) CachedJSON() int {
+	n := 0
+	for _, es := range [2][]matchElem{j.left, j.right} {
+		for i := range es {
+			n += cap(es[i].enc)
+		}
+	}
+	return n
+}
+
+// CachedJSON implements JSONCacher.
+func (j *Temporal) CachedJSON() int { return cachedJSON(j.versions) + cachedJSON(j.probes) }
+
+// CachedJSON implements JSONCacher.
+func (j *TemporalKafka) CachedJSON() int { return cachedJSON(j.versions) + cachedJSON(j.probes) }
+
+// cachedJSON is the bytes of es's cached JSON.
+func cachedJSON(es []elem) int {
+	n := 0
+	for i := range es {
+		n += cap(es[i].enc)
+	}
+	return n
+}
+
 // appendPosition appends p as encoding/json encodes a record.Position.
 func appendPosition(b []byte, p *record.Position) []byte {
 	b = append(b, `{"source":`...)

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/record"
 )
 
@@ -31,6 +32,40 @@ func checkSnapshotExact(t testing.TB, j Timed) {
 		if got := j.Snapshot(); !bytes.Equal(got, want) {
 			t.Fatalf("snapshot %d\n%q\nwant (encoding/json)\n%q", i, got, want)
 		}
+	}
+}
+
+// checkCachedJSON fails unless j's CachedJSON, after a Snapshot, is the
+// length of its elements' encodings.
+func checkCachedJSON(t *testing.T, j Timed) {
+	t.Helper()
+	var es []elem
+	switch j := j.(type) {
+	case *Windowed:
+		for _, w := range j.wins {
+			es = append(append(es, w.L...), w.R...)
+		}
+	case *Interval:
+		es = append(append(es, j.left...), j.right...)
+	case *TimeBounded:
+		for _, m := range append(append([]matchElem(nil), j.left...), j.right...) {
+			es = append(es, m.elem)
+		}
+	case *Temporal:
+		es = append(append(es, j.versions...), j.probes...)
+	case *TemporalKafka:
+		es = append(append(es, j.versions...), j.probes...)
+	}
+	want := 0
+	for _, e := range es {
+		b, err := jsonenc.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want += len(b)
+	}
+	if got := j.(JSONCacher).CachedJSON(); got != want {
+		t.Fatalf("CachedJSON %d, want %d", got, want)
 	}
 }
 
@@ -201,6 +236,7 @@ func TestSnapshotHandWrittenRandom(t *testing.T) {
 				j := fresh()
 				randSnapState(rng, j)
 				checkSnapshotExact(t, j)
+				checkCachedJSON(t, j)
 				// Invalid UTF-8 is written as U+FFFD, which a Restore
 				// reads back as itself: not the same state.
 				if snap := j.Snapshot(); !bytes.Contains(snap, []byte(`\ufffd`)) {
