@@ -7,7 +7,7 @@ import (
 // TestWriteCached: a Write says how many bytes of JSON the join caches
 // for its snapshots (the memory budget adds them): a window join's
 // elements' after the state is encoded, none for a CDC join (its row
-// cache is within actors.StateFactor, as measured when it was set).
+// cache, older than the budget, is not reported).
 func TestWriteCached(t *testing.T) {
 	for _, tc := range []struct {
 		join, events string
