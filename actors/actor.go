@@ -146,14 +146,15 @@ type keyActor struct {
 }
 
 // account tells the budget that the key was just used and what it holds
-// (size: its encoded state's bytes, when the request wrote one, wrote;
+// (size: its encoded state's bytes, and cached: its join's snapshot caches
+// — keycore.Write's Size and Cached — when the request wrote one, wrote;
 // else the last figure stays).
-func (a *keyActor) account(ctx actor.Context, size int, wrote bool) {
+func (a *keyActor) account(ctx actor.Context, size, cached int, wrote bool) {
 	if a.deps.Budget == nil {
 		return
 	}
 	if wrote || a.bytes == 0 {
-		a.bytes = int64(ActivationBytes + StateFactor*size)
+		a.bytes = int64(ActivationBytes + StateFactor*size + cached)
 	}
 	a.deps.Budget.touch(&a.budget, ctx.Self(), a.bytes)
 }
@@ -259,7 +260,7 @@ func (a *keyActor) start(ctx actor.Context, key string) {
 	if a.deps.Events != nil {
 		a.deps.Events.Activated(a.deps.Job, a.core.Key())
 	}
-	a.account(ctx, 0, true)
+	a.account(ctx, 0, 0, true)
 }
 
 // abandon stops the activation after a failed write: its memory is ahead

@@ -204,10 +204,10 @@ func (a *keyActor) apply(ctx actor.Context, req *keycore.Request, m *keypb.Apply
 	case r.Wait:
 		// A write is in flight: this request's change goes out with the
 		// next one (group commit), and so does its answer.
-		a.account(ctx, 0, false)
+		a.account(ctx, 0, 0, false)
 		a.waiting = append(a.waiting, w)
 	case r.Write == nil:
-		a.account(ctx, 0, false)
+		a.account(ctx, 0, 0, false)
 		respond(answer)
 	default:
 		a.submitOne(ctx, r.Write, w, &buf.pw)

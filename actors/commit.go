@@ -42,7 +42,7 @@ func (a *keyActor) submitOne(ctx actor.Context, w *keycore.Write, wt waiter, p *
 }
 
 func (a *keyActor) write(ctx actor.Context, w *keycore.Write, p *pendingWrite) {
-	a.account(ctx, w.Size, true)
+	a.account(ctx, w.Size, w.Cached, true)
 	snap := persistence.Snapshot{Job: a.deps.Job, Key: a.core.Key(), Epoch: a.core.Epoch(), Offsets: w.Offsets, State: w.State,
 		Parts: w.Parts, Delta: w.Delta}
 	if w.HasTimer {

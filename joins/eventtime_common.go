@@ -223,6 +223,11 @@ type elem struct {
 	Ts  int64           `json:"t"`
 	Pos record.Position `json:"p"`
 	Row record.Row      `json:"r"`
+	// enc is the element's JSON, {"t":..,"p":..,"r":..}, cached by the
+	// first snapshot that writes it (appendElem): an element is never
+	// modified once buffered — joins replace a whole elem (and with it
+	// its cache), never its Ts, Pos or Row in place. Copies share it.
+	enc []byte
 }
 
 func elemOf(e Element) elem { return elem{Ts: e.Ts, Pos: e.Pos, Row: e.Row} }

@@ -48,6 +48,9 @@ func (d *tdriver) effects() {
 	d.out = append(d.out, d.fx.Out...)
 	d.late = append(d.late, d.fx.Late...)
 	d.fx.Reset()
+	// Every step: the hand-written snapshot (cached element JSON, filled
+	// by earlier steps) is still the reflective encoding's bytes.
+	checkSnapshotExact(d.t, d.j)
 	if d.rng != nil && d.rng.Float64() < d.restore {
 		snap := d.j.Snapshot()
 		k := d.fresh()
@@ -310,7 +313,8 @@ func checkRestoreErrors(t *testing.T, j Timed, extra ...string) {
 
 // fuzzRestore is the body of every Restore fuzz test: no panic, a failed
 // restore leaves an empty join empty, a snapshot of a restored state
-// round-trips, and the restored state is usable.
+// round-trips (and is the reflective encoding's bytes, before and after
+// the state is used), and the restored state is usable.
 func fuzzRestore(t *testing.T, fresh func() Timed, b []byte) {
 	j := fresh()
 	if err := j.Restore(b); err != nil {
@@ -319,6 +323,7 @@ func fuzzRestore(t *testing.T, fresh func() Timed, b []byte) {
 		}
 		return
 	}
+	checkSnapshotExact(t, j)
 	s1 := j.Snapshot()
 	k := fresh()
 	if err := k.Restore(s1); err != nil {
@@ -330,10 +335,11 @@ func fuzzRestore(t *testing.T, fresh func() Timed, b []byte) {
 	var fx Effects
 	j.OnElement(Element{Side: record.Left, Ts: 5, Row: named("x")}, 0, &fx)
 	j.OnElement(Element{Side: record.Right, Ts: 6, Row: named("y")}, 0, &fx)
+	checkSnapshotExact(t, j)
 	for _, ts := range []int64{0, 10, 100, math.MaxInt64} {
 		j.OnTimer(ts, ts, &fx)
+		checkSnapshotExact(t, j)
 	}
-	_ = j.Snapshot()
 }
 
 // benchTimed measures OnElement plus timers over a stream of n keys' worth of

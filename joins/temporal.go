@@ -188,9 +188,20 @@ type temporalSnap struct {
 
 // Snapshot encodes the state: TimedSnapshotVersion, 'T', then JSON of the
 // versions (a delete has "r":null) and the pending probes. Equal states
-// encode to equal bytes.
-func (j *Temporal) Snapshot() []byte {
+// encode to equal bytes. It is snapshotReflect's bytes, written from the elements' cached JSON.
+func (j *Temporal) Snapshot() []byte { return temporalSnapshot('T', j.versions, j.probes) }
+
+// snapshotReflect is Snapshot by encoding/json's reflection.
+func (j *Temporal) snapshotReflect() []byte {
 	return encodeSnap('T', temporalSnap{V: j.versions, P: j.probes})
+}
+
+// temporalSnapshot encodes a temporalSnap of kind from the elements'
+// cached JSON (Temporal, TemporalKafka).
+func temporalSnapshot(kind byte, versions, probes []elem) []byte {
+	return fastSnap(kind, snapSize(snapSize(16, versions, elemEnc), probes, elemEnc), func(b []byte) ([]byte, bool) {
+		return appendSides(b, "v", "p", versions, probes, appendElem)
+	}, func() any { return temporalSnap{V: versions, P: probes} })
 }
 
 // Restore replaces the state with the one b encodes; on error (a wrapped

@@ -179,8 +179,12 @@ func (j *TemporalKafka) Empty() bool { return len(j.versions) == 0 && len(j.prob
 
 // Snapshot encodes the state: TimedSnapshotVersion, 'K', then JSON of the
 // versions (a tombstone has "r":null) and the buffered stream records.
-// Equal states encode to equal bytes.
-func (j *TemporalKafka) Snapshot() []byte {
+// Equal states encode to equal bytes. It is snapshotReflect's bytes,
+// written from the elements' cached JSON.
+func (j *TemporalKafka) Snapshot() []byte { return temporalSnapshot('K', j.versions, j.probes) }
+
+// snapshotReflect is Snapshot by encoding/json's reflection.
+func (j *TemporalKafka) snapshotReflect() []byte {
 	return encodeSnap('K', temporalSnap{V: j.versions, P: j.probes})
 }
 

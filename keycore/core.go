@@ -352,6 +352,7 @@ func (c *Core) write() (*Write, error) {
 		}
 		w.State, w.Size = b, len(b)
 	}
+	w.Cached = c.m.CachedJSON() // after the encoding, which fills the caches
 	w.NextTimer, w.HasTimer = c.m.NextTimer()
 	c.pending++
 	return w, nil

@@ -183,6 +183,15 @@ func (m *Machine) Idle() bool { return m.Empty() && m.timers.Len() == 0 }
 
 // Snapshot encodes the join's state (versioned, deterministic; timers and
 // watermark are not in it: Core persists them beside it).
+// CachedJSON is the bytes of JSON the join caches for its snapshots
+// (joins.JSONCacher; 0 for a join that does not say).
+func (m *Machine) CachedJSON() int {
+	if c, ok := m.timed.(joins.JSONCacher); ok {
+		return c.CachedJSON()
+	}
+	return 0
+}
+
 func (m *Machine) Snapshot() []byte {
 	if m.timed != nil {
 		return m.timed.Snapshot()

@@ -71,6 +71,11 @@ type Write struct {
 	// Size estimates the bytes the key's whole state takes (len(State)
 	// without Config.Parts), for drivers that account memory per key.
 	Size int
+	// Cached is the heap the join's snapshot caches hold (the event-time
+	// joins' element JSON, Machine.CachedJSON), on top of what Size says:
+	// a window join key's decoded state is about 4× its encoding, and the
+	// cache as much again as the elements' part of it.
+	Cached int
 }
 
 // Ready is what one Step decided.

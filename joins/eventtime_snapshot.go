@@ -1,0 +1,236 @@
+package joins
+
+// Hand-written snapshot encoding of the event-time joins that buffer
+// elements: exactly the bytes encodeSnap (encoding/json by reflection,
+// HTML escaping off) writes for their snapshot structs, but each
+// element's JSON is encoded once and cached in the element (elem.enc), so
+// a state write copies the buffered rows' bytes instead of re-encoding
+// them. encodeSnap was most of the window join's state write on q8
+// (docs/benchmarks.md, "Where the node's CPU goes on q8"). A row holding a
+// value jsonenc cannot encode exactly makes the join fall back to
+// encodeSnap for that snapshot.
+
+import (
+	"strconv"
+
+	"github.com/joinery/joinery/internal/jsonenc"
+	"github.com/joinery/joinery/record"
+)
+
+// fastSnap returns TimedSnapshotVersion, kind, then what body appends —
+// the snapshot struct's JSON — or, when body is not ok, encodeSnap(kind,
+// slow): the reflective encoding, which also reports a value
+// encoding/json rejects. size estimates the length (snapSize): one
+// allocation when it is enough. (jsonenc.Exact's pooled buffer is not
+// used: a key's window state is often larger than the pool keeps, and
+// growing a buffer from scratch was most of the bytes allocated.)
+func fastSnap(kind byte, size int, body func(b []byte) ([]byte, bool), slow func() any) []byte {
+	b, ok := body(append(make([]byte, 0, size), TimedSnapshotVersion, kind))
+	if !ok {
+		return encodeSnap(kind, slow())
+	}
+	return b
+}
+
+// snapSize adds to n the bytes es will take in a snapshot: the cached
+// JSON's length, or a guess for an element not yet encoded.
+func snapSize[T any](n int, es []T, enc func(*T) []byte) int {
+	for i := range es {
+		if e := enc(&es[i]); e != nil {
+			n += len(e) + 12 // a matchElem's ,"m":true
+		} else {
+			n += 256
+		}
+	}
+	return n
+}
+
+func elemEnc(e *elem) []byte           { return e.enc }
+func matchElemEnc(e *matchElem) []byte { return e.enc }
+
+// JSONCacher is implemented by the event-time joins whose Snapshot caches
+// each buffered element's JSON. CachedJSON is the bytes those caches hold:
+// heap the state's encoded size does not tell (it is as much again as the
+// elements' part of the snapshot), which a node's memory budget adds
+// (keycore.Write.Cached).
+type JSONCacher interface {
+	CachedJSON() int
+}
+
+var (
+	_ JSONCacher = (*Windowed)(nil)
+	_ JSONCacher = (*Interval)(nil)
+	_ JSONCacher = (*TimeBounded)(nil)
+	_ JSONCacher = (*Temporal)(nil)
+	_ JSONCacher = (*TemporalKafka)(nil)
+)
+
+// CachedJSON implements JSONCacher.
+func (j *Windowed) CachedJSON() int {
+	n := 0
+	for _, w := range j.wins {
+		n += cachedJSON(w.L) + cachedJSON(w.R)
+	}
+	return n
+}
+
+// CachedJSON implements JSONCacher.
+func (j *Interval) CachedJSON() int { return cachedJSON(j.left) + cachedJSON(j.right) }
+
+// CachedJSON implements JSONCacher.
+func (j *TimeBounded) CachedJSON() int {
+	n := 0
+	for _, es := range [2][]matchElem{j.left, j.right} {
+		for i := range es {
+			n += cap(es[i].enc)
+		}
+	}
+	return n
+}
+
+// CachedJSON implements JSONCacher.
+func (j *Temporal) CachedJSON() int { return cachedJSON(j.versions) + cachedJSON(j.probes) }
+
+// CachedJSON implements JSONCacher.
+func (j *TemporalKafka) CachedJSON() int { return cachedJSON(j.versions) + cachedJSON(j.probes) }
+
+// cachedJSON is the bytes of es's cached JSON.
+func cachedJSON(es []elem) int {
+	n := 0
+	for i := range es {
+		n += cap(es[i].enc)
+	}
+	return n
+}
+
+// appendPosition appends p as encoding/json encodes a record.Position.
+func appendPosition(b []byte, p *record.Position) []byte {
+	b = append(b, `{"source":`...)
+	b = jsonenc.AppendString(b, p.Source)
+	b = append(b, `,"partition":`...)
+	b = strconv.AppendInt(b, int64(p.Partition), 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, p.Offset, 10)
+	return append(b, '}')
+}
+
+// appendElem appends e as encoding/json encodes an elem, from its cache
+// (filled here on first use). ok is false when its row holds a value
+// jsonenc does not encode exactly; nothing is cached then.
+func appendElem(b []byte, e *elem) ([]byte, bool) {
+	if e.enc == nil {
+		start := len(b)
+		b = append(b, `{"t":`...)
+		b = strconv.AppendInt(b, e.Ts, 10)
+		b = append(b, `,"p":`...)
+		b = appendPosition(b, &e.Pos)
+		b = append(b, `,"r":`...)
+		var ok bool
+		if b, ok = jsonenc.AppendValue(b, e.Row); !ok {
+			return b, false
+		}
+		b = append(b, '}')
+		e.enc = append(make([]byte, 0, len(b)-start), b[start:]...)
+		return b, true
+	}
+	return append(b, e.enc...), true
+}
+
+// appendMatchElem appends e as encoding/json encodes a matchElem: the
+// embedded elem's fields, then "m":true when matched (the flag changes in
+// place, so it is not in the cache).
+func appendMatchElem(b []byte, e *matchElem) ([]byte, bool) {
+	b, ok := appendElem(b, &e.elem)
+	if ok && e.Matched {
+		b = append(b[:len(b)-1], `,"m":true}`...)
+	}
+	return b, ok
+}
+
+// appendList appends es as encoding/json encodes a slice: null when nil,
+// else [one(e),...].
+func appendList[T any](b []byte, es []T, one func([]byte, *T) ([]byte, bool)) ([]byte, bool) {
+	if es == nil {
+		return append(b, "null"...), true
+	}
+	b = append(b, '[')
+	for i := range es {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = one(b, &es[i]); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
+}
+
+// appendInts appends m as encoding/json encodes a non-nil []int.
+func appendInts(b []byte, m []int) []byte {
+	b = append(b, '[')
+	for i, p := range m {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(p), 10)
+	}
+	return append(b, ']')
+}
+
+// appendSides appends {"<l>":L,"<r>":R}, two buffers without omitempty,
+// as encoding/json encodes sidesSnap, matchSnap and temporalSnap.
+func appendSides[T any](b []byte, lname, rname string, l, r []T, one func([]byte, *T) ([]byte, bool)) ([]byte, bool) {
+	b = append(b, `{"`...)
+	b = append(b, lname...)
+	b = append(b, `":`...)
+	b, ok := appendList(b, l, one)
+	if !ok {
+		return b, false
+	}
+	b = append(b, `,"`...)
+	b = append(b, rname...)
+	b = append(b, `":`...)
+	if b, ok = appendList(b, r, one); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendWinState appends w as encoding/json encodes a *winState (null
+// when nil): omitempty leaves out a false Fired and empty L, R, LM, RM.
+func appendWinState(b []byte, w **winState) ([]byte, bool) {
+	ws := *w
+	if ws == nil {
+		return append(b, "null"...), true
+	}
+	b = append(b, `{"w":{"s":`...)
+	b = strconv.AppendInt(b, ws.W.Start, 10)
+	b = append(b, `,"e":`...)
+	b = strconv.AppendInt(b, ws.W.End, 10)
+	b = append(b, `},"a":`...)
+	b = appendPosition(b, &ws.First)
+	if ws.Fired {
+		b = append(b, `,"f":true`...)
+	}
+	var ok bool
+	if len(ws.L) > 0 {
+		b = append(b, `,"l":`...)
+		if b, ok = appendList(b, ws.L, appendElem); !ok {
+			return b, false
+		}
+	}
+	if len(ws.R) > 0 {
+		b = append(b, `,"r":`...)
+		if b, ok = appendList(b, ws.R, appendElem); !ok {
+			return b, false
+		}
+	}
+	if len(ws.LM) > 0 {
+		b = appendInts(append(b, `,"lm":`...), ws.LM)
+	}
+	if len(ws.RM) > 0 {
+		b = appendInts(append(b, `,"rm":`...), ws.RM)
+	}
+	return append(b, '}'), true
+}
