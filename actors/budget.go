@@ -20,10 +20,11 @@ const StateFactor = 4
 
 // Budget keeps the live key actors of a node within a memory budget: each
 // activation is accounted ActivationBytes plus StateFactor × its encoded
-// state plus its join's snapshot caches (keycore.Write.Cached), and when the total passes the limit the least recently used
-// activations are asked to passivate (their state is durable; the next
-// request reactivates them from the store) until it is back under the low
-// water mark (90% of the limit). Methods are safe for concurrent use; the
+// state plus its join's snapshot caches (keycore.Write.Cached), and when
+// the total passes the limit the least recently used activations are asked
+// to passivate (their state is durable; the next request reactivates them
+// from the store) until it is back under the low water mark (90% of the
+// limit). Methods are safe for concurrent use; the
 // key actors call them from their mailboxes.
 type Budget struct {
 	limit int64

@@ -181,8 +181,6 @@ func (m *Machine) Empty() bool {
 // no pending timer. A driver may forget an idle machine.
 func (m *Machine) Idle() bool { return m.Empty() && m.timers.Len() == 0 }
 
-// Snapshot encodes the join's state (versioned, deterministic; timers and
-// watermark are not in it: Core persists them beside it).
 // CachedJSON is the bytes of JSON the join caches for its snapshots
 // (joins.JSONCacher; 0 for a join that does not say).
 func (m *Machine) CachedJSON() int {
@@ -192,6 +190,8 @@ func (m *Machine) CachedJSON() int {
 	return 0
 }
 
+// Snapshot encodes the join's state (versioned, deterministic; timers and
+// watermark are not in it: Core persists them beside it).
 func (m *Machine) Snapshot() []byte {
 	if m.timed != nil {
 		return m.timed.Snapshot()
