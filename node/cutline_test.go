@@ -12,10 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/internal/cdcgen"
 	"github.com/joinery/joinery/internal/testutil"
-	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/node"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter"
@@ -75,23 +73,9 @@ dead_letter: dead.jsonl
 		}
 	}
 
-	table := joins.NewTable()
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		o, err := changelog.DecodeChangelog(line)
-		if err != nil {
-			t.Fatalf("out.jsonl line %d: %v", i+1, err)
-		}
-		if err := table.Apply(o); err != nil {
-			t.Fatalf("out.jsonl line %d: changelog inconsistent across the restart: %v", i+1, err)
-		}
-	}
-	diff(t, "after the cut", tableMap(table.Rows()), h.LeftJoin())
+	diff(t, "after the cut", tableMap(replayFile(t, out).Rows()), h.LeftJoin())
 
-	b, err = os.ReadFile(dead)
+	b, err := os.ReadFile(dead)
 	if err != nil {
 		t.Fatal(err)
 	}

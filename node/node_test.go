@@ -273,21 +273,28 @@ sinks: [{type: file, path: out.jsonl, format: changelog}]
 		t.Fatal(err)
 	}
 
+	diff(t, "restart", tableMap(replayFile(t, filepath.Join(dir, "out.jsonl")).Rows()), h.LeftJoin())
+}
+
+// replayFile applies a changelog file, every line of it whole, to a new
+// table.
+func replayFile(t *testing.T, path string) *joins.Table {
+	t.Helper()
 	table := joins.NewTable()
-	b, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+	for i, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
 		o, err := changelog.DecodeChangelog(line)
 		if err != nil {
-			t.Fatalf("line %d: %v", i+1, err)
+			t.Fatalf("%s line %d: %v", path, i+1, err)
 		}
 		if err := table.Apply(o); err != nil {
-			t.Fatalf("line %d: changelog inconsistent across the restart: %v", i+1, err)
+			t.Fatalf("%s line %d: changelog inconsistent across the restart: %v", path, i+1, err)
 		}
 	}
-	diff(t, "restart", tableMap(table.Rows()), h.LeftJoin())
+	return table
 }
 
 // TestNodePassivation makes keys passivate while the input flows: idle keys
