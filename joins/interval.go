@@ -187,7 +187,8 @@ type sidesSnap struct {
 }
 
 // Snapshot encodes the state: TimedSnapshotVersion, 'I', then JSON of both
-// buffers in order. Equal states encode to equal bytes. It is snapshotReflect's bytes, written from the elements' cached JSON.
+// buffers in order. Equal states encode to equal bytes. The bytes are
+// snapshotReflect's, written from the elements' cached JSON.
 func (j *Interval) Snapshot() []byte {
 	return fastSnap('I', snapSize(snapSize(16, j.left, elemEnc), j.right, elemEnc), func(b []byte) ([]byte, bool) {
 		return appendSides(b, "l", "r", j.left, j.right, appendElem)

@@ -349,7 +349,8 @@ type matchSnap struct {
 
 // Snapshot encodes the state: TimedSnapshotVersion, 'O', then JSON of both
 // buffers in order with their matched flags. Equal states encode to equal
-// bytes. It is snapshotReflect's bytes, written from the elements' cached JSON.
+// bytes. The bytes are snapshotReflect's, written from the elements'
+// cached JSON.
 func (j *TimeBounded) Snapshot() []byte {
 	return fastSnap('O', snapSize(snapSize(16, j.left, matchElemEnc), j.right, matchElemEnc), func(b []byte) ([]byte, bool) {
 		return appendSides(b, "l", "r", j.left, j.right, appendMatchElem)

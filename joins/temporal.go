@@ -188,7 +188,8 @@ type temporalSnap struct {
 
 // Snapshot encodes the state: TimedSnapshotVersion, 'T', then JSON of the
 // versions (a delete has "r":null) and the pending probes. Equal states
-// encode to equal bytes. It is snapshotReflect's bytes, written from the elements' cached JSON.
+// encode to equal bytes. The bytes are snapshotReflect's, written from the
+// elements' cached JSON.
 func (j *Temporal) Snapshot() []byte { return temporalSnapshot('T', j.versions, j.probes) }
 
 // snapshotReflect is Snapshot by encoding/json's reflection.
