@@ -120,6 +120,20 @@ func appendPosition(b []byte, p *record.Position) []byte {
 func appendElem(b []byte, e *elem) ([]byte, bool) {
 	if e.enc == nil {
 		start := len(b)
+		b, ok := appendElemUncached(b, e)
+		if ok {
+			e.enc = append(make([]byte, 0, len(b)-start), b[start:]...)
+		}
+		return b, ok
+	}
+	return append(b, e.enc...), true
+}
+
+// appendElemUncached is appendElem without filling the cache (using it
+// when filled): for the copies of an element that sit in several sliding
+// windows, each of which would hold its own cache.
+func appendElemUncached(b []byte, e *elem) ([]byte, bool) {
+	if e.enc == nil {
 		b = append(b, `{"t":`...)
 		b = strconv.AppendInt(b, e.Ts, 10)
 		b = append(b, `,"p":`...)
@@ -129,9 +143,7 @@ func appendElem(b []byte, e *elem) ([]byte, bool) {
 		if b, ok = jsonenc.AppendValue(b, e.Row); !ok {
 			return b, false
 		}
-		b = append(b, '}')
-		e.enc = append(make([]byte, 0, len(b)-start), b[start:]...)
-		return b, true
+		return append(b, '}'), true
 	}
 	return append(b, e.enc...), true
 }
@@ -199,7 +211,8 @@ func appendSides[T any](b []byte, lname, rname string, l, r []T, one func([]byte
 
 // appendWinState appends w as encoding/json encodes a *winState (null
 // when nil): omitempty leaves out a false Fired and empty L, R, LM, RM.
-func appendWinState(b []byte, w **winState) ([]byte, bool) {
+// Its elements are appended by one (appendElem, or appendElemUncached).
+func appendWinState(b []byte, w **winState, one func([]byte, *elem) ([]byte, bool)) ([]byte, bool) {
 	ws := *w
 	if ws == nil {
 		return append(b, "null"...), true
@@ -216,13 +229,13 @@ func appendWinState(b []byte, w **winState) ([]byte, bool) {
 	var ok bool
 	if len(ws.L) > 0 {
 		b = append(b, `,"l":`...)
-		if b, ok = appendList(b, ws.L, appendElem); !ok {
+		if b, ok = appendList(b, ws.L, one); !ok {
 			return b, false
 		}
 	}
 	if len(ws.R) > 0 {
 		b = append(b, `,"r":`...)
-		if b, ok = appendList(b, ws.R, appendElem); !ok {
+		if b, ok = appendList(b, ws.R, one); !ok {
 			return b, false
 		}
 	}

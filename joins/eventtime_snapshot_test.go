@@ -57,6 +57,9 @@ func checkCachedJSON(t *testing.T, j Timed) {
 		es = append(append(es, j.versions...), j.probes...)
 	}
 	want := 0
+	if w, ok := j.(*Windowed); ok && w.assigner.Kind == SlidingWindows {
+		es = nil // overlapping windows' copies of an element cache nothing
+	}
 	for _, e := range es {
 		b, err := jsonenc.Marshal(e)
 		if err != nil {
@@ -205,6 +208,7 @@ func randSnapState(rng *rand.Rand, j Timed) {
 func snapJoins() map[string]func() Timed {
 	return map[string]func() Timed{
 		"window":   func() Timed { return NewWindowJoin(windowSpec(Tumbling(10, 0), 0)) },
+		"sliding":  func() Timed { return NewWindowJoin(windowSpec(Sliding(10, 5, 0), 0)) },
 		"interval": func() Timed { return NewInterval(&IntervalSpec{Left: "l", Right: "r", Lower: -2, Upper: 1}) },
 		"timebound": func() Timed {
 			return NewTimeBounded(&TimeBoundedSpec{Type: TimedFullOuter, Left: "l", Right: "r", Upper: 3})

@@ -13,8 +13,14 @@ type windowSnap struct {
 // states encode to equal bytes. Rows must be JSON-encodable (Snapshot panics
 // otherwise, a broken invariant). Timers are not in it: they are the timer
 // service's, and follow from the windows. The bytes are snapshotReflect's,
-// written by hand from the elements' cached JSON (eventtime_snapshot.go).
+// written by hand from the elements' cached JSON (eventtime_snapshot.go);
+// not with overlapping sliding windows, where an element is copied into
+// each of its windows and every copy would cache its own JSON.
 func (j *Windowed) Snapshot() []byte {
+	one := appendElem
+	if a := j.assigner; a.Kind == SlidingWindows && a.Size > a.Slide {
+		one = appendElemUncached
+	}
 	size := 16
 	for _, w := range j.wins {
 		if w == nil { // never in a live state; encoded as null all the same
@@ -24,7 +30,7 @@ func (j *Windowed) Snapshot() []byte {
 	}
 	return fastSnap('W', size, func(b []byte) ([]byte, bool) {
 		b = append(b, `{"w":`...)
-		b, ok := appendList(b, j.wins, appendWinState)
+		b, ok := appendList(b, j.wins, func(b []byte, w **winState) ([]byte, bool) { return appendWinState(b, w, one) })
 		return append(b, '}'), ok
 	}, func() any { return windowSnap{W: j.wins} })
 }
