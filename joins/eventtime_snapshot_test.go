@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand"
 	"testing"
 
@@ -55,6 +56,14 @@ func checkCachedJSON(t *testing.T, j Timed) {
 		es = append(append(es, j.versions...), j.probes...)
 	case *TemporalKafka:
 		es = append(append(es, j.versions...), j.probes...)
+	case *TemporalFlink:
+		for _, k := range append(append([]kindElem(nil), j.versions...), j.probes...) {
+			es = append(es, k.elem)
+		}
+	case *TemporalLatest:
+		if j.latest != nil {
+			es = append(es, *j.latest)
+		}
 	}
 	want := 0
 	if w, ok := j.(*Windowed); ok && w.assigner.Kind == SlidingWindows {
@@ -161,6 +170,18 @@ func randProbes(rng *rand.Rand) []elem {
 	return es
 }
 
+// randKinds gives es random row kinds (Insert most often: it is left out).
+func randKinds(rng *rand.Rand, es []elem) []kindElem {
+	if es == nil {
+		return nil
+	}
+	ks := make([]kindElem, len(es))
+	for i, e := range es {
+		ks[i] = kindElem{elem: e, K: record.Kind(max(0, rng.Intn(6)-2))}
+	}
+	return ks
+}
+
 // randMatched is an ascending subset of [0, n), nil when empty.
 func randMatched(rng *rand.Rand, n int) []int {
 	var m []int
@@ -199,6 +220,21 @@ func randSnapState(rng *rand.Rand, j Timed) {
 		j.versions, j.probes = randVersions(rng), randProbes(rng)
 	case *TemporalKafka:
 		j.versions, j.probes = randVersions(rng), randProbes(rng)
+	case *TemporalFlink:
+		j.versions, j.probes = randKinds(rng, randVersions(rng)), randKinds(rng, randElems(rng, rng.Intn(5)))
+		for i := range j.probes {
+			if j.probes[i].Row == nil {
+				j.probes[i].Row = record.Row{}
+			}
+		}
+		if len(j.probes) > 0 || rng.Intn(2) == 0 { // Restore wants a timer for probes
+			tm := rng.Int63n(200) - 100
+			j.timer = &tm
+		}
+	case *TemporalLatest:
+		if p := randProbes(rng); len(p) > 0 {
+			j.latest = &p[0]
+		}
 	default:
 		panic(fmt.Sprintf("randSnapState: %T", j))
 	}
@@ -216,6 +252,8 @@ func snapJoins() map[string]func() Timed {
 		"unbounded":  func() Timed { return NewUnbounded(&UnboundedSpec{Type: TimedLeftOuter, Left: "l", Right: "r", TTL: 5}) },
 		"temporal":   func() Timed { return NewTemporal(&TemporalSpec{Left: "l", Right: "r"}) },
 		"temporalkf": func() Timed { return NewTemporalKafka(&TemporalSpec{Left: "l", Right: "r"}) },
+		"temporalfl": func() Timed { return NewTemporalFlink(&TemporalSpec{Left: "l", Right: "r"}) },
+		"latest":     func() Timed { return NewTemporalLatest(&TemporalSpec{Left: "l", Right: "r"}) },
 	}
 }
 
@@ -264,6 +302,13 @@ func TestSnapshotHandWrittenRandom(t *testing.T) {
 					for i := range j.left {
 						j.left[i].Matched = !j.left[i].Matched
 					}
+				case *TemporalFlink: // the join does not, but "k" and "tm" are outside the cache
+					for i := range j.probes {
+						j.probes[i].K = record.Kind(3 - j.probes[i].K)
+					}
+					if j.timer == nil {
+						j.timer = new(int64)
+					}
 				}
 				checkSnapshotExact(t, j)
 			}
@@ -304,6 +349,18 @@ func TestSnapshotHandWrittenEdges(t *testing.T) {
 	tb := NewTimeBounded(&TimeBoundedSpec{Left: "l", Right: "r", Upper: 1})
 	tb.left = []matchElem{{}}
 	checkSnapshotExact(t, tb)
+	// A timer at an extreme, a kind only String names, empty buffers.
+	fl := NewTemporalFlink(&TemporalSpec{Left: "l", Right: "r"})
+	tm := int64(math.MinInt64)
+	fl.versions, fl.probes, fl.timer = []kindElem{}, []kindElem{{K: record.Kind(9)}, {K: record.Delete}}, &tm
+	checkSnapshotExact(t, fl)
+	// A version that falls back to encoding/json caches nothing.
+	lt := NewTemporalLatest(&TemporalSpec{Left: "l", Right: "r"})
+	lt.latest = &elem{Row: record.Row{"x": 7}}
+	checkSnapshotExact(t, lt)
+	if lt.latest.enc != nil {
+		t.Fatalf("a row with an int was cached: %q", lt.latest.enc)
+	}
 }
 
 // BenchmarkWindowSnapshot is a window join key's state write on a q8-like
