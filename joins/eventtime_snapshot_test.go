@@ -375,15 +375,7 @@ func BenchmarkWindowSnapshot(b *testing.B) {
 			b.Run(fmt.Sprintf("rows=%d/%s", n, mode), func(b *testing.B) {
 				size := int64(2 * n)
 				j := NewWindowJoin(windowSpec(Tumbling(size, 0), size))
-				rows := make([]record.Row, 2*size) // read-only, reused cyclically
-				for i := range rows {
-					rows[i] = record.Row{"id": json.Number(fmt.Sprint(1000 + i)), "name": "Luke Shultz",
-						"city": "Seattle", "state": "WA", "email": "luke@example.com <x&y>", "dateTime": json.Number(fmt.Sprint(i))}
-					if i%2 == 1 {
-						rows[i] = record.Row{"id": json.Number(fmt.Sprint(i)), "seller": json.Number("1000"),
-							"itemName": "wkx mgee", "category": json.Number("10"), "initialBid": json.Number("100"), "reserve": 1234.5, "expires": json.Number(fmt.Sprint(i + 20))}
-					}
-				}
+				rows := benchSnapRows(int(2 * size))
 				var fx Effects
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -393,20 +385,84 @@ func BenchmarkWindowSnapshot(b *testing.B) {
 					if i%2 == 1 {
 						side = record.Right
 					}
-					b.StopTimer() // the join's own work (firing: outputs) is not measured
-					j.OnElement(Element{Side: side, Ts: ts, Row: row, Pos: record.Position{Source: "bids", Offset: ts}}, ts-1, &fx)
-					if ts%size == 0 && ts > 0 {
-						j.OnTimer(ts-1, ts-1, &fx) // the window ended at ts fires; the one before it is cleaned up
-					}
-					fx.Reset()
-					b.StartTimer()
-					if mode == "reflect" {
-						_ = j.snapshotReflect()
-					} else {
-						_ = j.Snapshot()
-					}
+					// At ts-1 the window ended at ts fires; the one before it is cleaned up.
+					benchSnapOp(b, j, mode, Element{Side: side, Ts: ts, Row: row, Pos: record.Position{Source: "bids", Offset: ts}},
+						ts%size == 0 && ts > 0, ts-1, &fx)
 				}
 			})
 		}
+	}
+}
+
+// benchSnapRows are n q8-like rows, person-like at even indexes and
+// auction-like at odd ones: read-only, reused cyclically.
+func benchSnapRows(n int) []record.Row {
+	rows := make([]record.Row, n)
+	for i := range rows {
+		rows[i] = record.Row{"id": json.Number(fmt.Sprint(1000 + i)), "name": "Luke Shultz",
+			"city": "Seattle", "state": "WA", "email": "luke@example.com <x&y>", "dateTime": json.Number(fmt.Sprint(i))}
+		if i%2 == 1 {
+			rows[i] = record.Row{"id": json.Number(fmt.Sprint(i)), "seller": json.Number("1000"),
+				"itemName": "wkx mgee", "category": json.Number("10"), "initialBid": json.Number("100"), "reserve": 1234.5, "expires": json.Number(fmt.Sprint(i + 20))}
+		}
+	}
+	return rows
+}
+
+// BenchmarkTemporalSnapshot is a temporal join key's state write: per op
+// one element is added, untimed (a version every fourth op, else a
+// probe; every eighth element an UpdateAfter), then Snapshot is timed.
+// "flink": a Flink temporal key fired every 2n ops at a watermark n ops
+// back, so it holds about n to 2n probes and the versions since the
+// watermark; "latest": the latest-version join, whose state is the
+// current version. "reflect" is encodeSnap (snapshotReflect), "cached"
+// Snapshot.
+func BenchmarkTemporalSnapshot(b *testing.B) {
+	const n = 16
+	spec := &TemporalSpec{Type: TimedLeftOuter, Left: "l", Right: "r", Semantics: SemanticsFlink}
+	for _, join := range []string{"flink", "latest"} {
+		for _, mode := range []string{"reflect", "cached"} {
+			b.Run(join+"/"+mode, func(b *testing.B) {
+				var j reflectSnapshotter = NewTemporalFlink(spec)
+				if join == "latest" {
+					j = NewTemporalLatest(spec)
+				}
+				rows := benchSnapRows(4 * n)
+				var fx Effects
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					ts := int64(i)
+					side, kind := record.Left, record.Insert
+					if i%4 == 3 {
+						side = record.Right
+					}
+					if i%8 == 5 {
+						kind = record.UpdateAfter
+					}
+					benchSnapOp(b, j, mode, Element{Side: side, Kind: kind, Ts: ts, Row: rows[i%len(rows)], Pos: record.Position{Source: "bids", Offset: ts}},
+						ts%(2*n) == 0 && ts > 0, ts-n, &fx)
+				}
+			})
+		}
+	}
+}
+
+// benchSnapOp is one op of the snapshot benchmarks: untimed, e is added
+// (at watermark e.Ts-1) and, if fire, a timer at at fires (watermark at);
+// then one snapshot is timed: snapshotReflect when mode is "reflect",
+// else Snapshot.
+func benchSnapOp(b *testing.B, j reflectSnapshotter, mode string, e Element, fire bool, at int64, fx *Effects) {
+	b.StopTimer() // the join's own work (firing: outputs) is not measured
+	j.OnElement(e, e.Ts-1, fx)
+	if fire {
+		j.OnTimer(at, at, fx)
+	}
+	fx.Reset()
+	b.StartTimer()
+	if mode == "reflect" {
+		_ = j.snapshotReflect()
+	} else {
+		_ = j.Snapshot()
 	}
 }
