@@ -36,17 +36,23 @@ func fastSnap(kind byte, size int, body func(b []byte) ([]byte, bool), slow func
 // JSON's length, or a guess for an element not yet encoded.
 func snapSize[T any](n int, es []T, enc func(*T) []byte) int {
 	for i := range es {
-		if e := enc(&es[i]); e != nil {
-			n += len(e) + 12 // a matchElem's ,"m":true
-		} else {
-			n += 256
-		}
+		n += elemSize(enc(&es[i]))
 	}
 	return n
 }
 
+// elemSize is the bytes an element whose cache is enc will take in a
+// snapshot: its length, or a guess when it is not yet encoded.
+func elemSize(enc []byte) int {
+	if enc != nil {
+		return len(enc) + 12 // a matchElem's ,"m":true, a kindElem's ,"k":"-U"
+	}
+	return 256
+}
+
 func elemEnc(e *elem) []byte           { return e.enc }
 func matchElemEnc(e *matchElem) []byte { return e.enc }
+func kindElemEnc(e *kindElem) []byte   { return e.enc }
 
 // JSONCacher is implemented by the event-time joins whose Snapshot caches
 // each buffered element's JSON. CachedJSON is the bytes those caches hold:
@@ -63,42 +69,57 @@ var (
 	_ JSONCacher = (*TimeBounded)(nil)
 	_ JSONCacher = (*Temporal)(nil)
 	_ JSONCacher = (*TemporalKafka)(nil)
+	_ JSONCacher = (*TemporalFlink)(nil)
+	_ JSONCacher = (*TemporalLatest)(nil)
 )
 
 // CachedJSON implements JSONCacher.
 func (j *Windowed) CachedJSON() int {
 	n := 0
 	for _, w := range j.wins {
-		n += cachedJSON(w.L) + cachedJSON(w.R)
+		n += cachedJSON(w.L, elemEnc) + cachedJSON(w.R, elemEnc)
 	}
 	return n
 }
 
 // CachedJSON implements JSONCacher.
-func (j *Interval) CachedJSON() int { return cachedJSON(j.left) + cachedJSON(j.right) }
+func (j *Interval) CachedJSON() int {
+	return cachedJSON(j.left, elemEnc) + cachedJSON(j.right, elemEnc)
+}
 
 // CachedJSON implements JSONCacher.
 func (j *TimeBounded) CachedJSON() int {
-	n := 0
-	for _, es := range [2][]matchElem{j.left, j.right} {
-		for i := range es {
-			n += cap(es[i].enc)
-		}
-	}
-	return n
+	return cachedJSON(j.left, matchElemEnc) + cachedJSON(j.right, matchElemEnc)
 }
 
 // CachedJSON implements JSONCacher.
-func (j *Temporal) CachedJSON() int { return cachedJSON(j.versions) + cachedJSON(j.probes) }
+func (j *Temporal) CachedJSON() int {
+	return cachedJSON(j.versions, elemEnc) + cachedJSON(j.probes, elemEnc)
+}
 
 // CachedJSON implements JSONCacher.
-func (j *TemporalKafka) CachedJSON() int { return cachedJSON(j.versions) + cachedJSON(j.probes) }
+func (j *TemporalKafka) CachedJSON() int {
+	return cachedJSON(j.versions, elemEnc) + cachedJSON(j.probes, elemEnc)
+}
 
-// cachedJSON is the bytes of es's cached JSON.
-func cachedJSON(es []elem) int {
+// CachedJSON implements JSONCacher.
+func (j *TemporalFlink) CachedJSON() int {
+	return cachedJSON(j.versions, kindElemEnc) + cachedJSON(j.probes, kindElemEnc)
+}
+
+// CachedJSON implements JSONCacher: the current version's cache.
+func (j *TemporalLatest) CachedJSON() int {
+	if j.latest == nil {
+		return 0
+	}
+	return cap(j.latest.enc)
+}
+
+// cachedJSON is the bytes of es's cached JSON (enc: an element's cache).
+func cachedJSON[T any](es []T, enc func(*T) []byte) int {
 	n := 0
 	for i := range es {
-		n += cap(es[i].enc)
+		n += cap(enc(&es[i]))
 	}
 	return n
 }
@@ -154,9 +175,30 @@ func appendElemUncached(b []byte, e *elem) ([]byte, bool) {
 func appendMatchElem(b []byte, e *matchElem) ([]byte, bool) {
 	b, ok := appendElem(b, &e.elem)
 	if ok && e.Matched {
-		b = append(b[:len(b)-1], `,"m":true}`...)
+		b = append(reopen(b, "m"), "true}"...)
 	}
 	return b, ok
+}
+
+// appendKindElem appends e as encoding/json encodes a kindElem: the
+// embedded elem's fields (from its cache, which is the elem's JSON alone,
+// as for a matchElem), then "k" (Kind.MarshalText, a JSON string) unless
+// it is Insert (omitempty: the zero Kind).
+func appendKindElem(b []byte, e *kindElem) ([]byte, bool) {
+	b, ok := appendElem(b, &e.elem)
+	if ok && e.K != record.Insert {
+		b = append(jsonenc.AppendString(reopen(b, "k"), e.K.String()), '}')
+	}
+	return b, ok
+}
+
+// reopen drops the '}' that ends the object b ends with and appends
+// ,"name": — the start of one more field, which the caller closes with
+// '}'. name must need no escaping.
+func reopen(b []byte, name string) []byte {
+	b = append(b[:len(b)-1], `,"`...)
+	b = append(b, name...)
+	return append(b, `":`...)
 }
 
 // appendList appends es as encoding/json encodes a slice: null when nil,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand"
 	"testing"
 
@@ -55,6 +56,14 @@ func checkCachedJSON(t *testing.T, j Timed) {
 		es = append(append(es, j.versions...), j.probes...)
 	case *TemporalKafka:
 		es = append(append(es, j.versions...), j.probes...)
+	case *TemporalFlink:
+		for _, k := range append(append([]kindElem(nil), j.versions...), j.probes...) {
+			es = append(es, k.elem)
+		}
+	case *TemporalLatest:
+		if j.latest != nil {
+			es = append(es, *j.latest)
+		}
 	}
 	want := 0
 	if w, ok := j.(*Windowed); ok && w.assigner.Kind == SlidingWindows {
@@ -161,6 +170,18 @@ func randProbes(rng *rand.Rand) []elem {
 	return es
 }
 
+// randKinds gives es random row kinds (Insert most often: it is left out).
+func randKinds(rng *rand.Rand, es []elem) []kindElem {
+	if es == nil {
+		return nil
+	}
+	ks := make([]kindElem, len(es))
+	for i, e := range es {
+		ks[i] = kindElem{elem: e, K: record.Kind(max(0, rng.Intn(6)-2))}
+	}
+	return ks
+}
+
 // randMatched is an ascending subset of [0, n), nil when empty.
 func randMatched(rng *rand.Rand, n int) []int {
 	var m []int
@@ -199,6 +220,21 @@ func randSnapState(rng *rand.Rand, j Timed) {
 		j.versions, j.probes = randVersions(rng), randProbes(rng)
 	case *TemporalKafka:
 		j.versions, j.probes = randVersions(rng), randProbes(rng)
+	case *TemporalFlink:
+		j.versions, j.probes = randKinds(rng, randVersions(rng)), randKinds(rng, randElems(rng, rng.Intn(5)))
+		for i := range j.probes {
+			if j.probes[i].Row == nil {
+				j.probes[i].Row = record.Row{}
+			}
+		}
+		if len(j.probes) > 0 || rng.Intn(2) == 0 { // Restore wants a timer for probes
+			tm := rng.Int63n(200) - 100
+			j.timer = &tm
+		}
+	case *TemporalLatest:
+		if p := randProbes(rng); len(p) > 0 {
+			j.latest = &p[0]
+		}
 	default:
 		panic(fmt.Sprintf("randSnapState: %T", j))
 	}
@@ -216,6 +252,8 @@ func snapJoins() map[string]func() Timed {
 		"unbounded":  func() Timed { return NewUnbounded(&UnboundedSpec{Type: TimedLeftOuter, Left: "l", Right: "r", TTL: 5}) },
 		"temporal":   func() Timed { return NewTemporal(&TemporalSpec{Left: "l", Right: "r"}) },
 		"temporalkf": func() Timed { return NewTemporalKafka(&TemporalSpec{Left: "l", Right: "r"}) },
+		"temporalfl": func() Timed { return NewTemporalFlink(&TemporalSpec{Left: "l", Right: "r"}) },
+		"latest":     func() Timed { return NewTemporalLatest(&TemporalSpec{Left: "l", Right: "r"}) },
 	}
 }
 
@@ -264,6 +302,13 @@ func TestSnapshotHandWrittenRandom(t *testing.T) {
 					for i := range j.left {
 						j.left[i].Matched = !j.left[i].Matched
 					}
+				case *TemporalFlink: // the join does not, but "k" and "tm" are outside the cache
+					for i := range j.probes {
+						j.probes[i].K = record.Kind(3 - j.probes[i].K)
+					}
+					if j.timer == nil {
+						j.timer = new(int64)
+					}
 				}
 				checkSnapshotExact(t, j)
 			}
@@ -304,6 +349,18 @@ func TestSnapshotHandWrittenEdges(t *testing.T) {
 	tb := NewTimeBounded(&TimeBoundedSpec{Left: "l", Right: "r", Upper: 1})
 	tb.left = []matchElem{{}}
 	checkSnapshotExact(t, tb)
+	// A timer at an extreme, a kind only String names, empty buffers.
+	fl := NewTemporalFlink(&TemporalSpec{Left: "l", Right: "r"})
+	tm := int64(math.MinInt64)
+	fl.versions, fl.probes, fl.timer = []kindElem{}, []kindElem{{K: record.Kind(9)}, {K: record.Delete}}, &tm
+	checkSnapshotExact(t, fl)
+	// A version that falls back to encoding/json caches nothing.
+	lt := NewTemporalLatest(&TemporalSpec{Left: "l", Right: "r"})
+	lt.latest = &elem{Row: record.Row{"x": 7}}
+	checkSnapshotExact(t, lt)
+	if lt.latest.enc != nil {
+		t.Fatalf("a row with an int was cached: %q", lt.latest.enc)
+	}
 }
 
 // BenchmarkWindowSnapshot is a window join key's state write on a q8-like
@@ -318,15 +375,7 @@ func BenchmarkWindowSnapshot(b *testing.B) {
 			b.Run(fmt.Sprintf("rows=%d/%s", n, mode), func(b *testing.B) {
 				size := int64(2 * n)
 				j := NewWindowJoin(windowSpec(Tumbling(size, 0), size))
-				rows := make([]record.Row, 2*size) // read-only, reused cyclically
-				for i := range rows {
-					rows[i] = record.Row{"id": json.Number(fmt.Sprint(1000 + i)), "name": "Luke Shultz",
-						"city": "Seattle", "state": "WA", "email": "luke@example.com <x&y>", "dateTime": json.Number(fmt.Sprint(i))}
-					if i%2 == 1 {
-						rows[i] = record.Row{"id": json.Number(fmt.Sprint(i)), "seller": json.Number("1000"),
-							"itemName": "wkx mgee", "category": json.Number("10"), "initialBid": json.Number("100"), "reserve": 1234.5, "expires": json.Number(fmt.Sprint(i + 20))}
-					}
-				}
+				rows := benchSnapRows(int(2 * size))
 				var fx Effects
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -336,20 +385,84 @@ func BenchmarkWindowSnapshot(b *testing.B) {
 					if i%2 == 1 {
 						side = record.Right
 					}
-					b.StopTimer() // the join's own work (firing: outputs) is not measured
-					j.OnElement(Element{Side: side, Ts: ts, Row: row, Pos: record.Position{Source: "bids", Offset: ts}}, ts-1, &fx)
-					if ts%size == 0 && ts > 0 {
-						j.OnTimer(ts-1, ts-1, &fx) // the window ended at ts fires; the one before it is cleaned up
-					}
-					fx.Reset()
-					b.StartTimer()
-					if mode == "reflect" {
-						_ = j.snapshotReflect()
-					} else {
-						_ = j.Snapshot()
-					}
+					// At ts-1 the window ended at ts fires; the one before it is cleaned up.
+					benchSnapOp(b, j, mode, Element{Side: side, Ts: ts, Row: row, Pos: record.Position{Source: "bids", Offset: ts}},
+						ts%size == 0 && ts > 0, ts-1, &fx)
 				}
 			})
 		}
+	}
+}
+
+// benchSnapRows are n q8-like rows, person-like at even indexes and
+// auction-like at odd ones: read-only, reused cyclically.
+func benchSnapRows(n int) []record.Row {
+	rows := make([]record.Row, n)
+	for i := range rows {
+		rows[i] = record.Row{"id": json.Number(fmt.Sprint(1000 + i)), "name": "Luke Shultz",
+			"city": "Seattle", "state": "WA", "email": "luke@example.com <x&y>", "dateTime": json.Number(fmt.Sprint(i))}
+		if i%2 == 1 {
+			rows[i] = record.Row{"id": json.Number(fmt.Sprint(i)), "seller": json.Number("1000"),
+				"itemName": "wkx mgee", "category": json.Number("10"), "initialBid": json.Number("100"), "reserve": 1234.5, "expires": json.Number(fmt.Sprint(i + 20))}
+		}
+	}
+	return rows
+}
+
+// BenchmarkTemporalSnapshot is a temporal join key's state write: per op
+// one element is added, untimed (a version every fourth op, else a
+// probe; every eighth element an UpdateAfter), then Snapshot is timed.
+// "flink": a Flink temporal key fired every 2n ops at a watermark n ops
+// back, so it holds about n to 2n probes and the versions since the
+// watermark; "latest": the latest-version join, whose state is the
+// current version. "reflect" is encodeSnap (snapshotReflect), "cached"
+// Snapshot.
+func BenchmarkTemporalSnapshot(b *testing.B) {
+	const n = 16
+	spec := &TemporalSpec{Type: TimedLeftOuter, Left: "l", Right: "r", Semantics: SemanticsFlink}
+	for _, join := range []string{"flink", "latest"} {
+		for _, mode := range []string{"reflect", "cached"} {
+			b.Run(join+"/"+mode, func(b *testing.B) {
+				var j reflectSnapshotter = NewTemporalFlink(spec)
+				if join == "latest" {
+					j = NewTemporalLatest(spec)
+				}
+				rows := benchSnapRows(4 * n)
+				var fx Effects
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					ts := int64(i)
+					side, kind := record.Left, record.Insert
+					if i%4 == 3 {
+						side = record.Right
+					}
+					if i%8 == 5 {
+						kind = record.UpdateAfter
+					}
+					benchSnapOp(b, j, mode, Element{Side: side, Kind: kind, Ts: ts, Row: rows[i%len(rows)], Pos: record.Position{Source: "bids", Offset: ts}},
+						ts%(2*n) == 0 && ts > 0, ts-n, &fx)
+				}
+			})
+		}
+	}
+}
+
+// benchSnapOp is one op of the snapshot benchmarks: untimed, e is added
+// (at watermark e.Ts-1) and, if fire, a timer at at fires (watermark at);
+// then one snapshot is timed: snapshotReflect when mode is "reflect",
+// else Snapshot.
+func benchSnapOp(b *testing.B, j reflectSnapshotter, mode string, e Element, fire bool, at int64, fx *Effects) {
+	b.StopTimer() // the join's own work (firing: outputs) is not measured
+	j.OnElement(e, e.Ts-1, fx)
+	if fire {
+		j.OnTimer(at, at, fx)
+	}
+	fx.Reset()
+	b.StartTimer()
+	if mode == "reflect" {
+		_ = j.snapshotReflect()
+	} else {
+		_ = j.Snapshot()
 	}
 }

@@ -308,8 +308,29 @@ type latestSnap struct {
 }
 
 // Snapshot encodes the state: TimedSnapshotVersion, 'P', then JSON of the
-// current version (null when none).
-func (j *TemporalLatest) Snapshot() []byte { return encodeSnap('P', latestSnap{V: j.latest}) }
+// current version (null when none). The bytes are snapshotReflect's,
+// written from the version's cached JSON: a key's state is written at
+// every probe too, and a new version replaces the element (j.latest
+// points to a fresh one), never changes it in place.
+func (j *TemporalLatest) Snapshot() []byte {
+	size := 16
+	if j.latest != nil {
+		size += elemSize(j.latest.enc)
+	}
+	return fastSnap('P', size, func(b []byte) ([]byte, bool) {
+		b = append(b, `{"v":`...)
+		if j.latest == nil {
+			return append(b, "null}"...), true
+		}
+		b, ok := appendElem(b, j.latest)
+		return append(b, '}'), ok
+	}, j.snap)
+}
+
+// snapshotReflect is Snapshot by encoding/json's reflection.
+func (j *TemporalLatest) snapshotReflect() []byte { return encodeSnap('P', j.snap()) }
+
+func (j *TemporalLatest) snap() any { return latestSnap{V: j.latest} }
 
 // Restore replaces the state with the one b encodes; on error (a wrapped
 // ErrBadTimedSnapshot) the state is unchanged.

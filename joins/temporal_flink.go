@@ -3,6 +3,7 @@ package joins
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/joinery/joinery/record"
 )
@@ -243,9 +244,27 @@ type temporalFlinkSnap struct {
 // Snapshot encodes the state: TimedSnapshotVersion, 'F', then JSON of the
 // versions (a version that joins nothing has "r":null), the pending probes
 // in arrival order (row kinds other than +I as "k") and the registered
-// timer. Equal states encode to equal bytes.
+// timer. Equal states encode to equal bytes. The bytes are
+// snapshotReflect's, written from the elements' cached JSON: a version or
+// probe is never changed in place once buffered (a version at a time
+// already kept replaces the whole element; a firing copies the probes it
+// keeps), and the cache holds only the embedded elem's JSON, not "k".
 func (j *TemporalFlink) Snapshot() []byte {
-	return encodeSnap('F', temporalFlinkSnap{V: j.versions, P: j.probes, Tm: j.timer})
+	size := snapSize(snapSize(32, j.versions, kindElemEnc), j.probes, kindElemEnc)
+	return fastSnap('F', size, func(b []byte) ([]byte, bool) {
+		b, ok := appendSides(b, "v", "p", j.versions, j.probes, appendKindElem)
+		if ok && j.timer != nil { // omitempty
+			b = append(strconv.AppendInt(reopen(b, "tm"), *j.timer, 10), '}')
+		}
+		return b, ok
+	}, j.snap)
+}
+
+// snapshotReflect is Snapshot by encoding/json's reflection.
+func (j *TemporalFlink) snapshotReflect() []byte { return encodeSnap('F', j.snap()) }
+
+func (j *TemporalFlink) snap() any {
+	return temporalFlinkSnap{V: j.versions, P: j.probes, Tm: j.timer}
 }
 
 // Restore replaces the state with the one b encodes; on error (a wrapped

@@ -207,3 +207,15 @@ func TestJoinTemporalFlinkSnapshot(t *testing.T) {
 		t.Fatal("probes without a timer restored")
 	}
 }
+
+func FuzzTemporalFlinkRestore(f *testing.F) {
+	spec := &TemporalSpec{Type: TimedLeftOuter, Left: "visit", Right: "ad", Semantics: SemanticsFlink}
+	d := flinkTemporalDriver(f, TimedLeftOuter)
+	d.kel(rt, 10, "v", record.UpdateAfter)
+	d.kel(lt, 12, "p", record.Delete)
+	f.Add(d.j.Snapshot())
+	f.Add([]byte("\x01F{\"v\":[{\"t\":1,\"r\":null,\"k\":\"-D\"}],\"p\":null,\"tm\":3}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzzRestore(t, func() Timed { return NewTemporalFlink(spec) }, b)
+	})
+}
