@@ -18,16 +18,16 @@ import (
 )
 
 // fastSnap returns TimedSnapshotVersion, kind, then what body appends —
-// the snapshot struct's JSON — or, when body is not ok, encodeSnap(kind,
-// slow): the reflective encoding, which also reports a value
+// the snapshot struct's JSON — or, when body is not ok, what slow returns:
+// the join's snapshotReflect (encodeSnap), which also reports a value
 // encoding/json rejects. size estimates the length (snapSize): one
 // allocation when it is enough. (jsonenc.Exact's pooled buffer is not
 // used: a key's window state is often larger than the pool keeps, and
 // growing a buffer from scratch was most of the bytes allocated.)
-func fastSnap(kind byte, size int, body func(b []byte) ([]byte, bool), slow func() any) []byte {
+func fastSnap(kind byte, size int, body func(b []byte) ([]byte, bool), slow func() []byte) []byte {
 	b, ok := body(append(make([]byte, 0, size), TimedSnapshotVersion, kind))
 	if !ok {
-		return encodeSnap(kind, slow())
+		return slow()
 	}
 	return b
 }

@@ -190,19 +190,23 @@ type temporalSnap struct {
 // versions (a delete has "r":null) and the pending probes. Equal states
 // encode to equal bytes. The bytes are snapshotReflect's, written from the
 // elements' cached JSON.
-func (j *Temporal) Snapshot() []byte { return temporalSnapshot('T', j.versions, j.probes) }
+func (j *Temporal) Snapshot() []byte {
+	return temporalSnapshot('T', j.versions, j.probes, j.snapshotReflect)
+}
 
-// snapshotReflect is Snapshot by encoding/json's reflection.
+// snapshotReflect is Snapshot by encoding/json's reflection: the
+// fallback, and what tests compare Snapshot with.
 func (j *Temporal) snapshotReflect() []byte {
 	return encodeSnap('T', temporalSnap{V: j.versions, P: j.probes})
 }
 
 // temporalSnapshot encodes a temporalSnap of kind from the elements'
-// cached JSON (Temporal, TemporalKafka).
-func temporalSnapshot(kind byte, versions, probes []elem) []byte {
+// cached JSON (Temporal, TemporalKafka); slow is the join's
+// snapshotReflect.
+func temporalSnapshot(kind byte, versions, probes []elem, slow func() []byte) []byte {
 	return fastSnap(kind, snapSize(snapSize(16, versions, elemEnc), probes, elemEnc), func(b []byte) ([]byte, bool) {
 		return appendSides(b, "v", "p", versions, probes, appendElem)
-	}, func() any { return temporalSnap{V: versions, P: probes} })
+	}, slow)
 }
 
 // Restore replaces the state with the one b encodes; on error (a wrapped
@@ -324,10 +328,11 @@ func (j *TemporalLatest) Snapshot() []byte {
 		}
 		b, ok := appendElem(b, j.latest)
 		return append(b, '}'), ok
-	}, j.snap)
+	}, j.snapshotReflect)
 }
 
-// snapshotReflect is Snapshot by encoding/json's reflection.
+// snapshotReflect is Snapshot by encoding/json's reflection: the
+// fallback, and what tests compare Snapshot with.
 func (j *TemporalLatest) snapshotReflect() []byte { return encodeSnap('P', j.snap()) }
 
 func (j *TemporalLatest) snap() any { return latestSnap{V: j.latest} }

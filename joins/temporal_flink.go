@@ -257,10 +257,11 @@ func (j *TemporalFlink) Snapshot() []byte {
 			b = append(strconv.AppendInt(reopen(b, "tm"), *j.timer, 10), '}')
 		}
 		return b, ok
-	}, j.snap)
+	}, j.snapshotReflect)
 }
 
-// snapshotReflect is Snapshot by encoding/json's reflection.
+// snapshotReflect is Snapshot by encoding/json's reflection: the
+// fallback, and what tests compare Snapshot with.
 func (j *TemporalFlink) snapshotReflect() []byte { return encodeSnap('F', j.snap()) }
 
 func (j *TemporalFlink) snap() any {

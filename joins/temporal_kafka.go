@@ -181,9 +181,12 @@ func (j *TemporalKafka) Empty() bool { return len(j.versions) == 0 && len(j.prob
 // versions (a tombstone has "r":null) and the buffered stream records.
 // Equal states encode to equal bytes. It is snapshotReflect's bytes,
 // written from the elements' cached JSON.
-func (j *TemporalKafka) Snapshot() []byte { return temporalSnapshot('K', j.versions, j.probes) }
+func (j *TemporalKafka) Snapshot() []byte {
+	return temporalSnapshot('K', j.versions, j.probes, j.snapshotReflect)
+}
 
-// snapshotReflect is Snapshot by encoding/json's reflection.
+// snapshotReflect is Snapshot by encoding/json's reflection: the
+// fallback, and what tests compare Snapshot with.
 func (j *TemporalKafka) snapshotReflect() []byte {
 	return encodeSnap('K', temporalSnap{V: j.versions, P: j.probes})
 }

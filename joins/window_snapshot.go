@@ -32,7 +32,7 @@ func (j *Windowed) Snapshot() []byte {
 		b = append(b, `{"w":`...)
 		b, ok := appendList(b, j.wins, func(b []byte, w **winState) ([]byte, bool) { return appendWinState(b, w, one) })
 		return append(b, '}'), ok
-	}, func() any { return windowSnap{W: j.wins} })
+	}, j.snapshotReflect)
 }
 
 // snapshotReflect is Snapshot by encoding/json's reflection: the fallback,
