@@ -224,6 +224,16 @@ func table(t *testing.T, path string) (map[string]string, int, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m, lines, dups, err := tableOf(b)
+	if err != nil {
+		t.Fatalf("%s:%v", path, err)
+	}
+	return m, lines, dups
+}
+
+// tableOf replays changelog lines (first line per output id) into the
+// table rendered as table returns it; the error names the line.
+func tableOf(b []byte) (map[string]string, int, int, error) {
 	tab := joins.NewTable()
 	seen := map[string]bool{}
 	lines, dups := 0, 0
@@ -233,7 +243,7 @@ func table(t *testing.T, path string) (map[string]string, int, int) {
 		lines++
 		o, err := changelog.DecodeChangelog(sc.Bytes())
 		if err != nil {
-			t.Fatalf("%s:%d: %v", path, lines, err)
+			return nil, lines, dups, fmt.Errorf("%d: %v", lines, err)
 		}
 		if seen[o.ID] {
 			dups++
@@ -241,7 +251,7 @@ func table(t *testing.T, path string) (map[string]string, int, int) {
 		}
 		seen[o.ID] = true
 		if err := tab.Apply(o); err != nil {
-			t.Fatalf("%s:%d: changelog inconsistent: %v", path, lines, err)
+			return nil, lines, dups, fmt.Errorf("%d: changelog inconsistent: %v", lines, err)
 		}
 	}
 	m := map[string]string{}
@@ -255,7 +265,7 @@ func table(t *testing.T, path string) (map[string]string, int, int) {
 		}
 		m[key] = fmt.Sprintf("%v|%v|%v", r.Row["firstname"], r.Row["lastname"], name)
 	}
-	return m, lines, dups
+	return m, lines, dups, nil
 }
 
 // compare reports the rows of got that differ from want and returns how many.
