@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/joinery/joinery/internal/jsonenc"
+	"github.com/joinery/joinery/internal/rowcodec"
 	"github.com/joinery/joinery/internal/stateparts"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
@@ -22,8 +23,10 @@ import (
 //	base    keyState version 1 without outbox and Debezium positions: timers,
 //	        watermark, output sequence, and the join snapshot unless its rows
 //	        are parts (below)
-//	l       the changelog join's left row (value state), JSON
-//	r:<pk>  a right row (map state) by primary key (key form), JSON
+//	l       the changelog join's left row (value state): a compact row
+//	        (internal/rowcodec), or JSON for a row holding a value the
+//	        compact encoding does not cover
+//	r:<pk>  a right row (map state) by primary key (key form), as l
 //	o:<id>  an outbox entry (its JSON as in version 1), id in 16 hex digits,
 //	        ascending in outbox order
 //	s:<id>  a row's last Debezium source position, id "side/pk"
@@ -165,8 +168,13 @@ func rowKey(row record.Row, col string) (string, bool) {
 	return string(k), ok
 }
 
-// rowJSON encodes a row as a part.
-func rowJSON(r record.Row) ([]byte, error) {
+// rowPart encodes a row as a part: compact (internal/rowcodec), or JSON
+// when the row holds a value the compact encoding does not cover. A
+// reader tells them apart by the first byte (rowcodec.IsCompact).
+func rowPart(r record.Row) ([]byte, error) {
+	if b, ok := rowcodec.Encode(r); ok {
+		return b, nil
+	}
 	if b, ok := jsonenc.Exact(func(b []byte) ([]byte, bool) { return jsonenc.AppendValue(b, r) }); ok {
 		return b, nil
 	}
@@ -297,14 +305,14 @@ func (c *Core) writeParts(w *Write, room []stateparts.Part) error {
 // allRows adds every row of the changelog join.
 func (c *Core) allRows(add func(string, []byte)) error {
 	if l := c.m.cdc.Left(); l != nil {
-		b, err := rowJSON(l)
+		b, err := rowPart(l)
 		if err != nil {
 			return err
 		}
 		add(partLeft, b)
 	}
 	return c.m.cdc.EachRight(func(k string, r record.Row) error {
-		b, err := rowJSON(r)
+		b, err := rowPart(r)
 		if err != nil {
 			return err
 		}
@@ -344,7 +352,7 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 			add(name, nil)
 			continue
 		}
-		b, err := rowJSON(row)
+		b, err := rowPart(row)
 		if err != nil {
 			return err
 		}
@@ -405,9 +413,26 @@ func decodeParts(b []byte) (keyState, int, error) {
 		if len(s.Join) > 0 {
 			return keyState{}, 0, fmt.Errorf("%w: join rows both whole and in parts", errBadState)
 		}
+		if left, err = rowJSON(left); err != nil {
+			return keyState{}, 0, fmt.Errorf("%w: part %q: %v", errBadState, partLeft, err)
+		}
+		for i := range rights {
+			if rights[i].Value, err = rowJSON(rights[i].Value); err != nil {
+				return keyState{}, 0, fmt.Errorf("%w: part %q: %v", errBadState, partRight+rights[i].Name, err)
+			}
+		}
 		s.Join = cdcSnapshot(left, rights)
 	}
 	return s, rows, nil
+}
+
+// rowJSON is a row part's JSON: a compact row's (rowcodec.AppendJSON),
+// or the part itself when it is JSON.
+func rowJSON(b []byte) ([]byte, error) {
+	if !rowcodec.IsCompact(b) {
+		return b, nil
+	}
+	return rowcodec.AppendJSON(make([]byte, 0, 2*len(b)), b)
 }
 
 // cdcSnapshot assembles a changelog join's snapshot (joins' version 1)
