@@ -35,6 +35,18 @@ type Deps struct {
 	// Budget, when set, keeps the node's live key actors within a memory
 	// budget by passivating the least recently used.
 	Budget *Budget
+	// Committed, when set, returns the offsets (partition id -> offset)
+	// this node's sources have committed, their outputs written; the
+	// caller only reads the map. A key hears of commits in its next
+	// request only, so one that idles with outbox entries prunes them
+	// against Committed after PruneAfter idle, and again when it
+	// passivates, and writes their deletion: a key touched once does not
+	// keep its last input's outputs in the store while it idles.
+	Committed func() map[string]int64
+	// PruneAfter is how long a key with outbox entries idles before it
+	// prunes them (default DefaultPruneAfter); entries not yet committed
+	// then are tried again after twice as long, up to a minute.
+	PruneAfter time.Duration
 	// GroupCommit makes requests that reach a key while its write is in
 	// flight wait and share the next write (keycore's Config.Coalesce)
 	// instead of each encoding one. Off in the node: `make bench-fleet`
@@ -52,6 +64,9 @@ type Deps struct {
 	// makes it. Nil: each activation loads alone.
 	loads *loader
 }
+
+// DefaultPruneAfter is Deps.PruneAfter's default.
+const DefaultPruneAfter = time.Second
 
 // Passivation causes, for EventsWithCause.
 const (
@@ -127,13 +142,14 @@ type writeDone struct{ err error }
 // The per-key protocol and the join are the core's. Its mailbox is the
 // only goroutine that touches the fields, so they need no lock.
 type keyActor struct {
-	deps    *Deps
-	cfg     *keycore.Config
-	core    *keycore.Core
-	cause   string      // why passivation was requested
-	waiting []waiter    // answers that wait for the next write (keycore.Ready.Wait)
-	budget  budgetEntry // its entry in the memory budget (Deps.Budget), held here
-	bytes   int64       // what the budget accounts this activation
+	deps      *Deps
+	cfg       *keycore.Config
+	core      *keycore.Core
+	cause     string        // why passivation was requested
+	waiting   []waiter      // answers that wait for the next write (keycore.Ready.Wait)
+	budget    budgetEntry   // its entry in the memory budget (Deps.Budget), held here
+	bytes     int64         // what the budget accounts this activation
+	pruneWait time.Duration // the idle prune's armed timeout; 0: not armed (the receive timeout, if any, is passivation's)
 	// The flags last, together (the struct is one per live key).
 	stop     bool // passivation requested: stop once nothing is pending
 	poisoned bool // the poison pill is sent
@@ -205,8 +221,15 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		if a.core.Pending() == 0 && a.core.Dirty() {
 			a.flush(ctx)
 		}
+		if a.pruneWait == 0 {
+			a.armPrune(ctx, a.deps.pruneAfter())
+		}
 		a.maybeStop(ctx)
 	case *actor.ReceiveTimeout:
+		if a.pruneWait > 0 {
+			a.idlePrune(ctx)
+			return
+		}
 		a.stop, a.cause = true, CauseIdle
 		a.maybeStop(ctx)
 	case budgetPassivate:
@@ -217,6 +240,9 @@ func (a *keyActor) Receive(ctx actor.Context) {
 			a.stop, a.cause = true, CauseBudget
 		}
 		a.maybeStop(ctx)
+	case pruneNow:
+		a.prune(ctx)
+		m.done.Done()
 	case *keypb.Passivate:
 		a.stop, a.cause = true, CauseRequest
 		a.maybeStop(ctx)
@@ -308,11 +334,70 @@ func (a *keyActor) refuse(ctx actor.Context) bool {
 // when the pill arrives cannot overwrite the next activation's state: that
 // one acquires a newer epoch first, so the old write is fenced and its sender
 // resends.
+//
+// Before it stops, a key with outbox entries prunes those its sources
+// have committed (Deps.Committed) and writes that first.
 func (a *keyActor) maybeStop(ctx actor.Context) {
 	if a.stop && a.core.Pending() == 0 && !a.core.Dirty() && !a.poisoned {
+		if a.prune(ctx) {
+			return // stops once the prune's write is durable (writeDone)
+		}
 		a.poisoned = true
 		ctx.Poison(ctx.Self())
 	}
+}
+
+// pruneAfter is PruneAfter or its default.
+func (d *Deps) pruneAfter() time.Duration {
+	if d.PruneAfter > 0 {
+		return d.PruneAfter
+	}
+	return DefaultPruneAfter
+}
+
+// armPrune arms the idle prune (the receive timeout) to fire after wait
+// when the key keeps outbox entries and can learn of commits.
+func (a *keyActor) armPrune(ctx actor.Context, wait time.Duration) {
+	if a.deps.Committed == nil || a.core == nil || a.core.OutboxLen() == 0 || a.stop || a.poisoned {
+		return
+	}
+	a.pruneWait = wait
+	ctx.SetReceiveTimeout(wait)
+}
+
+// idlePrune is the idle prune's timeout: prune, then arm it again (twice
+// as long, up to a minute) if entries not yet committed remain, else arm
+// passivation's timeout again.
+func (a *keyActor) idlePrune(ctx actor.Context) {
+	wait := a.pruneWait
+	a.pruneWait = 0
+	a.prune(ctx)
+	if a.core.OutboxLen() > 0 && a.core.Pending() == 0 {
+		a.armPrune(ctx, min(2*wait, time.Minute))
+	}
+	if a.pruneWait == 0 && a.deps.PassivateAfter > 0 {
+		ctx.SetReceiveTimeout(a.deps.PassivateAfter)
+	}
+}
+
+// prune drops the outbox entries the node's sources have committed and
+// submits the Write that deletes them; it reports whether it submitted
+// one.
+func (a *keyActor) prune(ctx actor.Context) bool {
+	if a.deps.Committed == nil || a.core == nil || a.core.OutboxLen() == 0 || a.core.Pending() > 0 || a.failed {
+		return false
+	}
+	w, err := a.core.Prune(a.deps.Committed())
+	if err != nil {
+		a.deps.Logger.Error("key state encode failed; stopping the activation", "job", a.deps.Job, "key", a.core.Key(), "err", err)
+		a.abandon(ctx)
+		return false
+	}
+	if w == nil {
+		return false
+	}
+	a.submit(ctx, w, nil)
+	return true
 }
 
 func (a *keyActor) inspect(ctx actor.Context) *keypb.KeyState {

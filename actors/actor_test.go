@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -366,5 +367,92 @@ func BenchmarkKeyActorLocalApply(b *testing.B) {
 	for i := range b.N {
 		r := rows[i%len(rows)]
 		apply(record.Event{Side: record.Right, Op: record.OpUpdate, Before: r, After: r})
+	}
+}
+
+// TestKeyActorPrunesIdleOutbox: a key that idles with an outbox entry
+// keeps it in the store until its sources commit past it, then prunes it
+// by itself (Deps.Committed, PruneAfter), with no request; and Budget.Prune
+// makes a key prune at once (a node stopping).
+func TestKeyActorPrunesIdleOutbox(t *testing.T) {
+	for _, idle := range []bool{true, false} {
+		t.Run(fmt.Sprint("idle=", idle), func(t *testing.T) {
+			store := newEmbedded(t)
+			w := NewWriter(store, WriterOptions{})
+			t.Cleanup(func() { w.Close(context.Background()) })
+			var committed atomic.Pointer[map[string]int64]
+			var budget *Budget
+			system, spawn := keyActorsWith(t, store, w, func(d *Deps) {
+				d.Committed = func() map[string]int64 {
+					if m := committed.Load(); m != nil {
+						return *m
+					}
+					return nil
+				}
+				d.PruneAfter = time.Hour
+				if idle {
+					d.PruneAfter = 10 * time.Millisecond
+				}
+			})
+			budget = NewBudget(0, system.Root)
+			pid := spawn("7")
+			apply := func(ev record.Event) {
+				t.Helper()
+				ch := make(chan any, 1)
+				system.Root.Send(pid, &LocalApply{Req: &keycore.Request{Events: []keycore.Event{KeyEvent(ev, "")}}, Reply: ReplyChan(ch)})
+				select {
+				case x := <-ch:
+					if a, ok := x.(*LocalApplied); !ok || a.Applied.Error != "" {
+						t.Fatalf("answer %#v", x)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("no answer")
+				}
+			}
+			outbox := func() int {
+				t.Helper()
+				snap, err := store.Load(context.Background(), "j", "7")
+				if err != nil {
+					t.Fatal(err)
+				}
+				info, err := keycore.DecodeStateInfo(snap.State)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return info.Outbox
+			}
+			apply(record.Event{Key: "7", Side: record.Left, Op: record.OpCreate,
+				After: record.Row{"id": "7", "name": "x"}, Pos: record.Position{Source: "s", Offset: 1}})
+			apply(record.Event{Key: "7", Side: record.Right, Op: record.OpCreate,
+				After: record.Row{"id": "d", "user_id": "7"}, Pos: record.Position{Source: "s", Offset: 2}})
+			if n := outbox(); n != 1 {
+				t.Fatalf("stored outbox %d, want the joined row's entry", n)
+			}
+			committed.Store(&map[string]int64{"s/0": 1}) // not past the entry (offset 2)
+			if !idle {
+				budget.touch(nil, pid, 1)
+				if err := budget.Prune(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if n := outbox(); n != 1 {
+					t.Fatalf("stored outbox %d after a prune below it, want 1", n)
+				}
+			}
+			committed.Store(&map[string]int64{"s/0": 2})
+			if !idle {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if err := budget.Prune(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for outbox() != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("stored outbox %d 5 s after the commit, want 0", outbox())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
 	}
 }

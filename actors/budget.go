@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -145,6 +146,41 @@ func (b *Budget) remove(e *budgetEntry) {
 		b.unlink(e)
 		b.bytes -= e.bytes
 		e.bytes = 0
+	}
+}
+
+// pruneNow asks a key actor to prune its outbox now (Budget.Prune) and
+// tell done once it has (or has nothing to prune).
+type pruneNow struct{ done *sync.WaitGroup }
+
+// Prune asks every live key actor with outbox entries to prune those its
+// sources committed (Deps.Committed) and hand the write that deletes them
+// to the Writer, and waits until all have, or ctx ends. A node calls it as
+// it stops, after its readers' last commit and before the Writer's Close
+// (which makes the writes durable): a key idle since its last input would
+// otherwise leave that input's outputs in the store until it is next used.
+func (b *Budget) Prune(ctx context.Context) error {
+	if b == nil {
+		return nil
+	}
+	var pids []*actor.PID
+	b.mu.Lock()
+	for e := b.lru.next; e != &b.lru; e = e.next {
+		pids = append(pids, e.pid)
+	}
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Add(len(pids))
+	for _, p := range pids {
+		b.root.Send(p, pruneNow{done: &wg})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -1,6 +1,8 @@
 package keycore
 
 import (
+	"maps"
+
 	"github.com/joinery/joinery/record"
 )
 
@@ -79,6 +81,30 @@ func (c *Core) prune(committed map[string]int64) bool {
 	clear(c.outbox[len(kept):])
 	c.outbox = kept
 	return dropped
+}
+
+// Prune drops the outbox entries at or below committed (partition id ->
+// offset its sources committed, the outputs written), as a request's
+// Committed does, and returns the Write that deletes them from the store:
+// nil when it dropped none. A key hears of commits only in its next
+// request, so a key that idles after its last input would keep that
+// input's outputs in the store for as long as it idles; its driver calls
+// Prune when the key has idled a while or passivates. Call it with no
+// Write pending (Pending is 0); the Write counts as pending until
+// Durable. Only partition offsets prune: firings' entries (FirePart) wait
+// for a request.
+func (c *Core) Prune(committed map[string]int64) (*Write, error) {
+	if c.pending > 0 || c.dirty || len(c.outbox) == 0 {
+		return nil, nil
+	}
+	if _, ok := committed[FirePart]; ok {
+		committed = maps.Clone(committed)
+		delete(committed, FirePart)
+	}
+	if !c.prune(committed) {
+		return nil, nil
+	}
+	return c.write()
 }
 
 // resendFired appends the kept outputs of firings at or below wm that were

@@ -236,3 +236,77 @@ func TestMarkRight(t *testing.T) {
 		})
 	}
 }
+
+// TestCorePrune: an idle key's outbox entries that its sources committed
+// leave the store through Prune's Write (a delta deleting their parts); an
+// entry not committed stays; Prune writes nothing while a Write is pending
+// or when nothing is committed; the key restored from the store equals it.
+func TestCorePrune(t *testing.T) {
+	for _, parts := range []bool{true, false} {
+		t.Run(fmt.Sprint("parts=", parts), func(t *testing.T) {
+			cfg := &Config{Machine: MachineSpec{CDC: usersDomains}, Parts: parts}
+			c := New(cfg, "1")
+			c.Init()
+			var st *stored
+			step := func(off int64, side record.Side, id string) {
+				t.Helper()
+				row := record.Row{"id": json.Number(id), "name": "n" + id, "user_id": json.Number("1")}
+				r := c.Step(&Request{Events: []Event{{Pos: record.Position{Source: "s", Offset: off}, Side: side, Op: record.OpCreate, After: row}}}, off)
+				if r.Err != nil || r.Write == nil {
+					t.Fatalf("offset %d: %+v", off, r)
+				}
+				st = st.apply(r.Write)
+				c.Durable()
+			}
+			step(1, record.Left, "1")
+			step(2, record.Right, "7")
+			step(3, record.Right, "8")
+			if c.OutboxLen() != 2 { // the inputs at 2 and 3 made outputs
+				t.Fatalf("outbox %d, want 2", c.OutboxLen())
+			}
+			if w, err := c.Prune(nil); w != nil || err != nil {
+				t.Fatalf("Prune(nil) = %v, %v", w, err)
+			}
+			if w, err := c.Prune(map[string]int64{"other/0": 9}); w != nil || err != nil {
+				t.Fatalf("Prune(another partition) = %v, %v", w, err)
+			}
+			w, err := c.Prune(map[string]int64{"s/0": 2, FirePart: 99})
+			if err != nil || w == nil {
+				t.Fatalf("Prune = %v, %v", w, err)
+			}
+			if c.OutboxLen() != 1 {
+				t.Fatalf("outbox %d after pruning up to 2, want 1", c.OutboxLen())
+			}
+			if parts {
+				if !w.Delta {
+					t.Fatalf("a whole write: %v", partNames(w))
+				}
+				var deleted int
+				for _, p := range w.Parts {
+					if strings.HasPrefix(p.Name, partOutbox) && p.Value == nil {
+						deleted++
+					} else if strings.HasPrefix(p.Name, partOutbox) || p.Name == partLeft || strings.HasPrefix(p.Name, partRight) {
+						t.Fatalf("the delta writes %q", p.Name)
+					}
+				}
+				if deleted != 1 {
+					t.Fatalf("the delta deletes %d outbox parts, want 1: %v", deleted, partNames(w))
+				}
+			}
+			if again, err := c.Prune(map[string]int64{"s/0": 3}); again != nil || err != nil {
+				t.Fatalf("Prune with a Write pending = %v, %v", again, err)
+			}
+			st = st.apply(w)
+			c.Durable()
+			restored := New(cfg, "1")
+			if err := restored.Restore(st.offsets, st.loaded()); err != nil {
+				t.Fatal(err)
+			}
+			want, _ := c.Encode()
+			got, _ := restored.Encode()
+			if !bytes.Equal(got, want) || restored.OutboxLen() != 1 {
+				t.Fatalf("restored:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}

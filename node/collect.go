@@ -3,6 +3,9 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/joinery/joinery/actors/keypb"
@@ -210,6 +213,46 @@ func (r *reader) completeGroup(ctx context.Context, group []*batch, answered []a
 		r.sender.Commit(offsets, b.fireWm)
 	}
 	r.mu.Unlock()
+	n.committed.add(offsets)
+	return nil
+}
+
+// committedOffsets is the offsets a node's readers committed, partition
+// id -> offset, each the highest committed: a partition moves between
+// readers, and offsets never go back. Readers add to it; key actors read
+// it (get) from their own goroutines.
+type committedOffsets struct {
+	mu sync.Mutex // serializes add; get reads the pointer only
+	m  atomic.Pointer[map[string]int64]
+}
+
+// add records a commit. The map get returns is never changed: add makes
+// a new one (a commit names a few partitions; it is once per batch).
+func (c *committedOffsets) add(offsets map[string]int64) {
+	if len(offsets) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next map[string]int64
+	if old := c.m.Load(); old != nil {
+		next = maps.Clone(*old)
+	} else {
+		next = make(map[string]int64, len(offsets))
+	}
+	for part, off := range offsets {
+		if cur, ok := next[part]; !ok || off > cur {
+			next[part] = off
+		}
+	}
+	c.m.Store(&next)
+}
+
+// get returns the committed offsets, read-only; nil before any commit.
+func (c *committedOffsets) get() map[string]int64 {
+	if m := c.m.Load(); m != nil {
+		return *m
+	}
 	return nil
 }
 

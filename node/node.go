@@ -59,6 +59,10 @@ type Node struct {
 	plan   *job.Plan      // the compiled job (job.Compile): the node compiles nothing
 	spec   *job.Spec      // plan.Spec
 	budget *actors.Budget // the live key actors' memory budget
+	// committed is what this node's readers committed (partition id ->
+	// offset), for key actors that prune their outbox while idle
+	// (actors.Deps.Committed).
+	committed committedOffsets
 	// budgetBytes is the budget's limit (0: none) and budgetFrom where it
 	// came from; on the embedded store it bounds the state held too
 	// (statebudget.go).
@@ -248,7 +252,7 @@ func (n *Node) startCluster() (err error) {
 	// through it (through the guard, metered).
 	n.writer = actors.NewWriter(meteredSaves{n.keyStore(), n.metrics}, actors.WriterOptions{MaxBatch: n.spec.State.FlushBatch, Logger: n.log})
 	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, CDC: n.cdc, Multi: n.multi, NewTimed: n.timed, Store: n.keyStore(), Writer: n.writer, Logger: n.log,
-		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats, Budget: n.budget})
+		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats, Budget: n.budget, Committed: n.committed.get})
 	n.kind = actors.KindName(n.spec.Name)
 	if n.placement, err = n.keyPlacement(); err != nil { // shards.go
 		return err
@@ -353,6 +357,10 @@ func (n *Node) Columns() []string {
 	return n.plan.Columns
 }
 
+// pruneOnCloseTimeout bounds how long Close waits for the live keys to
+// prune their committed outbox entries.
+const pruneOnCloseTimeout = 5 * time.Second
+
 // Close shuts the node down: flushes pending state writes, leaves the cluster
 // gracefully, closes sinks and the store. It is idempotent.
 func (n *Node) Close(ctx context.Context) error {
@@ -363,6 +371,16 @@ func (n *Node) Close(ctx context.Context) error {
 			errs = append(errs, n.ingest.Shutdown(ctx)) // stop intake
 		}
 		n.stopWmShare(ctx)
+		if n.budget != nil && n.writer != nil {
+			// Keys idle since their last input prune the outputs their
+			// sources have committed since, so the store keeps no outbox
+			// entry that can no longer be re-sent (actors.Budget.Prune).
+			pctx, cancel := context.WithTimeout(ctx, pruneOnCloseTimeout)
+			if err := n.budget.Prune(pctx); err != nil {
+				n.log.Warn("stopping: not every key pruned its committed outputs in time; they stay in the store until the key is next used", "timeout", pruneOnCloseTimeout, "err", err)
+			}
+			cancel()
+		}
 		if n.cluster != nil {
 			n.cluster.Shutdown(true)
 		}
