@@ -63,6 +63,9 @@ type Node struct {
 	// offset), for key actors that prune their outbox while idle
 	// (actors.Deps.Committed).
 	committed committedOffsets
+	// kept is the columns the key state keeps per join side (projection
+	// pushdown: kept.go).
+	kept keptColumns
 	// budgetBytes is the budget's limit (0: none) and budgetFrom where it
 	// came from; on the embedded store it bounds the state held too
 	// (statebudget.go).
@@ -136,7 +139,7 @@ func StartPlan(ctx context.Context, plan *job.Plan, opts Options) (n *Node, err 
 			return nil, err
 		}
 	}
-	n = &Node{plan: plan, spec: spec, cdc: plan.CDC, multi: plan.Multi, timed: plan.NewTimed, evt: evt, keyExprs: plan.KeyExprs, timeout: plan.RequestTimeout,
+	n = &Node{plan: plan, spec: spec, cdc: plan.CDC, multi: plan.Multi, kept: keptOf(plan.CDC, plan.Multi), timed: plan.NewTimed, evt: evt, keyExprs: plan.KeyExprs, timeout: plan.RequestTimeout,
 		log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics(), session: fmt.Sprintf("%x", rand.Uint64())}
 	n.stats = newStats(spec.Name, n.metrics)
 	n.initMetrics()

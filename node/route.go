@@ -220,6 +220,7 @@ func (r *reader) cdcEvents(b *batch, m sources.Message, dst []record.Event) (evs
 		}
 		env.Change = c
 	}
+	n.kept.project(side, &env.Change)
 	if n.multi != nil {
 		evs, err = n.multi.Route(int(side), env.Change)
 	} else {

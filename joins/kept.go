@@ -1,0 +1,52 @@
+package joins
+
+import (
+	"slices"
+
+	"github.com/joinery/joinery/record"
+)
+
+// Kept returns the columns of side's rows that the join reads, sorted:
+// the side's primary-key and join columns and the projection's columns of
+// that side. all is true (and cols nil) when the join reads whole rows:
+// without a projection the output holds them, and a computed column may
+// read any column. A key's state keeps only these columns of its rows, so
+// a runner drops the others as it decodes a change (projection pushdown,
+// as Flink's planner prunes the columns a query never reads).
+func (s *CDCSpec) Kept(side record.Side) (cols []string, all bool) {
+	if len(s.Project) == 0 {
+		return nil, true
+	}
+	sd := s.side(side)
+	cols = []string{sd.PK, sd.JoinOn}
+	for _, c := range s.Project {
+		if c.Compute != nil {
+			return nil, true
+		}
+		if c.Side == side {
+			cols = append(cols, c.Field)
+		}
+	}
+	slices.Sort(cols)
+	return slices.Compact(cols), false
+}
+
+// Kept is CDCSpec.Kept for a multi-way join's table (an index into
+// Tables).
+func (s *MultiSpec) Kept(table int) (cols []string, all bool) {
+	if len(s.Project) == 0 || table < 0 || table >= len(s.Tables) {
+		return nil, true
+	}
+	t := s.Tables[table]
+	cols = []string{t.PK, t.JoinOn}
+	for _, c := range s.Project {
+		if c.Compute != nil {
+			return nil, true
+		}
+		if c.Table == table {
+			cols = append(cols, c.Field)
+		}
+	}
+	slices.Sort(cols)
+	return slices.Compact(cols), false
+}

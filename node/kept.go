@@ -1,0 +1,55 @@
+package node
+
+import (
+	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/record"
+)
+
+// keptColumns is, per join side (a two-way join's Left and Right, or a
+// multi-way join's table index), the set of columns the key state keeps
+// (joins.CDCSpec.Kept); a nil set keeps whole rows.
+type keptColumns []map[string]struct{}
+
+// keptOf computes the kept columns of a changelog join (nil for an
+// event-time join, whose rows stay whole).
+func keptOf(cdc *joins.CDCSpec, multi *joins.MultiSpec) keptColumns {
+	set := func(cols []string, all bool) map[string]struct{} {
+		if all {
+			return nil
+		}
+		m := make(map[string]struct{}, len(cols))
+		for _, c := range cols {
+			m[c] = struct{}{}
+		}
+		return m
+	}
+	switch {
+	case multi != nil:
+		k := make(keptColumns, len(multi.Tables))
+		for i := range multi.Tables {
+			k[i] = set(multi.Kept(i))
+		}
+		return k
+	case cdc != nil:
+		return keptColumns{set(cdc.Kept(record.Left)), set(cdc.Kept(record.Right))}
+	}
+	return nil
+}
+
+// project drops from c's rows the columns side's state does not keep. It
+// runs after the source's filter (which may read any column) and before
+// the change is routed, so every row a key holds, stores and sends is
+// projected.
+func (k keptColumns) project(side record.Side, c *record.Change) {
+	if int(side) >= len(k) || k[side] == nil {
+		return
+	}
+	keep := k[side]
+	for _, r := range [2]record.Row{c.Before, c.After} {
+		for col := range r {
+			if _, ok := keep[col]; !ok {
+				delete(r, col)
+			}
+		}
+	}
+}
