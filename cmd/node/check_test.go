@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,6 +141,20 @@ cluster: {secret_key: '${JOINERY_GOSSIP_KEY}'}
 		if strings.Count(got, "cluster.secret_key") != 1 || !strings.Contains(got, "${JOINERY_GOSSIP_KEY}: environment variable not set") ||
 			strings.Contains(got, "base64") || strings.Count(got, "invalid job file") != 1 {
 			t.Errorf("%s: stderr\n%s\nwant one error, naming cluster.secret_key and the unset variable only", cmd, got)
+		}
+	}
+}
+
+// TestCheckPrintsKeptColumns: `check` says which columns of each side's
+// rows the key state keeps.
+func TestCheckPrintsKeptColumns(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"check", "--config", "../../examples/users-domains/job.yaml"}, &out, &errOut); code != 0 {
+		t.Fatalf("check exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"# state keeps users: firstname, id, lastname\n", "# state keeps domains: domain_name, id, user_id\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out.String())
 		}
 	}
 }

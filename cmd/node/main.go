@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/joinery/joinery/internal/tableprint"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/node"
+	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/replay"
 )
 
@@ -80,6 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// Secrets are redacted: check output lands in CI logs and terminals.
 		b, _ := yaml.Marshal(plan.Spec.Redacted())
 		fmt.Fprintf(stdout, "%s: ok\n%s", *config, b)
+		writeKept(stdout, plan)
 		return 0
 	}
 	var level slog.Level
@@ -247,4 +250,28 @@ func replayEvents(jobPath, inputPath, latePath, end, ops string, stdout, stderr 
 	line, _ := json.Marshal(map[string]any{"summary": sum})
 	fmt.Fprintf(stderr, "%s\n", line)
 	return 0
+}
+
+// writeKept prints, per join side, the columns the key state keeps of its
+// rows (projection pushdown: joins.CDCSpec.Kept).
+func writeKept(w io.Writer, plan *job.Plan) {
+	line := func(name string, cols []string, all bool) {
+		if all {
+			fmt.Fprintf(w, "# state keeps %s: every column\n", name)
+			return
+		}
+		fmt.Fprintf(w, "# state keeps %s: %s\n", name, strings.Join(cols, ", "))
+	}
+	switch {
+	case plan.Multi != nil:
+		for i, t := range plan.Multi.Tables {
+			cols, all := plan.Multi.Kept(i)
+			line(t.Name, cols, all)
+		}
+	case plan.CDC != nil:
+		cols, all := plan.CDC.Kept(record.Left)
+		line(plan.CDC.Left.Name, cols, all)
+		cols, all = plan.CDC.Kept(record.Right)
+		line(plan.CDC.Right.Name, cols, all)
+	}
 }
