@@ -29,7 +29,8 @@ import (
 //	r:<pk>  a right row (map state) by primary key (key form), as l
 //	o:<id>  an outbox entry (its JSON as in version 1), id in 16 hex digits,
 //	        ascending in outbox order
-//	s:<id>  a row's last Debezium source position, id "side/pk"
+//	s:<id>  a row's last Debezium source position, id "side/pk", compact
+//	        where it has one of SourcePosition's forms (srcpos.go)
 //
 // The rows of a two-way changelog join are parts (l, r:) unless its spec
 // stamps source times (MaxTs: the times live in the join snapshot, which
@@ -287,12 +288,12 @@ func (c *Core) writeParts(w *Write, room []stateparts.Part) error {
 	if whole {
 		for _, id := range slices.Sorted(maps.Keys(c.src)) { // deterministic Writes
 			pos := c.src[id]
-			add(partSrc+id, []byte(pos))
+			add(partSrc+id, appendSrcPos(nil, pos))
 			p.srcBytes += 2 + len(id) + len(pos)
 		}
 	} else {
 		for _, id := range p.ch.srcIDs() {
-			add(partSrc+id, []byte(c.src[id]))
+			add(partSrc+id, appendSrcPos(nil, c.src[id]))
 		}
 	}
 	p.base = len(base)
@@ -404,7 +405,11 @@ func decodeParts(b []byte) (keyState, int, error) {
 			if s.Src == nil {
 				s.Src = map[string]string{}
 			}
-			s.Src[p.Name[len(partSrc):]] = string(p.Value)
+			pos, ok := srcPos(p.Value)
+			if !ok {
+				return keyState{}, 0, fmt.Errorf("%w: source position part %q: % x", errBadState, p.Name, p.Value)
+			}
+			s.Src[p.Name[len(partSrc):]] = pos
 		default:
 			return keyState{}, 0, fmt.Errorf("%w: unknown part %q", errBadState, p.Name)
 		}

@@ -1,0 +1,57 @@
+package keycore
+
+import (
+	"testing"
+)
+
+func TestSrcPos(t *testing.T) {
+	for _, c := range []struct {
+		pos  string
+		size int // stored bytes
+	}{
+		{"pg/00000000000023456789", 6},
+		{"pg/18446744073709551615", 12},
+		{"pg/18446744073709551616", 23}, // over uint64: kept as text
+		{"pg/123", 6},                    // not 20 digits: text
+		{"mongo/00000001700000000000/0000000003", 9},
+		{"mysql/binlog.000003/00000000000000004567/0000000001", 19},
+		{"mysql/a/b/00000000000000004567/0000000001", 9},
+		{"sqlserver/00000025:00000d28:0003/00000025:00000d28:0002/0000000002", 66},
+		{"oracle/000000000000000000123456", 31},
+		{"", 0},
+		{"00000042", 8},
+	} {
+		b := appendSrcPos(nil, c.pos)
+		if len(b) != c.size {
+			t.Errorf("%q: %d bytes stored, want %d", c.pos, len(b), c.size)
+		}
+		got, ok := srcPos(b)
+		if !ok || got != c.pos {
+			t.Errorf("%q: decoded %q, %v", c.pos, got, ok)
+		}
+	}
+	for _, bad := range [][]byte{{srcTag}, {srcTag, 9}, {srcTag, 1}, {srcTag, 1, 5, 0}, {srcTag, 3, 9, 'a'}, {srcTag, 2, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f}} {
+		if got, ok := srcPos(bad); ok {
+			t.Errorf("% x decoded to %q", bad, got)
+		}
+	}
+}
+
+// FuzzSrcPos: every position text round-trips through its stored form,
+// and a stored form that decodes encodes back to itself.
+func FuzzSrcPos(f *testing.F) {
+	f.Add("pg/00000000000023456789")
+	f.Add("mongo/00000001700000000000/0000000003")
+	f.Add("mysql/binlog.000003/00000000000000004567/0000000001")
+	f.Add("x")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, ok := srcPos(appendSrcPos(nil, s)); !ok || got != s {
+			t.Fatalf("%q: decoded %q, %v", s, got, ok)
+		}
+		if pos, ok := srcPos([]byte(s)); ok {
+			if again, ok := srcPos(appendSrcPos(nil, pos)); !ok || again != pos {
+				t.Fatalf("%q: %q re-encoded decodes to %q", s, pos, again)
+			}
+		}
+	})
+}
