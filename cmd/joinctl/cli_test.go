@@ -219,7 +219,7 @@ func TestCLIKey(t *testing.T) {
 
 	r = runCLI(t, nil, "--server", url, "key", "inspect", "j", "42")
 	wantExit(t, r, 0)
-	wantContains(t, r.stdout, `{"id":42,"name":"ann"}`, `{"id":7,"user_id":42}`, "cdc/0", "12345678901", "Epoch:", "3", "5000")
+	wantContains(t, r.stdout, `{"id":42,"name":"ann"}`, `{"id":7,"user_id":42}`, "cdc/0", "12345678901", "Epoch:", "3", "5000", "Left columns kept:", "id, name", "Right columns kept:", "id, user_id")
 	if strings.Index(r.stdout, "cdc/0") > strings.Index(r.stdout, "cdc/1") {
 		t.Errorf("offsets not sorted:\n%s", r.stdout)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -158,9 +159,35 @@ func keyStateTable(w io.Writer, ks admin.KeyState) {
 	for _, r := range ks.Rights {
 		fmt.Fprintf(w, "  %s\n", r) // no tab: rows do not widen the column
 	}
+	if cols := rowColumns(ks.Left); cols != "" {
+		fmt.Fprintf(w, "Left columns kept:\t%s\n", cols)
+	}
+	if cols := rowColumns(ks.Rights...); cols != "" {
+		fmt.Fprintf(w, "Right columns kept:\t%s\n", cols)
+	}
 	if len(ks.State) > 0 && string(ks.State) != "null" {
 		fmt.Fprintf(w, "State:\t\n  %s\n", ks.State)
 	}
+}
+
+// rowColumns lists the columns the rows hold, sorted and comma-separated:
+// a job keeps only the columns it reads (`joinery check` prints which).
+// "" when there are no rows.
+func rowColumns(rows ...json.RawMessage) string {
+	seen := map[string]bool{}
+	for _, r := range rows {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(r, &m) != nil {
+			continue
+		}
+		for k := range m {
+			seen[k] = true
+		}
+	}
+	if len(seen) == 0 {
+		return ""
+	}
+	return strings.Join(slices.Sorted(maps.Keys(seen)), ", ")
 }
 
 func whyTable(w io.Writer, why admin.Why) {
