@@ -39,14 +39,13 @@ type Deps struct {
 	// this node's sources have committed, their outputs written; the
 	// caller only reads the map. A key hears of commits in its next
 	// request only, so one that idles with outbox entries prunes them
-	// against Committed after PruneAfter idle, and again when it
-	// passivates, and writes their deletion: a key touched once does not
-	// keep its last input's outputs in the store while it idles.
+	// against Committed when Pruner asks and when it passivates, and
+	// writes their deletion: a key touched once does not keep its last
+	// input's outputs in the store while it idles.
 	Committed func() map[string]int64
-	// PruneAfter is how long a key with outbox entries idles before it
-	// prunes them (default DefaultPruneAfter); entries not yet committed
-	// then are tried again after twice as long, up to a minute.
-	PruneAfter time.Duration
+	// Pruner, when set (with Committed), asks keys that idle with outbox
+	// entries to prune them.
+	Pruner *Pruner
 	// GroupCommit makes requests that reach a key while its write is in
 	// flight wait and share the next write (keycore's Config.Coalesce)
 	// instead of each encoding one. Off in the node: `make bench-fleet`
@@ -64,9 +63,6 @@ type Deps struct {
 	// makes it. Nil: each activation loads alone.
 	loads *loader
 }
-
-// DefaultPruneAfter is Deps.PruneAfter's default.
-const DefaultPruneAfter = time.Second
 
 // Passivation causes, for EventsWithCause.
 const (
@@ -142,14 +138,14 @@ type writeDone struct{ err error }
 // The per-key protocol and the join are the core's. Its mailbox is the
 // only goroutine that touches the fields, so they need no lock.
 type keyActor struct {
-	deps      *Deps
-	cfg       *keycore.Config
-	core      *keycore.Core
-	cause     string        // why passivation was requested
-	waiting   []waiter      // answers that wait for the next write (keycore.Ready.Wait)
-	budget    budgetEntry   // its entry in the memory budget (Deps.Budget), held here
-	bytes     int64         // what the budget accounts this activation
-	pruneWait time.Duration // the idle prune's armed timeout; 0: not armed (the receive timeout, if any, is passivation's)
+	deps    *Deps
+	cfg     *keycore.Config
+	core    *keycore.Core
+	cause   string      // why passivation was requested
+	waiting []waiter    // answers that wait for the next write (keycore.Ready.Wait)
+	budget  budgetEntry // its entry in the memory budget (Deps.Budget), held here
+	bytes   int64       // what the budget accounts this activation
+	pruning pruneEntry  // its entry in the Pruner's queue, held here
 	// The flags last, together (the struct is one per live key).
 	stop     bool // passivation requested: stop once nothing is pending
 	poisoned bool // the poison pill is sent
@@ -221,15 +217,9 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		if a.core.Pending() == 0 && a.core.Dirty() {
 			a.flush(ctx)
 		}
-		if a.pruneWait == 0 {
-			a.armPrune(ctx, a.deps.pruneAfter())
-		}
+		a.queuePrune(ctx, false)
 		a.maybeStop(ctx)
 	case *actor.ReceiveTimeout:
-		if a.pruneWait > 0 {
-			a.idlePrune(ctx)
-			return
-		}
 		a.stop, a.cause = true, CauseIdle
 		a.maybeStop(ctx)
 	case budgetPassivate:
@@ -241,8 +231,12 @@ func (a *keyActor) Receive(ctx actor.Context) {
 		}
 		a.maybeStop(ctx)
 	case pruneNow:
-		a.prune(ctx)
-		m.done.Done()
+		if !a.prune(ctx) {
+			a.queuePrune(ctx, true) // nothing committed yet: ask again later
+		}
+		if m.done != nil {
+			m.done.Done()
+		}
 	case *keypb.Passivate:
 		a.stop, a.cause = true, CauseRequest
 		a.maybeStop(ctx)
@@ -257,6 +251,7 @@ func (a *keyActor) Receive(ctx actor.Context) {
 			ctx.Send(actor.NewPID(ctx.ActorSystem().Address(), disthash.PartitionActivatorActorName), &keyStopped{kind: kind, key: key, pid: ctx.Self()})
 		}
 		a.deps.Budget.remove(&a.budget)
+		a.deps.Pruner.remove(&a.pruning)
 		if a.deps.Events != nil && a.core != nil {
 			if ec, ok := a.deps.Events.(EventsWithCause); ok {
 				cause := a.cause
@@ -347,37 +342,18 @@ func (a *keyActor) maybeStop(ctx actor.Context) {
 	}
 }
 
-// pruneAfter is PruneAfter or its default.
-func (d *Deps) pruneAfter() time.Duration {
-	if d.PruneAfter > 0 {
-		return d.PruneAfter
-	}
-	return DefaultPruneAfter
-}
-
-// armPrune arms the idle prune (the receive timeout) to fire after wait
-// when the key keeps outbox entries and can learn of commits.
-func (a *keyActor) armPrune(ctx actor.Context, wait time.Duration) {
-	if a.deps.Committed == nil || a.core == nil || a.core.OutboxLen() == 0 || a.stop || a.poisoned {
+// queuePrune queues the key in the Pruner while it keeps outbox entries
+// and takes it out once it has none (backoff: see Pruner.queue).
+func (a *keyActor) queuePrune(ctx actor.Context, backoff bool) {
+	p := a.deps.Pruner
+	if p == nil || a.deps.Committed == nil || a.core == nil {
 		return
 	}
-	a.pruneWait = wait
-	ctx.SetReceiveTimeout(wait)
-}
-
-// idlePrune is the idle prune's timeout: prune, then arm it again (twice
-// as long, up to a minute) if entries not yet committed remain, else arm
-// passivation's timeout again.
-func (a *keyActor) idlePrune(ctx actor.Context) {
-	wait := a.pruneWait
-	a.pruneWait = 0
-	a.prune(ctx)
-	if a.core.OutboxLen() > 0 && a.core.Pending() == 0 {
-		a.armPrune(ctx, min(2*wait, time.Minute))
+	if a.core.OutboxLen() == 0 || a.stop || a.poisoned || a.failed {
+		p.remove(&a.pruning)
+		return
 	}
-	if a.pruneWait == 0 && a.deps.PassivateAfter > 0 {
-		ctx.SetReceiveTimeout(a.deps.PassivateAfter)
-	}
+	p.queue(&a.pruning, ctx.Self(), time.Now(), backoff)
 }
 
 // prune drops the outbox entries the node's sources have committed and

@@ -372,7 +372,7 @@ func BenchmarkKeyActorLocalApply(b *testing.B) {
 
 // TestKeyActorPrunesIdleOutbox: a key that idles with an outbox entry
 // keeps it in the store until its sources commit past it, then prunes it
-// by itself (Deps.Committed, PruneAfter), with no request; and Budget.Prune
+// when the Pruner asks (Deps.Committed, Deps.Pruner), with no request; and Budget.Prune
 // makes a key prune at once (a node stopping).
 func TestKeyActorPrunesIdleOutbox(t *testing.T) {
 	for _, idle := range []bool{true, false} {
@@ -382,19 +382,21 @@ func TestKeyActorPrunesIdleOutbox(t *testing.T) {
 			t.Cleanup(func() { w.Close(context.Background()) })
 			var committed atomic.Pointer[map[string]int64]
 			var budget *Budget
+			var deps *Deps
 			system, spawn := keyActorsWith(t, store, w, func(d *Deps) {
+				deps = d
 				d.Committed = func() map[string]int64 {
 					if m := committed.Load(); m != nil {
 						return *m
 					}
 					return nil
 				}
-				d.PruneAfter = time.Hour
-				if idle {
-					d.PruneAfter = 10 * time.Millisecond
-				}
 			})
 			budget = NewBudget(0, system.Root)
+			if idle {
+				deps.Pruner = NewPruner(system.Root, 10*time.Millisecond)
+				t.Cleanup(deps.Pruner.Close)
+			}
 			pid := spawn("7")
 			apply := func(ev record.Event) {
 				t.Helper()

@@ -126,11 +126,6 @@ func (a *keyActor) apply(ctx actor.Context, req *keycore.Request, m *keypb.Apply
 	}
 	a.stop, a.cause = false, "" // a request cancels a pending passivation
 	if a.deps.PassivateAfter > 0 {
-		// The receive timeout is passivation's again; the request's write
-		// (writeDone) arms the idle prune if the key keeps outbox entries.
-		// (With no passivation, an armed idle prune stays armed: every
-		// message restarts its timer.)
-		a.pruneWait = 0
 		// protoactor cancels the receive timeout once it fires: arm it again
 		// (a no-op while it is armed).
 		ctx.SetReceiveTimeout(a.deps.PassivateAfter)

@@ -149,8 +149,8 @@ func (b *Budget) remove(e *budgetEntry) {
 	}
 }
 
-// pruneNow asks a key actor to prune its outbox now (Budget.Prune) and
-// tell done once it has (or has nothing to prune).
+// pruneNow asks a key actor to prune its outbox now (Pruner, Budget.Prune)
+// and, when done is set, tell it once it has (or has nothing to prune).
 type pruneNow struct{ done *sync.WaitGroup }
 
 // Prune asks every live key actor with outbox entries to prune those its

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/joinery/joinery/actors"
 )
@@ -13,7 +14,8 @@ import (
 // job reads — primary-key and join columns and the projection's — so a
 // users column no part of the job reads is not in the stored row, while a
 // job without a projection (whole rows out) keeps every column; the
-// outputs are the same either way.
+// outputs are the same either way. The key, idle once its inputs are
+// committed, prunes its outbox without a request.
 func TestNodeKeepsProjectedColumns(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
@@ -76,6 +78,18 @@ sinks:
 			}
 			if got := cols(ks.Rights[0]); !slices.Equal(got, c.right) {
 				t.Errorf("domains row holds %v, want %v", got, c.right)
+			}
+			// The joined row's input is committed: the idle key prunes
+			// its outbox entry by itself (actors.Pruner).
+			deadline := time.Now().Add(20 * time.Second)
+			for ks.Outbox != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("outbox %d 20 s after the input was committed, want 0", ks.Outbox)
+				}
+				time.Sleep(50 * time.Millisecond)
+				if ks, err = n.Inspect("1"); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 	}

@@ -63,6 +63,7 @@ type Node struct {
 	// offset), for key actors that prune their outbox while idle
 	// (actors.Deps.Committed).
 	committed committedOffsets
+	pruner    *actors.Pruner // asks idle keys to prune their committed outbox entries
 	// kept is the columns the key state keeps per join side (projection
 	// pushdown: kept.go).
 	kept keptColumns
@@ -254,8 +255,9 @@ func (n *Node) startCluster() (err error) {
 	// The key actors' write-behind batcher: their saves reach the store
 	// through it (through the guard, metered).
 	n.writer = actors.NewWriter(meteredSaves{n.keyStore(), n.metrics}, actors.WriterOptions{MaxBatch: n.spec.State.FlushBatch, Logger: n.log})
+	n.pruner = actors.NewPruner(n.system.Root, 0)
 	kind := actors.NewKind(&actors.Deps{Job: n.spec.Name, CDC: n.cdc, Multi: n.multi, NewTimed: n.timed, Store: n.keyStore(), Writer: n.writer, Logger: n.log,
-		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats, Budget: n.budget, Committed: n.committed.get})
+		PassivateAfter: n.spec.State.PassivateAfter, Events: n.stats, Budget: n.budget, Committed: n.committed.get, Pruner: n.pruner})
 	n.kind = actors.KindName(n.spec.Name)
 	if n.placement, err = n.keyPlacement(); err != nil { // shards.go
 		return err
@@ -384,6 +386,7 @@ func (n *Node) Close(ctx context.Context) error {
 			}
 			cancel()
 		}
+		n.pruner.Close()
 		if n.cluster != nil {
 			n.cluster.Shutdown(true)
 		}
