@@ -32,6 +32,22 @@ type Config struct {
 	// a company_id column (1..Companies+1: some point at no company) to
 	// every users row.
 	Companies int
+	// Pad, when > 0, adds that many string columns pad1..pad<Pad> to
+	// every users and domains row (wide rows whose extra columns no join
+	// reads), each value 24 bytes, made from the column and the row's id
+	// without a random draw: the history is otherwise the same.
+	Pad int
+}
+
+// PadBytes is the length of each value of Config.Pad's columns.
+const PadBytes = 24
+
+// pad adds c.Pad's columns to row (id: the row's id).
+func (c Config) pad(row map[string]any, id int) map[string]any {
+	for i := 1; i <= c.Pad; i++ {
+		row[fmt.Sprintf("pad%d", i)] = fmt.Sprintf("p%02d-%020d", i%100, id) // PadBytes long
+	}
+	return row
 }
 
 // History is a generated input and the tables it leaves.
@@ -65,7 +81,7 @@ func Generate(c Config) *History {
 		if c.Companies > 0 {
 			u["company_id"] = 1 + r2.IntN(c.Companies+1)
 		}
-		return u
+		return c.pad(u, id)
 	}
 	// extra makes one change of user_settings or companies, if configured,
 	// about every other base change.
@@ -102,7 +118,7 @@ func Generate(c Config) *History {
 		}
 	}
 	domain := func(id int) map[string]any {
-		return map[string]any{"id": id, "user_id": 1 + r.IntN(c.Users), "domain_name": fmt.Sprintf("d%d-%d", id, r.IntN(100))}
+		return c.pad(map[string]any{"id": id, "user_id": 1 + r.IntN(c.Users), "domain_name": fmt.Sprintf("d%d-%d", id, r.IntN(100))}, id)
 	}
 	// Snapshot: half the users, half the domains (some pointing at absent users).
 	for id := 1; id <= c.Users; id += 2 {
