@@ -37,6 +37,11 @@ type Config struct {
 	// reads), each value 24 bytes, made from the column and the row's id
 	// without a random draw: the history is otherwise the same.
 	Pad int
+	// LSN, when set, gives every change a Postgres log position,
+	// source.lsn, ascending with the line (its index + 1), as Debezium's
+	// Postgres connector does: a consumer that deduplicates by source
+	// position keeps one per row.
+	LSN bool
 }
 
 // PadBytes is the length of each value of Config.Pad's columns.
@@ -68,8 +73,12 @@ func Generate(c Config) *History {
 		Settings: map[int]map[string]any{}, Companies: map[int]map[string]any{}}
 	r2 := rand.New(rand.NewPCG(c.Seed^0x5bd1e995, c.Seed+0x632be59bd9b4e019)) // the extra tables' draws
 	emit := func(table, op string, before, after map[string]any) {
+		src := map[string]any{"table": table}
+		if c.LSN {
+			src["lsn"] = len(h.Lines) + 1
+		}
 		env := map[string]any{"op": op, "before": before, "after": after,
-			"source": map[string]any{"table": table}, "ts_ms": 1_700_000_000_000 + len(h.Lines)}
+			"source": src, "ts_ms": 1_700_000_000_000 + len(h.Lines)}
 		b, err := json.Marshal(env)
 		if err != nil {
 			panic(err)

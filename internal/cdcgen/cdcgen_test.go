@@ -54,12 +54,14 @@ func noTs(t *testing.T, l []byte) []byte {
 	return b
 }
 
-// TestPadWidensRows: Config.Pad adds its columns, PadBytes each, to every
-// users and domains row and changes nothing else of the history.
-func TestPadWidensRows(t *testing.T) {
+// TestPadAndLSNKeepHistory: Config.Pad adds its columns, PadBytes each, to every
+// users and domains row, Config.LSN a source.lsn ascending with the line,
+// and neither changes anything else of the history.
+func TestPadAndLSNKeepHistory(t *testing.T) {
 	base := Config{Seed: 5, Users: 10, Domains: 30, Changes: 300}
 	wide := base
 	wide.Pad = 3
+	wide.LSN = true
 	plain, padded := Generate(base), Generate(wide)
 	if len(padded.Lines) != len(plain.Lines) {
 		t.Fatalf("%d lines, want %d", len(padded.Lines), len(plain.Lines))
@@ -70,6 +72,11 @@ func TestPadWidensRows(t *testing.T) {
 		if err := json.Unmarshal(l, &env); err != nil {
 			t.Fatal(err)
 		}
+		src := env["source"].(map[string]any)
+		if lsn, ok := src["lsn"].(float64); !ok || lsn != float64(i+1) {
+			t.Fatalf("line %d: source.lsn %#v, want %d", i, src["lsn"], i+1)
+		}
+		delete(src, "lsn")
 		for _, img := range []string{"before", "after"} {
 			row, _ := env[img].(map[string]any)
 			if row == nil {

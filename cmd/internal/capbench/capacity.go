@@ -123,7 +123,7 @@ func runVariant(ctx context.Context, c Config, v Variant, rep *Report) (*Result,
 	res := &Result{Variant: v.Name, PadColumns: v.Pad}
 	inPath := filepath.Join(dir, "changes.jsonl")
 	t0 := time.Now()
-	if err := generate(cdcgen.Config{Seed: c.Seed, Users: rep.Users, Domains: rep.Domains, Changes: c.Changes, Pad: v.Pad}, inPath, res); err != nil {
+	if err := generate(cdcgen.Config{Seed: c.Seed, Users: rep.Users, Domains: rep.Domains, Changes: c.Changes, Pad: v.Pad, LSN: true}, inPath, res); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(c.Log, "capacity %s: %d changes generated in %.1f s: %d live join keys, %d rows\n",
