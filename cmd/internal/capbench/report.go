@@ -150,6 +150,17 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("used_memory per stored row", func(x *Result) string { return fmt.Sprintf("%.0f B", x.BytesPerRow) })
 	row("Redis keys (DBSIZE)", func(x *Result) string { return fmt.Sprint(x.DBSize) })
 	row("Redis keys per join key", func(x *Result) string { return fmt.Sprintf("%.2f", x.RedisKeysPerJoinKey) })
+	row("per-join-key hashes' encodings", func(x *Result) string {
+		m := map[string]int64{}
+		for _, k := range x.Kinds {
+			if k.PerJoinKey && k.Type == "hash" {
+				for e, n := range k.Encodings {
+					m[e] += n
+				}
+			}
+		}
+		return encodings(m)
+	})
 	row("MEMORY USAGE per join key p50/p90/p99/max", func(x *Result) string {
 		q := x.PerJoinKey
 		return fmt.Sprintf("%d/%d/%d/%d B", q.P50, q.P90, q.P99, q.Max)
@@ -162,6 +173,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("node: heap per live key", func(x *Result) string { return fmt.Sprintf("%.0f B", x.HeapPerLiveKey) })
 	row("node: run (wall)", func(x *Result) string { return fmt.Sprintf("%.1f s", x.RunSec) })
 	row("node: outputs", func(x *Result) string { return fmt.Sprint(x.Outputs) })
+	row("node: keys passivated by its close", func(x *Result) string { return fmt.Sprint(x.Passivations) })
 	tw.Flush()
 	for _, x := range r.Results {
 		fmt.Fprintf(w, "\n%s: Redis keys by kind (MEMORY USAGE summed: %.1f MiB of used_memory's %.1f MiB)\n",
