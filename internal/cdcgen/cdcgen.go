@@ -32,10 +32,11 @@ type Config struct {
 	// a company_id column (1..Companies+1: some point at no company) to
 	// every users row.
 	Companies int
-	// Pad, when > 0, adds that many string columns pad1..pad<Pad> to
-	// every users and domains row (wide rows whose extra columns no join
-	// reads), each value 24 bytes, made from the column and the row's id
-	// without a random draw: the history is otherwise the same.
+	// Pad, when > 0, adds that many string columns extra_column_01,
+	// extra_column_02... to every users and domains row (wide rows whose
+	// extra columns no join reads), each value PadBytes long, made from the
+	// column and the row's id without a random draw: the history is
+	// otherwise the same.
 	Pad int
 	// LSN, when set, gives every change a Postgres log position,
 	// source.lsn, ascending with the line (its index + 1), as Debezium's
@@ -47,10 +48,13 @@ type Config struct {
 // PadBytes is the length of each value of Config.Pad's columns.
 const PadBytes = 24
 
+// PadColumn is the name of Config.Pad's i-th column (from 1).
+func PadColumn(i int) string { return fmt.Sprintf("extra_column_%02d", i) }
+
 // pad adds c.Pad's columns to row (id: the row's id).
 func (c Config) pad(row map[string]any, id int) map[string]any {
 	for i := 1; i <= c.Pad; i++ {
-		row[fmt.Sprintf("pad%d", i)] = fmt.Sprintf("p%02d-%020d", i%100, id) // PadBytes long
+		row[PadColumn(i)] = fmt.Sprintf("p%02d-%020d", i%100, id) // PadBytes long
 	}
 	return row
 }

@@ -3,7 +3,6 @@ package cdcgen
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"testing"
 )
 
@@ -84,7 +83,7 @@ func TestPadAndLSNKeepHistory(t *testing.T) {
 			}
 			rows++
 			for c := 1; c <= wide.Pad; c++ {
-				name := fmt.Sprintf("pad%d", c)
+				name := PadColumn(c)
 				if v, ok := row[name].(string); !ok || len(v) != PadBytes {
 					t.Fatalf("line %d %s: %s = %#v, want a string of %d bytes", i, img, name, row[name], PadBytes)
 				}
