@@ -78,7 +78,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		variants = Variants
 	}
 	for _, name := range c.Variants {
-		i := indexOf(name)
+		i := variantIndex(name)
 		if i < 0 {
 			return nil, fmt.Errorf("capbench: unknown variant %q (narrow, wide)", name)
 		}
@@ -104,7 +104,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	return rep, nil
 }
 
-func indexOf(name string) int {
+func variantIndex(name string) int {
 	for i, v := range Variants {
 		if v.Name == name {
 			return i

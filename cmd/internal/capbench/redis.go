@@ -1,6 +1,7 @@
 package capbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -153,7 +154,12 @@ func (r *redisClient) survey(ctx context.Context, res *Result) error {
 		kk.MeanBytes = float64(kk.Bytes) / float64(kk.Keys)
 		res.Kinds = append(res.Kinds, *kk)
 	}
-	slices.SortFunc(res.Kinds, func(a, b KeyKind) int { return int(b.Bytes - a.Bytes) })
+	slices.SortFunc(res.Kinds, func(a, b KeyKind) int {
+		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Kind, b.Kind)
+	})
 
 	// Per join key: the sum of its keys' MEMORY USAGE.
 	type jk struct {
@@ -172,8 +178,8 @@ func (r *redisClient) survey(ctx context.Context, res *Result) error {
 		return nil
 	}
 	slices.SortFunc(jks, func(a, b jk) int {
-		if a.bytes != b.bytes {
-			return int(a.bytes - b.bytes)
+		if c := cmp.Compare(a.bytes, b.bytes); c != 0 {
+			return c
 		}
 		return strings.Compare(a.key, b.key)
 	})

@@ -1,6 +1,7 @@
 package capbench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -211,8 +212,8 @@ func encodings(m map[string]int64) string {
 		names = append(names, k)
 	}
 	slices.SortFunc(names, func(a, b string) int {
-		if m[a] != m[b] {
-			return int(m[b] - m[a])
+		if c := cmp.Compare(m[b], m[a]); c != 0 {
+			return c
 		}
 		return strings.Compare(a, b)
 	})
