@@ -9,11 +9,12 @@ TESTFLAGS ?= -count=1 -timeout 20m
 # endpointManager.stop vs. its readers, MemberList topology reads), which the
 # race detector reports in any test that runs its remoting; these packages'
 # tests therefore run without -race (cluster/ runs both ways: under -race its
-# tests skip the remoting round trips, see cluster_test.go). Every other package runs with -race, and
+# tests skip the remoting round trips, see cluster_test.go; cmd/internal/capbench's
+# smoke test runs a node in process). Every other package runs with -race, and
 # our own concurrent code outside them (actors.Writer, stores, sources) has
 # race-checked tests of its own. See README "Tests".
-NORACE_PKGS := ./node/... ./cluster/... ./chaos/...
-RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/node$$' -e '/chaos$$')
+NORACE_PKGS := ./node/... ./cluster/... ./chaos/... ./cmd/internal/capbench/...
+RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/node$$' -e '/chaos$$' -e '/capbench$$')
 
 .PHONY: all build demo test lint fmt vet tidy-check fuzz bench redis clean chaos
 
@@ -70,6 +71,11 @@ bench:
 	$(GO) run ./cmd/bench -scale $(or $(BENCH_SCALE),small) -rounds $(or $(BENCH_ROUNDS),3) -out $(or $(BENCH_OUT),/tmp/joinery-bench-results.json) $(if $(BENCH_WORKLOADS),-workloads $(BENCH_WORKLOADS))
 	$(GO) run ./cmd/benchplot -in $(or $(BENCH_OUT),/tmp/joinery-bench-results.json) -out $(or $(BENCH_PLOTS),docs)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## bench-capacity: Redis memory per join key (figures, not pass/fail; a few minutes, run it with nice): the users ⋈ domains join through one node on a redis-server, BENCH_CAPACITY_CHANGES (200000) changes, narrow rows and rows with ten unused 24-byte columns; table on stdout, JSON to BENCH_OUT (/tmp/joinery-capacity.json).
+.PHONY: bench-capacity
+bench-capacity: redis
+	$(GO) run ./cmd/benchcapacity -changes $(or $(BENCH_CAPACITY_CHANGES),200000) -out $(or $(BENCH_OUT),/tmp/joinery-capacity.json)
 
 ## bench-fleet: the fleet benchmark (figures, not pass/fail): 1-4 joinery nodes at BENCH_FLEET_CPU (0.3) CPU each, input ×BENCH_FLEET_SCALE (3)
 ## (cgroup v1 quota; needs root), a 3-master Redis Cluster, a kfake Kafka broker process; table on stdout,

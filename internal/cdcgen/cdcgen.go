@@ -32,6 +32,31 @@ type Config struct {
 	// a company_id column (1..Companies+1: some point at no company) to
 	// every users row.
 	Companies int
+	// Pad, when > 0, adds that many string columns extra_column_01,
+	// extra_column_02... to every users and domains row (wide rows whose
+	// extra columns no join reads), each value PadBytes long, made from the
+	// column and the row's id without a random draw: the history is
+	// otherwise the same.
+	Pad int
+	// LSN, when set, gives every change a Postgres log position,
+	// source.lsn, ascending with the line (its index + 1), as Debezium's
+	// Postgres connector does: a consumer that deduplicates by source
+	// position keeps one per row.
+	LSN bool
+}
+
+// PadBytes is the length of each value of Config.Pad's columns.
+const PadBytes = 24
+
+// PadColumn is the name of Config.Pad's i-th column (from 1).
+func PadColumn(i int) string { return fmt.Sprintf("extra_column_%02d", i) }
+
+// pad adds c.Pad's columns to row (id: the row's id).
+func (c Config) pad(row map[string]any, id int) map[string]any {
+	for i := 1; i <= c.Pad; i++ {
+		row[PadColumn(i)] = fmt.Sprintf("p%02d-%020d", i%100, id) // PadBytes long
+	}
+	return row
 }
 
 // History is a generated input and the tables it leaves.
@@ -52,8 +77,12 @@ func Generate(c Config) *History {
 		Settings: map[int]map[string]any{}, Companies: map[int]map[string]any{}}
 	r2 := rand.New(rand.NewPCG(c.Seed^0x5bd1e995, c.Seed+0x632be59bd9b4e019)) // the extra tables' draws
 	emit := func(table, op string, before, after map[string]any) {
+		src := map[string]any{"table": table}
+		if c.LSN {
+			src["lsn"] = len(h.Lines) + 1
+		}
 		env := map[string]any{"op": op, "before": before, "after": after,
-			"source": map[string]any{"table": table}, "ts_ms": 1_700_000_000_000 + len(h.Lines)}
+			"source": src, "ts_ms": 1_700_000_000_000 + len(h.Lines)}
 		b, err := json.Marshal(env)
 		if err != nil {
 			panic(err)
@@ -65,7 +94,7 @@ func Generate(c Config) *History {
 		if c.Companies > 0 {
 			u["company_id"] = 1 + r2.IntN(c.Companies+1)
 		}
-		return u
+		return c.pad(u, id)
 	}
 	// extra makes one change of user_settings or companies, if configured,
 	// about every other base change.
@@ -102,7 +131,7 @@ func Generate(c Config) *History {
 		}
 	}
 	domain := func(id int) map[string]any {
-		return map[string]any{"id": id, "user_id": 1 + r.IntN(c.Users), "domain_name": fmt.Sprintf("d%d-%d", id, r.IntN(100))}
+		return c.pad(map[string]any{"id": id, "user_id": 1 + r.IntN(c.Users), "domain_name": fmt.Sprintf("d%d-%d", id, r.IntN(100))}, id)
 	}
 	// Snapshot: half the users, half the domains (some pointing at absent users).
 	for id := 1; id <= c.Users; id += 2 {

@@ -52,3 +52,58 @@ func noTs(t *testing.T, l []byte) []byte {
 	b, _ := json.Marshal(m)
 	return b
 }
+
+// TestPadAndLSNKeepHistory: Config.Pad adds its columns, PadBytes each, to every
+// users and domains row, Config.LSN a source.lsn ascending with the line,
+// and neither changes anything else of the history.
+func TestPadAndLSNKeepHistory(t *testing.T) {
+	base := Config{Seed: 5, Users: 10, Domains: 30, Changes: 300}
+	wide := base
+	wide.Pad = 3
+	wide.LSN = true
+	plain, padded := Generate(base), Generate(wide)
+	if len(padded.Lines) != len(plain.Lines) {
+		t.Fatalf("%d lines, want %d", len(padded.Lines), len(plain.Lines))
+	}
+	rows := 0
+	for i, l := range padded.Lines {
+		var env map[string]any
+		if err := json.Unmarshal(l, &env); err != nil {
+			t.Fatal(err)
+		}
+		src := env["source"].(map[string]any)
+		if lsn, ok := src["lsn"].(float64); !ok || lsn != float64(i+1) {
+			t.Fatalf("line %d: source.lsn %#v, want %d", i, src["lsn"], i+1)
+		}
+		delete(src, "lsn")
+		for _, img := range []string{"before", "after"} {
+			row, _ := env[img].(map[string]any)
+			if row == nil {
+				continue
+			}
+			rows++
+			for c := 1; c <= wide.Pad; c++ {
+				name := PadColumn(c)
+				if v, ok := row[name].(string); !ok || len(v) != PadBytes {
+					t.Fatalf("line %d %s: %s = %#v, want a string of %d bytes", i, img, name, row[name], PadBytes)
+				}
+				delete(row, name)
+			}
+		}
+		got, err := json.Marshal(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := noTs(t, plain.Lines[i]); !bytes.Equal(noTs(t, got), want) {
+			t.Fatalf("line %d without its pad columns:\n%s\nwant\n%s", i, got, want)
+		}
+	}
+	if rows == 0 {
+		t.Fatal("no rows")
+	}
+	for id, u := range padded.Users {
+		if len(u) != len(plain.Users[id])+wide.Pad {
+			t.Fatalf("final user %d has %d columns, want %d", id, len(u), len(plain.Users[id])+wide.Pad)
+		}
+	}
+}

@@ -184,7 +184,7 @@ var rules = []rule{
 	{
 		name: "go-redis only in the Redis store and the Redis connectors",
 		applies: func(p string) bool {
-			return !slices.ContainsFunc([]string{"persistence/redisstore", "connopts/redisopts", "sources/redisstream", "sinks/redisstream", "sinks/redishash", "ingest", "cmd/internal/bench", "internal/testutil", "cmd/internal/fleetbench"},
+			return !slices.ContainsFunc([]string{"persistence/redisstore", "connopts/redisopts", "sources/redisstream", "sinks/redisstream", "sinks/redishash", "ingest", "cmd/internal/bench", "internal/testutil", "cmd/internal/fleetbench", "cmd/internal/capbench"},
 				func(o string) bool { return under(p, o) })
 		},
 		forbidden: func(_, dep string, direct bool) bool {
