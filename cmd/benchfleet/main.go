@@ -8,7 +8,7 @@
 // per Redis shard; it writes them as JSON (-out) and a PNG plot (-plot).
 // See cmd/internal/fleetbench and docs/scaling.md.
 //
-//	make build && go run ./cmd/benchfleet -joinery bin/joinery -out /tmp/fleet.json -plot docs/scaling.png
+//	make build && go run ./cmd/benchfleet -joinery bin/joinery -out /tmp/fleet.json -plot /tmp/joinery-bench/scaling.png
 //
 // It needs root (to make the cgroups under /sys/fs/cgroup/cpu) and
 // redis-server and redis-cli on PATH, and fails saying so without them.
@@ -89,7 +89,7 @@ func main() {
 		if !set["source"] {
 			*source = fleetbench.SourceCoPartitioned + "," + fleetbench.SourceRepartitioned
 		}
-		*plotOut = "" // the plot is of the fleet sizes' backlog rows (make bench-fleet's docs/scaling.png)
+		*plotOut = "" // the plot is of the fleet sizes' backlog rows (make bench-fleet's scaling.png)
 	}
 	if *brokerMode {
 		if err := serveBroker(); err != nil {
