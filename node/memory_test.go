@@ -90,7 +90,7 @@ sinks: [{type: file, path: /dev/null}]
 // state in a real redis-server (the production setting, no copy of the
 // state in the node's heap) instead of the embedded store. Logged: heap and
 // RSS after GC and "N B per live key"; JOINERY_HEAP_PROFILE=FILE writes a
-// heap profile at the end (see docs/benchmarks.md, "Bytes per live key").
+// heap profile at the end (see docs/performance/2026-12-05-bench.md, "Bytes per live key").
 func TestNodeMemoryLiveKeys(t *testing.T) {
 	keys := 50000
 	if v, err := strconv.Atoi(os.Getenv("JOINERY_LIVE_KEYS")); err == nil && v > 0 {

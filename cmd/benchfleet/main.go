@@ -6,7 +6,7 @@
 // of their own, the output still a Kafka topic), and
 // prints events/s, scaling efficiency, p99 latency, CPU per event and keys
 // per Redis shard; it writes them as JSON (-out) and a PNG plot (-plot).
-// See cmd/internal/fleetbench and docs/scaling.md.
+// See cmd/internal/fleetbench and docs/performance.md.
 //
 //	make build && go run ./cmd/benchfleet -joinery bin/joinery -out /tmp/fleet.json -plot /tmp/joinery-bench/scaling.png
 //

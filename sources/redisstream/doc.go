@@ -71,14 +71,14 @@
 // source with Config.TrimAcked (the repartition streams' reader) trims its
 // stream at each Commit up to the last entry it acknowledged, or the
 // store's replay floor when Config.KeptFloor names a lower one, which
-// stays for the next reader's rewind check (docs/sharded-streams.md,
+// stays for the next reader's rewind check (docs/guides/producers.md,
 // "Repartition streams and the replay floors").
 //
 // Each Commit also writes the state store's lineage it committed under
 // (Config.Lineage) to LineageKey, beside the group (per shard stream); the
 // next source of the group hands it to Config.Applied, so that a store gone
 // back in time since — restarted empty even — is found and the entries it
-// lost are read again (docs/operations.md, "Recovery").
+// lost are read again (docs/operations/recovery.md, "Recovery").
 //
 // go-redis types stay inside this package.
 //

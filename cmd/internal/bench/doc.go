@@ -1,4 +1,4 @@
-// Package bench is Joinery's benchmark harness (docs/benchmarks.md: what
+// Package bench is Joinery's benchmark harness (docs/performance.md: what
 // is measured, how, and the figures): Nexmark-style joins and the users ⋈ domains CDC
 // join, each run by the engine and by a plain Go baseline over the same
 // events in the same process, alternately for several rounds, reporting the
