@@ -2,7 +2,7 @@
 // is measured, how, and the figures): Nexmark-style joins and the users ⋈ domains CDC
 // join, each run by the engine and by a plain Go baseline over the same
 // events in the same process, alternately for several rounds, reporting the
-// medians, then an open-loop latency run, then the issue's targets. Run it
+// medians, then an open-loop latency run, then the performance goals. Run it
 // with `make bench` or `go run ./cmd/bench`.
 //
 // Workloads (see Workloads):

@@ -44,10 +44,10 @@ func status(ok bool) string {
 
 // targets checks every valid result against the targets that apply to it.
 // Ratios and per-core rates are judged on the core level (the join state
-// machines without actors) and on the node with embedded state (what the
-// issue's "embedded state" means); per-core rates count the generator, as
-// the published figures do; latency is judged wherever it was measured, the
-// issue's condition being the node with Redis snapshots on.
+// machines without actors) and on the node with embedded state; per-core
+// rates count the generator, as the published figures do; latency is judged
+// wherever it was measured, the goal's condition being the node with Redis
+// snapshots on.
 func targets(rep *Report) []Target {
 	var ts []Target
 	add := func(r *Result, target, want, got string, ok bool) {
