@@ -144,6 +144,11 @@ func main() {
 	if len(rep.Results) > 0 {
 		fleetbench.SetEfficiency(rep.Results)
 		_ = fleetbench.WriteTable(os.Stdout, rep.Results)
+		for _, p := range []string{*out, *plotOut} {
+			if p != "" {
+				_ = os.MkdirAll(filepath.Dir(p), 0o755) // a scratch folder such as /tmp/joinery-bench
+			}
+		}
 		if werr := fleetbench.WriteJSON(*out, rep); werr != nil {
 			fmt.Fprintln(os.Stderr, "benchfleet:", werr)
 		} else {
