@@ -66,10 +66,12 @@ FUZZTIME ?= 10s
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
 
-## bench: benchmarks (figures, not pass/fail), then their charts: BENCH_PLOTS/bench-{throughput,ratio,latency}.png (default docs/).
+## bench: benchmarks (figures, not pass/fail), then their charts: BENCH_PLOTS/bench-{throughput,ratio,latency}.png
+## (default /tmp/joinery-bench). See docs/performance.md.
 bench:
-	$(GO) run ./cmd/bench -scale $(or $(BENCH_SCALE),small) -rounds $(or $(BENCH_ROUNDS),3) -out $(or $(BENCH_OUT),/tmp/joinery-bench-results.json) $(if $(BENCH_WORKLOADS),-workloads $(BENCH_WORKLOADS))
-	$(GO) run ./cmd/benchplot -in $(or $(BENCH_OUT),/tmp/joinery-bench-results.json) -out $(or $(BENCH_PLOTS),docs)
+	mkdir -p /tmp/joinery-bench
+	$(GO) run ./cmd/bench -scale $(or $(BENCH_SCALE),small) -rounds $(or $(BENCH_ROUNDS),3) -out $(or $(BENCH_OUT),/tmp/joinery-bench/bench-results.json) $(if $(BENCH_WORKLOADS),-workloads $(BENCH_WORKLOADS))
+	$(GO) run ./cmd/benchplot -in $(or $(BENCH_OUT),/tmp/joinery-bench/bench-results.json) -out $(or $(BENCH_PLOTS),/tmp/joinery-bench)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 ## bench-capacity: Redis memory per join key (figures, not pass/fail; a few minutes, run it with nice): the users ⋈ domains join through one node on a redis-server, BENCH_CAPACITY_CHANGES (200000) changes, narrow rows and rows with ten unused 24-byte columns; table on stdout, JSON to BENCH_OUT (/tmp/joinery-capacity.json).
@@ -79,34 +81,35 @@ bench-capacity: redis
 
 ## bench-fleet: the fleet benchmark (figures, not pass/fail): 1-4 joinery nodes at BENCH_FLEET_CPU (0.3) CPU each, input ×BENCH_FLEET_SCALE (3)
 ## (cgroup v1 quota; needs root), a 3-master Redis Cluster, a kfake Kafka broker process; table on stdout,
-## JSON to BENCH_OUT, plot to BENCH_FLEET_PLOT (default docs/scaling.png). See docs/scaling.md.
+## JSON to BENCH_OUT, plot to BENCH_FLEET_PLOT (default /tmp/joinery-bench/scaling.png). See docs/performance.md.
 ## BENCH_FLEET_FLAGS="-trickle [-source kafka,redis-streams]": the trickle row alone (one node, no CPU quota, one
-## update every 10 ms once idle; p50/p99/max event-to-sink, its own table; no plot): docs/scaling.md "Latency at a trickle".
+## update every 10 ms once idle; p50/p99/max event-to-sink, its own table; no plot): docs/performance.md "Latency at a trickle".
 ## BENCH_FLEET_FLAGS="-cold-start [-source copartitioned,repartitioned]": the cold-start rows (the backlog written first, each
-## fleet timed from its start to every entry acknowledged; its own table; no plot): docs/scaling.md "Cold start".
+## fleet timed from its start to every entry acknowledged; its own table; no plot): docs/performance.md "Cold start".
 BENCH_FLEET_NODES ?= 1,2,3,4
 .PHONY: bench-fleet
 bench-fleet: redis build
+	mkdir -p /tmp/joinery-bench
 	$(GO) build -o $(BIN)/benchfleet ./cmd/benchfleet
-	$(BIN)/benchfleet -joinery $(BIN)/joinery -nodes $(BENCH_FLEET_NODES) -cpu $(or $(BENCH_FLEET_CPU),0.3) -scale $(or $(BENCH_FLEET_SCALE),3) -out $(or $(BENCH_OUT),/tmp/joinery-bench-fleet.json) -plot $(or $(BENCH_FLEET_PLOT),docs/scaling.png) $(BENCH_FLEET_FLAGS)
+	$(BIN)/benchfleet -joinery $(BIN)/joinery -nodes $(BENCH_FLEET_NODES) -cpu $(or $(BENCH_FLEET_CPU),0.3) -scale $(or $(BENCH_FLEET_SCALE),3) -out $(or $(BENCH_OUT),/tmp/joinery-bench/fleet.json) -plot $(or $(BENCH_FLEET_PLOT),/tmp/joinery-bench/scaling.png) $(BENCH_FLEET_FLAGS)
 
-## bench-memory: the memory budget's full run (issue 15; figures, long: run it with nice): TestNodeMemoryBudget with
+## bench-memory: the memory budget's full run (figures, long: run it with nice): TestNodeMemoryBudget with
 ## BENCH_MEMORY_KEYS (2000000) CDC keys, state in Redis, default job settings, under a BENCH_MEMORY_LIMIT (1GiB)
-## memory cgroup (as root; else a GOMEMLIMIT-style soft limit). Prints "N B per live key". See docs/benchmarks.md.
+## memory cgroup (as root; else a GOMEMLIMIT-style soft limit). Prints "N B per live key". See docs/performance.md.
 .PHONY: bench-memory
 bench-memory: redis
 	BENCH_MEMORY_KEYS=$(or $(BENCH_MEMORY_KEYS),2000000) BENCH_MEMORY_LIMIT=$(or $(BENCH_MEMORY_LIMIT),1GiB) GO=$(GO) scripts/bench-memory.sh
 
-## bench-live-keys: bytes per live key (issue 24; long, run it with nice): TestNodeMemoryLiveKeys with BENCH_LIVE_KEYS
+## bench-live-keys: bytes per live key (long, run it with nice): TestNodeMemoryLiveKeys with BENCH_LIVE_KEYS
 ## (1000000) keys all live, state in Redis (no copy of it in the node's heap), no passivation, no budget. Prints
-## "N B per live key"; the heap profile goes to BENCH_LIVE_PROFILE (/tmp/livekeys.heap). See docs/benchmarks.md.
+## "N B per live key"; the heap profile goes to BENCH_LIVE_PROFILE (/tmp/livekeys.heap). See docs/performance.md.
 .PHONY: bench-live-keys
 bench-live-keys: redis
 	JOINERY_LIVE_KEYS=$(or $(BENCH_LIVE_KEYS),1000000) JOINERY_LIVE_KEYS_STORE=redis \
 	JOINERY_HEAP_PROFILE=$(or $(BENCH_LIVE_PROFILE),/tmp/livekeys.heap) \
 	$(GO) test -count=1 -timeout 30m -run 'TestNodeMemoryLiveKeys$$' -v ./node/
 
-## console-screenshots: drive the web console in headless Chromium and rewrite docs/console-*.png.
+## console-screenshots: drive the web console in headless Chromium and rewrite docs/operations/console-*.png.
 .PHONY: console-screenshots
 console-screenshots: redis
 	$(GO) test -count=1 -run 'TestConsole' ./node/ -args -screenshots

@@ -51,7 +51,7 @@ type Deps struct {
 	// instead of each encoding one. Off in the node: `make bench-fleet`
 	// showed no gain beyond its run-to-run noise (cdc and q20, 1 and 3
 	// nodes), and off, no answer waits for a second write. See
-	// docs/scaling.md.
+	// docs/performance.md.
 	GroupCommit bool
 	// WholeWrites writes every key's whole state on each write, as before
 	// incremental writes (keycore's Config.Parts, on by default: a write

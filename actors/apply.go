@@ -215,7 +215,7 @@ func (a *keyActor) apply(ctx actor.Context, req *keycore.Request, m *keypb.Apply
 }
 
 // applyBuf is what a request needs, in one allocation, not one each
-// (docs/benchmarks.md, "Allocations per event on the node's hot path"):
+// (docs/performance/2026-12-05-node-profile.md, "Allocations per event on the node's hot path"):
 // the local answer and the write (a request from the wire decodes into a
 // requestBuf of its own; a local one comes as the core's request). Each
 // apply makes a new one and never reuses it: the core, the reader and the

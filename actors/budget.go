@@ -11,7 +11,7 @@ import (
 // ActivationBytes is what a live key actor is accounted beyond its state:
 // protoactor's activation (process, mailbox, identity maps), the actor and
 // its core, allocator overhead. Measured by node's TestNodeMemoryLiveKeys
-// (docs/benchmarks.md): about 4 KB of heap per live key beyond its rows.
+// (docs/performance.md): about 4 KB of heap per live key beyond its rows.
 const ActivationBytes = 4096
 
 // StateFactor is how many bytes of heap a key's state takes per byte of its

@@ -30,7 +30,7 @@ func EncodeEvent(e record.Event) (*keypb.Event, error) {
 // LocalApply is a request for a key actor in this process, in one of two
 // forms the actor turns into the same key core request: Req, the request
 // in memory as a reader of this node made it (its rows decoded: nothing
-// encoded either way, and no protobuf shells; docs/benchmarks.md, "A local
+// encoded either way, and no protobuf shells; docs/performance/2026-12-05-node-profile.md, "A local
 // request without the protobuf messages"), or Wire, an Apply that came from
 // another node in an ApplyBatch (the actor decodes it). Either way the
 // actor answers with a LocalApplied. Req and its events and rows are the

@@ -13,16 +13,16 @@
 // requests to this node's keys come in one ApplyBatch per batch, which it
 // hands to the key actors as LocalApply and answers once, in order. Rows
 // between nodes travel in a binary encoding (AppendRow, DecodeRowBin). See
-// docs/architecture.md, "Batched requests".
+// docs/concepts/architecture.md, "Batched requests".
 //
 // Snapshots are incremental (keycore's Config.Parts): a key's write
 // carries the rows, outbox entries and positions that changed, and the
 // Writer merges one key's deltas of a batch (persistence.MergeSnapshots).
 // Activations that load at once share round trips (loader.go: one
 // persistence.BatchLoader.LoadMany per flight, no timer). See
-// docs/architecture.md, "Incremental state writes".
+// docs/concepts/per-key-protocol.md, "Incremental state writes".
 //
-// A live key's heap is what pods are sized by (docs/benchmarks.md, "Bytes
+// A live key's heap is what pods are sized by (docs/performance/2026-12-05-bench.md, "Bytes
 // per live key"): the Lookup's activator spawns key actors at the root
 // from their kind's bare Props (bare.go: no per-activation Props clone or
 // identity extension, no entry in the activator's children) with a

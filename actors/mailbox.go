@@ -30,7 +30,7 @@ import (
 // protoactor-go actor/mailbox.go and internal/queue/mpsc, Apache License
 // 2.0, adapted — without the mailbox middlewares key actors do not use)
 // with two allocations per message
-// fewer (docs/benchmarks.md, "Allocations per event on the node's hot
+// fewer (docs/performance/2026-12-05-node-profile.md, "Allocations per event on the node's hot
 // path"): the function the dispatcher runs is made once per mailbox, not
 // per schedule (protoactor passes a new method value each time), and the
 // queues' nodes are recycled (nodePool) instead of made per message.

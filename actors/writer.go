@@ -126,7 +126,7 @@ func (w *Writer) SubmitTo(snap persistence.Snapshot, done Durable) {
 	// The queue has room (the usual case): a send that locks the queue
 	// alone. A select with ctx.Done locks that channel too, which every
 	// key actor's submit shares (measured: its lock was the largest part
-	// of a submit, docs/benchmarks.md, "The dispatch path outside the key
+	// of a submit, docs/performance/2026-12-05-node-profile.md, "The dispatch path outside the key
 	// core").
 	select {
 	case w.in <- req:

@@ -50,5 +50,5 @@
 // off loopback Start refuses with ErrInsecure unless Insecure. A key over
 // MaxKeyBytes is 414. The http.Server has read-header, read, write and idle
 // timeouts.
-// docs/security.md has the threat model.
+// docs/operations/security.md has the threat model.
 package admin

@@ -171,7 +171,7 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // the total and its mark and pause parts, beside the process's total and
 // idle time: go_cpu_classes_{total,idle}_cpu_seconds_total) and its completed cycles
 // (go_gc_cycles_total_gc_cycles_total): a node's GC time and count, as
-// Flink reports its JVM's (docs/operations.md, "Garbage collector").
+// Flink reports its JVM's (docs/operations/alerts.md, "Garbage collector").
 var gcRuntimeMetrics = collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/(gc/|idle:|total:)|^/gc/cycles/total:`)}
 
 // RegisterRuntime adds the Go runtime (go_*) and process (process_*)

@@ -460,7 +460,7 @@ func TestAdminMetrics(t *testing.T) {
 	if !strings.Contains(a.body, "go_goroutines") {
 		t.Errorf("RegisterRuntime: no go_goroutines")
 	}
-	// The collector's CPU and cycles (docs/operations.md, "Garbage collector").
+	// The collector's CPU and cycles (docs/operations/alerts.md, "Garbage collector").
 	runtime.GC()
 	a = call(t, "GET", ts.URL+"/metrics", "")
 	for _, name := range []string{"go_cpu_classes_gc_total_cpu_seconds_total", "go_cpu_classes_gc_mark_assist_cpu_seconds_total", "go_cpu_classes_total_cpu_seconds_total", "go_gc_cycles_total_gc_cycles_total"} {

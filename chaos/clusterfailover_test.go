@@ -16,7 +16,7 @@ import (
 	"github.com/joinery/joinery/internal/testutil"
 )
 
-// TestChaosClusterFailoverLaggingReplica is issue 25's Redis Cluster
+// TestChaosClusterFailoverLaggingReplica is the Redis Cluster
 // failover: the node's state is on a real three-master, three-replica
 // Redis Cluster (no AOF; the store does not WAIT on a cluster, so a
 // stopped replica blocks nothing), its source a Redis stream on a plain

@@ -9,7 +9,7 @@
 // It must not: hold join state, talk to the store, or leak memberlist or
 // protoactor types beyond this package and actors/ — except the protoactor
 // remote options RemoteOptions hands to node/, which builds the remote (see
-// docs/architecture.md, "Layers").
+// docs/concepts/architecture.md, "Layers").
 //
 // # How membership flows
 //

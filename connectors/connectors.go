@@ -11,14 +11,14 @@
 // from that configuration, decoding nothing. What the job or the node
 // needs beyond opening it, a configuration says through small interfaces
 // (KeyGrouped, Repartitioned, AppendRefused, Secrets), so neither knows a
-// connector's type name or fields (docs/architecture.md, "Adding a
+// connector's type name or fields (docs/concepts/architecture.md, "Adding a
 // connector").
 //
 // The kinds live with their connectors (sources/kafka's Source, …); one
 // explicit list, connectors/all, puts them in tables, so what is
 // registered does not depend on which packages something happened to
 // import. A new connector is its own folder exporting a Kind, plus one
-// line in connectors/all (see docs/architecture.md, "Adding a
+// line in connectors/all (see docs/concepts/architecture.md, "Adding a
 // connector").
 //
 // It must not import a connector (they import it) nor open anything
@@ -175,7 +175,7 @@ type SourceEnv struct {
 	// Applied gives the store's committed offset of one of the source's
 	// partitions (ok false: none): a source whose own position is past it
 	// (the store went back in time) reads again from there
-	// (docs/operations.md, "Recovery"). lineage is the one the source's
+	// (docs/operations/recovery.md, "Recovery"). lineage is the one the source's
 	// own last commit of the partition carried (Lineage; "" none): when
 	// the store went back in time since, and has no offset for the
 	// partition (restarted empty), Applied answers -1, true: the source
@@ -191,7 +191,7 @@ type SourceEnv struct {
 	// repartition streams) deletes of a partition: nothing after offset,
 	// and nothing while ok is false; nil: no bound. It is the store's
 	// replay floor (persistence.FloorStore), where Applied starts the
-	// partition's next reader (docs/sharded-streams.md).
+	// partition's next reader (docs/guides/producers.md).
 	KeptFloor func(partition int32) (offset int64, ok bool)
 }
 
@@ -243,7 +243,7 @@ type Kind[E, T any] struct {
 	// join key (a Kafka topic keyed by the join column, partitioned_by:
 	// join_key), asks the source's system how many partitions it has and
 	// gives the partition of a join key among them: the key groups the
-	// node places key actors by (docs/architecture.md, "Key groups").
+	// node places key actors by (docs/concepts/key-groups.md, "Key groups").
 	KeyGroups func(ctx context.Context, cfg Config, env Env) (KeyGroups, error)
 	// Avro marks a sink kind that writes encoding avro (SinkEnv.Avro).
 	Avro bool
@@ -253,7 +253,7 @@ type Kind[E, T any] struct {
 	// fleet reaches (a Kafka topic, a Redis stream or hash), not a node's
 	// own file or stdout. A key's outputs are written to a shared sink by
 	// the key's owner node, so they arrive in order whichever node read the
-	// key's inputs (see docs/architecture.md, "Batched requests").
+	// key's inputs (see docs/concepts/architecture.md, "Batched requests").
 	Shared bool
 }
 

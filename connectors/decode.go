@@ -118,7 +118,7 @@ type Secrets interface {
 }
 
 // KeyGrouping is how a source follows the job's key groups: its
-// partitions are key groups of the join key (docs/architecture.md, "Key
+// partitions are key groups of the join key (docs/concepts/key-groups.md, "Key
 // groups"). Every key-grouped source of a job must be co-partitioned: one
 // Rule, one number of groups.
 type KeyGrouping struct {
@@ -147,7 +147,7 @@ type KeyGrouped interface {
 // repartition its records by the join key: the node reads it in two
 // halves, the raw source forwarding each record to the repartition log of
 // its key group (sources.Repartitioner) and reader, the source that reads
-// those logs partitioned by the join key (docs/architecture.md, "Key
+// those logs partitioned by the join key (docs/concepts/key-groups.md, "Key
 // groups"). ok false: this one does not repartition.
 type Repartitioned interface {
 	RepartitionReader() (reader Config, ok bool)

@@ -13,7 +13,7 @@ import (
 // which job keeps as written and its kind (connectors/all) decodes into
 // its own typed configuration once, here, when the job is compiled. The
 // Plan holds that configuration and the node opens the connector from it
-// (docs/architecture.md, "Adding a connector").
+// (docs/concepts/architecture.md, "Adding a connector").
 
 // validator is the connectors.Validator of the entry at field f.
 func (s *Spec) validator(f string) *connectors.Validator {
@@ -87,7 +87,7 @@ func (p *Plan) checkKeyGroups() []error {
 
 // KeyGrouped lists the plan's sources partitioned by the join key (or
 // repartitioned by it): the key groups the node places key actors by
-// (docs/architecture.md, "Key groups"). Compile checked they are
+// (docs/concepts/key-groups.md, "Key groups"). Compile checked they are
 // co-partitioned.
 func (p *Plan) KeyGrouped() []SourcePlan {
 	var out []SourcePlan

@@ -12,14 +12,14 @@
 // holds and the node opens from. job knows no connector by name and none
 // of their fields: what it needs of one (key groups, repartitioning, HTTP
 // ingest's refusals, secrets) the configuration says through the small
-// interfaces of connectors (docs/architecture.md, "Adding a connector").
+// interfaces of connectors (docs/concepts/architecture.md, "Adding a connector").
 //
 // Compile (plan.go) is the only compiler of a job: it reports every bad
 // field and returns the Plan a node wires (the join as the key core's
 // machine spec, key expressions, compiled filters, watermark settings,
 // sinks' formats, TLS built, addresses split, defaults applied). Validate is
 // Compile with the Plan dropped; a node compiles nothing itself
-// (docs/architecture.md, "Compile once: the Plan").
+// (docs/concepts/architecture.md, "Compile once: the Plan").
 //
 // It also owns the job's secrets (secrets.go): ${VAR}, ${VAR:-default} and
 // $$ in secret fields, their *_file siblings, Spec.Redacted for printing,

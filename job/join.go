@@ -42,7 +42,7 @@ type Join struct {
 	// Condition, LeftCondition and RightCondition are the residual
 	// (non-equi) join condition of a window, interval or time-bounded join,
 	// expr-lang expressions applied after the key match (see
-	// CompileCondition and docs/replay.md).
+	// CompileCondition and docs/concepts/join-semantics.md).
 	Condition      string `yaml:"condition,omitempty"`
 	LeftCondition  string `yaml:"left_condition,omitempty"`
 	RightCondition string `yaml:"right_condition,omitempty"`
@@ -114,7 +114,7 @@ type TemporalOptions struct {
 	// kafka (Kafka Streams' KStream-KTable join and its null rules: on type
 	// temporal-latest against the table's latest value, on type temporal
 	// against a versioned table with a grace period, KIP-914; see
-	// docs/replay.md).
+	// docs/concepts/join-semantics.md).
 	Semantics string `yaml:"semantics,omitempty"`
 	// Grace (type temporal, semantics kafka) is Kafka Streams'
 	// Joined.withGracePeriod: a stream record at t waits until the

@@ -19,7 +19,7 @@ import (
 
 // Plan is a job compiled once, by Compile: every expression compiled, every
 // default applied, every file the job names read and its TLS built. A node
-// wires itself from the Plan and compiles nothing (docs/architecture.md,
+// wires itself from the Plan and compiles nothing (docs/concepts/architecture.md,
 // "Compile once: the Plan"); Validate is Compile with the Plan dropped.
 type Plan struct {
 	// Spec is the job file the plan was compiled from, for the settings

@@ -100,7 +100,7 @@ type Cluster struct {
 	// sources do not join their consumer group until that many members
 	// are live, or ExpectWait passes, so the shards and partitions are
 	// spread at once rather than handed over from the first node up
-	// (docs/scaling.md, "Cold start"). 0 (default): no wait.
+	// (docs/performance/2026-12-05-fleet.md, "Cold start"). 0 (default): no wait.
 	Expect int `yaml:"expect,omitempty"`
 	// ExpectWait bounds that wait (default 5s).
 	ExpectWait time.Duration `yaml:"expect_wait,omitempty"`

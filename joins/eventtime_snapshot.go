@@ -6,7 +6,7 @@ package joins
 // element's JSON is encoded once and cached in the element (elem.enc), so
 // a state write copies the buffered rows' bytes instead of re-encoding
 // them. encodeSnap was most of the window join's state write on q8
-// (docs/benchmarks.md, "Where the node's CPU goes on q8"). A row holding a
+// (docs/performance/2026-12-06-nexmark.md, "Where the node's CPU goes on q8"). A row holding a
 // value jsonenc cannot encode exactly makes the join fall back to
 // encodeSnap for that snapshot.
 

@@ -172,7 +172,7 @@ func (c *Core) Durable() { c.pending-- }
 // calls it after a successful write). An outbox entry of a key touched
 // once lives as long as the key (until the sender commits past it and
 // tells the key in a later request), and its JSON was ≈ 10% of a live
-// key's heap (docs/benchmarks.md, "Bytes per live key"). Only a state
+// key's heap (docs/performance/2026-12-05-bench.md, "Bytes per live key"). Only a state
 // written in parts (Config.Parts) of a changelog join offloads: its
 // Writes after the first carry only new entries. An entry offloaded is
 // needed again only when its input is re-sent before it is committed (a

@@ -17,7 +17,7 @@
 // lives here too, and so does its incremental form (Config.Parts,
 // parts.go): a small base and named parts — rows, outbox entries, Debezium
 // positions — of which a Write after the first carries only those that
-// changed (docs/architecture.md, "Incremental state writes").
+// changed (docs/concepts/per-key-protocol.md, "Incremental state writes").
 //
 // It must not do I/O, start goroutines, read the clock or know protoactor,
 // Redis or the sinks: internal/lint checks the imports. Every runner of a
@@ -42,5 +42,5 @@
 // the store only.
 //
 // The protocol's transcripts are in testdata/*.txt (go test ./keycore/
-// -run TestCoreInteraction -rewrite); docs/architecture.md describes it.
+// -run TestCoreInteraction -rewrite); docs/concepts/architecture.md describes it.
 package keycore

@@ -9,7 +9,7 @@ import (
 
 // offsets are a key's applied offsets (record.Offsets: a slice sorted by
 // partition, ≈ 32 B of heap for one partition where a map takes ≈ 250 B:
-// docs/benchmarks.md, "Bytes per live key").
+// docs/performance/2026-12-05-bench.md, "Bytes per live key").
 type offsets = record.Offsets
 
 // partitionID is pos.PartitionID(), the one these offsets hold when they

@@ -68,7 +68,7 @@ type partsState struct {
 	all    bool // the next Write must be whole
 	// What changed since the last Write: nil when nothing did, and
 	// released by each Write (most keys are written once and then sit
-	// idle, docs/benchmarks.md, "Bytes per live key").
+	// idle, docs/performance/2026-12-05-bench.md, "Bytes per live key").
 	ch      *partsChanges
 	written uint64 // outbox entries with an id at or above it are not written yet
 	next    uint64 // the next outbox id

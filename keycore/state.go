@@ -99,7 +99,7 @@ func (e *outboxEntry) encode() ([]byte, error) {
 		// The JSON is now the entry's only copy: its outputs are needed
 		// again only if the input is re-sent before it is committed
 		// (Entry.outputs decodes them), and an outbox entry of a key
-		// touched once lives as long as the key (docs/benchmarks.md).
+		// touched once lives as long as the key (docs/performance.md).
 		e.Outputs = nil
 	}
 	return e.enc, nil

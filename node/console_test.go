@@ -25,7 +25,7 @@ import (
 	"github.com/joinery/joinery/node"
 )
 
-var screenshots = flag.Bool("screenshots", false, "TestConsole*: write the console's screenshots to ../docs/console-*.png")
+var screenshots = flag.Bool("screenshots", false, "TestConsole*: write the console's screenshots to ../docs/operations/console-*.png")
 
 // browser starts a headless Chromium for the test and returns its context.
 // Without Chromium the test is skipped, except under CI=true, where it
@@ -91,7 +91,7 @@ func waitText(t *testing.T, ctx context.Context, sel string, want ...string) str
 	}
 }
 
-// screenshot writes the page as ../docs/console-<name>.png under -screenshots.
+// screenshot writes the page as ../docs/operations/console-<name>.png under -screenshots.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	if !*screenshots {
@@ -102,7 +102,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
-	path := filepath.Join("..", "docs", "console-"+name+".png")
+	path := filepath.Join("..", "docs", "operations", "console-"+name+".png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
 	}

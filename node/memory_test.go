@@ -84,13 +84,13 @@ sinks: [{type: file, path: /dev/null}]
 
 // TestNodeMemoryLiveKeys keeps every key live (no passivation, no memory
 // budget): the heap then grows with the keys, and the figure that matters
-// is the bytes per live key, what users size pods by (issue 24: <= 2.5 KB
+// is the bytes per live key, what users size pods by (the goal: <= 2.5 KB
 // of heap per live key with Redis state at 1M keys). JOINERY_LIVE_KEYS sets
 // the number of keys (CI: 50,000); JOINERY_LIVE_KEYS_STORE=redis keeps the
 // state in a real redis-server (the production setting, no copy of the
 // state in the node's heap) instead of the embedded store. Logged: heap and
 // RSS after GC and "N B per live key"; JOINERY_HEAP_PROFILE=FILE writes a
-// heap profile at the end (see docs/benchmarks.md, "Bytes per live key").
+// heap profile at the end (see docs/performance/2026-12-05-bench.md, "Bytes per live key").
 func TestNodeMemoryLiveKeys(t *testing.T) {
 	keys := 50000
 	if v, err := strconv.Atoi(os.Getenv("JOINERY_LIVE_KEYS")); err == nil && v > 0 {

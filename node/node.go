@@ -269,7 +269,7 @@ func (n *Node) startCluster() (err error) {
 	// protoactor's StartMember panics on failure (turned into an error
 	// here), and sleeps a second once the provider started: the node goes
 	// on as soon as the provider published its first topology, and the
-	// sleep ends on its own (a second off every start; docs/scaling.md,
+	// sleep ends on its own (a second off every start; docs/performance/2026-12-05-fleet.md,
 	// "Cold start").
 	failed := make(chan error, 1)
 	go func() {

@@ -59,7 +59,7 @@ const (
 // newest one; a re-sent change (same Seq) is written again, as outputs are
 // at least once. A pkOrder sees one node's writes only: that is why a key's
 // owner node writes its outputs to the shared sinks (owner_writes, see
-// docs/architecture.md "Batched requests"), whichever node read its inputs.
+// docs/concepts/architecture.md "Batched requests"), whichever node read its inputs.
 //
 // Memory is bounded: two generations of at most orderWindow rows each. A
 // change can only be overtaken by one in flight at the same time, far fewer

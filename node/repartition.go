@@ -13,7 +13,7 @@ import (
 )
 
 // A source sharded by the row's primary key with repartition: stream
-// (docs/architecture.md, "Key groups") is read in two halves. The raw
+// (docs/concepts/key-groups.md, "Key groups") is read in two halves. The raw
 // shards' reader (readRaw) decodes and routes each record as any reader
 // does, but instead of sending its events to their keys it writes the
 // record to the repartition stream of each key group its events' keys

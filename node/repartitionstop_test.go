@@ -26,7 +26,7 @@ import (
 // repartition streams, trimmed as they are acknowledged, must keep what
 // follows the floor, or the node taking a shard over finds the entries
 // after its floor gone and stops with "the state store lost records the
-// source no longer holds" though nothing was lost (docs/sharded-streams.md,
+// source no longer holds" though nothing was lost (docs/guides/producers.md,
 // "Repartition streams and the replay floors"). No node stops with an
 // error, no lost range is counted, and the view equals the brute-force
 // join.

@@ -12,7 +12,7 @@ import (
 	"github.com/joinery/joinery/record"
 )
 
-// Rollback detection (docs/operations.md, "Rollback detection"): the node's
+// Rollback detection (docs/operations/recovery.md, "Rollback detection"): the node's
 // key actors and their Writer load and save through a persistence.Guard
 // (keyStore), which turns the store's refusal of a write to a shard gone
 // back in time (its write generation below what this node saw) into the
@@ -107,7 +107,7 @@ func notRetried(err error) bool { return errors.Is(err, persistence.ErrRollback)
 // appliedOffset is a Kafka or Redis stream source's view of the store's
 // committed offsets (Config.Applied): where the store is behind what the
 // source's group acknowledged — it went back in time — the source reads the
-// lost range again from there (docs/operations.md, "Recovery"). lineage is
+// lost range again from there (docs/operations/recovery.md, "Recovery"). lineage is
 // what the source's own last commit of the partition carried
 // (commitLineage): when the store went back in time since (another
 // incarnation, or a lower commit sequence) and holds no offset for the
@@ -161,7 +161,7 @@ func (n *Node) recoveryOffsets(ctx context.Context) (map[string]int64, error) {
 // stopped gracefully lacked the entries between its floor and its commit,
 // and the taker stopped with "the state store lost records the source no
 // longer holds" (lostRange) though the store lost nothing
-// (docs/sharded-streams.md, "Repartition streams and the replay floors").
+// (docs/guides/producers.md, "Repartition streams and the replay floors").
 // nil when the store keeps no floors (its recovery offsets are its
 // committed offsets).
 func (n *Node) keptFloor(source string) func(int32) (int64, bool) {

@@ -17,7 +17,7 @@ import (
 )
 
 // WatermarkSharing configures how the ingest nodes of an event-time job
-// share their watermarks (docs/architecture.md, "Cluster"). Each such node publishes its own
+// share their watermarks (docs/concepts/architecture.md, "Cluster"). Each such node publishes its own
 // watermark on the state store's board and stamps elements and fires timers
 // at the global watermark: the minimum over its own and every live, active
 // peer's, as Flink combines its parallel source subtasks. Without it, a node

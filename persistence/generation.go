@@ -63,7 +63,7 @@ type RecoveryStore interface {
 // are known to reach without a round trip. They lag the committed offsets
 // also when no shard went back in time (redisstore copies them about once
 // a second, after the commits), and a source that deletes the records it
-// acknowledged (the repartition streams, docs/sharded-streams.md) must
+// acknowledged (the repartition streams, docs/guides/producers.md) must
 // keep those after the recovery offset, or the next reader of the
 // partition, starting there, finds them gone and reports a lost range
 // though the store lost nothing.

@@ -22,7 +22,7 @@ import (
 // Recover compares the store with a lineage a source's commit carried
 // instead (what some node saw when those records were acknowledged): a
 // rollback found that way is not fatal, the source re-reads what the
-// store lost (docs/operations.md, "Recovery").
+// store lost (docs/operations/recovery.md, "Recovery").
 type Guard struct {
 	LineageStore
 	onRollback func(*RollbackError)

@@ -21,7 +21,7 @@ import (
 // Acquire hands out under it is above Floor. A new incarnation's floor is
 // derived from the clock (FloorAt), so it lies above every epoch issued by
 // an earlier incarnation even when the store lost those (see
-// docs/operations.md, "Rollback detection"). Seq is the commit sequence:
+// docs/operations/recovery.md, "Rollback detection"). Seq is the commit sequence:
 // every CommitOffsets bumps it by one, atomically with the offsets.
 //
 // A store has gone back in time, relative to a reader that saw s, when it

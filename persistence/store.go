@@ -7,14 +7,14 @@
 // A store that goes back in time (restarted empty, restored from an older
 // snapshot) is detected through its Lineage (lineage.go): an incarnation id
 // and a commit sequence, checked by Guard on every commit; see
-// docs/operations.md, "Rollback detection".
+// docs/operations/recovery.md, "Rollback detection".
 //
-// Writes are fenced by owner epochs (docs/architecture.md, invariant 3): an
+// Writes are fenced by owner epochs (docs/concepts/architecture.md, invariant 3): an
 // activation calls Store.Acquire once when it starts, stamps the epoch on
 // every Snapshot it saves, and stops when Save reports a *FencedError,
 // because a newer activation of the key exists.
 //
-// Keys with pending event-time timers are indexed per job (docs/architecture.md, invariant 4:
+// Keys with pending event-time timers are indexed per job (docs/concepts/architecture.md, invariant 4:
 // timers survive passivation and node loss): a snapshot saved with HasTimer
 // puts its key in the job's timer index at NextTimer, one saved without it
 // (or deleted) takes it out, atomically with the snapshot and under the same
@@ -35,7 +35,7 @@
 // its value; embedded: a map, its log compacted as before) rather than a
 // log of deltas folded into a base: reads stay bounded by the live state
 // with no fold rule to tune, no read-modify-write of a base in a script,
-// and a store that need not understand the encoding (docs/architecture.md,
+// and a store that need not understand the encoding (docs/concepts/per-key-protocol.md,
 // "Incremental state writes"). BatchLoader (LoadMany) is the optional
 // extension that reads many keys in one round trip; persistence.LoadMany
 // falls back to a Load per key.

@@ -25,7 +25,7 @@ type NodeWatermark struct {
 
 // WatermarkStore is an optional extension of Store, checked by type
 // assertion: a board, per job, where every ingest node publishes its
-// watermark so that each can combine the fleet's (docs/architecture.md, "Cluster"). Entries are
+// watermark so that each can combine the fleet's (docs/concepts/architecture.md, "Cluster"). Entries are
 // ephemeral: they need not survive a restart of the store, and a store may
 // keep them in memory only.
 //

@@ -18,7 +18,7 @@ type PartitionOffset struct {
 // partition ids, each id at most once. Nil has none. A slice rather than a
 // map: a key hears from one partition or a few, and a map of them cost
 // each write one more allocation of ≈ 200 B in the key core, and one in the
-// embedded store's Save (docs/benchmarks.md, "Snapshot offsets as a sorted
+// embedded store's Save (docs/performance/2026-12-05-latency.md, "Snapshot offsets as a sorted
 // slice").
 type Offsets []PartitionOffset
 

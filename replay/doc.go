@@ -60,7 +60,7 @@
 // # The events mode
 //
 // RunEvents is the external contract of joinery replay --job JOB.yaml
-// --input EVENTS.jsonl (docs/replay.md has the whole format, every join
+// --input EVENTS.jsonl (docs/concepts/join-semantics.md has the whole format, every join
 // type and the differences from Flink, Spark and Kafka Streams). ParseJob
 // reads either a node job file (its join: section, plus an optional
 // replay: {end_of_input: hold}) or a bare Spec (plus end_of_input); either

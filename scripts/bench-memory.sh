@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-memory.sh: the memory budget's full run (issue 15). TestNodeMemoryBudget
+# bench-memory.sh: the memory budget's full run. TestNodeMemoryBudget
 # with BENCH_MEMORY_KEYS (2,000,000) distinct CDC keys, state in a redis-server
 # started here, default job settings, under a BENCH_MEMORY_LIMIT (1GiB) memory
 # limit. As root with cgroup v1 or v2 mounted, the test runs in a memory cgroup

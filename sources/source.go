@@ -103,7 +103,7 @@ type Repartitioner interface {
 }
 
 // Lagger is a Source that can say how far behind its input it is: the
-// node polls it for joinery_source_lag_records (docs/operations.md).
+// node polls it for joinery_source_lag_records (docs/operations/alerts.md).
 type Lagger interface {
 	// Lag returns, for each partition this source reads now, how many
 	// records the input holds after the last one committed, read or not.

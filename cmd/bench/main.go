@@ -8,7 +8,7 @@
 //
 //	go run ./cmd/bench -scale small -out /tmp/bench.json -rounds 3 -workloads q3,q8,q9,q20,q20-skew,cdc,cdc-skew
 //
-// It prints a table, the latency runs and the targets (met or not),
+// It prints a table, the latency runs and the performance goals (met or not),
 // and writes the report as JSON to -out. A result whose engine and baseline
 // checksums differ is marked INVALID (exit status 1).
 package main

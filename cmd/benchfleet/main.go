@@ -6,9 +6,9 @@
 // of their own, the output still a Kafka topic), and
 // prints events/s, scaling efficiency, p99 latency, CPU per event and keys
 // per Redis shard; it writes them as JSON (-out) and a PNG plot (-plot).
-// See cmd/internal/fleetbench and docs/scaling.md.
+// See cmd/internal/fleetbench and docs/performance.md.
 //
-//	make build && go run ./cmd/benchfleet -joinery bin/joinery -out /tmp/fleet.json -plot docs/scaling.png
+//	make build && go run ./cmd/benchfleet -joinery bin/joinery -out /tmp/fleet.json -plot /tmp/joinery-bench/scaling.png
 //
 // It needs root (to make the cgroups under /sys/fs/cgroup/cpu) and
 // redis-server and redis-cli on PATH, and fails saying so without them.
@@ -89,7 +89,7 @@ func main() {
 		if !set["source"] {
 			*source = fleetbench.SourceCoPartitioned + "," + fleetbench.SourceRepartitioned
 		}
-		*plotOut = "" // the plot is of the fleet sizes' backlog rows (make bench-fleet's docs/scaling.png)
+		*plotOut = "" // the plot is of the fleet sizes' backlog rows (make bench-fleet's scaling.png)
 	}
 	if *brokerMode {
 		if err := serveBroker(); err != nil {
@@ -144,6 +144,11 @@ func main() {
 	if len(rep.Results) > 0 {
 		fleetbench.SetEfficiency(rep.Results)
 		_ = fleetbench.WriteTable(os.Stdout, rep.Results)
+		for _, p := range []string{*out, *plotOut} {
+			if p != "" {
+				_ = os.MkdirAll(filepath.Dir(p), 0o755) // a scratch folder such as /tmp/joinery-bench
+			}
+		}
 		if werr := fleetbench.WriteJSON(*out, rep); werr != nil {
 			fmt.Fprintln(os.Stderr, "benchfleet:", werr)
 		} else {

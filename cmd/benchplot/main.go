@@ -5,7 +5,7 @@
 // open-loop runs.
 //
 //	go run ./cmd/bench -scale small -out /tmp/bench.json
-//	go run ./cmd/benchplot -in /tmp/bench.json -out docs    # docs/bench-{throughput,ratio,latency}.png
+//	go run ./cmd/benchplot -in /tmp/bench.json -out /tmp/joinery-bench    # /tmp/joinery-bench/bench-{throughput,ratio,latency}.png
 //
 // `make bench` runs both. Results that were skipped or whose checksum
 // disagreed with the baseline's are left out of the charts (and listed on
@@ -37,8 +37,8 @@ import (
 )
 
 func main() {
-	in := flag.String("in", "/tmp/joinery-bench-results.json", "the JSON report of cmd/bench (-out there)")
-	out := flag.String("out", "docs", "directory to write bench-throughput.png, bench-ratio.png and bench-latency.png to")
+	in := flag.String("in", "/tmp/joinery-bench/bench-results.json", "the JSON report of cmd/bench (-out there)")
+	out := flag.String("out", "/tmp/joinery-bench", "directory to write bench-throughput.png, bench-ratio.png and bench-latency.png to")
 	flag.Parse()
 	f, err := os.Open(*in)
 	if err != nil {
@@ -51,6 +51,9 @@ func main() {
 	}
 	for _, s := range rep.leftOut() {
 		fmt.Fprintln(os.Stderr, "benchplot: left out:", s)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fail(err)
 	}
 	files, err := draw(rep, *out)
 	for _, p := range files {

@@ -41,7 +41,7 @@ check  validates the job file as run does (secrets, gossip key, TLS files,
 replay runs one join deterministically over an arrival-ordered file of
        inputs and explicit watermarks and prints its outputs. --job takes a
        node job file (its join: section) or a bare replay spec; the input is
-       {"side","key","ts","value"} lines (docs/replay.md). --spec/--script is
+       {"side","key","ts","value"} lines (docs/guides/replay.md). --spec/--script is
        the older script format of the golden tests (replay/doc.go).
 `
 

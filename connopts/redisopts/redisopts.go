@@ -41,7 +41,7 @@ type Config struct {
 	Cluster Cluster `yaml:"cluster,omitempty"`
 	// MinReplicas makes every state batch and offset commit wait (Redis
 	// WAIT) for this many replicas before it counts as durable (state.redis
-	// only, one server; see docs/operations.md). 0: no wait.
+	// only, one server; see docs/operations/recovery.md). 0: no wait.
 	MinReplicas int `yaml:"min_replicas,omitempty"`
 	// ReplicaTimeout bounds that wait (default 1s); a write not replicated
 	// in time fails and is retried like other Redis errors.

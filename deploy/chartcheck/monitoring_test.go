@@ -240,7 +240,7 @@ func TestMonitoringFilesLinked(t *testing.T) {
 
 // TestRulesUnitTests: every alert has a promtool unit test in which it
 // fires and an evaluation at which it must not, and a section in
-// docs/operations.md.
+// docs/operations/alerts.md.
 func TestRulesUnitTests(t *testing.T) {
 	b, err := os.ReadFile(rulesTests)
 	if err != nil {
@@ -271,7 +271,7 @@ func TestRulesUnitTests(t *testing.T) {
 			}
 		}
 	}
-	ops, err := os.ReadFile("../../docs/operations.md")
+	ops, err := os.ReadFile("../../docs/operations/alerts.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestRulesUnitTests(t *testing.T) {
 			t.Errorf("alert %s: a unit test where it fires %v, one where it does not %v; want both", a, fires[a], quiet[a])
 		}
 		if !strings.Contains(string(ops), "### "+a+"\n") {
-			t.Errorf("docs/operations.md has no section \"### %s\"", a)
+			t.Errorf("docs/operations/alerts.md has no section \"### %s\"", a)
 		}
 	}
 }

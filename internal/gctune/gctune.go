@@ -2,7 +2,7 @@
 // process: a node keeps much short-lived garbage per event (decoded rows,
 // requests, outputs) over a live heap of key state, and Go's default
 // (GOGC=100: collect whenever the heap doubles) spends a third of a node's
-// CPU in the collector (docs/benchmarks.md). The node therefore runs with
+// CPU in the collector (docs/performance.md). The node therefore runs with
 // a larger GC percent and, so that the larger percent cannot run the
 // process out of memory, a soft memory limit below the container's.
 //

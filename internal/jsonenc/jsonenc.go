@@ -4,7 +4,7 @@
 // are encoded on the hot path for the key's outbox in its state, and their
 // rows' JSON is reused by the sink line (record.Output.RowJSON);
 // encoding/json's reflection was 8% and 8% of a node's CPU there
-// (docs/benchmarks.md). Equality with encoding/json is
+// (docs/performance.md). Equality with encoding/json is
 // checked by table and fuzz tests. Marshal (marshal.go) is the one
 // encoding/json path with HTML escaping off, for any other value; joins/
 // may import this package (internal/lint).

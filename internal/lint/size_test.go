@@ -13,7 +13,7 @@ import (
 
 // MaxLines is the most lines a non-test, hand-written .go file may have: a
 // longer one holds more than one concern, and is split into files whose
-// names say what they hold (docs/architecture.md).
+// names say what they hold (docs/concepts/architecture.md).
 const MaxLines = 500
 
 // longAllowed are files known to be over MaxLines, each with the work that

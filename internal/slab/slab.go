@@ -1,7 +1,7 @@
 // Package slab hands out values and one-element slices carved from shared
 // chunks, so that a hot path that makes many small short-lived items (one
 // per event or per key of a batch) allocates a chunk now and then, not
-// each item (docs/benchmarks.md, "Allocations per event on the node's hot
+// each item (docs/performance/2026-12-05-node-profile.md, "Allocations per event on the node's hot
 // path").
 //
 // A Slab never reuses memory: each item is carved once from a fresh chunk,

@@ -34,7 +34,7 @@
 // its log, and nothing can set it back while the Store is open. A log file
 // replaced by an older copy while no process ran is a new Store over older
 // data, which the node's lineage check at start and the sources' commit
-// lineage find (docs/operations.md, "Rollback detection"). Save and Load
+// lineage find (docs/operations/recovery.md, "Rollback detection"). Save and Load
 // never return persistence.ErrStoreRolledBack.
 //
 // # Timer index

@@ -86,7 +86,7 @@ type jobState struct {
 
 // entry is one key's snapshot. Its offsets are a slice, not a map: a key
 // has one or a few partitions, and a one-entry map costs ~200 B more per
-// stored key (docs/benchmarks.md).
+// stored key (docs/performance.md).
 type entry struct {
 	state   []byte
 	offsets record.Offsets    // Save's copy, changed in place by the key's next Save

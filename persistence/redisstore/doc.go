@@ -185,7 +185,7 @@
 // # Lineage
 //
 // The incarnation and seq keys carry the job's persistence.Lineage
-// (docs/operations.md, "Rollback detection"). CommitOffsetsSeen on one
+// (docs/operations/recovery.md, "Rollback detection"). CommitOffsetsSeen on one
 // server is one script over them and every offsets hash: it checks the
 // lineage the caller saw, bumps seq and sets the offsets, atomically. On
 // a cluster the check and bump are a script on group 0 and the offsets

@@ -63,7 +63,7 @@ type Config struct {
 	// back in time since, may answer offset -1, ok true — the store applied
 	// nothing of the partition (it was restarted empty). When the group's
 	// committed position is past the applied offset — the store lost writes
-	// whose records the group had already acknowledged (docs/operations.md,
+	// whose records the group had already acknowledged (docs/operations/recovery.md,
 	// "Rollback detection") — the partition is read again from the record
 	// after it (from its beginning, for -1), so the lost range is applied
 	// again; the key actors skip what they already hold. Where the topic no

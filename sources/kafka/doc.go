@@ -40,7 +40,7 @@
 // default partitioner over the key bytes a partition_key template
 // rebuilds), and a record that is not in its key's partition is delivered
 // with a sources.Reject (reason misplaced, a *MisplacedError): the node
-// dead-letters it and the partition is read on (docs/architecture.md, "Key
+// dead-letters it and the partition is read on (docs/concepts/key-groups.md, "Key
 // groups").
 //
 // With Config.Expect (cluster.expect) the source joins its group only once

@@ -19,7 +19,7 @@ import (
 // Kafka topics co-partitioned with the join (sources[].partitioned_by:
 // join_key): the record key is the join column, so partition p of every such
 // topic holds exactly the keys of key group p, and the member that reads
-// partition p hosts their key actors (docs/architecture.md, "Key groups").
+// partition p hosts their key actors (docs/concepts/key-groups.md, "Key groups").
 
 // Partition is the partition Kafka's default partitioner puts a record with
 // key in, among partitions: toPositive(murmur2(key)) % partitions, franz-go's

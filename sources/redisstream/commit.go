@@ -108,7 +108,7 @@ func (a ack) queue(ctx context.Context, p redis.Pipeliner) {
 // Redis Cluster store it is the replay floor, up to a second or so of
 // entries behind, and a trim past it made every graceful hand-over of a
 // repartition shard (a node stopped, its shards taken over) stop the
-// taker with a lost range the store never lost (docs/sharded-streams.md,
+// taker with a lost range the store never lost (docs/guides/producers.md,
 // TestClusterRepartitionedGracefulStops). The entry kept is the one the
 // rewind check looks for: a store that really lost writes sees it gone.
 func (a ack) trimTo() (int64, bool) {

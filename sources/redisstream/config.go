@@ -90,7 +90,7 @@ type Config struct {
 	// offset -1, ok true — the store applied nothing of the stream (it was
 	// restarted empty). When the group has already delivered entries past
 	// the applied offset that are no longer pending — the store lost writes
-	// whose entries were acknowledged (docs/operations.md, "Rollback
+	// whose entries were acknowledged (docs/operations/recovery.md, "Rollback
 	// detection") — the first Read moves the group back (XGROUP SETID; to
 	// 0-0 for -1) so that those entries are read again; the key actors skip
 	// what they already hold. Where the stream no longer holds them
@@ -116,7 +116,7 @@ type Config struct {
 	// store whose applied offsets lag its commits (the replay floors of a
 	// Redis Cluster store, persistence.FloorStore) never finds the entries
 	// after its offset trimmed, a lost range though it lost nothing
-	// (docs/sharded-streams.md). nil: trimmed up to the last entry
+	// (docs/guides/producers.md). nil: trimmed up to the last entry
 	// acknowledged.
 	KeptFloor func(partition int32) (offset int64, ok bool)
 

@@ -53,10 +53,12 @@
 // not know yet — is an orphan, taken by any reader under its fair share.
 // A dead reader's shards thus move once its leases and registration lapse.
 //
-// A producer puts every change of a row in shard ShardOf(the row's primary
-// key as a JSON array, N): FNV-1a 32 of those bytes, mod N — by the source
-// row's primary key, as Debezium partitions Kafka topics, never by the join
-// key. The Redis Streams sink shards its outputs the same way.
+// A producer puts every change of a row in shard ShardOf(key as a JSON
+// array, N): FNV-1a 32 of those bytes, mod N, where key is the row's
+// primary key with partitioned_by: pk (the default; as Debezium partitions
+// Kafka topics) or its join column with partitioned_by: join_key (the
+// co-partitioned shape: shard i holds key group i). The Redis Streams sink
+// shards its outputs by their primary key the same way.
 //
 // Repartitioning (Config.RepartitionTo, sources[].repartition: stream): a
 // sharded source is a sources.Repartitioner. The node routes each record of
@@ -71,14 +73,14 @@
 // source with Config.TrimAcked (the repartition streams' reader) trims its
 // stream at each Commit up to the last entry it acknowledged, or the
 // store's replay floor when Config.KeptFloor names a lower one, which
-// stays for the next reader's rewind check (docs/sharded-streams.md,
+// stays for the next reader's rewind check (docs/guides/producers.md,
 // "Repartition streams and the replay floors").
 //
 // Each Commit also writes the state store's lineage it committed under
 // (Config.Lineage) to LineageKey, beside the group (per shard stream); the
 // next source of the group hands it to Config.Applied, so that a store gone
 // back in time since — restarted empty even — is found and the entries it
-// lost are read again (docs/operations.md, "Recovery").
+// lost are read again (docs/operations/recovery.md, "Recovery").
 //
 // go-redis types stay inside this package.
 //

@@ -21,7 +21,7 @@ type Entry struct {
 	// Shards reads the shard streams <stream>.0 … <stream>.<shards-1>
 	// instead of the one stream: shard i is partition i, each shard has
 	// its own lease, and the shards are spread evenly over the live nodes
-	// of the fleet (see Config.Shards and docs/sharded-streams.md). 0
+	// of the fleet (see Config.Shards and docs/guides/producers.md). 0
 	// (default): the one stream, read by one node at a time. At most
 	// MaxShards.
 	Shards int `yaml:"shards,omitempty"`
@@ -31,7 +31,7 @@ type Entry struct {
 	// streamshard.KeyGroup). A join_key source is co-partitioned with the
 	// join: shard i holds exactly the keys of key group i, so the key
 	// actors of group i are placed on the node that reads shard i
-	// (docs/architecture.md, "Key groups").
+	// (docs/concepts/key-groups.md, "Key groups").
 	PartitionedBy string `yaml:"partitioned_by,omitempty"`
 	// Repartition "stream", on a sharded source partitioned by the
 	// primary key, repartitions it by the join key once: the reader of raw

@@ -12,7 +12,7 @@ import (
 )
 
 // A sharded source with Config.RepartitionTo repartitions its records by
-// the join key (sources[].repartition: stream, docs/sharded-streams.md):
+// the join key (sources[].repartition: stream, docs/guides/producers.md):
 // the node routes each record of raw shard i to its join keys' key groups
 // and hands them to Repartition, which appends them to the shard streams
 // of RepartitionTo (one per key group) and records the highest raw offset

@@ -5,7 +5,7 @@ import "runtime/metrics"
 // gcStats is the Go runtime's count of completed collections and its
 // estimates of the collector's CPU and of the process's busy CPU (every P's
 // time less the idle time), read before and after a latency run: the
-// collections a run had are what sets its p99 (docs/benchmarks.md, "p99 at
+// collections a run had are what sets its p99 (docs/performance/2026-12-05-latency.md, "p99 at
 // half the rate").
 type gcStats struct{ cycles, gcCPU, busyCPU float64 }
 

@@ -277,7 +277,7 @@ type redisServer struct {
 // snapshots on (save 1 1: a background save each second there were
 // writes; internal/testutil's test servers save nothing), so the figures
 // include what persistence costs Redis. Measured: the forks do not move the
-// latency run's p99 (docs/benchmarks.md, "p99 at half the rate"). It
+// latency run's p99 (docs/performance/2026-12-05-latency.md, "p99 at half the rate"). It
 // returns nil, nil when redis-server is not installed.
 func startRedis(dir string) (*redisServer, error) {
 	bin, err := exec.LookPath("redis-server")

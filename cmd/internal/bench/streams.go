@@ -24,7 +24,7 @@ import (
 )
 
 // The stream systems (SysNodeStreams, SysNode3Streams) run the
-// co-partitioned deployment of docs/sharded-streams.md: each table's input
+// co-partitioned deployment of docs/guides/producers.md: each table's input
 // is written, before the nodes start, to streamShards shard streams as a
 // producer that partitions by the join key writes them (cdcgen.ByJoinKey:
 // every change to the shard of its row's join key, streamshard.Of of the

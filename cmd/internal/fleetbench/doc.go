@@ -11,8 +11,8 @@
 // per Redis shard, with scaling efficiency = throughput(N) / (N ×
 // throughput(1)). With Config.Trickle it runs the trickle row instead: one
 // node without a quota, one probe every 10 ms once it is idle, p50/p99/max
-// event-to-sink (docs/scaling.md, "Latency at a trickle").
-// docs/scaling.md describes the method and the figures.
+// event-to-sink (docs/performance/2026-12-05-fleet.md, "Latency at a trickle").
+// docs/performance.md describes the method and the figures.
 //
 // It owns the benchmark's orchestration (processes, cgroups, the feeder and
 // the output consumer), the arithmetic on what it measures (CPU from

@@ -18,7 +18,7 @@ import (
 // the shard streams <table>-<run>.0 … .<Partitions-1> on a plain
 // redis-server of their own (the source reads one server: it has no Redis
 // Cluster client, redis.cluster is state.redis only), written as
-// docs/sharded-streams.md says a producer shards: every change of a row to
+// docs/guides/producers.md says a producer shards: every change of a row to
 // shard streamshard.Of(the row's primary key as a JSON array). Every node
 // runs the same two sharded redis-stream sources, one group per table, so
 // the shards' leases spread over the fleet (redisstream.AssignShards).

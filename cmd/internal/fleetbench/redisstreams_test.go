@@ -59,7 +59,7 @@ func TestLeasesSpread(t *testing.T) {
 // TestRedisFeeder writes a workload's input with the feeder to a real
 // redis-server and reads the shard streams back: every record is in the
 // shard stream of its row's primary key (streamshard's hash, the rule of
-// docs/sharded-streams.md), as the entry field "value", every row's
+// docs/guides/producers.md), as the entry field "value", every row's
 // changes in one shard in input order; then it opens two real sharded
 // sources as nodes n1 and n2 and waits, as the benchmark does, until
 // their leases are spread.

@@ -70,7 +70,7 @@ type Result struct {
 	// LatencyGCShare the collector's share of the nodes' busy CPU time
 	// there (the Go runtime's /cpu/classes estimates): under a CPU quota a
 	// collection's mark takes the node's quota for as long as it lasts
-	// (docs/scaling.md, "p99 at half the rate under a 0.3-CPU quota").
+	// (docs/performance/2026-12-05-fleet.md, "p99 at half the rate under a 0.3-CPU quota").
 	GCCycles        float64 `json:"gc_cycles"`
 	GCShare         float64 `json:"gc_share"`
 	LatencyGCCycles float64 `json:"latency_gc_cycles"`

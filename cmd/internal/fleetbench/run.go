@@ -24,7 +24,7 @@ const (
 	SourceRedisStreams = "redis-streams"
 	// SourceCoPartitioned is redis-streams with the shard streams
 	// partitioned by the join key (partitioned_by: join_key): a key's
-	// actor lives on the reader of its shard (docs/architecture.md, "Key
+	// actor lives on the reader of its shard (docs/concepts/key-groups.md, "Key
 	// groups"); a change that moves a row to another key is a delete and
 	// a create, as Debezium emits them (cdcgen.ByJoinKey).
 	SourceCoPartitioned = "copartitioned"
@@ -94,7 +94,7 @@ type Config struct {
 	// without a CPU quota (QuotaCPU is ignored), its backlog read (the
 	// state the probes join with), then, once it is idle, one probe every
 	// 1/TrickleRate seconds for LatencyFor: latency at a trickle, where
-	// nothing has anything to batch with (docs/scaling.md, "Latency at a
+	// nothing has anything to batch with (docs/performance/2026-12-05-fleet.md, "Latency at a
 	// trickle").
 	Trickle     bool
 	TrickleRate float64 // probes per second of the trickle row (DefaultTrickleRate when 0)
@@ -107,7 +107,7 @@ type Config struct {
 	// streams first, then the fleet starts, timed from the nodes' start
 	// until every entry of every shard stream (with repartitioned, of the
 	// repartition streams too) is acknowledged — the leases spreading
-	// included. Shard-stream sources only (docs/scaling.md, "Cold start").
+	// included. Shard-stream sources only (docs/performance/2026-12-05-fleet.md, "Cold start").
 	ColdStart bool
 	// NoExpect leaves cluster.expect out of the nodes' job files (by
 	// default it is the fleet size), to measure a fleet without it.
