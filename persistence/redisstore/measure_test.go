@@ -15,9 +15,12 @@ import (
 
 // TestLayoutMemory measures what a join key costs in Redis in layout
 // version 1 (written with its scripts) and in this layout: N keys, each
-// acquired and saved with a base and four parts of 30 to 60 bytes, on a
-// fresh redis-server each; it prints used_memory per key and a key's
-// OBJECT ENCODING and MEMORY USAGE. It is a measurement, not a check: set
+// acquired and saved with a base and four parts of 30 to 60 bytes (and
+// then again with a fifth part of 412 bytes, the size of an outbox entry
+// of the seed's join, over hash-max-listpack-value), on a fresh
+// redis-server each; it prints used_memory per key and a key's OBJECT
+// ENCODING and MEMORY USAGE; the last run raises the server's
+// hash-max-listpack-value to 1024. It is a measurement, not a check: set
 // JOINERY_MEASURE_LAYOUT=1 to run it (the number of keys in
 // JOINERY_MEASURE_KEYS, 20000 by default).
 func TestLayoutMemory(t *testing.T) {
@@ -41,14 +44,25 @@ func TestLayoutMemory(t *testing.T) {
 		}
 		return append(v, '"', '}')
 	}
-	snapshot := func(i int, e int64) persistence.Snapshot {
-		return persistence.Snapshot{Job: "users-domains", Key: record.Key(fmt.Sprint("user-", i)), Epoch: e,
+	snapshot := func(i int, e int64, outbox bool) persistence.Snapshot {
+		sn := persistence.Snapshot{Job: "users-domains", Key: record.Key(fmt.Sprint("user-", i)), Epoch: e,
 			State: value(i, 30), Offsets: record.OffsetsOf(map[string]int64{"users/0": int64(i), "domains/0": int64(3 * i)}),
 			Parts: []persistence.Part{{Name: "l", Value: value(i, 60)}, {Name: "r:" + strconv.Itoa(3*i), Value: value(i, 45)},
 				{Name: "r:" + strconv.Itoa(3*i+1), Value: value(i, 45)}, {Name: "r:" + strconv.Itoa(3*i+2), Value: value(i, 45)}}}
+		if outbox {
+			sn.Parts = append(sn.Parts, persistence.Part{Name: fmt.Sprintf("o:%016x", i), Value: value(i, 412)})
+		}
+		return sn
 	}
-	for _, layout := range []string{"layout 1", "layout 2"} {
-		r := testutil.StartRedis(t)
+	for _, run := range []struct {
+		layout string
+		outbox bool
+		args   []string
+	}{{"layout 1", false, nil}, {"layout 2", false, nil}, {"layout 1", true, nil}, {"layout 2", true, nil},
+		{"layout 2", true, []string{"--hash-max-listpack-value", "1024"}}} {
+		layout := run.layout
+		snapshot := func(i int, e int64) persistence.Snapshot { return snapshot(i, e, run.outbox) }
+		r := testutil.StartRedis(t, run.args...)
 		s := newStore(t, r.Addr)
 		if _, err := s.Lineage(ctx, "users-domains"); err != nil { // the job's keys, before the baseline
 			t.Fatal(err)
@@ -86,8 +100,15 @@ func TestLayoutMemory(t *testing.T) {
 			desc = append(desc, fmt.Sprintf("%s: %s, MEMORY USAGE %d B", name[len(gp):], enc, use))
 		}
 		dbsize, _ := s.client.DBSize(ctx).Result()
-		t.Logf("%s: %d keys, used_memory %d B per join key, %d Redis keys in all; %s",
-			layout, n, (after-before)/int64(n), dbsize, strings.Join(desc, "; "))
+		what := "base and 4 parts"
+		if run.outbox {
+			what = "base, 4 parts and a 412 B one"
+		}
+		if len(run.args) > 0 {
+			what += " (redis-server " + strings.Join(run.args, " ") + ")"
+		}
+		t.Logf("%s, %s: %d keys, used_memory %d B per join key, %d Redis keys in all; %s",
+			layout, what, n, (after-before)/int64(n), dbsize, strings.Join(desc, "; "))
 	}
 }
 
