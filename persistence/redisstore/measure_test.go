@@ -19,7 +19,8 @@ import (
 // then again with a fifth part of 412 bytes, the size of an outbox entry
 // of the seed's join, over hash-max-listpack-value), on a fresh
 // redis-server each; it prints used_memory per key and a key's OBJECT
-// ENCODING and MEMORY USAGE; the last run raises the server's
+// ENCODING and MEMORY USAGE, and the server time of the scripts per key
+// (INFO commandstats); the last run raises the server's
 // hash-max-listpack-value to 1024. It is a measurement, not a check: set
 // JOINERY_MEASURE_LAYOUT=1 to run it (the number of keys in
 // JOINERY_MEASURE_KEYS, 20000 by default).
@@ -71,6 +72,9 @@ func TestLayoutMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := usedMemory(t, s)
+		if err := s.client.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
 		for i := range n {
 			if layout == "layout 1" {
 				save1(t, s, snapshot(i, acquire1(t, s, "users-domains", snapshot(i, 0).Key)))
@@ -85,6 +89,10 @@ func TestLayoutMemory(t *testing.T) {
 			}
 		}
 		after := usedMemory(t, s)
+		stats, err := s.client.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
 		l := layoutOf(s.prefix, "users-domains")
 		gp := l.keyPrefix("user-7")
 		var names []string
@@ -107,9 +115,24 @@ func TestLayoutMemory(t *testing.T) {
 		if len(run.args) > 0 {
 			what += " (redis-server " + strings.Join(run.args, " ") + ")"
 		}
-		t.Logf("%s, %s: %d keys, used_memory %d B per join key, %d Redis keys in all; %s",
-			layout, what, n, (after-before)/int64(n), dbsize, strings.Join(desc, "; "))
+		t.Logf("%s, %s: %d keys, used_memory %d B per join key, %d Redis keys in all, %.1f server µs per key's Acquire and Save (EVALSHA); %s",
+			layout, what, n, (after-before)/int64(n), dbsize, float64(commandUsec(stats, "evalsha"))/float64(n), strings.Join(desc, "; "))
 	}
+}
+
+// commandUsec is the usec of cmd in an INFO commandstats answer.
+func commandUsec(info, cmd string) int64 {
+	for line := range strings.SplitSeq(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":"); ok {
+			for f := range strings.SplitSeq(rest, ",") {
+				if v, ok := strings.CutPrefix(f, "usec="); ok {
+					n, _ := strconv.ParseInt(v, 10, 64)
+					return n
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func usedMemory(t *testing.T, s *Store) int64 {
