@@ -154,9 +154,12 @@
 // timers' member, is cut from the hash's name in the script. It first
 // compares each snapshot's epoch with HGET of its hash's epoch field
 // (missing = "0", compared as decimal strings), then, for the snapshots
-// that match and in order, runs HSET of the base, ZADD (ZREM when the
-// snapshot has no timer), HSET and HDEL of its parts, or, for empty state,
-// DEL of the hash, HSET of its epoch and ZREM. It replies with the index
+// that match and in order, runs HSET of the base (and for a whole state an
+// HLEN, with DEL and HSET of epoch and base when the hash holds parts),
+// ZADD (ZREM when the snapshot has no timer), HSET and HDEL of its parts,
+// or, for empty state, DEL of the hash, HSET of its epoch and ZREM. A
+// snapshot whose hash does not exist moves the key from layout version 1
+// first (below). It replies with the index
 // and holder epoch of each refused snapshot, which Save turns into
 // *persistence.FencedError values, in batch order.
 //
@@ -169,7 +172,7 @@
 // come first in KEYS, with ARGV[1] their number and then, per key, the
 // least value it must show: the highest this Store saw acknowledged by a
 // save (the INCR results the script returns) or read by a Load (whose
-// script reads the gen key with the state). A key below it means the server
+// script reads the gen key with the key hashes). A key below it means the server
 // went back in time under this Store (restored from an older dump, failed
 // over to a lagging replica, restarted empty): the script writes nothing
 // and answers the keys found behind, which Save returns as
@@ -187,8 +190,8 @@
 // write, and the timers set never disagrees with the key hashes, also not
 // after a crash of the client or a server between two commands (there is
 // no such "between": no write of a snapshot is in another slot than the
-// others). A fenced snapshot touches neither. Hence the indexes need no repair, and a
-// stale index entry cannot arise. What is not atomic is a batch across
+// others). A fenced snapshot touches neither. Hence the timer index needs
+// no repair, and a stale entry in it cannot arise. What is not atomic is a batch across
 // groups: each group's part applies wholly or not at all, but on an error
 // (a master down, a timeout) some parts may be in and others not. Each
 // snapshot is an absolute write of its key, so the caller's retry of the
