@@ -159,8 +159,8 @@
 // ZADD (ZREM when the snapshot has no timer), HSET and HDEL of its parts,
 // or, for empty state, DEL of the hash, HSET of its epoch and ZREM. A
 // snapshot whose hash does not exist moves the key from layout version 1
-// first (below). It replies with the index
-// and holder epoch of each refused snapshot, which Save turns into
+// first (see "Layout version 1"). It replies with the index and holder
+// epoch of each refused snapshot, which Save turns into
 // *persistence.FencedError values, in batch order.
 //
 // # Write generations
