@@ -352,3 +352,44 @@ func forEachServer(ctx context.Context, s *Store, f func(*redis.Client) error) e
 	}
 	return f(s.client.(*redis.Client))
 }
+
+// TestStoreRedisReservedPartNames: parts named like the reserved fields,
+// or starting with the escape, are stored apart from them and read back
+// as they were; the epoch is untouched by them.
+func TestStoreRedisReservedPartNames(t *testing.T) {
+	s := newStore(t, testutil.StartRedis(t).Addr)
+	ctx := context.Background()
+	e, err := s.Acquire(ctx, "job", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := []persistence.Part{{Name: "_e", Value: []byte("1")}, {Name: "_b", Value: []byte("b")},
+		{Name: "_", Value: []byte("u")}, {Name: "__e", Value: []byte("x")}, {Name: "e", Value: []byte("y")}}
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("base"), Epoch: e, Parts: parts}}); err != nil {
+		t.Fatal(err)
+	}
+	gp := layoutOf(s.prefix, "job").keyPrefix("k")
+	fields, err := s.client.HKeys(ctx, keyHash(gp, "k")).Result()
+	slices.Sort(fields)
+	if want := []string{"__", "___e", "__b", "__e", "_b", "_e", "e"}; err != nil || !slices.Equal(fields, want) {
+		t.Fatalf("hash fields %q, %v; want %q", fields, err, want)
+	}
+	got, err := s.Load(ctx, "job", "k")
+	if err != nil || !slices.Equal(got.State, stateparts.Pack([]byte("base"), parts)) {
+		t.Fatalf("Load = %q, %v", got.State, err)
+	}
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("base2"), Epoch: e, Delta: true,
+		Parts: []persistence.Part{{Name: "_e"}, {Name: "_b"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Load(ctx, "job", "k")
+	if err != nil || !slices.Equal(got.State, stateparts.Pack([]byte("base2"), parts[2:])) {
+		t.Fatalf("Load after deleting parts _e and _b = %q, %v", got.State, err)
+	}
+	if got, err := s.Epoch(ctx, "job", "k"); err != nil || got != e {
+		t.Fatalf("Epoch = %d, %v; want %d", got, err, e)
+	}
+	if next, err := s.Acquire(ctx, "job", "k"); err != nil || next != e+1 {
+		t.Fatalf("Acquire = %d, %v; want %d", next, err, e+1)
+	}
+}
