@@ -113,7 +113,8 @@
 // pause and no separate step, and a key never touched again stays in
 // layout 1 and is read as before. Every node of a job must run layout 2
 // once one does: a layout-1 node would not see a moved key (its epoch key
-// gone, it would issue epochs again from the floor).
+// gone, it would issue epochs again from the floor). That holds for
+// `joinctl inspect --offline` too, which loads the key and so moves it.
 //
 // # Snapshot value (version 1)
 //
