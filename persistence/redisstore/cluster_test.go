@@ -95,7 +95,7 @@ func TestStoreClusterWatermarks(t *testing.T) {
 }
 
 // TestStoreClusterSpread saves 1000 keys of one job and 200 partitions'
-// offsets: no master holds more than 40% of the state keys, or of the
+// offsets: no master holds more than 40% of the key hashes, or of the
 // offsets hashes, and every slot group is on the master its window says.
 func TestStoreClusterSpread(t *testing.T) {
 	c := testutil.StartRedisCluster(t, 3)

@@ -499,7 +499,7 @@ func TestStoreRedisEpochRestart(t *testing.T) {
 	}
 }
 
-// TestStoreRedisCorruptEpoch: an epoch key that is not a decimal fences
+// TestStoreRedisCorruptEpoch: an epoch field that is not a decimal fences
 // every write and is reported by Epoch, never taken for 0.
 func TestStoreRedisCorruptEpoch(t *testing.T) {
 	s := newStore(t, testutil.StartRedis(t).Addr)
@@ -508,7 +508,7 @@ func TestStoreRedisCorruptEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.Epoch(ctx, "job", "k"); err == nil {
-		t.Fatal("Epoch of a non-numeric epoch key succeeded")
+		t.Fatal("Epoch of a non-numeric epoch field succeeded")
 	}
 	err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("v")}})
 	if err == nil || errors.Is(err, persistence.ErrFenced) {
