@@ -95,7 +95,7 @@ func TestStoreClusterWatermarks(t *testing.T) {
 }
 
 // TestStoreClusterSpread saves 1000 keys of one job and 200 partitions'
-// offsets: no master holds more than 40% of the state keys, or of the
+// offsets: no master holds more than 40% of the key hashes, or of the
 // offsets hashes, and every slot group is on the master its window says.
 func TestStoreClusterSpread(t *testing.T) {
 	c := testutil.StartRedisCluster(t, 3)
@@ -117,15 +117,15 @@ func TestStoreClusterSpread(t *testing.T) {
 	if err := s.CommitOffsets(ctx, "users-domains", offsets); err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"state:*", "offsets", "timers", "keys"} {
+	for _, kind := range []string{"k:*", "offsets", "timers"} {
 		counts := c.CountKeys("spread:*}:" + kind)
 		total := 0
 		for _, n := range counts {
 			total += n
 		}
 		t.Logf("%-8s keys per master: %v (of %d)", strings.TrimSuffix(kind, ":*"), counts, total)
-		if kind == "state:*" && total != keys {
-			t.Fatalf("%d state keys in the cluster, want %d", total, keys)
+		if kind == "k:*" && total != keys {
+			t.Fatalf("%d key hashes in the cluster, want %d", total, keys)
 		}
 		for i, n := range counts {
 			if float64(n) > 0.4*float64(total) {

@@ -8,13 +8,10 @@
 // The keys of a job are spread over 256 slot groups. Every key of a group
 // carries the group's hash tag, so a group lives in one Redis Cluster slot
 // and a script over its keys is legal there; the groups of a job lie in
-// 256 different slots, spread evenly over the slot range:
+// 256 different slots, spread evenly over the slot range. This is layout
+// version 2: one Redis key per join key.
 //
-//	<prefix>:{<tag>}:state:<key>   string: the key's snapshot (offsets and state, one value)
-//	<prefix>:{<tag>}:parts:<key>   hash: part name -> value, the state's parts besides its base
-//	                               (persistence.Snapshot.Parts); missing = none
-//	<prefix>:{<tag>}:epoch:<key>   string: the key's owner epoch (decimal, by INCR); missing = 0
-//	<prefix>:{<tag>}:keys          set: the group's keys that have a snapshot
+//	<prefix>:{<tag>}:k:<key>       hash: the join key (below, "Key hash")
 //	<prefix>:{<tag>}:timers        sorted set: member <key>, score its next event-time timer (ms)
 //	<prefix>:{<tag>}:offsets       hash: partition id -> committed offset (decimal), for the group's partitions
 //	<prefix>:{<tag0>}:wm           hash: the job's watermark board (group 0 only)
@@ -45,13 +42,84 @@
 //
 // The layout is the same on one server (the tags are then just part of the
 // names), so a store can move from one server to a cluster by copying its
-// keys (redis-cli --cluster import). There is no version marker: a store
-// written by the earlier one-tag-per-job layout ({<job>}) is not read.
+// keys (redis-cli --cluster import). A store written by the earlier
+// one-tag-per-job layout ({<job>}) is not read.
+//
+// # Key hash
+//
+// A join key's hash holds everything of the key, under these fields:
+//
+//	_e      the key's owner epoch (decimal, by HINCRBY); missing = 0
+//	_b      the key's snapshot value (below): offsets and base state; missing = no snapshot
+//	<name>  a part of the state besides its base (persistence.Snapshot.Parts): the part's value
+//
+// The names "_e" and "_b" are reserved: a part whose name starts with "_"
+// is stored under its name with one more "_" in front ("_x" as "__x"), so
+// no part's field is a reserved one or starts with a single "_", and Load
+// takes one "_" off again; a field starting with a single "_" other than
+// these two is from a layout this version does not know, and Load refuses
+// the key. The parts keycore writes ("l", "r:<pk>", "o:<16 hex digits>",
+// "s:<id>") are stored under their own names.
+//
+// The store adds nothing to a field that would take the hash out of
+// Redis's compact listpack encoding (hash-max-listpack-entries 128,
+// hash-max-listpack-value 64 by default): field names of two bytes, the
+// epoch a decimal (which a listpack holds as an integer), the snapshot
+// value's framing a few bytes. A hash stays a listpack while it has at most
+// 128 fields and every value (the base's and each part's) is at most 64
+// bytes; one larger value makes it a hashtable, several times larger.
+//
+// An epoch field is never removed: a deleted key's hash keeps its epoch
+// (the save script deletes the hash and writes the epoch back), and a key
+// acquired but never saved is a hash with the epoch alone. A reset to 0
+// would let a stale owner's epoch be issued again. With appendonly yes and
+// appendfsync always they survive a crash of Redis, as the snapshots do.
+//
+// There is no index of a job's keys: Keys walks the keyspace with SCAN
+// MATCH "<prefix>:{<job>:*}:*" (on every master of a cluster) and keeps the
+// job's key hashes that have a base field, so it costs a pass over the
+// whole database and is for inspection; nothing on the write or recovery
+// path enumerates keys (event-time keys are found by the timers sets).
+//
+// # Layout version 1
+//
+// Layout version 1 keeps a join key in three keys and a group index, in
+// the key's slot:
+//
+//	<prefix>:{<tag>}:state:<key>   string: the key's snapshot value
+//	<prefix>:{<tag>}:parts:<key>   hash: part name -> value
+//	<prefix>:{<tag>}:epoch:<key>   string: the key's owner epoch (decimal, by INCR)
+//	<prefix>:{<tag>}:keys          set: the group's keys that have a snapshot
+//
+// with the same tags, snapshot value, timers, offsets, lineage and
+// generation keys as version 2. Such a store is read as it is: a key
+// stored in layout 1 is moved on first access. The scripts of Acquire,
+// AcquireLoadMany, Load and LoadMany name the key's layout-1 keys besides
+// its hash, and when the hash does not exist and the layout-1 state or
+// epoch key does, they first move them into it, in the same script and so
+// atomically: the epoch as it is (an Acquire then issues the next one,
+// layout-1 epoch + 1, or the floor + 1 when that is higher), the value as
+// the base field, every part under its field name, and then delete the
+// three keys and remove the key from the keys set (a set with no members
+// left is gone with its last one). The save script moves a key too when its
+// hash does not exist (an unfenced write, which comes without an Acquire),
+// with the layout-1 names made from the hash's name inside the script (not
+// named in KEYS: in a slot being migrated such a write may be refused, and
+// is retried as any failed Save).
+// Epoch reads a layout-1 epoch key of a key not yet moved (and moves
+// nothing); Keys lists the layout-1 state keys of the job's groups too;
+// timers need nothing (their members are the join keys in both layouts).
+// So a store switches layout key by key as the job touches them, with no
+// pause and no separate step, and a key never touched again stays in
+// layout 1 and is read as before. Every node of a job must run layout 2
+// once one does: a layout-1 node would not see a moved key (its epoch key
+// gone, it would issue epochs again from the floor). That holds for
+// `joinctl inspect --offline` too, which loads the key and so moves it.
 //
 // # Snapshot value (version 1)
 //
-// The state key's value holds the applied offsets and the state together,
-// so one SET replaces both atomically:
+// The base field's value holds the applied offsets and the base state
+// together, so one HSET replaces both atomically:
 //
 //	0x01 | uvarint n | n × (uvarint len, partition id, varint offset) | state bytes to the end
 //
@@ -60,16 +128,17 @@
 //
 // # Parts and deltas
 //
-// A state written in parts keeps its base (and the offsets) in the state
-// key's value and each part in a field of the key's parts hash, in the same
-// slot. A whole snapshot replaces the value and the hash (DEL, then HSET of
-// its parts); a delta replaces the value and HSETs or HDELs only the parts
+// A state written in parts keeps its base (and the offsets) in the base
+// field and each part in a field of its own, in the same hash. A whole
+// snapshot replaces the hash (the base field, then, when the hash holds
+// more than epoch and base, a DEL and an HSET of epoch and base; then HSET
+// of its parts); a delta sets the base and HSETs or HDELs only the parts
 // it names, so a change of one row of a key writes that row, not the key.
-// Load reads value, hash and write generation in one script (so base and
+// Load reads the hash and the write generation in one script (so base and
 // parts come from one write) and packs them (stateparts.Pack). The hash
 // needs no compaction: each field holds its part's latest value, so a
-// key's size is its live parts, whatever its history; a deleted key's hash
-// goes with its value.
+// key's size is its live parts, whatever its history; a deleted key's
+// parts go with its base.
 //
 // # Writes
 //
@@ -78,18 +147,21 @@
 // calls a server answers NOSCRIPT), all in one pipeline: one round trip on
 // one server; on a cluster go-redis sends each master its part, in
 // parallel, and follows MOVED and ASK per command. A group's script gets
-// the group's keys set and timers set and, per snapshot, its epoch, state
-// key and parts hash as KEYS, and the writer's epoch, the encoded value
-// ("" deletes), the next timer (decimal, "" for none), the number of parts
-// set, whole ("W") or the number of parts a delta deletes, the parts set
-// (name, value pairs) and the names deleted as ARGV, after the write
-// generation (below); the join key, the sets' member, is cut from the
-// state key's name in the script. It first compares each snapshot's epoch with GET of its epoch key (missing
-// = "0", compared as decimal strings), then, for the snapshots that match
-// and in order, runs SET, SADD and ZADD (ZREM when the snapshot has no
-// timer), DEL of the parts hash (a whole state), HSET and HDEL of its
-// parts, or DEL (value and parts), SREM and ZREM for empty state. It replies with the
-// index and holder epoch of each refused snapshot, which Save turns into
+// per snapshot its key hash and the group's timers set as KEYS, and the
+// writer's epoch, the encoded value ("" deletes), the next timer (decimal,
+// "" for none), the number of parts set, whole ("W") or the number of
+// parts a delta deletes, the fields set (name, value pairs) and the fields
+// deleted as ARGV, after the write generation (below); the join key, the
+// timers' member, is cut from the hash's name in the script. It first
+// compares each snapshot's epoch with HGET of its hash's epoch field
+// (missing = "0", compared as decimal strings), then, for the snapshots
+// that match and in order, runs HSET of the base (and for a whole state an
+// HLEN, with DEL and HSET of epoch and base when the hash holds parts),
+// ZADD (ZREM when the snapshot has no timer), HSET and HDEL of its parts,
+// or, for empty state, DEL of the hash, HSET of its epoch and ZREM. A
+// snapshot whose hash does not exist moves the key from layout version 1
+// first (see "Layout version 1"). It replies with the index and holder
+// epoch of each refused snapshot, which Save turns into
 // *persistence.FencedError values, in batch order.
 //
 // # Write generations
@@ -101,7 +173,7 @@
 // come first in KEYS, with ARGV[1] their number and then, per key, the
 // least value it must show: the highest this Store saw acknowledged by a
 // save (the INCR results the script returns) or read by a Load (whose
-// script reads the gen key with the state). A key below it means the server
+// script reads the gen key with the key hashes). A key below it means the server
 // went back in time under this Store (restored from an older dump, failed
 // over to a lagging replica, restarted empty): the script writes nothing
 // and answers the keys found behind, which Save returns as
@@ -113,15 +185,14 @@
 // suite's RollbackFirstWriteRefused). It costs one GET and one INCR in the
 // script per call, no round trip.
 //
-// Everything a snapshot's write touches — its epoch, its state, its
-// group's keys set and timer index — is in its group's slot, so the
-// compare-and-set and the index updates are one atomic script: no Acquire
-// falls between a check and its write, and neither the keys set nor the
-// timers set ever disagrees with the state keys, also not after a crash of
-// the client or a server between two commands (there is no such "between":
-// no write of a snapshot is in another slot than the others). A fenced
-// snapshot touches none of them. Hence the indexes need no repair, and a
-// stale index entry cannot arise. What is not atomic is a batch across
+// Everything a snapshot's write touches — its hash and its group's timer
+// index — is in its group's slot, so the compare-and-set and the index
+// update are one atomic script: no Acquire falls between a check and its
+// write, and the timers set never disagrees with the key hashes, also not
+// after a crash of the client or a server between two commands (there is
+// no such "between": no write of a snapshot is in another slot than the
+// others). A fenced snapshot touches neither. Hence the timer index needs
+// no repair, and a stale entry in it cannot arise. What is not atomic is a batch across
 // groups: each group's part applies wholly or not at all, but on an error
 // (a master down, a timeout) some parts may be in and others not. Each
 // snapshot is an absolute write of its key, so the caller's retry of the
@@ -161,21 +232,18 @@
 // job), pipelined: one round trip however many keys, where Load costs one
 // each. Each call checks its group's write generation as Load does.
 // AcquireLoadMany (persistence.Activator) is the same with an Acquire of
-// each key first, in the same script: the epoch key raised to the
-// incarnation's floor and INCRed, then the state read (on one server the
+// each key first, in the same script: the hash's epoch field raised to the
+// incarnation's floor and HINCRBY'd, then the hash read (on one server the
 // script reads the incarnation key too; on a cluster one lineage read
 // comes first), so a new activation costs no round trip of its own.
 //
-// Acquire is one script: it raises the epoch key to the incarnation's
-// floor when below it, then INCR (on one server the script also reads the
-// incarnation key; on a cluster, where it is in another slot, a lineage
-// read comes first). Epoch is one GET. Lua would round integers beyond
-// 2^53, and floors are about 2^61, so every comparison is of decimal
-// strings and the script returns the new epoch as the key's string.
-// Epoch keys are
-// never deleted, also not with their snapshot: a reset to 0 would let a
-// stale owner's epoch be issued again. With appendonly yes and appendfsync
-// always they survive a crash of Redis, as the snapshots do.
+// Acquire is one script: it raises the hash's epoch field to the
+// incarnation's floor when below it, then HINCRBY (on one server the
+// script also reads the incarnation key; on a cluster, where it is in
+// another slot, a lineage read comes first). Epoch is one HGET. Lua would
+// round integers beyond 2^53, and floors are about 2^61, so every
+// comparison is of decimal strings and the script returns the new epoch
+// as the field's string.
 //
 // go-redis retries a command after a network error. For Save that is safe:
 // its writes set absolute values, and a retry finds the same epochs unless
@@ -203,8 +271,7 @@
 // strings exactly (Lua numbers are doubles and would round offsets above
 // 2^53). Each group's part is atomic; after an error some partitions may
 // be committed and others not, which only means that more is replayed.
-// CommittedOffsets is one pipeline of HGETALL over the 256 groups, as Keys
-// is of SSCAN (repeated for the groups whose cursor is not done).
+// CommittedOffsets is one pipeline of HGETALL over the 256 groups.
 //
 // # Replay floors
 //

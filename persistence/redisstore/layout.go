@@ -62,7 +62,6 @@ func groupTag(job string, g int) string {
 // a Save builds none of them).
 type jobLayout struct {
 	prefixes [groups]string
-	keys     [groups]string // keysKey of each group
 	timers   [groups]string // timersKey of each group
 	gens     [groups]string // genKey of each group
 }
@@ -81,7 +80,6 @@ func layoutOf(prefix, job string) *jobLayout {
 	l := new(jobLayout)
 	for g := range groups {
 		l.prefixes[g] = prefix + ":{" + groupTag(job, g) + "}:"
-		l.keys[g] = keysKey(l.prefixes[g])
 		l.timers[g] = timersKey(l.prefixes[g])
 		l.gens[g] = genKey(l.prefixes[g])
 	}
@@ -92,12 +90,32 @@ func layoutOf(prefix, job string) *jobLayout {
 // keyPrefix returns the group prefix of key.
 func (l *jobLayout) keyPrefix(key record.Key) string { return l.prefixes[groupOf(string(key))] }
 
-func stateKey(gp string, key record.Key) string { return gp + "state:" + string(key) }
-func epochKey(gp string, key record.Key) string { return gp + "epoch:" + string(key) }
-func partsKey(gp string, key record.Key) string { return gp + "parts:" + string(key) }
-func keysKey(gp string) string                  { return gp + "keys" }
-func timersKey(gp string) string                { return gp + "timers" }
-func offsetsKey(gp string) string               { return gp + "offsets" }
+// keyHash is a join key's hash (layout version 2): epoch, base and parts.
+func keyHash(gp string, key record.Key) string { return gp + hashKind + string(key) }
+
+func timersKey(gp string) string  { return gp + "timers" }
+func offsetsKey(gp string) string { return gp + "offsets" }
+
+// hashKind is what follows the group prefix in a key hash's name.
+const hashKind = "k:"
+
+// The reserved fields of a key hash (see the package doc, "Key hash"):
+// the owner epoch and the base (the encoded snapshot value). Part names
+// starting with partEscape are stored with one more partEscape in front,
+// so no part's field is ever one of these.
+const (
+	epochField = "_e"
+	baseField  = "_b"
+	partEscape = '_'
+)
+
+// The names of layout version 1, read only to move a key into its hash
+// (migrate.go): per key a state string, a parts hash and an epoch string,
+// and per group a keys set.
+func stateKey1(gp string, key record.Key) string { return gp + "state:" + string(key) }
+func epochKey1(gp string, key record.Key) string { return gp + "epoch:" + string(key) }
+func partsKey1(gp string, key record.Key) string { return gp + "parts:" + string(key) }
+func keysKey1(gp string) string                  { return gp + "keys" }
 
 // crc16 is Redis Cluster's key hash: CRC-16/XMODEM (polynomial 0x1021,
 // initial value 0), of which HASH_SLOT takes the low 14 bits.

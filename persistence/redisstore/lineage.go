@@ -88,25 +88,30 @@ end
 return {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[2]) or '0'}
 `)
 
-// acquireScript issues an owner epoch above the incarnation's floor:
-// the last of KEYS is the key's epoch key; on one server KEYS[1] is the
-// job's incarnation key before it (created from ARGV[1] when missing), on
-// a cluster there is none and ARGV[1] is the floor itself, read before. An epoch key below the floor
-// is raised to it, then INCR. It returns the new epoch as the key's
-// string: Lua would round INCR's integer reply (beyond 2^53) to a double.
-var acquireScript = redis.NewScript(luaLess + `
+// acquireScript issues an owner epoch above the incarnation's floor: the
+// last four KEYS are the key's hash and its layout-1 state, parts and
+// epoch keys (keyNames1; a key not yet in its hash is moved first,
+// migrate); on one server KEYS[1] is the job's incarnation key before them
+// (created from ARGV[1] when missing), on a cluster there is none and
+// ARGV[1] is the floor itself, read before. An epoch field below the floor
+// is raised to it, then HINCRBY. It returns the new epoch as the field's
+// string: Lua would round HINCRBY's integer reply (beyond 2^53) to a
+// double.
+var acquireScript = redis.NewScript(luaLess + luaMigrate + `
 local floor = ARGV[1]
-if #KEYS > 1 then
+if #KEYS > 4 then
 ` + luaIncarnation + `
   floor = string.match(inc, ':(%d+)$') or '0'
 end
-local ek = KEYS[#KEYS]
-local cur = redis.call('GET', ek) or '0'
+local n = #KEYS
+local hk = KEYS[n - 3]
+migrate(hk, KEYS[n - 2], KEYS[n - 1], KEYS[n])
+local cur = redis.call('HGET', hk, '_e') or '0'
 if less(cur, floor) then
-  redis.call('SET', ek, floor)
+  redis.call('HSET', hk, '_e', floor)
 end
-redis.call('INCR', ek)
-return redis.call('GET', ek)
+redis.call('HINCRBY', hk, '_e', 1)
+return redis.call('HGET', hk, '_e')
 `)
 
 // candidate is the incarnation value a script stores when the job has
@@ -252,8 +257,9 @@ func (s *Store) Refound(ctx context.Context, job string, found persistence.Linea
 
 // Acquire implements persistence.Store with one script call (two round
 // trips on a cluster, whose incarnation key is in another slot than the
-// epoch key: a lineage read, then the script): the key's epoch key is
-// raised to the incarnation's floor when below it, then INCR. So epochs
+// key's hash: a lineage read, then the script): the hash's epoch field is
+// raised to the incarnation's floor when below it, then HINCRBY (a key in
+// layout version 1 is moved into its hash first, its epoch with it). So epochs
 // stay unique across a rollback once the incarnation was re-founded (see
 // persistence.Guard), and a store restarted empty issues epochs above
 // every earlier incarnation's. With appendonly and appendfsync always, an
@@ -263,7 +269,7 @@ func (s *Store) Acquire(ctx context.Context, job string, key record.Key) (int64,
 		return 0, persistence.ErrClosed
 	}
 	l := layoutOf(s.prefix, job)
-	keys := []string{incarnationKey(l), epochKey(l.keyPrefix(key), key)}
+	keys := keyNames1([]string{incarnationKey(l)}, l.keyPrefix(key), key)
 	arg := candidate()
 	if s.cluster {
 		lin, err := s.Lineage(ctx, job)

@@ -16,55 +16,46 @@ var _ persistence.BatchLoader = (*Store)(nil)
 
 // loadScript reads keys' snapshots of one slot group (on one server: of
 // one job) with the write generation, atomically: KEYS[1] is the
-// generation key, then per key its state key and parts hash. It returns
-// {generation or nil, then per key: value or nil, HGETALL of the parts
-// (flat; nil when the value is)}. One script rather than an MGET and an
-// HGETALL keeps a key's base and parts from two different writes.
+// generation key, then per key its key hash and its layout-1 state, parts
+// and epoch keys (keyNames1), from which a key not yet in its hash is
+// moved first (migrate). It returns {generation or nil, then per key
+// HGETALL of its hash (flat; empty when it does not exist)}. One HGETALL
+// reads a key's base and parts from one write.
 //
 // With ARGV[2] set it first takes each key, as acquireScript does (for
-// AcquireLoadMany): each key's epoch key comes before its state and parts
-// (three keys per key), is raised to the floor and INCRed, and the reply
-// holds the new epoch (as the key's string: Lua would round the integer)
-// before value and parts. ARGV[2] "f": ARGV[1] is the floor (a cluster,
-// which reads it before); "i": KEYS[1] is the job's incarnation key
-// (created from the candidate ARGV[1] when missing) whose floor applies,
-// and the generation key comes second (one server).
-var loadScript = redis.NewScript(luaLess + `
-local floor, first, per = ARGV[1], 1, 2
+// AcquireLoadMany): the hash's epoch field is raised to the floor and
+// HINCRBY'd, and the reply holds the new epoch (as the field's string:
+// Lua would round the integer) before the HGETALL. ARGV[2] "f": ARGV[1] is
+// the floor (a cluster, which reads it before); "i": KEYS[1] is the job's
+// incarnation key (created from the candidate ARGV[1] when missing) whose
+// floor applies, and the generation key comes second (one server).
+var loadScript = redis.NewScript(luaLess + luaMigrate + `
+local floor, first = ARGV[1], 1
 if ARGV[2] == 'i' then
 ` + luaIncarnation + `
   floor = string.match(inc, ':(%d+)$') or '0'
   first = 2
 end
-if ARGV[2] then
-  per = 3
-end
 local out = {redis.call('GET', KEYS[first])}
-for i = first + 1, #KEYS, per do
-  if per == 3 then
-    local ek = KEYS[i]
-    local cur = redis.call('GET', ek) or '0'
+for i = first + 1, #KEYS, 4 do
+  local hk = KEYS[i]
+  migrate(hk, KEYS[i + 1], KEYS[i + 2], KEYS[i + 3])
+  if ARGV[2] then
+    local cur = redis.call('HGET', hk, '_e') or '0'
     if less(cur, floor) then
-      redis.call('SET', ek, floor)
+      redis.call('HSET', hk, '_e', floor)
     end
-    redis.call('INCR', ek)
-    out[#out + 1] = redis.call('GET', ek)
+    redis.call('HINCRBY', hk, '_e', 1)
+    out[#out + 1] = redis.call('HGET', hk, '_e')
   end
-  local sk = i + per - 2
-  local v = redis.call('GET', KEYS[sk])
-  out[#out + 1] = v
-  if v then
-    out[#out + 1] = redis.call('HGETALL', KEYS[sk + 1])
-  else
-    out[#out + 1] = false
-  end
+  out[#out + 1] = redis.call('HGETALL', hk)
 end
 return out
 `)
 
-// Load implements persistence.Store with one call of a read-only script
-// over the key's state, its parts and its shard's write generation (all in
-// one slot). It returns persistence.ErrNotFound for a key without a
+// Load implements persistence.Store with one call of a script over the
+// key's hash and its shard's write generation (all in one slot; a key in
+// layout version 1 is moved into its hash first). It returns persistence.ErrNotFound for a key without a
 // snapshot, a *persistence.StaleStoreError when the generation is below
 // the highest this handle saw acknowledged (the store went back in time:
 // what it holds may lack writes this node made), and an error for a value
@@ -161,18 +152,15 @@ func (s *Store) readMany(ctx context.Context, job string, keys []record.Key, acq
 		}
 		gp := l.prefixes[g]
 		lg.idx = append(lg.idx, i)
-		if acquire {
-			lg.call.keys = append(lg.call.keys, epochKey(gp, key))
-		}
-		lg.call.keys = append(lg.call.keys, stateKey(gp, key), partsKey(gp, key))
+		lg.call.keys = keyNames1(lg.call.keys, gp, key)
 	}
 	calls := make([]scriptCall, len(order))
 	for i, lg := range order {
 		calls[i] = lg.call
 	}
-	per := 2
+	per := 1
 	if acquire {
-		per = 3
+		per = 2
 	}
 	replies, err := s.runScriptsWait(ctx, loadScript, calls, false)
 	if err != nil {
@@ -196,7 +184,7 @@ func (s *Store) readMany(ctx context.Context, job string, keys []record.Key, acq
 				}
 				epochs[at], r = e, r[1:]
 			}
-			sn, err := decodeLoaded(r[0], r[1])
+			sn, err := decodeLoaded(r[0])
 			if err != nil {
 				return nil, nil, fmt.Errorf("redisstore: load %q of job %q: %w", keys[at], job, err)
 			}
@@ -206,35 +194,47 @@ func (s *Store) readMany(ctx context.Context, job string, keys []record.Key, acq
 	return epochs, out, nil
 }
 
-// decodeLoaded decodes one key of the load script's reply: its value (nil:
-// no snapshot) and its parts (flat name, value list), packed with the base
-// when there are any.
-func decodeLoaded(v, hash any) (persistence.Snapshot, error) {
-	if v == nil {
-		return persistence.Snapshot{}, nil
+// decodeLoaded decodes one key of the load script's reply: the HGETALL of
+// its hash (flat field, value list). Without a base field the key has no
+// snapshot; its parts are packed with the base when there are any.
+func decodeLoaded(hash any) (persistence.Snapshot, error) {
+	flat, ok := hash.([]any)
+	if !ok || len(flat)%2 != 0 {
+		return persistence.Snapshot{}, fmt.Errorf("unexpected key hash %v", hash)
 	}
-	b, ok := v.(string)
-	if !ok {
-		return persistence.Snapshot{}, fmt.Errorf("unexpected value %T", v)
-	}
-	offsets, state, err := decodeSnapshot([]byte(b))
-	if err != nil {
-		return persistence.Snapshot{}, err
-	}
-	flat, _ := hash.([]any)
-	if len(flat)%2 != 0 {
-		return persistence.Snapshot{}, fmt.Errorf("unexpected parts %v", hash)
-	}
-	if len(flat) > 0 {
-		ps := make([]persistence.Part, 0, len(flat)/2)
-		for i := 0; i < len(flat); i += 2 {
-			name, ok1 := flat[i].(string)
-			val, ok2 := flat[i+1].(string)
-			if !ok1 || !ok2 || name == "" || val == "" {
-				return persistence.Snapshot{}, fmt.Errorf("%w: bad part %v", errCorrupt, flat[i])
+	var base string
+	var ps []persistence.Part
+	found := false
+	for i := 0; i < len(flat); i += 2 {
+		field, ok1 := flat[i].(string)
+		val, ok2 := flat[i+1].(string)
+		if !ok1 || !ok2 {
+			return persistence.Snapshot{}, fmt.Errorf("%w: bad field %v", errCorrupt, flat[i])
+		}
+		name, isPart := partOf(field)
+		switch {
+		case field == baseField:
+			base, found = val, true
+		case field == epochField:
+		case !isPart:
+			return persistence.Snapshot{}, fmt.Errorf("%w: unknown field %q", errCorrupt, field)
+		case name == "" || val == "":
+			return persistence.Snapshot{}, fmt.Errorf("%w: bad part %q", errCorrupt, field)
+		default:
+			if ps == nil {
+				ps = make([]persistence.Part, 0, len(flat)/2-1)
 			}
 			ps = append(ps, persistence.Part{Name: name, Value: []byte(val)})
 		}
+	}
+	if !found {
+		return persistence.Snapshot{}, nil
+	}
+	offsets, state, err := decodeSnapshot([]byte(base))
+	if err != nil {
+		return persistence.Snapshot{}, err
+	}
+	if len(ps) > 0 {
 		state = stateparts.Pack(state, ps)
 	}
 	return persistence.Snapshot{State: state, Offsets: offsets}, nil

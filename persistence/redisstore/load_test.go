@@ -13,8 +13,8 @@ import (
 )
 
 // TestStoreRedisDeltaOneRoundTrip: a batch of deltas is one EVALSHA that
-// writes each key's changed part only (one HSET, one HDEL, no DEL of the
-// parts), and LoadMany of many keys is one EVALSHA on one server.
+// writes each key's changed part only (one HSET of the base, one of the
+// part, one HDEL, no DEL of the hash), and LoadMany of many keys is one EVALSHA on one server.
 func TestStoreRedisDeltaOneRoundTrip(t *testing.T) {
 	r := testutil.StartRedis(t)
 	s := newStore(t, r.Addr)
@@ -52,7 +52,7 @@ func TestStoreRedisDeltaOneRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for cmd, want := range map[string]int{"set": n, "hset": n, "hdel": n, "del": 0} {
+	for cmd, want := range map[string]int{"set": 0, "hset": 2 * n, "hdel": n, "del": 0, "hlen": 0} {
 		if got := commandCalls(info, cmd); got != want {
 			t.Errorf("server saw %s called %d times, want %d", cmd, got, want)
 		}

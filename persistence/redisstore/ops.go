@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -131,12 +133,18 @@ func (s *Store) checkWaits(waits []*redis.Cmd) error {
 	return nil
 }
 
-// Epoch implements persistence.Store with one GET of the key's epoch key.
+// Epoch implements persistence.Store with one HGET of the key hash's
+// epoch field (and, when the field is missing, one GET of the key's
+// layout-1 epoch key: a key not yet moved; Epoch reads and moves nothing).
 func (s *Store) Epoch(ctx context.Context, job string, key record.Key) (int64, error) {
 	if s.closed.Load() {
 		return 0, persistence.ErrClosed
 	}
-	v, err := s.client.Get(ctx, epochKey(layoutOf(s.prefix, job).keyPrefix(key), key)).Result()
+	gp := layoutOf(s.prefix, job).keyPrefix(key)
+	v, err := s.client.HGet(ctx, keyHash(gp, key), epochField).Result()
+	if errors.Is(err, redis.Nil) {
+		v, err = s.client.Get(ctx, epochKey1(gp, key)).Result()
+	}
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -150,52 +158,120 @@ func (s *Store) Epoch(ctx context.Context, job string, key record.Key) (int64, e
 	return e, nil
 }
 
-// keysScanCount is the COUNT hint of each SSCAN in Keys.
+// keysScanCount is the COUNT hint of each SCAN in Keys.
 const keysScanCount = 1000
 
-// Keys implements persistence.Store. It walks the keys sets of the job's
-// groups with SSCAN, one pipeline per round over the groups not yet done,
-// so a job with millions of keys does not block a server; keys saved or
-// deleted while it runs may or may not be listed.
+// globEscaper escapes the characters that are special in a SCAN MATCH
+// pattern.
+var globEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`)
+
+// Keys implements persistence.Store. It walks the keyspace of the server
+// (of every master of a cluster, in parallel) with SCAN MATCH
+// "<prefix>:{<job>:*}:*", so a job with millions of keys does not block a
+// server; each name found is kept when it is a key hash of one of the
+// job's groups whose base field exists (HEXISTS, one pipeline per SCAN
+// page) or a layout-1 state key of one (a key not yet moved). It reads
+// every key of the server's keyspace that matches the pattern, so its cost
+// grows with the whole database, not the job: it is for inspection. Keys
+// saved or deleted while it runs may or may not be listed.
 func (s *Store) Keys(ctx context.Context, job string) ([]record.Key, error) {
 	if s.closed.Load() {
 		return nil, persistence.ErrClosed
 	}
 	l := layoutOf(s.prefix, job)
+	match := globEscaper.Replace(s.prefix) + ":{" + globEscaper.Replace(tagEscaper.Replace(job)) + ":*}:*"
+	var mu sync.Mutex
 	seen := make(map[string]struct{})
-	cursor := make([]uint64, groups)
-	ask := make([]int, groups)
-	for g := range ask {
-		ask[g] = g
-	}
-	for len(ask) > 0 {
-		cmds := make([]*redis.ScanCmd, len(ask))
-		_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, g := range ask {
-				cmds[i] = p.SScan(ctx, keysKey(l.prefixes[g]), cursor[g], "", keysScanCount)
-			}
-			return nil
-		})
-		more := ask[:0]
-		for i, g := range ask {
-			members, next, err := cmds[i].Result()
+	scan := func(ctx context.Context, c *redis.Client) error {
+		var cursor uint64
+		for {
+			names, next, err := c.Scan(ctx, cursor, match, keysScanCount).Result()
 			if err != nil {
-				return nil, wrap("keys", err)
+				return err
 			}
-			for _, m := range members {
-				seen[m] = struct{}{} // SSCAN may return an element more than once
+			var found []string
+			var hashes []string
+			for _, name := range names {
+				key, hash, ok := l.keyOfName(s.prefix, name)
+				switch {
+				case !ok:
+				case hash:
+					hashes = append(hashes, name)
+					found = append(found, key)
+				default:
+					mu.Lock()
+					seen[key] = struct{}{}
+					mu.Unlock()
+				}
 			}
-			if cursor[g] = next; next != 0 {
-				more = append(more, g)
+			if len(hashes) > 0 {
+				cmds := make([]*redis.BoolCmd, len(hashes))
+				_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+					for i, h := range hashes {
+						cmds[i] = p.HExists(ctx, h, baseField)
+					}
+					return nil
+				})
+				for i, c := range cmds {
+					has, err := c.Result()
+					if err != nil {
+						return err
+					}
+					if has {
+						mu.Lock()
+						seen[found[i]] = struct{}{}
+						mu.Unlock()
+					}
+				}
+			}
+			if cursor = next; cursor == 0 {
+				return nil
 			}
 		}
-		ask = more
+	}
+	var err error
+	switch c := s.client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	}
+	if err != nil {
+		return nil, wrap("keys", err)
 	}
 	out := make([]record.Key, 0, len(seen))
 	for m := range seen {
 		out = append(out, record.Key(m))
 	}
 	return out, nil
+}
+
+// keyOfName returns the join key of a key name of the job of l: a key
+// hash (hash true) or a layout-1 state key, and false for any other name
+// (another job's, a group key). The group prefix is the name up to the
+// first "}" and the ":" after it (a tag holds no "}", a key prefix no
+// brace), and must be the prefix of the key's group.
+func (l *jobLayout) keyOfName(prefix, name string) (key string, hash, ok bool) {
+	if !strings.HasPrefix(name, prefix+":{") {
+		return "", false, false
+	}
+	b := strings.IndexByte(name, '}')
+	if b < 0 || b+1 >= len(name) || name[b+1] != ':' {
+		return "", false, false
+	}
+	gp, rest := name[:b+2], name[b+2:]
+	switch {
+	case strings.HasPrefix(rest, hashKind):
+		key, hash = rest[len(hashKind):], true
+	case strings.HasPrefix(rest, "state:"):
+		key = rest[len("state:"):]
+	default:
+		return "", false, false
+	}
+	if l.prefixes[groupOf(key)] != gp {
+		return "", false, false
+	}
+	return key, hash, true
 }
 
 // Close closes the connection pool. Calls in flight fail with

@@ -97,7 +97,7 @@ func TestStoreRedisRollbackFromSnapshot(t *testing.T) {
 	if got, _ := s.CommittedOffsets(ctx, "job"); !maps.Equal(got, map[string]int64{"p/0": 10}) {
 		t.Fatalf("CommittedOffsets after a refused commit = %v, want {p/0: 10}", got)
 	}
-	// The restored epoch key says e1; without the new floor the next
+	// The restored epoch field says e1; without the new floor the next
 	// Acquire would hand out the zombie's epoch again.
 	if e, _ := s.Epoch(ctx, "job", "k"); e != e1 {
 		t.Fatalf("restored epoch = %d, want %d", e, e1)

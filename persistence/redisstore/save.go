@@ -21,35 +21,40 @@ import (
 // the highest this store handle saw acknowledged ("0" when none). When one
 // shows less, the store went back in time under this writer: the script
 // writes nothing and returns {0, {j, generation, ...}} for every such key.
-// Then, per snapshot, it takes five keys: epoch key, state key, keys set,
-// timers sorted set (the last two the same for every snapshot of a group),
-// parts hash; and 5+2s+d arguments: the writer's epoch (decimal), the
-// encoded value ("" deletes), the next timer (decimal; "" = no timer), s,
-// d ("W" for a whole state, which deletes no part; a delta's number of
-// parts it deletes, in decimal), s pairs of part name and value to set,
-// and d part names to delete (names are unique within a snapshot). The
-// join key (the sets' member) is the state key's name after the group
-// prefix and "state:", which the script cuts out: the keys set's name is
-// the prefix and "keys". The parts go to HSET and HDEL as runs of ARGV
-// (unpack), with no table built per snapshot. It first compares every
-// epoch key's value (a missing key counts as "0") with the writer's
-// epoch, then writes the snapshots that match, in order: SET, SADD and
-// ZADD (or ZREM without a timer), DEL of the parts hash for a whole
-// state, then HSET of the parts set and HDEL of those deleted; or, to
-// delete, DEL of state and parts, SREM and ZREM.
+// Then, per snapshot, it takes two keys: the key hash and the group's
+// timers sorted set (the same for every snapshot of a group); and 5+2s+d
+// arguments: the writer's epoch (decimal), the encoded value ("" deletes),
+// the next timer (decimal; "" = no timer), s, d ("W" for a whole state,
+// which deletes no part; a delta's number of parts it deletes, in
+// decimal), s pairs of field and value to set, and d fields to delete
+// (fields are unique within a snapshot, and never a reserved one). The
+// join key (the timers' member) is the hash's name after the group prefix
+// and "k:", which the script cuts out: the timers set's name is the prefix
+// and "timers". The parts go to HSET and HDEL as runs of ARGV (unpack),
+// with no table built per snapshot. It first compares every hash's epoch
+// field (missing counts as "0") with the writer's epoch; a hash that does
+// not exist is first moved from layout version 1 (migrate; its layout-1
+// names are made from the hash's name). Then it writes the snapshots that
+// match, in order: HSET of the value; for a whole state whose hash holds
+// more than its epoch and value (HLEN), DEL of the hash and HSET of its
+// epoch (the writer's, which matched) and value; ZADD (or ZREM without a
+// timer); then HSET of the parts set and HDEL of those deleted; or, to
+// delete, DEL of the hash, HSET of its epoch (unless "0": none) and ZREM.
+// A stored epoch field is never "0" (HINCRBY from a floor >= 0), so a
+// writer's epoch "0" matched a hash without one.
 // Checking
-// everything before writing anything means a failing GET (a key of the
+// everything before writing anything means a failing HGET (a key of the
 // wrong type) aborts the script before it wrote. Last it INCRs every
 // generation key and returns {1, refused, generations}: refused a flat
 // array of the refused snapshots, 1-based index in the call, then the
 // holder's epoch (a decimal string); generations the keys' new values.
 //
-// The epochs compare as strings: both sides are canonical decimals (INCR's
-// and strconv's), and Lua numbers are doubles. So do the generations (a
-// counter, far below 2^53, returned as an integer). The timer goes to ZADD
-// as the decimal string, which Redis parses into the double score exactly
-// because Save keeps it within ±2^53.
-var saveScript = redis.NewScript(luaLess + `
+// The epochs compare as strings: both sides are canonical decimals
+// (HINCRBY's and strconv's), and Lua numbers are doubles. So do the
+// generations (a counter, far below 2^53, returned as an integer). The
+// timer goes to ZADD as the decimal string, which Redis parses into the
+// double score exactly because Save keeps it within ±2^53.
+var saveScript = redis.NewScript(luaLess + luaMigrate + `
 local m = tonumber(ARGV[1])
 local stale = {}
 for j = 1, m do
@@ -67,7 +72,13 @@ local ok = {}
 local a, k, idx = m + 2, m + 1, 0
 while a <= #ARGV do
   idx = idx + 1
-  local cur = redis.call('GET', KEYS[k]) or '0'
+  local hk = KEYS[k]
+  local cur = redis.call('HGET', hk, '_e')
+  if not cur and redis.call('EXISTS', hk) == 0 then
+    migrate(hk, names1(hk))
+    cur = redis.call('HGET', hk, '_e')
+  end
+  cur = cur or '0'
   if cur == ARGV[a] then
     ok[#ok + 1] = a
     ok[#ok + 1] = k
@@ -80,39 +91,51 @@ while a <= #ARGV do
   if nd ~= 'W' then
     a = a + tonumber(nd)
   end
-  k = k + 5
+  k = k + 2
 end
 for o = 1, #ok, 2 do
   local a, k = ok[o], ok[o + 1]
-  local sk, ks, ts, ps = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
-  local member = string.sub(sk, #ks + 3)
+  local hk, ts = KEYS[k], KEYS[k + 1]
+  local member = string.sub(hk, #ts - 3)
+  local nd, e = ARGV[a + 4], ARGV[a]
   if ARGV[a + 1] == '' then
-    redis.call('DEL', sk, ps)
-    redis.call('SREM', ks, member)
+    redis.call('DEL', hk)
+    if e ~= '0' then
+      redis.call('HSET', hk, '_e', e)
+    end
     redis.call('ZREM', ts, member)
   else
-    redis.call('SET', sk, ARGV[a + 1])
-    redis.call('SADD', ks, member)
+    redis.call('HSET', hk, '_b', ARGV[a + 1])
+    if nd == 'W' then
+      local n = 1
+      if e ~= '0' then
+        n = 2
+      end
+      if redis.call('HLEN', hk) > n then
+        redis.call('DEL', hk)
+        if e ~= '0' then
+          redis.call('HSET', hk, '_e', e, '_b', ARGV[a + 1])
+        else
+          redis.call('HSET', hk, '_b', ARGV[a + 1])
+        end
+      end
+    end
     if ARGV[a + 2] == '' then
       redis.call('ZREM', ts, member)
     else
       redis.call('ZADD', ts, ARGV[a + 2], member)
     end
-    local nd = ARGV[a + 4]
-    if nd == 'W' then
-      redis.call('DEL', ps)
-    end
     local i, j = a + 5, a + 4 + 2 * tonumber(ARGV[a + 3])
     while i <= j do
       local e = math.min(i + 399, j)
-      redis.call('HSET', ps, unpack(ARGV, i, e))
+      redis.call('HSET', hk, unpack(ARGV, i, e))
       i = e + 1
     end
     if nd ~= 'W' then
       i, j = j + 1, j + tonumber(nd)
       while i <= j do
         local e = math.min(i + 399, j)
-        redis.call('HDEL', ps, unpack(ARGV, i, e))
+        redis.call('HDEL', hk, unpack(ARGV, i, e))
         i = e + 1
       end
     end
@@ -130,9 +153,9 @@ return {1, fenced, gens}
 type saveGroup struct {
 	idx  []int    // batch index of each snapshot of the call
 	gens []genRef // the generation keys the call checks and bumps
-	// The snapshots' keys (after the generation keys): five per snapshot,
-	// of which the epoch, state and parts keys are "" until Save cuts
-	// them from one string made of kbuf, where it wrote their names.
+	// The snapshots' keys (after the generation keys): two per snapshot,
+	// of which the key hash is "" until Save cuts it from one string made
+	// of kbuf, where it wrote the names.
 	keys []string
 	kbuf []byte
 	// The snapshots' arguments (after m and the generations), each a
@@ -165,21 +188,26 @@ func (g *saveGroup) key(gp, kind string, key record.Key) {
 }
 
 // cutKeys fills in the names key wrote, in order: each snapshot's keys are
-// epoch, state, keys set, timers, parts; the keys set's name is gp+"keys",
-// so a name gp+kind+key has that length -len("keys")+len(kind)+len(key).
+// its key hash and the timers set; the timers set's name is gp+"timers",
+// so the hash's name gp+hashKind+key has that length
+// -len("timers")+len(hashKind)+len(key).
 func (g *saveGroup) cutKeys(batch []persistence.Snapshot) {
 	names := string(g.kbuf)
 	for j, i := range g.idx {
-		k := g.keys[5*j : 5*j+5]
-		gp := len(k[2]) - len("keys")
-		for _, c := range [...]struct {
-			at   int
-			kind string
-		}{{0, "epoch:"}, {1, "state:"}, {4, "parts:"}} {
-			n := gp + len(c.kind) + len(batch[i].Key)
-			k[c.at], names = names[:n], names[n:]
-		}
+		k := g.keys[2*j : 2*j+2]
+		n := len(k[1]) - len("timers") + len(hashKind) + len(batch[i].Key)
+		k[0], names = names[:n], names[n:]
 	}
+}
+
+// fieldArg is the argument of part name's hash field: name itself, or a
+// new string with partEscape in front when it starts with one (fieldOf).
+func fieldArg(name *string) any {
+	if len(*name) > 0 && (*name)[0] == partEscape {
+		f := fieldOf(*name)
+		return &f
+	}
+	return name
 }
 
 // Save's constant arguments (variables: an argument is a pointer): a whole
@@ -195,7 +223,7 @@ var modeWhole, noParts = "W", "0"
 // shards against the highest this handle saw acknowledged (a lower one is
 // a store gone back in time: the part writes nothing and Save returns a
 // *persistence.StaleStoreError), checks every snapshot's epoch and writes
-// the ones that pass, snapshot, keys set and timer index together, and
+// the ones that pass, snapshot and timer index together, and
 // bumps the generations, atomically. A timer outside
 // [persistence.MinTimer, persistence.MaxTimer] (which a double score could
 // not hold exactly) fails the batch before anything is sent. When Save
@@ -218,7 +246,7 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		return fmt.Errorf("redisstore: save: %w", err)
 	}
 	// The buffers' sizes: up to four decimals, the value and the parts'
-	// values of each snapshot; its three key names.
+	// values of each snapshot; its hash's name.
 	size, ksize, nkeys, nargs := 0, 0, 0, 0
 	var l *jobLayout
 	for i := range batch {
@@ -226,9 +254,9 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		if l == nil || sn.Job != batch[i-1].Job {
 			l = layoutOf(s.prefix, sn.Job)
 		}
-		ksize += 3*len(l.prefixes[groupOf(string(sn.Key))]) + len("epoch:state:parts:") + 3*len(sn.Key)
+		ksize += len(l.prefixes[groupOf(string(sn.Key))]) + len(hashKind) + len(sn.Key)
 		size += 4 * 20
-		nkeys += 5
+		nkeys += 2
 		nargs += 5 + 2*len(sn.Parts)
 		if len(sn.State) > 0 {
 			size += snapshotLen(sn.Offsets, sn.State)
@@ -266,10 +294,8 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		if !slices.ContainsFunc(part.gens, func(r genRef) bool { return r.key == ref.key }) {
 			part.gens = append(part.gens, ref)
 		}
-		part.key(gp, "epoch:", sn.Key)
-		part.key(gp, "state:", sn.Key)
-		part.keys = append(part.keys, l.keys[g], l.timers[g])
-		part.key(gp, "parts:", sn.Key)
+		part.key(gp, hashKind, sn.Key)
+		part.keys = append(part.keys, l.timers[g])
 		lo := len(vals)
 		vals = strconv.AppendInt(vals, sn.Epoch, 10)
 		part.bytes(vals[lo:])
@@ -307,13 +333,13 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		}
 		for k := range ps {
 			if len(ps[k].Value) > 0 {
-				part.args = append(part.args, &ps[k].Name)
+				part.args = append(part.args, fieldArg(&ps[k].Name))
 				part.bytes(ps[k].Value)
 			}
 		}
 		for k := range ps {
 			if len(ps[k].Value) == 0 {
-				part.args = append(part.args, &ps[k].Name)
+				part.args = append(part.args, fieldArg(&ps[k].Name))
 			}
 		}
 		part.idx = append(part.idx, i)

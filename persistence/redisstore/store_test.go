@@ -105,9 +105,12 @@ func TestStoreRedisKeyPrefix(t *testing.T) {
 	if !strings.HasPrefix(gp, "a:{job:") {
 		t.Fatalf("group prefix %q does not start with the key prefix and job", gp)
 	}
-	n, err := a.client.Exists(ctx, gp+"state:k", gp+"keys", gp+"epoch:k", gp+"timers").Result()
-	if err != nil || n != 4 {
-		t.Fatalf("EXISTS of the documented keys = %d, %v; want 4", n, err)
+	n, err := a.client.Exists(ctx, gp+"k:k", gp+"timers").Result()
+	if err != nil || n != 2 {
+		t.Fatalf("EXISTS of the documented keys = %d, %v; want 2", n, err)
+	}
+	if f, err := a.client.HKeys(ctx, gp+"k:k").Result(); err != nil || !slices.Equal(slices.Sorted(slices.Values(f)), []string{"_b", "_e"}) {
+		t.Fatalf("HKEYS %sk:k = %q, %v; want _b, _e", gp, f, err)
 	}
 	if z, err := a.client.ZScore(ctx, gp+"timers", "k").Result(); err != nil || z != 5 {
 		t.Fatalf("ZSCORE %stimers k = %v, %v; want 5", gp, z, err)
@@ -132,9 +135,11 @@ func TestStoreRedisLayout(t *testing.T) {
 	}
 	gp := layoutOf("joinery", "job").keyPrefix("k:{x}")
 	for _, tc := range []struct{ got, want string }{
-		{stateKey(gp, "k:{x}"), gp + "state:k:{x}"},
-		{epochKey(gp, "k:{x}"), gp + "epoch:k:{x}"},
-		{keysKey(gp), gp + "keys"},
+		{keyHash(gp, "k:{x}"), gp + "k:k:{x}"},
+		{stateKey1(gp, "k:{x}"), gp + "state:k:{x}"},
+		{epochKey1(gp, "k:{x}"), gp + "epoch:k:{x}"},
+		{partsKey1(gp, "k:{x}"), gp + "parts:k:{x}"},
+		{keysKey1(gp), gp + "keys"},
 		{offsetsKey(gp), gp + "offsets"},
 		{timersKey(gp), gp + "timers"},
 		{wmKey("joinery", "job"), layoutOf("joinery", "job").prefixes[0] + "wm"},
@@ -354,11 +359,16 @@ func TestStoreRedisSaveOneRoundTrip(t *testing.T) {
 	// i%4 == 3 (n/4-1 of them, as n-1 is one) clear the timer with ZREM,
 	// the rest ZADD; the delete also runs ZREM.
 	// One GET and one INCR more: the job's write generation (one server).
-	// Each whole-state write DELs the key's parts hash (a key written in
-	// parts before keeps none of them), and the delete DELs state and
-	// parts in one call: n-1 DELs. No part is written: no HSET.
-	for cmd, want := range map[string]int{"evalsha": 1, "eval": 0, "multi": 0, "get": n + 1, "incr": 1,
-		"set": n - 2, "sadd": n - 2, "del": n - 1, "srem": 1, "hset": 0, "hdel": 0, "zadd": n - 2 - (n/4 - 1), "zrem": n / 4} {
+	// Each key's check is one HGET of its epoch field, and an EXISTS of
+	// its hash when it has none (the n/2 unfenced ones); key n-1, deleted
+	// by the first Save, has no hash: the migration finds no layout-1 keys
+	// (EXISTS, two GETs) before a second HGET. Each
+	// write HSETs the base and, a whole state, checks HLEN for parts to
+	// drop (there are none: no DEL); the delete DELs the hash (which keeps
+	// no epoch: it is unfenced).
+	for cmd, want := range map[string]int{"evalsha": 1, "eval": 0, "multi": 0, "get": 3, "incr": 1,
+		"hget": n + 1, "exists": n/2 + 1, "hset": n - 2, "hlen": n - 2, "del": 1, "set": 0, "sadd": 0, "srem": 0,
+		"hdel": 0, "zadd": n - 2 - (n/4 - 1), "zrem": n / 4} {
 		if got := commandCalls(info, cmd); got != want {
 			t.Errorf("server saw %s called %d times, want %d", cmd, got, want)
 		}
@@ -489,16 +499,16 @@ func TestStoreRedisEpochRestart(t *testing.T) {
 	}
 }
 
-// TestStoreRedisCorruptEpoch: an epoch key that is not a decimal fences
+// TestStoreRedisCorruptEpoch: an epoch field that is not a decimal fences
 // every write and is reported by Epoch, never taken for 0.
 func TestStoreRedisCorruptEpoch(t *testing.T) {
 	s := newStore(t, testutil.StartRedis(t).Addr)
 	ctx := context.Background()
-	if err := s.client.Set(ctx, epochKey(layoutOf("joinery", "job").keyPrefix("k"), "k"), "x", 0).Err(); err != nil {
+	if err := s.client.HSet(ctx, keyHash(layoutOf("joinery", "job").keyPrefix("k"), "k"), epochField, "x").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Epoch(ctx, "job", "k"); err == nil {
-		t.Fatal("Epoch of a non-numeric epoch key succeeded")
+		t.Fatal("Epoch of a non-numeric epoch field succeeded")
 	}
 	err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("v")}})
 	if err == nil || errors.Is(err, persistence.ErrFenced) {
@@ -555,11 +565,20 @@ func TestStoreRedisDown(t *testing.T) {
 func TestStoreRedisCorruptValue(t *testing.T) {
 	s := newStore(t, testutil.StartRedis(t).Addr)
 	ctx := context.Background()
-	if err := s.client.Set(ctx, stateKey(layoutOf("joinery", "job").keyPrefix("k"), "k"), "\x07future format", 0).Err(); err != nil {
+	gp := layoutOf("joinery", "job").keyPrefix("k")
+	if err := s.client.HSet(ctx, keyHash(gp, "k"), baseField, "\x07future format").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Load(ctx, "job", "k"); !errors.Is(err, errCorrupt) {
 		t.Fatalf("Load of an unknown version = %v, want errCorrupt", err)
+	}
+	// A field starting with one "_" that is not a reserved one is from a
+	// layout this version does not know.
+	if err := s.client.HSet(ctx, keyHash(gp, "k"), baseField, encodeSnapshot(nil, []byte("v")), "_x", "y").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(ctx, "job", "k"); !errors.Is(err, errCorrupt) {
+		t.Fatalf("Load of an unknown field = %v, want errCorrupt", err)
 	}
 	if err := s.client.HSet(ctx, offsetsKey(layoutOf("joinery", "job").prefixes[groupOf("p/0")]), "p/0", "x").Err(); err != nil {
 		t.Fatal(err)

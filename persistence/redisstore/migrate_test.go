@@ -1,0 +1,395 @@
+package redisstore
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/joinery/joinery/internal/stateparts"
+	"github.com/joinery/joinery/internal/testutil"
+	"github.com/joinery/joinery/persistence"
+	"github.com/joinery/joinery/record"
+)
+
+// The scripts of layout version 1, as its store ran them: the save script
+// (per snapshot: epoch, state, keys set, timers and parts keys) and the
+// acquire script (an epoch string, INCR).
+var saveScript1 = redis.NewScript(luaLess + `
+local m = tonumber(ARGV[1])
+local stale = {}
+for j = 1, m do
+  local cur = redis.call('GET', KEYS[j]) or '0'
+  if less(cur, ARGV[j + 1]) then
+    stale[#stale + 1] = j
+    stale[#stale + 1] = cur
+  end
+end
+if #stale > 0 then
+  return {0, stale}
+end
+local fenced = {}
+local ok = {}
+local a, k, idx = m + 2, m + 1, 0
+while a <= #ARGV do
+  idx = idx + 1
+  local cur = redis.call('GET', KEYS[k]) or '0'
+  if cur == ARGV[a] then
+    ok[#ok + 1] = a
+    ok[#ok + 1] = k
+  else
+    fenced[#fenced + 1] = idx
+    fenced[#fenced + 1] = cur
+  end
+  local nd = ARGV[a + 4]
+  a = a + 5 + 2 * tonumber(ARGV[a + 3])
+  if nd ~= 'W' then
+    a = a + tonumber(nd)
+  end
+  k = k + 5
+end
+for o = 1, #ok, 2 do
+  local a, k = ok[o], ok[o + 1]
+  local sk, ks, ts, ps = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
+  local member = string.sub(sk, #ks + 3)
+  if ARGV[a + 1] == '' then
+    redis.call('DEL', sk, ps)
+    redis.call('SREM', ks, member)
+    redis.call('ZREM', ts, member)
+  else
+    redis.call('SET', sk, ARGV[a + 1])
+    redis.call('SADD', ks, member)
+    if ARGV[a + 2] == '' then
+      redis.call('ZREM', ts, member)
+    else
+      redis.call('ZADD', ts, ARGV[a + 2], member)
+    end
+    local nd = ARGV[a + 4]
+    if nd == 'W' then
+      redis.call('DEL', ps)
+    end
+    local i, j = a + 5, a + 4 + 2 * tonumber(ARGV[a + 3])
+    while i <= j do
+      local e = math.min(i + 399, j)
+      redis.call('HSET', ps, unpack(ARGV, i, e))
+      i = e + 1
+    end
+    if nd ~= 'W' then
+      i, j = j + 1, j + tonumber(nd)
+      while i <= j do
+        local e = math.min(i + 399, j)
+        redis.call('HDEL', ps, unpack(ARGV, i, e))
+        i = e + 1
+      end
+    end
+  end
+end
+local gens = {}
+for j = 1, m do
+  gens[j] = redis.call('INCR', KEYS[j])
+end
+return {1, fenced, gens}
+`)
+
+var acquireScript1 = redis.NewScript(luaLess + `
+local floor = ARGV[1]
+if #KEYS > 1 then
+` + luaIncarnation + `
+  floor = string.match(inc, ':(%d+)$') or '0'
+end
+local ek = KEYS[#KEYS]
+local cur = redis.call('GET', ek) or '0'
+if less(cur, floor) then
+  redis.call('SET', ek, floor)
+end
+redis.call('INCR', ek)
+return redis.call('GET', ek)
+`)
+
+// save1 writes sn as a store of layout version 1 did: one call of its save
+// script (whole states only), with the group's generation key.
+func save1(t *testing.T, s *Store, sn persistence.Snapshot) {
+	t.Helper()
+	l := layoutOf(s.prefix, sn.Job)
+	g := groupOf(string(sn.Key))
+	gp := l.prefixes[g]
+	keys := []string{s.genOf(sn.Job, l, g).key, epochKey1(gp, sn.Key), stateKey1(gp, sn.Key), keysKey1(gp), timersKey(gp), partsKey1(gp, sn.Key)}
+	args := []any{"1", "0", strconv.FormatInt(sn.Epoch, 10)}
+	if len(sn.State) == 0 {
+		args = append(args, "", "", "0", "W")
+	} else {
+		timer := ""
+		if sn.HasTimer {
+			timer = strconv.FormatInt(sn.NextTimer, 10)
+		}
+		args = append(args, encodeSnapshot(sn.Offsets, sn.State), timer, strconv.Itoa(len(sn.Parts)), "W")
+		for _, p := range sn.Parts {
+			args = append(args, p.Name, p.Value)
+		}
+	}
+	res, err := saveScript1.Run(context.Background(), s.client, keys, args...).Slice()
+	if err != nil || len(res) != 3 || len(res[1].([]any)) != 0 {
+		t.Fatalf("layout-1 save of %q: %v, %v", sn.Key, res, err)
+	}
+}
+
+// acquire1 acquires key as a store of layout version 1 did.
+func acquire1(t *testing.T, s *Store, job string, key record.Key) int64 {
+	t.Helper()
+	ctx := context.Background()
+	l := layoutOf(s.prefix, job)
+	keys := []string{incarnationKey(l), epochKey1(l.keyPrefix(key), key)}
+	arg := candidate()
+	if s.cluster {
+		lin, err := s.Lineage(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, arg = keys[1:], strconv.FormatInt(lin.Floor, 10)
+	}
+	v, err := acquireScript1.Run(ctx, s.client, keys, arg).Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestStoreRedisMigration(t *testing.T) {
+	testMigration(t, newStore(t, testutil.StartRedis(t).Addr))
+}
+
+func TestStoreClusterMigration(t *testing.T) {
+	testMigration(t, newClusterStore(t, testutil.StartRedisCluster(t, 3), "joinery"))
+}
+
+// testMigration writes keys with layout version 1's scripts and reads,
+// acquires and saves them with this version: each key is moved into its
+// hash on first access, with the same state, offsets and timer, and its
+// epoch goes on from the layout-1 one.
+func testMigration(t *testing.T, s *Store) {
+	ctx := context.Background()
+	const job = "job"
+	offs := record.OffsetsOf(map[string]int64{"p/0": 7, "p/1": 9})
+	parts := []persistence.Part{{Name: "l", Value: []byte("left row")}, {Name: "r:1", Value: []byte("right 1")},
+		{Name: "_x", Value: []byte("a name with the escape")}, {Name: "__", Value: []byte("two")}}
+	want := map[record.Key]persistence.Snapshot{}
+	epochs := map[record.Key]int64{}
+	for _, k := range []record.Key{"a", "b", "c", "d", "e", "f"} {
+		sn := persistence.Snapshot{Job: job, Key: k, State: []byte("base of " + string(k)), Offsets: offs}
+		switch k {
+		case "a", "e": // acquired, in parts, with a timer
+			epochs[k] = acquire1(t, s, job, k)
+			acquire1(t, s, job, k)
+			epochs[k] = acquire1(t, s, job, k)
+			sn.Epoch, sn.Parts, sn.HasTimer, sn.NextTimer = epochs[k], parts, true, 42
+		case "c": // acquired, then deleted: an epoch only
+			epochs[k] = acquire1(t, s, job, k)
+			sn.Epoch = epochs[k]
+			save1(t, s, sn)
+			sn.State = nil
+		case "f": // acquired, never saved
+			epochs[k] = acquire1(t, s, job, k)
+			continue
+		}
+		save1(t, s, sn)
+		if len(sn.State) > 0 {
+			want[k] = sn
+		}
+	}
+	wantState := func(k record.Key) []byte {
+		sn := want[k]
+		if len(sn.Parts) == 0 {
+			return sn.State
+		}
+		return stateparts.Pack(sn.State, sn.Parts)
+	}
+	check := func(k record.Key, got persistence.Snapshot) {
+		t.Helper()
+		if !slices.Equal(got.State, wantState(k)) || !slices.Equal(got.Offsets, offs) {
+			t.Fatalf("key %q: state %q, offsets %v; want %q, %v", k, got.State, got.Offsets, wantState(k), offs)
+		}
+	}
+	moved := func(k record.Key, fields ...string) {
+		t.Helper()
+		gp := layoutOf(s.prefix, job).keyPrefix(k)
+		if n, err := s.client.Exists(ctx, stateKey1(gp, k), partsKey1(gp, k), epochKey1(gp, k)).Result(); err != nil || n != 0 {
+			t.Fatalf("key %q: %d layout-1 keys left, %v", k, n, err)
+		}
+		if in, err := s.client.SIsMember(ctx, keysKey1(gp), string(k)).Result(); err != nil || in {
+			t.Fatalf("key %q: still in the layout-1 keys set (%v)", k, err)
+		}
+		got, err := s.client.HKeys(ctx, keyHash(gp, k)).Result()
+		slices.Sort(got)
+		slices.Sort(fields)
+		if err != nil || !slices.Equal(got, fields) {
+			t.Fatalf("key %q: hash fields %q, %v; want %q", k, got, err, fields)
+		}
+	}
+	partFields := []string{"l", "r:1", "__x", "___"}
+
+	// Before any access: Keys and Epoch read layout 1 without moving it.
+	ks, err := s.Keys(ctx, job)
+	slices.Sort(ks)
+	if err != nil || !slices.Equal(ks, []record.Key{"a", "b", "d", "e"}) {
+		t.Fatalf("Keys before migration = %q, %v", ks, err)
+	}
+	if e, err := s.Epoch(ctx, job, "a"); err != nil || e != epochs["a"] {
+		t.Fatalf("Epoch(a) = %d, %v; want %d", e, err, epochs["a"])
+	}
+	if due, err := s.DueTimers(ctx, job, 100, 10); err != nil || len(due) != 2 || due[0].Key != "a" || due[1].Key != "e" {
+		t.Fatalf("DueTimers = %v, %v", due, err)
+	}
+
+	// Load moves a key as it is; its epoch stays.
+	got, err := s.Load(ctx, job, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a", got)
+	moved("a", append([]string{epochField, baseField}, partFields...)...)
+	if e, err := s.Epoch(ctx, job, "a"); err != nil || e != epochs["a"] {
+		t.Fatalf("Epoch(a) after Load = %d, %v; want %d", e, err, epochs["a"])
+	}
+	// Acquire goes on from the moved epoch; the old owner is fenced.
+	e, err := s.Acquire(ctx, job, "a")
+	if err != nil || e != epochs["a"]+1 {
+		t.Fatalf("Acquire(a) = %d, %v; want %d", e, err, epochs["a"]+1)
+	}
+	err = s.Save(ctx, []persistence.Snapshot{{Job: job, Key: "a", State: []byte("stale"), Epoch: epochs["a"]}})
+	if f := persistence.Fenced(err); len(f) != 1 || f[0].Holder != e {
+		t.Fatalf("Save by the layout-1 owner = %v, want fenced by %d", err, e)
+	}
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: job, Key: "a", State: []byte("new"), Epoch: e, Delta: true,
+		Parts: []persistence.Part{{Name: "r:1"}, {Name: "_x", Value: []byte("changed")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Load(ctx, job, "a")
+	if err != nil || !slices.Equal(got.State, stateparts.Pack([]byte("new"), []persistence.Part{parts[0],
+		{Name: "_x", Value: []byte("changed")}, parts[3]})) {
+		t.Fatalf("Load(a) after a delta = %q, %v", got.State, err)
+	}
+
+	// Acquire moves a key too: epoch + 1, state as it was.
+	if e, err := s.Acquire(ctx, job, "e"); err != nil || e != epochs["e"]+1 {
+		t.Fatalf("Acquire(e) = %d, %v; want %d", e, err, epochs["e"]+1)
+	}
+	moved("e", append([]string{epochField, baseField}, partFields...)...)
+	got, err = s.Load(ctx, job, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("e", got)
+	// A deleted key keeps its epoch; so does one acquired and never saved.
+	for _, k := range []record.Key{"c", "f"} {
+		es, snaps, err := s.AcquireLoadMany(ctx, job, []record.Key{k})
+		if err != nil || es[0] != epochs[k]+1 || len(snaps[0].State) != 0 {
+			t.Fatalf("AcquireLoadMany(%s) = %v, %v, %v; want epoch %d, no state", k, es, snaps, err, epochs[k]+1)
+		}
+		moved(k, epochField)
+	}
+	// An unfenced key: LoadMany moves it (no epoch), Acquire then starts
+	// at the floor.
+	snaps, err := s.LoadMany(ctx, job, []record.Key{"b", "missing"})
+	if err != nil || len(snaps[1].State) != 0 {
+		t.Fatalf("LoadMany(b, missing) = %v, %v", snaps, err)
+	}
+	check("b", snaps[0])
+	moved("b", baseField)
+	if e, err := s.Acquire(ctx, job, "b"); err != nil || e <= 0 {
+		t.Fatalf("Acquire(b) = %d, %v", e, err)
+	}
+	moved("b", epochField, baseField)
+	// A Save that comes first moves the key before it applies: a delta
+	// onto the layout-1 state.
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: job, Key: "d", State: []byte("d2"), Delta: true,
+		Parts: []persistence.Part{{Name: "n", Value: []byte("v")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	moved("d", baseField, "n")
+	got, err = s.Load(ctx, job, "d")
+	if err != nil || !slices.Equal(got.State, stateparts.Pack([]byte("d2"), []persistence.Part{{Name: "n", Value: []byte("v")}})) {
+		t.Fatalf("Load(d) after a delta = %q, %v", got.State, err)
+	}
+
+	ks, err = s.Keys(ctx, job)
+	slices.Sort(ks)
+	if err != nil || !slices.Equal(ks, []record.Key{"a", "b", "d", "e"}) {
+		t.Fatalf("Keys after migration = %q, %v", ks, err)
+	}
+	if due, err := s.DueTimers(ctx, job, 100, 10); err != nil || len(due) != 1 || due[0].Key != "e" {
+		t.Fatalf("DueTimers after migration = %v, %v (a's delta has no timer)", due, err)
+	}
+	// Nothing of layout 1 is left: every group's keys set went with its
+	// last member.
+	var (
+		mu   sync.Mutex
+		left []string
+	)
+	err = forEachServer(ctx, s, func(c *redis.Client) error {
+		names, err := c.Keys(ctx, "*:keys").Result()
+		mu.Lock()
+		left = append(left, names...)
+		mu.Unlock()
+		return err
+	})
+	if err != nil || len(left) != 0 {
+		t.Fatalf("layout-1 keys sets left: %q, %v", left, err)
+	}
+}
+
+// forEachServer calls f with the client of the store's server, or of
+// each master of its cluster (concurrently).
+func forEachServer(ctx context.Context, s *Store, f func(*redis.Client) error) error {
+	if cc, ok := s.client.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error { return f(c) })
+	}
+	return f(s.client.(*redis.Client))
+}
+
+// TestStoreRedisReservedPartNames: parts named like the reserved fields,
+// or starting with the escape, are stored apart from them and read back
+// as they were; the epoch is untouched by them.
+func TestStoreRedisReservedPartNames(t *testing.T) {
+	s := newStore(t, testutil.StartRedis(t).Addr)
+	ctx := context.Background()
+	e, err := s.Acquire(ctx, "job", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := []persistence.Part{{Name: "_e", Value: []byte("1")}, {Name: "_b", Value: []byte("b")},
+		{Name: "_", Value: []byte("u")}, {Name: "__e", Value: []byte("x")}, {Name: "e", Value: []byte("y")}}
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("base"), Epoch: e, Parts: parts}}); err != nil {
+		t.Fatal(err)
+	}
+	gp := layoutOf(s.prefix, "job").keyPrefix("k")
+	fields, err := s.client.HKeys(ctx, keyHash(gp, "k")).Result()
+	slices.Sort(fields)
+	if want := []string{"__", "___e", "__b", "__e", "_b", "_e", "e"}; err != nil || !slices.Equal(fields, want) {
+		t.Fatalf("hash fields %q, %v; want %q", fields, err, want)
+	}
+	got, err := s.Load(ctx, "job", "k")
+	if err != nil || !slices.Equal(got.State, stateparts.Pack([]byte("base"), parts)) {
+		t.Fatalf("Load = %q, %v", got.State, err)
+	}
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("base2"), Epoch: e, Delta: true,
+		Parts: []persistence.Part{{Name: "_e"}, {Name: "_b"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Load(ctx, "job", "k")
+	if err != nil || !slices.Equal(got.State, stateparts.Pack([]byte("base2"), parts[2:])) {
+		t.Fatalf("Load after deleting parts _e and _b = %q, %v", got.State, err)
+	}
+	if got, err := s.Epoch(ctx, "job", "k"); err != nil || got != e {
+		t.Fatalf("Epoch = %d, %v; want %d", got, err, e)
+	}
+	if next, err := s.Acquire(ctx, "job", "k"); err != nil || next != e+1 {
+		t.Fatalf("Acquire = %d, %v; want %d", next, err, e+1)
+	}
+}
