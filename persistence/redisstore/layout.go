@@ -99,6 +99,30 @@ func offsetsKey(gp string) string { return gp + "offsets" }
 // hashKind is what follows the group prefix in a key hash's name.
 const hashKind = "k:"
 
+// outboxKind is what follows the group prefix in the name of a key's
+// outbox hash: the parts named outboxPrefix... live there, apart from the
+// key hash. The key core names its outbox entries "o:<16 hex digits>"
+// (keycore, parts.go): outputs kept until the sources commit past their
+// input, so they come and go with every input and are larger than a row
+// (a few hundred bytes of output JSON). In the key hash one such value
+// would turn the hash from Redis's compact listpack encoding into a
+// hashtable for good (Redis never converts back when the value goes); in
+// a hash of their own they leave the key hash compact, and the outbox hash
+// disappears when its last entry is deleted. Its name has the length of
+// the key hash's.
+const outboxKind = "o:"
+
+// outboxPrefix starts the names of the parts kept in the outbox hash.
+const outboxPrefix = "o:"
+
+// isOutbox reports whether part name lives in the outbox hash.
+func isOutbox(name string) bool {
+	return len(name) >= len(outboxPrefix) && name[:len(outboxPrefix)] == outboxPrefix
+}
+
+// outboxHash is the name of key's outbox hash.
+func outboxHash(gp string, key record.Key) string { return gp + outboxKind + string(key) }
+
 // The reserved fields of a key hash (see the package doc, "Key hash"):
 // the owner epoch and the base (the encoded snapshot value). Part names
 // starting with partEscape are stored with one more partEscape in front,

@@ -89,8 +89,8 @@ return {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[2]) or '0'}
 `)
 
 // acquireScript issues an owner epoch above the incarnation's floor: the
-// last four KEYS are the key's hash and its layout-1 state, parts and
-// epoch keys (keyNames1; a key not yet in its hash is moved first,
+// last five KEYS are the key's hash, its outbox hash (unused here) and its
+// layout-1 state, parts and epoch keys (keyNames1; a key not yet in its hash is moved first,
 // migrate); on one server KEYS[1] is the job's incarnation key before them
 // (created from ARGV[1] when missing), on a cluster there is none and
 // ARGV[1] is the floor itself, read before. An epoch field below the floor
@@ -99,12 +99,12 @@ return {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[2]) or '0'}
 // double.
 var acquireScript = redis.NewScript(luaLess + luaMigrate + `
 local floor = ARGV[1]
-if #KEYS > 4 then
+if #KEYS > 5 then
 ` + luaIncarnation + `
   floor = string.match(inc, ':(%d+)$') or '0'
 end
 local n = #KEYS
-local hk = KEYS[n - 3]
+local hk = KEYS[n - 4]
 migrate(hk, KEYS[n - 2], KEYS[n - 1], KEYS[n])
 local cur = redis.call('HGET', hk, '_e') or '0'
 if less(cur, floor) then

@@ -16,11 +16,12 @@ var _ persistence.BatchLoader = (*Store)(nil)
 
 // loadScript reads keys' snapshots of one slot group (on one server: of
 // one job) with the write generation, atomically: KEYS[1] is the
-// generation key, then per key its key hash and its layout-1 state, parts
-// and epoch keys (keyNames1), from which a key not yet in its hash is
-// moved first (migrate). It returns {generation or nil, then per key
-// HGETALL of its hash (flat; empty when it does not exist)}. One HGETALL
-// reads a key's base and parts from one write.
+// generation key, then per key its key hash, its outbox hash and its
+// layout-1 state, parts and epoch keys (keyNames1), from which a key not
+// yet in its hash is moved first (migrate). It returns {generation or nil,
+// then per key HGETALL of its hash followed by HGETALL of its outbox hash
+// (flat; empty when neither exists)}. The script reads a key's base and
+// parts from one write.
 //
 // With ARGV[2] set it first takes each key, as acquireScript does (for
 // AcquireLoadMany): the hash's epoch field is raised to the floor and
@@ -37,9 +38,9 @@ if ARGV[2] == 'i' then
   first = 2
 end
 local out = {redis.call('GET', KEYS[first])}
-for i = first + 1, #KEYS, 4 do
+for i = first + 1, #KEYS, 5 do
   local hk = KEYS[i]
-  migrate(hk, KEYS[i + 1], KEYS[i + 2], KEYS[i + 3])
+  migrate(hk, KEYS[i + 2], KEYS[i + 3], KEYS[i + 4])
   if ARGV[2] then
     local cur = redis.call('HGET', hk, '_e') or '0'
     if less(cur, floor) then
@@ -48,7 +49,12 @@ for i = first + 1, #KEYS, 4 do
     redis.call('HINCRBY', hk, '_e', 1)
     out[#out + 1] = redis.call('HGET', hk, '_e')
   end
-  out[#out + 1] = redis.call('HGETALL', hk)
+  local h = redis.call('HGETALL', hk)
+  local o = redis.call('HGETALL', KEYS[i + 1])
+  for j = 1, #o do
+    h[#h + 1] = o[j]
+  end
+  out[#out + 1] = h
 end
 return out
 `)

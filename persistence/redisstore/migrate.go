@@ -66,10 +66,11 @@ local function names1(hk)
 end
 `
 
-// keyNames1 appends the key hash of key and its layout-1 names, in the
-// order of migrate's arguments: hash, state, parts, epoch.
+// keyNames1 appends the key hash of key, its outbox hash and its layout-1
+// names, in the order loadScript takes them: hash, outbox, then migrate's
+// state, parts, epoch.
 func keyNames1(keys []string, gp string, key record.Key) []string {
-	return append(keys, keyHash(gp, key), stateKey1(gp, key), partsKey1(gp, key), epochKey1(gp, key))
+	return append(keys, keyHash(gp, key), outboxHash(gp, key), stateKey1(gp, key), partsKey1(gp, key), epochKey1(gp, key))
 }
 
 // fieldOf is the hash field of part name: the name, or with one more

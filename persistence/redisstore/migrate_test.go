@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -391,5 +392,100 @@ func TestStoreRedisReservedPartNames(t *testing.T) {
 	}
 	if next, err := s.Acquire(ctx, "job", "k"); err != nil || next != e+1 {
 		t.Fatalf("Acquire = %d, %v; want %d", next, err, e+1)
+	}
+}
+
+// TestStoreRedisOutboxHash: parts named o:… (the key core's outbox
+// entries) live in the key's outbox hash, so a large one leaves the key
+// hash in Redis's compact listpack encoding; Load reads both; deleting the
+// last entry removes the outbox hash; a whole state replaces the entries;
+// an entry a layout-1 key kept in its hash is deleted from there too.
+func TestStoreRedisOutboxHash(t *testing.T) {
+	s := newStore(t, testutil.StartRedis(t).Addr)
+	ctx := context.Background()
+	e, err := s.Acquire(ctx, "job", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp := layoutOf(s.prefix, "job").keyPrefix("k")
+	hk, ok := keyHash(gp, "k"), outboxHash(gp, "k")
+	big := []byte(strings.Repeat("x", 300))
+	rows := []persistence.Part{{Name: "l", Value: []byte("left row")}, {Name: "r:1", Value: []byte("right row")}}
+	entry := persistence.Part{Name: "o:0000000000000001", Value: big}
+	save := func(sn persistence.Snapshot) {
+		t.Helper()
+		sn.Job, sn.Key, sn.Epoch = "job", "k", e
+		if err := s.Save(ctx, []persistence.Snapshot{sn}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func(want []persistence.Part) {
+		t.Helper()
+		got, err := s.Load(ctx, "job", "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ps, err := stateparts.Unpack(got.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := func(a, b persistence.Part) int { return strings.Compare(a.Name, b.Name) }
+		slices.SortFunc(ps, name)
+		want = slices.Clone(want)
+		slices.SortFunc(want, name)
+		if len(ps) != len(want) {
+			t.Fatalf("loaded parts %v, want %v", ps, want)
+		}
+		for i := range ps {
+			if ps[i].Name != want[i].Name || string(ps[i].Value) != string(want[i].Value) {
+				t.Fatalf("loaded parts %v, want %v", ps, want)
+			}
+		}
+	}
+	save(persistence.Snapshot{State: []byte("base"), Parts: append(slices.Clone(rows), entry)})
+	if fields, _ := s.client.HKeys(ctx, hk).Result(); slices.Contains(fields, entry.Name) {
+		t.Fatalf("key hash fields %q hold the outbox entry", fields)
+	}
+	if enc, err := s.client.ObjectEncoding(ctx, hk).Result(); err != nil || enc != "listpack" {
+		t.Fatalf("key hash encoding %q, %v; want listpack", enc, err)
+	}
+	if n, _ := s.client.HLen(ctx, ok).Result(); n != 1 {
+		t.Fatalf("outbox hash holds %d fields, want 1", n)
+	}
+	load(append(slices.Clone(rows), entry))
+
+	// A delta deleting the entry: the outbox hash goes.
+	save(persistence.Snapshot{State: []byte("base"), Delta: true, Parts: []persistence.Part{{Name: entry.Name}}})
+	if n, _ := s.client.Exists(ctx, ok).Result(); n != 0 {
+		t.Fatal("the outbox hash outlived its last entry")
+	}
+	load(rows)
+
+	// A whole state replaces the entries.
+	second := persistence.Part{Name: "o:0000000000000002", Value: []byte("two")}
+	save(persistence.Snapshot{State: []byte("base"), Delta: true, Parts: []persistence.Part{entry}})
+	save(persistence.Snapshot{State: []byte("base"), Parts: append(slices.Clone(rows), second)})
+	load(append(slices.Clone(rows), second))
+
+	// An entry in the key hash (as a key moved from layout 1 keeps it)
+	// is deleted by a delta too.
+	if err := s.client.HSet(ctx, hk, entry.Name, "old").Err(); err != nil {
+		t.Fatal(err)
+	}
+	load(append(slices.Clone(rows), second, persistence.Part{Name: entry.Name, Value: []byte("old")}))
+	save(persistence.Snapshot{State: []byte("base"), Delta: true, Parts: []persistence.Part{{Name: entry.Name}, {Name: second.Name}}})
+	load(rows)
+	if n, _ := s.client.Exists(ctx, ok).Result(); n != 0 {
+		t.Fatal("the outbox hash outlived its last entry")
+	}
+
+	// Deleting the key deletes both hashes; the epoch stays.
+	save(persistence.Snapshot{State: []byte("base"), Delta: true, Parts: []persistence.Part{entry}})
+	save(persistence.Snapshot{})
+	if n, _ := s.client.Exists(ctx, ok).Result(); n != 0 {
+		t.Fatal("a deleted key's outbox hash is still there")
+	}
+	if got, err := s.Epoch(ctx, "job", "k"); err != nil || got != e {
+		t.Fatalf("Epoch = %d, %v; want %d", got, err, e)
 	}
 }

@@ -21,13 +21,17 @@ import (
 // the highest this store handle saw acknowledged ("0" when none). When one
 // shows less, the store went back in time under this writer: the script
 // writes nothing and returns {0, {j, generation, ...}} for every such key.
-// Then, per snapshot, it takes two keys: the key hash and the group's
-// timers sorted set (the same for every snapshot of a group); and 5+2s+d
-// arguments: the writer's epoch (decimal), the encoded value ("" deletes),
-// the next timer (decimal; "" = no timer), s, d ("W" for a whole state,
-// which deletes no part; a delta's number of parts it deletes, in
-// decimal), s pairs of field and value to set, and d fields to delete
-// (fields are unique within a snapshot, and never a reserved one). The
+// Then, per snapshot, it takes three keys: the key hash, the key's outbox
+// hash and the group's timers sorted set (the same for every snapshot of
+// a group); and 7+2s+2os+d+od arguments: the writer's epoch (decimal),
+// the encoded value ("" deletes), the next timer (decimal; "" = no timer),
+// s, d ("W" for a whole state, which deletes no part; a delta's number of
+// parts it deletes, in decimal), os, od (the outbox parts set and
+// deleted), s pairs of field and value to set in the key hash, os pairs to
+// set in the outbox hash, d fields to delete from the key hash and od from
+// the outbox hash (fields are unique within a snapshot, and never a
+// reserved one; an outbox field is also deleted from the key hash, where
+// a key moved from layout version 1 keeps its outbox entries). The
 // join key (the timers' member) is the hash's name after the group prefix
 // and "k:", which the script cuts out: the timers set's name is the prefix
 // and "timers". The parts go to HSET and HDEL as runs of ARGV (unpack),
@@ -37,9 +41,10 @@ import (
 // names are made from the hash's name). Then it writes the snapshots that
 // match, in order: HSET of the value; for a whole state whose hash holds
 // more than its epoch and value (HLEN), DEL of the hash and HSET of its
-// epoch (the writer's, which matched) and value; ZADD (or ZREM without a
-// timer); then HSET of the parts set and HDEL of those deleted; or, to
-// delete, DEL of the hash, HSET of its epoch (unless "0": none) and ZREM.
+// epoch (the writer's, which matched) and value, and DEL of the outbox
+// hash; ZADD (or ZREM without a timer); then HSET of the parts set and
+// HDEL of those deleted, in each hash; or, to delete, DEL of both hashes,
+// HSET of its epoch (unless "0": none) and ZREM.
 // A stored epoch field is never "0" (HINCRBY from a floor >= 0), so a
 // writer's epoch "0" matched a hash without one.
 // Checking
@@ -87,19 +92,26 @@ while a <= #ARGV do
     fenced[#fenced + 1] = cur
   end
   local nd = ARGV[a + 4]
-  a = a + 5 + 2 * tonumber(ARGV[a + 3])
+  a = a + 7 + 2 * tonumber(ARGV[a + 3]) + 2 * tonumber(ARGV[a + 5]) + tonumber(ARGV[a + 6])
   if nd ~= 'W' then
     a = a + tonumber(nd)
   end
-  k = k + 2
+  k = k + 3
+end
+local function runs(cmd, key, i, j)
+  while i <= j do
+    local e = math.min(i + 399, j)
+    redis.call(cmd, key, unpack(ARGV, i, e))
+    i = e + 1
+  end
 end
 for o = 1, #ok, 2 do
   local a, k = ok[o], ok[o + 1]
-  local hk, ts = KEYS[k], KEYS[k + 1]
+  local hk, ok2, ts = KEYS[k], KEYS[k + 1], KEYS[k + 2]
   local member = string.sub(hk, #ts - 3)
   local nd, e = ARGV[a + 4], ARGV[a]
   if ARGV[a + 1] == '' then
-    redis.call('DEL', hk)
+    redis.call('DEL', hk, ok2)
     if e ~= '0' then
       redis.call('HSET', hk, '_e', e)
     end
@@ -119,25 +131,24 @@ for o = 1, #ok, 2 do
           redis.call('HSET', hk, '_b', ARGV[a + 1])
         end
       end
+      redis.call('DEL', ok2)
     end
     if ARGV[a + 2] == '' then
       redis.call('ZREM', ts, member)
     else
       redis.call('ZADD', ts, ARGV[a + 2], member)
     end
-    local i, j = a + 5, a + 4 + 2 * tonumber(ARGV[a + 3])
-    while i <= j do
-      local e = math.min(i + 399, j)
-      redis.call('HSET', hk, unpack(ARGV, i, e))
-      i = e + 1
-    end
+    local i = a + 7
+    local j = i - 1 + 2 * tonumber(ARGV[a + 3])
+    runs('HSET', hk, i, j)
+    i, j = j + 1, j + 2 * tonumber(ARGV[a + 5])
+    runs('HSET', ok2, i, j)
     if nd ~= 'W' then
       i, j = j + 1, j + tonumber(nd)
-      while i <= j do
-        local e = math.min(i + 399, j)
-        redis.call('HDEL', hk, unpack(ARGV, i, e))
-        i = e + 1
-      end
+      runs('HDEL', hk, i, j)
+      i, j = j + 1, j + tonumber(ARGV[a + 6])
+      runs('HDEL', ok2, i, j)
+      runs('HDEL', hk, i, j)
     end
   end
 end
@@ -188,15 +199,16 @@ func (g *saveGroup) key(gp, kind string, key record.Key) {
 }
 
 // cutKeys fills in the names key wrote, in order: each snapshot's keys are
-// its key hash and the timers set; the timers set's name is gp+"timers",
-// so the hash's name gp+hashKind+key has that length
-// -len("timers")+len(hashKind)+len(key).
+// its key hash, its outbox hash and the timers set; the timers set's name
+// is gp+"timers", so the hashes' names gp+hashKind+key and
+// gp+outboxKind+key have that length -len("timers")+len(hashKind)+len(key).
 func (g *saveGroup) cutKeys(batch []persistence.Snapshot) {
 	names := string(g.kbuf)
 	for j, i := range g.idx {
-		k := g.keys[2*j : 2*j+2]
-		n := len(k[1]) - len("timers") + len(hashKind) + len(batch[i].Key)
+		k := g.keys[3*j : 3*j+3]
+		n := len(k[2]) - len("timers") + len(hashKind) + len(batch[i].Key)
 		k[0], names = names[:n], names[n:]
+		k[1], names = names[:n], names[n:]
 	}
 }
 
@@ -254,10 +266,10 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		if l == nil || sn.Job != batch[i-1].Job {
 			l = layoutOf(s.prefix, sn.Job)
 		}
-		ksize += len(l.prefixes[groupOf(string(sn.Key))]) + len(hashKind) + len(sn.Key)
-		size += 4 * 20
-		nkeys += 2
-		nargs += 5 + 2*len(sn.Parts)
+		ksize += 2 * (len(l.prefixes[groupOf(string(sn.Key))]) + len(hashKind) + len(sn.Key))
+		size += 6 * 20
+		nkeys += 3
+		nargs += 7 + 2*len(sn.Parts)
 		if len(sn.State) > 0 {
 			size += snapshotLen(sn.Offsets, sn.State)
 		}
@@ -295,6 +307,7 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 			part.gens = append(part.gens, ref)
 		}
 		part.key(gp, hashKind, sn.Key)
+		part.key(gp, outboxKind, sn.Key)
 		part.keys = append(part.keys, l.timers[g])
 		lo := len(vals)
 		vals = strconv.AppendInt(vals, sn.Epoch, 10)
@@ -302,7 +315,7 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		if len(sn.State) == 0 { // delete: no value, no timer
 			part.bytes(nil)
 			part.bytes(nil)
-			part.args = append(part.args, &noParts, &modeWhole)
+			part.args = append(part.args, &noParts, &modeWhole, &noParts, &noParts)
 			part.idx = append(part.idx, i)
 			continue
 		}
@@ -315,31 +328,47 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		}
 		part.bytes(vals[lo:]) // empty: no timer
 		ps := uniqueParts(sn.Parts, !sn.Delta)
-		del := 0
+		// The counts: parts set and deleted, in the key hash and in the
+		// outbox hash (outbox entries: isOutbox).
+		var set, del, oset, odel int
 		for k := range ps {
-			if len(ps[k].Value) == 0 {
+			switch o, d := isOutbox(ps[k].Name), len(ps[k].Value) == 0; {
+			case o && d:
+				odel++
+			case o:
+				oset++
+			case d:
 				del++
+			default:
+				set++
 			}
 		}
-		lo = len(vals)
-		vals = strconv.AppendInt(vals, int64(len(ps)-del), 10)
-		part.bytes(vals[lo:])
-		if sn.Delta {
-			lo = len(vals)
-			vals = strconv.AppendInt(vals, int64(del), 10)
+		count := func(n int) {
+			lo := len(vals)
+			vals = strconv.AppendInt(vals, int64(n), 10)
 			part.bytes(vals[lo:])
+		}
+		count(set)
+		if sn.Delta {
+			count(del)
 		} else {
 			part.args = append(part.args, &modeWhole) // a whole state deletes no part
 		}
-		for k := range ps {
-			if len(ps[k].Value) > 0 {
-				part.args = append(part.args, fieldArg(&ps[k].Name))
-				part.bytes(ps[k].Value)
+		count(oset)
+		count(odel)
+		for _, outbox := range [2]bool{false, true} {
+			for k := range ps {
+				if len(ps[k].Value) > 0 && isOutbox(ps[k].Name) == outbox {
+					part.args = append(part.args, fieldArg(&ps[k].Name))
+					part.bytes(ps[k].Value)
+				}
 			}
 		}
-		for k := range ps {
-			if len(ps[k].Value) == 0 {
-				part.args = append(part.args, fieldArg(&ps[k].Name))
+		for _, outbox := range [2]bool{false, true} {
+			for k := range ps {
+				if len(ps[k].Value) == 0 && isOutbox(ps[k].Name) == outbox {
+					part.args = append(part.args, fieldArg(&ps[k].Name))
+				}
 			}
 		}
 		part.idx = append(part.idx, i)
