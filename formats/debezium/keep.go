@@ -1,0 +1,69 @@
+package debezium
+
+// Keep is a column filter applied while decoding: for each source table it
+// names, the columns of that table's rows to keep. A table it does not
+// name keeps every column, and a nil *Keep keeps every column of every
+// table. A Keep is not changed after NewKeep and is safe for concurrent
+// use.
+type Keep struct {
+	tables map[string]*columnSet
+}
+
+// columnSet is the columns kept of one table, in the order given to
+// NewKeep (duplicates removed) and as a set.
+type columnSet struct {
+	order []string
+	set   map[string]struct{}
+}
+
+// NewKeep returns the filter keeping, for each table of byTable, only the
+// columns listed there (an empty list keeps none). The caller may change
+// byTable afterwards.
+func NewKeep(byTable map[string][]string) *Keep {
+	k := &Keep{tables: make(map[string]*columnSet, len(byTable))}
+	for table, cols := range byTable {
+		k.tables[table] = newColumnSet(cols)
+	}
+	return k
+}
+
+func newColumnSet(cols []string) *columnSet {
+	cs := &columnSet{order: []string{}, set: make(map[string]struct{}, len(cols))}
+	for _, c := range cols {
+		if _, dup := cs.set[c]; !dup {
+			cs.set[c] = struct{}{}
+			cs.order = append(cs.order, c)
+		}
+	}
+	return cs
+}
+
+// Columns returns the columns kept of table's rows, in the order they were
+// given to NewKeep, or all true when every column is kept (a nil Keep, or
+// a table it does not name). The caller must not change cols.
+func (k *Keep) Columns(table string) (cols []string, all bool) {
+	cs := k.of(table)
+	if cs == nil {
+		return nil, true
+	}
+	return cs.order, false
+}
+
+// of returns the columns kept of table, nil for all of them.
+func (k *Keep) of(table string) *columnSet {
+	if k == nil {
+		return nil
+	}
+	return k.tables[table]
+}
+
+// has reports whether the set keeps the column whose name is the JSON
+// string raw (quotes included; esc when it holds an escape).
+func (cs *columnSet) has(raw []byte, esc bool) bool {
+	if !esc {
+		_, ok := cs.set[string(raw[1:len(raw)-1])]
+		return ok
+	}
+	_, ok := cs.set[unquote(raw)]
+	return ok
+}
