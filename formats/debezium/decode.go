@@ -82,13 +82,13 @@ var sourceColumns = newColumnSet([]string{
 
 // decodeJSON is DecodeEnvelopeKeep.
 func decodeJSON(b []byte, pos record.Position, keep *Keep) (Envelope, error) {
-	i := skipWS(b, 0)
-	if i == len(b) {
+	if len(bytes.TrimSpace(b)) == 0 { // Unicode spaces too, \v and U+00A0
 		return Envelope{}, ErrTombstone
 	}
 	if err := valid(b, pos); err != nil {
 		return Envelope{}, err
 	}
+	i := skipWS(b, 0)
 	switch b[i] {
 	case 'n':
 		return Envelope{}, ErrTombstone
