@@ -175,28 +175,43 @@ func SourcePosition(src map[string]any) string {
 		return v, ok && v != ""
 	}
 	if lsn, ok := num("lsn"); ok {
-		return fmt.Sprintf("pg/%020d", lsn)
+		return string(padded(append(make([]byte, 0, 23), "pg/"...), lsn, 20))
 	}
 	if file, ok := str("file"); ok {
 		if p, ok := num("pos"); ok {
 			row, _ := num("row")
-			return fmt.Sprintf("mysql/%s/%020d/%010d", file, p, row)
+			b := append(append(make([]byte, 0, 39+len(file)), "mysql/"...), file...)
+			b = padded(append(b, '/'), p, 20)
+			return string(padded(append(b, '/'), row, 10))
 		}
 	}
 	if commit, ok := str("commit_lsn"); ok {
 		change, _ := str("change_lsn")
 		serial, _ := num("event_serial_no")
-		return fmt.Sprintf("sqlserver/%s/%s/%010d", commit, change, serial)
+		b := append(append(append(append(make([]byte, 0, 22+len(commit)+len(change)), "sqlserver/"...), commit...), '/'), change...)
+		return string(padded(append(b, '/'), serial, 10))
 	}
 	if scn, ok := str("scn"); ok && isDigits(scn) && len(scn) <= 24 {
 		return "oracle/" + strings.Repeat("0", 24-len(scn)) + scn
 	}
 	if ord, ok := num("ord"); ok {
 		if ts, ok := num("ts_ms"); ok {
-			return fmt.Sprintf("mongo/%020d/%010d", ts, ord)
+			b := padded(append(make([]byte, 0, 37), "mongo/"...), ts, 20)
+			return string(padded(append(b, '/'), ord, 10))
 		}
 	}
 	return ""
+}
+
+// padded appends v in decimal, zero-padded to width digits (as
+// fmt's %0<width>d).
+func padded(b []byte, v uint64, width int) []byte {
+	var d [20]byte
+	n := strconv.AppendUint(d[:0], v, 10)
+	for range width - len(n) {
+		b = append(b, '0')
+	}
+	return append(b, n...)
 }
 
 func isDigits(s string) bool {

@@ -1,7 +1,6 @@
 package debezium
 
 import (
-	"bytes"
 	"encoding/json"
 	"sync"
 
@@ -31,17 +30,19 @@ func skipWS(b []byte, i int) int {
 // stringEnd returns the index just after the string that starts (with
 // its quote) at b[i], and whether the string holds an escape.
 func stringEnd(b []byte, i int) (end int, esc bool) {
-	i++
-	for {
-		q := bytes.IndexByte(b[i:], '"')
-		k := bytes.IndexByte(b[i:i+q], '\\')
-		if k < 0 {
-			return i + q + 1, esc
+	// A byte loop: column names and values are short, and two
+	// IndexByte calls per string cost more than they save.
+	for i++; ; i++ {
+		switch b[i] {
+		case '"':
+			return i + 1, esc
+		case '\\':
+			// An escape is a backslash and one more byte (\uXXXX goes
+			// on with hex digits, which are neither quote nor
+			// backslash).
+			esc = true
+			i++
 		}
-		// An escape is a backslash and one more byte (\uXXXX goes on
-		// with hex digits, which are neither quote nor backslash).
-		esc = true
-		i += k + 2
 	}
 }
 
