@@ -1,5 +1,7 @@
 package debezium
 
+import "slices"
+
 // Keep is a column filter applied while decoding: for each source table it
 // names, the columns of that table's rows to keep. A table it does not
 // name keeps every column, and a nil *Keep keeps every column of every
@@ -40,13 +42,13 @@ func newColumnSet(cols []string) *columnSet {
 
 // Columns returns the columns kept of table's rows, in the order they were
 // given to NewKeep, or all true when every column is kept (a nil Keep, or
-// a table it does not name). The caller must not change cols.
+// a table it does not name). cols is the caller's.
 func (k *Keep) Columns(table string) (cols []string, all bool) {
 	cs := k.of(table)
 	if cs == nil {
 		return nil, true
 	}
-	return cs.order, false
+	return slices.Clone(cs.order), false
 }
 
 // of returns the columns kept of table, nil for all of them.
