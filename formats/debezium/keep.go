@@ -12,10 +12,11 @@ type Keep struct {
 }
 
 // columnSet is the columns kept of one table, in the order given to
-// NewKeep (duplicates removed) and as a set.
+// NewKeep (duplicates removed), and as a set whose values are the names
+// themselves, so that a decoded row's keys are these strings.
 type columnSet struct {
 	order []string
-	set   map[string]struct{}
+	set   map[string]string
 }
 
 // NewKeep returns the filter keeping, for each table of byTable, only the
@@ -30,10 +31,10 @@ func NewKeep(byTable map[string][]string) *Keep {
 }
 
 func newColumnSet(cols []string) *columnSet {
-	cs := &columnSet{order: []string{}, set: make(map[string]struct{}, len(cols))}
+	cs := &columnSet{order: []string{}, set: make(map[string]string, len(cols))}
 	for _, c := range cols {
 		if _, dup := cs.set[c]; !dup {
-			cs.set[c] = struct{}{}
+			cs.set[c] = c
 			cs.order = append(cs.order, c)
 		}
 	}
@@ -59,13 +60,14 @@ func (k *Keep) of(table string) *columnSet {
 	return k.tables[table]
 }
 
-// has reports whether the set keeps the column whose name is the JSON
-// string raw (quotes included; esc when it holds an escape).
-func (cs *columnSet) has(raw []byte, esc bool) bool {
+// lookup returns the kept column whose name is the JSON string raw
+// (quotes included; esc when it holds an escape), false when the set
+// does not keep it.
+func (cs *columnSet) lookup(raw []byte, esc bool) (string, bool) {
 	if !esc {
-		_, ok := cs.set[string(raw[1:len(raw)-1])]
-		return ok
+		name, ok := cs.set[string(raw[1:len(raw)-1])]
+		return name, ok
 	}
-	_, ok := cs.set[unquote(raw)]
-	return ok
+	name, ok := cs.set[unquote(raw)]
+	return name, ok
 }

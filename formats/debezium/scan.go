@@ -192,12 +192,16 @@ func (w *walker) object(i int, keep *columnSet) (map[string]any, int) {
 		ns := i
 		ne, esc := stringEnd(b, i)
 		i = skipWS(b, skipWS(b, ne)+1) // past the colon
-		if keep != nil && !keep.has(b[ns:ne], esc) {
-			i = skipValue(b, i)
-		} else {
+		if keep == nil {
 			var v any
 			v, i = w.value(i)
 			m[w.name(ns, ne, esc)] = v
+		} else if name, ok := keep.lookup(b[ns:ne], esc); ok {
+			var v any
+			v, i = w.value(i)
+			m[name] = v
+		} else {
+			i = skipValue(b, i)
 		}
 		i = skipWS(b, i)
 		if b[i] == '}' {
