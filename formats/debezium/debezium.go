@@ -175,43 +175,38 @@ func SourcePosition(src map[string]any) string {
 		return v, ok && v != ""
 	}
 	if lsn, ok := num("lsn"); ok {
-		return string(padded(append(make([]byte, 0, 23), "pg/"...), lsn, 20))
+		return "pg/" + zeroPad(lsn, 20)
 	}
 	if file, ok := str("file"); ok {
 		if p, ok := num("pos"); ok {
 			row, _ := num("row")
-			b := append(append(make([]byte, 0, 39+len(file)), "mysql/"...), file...)
-			b = padded(append(b, '/'), p, 20)
-			return string(padded(append(b, '/'), row, 10))
+			return "mysql/" + file + "/" + zeroPad(p, 20) + "/" + zeroPad(row, 10)
 		}
 	}
 	if commit, ok := str("commit_lsn"); ok {
 		change, _ := str("change_lsn")
 		serial, _ := num("event_serial_no")
-		b := append(append(append(append(make([]byte, 0, 22+len(commit)+len(change)), "sqlserver/"...), commit...), '/'), change...)
-		return string(padded(append(b, '/'), serial, 10))
+		return "sqlserver/" + commit + "/" + change + "/" + zeroPad(serial, 10)
 	}
 	if scn, ok := str("scn"); ok && isDigits(scn) && len(scn) <= 24 {
 		return "oracle/" + strings.Repeat("0", 24-len(scn)) + scn
 	}
 	if ord, ok := num("ord"); ok {
 		if ts, ok := num("ts_ms"); ok {
-			b := padded(append(make([]byte, 0, 37), "mongo/"...), ts, 20)
-			return string(padded(append(b, '/'), ord, 10))
+			return "mongo/" + zeroPad(ts, 20) + "/" + zeroPad(ord, 10)
 		}
 	}
 	return ""
 }
 
-// padded appends v in decimal, zero-padded to width digits (as
-// fmt's %0<width>d).
-func padded(b []byte, v uint64, width int) []byte {
-	var d [20]byte
-	n := strconv.AppendUint(d[:0], v, 10)
-	for range width - len(n) {
-		b = append(b, '0')
+// zeroPad formats v in decimal, zero-padded to width digits (fmt's
+// %0<width>d).
+func zeroPad(v uint64, width int) string {
+	s := strconv.FormatUint(v, 10)
+	if len(s) >= width {
+		return s
 	}
-	return append(b, n...)
+	return strings.Repeat("0", width-len(s)) + s
 }
 
 func isDigits(s string) bool {
