@@ -174,39 +174,46 @@ func SourcePosition(src map[string]any) string {
 		v, ok := src[k].(string)
 		return v, ok && v != ""
 	}
+	var buf [64]byte // the position is built here, then copied once
 	if lsn, ok := num("lsn"); ok {
-		return "pg/" + zeroPad(lsn, 20)
+		return string(appendPadded(append(buf[:0], "pg/"...), lsn, 20))
 	}
 	if file, ok := str("file"); ok {
 		if p, ok := num("pos"); ok {
 			row, _ := num("row")
-			return "mysql/" + file + "/" + zeroPad(p, 20) + "/" + zeroPad(row, 10)
+			b := append(append(buf[:0], "mysql/"...), file...)
+			b = appendPadded(append(b, '/'), p, 20)
+			return string(appendPadded(append(b, '/'), row, 10))
 		}
 	}
 	if commit, ok := str("commit_lsn"); ok {
 		change, _ := str("change_lsn")
 		serial, _ := num("event_serial_no")
-		return "sqlserver/" + commit + "/" + change + "/" + zeroPad(serial, 10)
+		b := append(append(buf[:0], "sqlserver/"...), commit...)
+		b = append(append(b, '/'), change...)
+		return string(appendPadded(append(b, '/'), serial, 10))
 	}
 	if scn, ok := str("scn"); ok && isDigits(scn) && len(scn) <= 24 {
 		return "oracle/" + strings.Repeat("0", 24-len(scn)) + scn
 	}
 	if ord, ok := num("ord"); ok {
 		if ts, ok := num("ts_ms"); ok {
-			return "mongo/" + zeroPad(ts, 20) + "/" + zeroPad(ord, 10)
+			b := appendPadded(append(buf[:0], "mongo/"...), ts, 20)
+			return string(appendPadded(append(b, '/'), ord, 10))
 		}
 	}
 	return ""
 }
 
-// zeroPad formats v in decimal, zero-padded to width digits (fmt's
+// appendPadded appends v in decimal, zero-padded to width digits (fmt's
 // %0<width>d).
-func zeroPad(v uint64, width int) string {
-	s := strconv.FormatUint(v, 10)
-	if len(s) >= width {
-		return s
+func appendPadded(b []byte, v uint64, width int) []byte {
+	var d [20]byte
+	n := strconv.AppendUint(d[:0], v, 10)
+	for range width - len(n) {
+		b = append(b, '0')
 	}
-	return strings.Repeat("0", width-len(s)) + s
+	return append(b, n...)
 }
 
 func isDigits(s string) bool {

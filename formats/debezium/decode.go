@@ -41,15 +41,31 @@ func syntaxError(b []byte) string {
 }
 
 // envFields holds where the envelope's members' values start in the
-// input, plus one (0 when absent). A later member of the same name
-// replaces an earlier one.
+// input, plus one (0 when absent), and the rows when they were decoded
+// during the scan. A later member of the same name replaces an earlier
+// one.
 type envFields struct {
 	op, before, after, source, tsMs, payload int
+	beforeRow, afterRow                      map[string]any
 }
 
-// scanEnvelope finds the members of the envelope object at b[i].
-func scanEnvelope(b []byte, i int) envFields {
+// scanEnvelope finds the members of the envelope object at w.b[i]. With
+// rows set it also decodes the before and after objects, whole, as it
+// meets them (when no filter applies: the table, which Debezium writes
+// after the rows, does not matter then), instead of stepping over them
+// and coming back.
+func (w *walker) scanEnvelope(i int, rows bool) envFields {
+	b := w.b
 	var f envFields
+	row := func(v int, dst *map[string]any) int {
+		if rows && b[v] == '{' {
+			m, end := w.object(v, nil)
+			*dst = m
+			return end
+		}
+		*dst = nil
+		return skipValue(b, v)
+	}
 	members(b, i, func(ns, ne int, esc bool, v int) int {
 		name := b[ns+1 : ne-1]
 		if esc {
@@ -60,8 +76,10 @@ func scanEnvelope(b []byte, i int) envFields {
 			f.op = v + 1
 		case "before":
 			f.before = v + 1
+			return row(v, &f.beforeRow)
 		case "after":
 			f.after = v + 1
+			return row(v, &f.afterRow)
 		case "source":
 			f.source = v + 1
 		case "ts_ms":
@@ -96,20 +114,20 @@ func decodeJSON(b []byte, pos record.Position, keep *Keep) (Envelope, error) {
 	default:
 		return Envelope{}, decodeErr(pos, ReasonNotObject, "value is a JSON %s", jsonKind(b[i]))
 	}
-	f := scanEnvelope(b, i)
+	names := namePool.Get().(*nameCache)
+	defer namePool.Put(names)
+	w := walker{b: b, names: names}
+	f := w.scanEnvelope(i, keep == nil)
 	if f.payload != 0 && f.op == 0 {
 		switch p := f.payload - 1; b[p] {
 		case 'n':
 			return Envelope{}, ErrTombstone
 		case '{':
-			f = scanEnvelope(b, p)
+			f = w.scanEnvelope(p, keep == nil)
 		default:
 			return Envelope{}, decodeErr(pos, ReasonNotObject, "payload is a JSON %s", jsonKind(b[p]))
 		}
 	}
-	names := namePool.Get().(*nameCache)
-	defer namePool.Put(names)
-	w := walker{b: b, names: names}
 	var e Envelope
 	var src map[string]any
 	if f.source != 0 && b[f.source-1] == '{' {
@@ -164,11 +182,11 @@ func (w *walker) change(f *envFields, pos record.Position, keep *columnSet) (rec
 		}
 	}
 	// A row the op drops is checked, not decoded.
-	before, err := w.row(f.before, "before", pos, keep, c.Op == record.OpUpdate || c.Op == record.OpDelete)
+	before, err := w.row(f.before, f.beforeRow, "before", pos, keep, c.Op == record.OpUpdate || c.Op == record.OpDelete)
 	if err != nil {
 		return record.Change{}, err
 	}
-	after, err := w.row(f.after, "after", pos, keep, c.Op != record.OpDelete)
+	after, err := w.row(f.after, f.afterRow, "after", pos, keep, c.Op != record.OpDelete)
 	if err != nil {
 		return record.Change{}, err
 	}
@@ -209,8 +227,8 @@ func (w *walker) change(f *envFields, pos record.Position, keep *columnSet) (rec
 // row returns the row whose value starts at b[at-1] (at 0: absent): nil
 // for null or absent, an error for anything but an object, and the
 // object's kept columns when use is set (nil when it is not: the op
-// drops that row).
-func (w *walker) row(at int, field string, pos record.Position, keep *columnSet, use bool) (record.Row, error) {
+// drops that row). decoded is the object when the scan decoded it.
+func (w *walker) row(at int, decoded map[string]any, field string, pos record.Position, keep *columnSet, use bool) (record.Row, error) {
 	if at == 0 {
 		return nil, nil
 	}
@@ -220,6 +238,9 @@ func (w *walker) row(at int, field string, pos record.Position, keep *columnSet,
 	case '{':
 		if !use {
 			return nil, nil
+		}
+		if decoded != nil {
+			return decoded, nil
 		}
 		m, _ := w.object(i, keep)
 		return m, nil
