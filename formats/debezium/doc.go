@@ -31,12 +31,15 @@
 // same inputs as not-json, and it does so without allocating.
 // internal/utf8json then refuses bytes that are not UTF-8 and unpaired
 // surrogate escapes as bad-utf8, after the syntax, in encoding/json's
-// order. Last, a walker over the now valid bytes finds the envelope's
-// members (Debezium writes source, and so the table, after the rows), and
-// builds only the rows the op keeps and only their kept columns, into the
-// values encoding/json gives with UseNumber (json.Number keeping the
-// number's text, string, bool, nil, map[string]any, []any; the last of
-// duplicate names wins); strings with escapes are unquoted by jsontext.
+// order. Last, a walker over the now valid bytes reads the envelope's
+// members and builds the rows into the values encoding/json gives with
+// UseNumber (json.Number keeping the number's text, string, bool, nil,
+// map[string]any, []any; the last of duplicate names wins; strings with
+// escapes are unquoted by jsontext). Without a filter it builds each row
+// as it meets it; with one, since Debezium writes source (and so the
+// table) after the rows, it notes where the rows are and comes back to
+// build only the kept columns of the rows the op keeps, stepping over
+// the others without building their values.
 // Column names are interned in a bounded per-goroutine cache (sync.Pool),
 // so a row's names cost no allocation once seen. A fuzz test compares
 // every result and refusal with the encoding/json decoder.
