@@ -1,16 +1,13 @@
 package debezium
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
 	"github.com/joinery/joinery/internal/jsonenc"
-	"github.com/joinery/joinery/internal/utf8json"
 	"github.com/joinery/joinery/record"
 	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
@@ -111,8 +108,18 @@ type Envelope struct {
 // DecodeEnvelope is Decode, also returning the envelope's table and source
 // position. For a truncate event it returns ErrTruncate with Table set.
 func DecodeEnvelope(b []byte, pos record.Position) (Envelope, error) {
-	c, env, err := decode(b, pos)
-	return envelopeOf(c, env, err)
+	return decodeJSON(b, pos, nil)
+}
+
+// DecodeEnvelopeKeep is DecodeEnvelope keeping, in Change.Before and
+// Change.After, only the columns keep names for the envelope's
+// source.table (every column of a table keep does not name; every
+// column everywhere for a nil keep). The columns it drops are still
+// checked like the rest of b: a dropped column that is not well-formed
+// JSON or not UTF-8 is refused as it is by DecodeEnvelope. It is exactly
+// DecodeEnvelope with the dropped columns deleted from the rows.
+func DecodeEnvelopeKeep(b []byte, pos record.Position, keep *Keep) (Envelope, error) {
+	return decodeJSON(b, pos, keep)
 }
 
 // DecodeMap is DecodeEnvelope of an envelope already decoded into JSON
@@ -167,29 +174,46 @@ func SourcePosition(src map[string]any) string {
 		v, ok := src[k].(string)
 		return v, ok && v != ""
 	}
+	var buf [64]byte // the position is built here, then copied once
 	if lsn, ok := num("lsn"); ok {
-		return fmt.Sprintf("pg/%020d", lsn)
+		return string(appendPadded(append(buf[:0], "pg/"...), lsn, 20))
 	}
 	if file, ok := str("file"); ok {
 		if p, ok := num("pos"); ok {
 			row, _ := num("row")
-			return fmt.Sprintf("mysql/%s/%020d/%010d", file, p, row)
+			b := append(append(buf[:0], "mysql/"...), file...)
+			b = appendPadded(append(b, '/'), p, 20)
+			return string(appendPadded(append(b, '/'), row, 10))
 		}
 	}
 	if commit, ok := str("commit_lsn"); ok {
 		change, _ := str("change_lsn")
 		serial, _ := num("event_serial_no")
-		return fmt.Sprintf("sqlserver/%s/%s/%010d", commit, change, serial)
+		b := append(append(buf[:0], "sqlserver/"...), commit...)
+		b = append(append(b, '/'), change...)
+		return string(appendPadded(append(b, '/'), serial, 10))
 	}
 	if scn, ok := str("scn"); ok && isDigits(scn) && len(scn) <= 24 {
 		return "oracle/" + strings.Repeat("0", 24-len(scn)) + scn
 	}
 	if ord, ok := num("ord"); ok {
 		if ts, ok := num("ts_ms"); ok {
-			return fmt.Sprintf("mongo/%020d/%010d", ts, ord)
+			b := appendPadded(append(buf[:0], "mongo/"...), ts, 20)
+			return string(appendPadded(append(b, '/'), ord, 10))
 		}
 	}
 	return ""
+}
+
+// appendPadded appends v in decimal, zero-padded to width digits (fmt's
+// %0<width>d).
+func appendPadded(b []byte, v uint64, width int) []byte {
+	var d [20]byte
+	n := strconv.AppendUint(d[:0], v, 10)
+	for range width - len(n) {
+		b = append(b, '0')
+	}
+	return append(b, n...)
 }
 
 func isDigits(s string) bool {
@@ -199,45 +223,6 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// decode decodes b and returns the envelope object (nil when b is not one).
-func decode(b []byte, pos record.Position) (record.Change, map[string]any, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return record.Change{}, nil, ErrTombstone
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return record.Change{}, nil, decodeErr(pos, ReasonNotJSON, "%v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return record.Change{}, nil, decodeErr(pos, ReasonNotJSON, "trailing data after the JSON value")
-	}
-	if err := utf8json.Check(b); err != nil {
-		return record.Change{}, nil, decodeErr(pos, ReasonBadUTF8, "%v", err)
-	}
-	if v == nil {
-		return record.Change{}, nil, ErrTombstone
-	}
-	env, ok := v.(map[string]any)
-	if !ok {
-		return record.Change{}, nil, decodeErr(pos, ReasonNotObject, "value is a JSON %s", kind(v))
-	}
-	if p, wrapped := env["payload"]; wrapped {
-		if _, hasOp := env["op"]; !hasOp {
-			if p == nil {
-				return record.Change{}, nil, ErrTombstone
-			}
-			if env, ok = p.(map[string]any); !ok {
-				return record.Change{}, nil, decodeErr(pos, ReasonNotObject, "payload is a JSON %s", kind(p))
-			}
-		}
-	}
-
-	c, err := fromEnv(env, pos)
-	return c, env, err
 }
 
 // fromEnv builds the change of a bare envelope.
