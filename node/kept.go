@@ -1,6 +1,10 @@
 package node
 
 import (
+	"slices"
+
+	"github.com/joinery/joinery/formats/debezium"
+	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 )
@@ -52,4 +56,34 @@ func (k keptColumns) project(side record.Side, c *record.Change) {
 			}
 		}
 	}
+}
+
+// decoderKeep is the column filter a Debezium JSON source's decoder
+// applies (debezium.DecodeEnvelopeKeep), so that the columns no part of
+// the job reads are never decoded: per table bound in sources[].tables,
+// its side's kept columns. nil (every column) for a source with a filter
+// (which may read any column: project drops them after it), a source
+// bound to one side whatever the table, another format, or an event-time
+// join.
+func (k keptColumns) decoderKeep(src *job.Source, filtered bool, sideOf func(string) (record.Side, bool)) *debezium.Keep {
+	if k == nil || filtered || src.Side != "" || len(src.Tables) == 0 || src.Format != "" && src.Format != "debezium" {
+		return nil
+	}
+	byTable := map[string][]string{}
+	for table, binding := range src.Tables {
+		side, ok := sideOf(binding)
+		if !ok || int(side) >= len(k) || k[side] == nil {
+			continue
+		}
+		cols := make([]string, 0, len(k[side]))
+		for c := range k[side] {
+			cols = append(cols, c)
+		}
+		slices.Sort(cols)
+		byTable[table] = cols
+	}
+	if len(byTable) == 0 {
+		return nil
+	}
+	return debezium.NewKeep(byTable)
 }

@@ -24,16 +24,25 @@ func TestNodeKeepsProjectedColumns(t *testing.T) {
 		[]byte(`{"op":"c","after":{"id":10,"user_id":1,"domain_name":"a.example","registrar":"x"},"source":{"table":"domains"}}`),
 	})
 	for _, c := range []struct {
-		name, project string
-		left, right   []string
+		name, project, filter string
+		left, right           []string
 	}{
 		{"projected", `
   project:
     - {name: user_id,     from: users.id}
     - {name: firstname,   from: users.firstname}
     - {name: domain_name, from: domains.domain_name}`,
+			"", []string{"firstname", "id"}, []string{"domain_name", "id", "user_id"}},
+		// A source filter reads a column the state does not keep: it sees
+		// it (the decoder keeps every column), the state still drops it.
+		{"filtered", `
+  project:
+    - {name: user_id,     from: users.id}
+    - {name: firstname,   from: users.firstname}
+    - {name: domain_name, from: domains.domain_name}`, `
+    filter: '_table != "domains" || registrar == "x"'`,
 			[]string{"firstname", "id"}, []string{"domain_name", "id", "user_id"}},
-		{"whole rows", "",
+		{"whole rows", "", "",
 			[]string{"firstname", "id", "lastname", "notes", "ssn"}, []string{"domain_name", "id", "registrar", "user_id"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -45,10 +54,13 @@ join:
   left:  {name: users,   pk: id, join_on: id}
   right: {name: domains, pk: id, join_on: user_id}%s
 sources:
-  - {name: cdc, type: file, path: %q, tables: {users: left, domains: right}}
+  - name: cdc
+    type: file
+    path: %q
+    tables: {users: left, domains: right}%s
 sinks:
   - {type: table}
-`, c.project, in))
+`, c.project, in, c.filter))
 			n := start(t, spec)
 			run(t, n)
 			if len(n.Table()) != 1 {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/internal/backoff"
 	"github.com/joinery/joinery/job"
@@ -47,6 +48,9 @@ type reader struct {
 	logs logLimiter
 	// filter is the source's filter expression (sources[].filter), or nil.
 	filter *transform.Filter
+	// keep is the decoder's column filter (keptColumns.decoderKeep); nil
+	// decodes every column.
+	keep *debezium.Keep
 	// avro decodes a debezium-avro source's records; nil for Debezium JSON.
 	avro *debeziumavro.Decoder
 	// role: a source read as it is, or one half of a repartitioned source

@@ -156,6 +156,7 @@ func (n *Node) runSource(ctx context.Context, sp job.SourcePlan, dl deadletter.W
 	if err := r.setRole(); err != nil { // repartition.go
 		return err
 	}
+	r.keep = n.kept.decoderKeep(&cfg, r.filter != nil, n.spec.SideOf)
 	n.opened.Store(cfg.Name, true) // readiness: this source is assigned and reading
 	if cfg.Format == job.FormatDebeziumAvro {
 		if r.avro, err = n.avroDecoder(sp); err != nil {

@@ -183,7 +183,7 @@ func (r *reader) cdcEvents(b *batch, m sources.Message, dst []record.Event) (evs
 	} else if r.cfg.Format == job.FormatChangelog {
 		env.Change, err = changelog.DecodeChange(m.Value, m.Pos) // another job's output (a chain)
 	} else {
-		env, err = debezium.DecodeEnvelope(m.Value, m.Pos)
+		env, err = debezium.DecodeEnvelopeKeep(m.Value, m.Pos, r.keep)
 	}
 	switch {
 	case errors.Is(err, debezium.ErrTombstone):
