@@ -287,6 +287,15 @@ func checkNoProviderGoroutines(t *testing.T) {
 	})
 }
 
+// rendezvous is the member protoactor's disthash identity lookup places
+// an echo identity on, given members: the oracle the round trips check
+// the provider's topology against.
+func rendezvous(identity string, members protocluster.Members) string {
+	r := protocluster.NewRendezvous()
+	r.UpdateMembers(members)
+	return r.GetByClusterIdentity(protocluster.NewClusterIdentity(identity, echoKind))
+}
+
 func addrs(nodes ...*testNode) []string {
 	var out []string
 	for _, n := range nodes {
@@ -336,15 +345,16 @@ func TestClusterThreeNodes(t *testing.T) {
 	}
 	served := map[string]int{}
 	all := addrs(nodes...)
+	topology := n1.provider.topology()
+	if len(topology) != len(nodes) {
+		t.Fatalf("n1's topology %v, want all %d nodes", topology, len(nodes))
+	}
 	for i := range 300 {
 		id := fmt.Sprintf("user-%d", i)
 		got := request(t, n1, id)
 		served[got]++
-		if want := Owner(id, all); got != want {
-			t.Errorf("identity %s served by %s, Owner says %s", id, got, want)
-		}
-		if o, ok := n1.provider.OwnerOf(echoKind, id); !ok || o.Address != got {
-			t.Errorf("identity %s served by %s, OwnerOf says %+v", id, got, o)
+		if want := rendezvous(id, topology); got != want {
+			t.Errorf("identity %s served by %s, rendezvous over the provider's topology says %s", id, got, want)
 		}
 	}
 	for _, a := range all {
@@ -394,13 +404,16 @@ func TestClusterNodeLeaves(t *testing.T) {
 		t.Log("request round trips skipped under -race (see fullStack)")
 		return
 	}
-	survivors := addrs(n1, n2)
+	survivors := n2.provider.topology()
+	if len(survivors) != 2 {
+		t.Fatalf("n2's topology after the leave: %v, want n1 and n2", survivors)
+	}
 	moved := 0
 	for i := range ids {
 		id := fmt.Sprintf("k-%d", i)
 		got := request(t, n2, id)
-		if want := Owner(id, survivors); got != want {
-			t.Errorf("identity %s served by %s after leave, Owner says %s", id, got, want)
+		if want := rendezvous(id, survivors); got != want {
+			t.Errorf("identity %s served by %s after leave, rendezvous over the survivors says %s", id, got, want)
 		}
 		if before[id] != n3.addr() && got != before[id] {
 			t.Errorf("identity %s moved from surviving %s to %s", id, before[id], got)
