@@ -3,7 +3,7 @@ package admin_test
 import (
 	"context"
 	"errors"
-	"github.com/joinery/joinery/actors"
+	"github.com/joinery/joinery/keycore"
 	"strings"
 	"testing"
 
@@ -95,7 +95,7 @@ func TestAdminInspectOffline(t *testing.T) {
 
 func mustState(t *testing.T, join []byte) []byte {
 	t.Helper()
-	b, err := actors.EncodeJoinState(join)
+	b, err := keycore.EncodeJoinState(join)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -293,13 +293,6 @@ func renumber(r record.Row) (record.Row, error) {
 	return decodeRow(b)
 }
 
-// DecodeState splits a key actor's persisted state into the join snapshot and
-// the number of outbox entries, for offline inspection.
-func DecodeState(b []byte) (join []byte, outbox int, err error) {
-	s, err := decodeState(b)
-	return s.Join, len(s.Outbox), err
-}
-
 // StateInfo is a key actor's persisted state as offline tools see it.
 type StateInfo struct {
 	Join      []byte  // the join's snapshot

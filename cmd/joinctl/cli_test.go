@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/joinery/joinery/actors"
+	"github.com/joinery/joinery/keycore"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -495,7 +495,7 @@ state:
 
 func mustState(t *testing.T, join []byte) []byte {
 	t.Helper()
-	b, err := actors.EncodeJoinState(join)
+	b, err := keycore.EncodeJoinState(join)
 	if err != nil {
 		t.Fatal(err)
 	}
