@@ -2,7 +2,7 @@
 // is measured, how, and the figures): Nexmark-style joins and the users ⋈ domains CDC
 // join, each run by the engine and by a plain Go baseline over the same
 // events in the same process, alternately for several rounds, reporting the
-// medians, then an open-loop latency run, then the issue's targets. Run it
+// medians, then an open-loop latency run, then the performance targets. Run it
 // with `make bench` or `go run ./cmd/bench`.
 //
 // Workloads (see Workloads):
@@ -40,9 +40,8 @@
 //     baseline keeps open auctions and early bids in maps.
 //   - q20-skew is q20 with auction 1000 (made category 10) pinned to take
 //     55% of all bids (nexmark.Config.PinnedAuctionShare), about half of all
-//     events on one key for the whole run; on the node levels too since
-//     the hot key's writes are incremental (its state, half of all bids, was
-//     persisted whole per batch before: a node round took minutes).
+//     events on one key for the whole run; on the node levels too (the hot
+//     key's writes are incremental: a write carries the bids that changed).
 //   - cdc is internal/cdcgen's users 1:N domains history (LEFT JOIN);
 //     cdc-skew is GenerateSkew's: Zipf owners and user 1 owning half of the
 //     domains, so about half of the changes land on one key
@@ -56,7 +55,7 @@
 // node+redis+budget (node+redis with state.memory_budget a quarter of the
 // working set, the live keys' accounted bytes after an unmeasured run with
 // every key live: the budget passivates the least recently used keys and
-// their next change reactivates them from Redis; issue 15's target is its
+// their next change reactivates them from Redis; the target is its
 // events per CPU-second >= 0.5 × node+redis's), and the co-partitioned
 // fleet (streams.go): each table's input written before the nodes start
 // to 12 shard streams by its join key's key group (a move split into a
@@ -68,10 +67,10 @@
 // measured part is the nodes' Run until every entry is acknowledged, then
 // their Close, the process's CPU (every node's) plus redis-server's; the
 // checksum is the union of the sinks' (order-independent, so no order
-// across the files is needed). Issue 23's target is 3nodes+streams >= 0.8
+// across the files is needed). The target is 3nodes+streams >= 0.8
 // × node+streams per CPU-second. 3nodes+redis (not run by default) is
 // node+redis with two more nodes without sources: the one reader's keys
-// spread over three nodes, most requests remote (issue 7: >= 0.6 ×
+// spread over three nodes, most requests remote (target: >= 0.6 ×
 // node+redis).
 //
 // Correctness: every run's output is folded into an order-independent
@@ -112,13 +111,13 @@
 // by the source offset in its id. The latency run's checksum must match the
 // baseline's too.
 //
-// Targets (Target, Report.Targets): the issue's figures — engine/baseline
+// Targets (Target, Report.Targets): engine/baseline
 // >= 0.5 (q9, q20, cdc) or 0.7 (q3, q8) on the core and embedded-store node
 // levels, node+redis >= 0.7 × node, per core (generator included, as the
 // published figures are) q9 >= 115K, q20 >= 170K, cdc >= 300K, p99 <= 10 ms
 // for changelog and interval joins and <= 50 ms for windows, engine heap
 // overhead over the baseline's <= 1 KB per live key, skewed >= 0.5 ×
 // unskewed, three nodes on co-partitioned streams >= 0.8 × one node on
-// them (issue 23) — each printed as met or not met; 1M keys in 2 GiB is
+// them — each printed as met or not met; 1M keys in 2 GiB is
 // listed as not measured.
 package bench

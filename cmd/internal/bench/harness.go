@@ -20,22 +20,22 @@ const (
 	SysNode      = "node"       // the full node in-process, embedded store
 	SysNodeRedis = "node+redis" // the full node on a redis-server with RDB snapshots on
 	// SysNode3Redis is node+redis with two more nodes in the same process,
-	// without sources: the one ingesting node's keys spread over three
-	// nodes, most requests remote (issue 7: three nodes on one machine >=
-	// 0.6 x one node). Not in the default systems since issue 23 (the
-	// fleet reads co-partitioned streams: SysNode3Streams).
+	// without sources: the one reading node's keys spread over three
+	// nodes, most requests remote (target: three nodes on one machine >=
+	// 0.6 x one node). Not in the default systems: the fleet reads
+	// co-partitioned streams (SysNode3Streams).
 	SysNode3Redis = "3nodes+redis"
 	// SysNodeStreams is one node reading the input from shard streams
 	// partitioned by the join key (streams.go), state on the same Redis;
 	// SysNode3Streams is three nodes in the same process running the same
 	// job, each reading the shards of the key groups it hosts, so events
-	// reach their key actors without a network hop (issue 23: three nodes
+	// reach their key actors without a network hop (target: three nodes
 	// >= 0.8 x one node per CPU-second, ThreeNodesRatio over
 	// SysNodeStreams).
 	SysNodeStreams  = "node+streams"
 	SysNode3Streams = "3nodes+streams"
 	// SysNodeRedisBudget is node+redis with state.memory_budget a quarter
-	// of the working set (issue 15): the live keys' accounted bytes at the
+	// of the working set: the live keys' accounted bytes at the
 	// end of an unmeasured run with the default budget (every key live),
 	// divided by BudgetWorkingSet. The budget passivates the least recently
 	// used keys and their next change reactivates them from Redis; its

@@ -6,8 +6,7 @@ import (
 	"text/tabwriter"
 )
 
-// Target is one of the issue's targets (issue 7, "Targets") checked against
-// one result. Status is "met", "not met" or "not measured".
+// Target is one of the performance targets checked against one result. Status is "met", "not met" or "not measured".
 type Target struct {
 	Target string `json:"target"`
 	On     string `json:"on"` // workload/system
@@ -16,7 +15,7 @@ type Target struct {
 	Status string `json:"status"`
 }
 
-// Issue 7's figures.
+// The targets' figures.
 var (
 	ratioTargets   = map[string]float64{"q3": 0.7, "q8": 0.7, "q9": 0.5, "q20": 0.5, "cdc": 0.5}
 	perCoreTargets = map[string]float64{"q9": 115_000, "q20": 170_000, "cdc": 300_000}
@@ -29,10 +28,10 @@ const (
 	skewTarget       = 0.5  // skewed over unskewed
 	keyOverhead      = 1024 // bytes per live key
 	threeNodesTarget = 0.6  // 3nodes+redis over node+redis
-	// 3nodes+streams over node+streams (issue 23: the fleet reads shard
-	// streams partitioned by the join key, each node its key groups')
+	// 3nodes+streams over node+streams (the fleet reads shard streams
+	// partitioned by the join key, each node its key groups')
 	coPartitionedTarget = 0.8
-	budgetTarget        = 0.5 // node+redis+budget over node+redis (issue 15)
+	budgetTarget        = 0.5 // node+redis+budget over node+redis
 )
 
 func status(ok bool) string {
@@ -44,10 +43,10 @@ func status(ok bool) string {
 
 // targets checks every valid result against the targets that apply to it.
 // Ratios and per-core rates are judged on the core level (the join state
-// machines without actors) and on the node with embedded state (what the
-// issue's "embedded state" means); per-core rates count the generator, as
-// the published figures do; latency is judged wherever it was measured, the
-// issue's condition being the node with Redis snapshots on.
+// machines without actors) and on the node with embedded state; per-core
+// rates count the generator, as the published figures do; latency is
+// judged wherever it was measured, the target's condition being the node
+// with Redis snapshots on.
 func targets(rep *Report) []Target {
 	var ts []Target
 	add := func(r *Result, target, want, got string, ok bool) {
@@ -74,12 +73,12 @@ func targets(rep *Report) []Target {
 		if r.ThreeNodesRatio != nil {
 			what, t := "three nodes on one machine / one node (both on Redis, events per CPU-second)", threeNodesTarget
 			if r.System == SysNode3Streams {
-				what, t = "three nodes on co-partitioned shard streams / one node on the same streams (issue 23; state on Redis, events per CPU-second, redis-server's included)", coPartitionedTarget
+				what, t = "three nodes on co-partitioned shard streams / one node on the same streams (state on Redis, events per CPU-second, redis-server's included)", coPartitionedTarget
 			}
 			add(r, what, fmt.Sprintf(">= %.1f", t), fmt.Sprintf("%.3f", *r.ThreeNodesRatio), *r.ThreeNodesRatio >= t)
 		}
 		if r.BudgetRatio != nil {
-			add(r, fmt.Sprintf("working set %d× the memory budget / all in memory (both on Redis, issue 15)", BudgetWorkingSet),
+			add(r, fmt.Sprintf("working set %d× the memory budget / all in memory (both on Redis)", BudgetWorkingSet),
 				fmt.Sprintf(">= %.1f", budgetTarget), fmt.Sprintf("%.3f (%d passivations per run)", *r.BudgetRatio, r.BudgetPassivations),
 				*r.BudgetRatio >= budgetTarget)
 		}
@@ -117,7 +116,7 @@ func writeTargets(w io.Writer, ts []Target) {
 			met++
 		}
 	}
-	fmt.Fprintf(w, "targets (issue 7): %d of %d met\n", met, len(ts))
+	fmt.Fprintf(w, "targets: %d of %d met\n", met, len(ts))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  status\ton\ttarget\twant\tgot")
 	for _, t := range ts {
