@@ -90,7 +90,7 @@ func KeyEvent(e record.Event, srcPos string) keycore.Event {
 // into req.
 func EncodeRequest(key record.Key, req *keycore.Request, timed bool) (*keypb.Apply, error) {
 	a := &keypb.Apply{Key: string(key), Prev: req.Prev, Committed: req.Committed, Fire: req.Fire,
-		Watermark: req.Watermark, Session: req.Session, Resend: req.Resend}
+		Watermark: req.Watermark, Session: req.Sender, Resend: req.Resend}
 	if len(req.Events) > 0 {
 		a.Events = make([]*keypb.Event, len(req.Events))
 		pes := make([]keypb.Event, len(req.Events))

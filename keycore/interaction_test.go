@@ -243,7 +243,7 @@ type jsonRequest struct {
 	Prev      map[string]int64 `json:"prev"`
 	Committed map[string]int64 `json:"committed"`
 	Fire      *int64           `json:"fire"`
-	Session   string           `json:"session"`
+	Sender    string           `json:"sender"`
 	Resend    bool             `json:"resend"`
 }
 
@@ -256,7 +256,7 @@ func parseRequest(t *testing.T, s string) *Request {
 	if err := d.Decode(&jr); err != nil {
 		t.Fatalf("request %s: %v", s, err)
 	}
-	req := &Request{Prev: jr.Prev, Committed: jr.Committed, Session: jr.Session, Resend: jr.Resend}
+	req := &Request{Prev: jr.Prev, Committed: jr.Committed, Sender: jr.Sender, Resend: jr.Resend}
 	if jr.Fire != nil {
 		req.Fire, req.Watermark = true, *jr.Fire
 	}
