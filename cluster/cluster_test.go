@@ -18,6 +18,8 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 const echoKind = "echo"
@@ -218,21 +220,9 @@ func (f *fleet) startAll(cfgs ...Config) []*testNode {
 	return out
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func waitSizes(t *testing.T, want int, nodes ...*testNode) {
 	t.Helper()
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d nodes to see %d members", len(nodes), want), func() bool {
+	testutil.WaitUntil(t, 10*time.Second, fmt.Sprintf("%d nodes to see %d members", len(nodes), want), func() bool {
 		for _, n := range nodes {
 			if n.size() != want {
 				return false
@@ -395,7 +385,7 @@ func TestClusterNodeLeaves(t *testing.T) {
 		return "absent"
 	}
 	for _, n := range []*testNode{n1, n2} {
-		waitFor(t, 5*time.Second, "survivor to report the departed node as left", func() bool {
+		testutil.WaitUntil(t, 5*time.Second, "survivor to report the departed node as left", func() bool {
 			return statusOf(n, n3.system.ID) == StatusLeft
 		})
 	}
@@ -433,7 +423,7 @@ func TestClusterSeedStartsLater(t *testing.T) {
 	seed := net.JoinHostPort("127.0.0.1", fmt.Sprint(port1))
 	n2 := f.start(testConfig(seed))
 	// Node 2 is up and has already failed to reach its seed.
-	waitFor(t, 10*time.Second, "node 2 to fail joining", func() bool { return n2.provider.joinFailures.Load() >= 1 })
+	testutil.WaitUntil(t, 10*time.Second, "node 2 to fail joining", func() bool { return n2.provider.joinFailures.Load() >= 1 })
 	if s := n2.size(); s != 1 {
 		t.Fatalf("node 2 sees %d members before its seed is up", s)
 	}
@@ -465,7 +455,7 @@ func TestClusterEncryptionAndLabel(t *testing.T) {
 	b, otherLabel, otherKey, plain := ns[0], ns[1], ns[2], ns[3]
 	waitSizes(t, 2, a, b)
 	for _, n := range []*testNode{otherLabel, otherKey, plain} {
-		waitFor(t, 10*time.Second, "outsider to fail joining 3 times", func() bool { return n.provider.joinFailures.Load() >= 3 })
+		testutil.WaitUntil(t, 10*time.Second, "outsider to fail joining 3 times", func() bool { return n.provider.joinFailures.Load() >= 3 })
 	}
 	for _, n := range []*testNode{a, b} {
 		if s := n.size(); s != 2 {
@@ -490,7 +480,7 @@ func TestClusterClient(t *testing.T) {
 	cl := f.startMode(testConfig(seed), false, true)
 	// The client learns the two members; the members never count it.
 	waitSizes(t, 2, m1, m2, cl)
-	waitFor(t, 10*time.Second, "members to list the client", func() bool {
+	testutil.WaitUntil(t, 10*time.Second, "members to list the client", func() bool {
 		for _, m := range m1.provider.Members() {
 			if m.Client && m.ID == cl.system.ID {
 				return true

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 // sample is one reading of the fleet's counters.
@@ -87,7 +89,7 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 	case SourceKafka:
 		for _, g := range []string{w.left, w.right} {
 			group := group(g, run)
-			err := waitFor(ctx, 2*time.Minute, "consumer group "+group+" stable with every node", func() error {
+			err := testutil.Poll(ctx, 2*time.Minute, pollEvery, "consumer group "+group+" stable with every node", func() error {
 				m, err := groupMembers(ctx, cl, group)
 				if err == nil && m != n {
 					err = fmt.Errorf("%d of %d members", m, n)
@@ -302,7 +304,7 @@ func (c Config) quiet(ctx context.Context, nodes []*node, inf *infra) (float64, 
 		return math.NaN(), err
 	}
 	idle := math.NaN()
-	err = waitFor(ctx, time.Minute, "the fleet idle after its backlog", func() error {
+	err = testutil.Poll(ctx, time.Minute, pollEvery, "the fleet idle after its backlog", func() error {
 		time.Sleep(time.Second)
 		s, err := c.read(nodes, inf, inCount{})
 		if err != nil {
@@ -441,7 +443,7 @@ func (c Config) read(nodes []*node, inf *infra, in inCount) (sample, error) {
 		s.redisCPU += v
 	}
 	if inf.streams != nil {
-		if s.streamsCPU, err = inf.streams.CPU(); err != nil {
+		if s.streamsCPU, err = ProcCPU(inf.streams.Pid()); err != nil {
 			return s, err
 		}
 		s.redisCPU += s.streamsCPU
