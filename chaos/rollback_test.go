@@ -19,7 +19,7 @@ import (
 	"github.com/joinery/joinery/internal/testutil"
 )
 
-// TestChaosStoreRollback is issue 17's operator's worst day: a node reads
+// TestChaosStoreRollback is an operator's worst day: a node reads
 // a Redis stream (on its own Redis, AOF always) into state on a second
 // Redis without AOF. The state Redis is snapshotted (SAVE) part-way, goes
 // on, and is later killed -9 and restarted from the older snapshot — what a

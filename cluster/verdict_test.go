@@ -154,7 +154,7 @@ func setVerdictView(p *Provider, live map[string][]string) {
 // peers declared dead reports it after RestartConfirm; a verdict resting on
 // a minority (the views of n3 when the cut-off n2's dead list arrived before
 // n4's, or when n1 had left) waits MinorityConfirm and is dropped when the
-// view converges meanwhile — the majority stays healthy (issue 25).
+// view converges meanwhile — the majority stays healthy.
 func TestRestartVerdictMajority(t *testing.T) {
 	const confirm, minority = 30 * time.Millisecond, 600 * time.Millisecond
 	tests := []struct {

@@ -19,7 +19,7 @@ import (
 	"github.com/joinery/joinery/sources"
 )
 
-// TestNodeRollbackRereadsStream is issue 17's operator's worst day with a
+// TestNodeRollbackRereadsStream is an operator's worst day with a
 // Redis stream: the stream (and the hash view the job writes) live on one
 // Redis, the state on another, which is snapshotted part-way and later
 // killed -9 and restarted from the older snapshot — after the stream's

@@ -20,7 +20,7 @@ import (
 	"github.com/joinery/joinery/record"
 )
 
-// TestNodeStopsOnStoreRollback is issue 17's failure at node level: the
+// TestNodeStopsOnStoreRollback is a store rollback at node level: the
 // state Redis is snapshotted (SAVE) part-way, the node goes on committing,
 // then Redis is killed -9 and restarts from the older RDB file. The node's
 // next run must stop with a *persistence.RollbackError (not retried for

@@ -26,7 +26,7 @@ func rawClient(t *testing.T, addr string) *redis.Client {
 	return c
 }
 
-// TestStoreRedisRollbackFromSnapshot reproduces issue 17's failure: the
+// TestStoreRedisRollbackFromSnapshot reproduces a store rollback: the
 // state Redis is snapshotted part-way (SAVE), written on, then killed -9
 // and restarted from the older RDB file, as a failover to a lagging
 // replica would. The guard detects it (seq back, same incarnation),

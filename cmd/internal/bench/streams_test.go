@@ -11,7 +11,7 @@ import (
 // tiny scale against a real redis-server: both give the baseline's result
 // (the three nodes' sinks together), every node of three reads and writes
 // its share, none sends a key request to another (the shards follow the
-// key groups), and the ratio is reported and checked as issue 23's target.
+// key groups), and the ratio is reported and checked as a target.
 // Then a run fed without one shard must not verify: the union's checksum
 // is what detects a lost part of the input.
 func TestStreamSystems(t *testing.T) {
