@@ -46,18 +46,6 @@ type Deps struct {
 	// Pruner, when set (with Committed), asks keys that idle with outbox
 	// entries to prune them.
 	Pruner *Pruner
-	// GroupCommit makes requests that reach a key while its write is in
-	// flight wait and share the next write (keycore's Config.Coalesce)
-	// instead of each encoding one. Off in the node: `make bench-fleet`
-	// showed no gain beyond its run-to-run noise (cdc and q20, 1 and 3
-	// nodes), and off, no answer waits for a second write. See
-	// docs/performance.md.
-	GroupCommit bool
-	// WholeWrites writes every key's whole state on each write, as before
-	// incremental writes (keycore's Config.Parts, on by default: a write
-	// carries what changed, persistence.Snapshot.Parts and Delta). For a
-	// store that does not apply parts, and for comparisons.
-	WholeWrites bool
 
 	// loads shares activations' loads' round trips (loader.go); NewKind
 	// makes it. Nil: each activation loads alone.
@@ -126,8 +114,7 @@ func (p *kindProducer) produce() actor.Actor { return &keyActor{deps: p.deps, cf
 
 // coreConfig is the key core configuration of d's key actors.
 func coreConfig(d *Deps) *keycore.Config {
-	return &keycore.Config{Machine: keycore.MachineSpec{CDC: d.CDC, Multi: d.Multi, NewTimed: d.NewTimed},
-		Coalesce: d.GroupCommit, Parts: !d.WholeWrites}
+	return &keycore.Config{Machine: keycore.MachineSpec{CDC: d.CDC, Multi: d.Multi, NewTimed: d.NewTimed}, Parts: true}
 }
 
 // writeDone tells a key actor that one of its snapshots is durable (or not).

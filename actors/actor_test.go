@@ -26,16 +26,6 @@ func keyActors(t testing.TB, store persistence.Store, w *Writer) (*actor.ActorSy
 	return keyActorsWith(t, store, w, nil)
 }
 
-// embeddedKeyActors is keyActors on a new embedded store and a Writer
-// over it (closed with the test), and the store.
-func embeddedKeyActors(t testing.TB) (persistence.Store, *actor.ActorSystem, func(key string) *actor.PID) {
-	store := newEmbedded(t)
-	w := NewWriter(store, WriterOptions{})
-	t.Cleanup(func() { w.Close(context.Background()) })
-	system, spawn := keyActors(t, store, w)
-	return store, system, spawn
-}
-
 // keyActorsWith is keyActors with set applied to the actors' Deps.
 func keyActorsWith(t testing.TB, store persistence.Store, w *Writer, set func(*Deps)) (*actor.ActorSystem, func(key string) *actor.PID) {
 	spec := &joins.CDCSpec{Type: joins.Inner,
@@ -55,6 +45,16 @@ func keyActorsWith(t testing.TB, store persistence.Store, w *Writer, set func(*D
 		system.Root.Send(pid, &cluster.ClusterInit{Identity: &cluster.ClusterIdentity{Identity: key, Kind: "k"}})
 		return pid
 	}
+}
+
+// embeddedKeyActors is keyActors on a new embedded store and a Writer
+// over it (closed with the test), and the store.
+func embeddedKeyActors(t testing.TB) (persistence.Store, *actor.ActorSystem, func(key string) *actor.PID) {
+	store := newEmbedded(t)
+	w := NewWriter(store, WriterOptions{})
+	t.Cleanup(func() { w.Close(context.Background()) })
+	system, spawn := keyActors(t, store, w)
+	return store, system, spawn
 }
 
 // TestKeyActorAnswersOnlyWhenDurable: a re-sent request whose events the
@@ -174,32 +174,16 @@ func TestKeyActorStaleActivationReloadsOnGap(t *testing.T) {
 	}
 }
 
-// TestKeyActorGroupCommit: with GroupCommit, requests that reach a key
-// while its write is in flight are not written one by one: they wait, and
-// one write of the state as it is answers them all once durable (keycore's
-// Config.Coalesce); without it each request writes. Either way none is
+// TestKeyActorWritesEachRequest: requests that reach a key while its
+// write is in flight each write the state once their turn comes; none is
 // answered before its write, and the durable state holds every change.
-func TestKeyActorGroupCommit(t *testing.T) {
-	for _, tc := range []struct {
-		groupCommit bool
-		want        int64 // snapshots encoded for the 6 requests
-	}{
-		{true, 2},  // the first, then one for the five that waited
-		{false, 6}, // one each
-	} {
-		t.Run(fmt.Sprint("group_commit=", tc.groupCommit), func(t *testing.T) {
-			testKeyActorGroupCommit(t, tc.groupCommit, tc.want)
-		})
-	}
-}
-
-func testKeyActorGroupCommit(t *testing.T, groupCommit bool, want int64) {
+func TestKeyActorWritesEachRequest(t *testing.T) {
 	ctx := context.Background()
 	inner := newEmbedded(t)
 	gs := &gateStore{Store: inner, gate: make(chan struct{})}
 	w := NewWriter(gs, WriterOptions{})
 	defer w.Close(ctx)
-	system, spawn := keyActorsWith(t, inner, w, func(d *Deps) { d.GroupCommit = groupCommit })
+	system, spawn := keyActors(t, inner, w)
 	pid := spawn("7")
 
 	send := func(off int64, ev record.Event) chan any {
@@ -238,8 +222,8 @@ func testKeyActorGroupCommit(t *testing.T, groupCommit bool, want int64) {
 	if outs != 5 {
 		t.Errorf("%d outputs, want 5 (one per domain)", outs)
 	}
-	if n := w.Submitted(); n != want {
-		t.Errorf("%d snapshots encoded and submitted for 6 requests, want %d", n, want)
+	if n := w.Submitted(); n != 6 {
+		t.Errorf("%d snapshots encoded and submitted for 6 requests, want one each", n)
 	}
 	snap, err := inner.Load(ctx, "j", "7")
 	if err != nil {

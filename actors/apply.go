@@ -70,7 +70,7 @@ func (a *keyActor) request(m *keypb.Apply, rb *requestBuf) (*keycore.Request, er
 	// For the usual one event, the event slice is rb's room for one.
 	req := &rb.req
 	*req = keycore.Request{Prev: m.Prev, Committed: m.Committed,
-		Fire: m.Fire, Watermark: m.Watermark, Session: m.Session, Resend: m.Resend}
+		Fire: m.Fire, Watermark: m.Watermark, Sender: m.Session, Resend: m.Resend}
 	if len(m.Events) == 1 {
 		req.Events = rb.one[:]
 	} else {

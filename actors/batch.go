@@ -35,7 +35,7 @@ type DeadLetter struct{}
 
 // WatchDeadLetters answers, with DeadLetter, every LocalApply with a Reply
 // that system could not deliver. Every actor system that sends LocalApply
-// (a node's ingest, its batch actor) needs it, once.
+// (a node's source readers, its batch actor) needs it, once.
 func WatchDeadLetters(system *actor.ActorSystem) {
 	system.EventStream.Subscribe(func(msg any) {
 		if d, ok := msg.(*actor.DeadLetterEvent); ok {

@@ -13,8 +13,8 @@ import (
 
 // Client sends requests to key actors of one kind.
 //
-// It resolves a key to its actor's PID through the cluster's identity lookup
-// (rendezvous placement) and the cluster's PID cache, and sends from this
+// It resolves a key to its actor's PID through its Placement (the
+// cluster's Lookup's) and the cluster's PID cache, and sends from this
 // node's own root context. It exists because protoactor-go's
 // Cluster.Request/RequestFuture keep their call options in a package-level
 // variable bound to the first cluster of the process, so a second actor

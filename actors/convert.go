@@ -90,7 +90,7 @@ func KeyEvent(e record.Event, srcPos string) keycore.Event {
 // into req.
 func EncodeRequest(key record.Key, req *keycore.Request, timed bool) (*keypb.Apply, error) {
 	a := &keypb.Apply{Key: string(key), Prev: req.Prev, Committed: req.Committed, Fire: req.Fire,
-		Watermark: req.Watermark, Session: req.Session, Resend: req.Resend}
+		Watermark: req.Watermark, Session: req.Sender, Resend: req.Resend}
 	if len(req.Events) > 0 {
 		a.Events = make([]*keypb.Event, len(req.Events))
 		pes := make([]keypb.Event, len(req.Events))
@@ -175,18 +175,3 @@ func DecodeRow(b []byte) (record.Row, error) {
 	}
 	return r, nil
 }
-
-// DecodeState splits a key actor's persisted state into the join snapshot
-// and the number of outbox entries, for offline inspection.
-func DecodeState(b []byte) (join []byte, outbox int, err error) { return keycore.DecodeState(b) }
-
-// StateInfo is a key actor's persisted state as offline tools see it.
-type StateInfo = keycore.StateInfo
-
-// DecodeStateInfo decodes a key actor's persisted state for offline
-// inspection.
-func DecodeStateInfo(b []byte) (StateInfo, error) { return keycore.DecodeStateInfo(b) }
-
-// EncodeJoinState wraps a join snapshot as a key actor persists it (with an
-// empty outbox): for tools and tests that write state directly.
-func EncodeJoinState(join []byte) ([]byte, error) { return keycore.EncodeJoinState(join) }

@@ -19,7 +19,7 @@ import (
 func TestEncodeRequestRoundTrips(t *testing.T) {
 	pos := func(off int64) record.Position { return record.Position{Source: "s", Partition: 2, Offset: off} }
 	proto := keycore.Request{Prev: map[string]int64{"s/2": 4}, Committed: map[string]int64{"s/2": 3},
-		Session: "sess", Resend: true}
+		Sender: "run-1", Resend: true}
 	for _, tc := range []struct {
 		name    string
 		timed   bool
@@ -42,7 +42,7 @@ func TestEncodeRequestRoundTrips(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := tc.req
-			req.Prev, req.Committed, req.Session, req.Resend = proto.Prev, proto.Committed, proto.Session, proto.Resend
+			req.Prev, req.Committed, req.Sender, req.Resend = proto.Prev, proto.Committed, proto.Sender, proto.Resend
 			a, err := EncodeRequest("7", &req, tc.timed)
 			if err != nil {
 				t.Fatal(err)

@@ -44,7 +44,7 @@ func (f doneFunc) WriteDone(err error) { f(err) }
 
 // Writer batches snapshots from many key actors into pipelined Store.Save
 // calls (write-behind). A failed Save is retried with backoff until it
-// succeeds or the Writer is closed, so a Redis outage stalls ingestion instead
+// succeeds or the Writer is closed, so a Redis outage stalls the sources instead
 // of losing writes; except a Save refused because the store went back in
 // time (an error matching persistence.ErrRollback), which no retry can
 // pass: its callbacks get the error at once. Submit is safe for concurrent use; callbacks run on the

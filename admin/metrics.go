@@ -51,7 +51,7 @@ type Metrics struct {
 	// StateBytes is the size of the key state held on this node:
 	// joinery_state_bytes{job}.
 	StateBytes *prometheus.GaugeVec
-	// StateOverBudget is 1 once the node stopped ingesting because the
+	// StateOverBudget is 1 once the node stopped reading its sources because the
 	// key state its embedded store holds passed the memory budget:
 	// joinery_state_over_budget{job}.
 	StateOverBudget *prometheus.GaugeVec
@@ -129,7 +129,7 @@ func NewMetrics() *Metrics {
 		SkippedReplayed:    counterVec("skipped_replayed_total", "Replayed events key actors had already applied.", "job"),
 		KeysActive:         gaugeVec("keys_active", "Key actors activated on this node.", "job"),
 		StateBytes:         gaugeVec("state_bytes", "Bytes of key state held on this node.", "job"),
-		StateOverBudget:    gaugeVec("state_over_budget", "1 once this node stopped ingesting: its embedded store's key state passed the memory budget.", "job"),
+		StateOverBudget:    gaugeVec("state_over_budget", "1 once this node stopped reading its sources: its embedded store's key state passed the memory budget.", "job"),
 		Passivations:       counterVec("passivations_total", "Key actors stopped on this node, by cause: idle, budget (the memory budget), request, stopped (a failed or fenced write, shutdown).", "job", "cause"),
 		KeysBudgetBytes:    gaugeVec("keys_budget_bytes", "Memory budget of the live key actors on this node (0: none).", "job"),
 		KeysAccountedBytes: gaugeVec("keys_accounted_bytes", "Memory the live key actors on this node are accounted (activation + state estimate).", "job"),

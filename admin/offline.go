@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/record"
 )
@@ -35,7 +35,7 @@ func InspectOffline(ctx context.Context, store persistence.Store, spec *joins.CD
 	if err != nil {
 		return KeyState{}, fmt.Errorf("admin: inspect offline: %w", err)
 	}
-	info, err := actors.DecodeStateInfo(snap.State)
+	info, err := keycore.DecodeStateInfo(snap.State)
 	if err != nil {
 		return KeyState{}, fmt.Errorf("admin: inspect offline: job %q key %q: %w", job, key, err)
 	}

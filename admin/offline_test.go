@@ -3,11 +3,11 @@ package admin_test
 import (
 	"context"
 	"errors"
-	"github.com/joinery/joinery/actors"
 	"strings"
 	"testing"
 
 	"github.com/joinery/joinery/admin"
+	"github.com/joinery/joinery/internal/testutil/statetest"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/persistence/embedded"
@@ -45,7 +45,7 @@ func TestAdminInspectOffline(t *testing.T) {
 		}
 		cdc.OnEvent(evs[0], nil)
 	}
-	if err := store.Save(ctx, []persistence.Snapshot{{Job: "j", Key: "1", State: mustState(t, cdc.Snapshot()), Offsets: record.OffsetsOf(map[string]int64{"cdc/0": 2})}}); err != nil {
+	if err := store.Save(ctx, []persistence.Snapshot{{Job: "j", Key: "1", State: statetest.JoinState(t, cdc.Snapshot()), Offsets: record.OffsetsOf(map[string]int64{"cdc/0": 2})}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -81,7 +81,7 @@ func TestAdminInspectOffline(t *testing.T) {
 	wj := joins.NewWindowJoin(&joins.WindowJoinSpec{Assigner: joins.Tumbling(10, 0), Left: "l", Right: "r"})
 	var fx joins.Effects
 	wj.OnElement(joins.Element{Side: record.Left, Ts: 3, Row: record.Row{"v": "x"}, Pos: record.Position{Source: "l", Offset: 7}}, -1<<63, &fx)
-	if err := store.Save(ctx, []persistence.Snapshot{{Job: "w", Key: "k", State: mustState(t, wj.Snapshot()), Offsets: record.OffsetsOf(map[string]int64{"l/0": 7})}}); err != nil {
+	if err := store.Save(ctx, []persistence.Snapshot{{Job: "w", Key: "k", State: statetest.JoinState(t, wj.Snapshot()), Offsets: record.OffsetsOf(map[string]int64{"l/0": 7})}}); err != nil {
 		t.Fatal(err)
 	}
 	ks, err = admin.InspectOffline(ctx, store, nil, "w", "k")
@@ -91,13 +91,4 @@ func TestAdminInspectOffline(t *testing.T) {
 	if !strings.Contains(string(ks.State), `"v":"x"`) || ks.Offsets["l/0"] != 7 {
 		t.Errorf("event-time key state %s, offsets %v", ks.State, ks.Offsets)
 	}
-}
-
-func mustState(t *testing.T, join []byte) []byte {
-	t.Helper()
-	b, err := actors.EncodeJoinState(join)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/joinery/joinery/internal/testutil"
 )
 
-// TestChaosClusterFailoverLaggingReplica is the Redis Cluster
-// failover: the node's state is on a real three-master, three-replica
+// TestChaosClusterFailoverLaggingReplica is a Redis Cluster
+// failover to a lagging replica: the node's state is on a real three-master, three-replica
 // Redis Cluster (no AOF; the store does not WAIT on a cluster, so a
 // stopped replica blocks nothing), its source a Redis stream on a plain
 // redis-server of its own, fed while the node runs. One master's replica

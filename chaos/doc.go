@@ -1,7 +1,7 @@
 // Package chaos holds the fault-injection suite: real joinery node processes
 // on loopback and a real redis-server with appendfsync always, a
 // deterministic CDC input, faults injected at random moments (kill -9 of a
-// node, of the ingesting node, of Redis; the ingesting node killed exactly
+// node, of the node reading the source, of Redis; that node killed exactly
 // between a state write and its offset commit, by the failpoint of
 // internal/failpoint; a SIGSTOP pause; a network partition of an actor
 // node, with each node in its own network namespace — that scenario needs

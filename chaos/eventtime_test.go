@@ -108,7 +108,7 @@ dead_letter: dead.jsonl
 			t.Logf("killed n2 with %d output lines written", lineCount(out))
 			if err := n1.wait(3 * time.Minute); err != nil {
 				logs, _ := os.ReadFile(filepath.Join(dir, "n1.log"))
-				t.Fatalf("ingest node: %v\n%s", err, tail(logs, 3000))
+				t.Fatalf("reading node: %v\n%s", err, tail(logs, 3000))
 			}
 			rt := rec.done()
 			n3.term()

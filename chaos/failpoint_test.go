@@ -14,7 +14,7 @@ import (
 	"github.com/joinery/joinery/internal/failpoint"
 )
 
-// TestChaosKillIngestNodeAfterStateWrite kills the ingesting node n1 (it
+// TestChaosKillReaderNodeAfterStateWrite kills the reading node n1 (it
 // also hosts key actors) exactly between a state write and the offset
 // commit that would cover it: JOINERY_FAILPOINT=exit-after-state-write:N
 // makes it exit (status 137, like kill -9) right after its N-th successful
@@ -27,7 +27,7 @@ import (
 // different ids. N is random per trial, in about the first seventh of n1's
 // batches, so the input is far from done (the test fails if n1 finished
 // without hitting it).
-func TestChaosKillIngestNodeAfterStateWrite(t *testing.T) {
+func TestChaosKillReaderNodeAfterStateWrite(t *testing.T) {
 	for trial := range trials(1) {
 		seed := uint64(1000 + trial)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
@@ -47,7 +47,7 @@ func TestChaosKillIngestNodeAfterStateWrite(t *testing.T) {
 				t.Fatalf("n1 exited %d without the failpoint's message", failpoint.ExitCode)
 			}
 			t.Logf("n1 exited at the failpoint after state write batch %d with %d output lines written", n, lineCount(f.out))
-			f.startIngest(t)
+			f.startReader(t)
 			f.finish(t)
 		})
 	}

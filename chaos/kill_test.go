@@ -133,7 +133,7 @@ cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile:
 }
 
 // maxNodes is how many nodes a fleet has job files for: newFleet starts
-// n2 and n3, a test n1 (startIngest) and any of n4 and n5 it needs.
+// n2 and n3, a test n1 (startReader) and any of n4 and n5 it needs.
 const maxNodes = 5
 
 // jobYAML is the chaos job's name and join, users ⋈ domains (left).
@@ -197,7 +197,7 @@ func (f *fleet) start(t *testing.T, n int) *proc {
 	return p
 }
 
-func (f *fleet) startIngest(t *testing.T) { f.n1 = f.start(t, 1) }
+func (f *fleet) startReader(t *testing.T) { f.n1 = f.start(t, 1) }
 
 // fault marks the moment of a fault: the summary's recovery time is the
 // longest wait, over the faults, until the output grew again.
@@ -220,7 +220,7 @@ func (f *fleet) finish(t *testing.T) {
 	row.Outputs, row.Fenced, row.DupIDs = lineCount(f.out), fencedWrites(f.dir), dupOutputs(f.out)
 	if err != nil {
 		logs, _ := os.ReadFile(filepath.Join(f.dir, "n1.log"))
-		t.Fatalf("ingest node: %v\n%s", err, tail(logs, 3000))
+		t.Fatalf("reading node: %v\n%s", err, tail(logs, 3000))
 	}
 	got, lines, dups := table(t, f.out)
 	bad := compare(t, got, f.want)
@@ -241,7 +241,7 @@ func tail(b []byte, n int) string {
 // TestChaosFaultFree is the baseline: three nodes, no fault.
 func TestChaosFaultFree(t *testing.T) {
 	f := newFleet(t, 1)
-	f.startIngest(t)
+	f.startReader(t)
 	f.finish(t)
 }
 
@@ -254,7 +254,7 @@ func TestChaosKillActorNode(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
 			f := newFleet(t, seed, inTrial(trial, killTrials(3)))
-			f.startIngest(t)
+			f.startReader(t)
 			waitLines(t, f.out, moment(r, 20000), time.Minute)
 			f.fault()
 			f.n2.kill()
@@ -264,22 +264,22 @@ func TestChaosKillActorNode(t *testing.T) {
 	}
 }
 
-// TestChaosKillIngestNode kills -9 the node that reads the input and writes
+// TestChaosKillReaderNode kills -9 the node that reads the input and writes
 // the changelog, at a random moment, and starts it again: it resumes from
 // the committed offsets, the key actors skip what they applied and re-send
 // the outputs that may not have reached the sink; no row is lost or wrong.
-func TestChaosKillIngestNode(t *testing.T) {
+func TestChaosKillReaderNode(t *testing.T) {
 	for trial := range trials(2) {
 		seed := uint64(200 + trial)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
 			f := newFleet(t, seed, inTrial(trial, trials(2)))
-			f.startIngest(t)
+			f.startReader(t)
 			waitLines(t, f.out, moment(r, 20000), time.Minute)
 			f.fault()
 			f.n1.kill()
 			t.Logf("killed n1 with %d output lines written", lineCount(f.out))
-			f.startIngest(t)
+			f.startReader(t)
 			f.finish(t)
 		})
 	}
@@ -295,7 +295,7 @@ func TestChaosKillRedis(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
 			f := newFleet(t, seed, inTrial(trial, trials(1)))
-			f.startIngest(t)
+			f.startReader(t)
 			waitLines(t, f.out, moment(r, 20000), time.Minute)
 			f.fault()
 			f.redis.Kill()
@@ -323,7 +323,7 @@ func TestChaosPauseActorNode(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
 			f := newFleet(t, seed, withAdmin(), inTrial(trial, trials(1)))
-			f.startIngest(t)
+			f.startReader(t)
 			waitFormed(t, f, 3) // a node that never joined is declared dead by no one
 			waitLines(t, f.out, moment(r, 15000), time.Minute)
 			if err := f.n2.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -372,7 +372,7 @@ func TestChaosRebalance(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
 			f := newFleet(t, seed, inTrial(trial, trials(1)))
-			f.startIngest(t)
+			f.startReader(t)
 			waitLines(t, f.out, moment(r, 5000), time.Minute)
 			f.fault()
 			f.n4 = f.start(t, 4)
@@ -391,20 +391,20 @@ func TestChaosRebalance(t *testing.T) {
 	}
 }
 
-// TestChaosGracefulRestartIngest stops the ingesting node with SIGTERM at a
+// TestChaosGracefulRestartReader stops the reading node with SIGTERM at a
 // random moment and starts it again: a graceful stop drains (stops reading,
 // completes and commits what it sent), so the restart replays nothing and no
 // output is written twice.
-func TestChaosGracefulRestartIngest(t *testing.T) {
+func TestChaosGracefulRestartReader(t *testing.T) {
 	seed := uint64(500)
 	r := rand.New(rand.NewPCG(seed, seed))
 	f := newFleet(t, seed)
-	f.startIngest(t)
+	f.startReader(t)
 	waitLines(t, f.out, moment(r, 20000), time.Minute)
 	f.fault()
 	f.n1.term()
 	t.Logf("stopped n1 with %d output lines written", lineCount(f.out))
-	f.startIngest(t)
+	f.startReader(t)
 	f.finish(t)
 	if _, _, dups := table(t, f.out); dups != 0 {
 		t.Errorf("%d outputs written twice after a graceful restart, want 0", dups)

@@ -26,7 +26,7 @@ import (
 // on without it, then heals the partition. n2 keeps its route to Redis
 // throughout, so its stale activations can still try to write.
 //
-// Why a refused write is certain: n1, the ingesting node, keeps sending
+// Why a refused write is certain: n1, the reading node, keeps sending
 // requests to the keys on n2 after the cut (those in flight, their retries
 // after request_timeout 2s, and new ones until its window fills). They
 // never arrive: they sit unacknowledged in n1's TCP connection to n2, and
@@ -81,13 +81,13 @@ const partitionExtraTrials = 4
 func partitionTrial(t *testing.T, seed uint64, trial, trials int) int {
 	r := rand.New(rand.NewPCG(seed, seed))
 	// Four nodes: n2 is cut off from three, so it stays the minority even
-	// when n1, the ingesting node, finishes the input and leaves before n2
+	// when n1, the reading node, finishes the input and leaves before n2
 	// learns it was declared dead (with n2 and n3 alone that would be an
 	// even split; see cluster.DeadNotice).
 	lab := newNetLab(t, 4)
 	f := newFleet(t, seed, withNetns(lab), withAdmin(), inTrial(trial, max(trials, trial+1)))
 	f.n4 = f.start(t, 4)
-	f.startIngest(t)
+	f.startReader(t)
 	waitFormed(t, f, 4)
 	waitLines(t, f.out, moment(r, 10000), time.Minute)
 	if !f.n1.running() {
@@ -182,7 +182,7 @@ func partitionTrial(t *testing.T, seed uint64, trial, trials int) int {
 }
 
 // waitGrowth waits until the output has more than lines lines, or n1, the
-// ingesting node, has exited: a finished n1 writes nothing more, and one
+// reading node, has exited: a finished n1 writes nothing more, and one
 // that wrote its last output may still be stopping (seen under load: the
 // whole output written before the majority had declared the cut-off nodes
 // dead, n1 exiting 14 s into the wait).
@@ -213,7 +213,7 @@ func (f *fleet) complete() bool {
 }
 
 // waitFormed waits until each of the fleet's first n nodes lists all n
-// alive. The ingesting node starts last and is the others' seed, so the
+// alive. The reading node starts last and is the others' seed, so the
 // others join it with their retries while it already reads: a partition
 // cut before a node joined would cut off a node no one knew, which no one
 // can declare dead (seen: n2 cut off with 192 lines written, before its
@@ -329,7 +329,7 @@ func partitionTwoOfFiveTrial(t *testing.T, seed uint64, trial, trials int) {
 	f := newFleet(t, seed, withNetns(lab), withAdmin(), inTrial(trial, trials))
 	f.n4 = f.start(t, 4)
 	f.n5 = f.start(t, 5)
-	f.startIngest(t)
+	f.startReader(t)
 	waitFormed(t, f, 5)
 	waitLines(t, f.out, moment(r, 10000), time.Minute)
 	if !f.n1.running() {

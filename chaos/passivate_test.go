@@ -25,7 +25,7 @@ import (
 //
 // It found two bugs, both fixed: a key whose join state emptied was
 // deleted from the store with its applied offsets, so after a passivation
-// its new activation refused every retry as a gap (the ingest stalled for
+// its new activation refused every retry as a gap (reading stalled for
 // ever); and a retry after a dead letter (the actor had just passivated)
 // waited out the backoff, making the run ten times slower.
 func TestChaosPassivateEveryKey(t *testing.T) {
@@ -33,7 +33,7 @@ func TestChaosPassivateEveryKey(t *testing.T) {
 		seed := uint64(800 + trial)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			f := newFleet(t, seed, withState("passivate_after: "+envStr("CHAOS_PASSIVATE", "50ms")), withAdmin(), inTrial(trial, trials(1)))
-			f.startIngest(t)
+			f.startReader(t)
 			// Until the input is done, the output must not stall.
 			// Meanwhile sample the active keys: with passivation they stay
 			// under the 300 join keys.
@@ -56,7 +56,7 @@ func TestChaosPassivateEveryKey(t *testing.T) {
 					last, since = c, time.Now()
 				} else if f.n1.cmd != nil && time.Since(since) > 20*time.Second {
 					f.dumpGoroutines(t)
-					t.Errorf("output stalled at %d lines (none new for 20s) with passivate_after %s; stopping the ingest node", c, envStr("CHAOS_PASSIVATE", "50ms"))
+					t.Errorf("output stalled at %d lines (none new for 20s) with passivate_after %s; stopping the reading node", c, envStr("CHAOS_PASSIVATE", "50ms"))
 					f.n1.kill()
 					f.finish(t) // records the summary row
 					return

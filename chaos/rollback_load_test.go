@@ -16,7 +16,7 @@ import (
 	"github.com/joinery/joinery/internal/testutil"
 )
 
-// TestChaosStoreRollbackUnderLoad is a measurement: the state
+// TestChaosStoreRollbackUnderLoad measures a rollback under load: the state
 // Redis (no AOF) is snapshotted (SAVE), and later killed -9 and restarted
 // from that snapshot while the node is busy applying a Redis stream that
 // is still being fed. Between the restart and its detection the node used

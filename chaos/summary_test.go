@@ -36,7 +36,7 @@ type summaryRow struct {
 	// Recovery is the time from the (last) fault until the output file grew
 	// again, by polling every 5 ms; -1 without a fault or when it never grew.
 	RecoveryMS int64 `json:"recovery_ms"`
-	// MaxStallMS is the longest time, from a fault until the ingest node
+	// MaxStallMS is the longest time, from a fault until the reading node
 	// finished, that the output stood still (a gap closed by new output;
 	// the idle tail after the input ended does not count). Outputs are
 	// written in batch order, so a key stuck on a dead node stalls all

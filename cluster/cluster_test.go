@@ -18,6 +18,8 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 const echoKind = "echo"
@@ -218,21 +220,9 @@ func (f *fleet) startAll(cfgs ...Config) []*testNode {
 	return out
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func waitSizes(t *testing.T, want int, nodes ...*testNode) {
 	t.Helper()
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d nodes to see %d members", len(nodes), want), func() bool {
+	testutil.WaitUntil(t, 10*time.Second, fmt.Sprintf("%d nodes to see %d members", len(nodes), want), func() bool {
 		for _, n := range nodes {
 			if n.size() != want {
 				return false
@@ -287,6 +277,15 @@ func checkNoProviderGoroutines(t *testing.T) {
 	})
 }
 
+// rendezvous is the member protoactor's disthash identity lookup places
+// an echo identity on, given members: the oracle the round trips check
+// the provider's topology against.
+func rendezvous(identity string, members protocluster.Members) string {
+	r := protocluster.NewRendezvous()
+	r.UpdateMembers(members)
+	return r.GetByClusterIdentity(protocluster.NewClusterIdentity(identity, echoKind))
+}
+
 func addrs(nodes ...*testNode) []string {
 	var out []string
 	for _, n := range nodes {
@@ -336,15 +335,16 @@ func TestClusterThreeNodes(t *testing.T) {
 	}
 	served := map[string]int{}
 	all := addrs(nodes...)
+	topology := n1.provider.topology()
+	if len(topology) != len(nodes) {
+		t.Fatalf("n1's topology %v, want all %d nodes", topology, len(nodes))
+	}
 	for i := range 300 {
 		id := fmt.Sprintf("user-%d", i)
 		got := request(t, n1, id)
 		served[got]++
-		if want := Owner(id, all); got != want {
-			t.Errorf("identity %s served by %s, Owner says %s", id, got, want)
-		}
-		if o, ok := n1.provider.OwnerOf(echoKind, id); !ok || o.Address != got {
-			t.Errorf("identity %s served by %s, OwnerOf says %+v", id, got, o)
+		if want := rendezvous(id, topology); got != want {
+			t.Errorf("identity %s served by %s, rendezvous over the provider's topology says %s", id, got, want)
 		}
 	}
 	for _, a := range all {
@@ -385,7 +385,7 @@ func TestClusterNodeLeaves(t *testing.T) {
 		return "absent"
 	}
 	for _, n := range []*testNode{n1, n2} {
-		waitFor(t, 5*time.Second, "survivor to report the departed node as left", func() bool {
+		testutil.WaitUntil(t, 5*time.Second, "survivor to report the departed node as left", func() bool {
 			return statusOf(n, n3.system.ID) == StatusLeft
 		})
 	}
@@ -394,13 +394,16 @@ func TestClusterNodeLeaves(t *testing.T) {
 		t.Log("request round trips skipped under -race (see fullStack)")
 		return
 	}
-	survivors := addrs(n1, n2)
+	survivors := n2.provider.topology()
+	if len(survivors) != 2 {
+		t.Fatalf("n2's topology after the leave: %v, want n1 and n2", survivors)
+	}
 	moved := 0
 	for i := range ids {
 		id := fmt.Sprintf("k-%d", i)
 		got := request(t, n2, id)
-		if want := Owner(id, survivors); got != want {
-			t.Errorf("identity %s served by %s after leave, Owner says %s", id, got, want)
+		if want := rendezvous(id, survivors); got != want {
+			t.Errorf("identity %s served by %s after leave, rendezvous over the survivors says %s", id, got, want)
 		}
 		if before[id] != n3.addr() && got != before[id] {
 			t.Errorf("identity %s moved from surviving %s to %s", id, before[id], got)
@@ -420,7 +423,7 @@ func TestClusterSeedStartsLater(t *testing.T) {
 	seed := net.JoinHostPort("127.0.0.1", fmt.Sprint(port1))
 	n2 := f.start(testConfig(seed))
 	// Node 2 is up and has already failed to reach its seed.
-	waitFor(t, 10*time.Second, "node 2 to fail joining", func() bool { return n2.provider.joinFailures.Load() >= 1 })
+	testutil.WaitUntil(t, 10*time.Second, "node 2 to fail joining", func() bool { return n2.provider.joinFailures.Load() >= 1 })
 	if s := n2.size(); s != 1 {
 		t.Fatalf("node 2 sees %d members before its seed is up", s)
 	}
@@ -452,7 +455,7 @@ func TestClusterEncryptionAndLabel(t *testing.T) {
 	b, otherLabel, otherKey, plain := ns[0], ns[1], ns[2], ns[3]
 	waitSizes(t, 2, a, b)
 	for _, n := range []*testNode{otherLabel, otherKey, plain} {
-		waitFor(t, 10*time.Second, "outsider to fail joining 3 times", func() bool { return n.provider.joinFailures.Load() >= 3 })
+		testutil.WaitUntil(t, 10*time.Second, "outsider to fail joining 3 times", func() bool { return n.provider.joinFailures.Load() >= 3 })
 	}
 	for _, n := range []*testNode{a, b} {
 		if s := n.size(); s != 2 {
@@ -477,7 +480,7 @@ func TestClusterClient(t *testing.T) {
 	cl := f.startMode(testConfig(seed), false, true)
 	// The client learns the two members; the members never count it.
 	waitSizes(t, 2, m1, m2, cl)
-	waitFor(t, 10*time.Second, "members to list the client", func() bool {
+	testutil.WaitUntil(t, 10*time.Second, "members to list the client", func() bool {
 		for _, m := range m1.provider.Members() {
 			if m.Client && m.ID == cl.system.ID {
 				return true

@@ -14,8 +14,7 @@ func (d eventDelegate) NotifyUpdate(n *memberlist.Node) { d.p.recordNode(n, fals
 func (d eventDelegate) NotifyLeave(n *memberlist.Node)  { d.p.recordNode(n, true) }
 
 // metaDelegate serves this node's current meta to memberlist and ignores
-// user messages: watermark gossip, when added, gets its own delegate
-// methods here.
+// user messages (the cluster gossips nothing but the meta).
 type metaDelegate struct{ p *Provider }
 
 var _ memberlist.Delegate = metaDelegate{}

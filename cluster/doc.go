@@ -1,11 +1,17 @@
-// Package cluster is Joinery's cluster membership and placement: a
-// protoactor-go cluster.ClusterProvider built on hashicorp/memberlist
-// gossip (protoactor-go ships none), and the rendezvous placement the admin
-// CLI reports.
+// Package cluster is Joinery's cluster membership: a protoactor-go
+// cluster.ClusterProvider built on hashicorp/memberlist gossip
+// (protoactor-go ships none), the member list the admin CLI reports, and
+// the fleet's security at the membership and remoting layers.
 //
 // It owns: the memberlist instance of a node (gossip, failure detection,
 // optional encryption and fleet label), translating memberlist membership
-// into protoactor topology (MemberList.UpdateClusterTopology), and Owner.
+// into protoactor topology (MemberList.UpdateClusterTopology), the dead
+// verdicts that tell a wrongly declared node to restart, and the gossip
+// keyring and remote TLS options.
+// It does not place keys: which member hosts a key actor is the identity
+// lookup's decision (actors.Lookup with the Placement node/ chooses:
+// rendezvous per key, or key groups that follow the source shards), over
+// the topology this package publishes.
 // It must not: hold join state, talk to the store, or leak memberlist or
 // protoactor types beyond this package and actors/ — except the protoactor
 // remote options RemoteOptions hands to node/, which builds the remote (see
@@ -37,14 +43,6 @@
 // a strict majority of its live peers behind it (trustDeclarations), so
 // one rogue member cannot make a node restart.
 //
-// # Placement
-//
-// protoactor's disthash identity lookup places an identity of a kind on the
-// rendezvous (highest-random-weight) winner among the live members hosting
-// that kind, hashing the identity with each member's remote address.
-// Owner exposes that same function (it calls protoactor's Rendezvous), and
-// Provider.OwnerOf answers it for the current view.
-//
 // # Wiring
 //
 //	system := actor.NewActorSystem()
@@ -55,7 +53,7 @@
 //	})
 //	if err != nil { ... }
 //	remoteCfg := remote.Configure("10.0.0.5", 8090)
-//	cfg := protocluster.Configure("joinery", provider, disthash.New(), remoteCfg,
+//	cfg := protocluster.Configure("joinery", provider, actors.NewLookup(nil), remoteCfg,
 //		protocluster.WithKinds(protocluster.NewKind("join", props)))
 //	c := protocluster.New(system, cfg)
 //	c.StartMember() // panics if the provider fails to start (protoactor)
@@ -82,25 +80,24 @@
 //   - MemberList.Members and Length read without the list's lock; observe
 //     the topology through *cluster.ClusterTopology events on the actor
 //     system's EventStream instead.
-//   - A member that left or was declared dead is blocked forever by its ID.
-//     A restarted process gets a new ID, so restarts are fine, but a node
-//     wrongly declared dead (a long pause, a partition) stays out of
+//   - A member that left or was declared dead is blocked forever by its
+//     ID. A restarted process gets a new ID, so restarts are fine, but a
+//     node wrongly declared dead (a long pause, a partition) stays out of
 //     placement until it restarts, although memberlist lists it alive
 //     again. The Provider therefore gossips the IDs it saw die
-//     (nodeMeta.Dead) and leaves them out of its own topology too, so
-//     OwnerOf agrees with protoactor. From those lists every node works
-//     out the same smallest set of nodes whose restart ends every such
-//     block (restartSet: the cut-off side of a partition, whichever way
-//     the declarations went); a node in it reports DeclaredDead (the
-//     node's /healthz then fails, and its supervisor restarts it) — at
-//     once when a strict majority of its live peers declared it dead,
-//     else only after the verdict held for Config.MinorityConfirm, so a
-//     healing partition's view in flux never restarts a majority node (see
-//     Provider.confirmRestart); a node that reported gossips it, and its
-//     dead list no longer counts. memberlist never
-//     contacts a dead node again, so the Provider also rejoins, every
-//     ReconnectInterval, the members it saw die: without that the two
-//     sides of a healed partition would stay split for good.
+//     (nodeMeta.Dead) and leaves them out of the topology it publishes.
+//     From those lists every node works out the same smallest set of nodes
+//     whose restart ends every such block (restartSet: the cut-off side of
+//     a partition, whichever way the declarations went); a node in it
+//     reports DeclaredDead (the node's /healthz then fails, and its
+//     supervisor restarts it) — at once when a strict majority of its live
+//     peers declared it dead, else only after the verdict held for
+//     Config.MinorityConfirm, so a healing partition's view in flux never
+//     restarts a majority node (see Provider.confirmRestart); a node that
+//     reported gossips it, and its dead list no longer counts. memberlist
+//     never contacts a dead node again, so the Provider also rejoins,
+//     every ReconnectInterval, the members it saw die: without that the
+//     two sides of a healed partition would stay split for good.
 //   - protoactor has data races under -race: Remote.Start sets gRPC's
 //     global logger (several nodes per process), BlockList reads without
 //     its lock, Remote.Shutdown races its endpoint manager, and disthash

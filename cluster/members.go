@@ -119,26 +119,6 @@ func (n *nodeView) infoLocked(self string) MemberInfo {
 	return mi
 }
 
-// OwnerOf reports the live member that protoactor's disthash identity
-// lookup places (kind, identity) on, given this node's current view: the
-// rendezvous winner among live members hosting kind. ok is false when no
-// live member hosts kind. It agrees with protoactor exactly (same code,
-// same member IDs and addresses) once protoactor has seen the same
-// topology; protoactor additionally excludes members it has blocked.
-func (p *Provider) OwnerOf(kind, identity string) (owner MemberInfo, ok bool) {
-	members := p.topology()
-	addr := ownerOf(kind, identity, members)
-	if addr == "" {
-		return MemberInfo{}, false
-	}
-	for _, mi := range p.Members() {
-		if mi.Status == StatusAlive && mi.Address == addr && !mi.Client {
-			return mi, true
-		}
-	}
-	return MemberInfo{}, false
-}
-
 // recordNode copies n into the provider's view. Called by memberlist with
 // its node lock held, so reading n is safe here and only here. n.State is
 // not read: memberlist never updates it (nodeState shadows the field).

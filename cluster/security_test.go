@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 // rogue is a bare memberlist instance, not a Provider: what an outsider
@@ -113,7 +115,7 @@ func TestForgedDeadListChangesNoHealth(t *testing.T) {
 	if _, err := r.ml.Join([]string{seed}); err != nil {
 		t.Fatalf("rogue could not join the plain fleet (the test needs it in): %v", err)
 	}
-	waitFor(t, 10*time.Second, "every node to list the rogue with its dead list", func() bool {
+	testutil.WaitUntil(t, 10*time.Second, "every node to list the rogue with its dead list", func() bool {
 		return listed(n1, "rogue") && listed(n2, "rogue") && listed(n3, "rogue")
 	})
 	time.Sleep(time.Second) // let every node re-evaluate
@@ -213,7 +215,7 @@ func TestGossipKeyRotation(t *testing.T) {
 	stale := f.start(withKey(oldKey, seed))
 	fresh := f.start(withKey(newKey, seed))
 	waitSizes(t, 4, append(fleet, fresh)...)
-	waitFor(t, 10*time.Second, "the old-key node to fail joining", func() bool { return stale.provider.joinFailures.Load() >= 2 })
+	testutil.WaitUntil(t, 10*time.Second, "the old-key node to fail joining", func() bool { return stale.provider.joinFailures.Load() >= 2 })
 	if s := stale.size(); s != 1 {
 		t.Errorf("a node with the removed key sees %d members", s)
 	}

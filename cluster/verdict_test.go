@@ -205,7 +205,7 @@ func TestRestartVerdictMajority(t *testing.T) {
 
 // TestRestartVerdictIgnoresRestarting: once the cut-off side of a
 // partition reported that it must restart (meta.Restarting), its dead list
-// no longer counts. Two of five cut off, and the ingesting n1 left: the
+// no longer counts. Two of five cut off, and the reading n1 left: the
 // four live nodes are an even split, where restartSet's tie-break would
 // restart n4 and n5, the majority side — unless n2 and n3 are on their way
 // out.

@@ -253,27 +253,5 @@ func (s *Spec) compileAddrs(p *Plan, bad func(field, format string, a ...any)) {
 // DefaultRequestTimeout is cluster.request_timeout when unset.
 const DefaultRequestTimeout = 30 * time.Second
 
-// Compile compiles the job: it reports every problem of the spec, each
-// naming its field, once (and nothing about a secret field whose value
-// could not be read), and returns the Plan a node runs.
-func Compile(s *Spec) (*Plan, error) {
-	p := &Plan{Spec: s}
-	if err := s.compile(p); err != nil {
-		return nil, err
-	}
-	for _, c := range s.Join.Project {
-		p.Columns = append(p.Columns, c.Name)
-	}
-	if s.Timed() {
-		e := EventTimeOf(s.Sources)
-		p.EventTime = &e
-	}
-	p.RequestTimeout = s.Cluster.RequestTimeout
-	if p.RequestTimeout == 0 {
-		p.RequestTimeout = DefaultRequestTimeout
-	}
-	return p, nil
-}
-
 // KeyExpr is the key_expr of side (nil: the side's key field).
 func (p *Plan) KeyExpr(side record.Side) *transform.Value { return p.KeyExprs[side] }

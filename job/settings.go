@@ -59,7 +59,7 @@ type State struct {
 	// the soft memory limit (runtime.memory_limit, GOMEMLIMIT, or 80% of the
 	// container's or machine's memory). "0" turns the budget off. On the
 	// embedded store it also bounds the state the store holds in memory:
-	// past it the node stops ingesting with an error (node.StateOverBudgetError).
+	// past it the node stops reading its sources with an error (node.StateOverBudgetError).
 	MemoryBudget string `yaml:"memory_budget,omitempty"`
 }
 
@@ -104,16 +104,17 @@ type Cluster struct {
 	Expect int `yaml:"expect,omitempty"`
 	// ExpectWait bounds that wait (default 5s).
 	ExpectWait time.Duration `yaml:"expect_wait,omitempty"`
-	// Watermarks sets how the ingest nodes of an event-time job share their
+	// Watermarks sets how the nodes reading an event-time job's sources share their
 	// watermarks through the state store (the global watermark is the
 	// minimum over live, active nodes).
 	Watermarks WatermarkSharing `yaml:"watermarks,omitempty"`
 }
 
-// WatermarkSharing configures watermark sharing between ingest nodes.
+// WatermarkSharing configures watermark sharing between the nodes that
+// read a job's sources.
 type WatermarkSharing struct {
 	// Disabled makes each node use its own watermark only: right only for
-	// a job with a single ingest node.
+	// a job whose sources one node reads.
 	Disabled bool `yaml:"disabled,omitempty"`
 	// Interval is how often a node publishes its watermark and reads its
 	// peers' (default 100ms).

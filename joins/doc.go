@@ -23,23 +23,26 @@
 //     each inner or left joined to it, every table's rows by primary key at
 //     the key and no intermediate result; the same changelog rules as CDC.
 //   - The event-time joins (Timed: window and coGroup, interval,
-//     time-bounded outer, unbounded with a TTL, temporal, the temporal
-//     join with Flink's semantics, TemporalFlink, and Kafka Streams' join
-//     against a versioned table with a grace period, TemporalKafka) are per-key
-//     machines driven by OnElement and OnTimer. The stream-stream ones take
+//     time-bounded outer and semi, unbounded with a TTL, temporal, the
+//     temporal join with Flink's semantics, TemporalFlink, and Kafka
+//     Streams' join against a versioned table with a grace period,
+//     TemporalKafka) are per-key machines driven by OnElement and OnTimer,
+//     with the timers they want back in Effects. The stream-stream ones take
 //     a residual Condition (a pair predicate plus one-sided ones, with
 //     Spark's early state exclusion) and a LateRule (ts < watermark,
 //     ts <= watermark, or never: Flink's, Spark's and Kafka Streams' rules)
-//     in their specs.
-//   - Table materializes a changelog strictly, for tests, the demo and the
-//     oracle: it refuses to retract what was never emitted.
+//     in their specs. Those that implement Explainer say what they wait
+//     for (Pending: the admin CLI's `key why`).
+//   - Table materializes a changelog strictly, for a job's table sink,
+//     tests and the oracle: it refuses to retract what was never emitted.
 //
 // The package must not do I/O, start goroutines, read a clock or use
 // randomness: results come back as values (appended outputs), never as side
 // effects, so that a replay of the same inputs gives the same outputs with the
-// same ids. Nothing here is safe for concurrent use; the key actor that owns a
-// CDC is its only caller. Persisting snapshots, acking inputs and emitting
-// outputs belong to actors/ and the sinks.
+// same ids. Nothing here is safe for concurrent use; the key core
+// (keycore.Core) that owns a key's machine is its only caller. Persisting
+// snapshots, acking inputs and emitting outputs belong to keycore/, actors/
+// and the sinks.
 //
 // Usage sketch:
 //

@@ -12,7 +12,8 @@ import (
 // Table materializes a changelog into rows by primary key, strictly: it
 // refuses a record that does not follow from what it already holds, so a
 // changelog that applies cleanly never retracted what it did not emit. It is
-// pure and not safe for concurrent use; tests, the demo and the oracle use it.
+// pure and not safe for concurrent use; a job's table sink, tests and the
+// oracle use it.
 type Table struct {
 	rows map[string]record.Row
 }

@@ -286,9 +286,9 @@ func (c *Core) Step(req *Request, now int64) Ready {
 	}
 	if req.Fire && c.m.EventTime() {
 		// Outputs of earlier firings that are kept (not yet committed) and
-		// that this sender's session has not been sent: a restarted sender
-		// may have lost them. A resent request gets them all again.
-		outs = c.resendFired(min(req.Watermark, c.m.Watermark()), req.Session, req.Resend, outs)
+		// that this sender's run (Request.Sender) has not been sent: a
+		// restarted sender may have lost them. A resent request gets them all again.
+		outs = c.resendFired(min(req.Watermark, c.m.Watermark()), req.Sender, req.Resend, outs)
 		limit := int64(math.MaxInt64)
 		if req.Limited {
 			limit = req.FireLimit
@@ -298,7 +298,7 @@ func (c *Core) Step(req *Request, now int64) Ready {
 			outs, late = c.m.Advance(req.Watermark, limit, outs, late)
 			if len(outs) > n {
 				c.stamp(outs[n:], now)
-				c.outbox = append(c.outbox, outboxEntry{Part: FirePart, Offset: req.Watermark, Outputs: outs[n:len(outs):len(outs)], SentTo: req.Session, id: c.pt.next})
+				c.outbox = append(c.outbox, outboxEntry{Part: FirePart, Offset: req.Watermark, Outputs: outs[n:len(outs):len(outs)], SentTo: req.Sender, id: c.pt.next})
 				c.pt.next++
 			}
 			changed = true

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/joinery/joinery/internal/stateparts"
+	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/internal/transcript"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
@@ -203,7 +204,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 			return "write failed: activation reset\n"
 		}
 		h.store = h.store.apply(w)
-		out := "stored " + renderOffsets(w.Offsets.Map()) + "\n"
+		out := "stored " + testutil.RenderOffsets(w.Offsets.Map()) + "\n"
 		if h.core.Pending() == 0 && h.core.Dirty() {
 			// A coalescing driver writes what waited once nothing is pending.
 			fw, err := h.core.Flush()
@@ -211,7 +212,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 				t.Fatal(err)
 			}
 			h.pending = append(h.pending, fw)
-			out += fmt.Sprintf("flush: write offsets=%s state=%v; answers the waiting steps once durable\n", renderOffsets(fw.Offsets.Map()), fw.State != nil)
+			out += fmt.Sprintf("flush: write offsets=%s state=%v; answers the waiting steps once durable\n", testutil.RenderOffsets(fw.Offsets.Map()), fw.State != nil)
 		}
 		return out
 	case "reactivate":
@@ -243,7 +244,7 @@ type jsonRequest struct {
 	Prev      map[string]int64 `json:"prev"`
 	Committed map[string]int64 `json:"committed"`
 	Fire      *int64           `json:"fire"`
-	Session   string           `json:"session"`
+	Sender    string           `json:"sender"`
 	Resend    bool             `json:"resend"`
 }
 
@@ -256,7 +257,7 @@ func parseRequest(t *testing.T, s string) *Request {
 	if err := d.Decode(&jr); err != nil {
 		t.Fatalf("request %s: %v", s, err)
 	}
-	req := &Request{Prev: jr.Prev, Committed: jr.Committed, Session: jr.Session, Resend: jr.Resend}
+	req := &Request{Prev: jr.Prev, Committed: jr.Committed, Sender: jr.Sender, Resend: jr.Resend}
 	if jr.Fire != nil {
 		req.Fire, req.Watermark = true, *jr.Fire
 	}
@@ -286,15 +287,6 @@ func parseRequest(t *testing.T, s string) *Request {
 		req.Events = append(req.Events, e)
 	}
 	return req
-}
-
-func renderOffsets(m map[string]int64) string {
-	ks := slices.Sorted(maps.Keys(m))
-	var parts []string
-	for _, k := range ks {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-	}
-	return "{" + strings.Join(parts, " ") + "}"
 }
 
 func renderRow(r record.Row) string {
@@ -335,7 +327,7 @@ func renderReady(r Ready) string {
 		b.WriteString("answer now (nothing to write)\n")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "write offsets=%s state=%v", renderOffsets(r.Write.Offsets.Map()), r.Write.State != nil)
+	fmt.Fprintf(&b, "write offsets=%s state=%v", testutil.RenderOffsets(r.Write.Offsets.Map()), r.Write.State != nil)
 	if r.Write.HasTimer {
 		fmt.Fprintf(&b, " next-timer=%d", r.Write.NextTimer)
 	}
@@ -346,7 +338,7 @@ func renderReady(r Ready) string {
 func (h *harness) renderState() string {
 	c := h.core
 	var b strings.Builder
-	fmt.Fprintf(&b, "epoch=%d loaded=%v pending=%d offsets=%s outbox=%d", c.Epoch(), c.Loaded(), c.Pending(), renderOffsets(c.Offsets().Map()), c.OutboxLen())
+	fmt.Fprintf(&b, "epoch=%d loaded=%v pending=%d offsets=%s outbox=%d", c.Epoch(), c.Loaded(), c.Pending(), testutil.RenderOffsets(c.Offsets().Map()), c.OutboxLen())
 	if m := c.Machine(); m.EventTime() {
 		fmt.Fprintf(&b, " timers=%v", m.Timers())
 	} else if l := m.CDC().Left(); l != nil {

@@ -46,10 +46,11 @@ type Request struct {
 	// key) order.
 	Limited   bool
 	FireLimit int64
-	// Session names the sender's session: a fire re-sends kept outputs of
-	// earlier fires that this session was not sent; Resend sends them all.
-	Session string
-	Resend  bool
+	// Sender identifies the sender's run (a random ID per node start): a
+	// fire re-sends kept outputs of earlier fires that this Sender was not
+	// sent; Resend sends them all.
+	Sender string
+	Resend bool
 }
 
 // Write is what must be made durable before a Ready is answered: the key's

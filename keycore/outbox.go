@@ -108,15 +108,15 @@ func (c *Core) Prune(committed map[string]int64) (*Write, error) {
 }
 
 // resendFired appends the kept outputs of firings at or below wm that were
-// not sent to session yet (all of them when resend), and records them sent.
-func (c *Core) resendFired(wm int64, session string, resend bool, outs []record.Output) []record.Output {
+// not sent to sender yet (all of them when resend), and records them sent.
+func (c *Core) resendFired(wm int64, sender string, resend bool, outs []record.Output) []record.Output {
 	for i := range c.outbox {
 		e := &c.outbox[i]
-		if e.Part != FirePart || e.Offset > wm || (!resend && e.SentTo == session) {
+		if e.Part != FirePart || e.Offset > wm || (!resend && e.SentTo == sender) {
 			continue
 		}
 		outs = append(outs, e.outputs()...)
-		e.SentTo = session
+		e.SentTo = sender
 	}
 	return outs
 }

@@ -49,12 +49,12 @@ type outboxEntry struct {
 	// enc caches the entry's JSON: an entry never changes once made, and
 	// it is written with every state write until its offset is committed.
 	enc json.RawMessage
-	// SentTo is the sender session (Request.Session) a firing's outputs
+	// SentTo is the sender's run (Request.Sender) a firing's outputs
 	// were last sent to. It is stored as the entry was first encoded (the
-	// session the firing answered), so a key reloaded while that session
-	// lives (a passivation, the memory budget's) does not send them to it
-	// again; a session sent them after that is in memory only, and gets
-	// them once more after a reload. Empty for an input's entries.
+	// run the firing answered), so a key reloaded while that run lives (a
+	// passivation, the memory budget's) does not send them to it again; a
+	// run sent them after that is in memory only, and gets them once more
+	// after a reload. Empty for an input's entries.
 	SentTo string `json:"to,omitempty"`
 	// id names the entry's part in a state stored in parts ("o:" and id
 	// in 16 hex digits; ascending in outbox order); memory only otherwise.
@@ -291,13 +291,6 @@ func renumber(r record.Row) (record.Row, error) {
 		return nil, err
 	}
 	return decodeRow(b)
-}
-
-// DecodeState splits a key actor's persisted state into the join snapshot and
-// the number of outbox entries, for offline inspection.
-func DecodeState(b []byte) (join []byte, outbox int, err error) {
-	s, err := decodeState(b)
-	return s.Join, len(s.Outbox), err
 }
 
 // StateInfo is a key actor's persisted state as offline tools see it.

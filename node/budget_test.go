@@ -336,7 +336,7 @@ func parseSize(s string) (int64, error) {
 
 // TestNodeEmbeddedStateBudget: on the embedded store every key's state
 // stays in memory whatever the key actors do, so a node whose state
-// outgrows its memory budget must stop ingesting with an error naming the
+// outgrows its memory budget must stop reading its sources with an error naming the
 // budget and the state size (and say so in its metrics) rather than grow
 // until it is OOM-killed. A table of cases: a budget the state fits runs to
 // the end; a small one stops early, close to the budget.
@@ -390,11 +390,11 @@ sinks: [{type: file, path: /dev/null}]
 			if ob.BudgetBytes != 1<<20 || ob.HeldBytes <= ob.BudgetBytes || ob.Keys == 0 {
 				t.Errorf("error figures %+v: want budget 1 MiB and more state held than that", *ob)
 			}
-			// It stopped ingesting near the budget: not every key was read,
+			// It stopped reading near the budget: not every key was read,
 			// and what was read past the check is at most the batches in
 			// flight (32 of 256 records).
 			if got := n.Stats().In.Load(); got >= keys {
-				t.Errorf("read all %d records: the node did not stop ingesting", got)
+				t.Errorf("read all %d records: the node did not stop reading its sources", got)
 			}
 			if ob.Keys > int(ob.BudgetBytes/embedded.EntryOverhead)+32*256 {
 				t.Errorf("%d keys stored under a %d B budget: it grew past the budget", ob.Keys, ob.BudgetBytes)

@@ -196,7 +196,7 @@ func (r *reader) completeGroup(ctx context.Context, group []*batch, answered []a
 		offsets[part] = p.Offset
 	}
 	// Both commits are idempotent (offsets never go back), so a failure —
-	// Redis restarting — is retried until it passes: ingestion stalls rather
+	// Redis restarting — is retried until it passes: reading stalls rather
 	// than moves on with an uncommitted position.
 	if err := n.retry(ctx, "commit offsets", func(ctx context.Context) error {
 		return n.commitOffsets(ctx, offsets) // rollback.go

@@ -28,7 +28,7 @@ import (
 
 // eventTime holds the node's event-time state for an event-time join: the
 // watermarks of every source partition this node reads, combined (minimum),
-// and, when several nodes ingest the job, the other nodes' published
+// and, when several nodes read the job's sources, the other nodes' published
 // watermarks (wmshare.go). The watermark the node stamps and fires with is
 // the global one: the minimum of its own and the live, active peers'.
 //
@@ -45,7 +45,7 @@ type eventTime struct {
 	// than that, so no peer fires past an element still on its way (see
 	// published).
 	g *timers.Global[*batch]
-	// peers is the other ingest nodes' watermarks at the last refresh.
+	// peers is the other reading nodes' watermarks at the last refresh.
 	peers peerView
 	// nudge asks the publisher to publish soon; it must not block. Nil
 	// without sharing.

@@ -34,9 +34,9 @@ func TestNodeKafkaPartitionHoldsWatermarkFromAssignment(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		idle     string // sources' watermark.idle_timeout
-		first    []rec  // produced first; the node ingests them all
+		first    []rec  // produced first; the node reads them all
 		wait     time.Duration
-		then     []rec // produced once the first ones are ingested (and wait passed)
+		then     []rec // produced once the first ones are read (and wait passed)
 		want     map[string]bool
 		wantLate int64
 	}{
@@ -113,7 +113,7 @@ sinks: [{type: table}]
 			produce(tc.first)
 			testutil.WaitFor(t, 30*time.Second, func() error {
 				if got := n.Stats().Events.Load(); got != int64(len(tc.first)) {
-					return fmt.Errorf("%d events ingested, want %d", got, len(tc.first))
+					return fmt.Errorf("%d events read, want %d", got, len(tc.first))
 				}
 				return nil
 			})

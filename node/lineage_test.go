@@ -17,7 +17,7 @@ import (
 	"github.com/joinery/joinery/sources/redisstream"
 )
 
-// TestNodeLineageStoreRestartedEmpty is the case that no running
+// TestNodeLineageStoreRestartedEmpty is the rollback that no running
 // node sees: the state Redis is flushed (restarted empty) while no node
 // runs, so the node started next sees only the new incarnation, and the
 // store has no offsets to rewind to. The stream's group carries the

@@ -84,7 +84,7 @@ sinks: [{type: file, path: /dev/null}]
 
 // TestNodeMemoryLiveKeys keeps every key live (no passivation, no memory
 // budget): the heap then grows with the keys, and the figure that matters
-// is the bytes per live key, what users size pods by (the goal: <= 2.5 KB
+// is the bytes per live key, what users size pods by (the target: <= 2.5 KB
 // of heap per live key with Redis state at 1M keys). JOINERY_LIVE_KEYS sets
 // the number of keys (CI: 50,000); JOINERY_LIVE_KEYS_STORE=redis keeps the
 // state in a real redis-server (the production setting, no copy of the

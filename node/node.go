@@ -44,7 +44,7 @@ type Options struct {
 	Stdout io.Writer
 	// Stdin is what a file source with path "-" reads. Default os.Stdin.
 	Stdin io.Reader
-	// WatermarkSharing configures how an event-time job's ingest nodes share watermarks.
+	// WatermarkSharing configures how the nodes reading an event-time job's sources share watermarks.
 	WatermarkSharing WatermarkSharing
 	// SourceLagEvery is how often the lag of each Redis stream and Kafka
 	// source is asked for (joinery_source_lag_records). Default 15s.
@@ -91,10 +91,11 @@ type Node struct {
 	out         *outputs
 	stats       *Stats
 	metrics     *admin.Metrics
-	// session identifies this run of the node to key actors (Apply.session):
-	// kept outputs are re-sent once to a new session, as a restarted node
-	// may have lost them, and not again with every request.
-	session  string
+	// senderID identifies this run of the node to key actors
+	// (keycore.Request.Sender): kept outputs are re-sent once to a new
+	// run, as a restarted node may have lost them, and not again with
+	// every request.
+	senderID string
 	inflight inflightKeys        // every reader's unanswered key requests (read.go)
 	keyExprs [2]*transform.Value // event-time sides' key_expr, by side; nil: the key field
 	opened   sync.Map            // names of the job's sources that opened (readiness)
@@ -141,7 +142,7 @@ func StartPlan(ctx context.Context, plan *job.Plan, opts Options) (n *Node, err 
 		}
 	}
 	n = &Node{plan: plan, spec: spec, cdc: plan.CDC, multi: plan.Multi, kept: keptOf(plan.CDC, plan.Multi), timed: plan.NewTimed, evt: evt, keyExprs: plan.KeyExprs, timeout: plan.RequestTimeout,
-		log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics(), session: fmt.Sprintf("%x", rand.Uint64())}
+		log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics(), senderID: fmt.Sprintf("%x", rand.Uint64())}
 	n.stats = newStats(spec.Name, n.metrics)
 	n.initMetrics()
 	n.hot = hotkeys.New(1024, 10*time.Second, time.Now())

@@ -20,8 +20,8 @@ const suspectFor = 10 * time.Second
 // connection to a peer breaks — the peer's socket closed, which a kill -9
 // does at once — the peer leaves this node's placement right away, so its
 // keys are activated on the other members without waiting for memberlist's
-// failure detection (which, plus a request timeout, would stall the keys
-// after a kill -9). A connection established again ends the
+// failure detection plus a request timeout, which is what a kill -9 would
+// otherwise stall for. A connection established again ends the
 // suspicion. Fencing keeps a wrong suspicion harmless: a key activated
 // elsewhere takes a newer owner epoch.
 func (n *Node) watchPeers() {

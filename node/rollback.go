@@ -45,7 +45,7 @@ const rollbackCheckEvery = 2 * time.Second
 // when the store is closed or once a rollback was found.
 func (n *Node) startGuard(ctx context.Context) error {
 	rollbacks := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "joinery", Name: "store_rollbacks_total",
-		Help: "Times this node found the state store gone back in time (restarted empty, restored from an older snapshot, failed over to a lagging replica); the node stops ingesting."},
+		Help: "Times this node found the state store gone back in time (restarted empty, restored from an older snapshot, failed over to a lagging replica); the node stops reading its sources."},
 		[]string{"job"})
 	if err := n.metrics.Registry().Register(rollbacks); err != nil {
 		return err
@@ -53,7 +53,7 @@ func (n *Node) startGuard(ctx context.Context) error {
 	n.rollback.init(rollbacks)
 	g := persistence.NewGuard(n.store, func(re *persistence.RollbackError) {
 		rollbacks.WithLabelValues(re.Job).Inc()
-		n.log.Error("state store went back in time; stopping ingestion (restart the node to resume from the store's committed offsets)",
+		n.log.Error("state store went back in time; stopping the sources (restart the node to resume from the store's committed offsets)",
 			"seen", re.Seen.String(), "found", re.Found.String(), "err", re)
 		n.rollback.stop(re)
 	})

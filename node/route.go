@@ -126,7 +126,7 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 	defer r.mu.Unlock()
 	n.inflight.mu.Lock()
 	defer n.inflight.mu.Unlock() // until sent: see sendstate.Keys
-	sent := r.sender.Send(&n.inflight.keys, b.seq, &applies, n.session)
+	sent := r.sender.Send(&n.inflight.keys, b.seq, &applies, n.senderID)
 	b.calls = make([]call, 0, len(sent))
 	for _, a := range sent { // in the order of applies (Send)
 		b.calls = append(b.calls, call{key: a.Key, req: a})

@@ -7,7 +7,7 @@ import (
 )
 
 // StateOverBudgetError is why a node on the embedded store stopped
-// ingesting: the store keeps every key's state in memory, passivating a key
+// reading its sources: the store keeps every key's state in memory, passivating a key
 // frees none of it, so once the state held passes the memory budget the
 // node refuses more input rather than grow until it is OOM-killed.
 type StateOverBudgetError struct {
@@ -40,6 +40,6 @@ func (n *Node) checkStateBudget() error {
 	}
 	n.metrics.StateOverBudget.WithLabelValues(n.spec.Name).Set(1)
 	err := &StateOverBudgetError{HeldBytes: held, Keys: st.StoredKeys(), BudgetBytes: n.budgetBytes, From: n.budgetFrom}
-	n.log.Error("stopped ingesting: key state over the memory budget", "state_bytes", held, "budget_bytes", n.budgetBytes, "err", err)
+	n.log.Error("stopped reading sources: key state over the memory budget", "state_bytes", held, "budget_bytes", n.budgetBytes, "err", err)
 	return err
 }

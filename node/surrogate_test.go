@@ -19,8 +19,8 @@ import (
 )
 
 // loneSurrogateUsers are two users whose ids escape different unpaired
-// UTF-16 surrogates. encoding/json reads both ids as "\uFFFDk", so before
-// the bad-utf8 check the second user overwrote the first.
+// UTF-16 surrogates. encoding/json reads both ids as "\uFFFDk", so without
+// the bad-utf8 check the second user would overwrite the first.
 var loneSurrogateUsers = [][]byte{
 	[]byte(`{"op":"c","after":{"id":"\ud800k","firstname":"First","lastname":"High"},"source":{"table":"users","lsn":1}}`),
 	[]byte(`{"op":"c","after":{"id":"\udbffk","firstname":"Second","lastname":"High"},"source":{"table":"users","lsn":2}}`),

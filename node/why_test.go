@@ -108,7 +108,7 @@ admin: {addr: "127.0.0.1:0"}
 		t.Errorf("/metrics has no watermark lag for ls/0")
 	}
 
-	// The watermark covers what the ingest observed; key a's request may
+	// The watermark covers what the reader observed; key a's request may
 	// still be on its way to the key.
 	var ks admin.KeyState
 	testutil.WaitFor(t, 30*time.Second, func() error {

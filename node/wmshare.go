@@ -16,7 +16,7 @@ import (
 	"github.com/joinery/joinery/timers"
 )
 
-// WatermarkSharing configures how the ingest nodes of an event-time job
+// WatermarkSharing configures how the nodes reading an event-time job's sources
 // share their watermarks (docs/concepts/architecture.md, "Cluster"). Each such node publishes its own
 // watermark on the state store's board and stamps elements and fires timers
 // at the global watermark: the minimum over its own and every live, active
@@ -25,7 +25,7 @@ import (
 // has data for. The zero value is the default.
 type WatermarkSharing struct {
 	// Disabled makes the node use its own watermark only: right only when it
-	// is the job's single ingest node.
+	// is the only node reading the job's sources.
 	Disabled bool
 	// Interval is how often the node publishes its watermark (a heartbeat
 	// even when it does not move) and reads its peers'. Default 100ms.

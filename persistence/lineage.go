@@ -95,7 +95,7 @@ var ErrRollback = errors.New("persistence: store went back in time")
 // Found what the store shows now. The store's state and offsets may have
 // lost writes the node already acknowledged to its sources, so going on
 // would hand out owner epochs twice and replay a changelog with gaps: the
-// node stops ingesting.
+// node stops reading its sources.
 //
 // Write is the refused key write (or read) that found the rollback, nil
 // when a commit or a lineage check found it: a write finds it first, at the

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// NodeWatermark is one ingest node's published event-time watermark for a
+// NodeWatermark is one reading node's published event-time watermark for a
 // job: the watermark below which it will send no more on-time elements, when
 // it last said so, and whether it has any active partition.
 type NodeWatermark struct {
@@ -24,7 +24,7 @@ type NodeWatermark struct {
 }
 
 // WatermarkStore is an optional extension of Store, checked by type
-// assertion: a board, per job, where every ingest node publishes its
+// assertion: a board, per job, where every node reading the job's sources publishes its
 // watermark so that each can combine the fleet's (docs/concepts/architecture.md, "Cluster"). Entries are
 // ephemeral: they need not survive a restart of the store, and a store may
 // keep them in memory only.

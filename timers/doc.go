@@ -7,9 +7,10 @@
 //     (a partition quiet for longer than IdleTimeout stops holding the
 //     combined watermark back) and a min (default) or max combine. The
 //     combined watermark never goes backwards.
-//   - Global: a node's global watermark when several nodes ingest a job,
-//     its local watermark combined with its peers' (CombineWatermarks),
-//     and what it publishes to them, held back by batches still in flight.
+//   - Global: a node's global watermark when several nodes read a job's
+//     sources, its local watermark combined with its peers'
+//     (CombineWatermarks), and what it publishes to them, held back by
+//     batches still in flight.
 //   - TimerService: the event-time timer index, one timer per (key,
 //     timestamp), fired in (timestamp, key) order when the watermark reaches
 //     them. Its contents encode to a versioned byte form for snapshots.

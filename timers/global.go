@@ -2,8 +2,8 @@ package timers
 
 import "math"
 
-// CombineWatermarks is the global watermark rule of a job ingested by
-// several nodes: the minimum of the local watermark (when some local
+// CombineWatermarks is the global watermark rule of a job whose sources
+// several nodes read: the minimum of the local watermark (when some local
 // partition is active) and the peers' (when some live peer is active),
 // never below prev; prev when nothing is active.
 func CombineWatermarks(prev, local int64, localActive bool, peers int64, peersActive bool) int64 {

@@ -48,9 +48,9 @@ type Apply struct {
 	// fire the timers it makes due (sent to keys the timer index names).
 	Fire      bool  `protobuf:"varint,5,opt,name=fire,proto3" json:"fire,omitempty"`
 	Watermark int64 `protobuf:"varint,6,opt,name=watermark,proto3" json:"watermark,omitempty"`
-	// session names the sender's run (a random id per source reader start):
-	// kept fire outputs are re-sent once to each new session (a restarted
-	// sender may have lost them), not with every request of one session.
+	// session carries the sender's ID (keycore.Request.Sender), random per
+	// node start: kept fire outputs are re-sent once to each new sender ID
+	// (a restarted sender may have lost them), not with every request.
 	Session string `protobuf:"bytes,7,opt,name=session,proto3" json:"session,omitempty"`
 	// resend marks a request sent again after its answer was not received:
 	// every kept output it covers is re-sent.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/joinery/joinery/actors"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/testutil"
+	"github.com/joinery/joinery/internal/testutil/statetest"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/persistence/redisstore"
@@ -443,7 +443,7 @@ func TestCLIInspectOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if err := store.Save(ctx, []persistence.Snapshot{{Job: "users-domains", Key: "42", State: mustState(t, cdc.Snapshot()), Offsets: record.OffsetsOf(map[string]int64{"cdc/0": 17})}}); err != nil {
+	if err := store.Save(ctx, []persistence.Snapshot{{Job: "users-domains", Key: "42", State: statetest.JoinState(t, cdc.Snapshot()), Offsets: record.OffsetsOf(map[string]int64{"cdc/0": 17})}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -493,15 +493,6 @@ state:
 	wantExit(t, r, 1)
 }
 
-func mustState(t *testing.T, join []byte) []byte {
-	t.Helper()
-	b, err := actors.EncodeJoinState(join)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestCLIInspectOfflineCluster reads a key's snapshot from a real
 // three-master Redis Cluster, with the nodes from --redis-cluster and from
 // the job file's state.redis.cluster.
@@ -528,7 +519,7 @@ func TestCLIInspectOfflineCluster(t *testing.T) {
 		}
 		cdc.OnEvent(evs[0], nil)
 		batch = append(batch, persistence.Snapshot{Job: "users-domains", Key: record.Key(fmt.Sprint(uid)),
-			State: mustState(t, cdc.Snapshot()), Offsets: record.OffsetsOf(map[string]int64{"cdc/0": int64(100 + uid)})})
+			State: statetest.JoinState(t, cdc.Snapshot()), Offsets: record.OffsetsOf(map[string]int64{"cdc/0": int64(100 + uid)})})
 	}
 	if err := store.Save(ctx, batch); err != nil {
 		t.Fatal(err)

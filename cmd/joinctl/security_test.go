@@ -12,11 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joinery/joinery/actors"
 	"github.com/joinery/joinery/admin"
 	"github.com/joinery/joinery/connopts/redisopts"
 	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/joins"
+	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/persistence"
 	"github.com/joinery/joinery/persistence/redisstore"
 	"github.com/joinery/joinery/record"
@@ -45,7 +45,7 @@ func TestCLIInspectOfflineRedisTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	cdc.OnEvent(evs[0], nil)
-	state, err := actors.EncodeJoinState(cdc.Snapshot())
+	state, err := keycore.EncodeJoinState(cdc.Snapshot())
 	if err != nil {
 		t.Fatal(err)
 	}

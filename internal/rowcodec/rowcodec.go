@@ -366,3 +366,47 @@ func Columns(b []byte) ([]string, error) {
 	})
 	return names, err
 }
+
+// Get returns the value of column name in the compact row b, decoded as
+// Decode would, and whether the row has that column. A string or number
+// value costs one allocation (its Go string); the others none. Get trusts
+// b to be an encoding Append made: on a malformed row it reports false.
+func Get(b []byte, name string) (any, bool) {
+	if !IsCompact(b) {
+		return nil, false
+	}
+	r := reader{b: b[1:]}
+	n := r.uvarint()
+	for i := uint64(0); r.err == nil && i < n; i++ {
+		col := r.bytes()
+		tag := r.byte()
+		var p []byte
+		switch tag {
+		case tNull, tFalse, tTrue:
+		case tInt:
+			if r.err != nil {
+				return nil, false
+			}
+			_, k := binary.Varint(r.b)
+			if k <= 0 {
+				return nil, false
+			}
+			p, r.b = r.b[:k], r.b[k:]
+		case tNumber, tString, tJSON:
+			p = r.bytes()
+		default:
+			return nil, false
+		}
+		if r.err != nil {
+			return nil, false
+		}
+		if string(col) == name {
+			v, err := value(tag, p)
+			return v, err == nil
+		}
+		if string(col) > name {
+			return nil, false // columns are in ascending order
+		}
+	}
+	return nil, false
+}

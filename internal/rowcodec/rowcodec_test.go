@@ -174,3 +174,28 @@ func BenchmarkRowcodec(b *testing.B) {
 		}
 	})
 }
+
+func TestRowcodecGet(t *testing.T) {
+	r := jsonRow(t, `{"a":null,"b":"x","c":12,"d":1.5,"e":{"k":[1]},"f":true}`)
+	b, _ := Encode(r)
+	for k, want := range r {
+		got, ok := Get(b, k)
+		if !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("Get(%q) = %#v, %v; want %#v", k, got, ok, want)
+		}
+	}
+	if v, ok := Get(b, "zz"); ok || v != nil {
+		t.Errorf("Get of a missing column = %v, %v", v, ok)
+	}
+	if _, ok := Get([]byte(`{"a":1}`), "a"); ok {
+		t.Error("Get read JSON")
+	}
+}
+
+func BenchmarkRowcodecGet(b *testing.B) {
+	enc, _ := Encode(jsonRow(b, rows[1].json))
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = Get(enc, "lastname")
+	}
+}

@@ -23,12 +23,13 @@ const MaxShards = 4096
 func Stream(stream string, i int) string { return stream + "." + strconv.Itoa(i) }
 
 // Of is the shard of a row among shards: FNV-1a 32 of key, mod shards.
-// A producer writing shard streams hashes every change of a row by the
-// same key — the row's primary key as a compact JSON array of its key
-// columns in key order (`[42]`, `["eu",7]`), as record.Output.PK is — so a
-// row's changes stay in one shard, in order (as Debezium partitions Kafka
-// topics by the row's key). Never the join key: a row that changes join
-// key would then have its changes in two shards, unordered.
+// key is a compact JSON array: for a source partitioned by the primary key
+// the row's key columns in key order (`[42]`, `["eu",7]`, as
+// record.Output.PK is), so a row's changes stay in one shard, in order (as
+// Debezium partitions Kafka topics by the row's key); for one partitioned
+// by the join key the join column's value (KeyGroup), so a row that
+// changes join key is written as a delete to its old key's shard and a
+// create to its new one's.
 func Of(key []byte, shards int) int {
 	if shards <= 1 {
 		return 0

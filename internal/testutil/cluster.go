@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,41 +50,97 @@ func StartRedisClusterReplicas(t testing.TB, n int) *RedisCluster {
 }
 
 func startCluster(t testing.TB, n, replicas int) *RedisCluster {
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		t.Fatalf("redis-cli not found in PATH: install it (Debian: apt-get install redis-tools, which redis-server brings) or run `make test`, which installs it")
+	t.Helper()
+	masters, reps, err := LaunchRedisCluster(context.Background(), RedisConfig{Dir: t.TempDir()}, n, replicas)
+	if err != nil {
+		t.Fatal(err)
 	}
 	c := &RedisCluster{t: t}
-	var all []*Redis
-	for range n * (1 + replicas) {
+	for _, s := range append(masters, reps...) {
+		t.Cleanup(s.Stop)
+	}
+	for _, m := range masters {
+		c.Masters = append(c.Masters, &Redis{RedisServer: m, t: t})
+	}
+	for _, r := range reps {
+		c.Replicas = append(c.Replicas, &Redis{RedisServer: r, t: t})
+	}
+	return c
+}
+
+// LaunchRedisCluster starts n×(1+replicas) redis-server processes (Redis 7
+// or later) with cluster mode on, on free loopback ports (the cluster bus
+// too, by cluster-port), each as base says in its own subdirectory of
+// base.Dir (redis1, redis2, …); joins them with `redis-cli --cluster
+// create --cluster-replicas replicas` (slots split evenly, in address
+// order); and returns once every replica has finished its first sync and
+// every master reports cluster_state:ok with all 16384 slots assigned and
+// the same slot map. replicaServers[i] is the replica of masters[i]. The
+// replicas never fail over by themselves (cluster-replica-no-failover).
+// The caller stops the servers; on an error none is left running.
+func LaunchRedisCluster(ctx context.Context, base RedisConfig, n, replicas int) (masters, replicaServers []*RedisServer, err error) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		return nil, nil, fmt.Errorf("redis-cli not found in PATH: install it (Debian: apt-get install redis-tools, which redis-server brings) or run `make redis`: %w", err)
+	}
+	var all []*RedisServer
+	defer func() {
+		if err != nil {
+			for _, s := range all {
+				s.Stop()
+			}
+		}
+	}()
+	for i := range n * (1 + replicas) {
 		// The cluster bus gets a free port of its own (cluster-port, Redis
 		// 7): the default, port+10000, may be taken or beyond 65535.
-		all = append(all, StartRedis(t, "--cluster-enabled", "yes",
-			"--cluster-port", strconv.Itoa(FreePort(t)),
+		bus, err := PickPort()
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg := base
+		cfg.Dir = filepath.Join(base.Dir, fmt.Sprintf("redis%d", i+1))
+		cfg.Args = append([]string{"--cluster-enabled", "yes",
+			"--cluster-port", strconv.Itoa(bus),
 			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
 			"--cluster-replica-no-failover", "yes",
 			// A replica's first sync starts at once, not after the
 			// default 5 s wait for more replicas to share it.
-			"--repl-diskless-sync-delay", "0"))
+			"--repl-diskless-sync-delay", "0"}, base.Args...)
+		s, err := LaunchRedis(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		all = append(all, s)
 	}
 	args := []string{"--cluster", "create"}
-	for _, r := range all {
-		args = append(args, r.Addr)
+	for _, s := range all {
+		args = append(args, s.Addr)
 	}
 	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
-	out, err := exec.Command("redis-cli", args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+		return nil, nil, fmt.Errorf("redis-cli --cluster create: %w\n%s", err, out)
 	}
 	if replicas == 0 {
-		c.Masters = all
-		c.WaitOK()
-		return c
+		masters = all
+	} else if masters, replicaServers, err = pairReplicas(ctx, all); err != nil {
+		return nil, nil, err
 	}
-	// redis-cli picks the masters and pairs the replicas with them; read
-	// back who is whose.
-	ctx := context.Background()
+	if len(masters) != n || len(replicaServers) != n*replicas {
+		return nil, nil, fmt.Errorf("redis-cli --cluster create made %d masters and %d replicas of %d processes, want %d and %d:\n%s", len(masters), len(replicaServers), len(all), n, n*replicas, out)
+	}
+	if err = waitClusterOK(ctx, serverAddrs(masters)); err != nil {
+		return nil, nil, err
+	}
+	return masters, replicaServers, nil
+}
+
+// pairReplicas reads back which of all redis-cli made masters and which
+// replicas, once every replica finished its first sync: the masters, and
+// the replicas in their masters' order.
+func pairReplicas(ctx context.Context, all []*RedisServer) (masters, replicas []*RedisServer, err error) {
 	masterOf := map[string]string{} // replica address -> its master's
-	WaitFor(t, 30*time.Second, func() error {
+	err = Poll(ctx, 30*time.Second, 20*time.Millisecond, "the replicas' first sync", func() error {
 		for _, r := range all {
 			if _, ok := masterOf[r.Addr]; ok {
 				continue
@@ -106,23 +163,30 @@ func startCluster(t testing.TB, n, replicas int) *RedisCluster {
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, r := range all {
 		if masterOf[r.Addr] == "" {
-			c.Masters = append(c.Masters, r)
+			masters = append(masters, r)
 		}
 	}
-	for _, m := range c.Masters {
+	for _, m := range masters {
 		for _, r := range all {
 			if masterOf[r.Addr] == m.Addr {
-				c.Replicas = append(c.Replicas, r)
+				replicas = append(replicas, r)
 			}
 		}
 	}
-	if len(c.Masters) != n || len(c.Replicas) != n {
-		t.Fatalf("redis-cli --cluster create made %d masters and %d replicas of %d processes, want %d each:\n%s", len(c.Masters), len(c.Replicas), len(all), n, out)
+	return masters, replicas, nil
+}
+
+func serverAddrs(ss []*RedisServer) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Addr)
 	}
-	c.WaitOK()
-	return c
+	return out
 }
 
 // infoField is one field of an INFO reply ("" when absent).
@@ -154,14 +218,22 @@ func node(addr string) *redis.Client {
 // assigned and agrees with the others on who owns every slot.
 func (c *RedisCluster) WaitOK() {
 	c.t.Helper()
-	ctx := context.Background()
-	WaitFor(c.t, 30*time.Second, func() error {
+	if err := waitClusterOK(context.Background(), c.Addrs()); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// waitClusterOK waits (at most 30 s) until every master of addrs reports
+// cluster_state:ok with all slots assigned and agrees with the others on
+// who owns every slot.
+func waitClusterOK(ctx context.Context, addrs []string) error {
+	return Poll(ctx, 30*time.Second, 20*time.Millisecond, "redis cluster state ok", func() error {
 		var first string
-		for i, m := range c.Masters {
-			cl := node(m.Addr)
+		for i, a := range addrs {
+			cl := node(a)
 			info, err := cl.ClusterInfo(ctx).Result()
 			if err == nil && (!strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_assigned:16384")) {
-				err = fmt.Errorf("%s: cluster not ready:\n%s", m.Addr, info)
+				err = fmt.Errorf("%s: cluster not ready:\n%s", a, info)
 			}
 			var slots []redis.ClusterSlot
 			if err == nil {
@@ -175,7 +247,7 @@ func (c *RedisCluster) WaitOK() {
 			if i == 0 {
 				first = view
 			} else if view != first {
-				return fmt.Errorf("%s sees slots %s, %s sees %s", c.Masters[0].Addr, first, m.Addr, view)
+				return fmt.Errorf("%s sees slots %s, %s sees %s", addrs[0], first, a, view)
 			}
 		}
 		return nil

@@ -3,7 +3,6 @@ package sendstate
 import (
 	"flag"
 	"fmt"
-	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/internal/transcript"
 	"github.com/joinery/joinery/keycore"
 	"github.com/joinery/joinery/record"
@@ -115,7 +115,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 			offs[p] = parseInt(t, v)
 		}
 		r.Commit(offs, fire)
-		return "committed " + renderOffsets(r.Committed()) + "\n"
+		return "committed " + testutil.RenderOffsets(r.Committed()) + "\n"
 	case "resend":
 		seq := parseInt(t, f[2])
 		a := h.sent[f[1]][uint64(seq)][record.Key(f[3])]
@@ -128,7 +128,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 		var out strings.Builder
 		out.WriteString(h.renderKeys())
 		for _, n := range h.names {
-			fmt.Fprintf(&out, "reader %s committed %s\n", n, renderOffsets(h.readers[n].Committed()))
+			fmt.Fprintf(&out, "reader %s committed %s\n", n, testutil.RenderOffsets(h.readers[n].Committed()))
 		}
 		return out.String()
 	}
@@ -156,14 +156,6 @@ func parsePos(t *testing.T, s string) keycore.Event {
 	return keycore.Event{Pos: record.Position{Source: src, Partition: int32(parseInt(t, p)), Offset: parseInt(t, off)}}
 }
 
-func renderOffsets(m map[string]int64) string {
-	parts := make([]string, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-	}
-	return "{" + strings.Join(parts, " ") + "}"
-}
-
 func renderApply(a *Request) string {
 	var evs []string
 	for _, e := range a.Events {
@@ -177,9 +169,9 @@ func renderApply(a *Request) string {
 	if a.Resend {
 		b.WriteString(" resend")
 	}
-	fmt.Fprintf(&b, " prev=%s", renderOffsets(a.Prev))
+	fmt.Fprintf(&b, " prev=%s", testutil.RenderOffsets(a.Prev))
 	if a.Committed != nil {
-		fmt.Fprintf(&b, " committed=%s", renderOffsets(a.Committed))
+		fmt.Fprintf(&b, " committed=%s", testutil.RenderOffsets(a.Committed))
 	}
 	b.WriteString("\n")
 	return b.String()
@@ -199,7 +191,7 @@ func (h *harness) renderKeys() string {
 		fmt.Fprintf(&b, "in flight %s:", k)
 		for id, n := range h.names {
 			if s, ok := h.keys.sentBy(record.Key(k), ReaderID(id)); ok {
-				fmt.Fprintf(&b, " %s seq=%d %s", n, s.seq, renderOffsets(s.offsetsMap()))
+				fmt.Fprintf(&b, " %s seq=%d %s", n, s.seq, testutil.RenderOffsets(s.offsetsMap()))
 			}
 		}
 		b.WriteString("\n")

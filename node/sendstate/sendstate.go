@@ -169,7 +169,7 @@ func (f *Keys) Len() int { return len(f.keys) }
 
 // Request is one key's request, as the node keeps it: the key core's
 // request (keycore.Request; the protocol's fields, Prev, Committed,
-// Session, Resend, Fire, are the wire Apply's) to Key. A key actor in this
+// Sender, Resend, Fire, are the wire Apply's) to Key. A key actor in this
 // process takes it as it is (actors.LocalApply); one in another process
 // gets it encoded (actors.EncodeRequest). Once sent it is read-only: a
 // resend is a copy (Resend).
@@ -266,10 +266,11 @@ func (r *Reader) NextSeq() uint64 {
 }
 
 // Send stamps the requests of batch seq, in order, for sending: each gets
-// its Prev from keys, the reader's committed offsets and session, and is
+// its Prev from keys, the reader's committed offsets and sender (the
+// node run's ID, keycore.Request.Sender), and is
 // recorded in keys as unanswered. It returns them in order. The caller
 // sends them before another Send to keys (under the same lock).
-func (r *Reader) Send(keys *Keys, seq uint64, b *Batch, session string) []*Request {
+func (r *Reader) Send(keys *Keys, seq uint64, b *Batch, sender string) []*Request {
 	out := make([]*Request, 0, len(b.order))
 	var committed map[string]int64 // one copy for the batch: the requests only read it
 	if len(r.committed) > 0 {
@@ -289,7 +290,7 @@ func (r *Reader) Send(keys *Keys, seq uint64, b *Batch, session string) []*Reque
 		if committed != nil {
 			a.Committed = committed
 		}
-		a.Session = session
+		a.Sender = sender
 		var s sent
 		for i := range a.Events {
 			p := &a.Events[i].Pos

@@ -99,7 +99,7 @@
 // Everything lives in memory, so the store suits a single node and data that
 // fits in RAM; the Redis store (package redisstore) is for fleets. HeldBytes
 // estimates the memory the snapshots take (EntryOverhead per key beyond its
-// bytes): a node on this store stops ingesting once it passes the node's
+// bytes): a node on this store stops reading its sources once it passes the node's
 // memory budget, since passivating key actors frees nothing here. Only one
 // process may open a log file at a time; the package does not lock the file.
 //

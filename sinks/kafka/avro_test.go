@@ -13,6 +13,7 @@ import (
 	"github.com/joinery/joinery/formats/changelog"
 	"github.com/joinery/joinery/formats/debeziumavro"
 	"github.com/joinery/joinery/internal/registryfake"
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 // TestKafkaSinkAvro: with Avro, the sink registers its schema under
@@ -20,7 +21,7 @@ import (
 // in the Confluent wire format that decode to the changelog lines; a
 // registry that cannot be reached fails New.
 func TestKafkaSinkAvro(t *testing.T) {
-	brokers := startKafka(t)
+	brokers := testutil.StartKafka(t, 1, "out")
 	reg := registryfake.New(registryfake.WithAuth("Bearer tok"))
 	defer reg.Close()
 	ctx := context.Background()

@@ -25,17 +25,6 @@ var batch = []record.Output{
 	{ID: "d/0@2/1/0/0", Kind: record.Delete, PK: "[1,7]", Row: record.Row{"id": json.Number("1"), "d": "x.org"}},
 }
 
-// startKafka starts an in-process Kafka with a 1-partition topic "out".
-func startKafka(t *testing.T) []string {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c.ListenAddrs()
-}
-
 // consume reads n records of topic from the start.
 func consume(t *testing.T, brokers []string, topic string, n int) []*kgo.Record {
 	t.Helper()
@@ -80,7 +69,7 @@ func TestKafkaSinkConfigValidate(t *testing.T) {
 }
 
 func TestKafkaSinkChangelog(t *testing.T) {
-	brokers := startKafka(t)
+	brokers := testutil.StartKafka(t, 1, "out")
 	ctx := context.Background()
 	s, err := New(ctx, Config{Brokers: brokers, Topic: "out"})
 	if err != nil {
@@ -118,7 +107,7 @@ func TestKafkaSinkChangelog(t *testing.T) {
 }
 
 func TestKafkaSinkUpsertTombstones(t *testing.T) {
-	brokers := startKafka(t)
+	brokers := testutil.StartKafka(t, 1, "out")
 	ctx := context.Background()
 	s, err := New(ctx, Config{Brokers: brokers, Topic: "out", Format: changelog.Upsert})
 	if err != nil {
@@ -151,7 +140,7 @@ func TestKafkaSinkUpsertTombstones(t *testing.T) {
 }
 
 func TestKafkaSinkBadOutputAndNoBroker(t *testing.T) {
-	brokers := startKafka(t)
+	brokers := testutil.StartKafka(t, 1, "out")
 	ctx := context.Background()
 	s, err := New(ctx, Config{Brokers: brokers, Topic: "out"})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/joinery/joinery/internal/testutil"
@@ -19,17 +18,6 @@ import (
 )
 
 const topic = "t"
-
-// startKafka starts an in-process Kafka with one 3-partition topic.
-func startKafka(t *testing.T) []string {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c.ListenAddrs()
-}
 
 // produce writes "prefix-i" to partition i%3 for i in [from, to).
 func produce(t *testing.T, brokers []string, prefix string, from, to int) {
@@ -176,7 +164,7 @@ func TestKafkaSourceConfigValidate(t *testing.T) {
 }
 
 func TestKafkaSourceResumeAfterCommit(t *testing.T) {
-	brokers := startKafka(t)
+	brokers := testutil.StartKafka(t, 3, topic)
 	produce(t, brokers, "v", 0, 30) // 10 records per partition
 	cfg := Config{Name: "users", Brokers: brokers, Topic: topic, Group: "g"}
 
@@ -225,7 +213,7 @@ func TestKafkaSourceResumeAfterCommit(t *testing.T) {
 }
 
 func TestKafkaSourceStartOffset(t *testing.T) {
-	brokers := startKafka(t)
+	brokers := testutil.StartKafka(t, 3, topic)
 	produce(t, brokers, "old", 0, 6)
 
 	for _, start := range []string{"", StartCommitted, StartEarliest} {
@@ -274,7 +262,7 @@ func TestKafkaSourceStartOffset(t *testing.T) {
 }
 
 func TestKafkaSourceGroupSharesPartitions(t *testing.T) {
-	brokers := startKafka(t)
+	brokers := testutil.StartKafka(t, 3, topic)
 	produce(t, brokers, "v", 0, 30)
 	// a commits none of what it read before the rebalance: its revoke
 	// releases the partitions after RevokeWait (revoke_test.go).
@@ -424,7 +412,7 @@ func (a *assignments) has(p int32) bool {
 // partitions moved are reported revoked by one member and assigned to the
 // other), and reports nothing once the source is closed.
 func TestKafkaSourceOnPartitions(t *testing.T) {
-	brokers := startKafka(t)
+	brokers := testutil.StartKafka(t, 3, topic)
 	produce(t, brokers, "v", 0, 30)
 	var asgA, asgB assignments
 	cfg := Config{Name: "in", Brokers: brokers, Topic: topic, Group: "g", RevokeWait: 100 * time.Millisecond} // nothing is committed

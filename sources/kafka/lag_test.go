@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 // waitLag polls s.Lag until it prints as want.
@@ -28,7 +30,7 @@ func waitLag(t *testing.T, s *Source, want string) {
 }
 
 func TestKafkaSourceLag(t *testing.T) {
-	brokers := startKafka(t)
+	brokers := testutil.StartKafka(t, 3, topic)
 	produce(t, brokers, "v", 0, 30) // 10 records per partition
 	cfg := Config{Name: "users", Brokers: brokers, Topic: topic, Group: "g"}
 	ctx := context.Background()

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 // storeView plays the node's part in Applied: it records the lineage each
@@ -78,7 +80,7 @@ func deleteRecords(t *testing.T, brokers []string, partition int32, offset int64
 // read again from its beginning; once retention moved the partition's start
 // past 0, Read fails with a LostRangeError from offset 0.
 func TestKafkaSourceLineage(t *testing.T) {
-	brokers := startKafka(t)
+	brokers := testutil.StartKafka(t, 3, topic)
 	produce(t, brokers, "v", 0, 30) // offsets 0..9 on each partition
 	ctx := context.Background()
 	lineage := "a1/1073741824/7"

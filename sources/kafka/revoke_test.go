@@ -29,7 +29,7 @@ func TestKafkaSourceRevokeWaitsForCommits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			brokers := startKafka(t)
+			brokers := testutil.StartKafka(t, 3, topic)
 			produce(t, brokers, "v", 0, 30)
 			var (
 				mu        sync.Mutex

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/sources"
 )
 
@@ -19,7 +20,7 @@ import (
 // the topic no longer holds the first lost record, Read fails with a
 // LostRangeError naming the partition and the lost offsets.
 func TestKafkaSourceRewindsToTheStore(t *testing.T) {
-	brokers := startKafka(t)
+	brokers := testutil.StartKafka(t, 3, topic)
 	produce(t, brokers, "v", 0, 30) // offsets 0..9 on each partition
 	cfg := Config{Name: "users", Brokers: brokers, Topic: topic, Group: "g"}
 	s := open(t, cfg)

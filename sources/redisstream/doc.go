@@ -54,11 +54,15 @@
 // A dead reader's shards thus move once its leases and registration lapse.
 //
 // A producer puts every change of a row in shard ShardOf(key as a JSON
-// array, N): FNV-1a 32 of those bytes, mod N, where key is the row's
-// primary key with partitioned_by: pk (the default; as Debezium partitions
-// Kafka topics) or its join column with partitioned_by: join_key (the
-// co-partitioned shape: shard i holds key group i). The Redis Streams sink
-// shards its outputs by their primary key the same way.
+// array, N): FNV-1a 32 of those bytes, mod N. Which key is the source's
+// partitioned_by: join_key (the join column's value, streamshard.KeyGroup:
+// shard i is key group i, and the node that reads it hosts its keys'
+// actors, so events need no network hop) or pk (the row's primary key, as
+// Debezium partitions Kafka topics; each event then goes to its key's
+// owner over the network unless the source repartitions). A row whose
+// join column changes moves between join_key shards: its producer writes
+// the delete to the old key's shard and the create to the new one's. The
+// Redis Streams sink shards its outputs by their primary key.
 //
 // Repartitioning (Config.RepartitionTo, sources[].repartition: stream): a
 // sharded source is a sources.Repartitioner. The node routes each record of

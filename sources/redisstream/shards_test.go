@@ -74,7 +74,7 @@ func (f *fleet) get() []string {
 	return slices.Clone(f.members)
 }
 
-// shardNode runs one sharded source the way the node's ingest does: read,
+// shardNode runs one sharded source the way the node's reader does: read,
 // then commit what was read; it records every delivery.
 type shardNode struct {
 	name   string

@@ -2,7 +2,7 @@
 // is measured, how, and the figures): Nexmark-style joins and the users ⋈ domains CDC
 // join, each run by the engine and by a plain Go baseline over the same
 // events in the same process, alternately for several rounds, reporting the
-// medians, then an open-loop latency run, then the performance goals. Run it
+// medians, then an open-loop latency run, then the performance targets. Run it
 // with `make bench` or `go run ./cmd/bench`.
 //
 // Workloads (see Workloads):
@@ -40,9 +40,8 @@
 //     baseline keeps open auctions and early bids in maps.
 //   - q20-skew is q20 with auction 1000 (made category 10) pinned to take
 //     55% of all bids (nexmark.Config.PinnedAuctionShare), about half of all
-//     events on one key for the whole run; on the node levels too since
-//     the hot key's writes are incremental (its state, half of all bids, was
-//     persisted whole per batch before: a node round took minutes).
+//     events on one key for the whole run; on the node levels too (the hot
+//     key's writes are incremental: a write carries the bids that changed).
 //   - cdc is internal/cdcgen's users 1:N domains history (LEFT JOIN);
 //     cdc-skew is GenerateSkew's: Zipf owners and user 1 owning half of the
 //     domains, so about half of the changes land on one key
@@ -112,7 +111,7 @@
 // by the source offset in its id. The latency run's checksum must match the
 // baseline's too.
 //
-// Targets (Target, Report.Targets): the engine's performance goals — engine/baseline
+// Targets (Target, Report.Targets): engine/baseline
 // >= 0.5 (q9, q20, cdc) or 0.7 (q3, q8) on the core and embedded-store node
 // levels, node+redis >= 0.7 × node, per core (generator included, as the
 // published figures are) q9 >= 115K, q20 >= 170K, cdc >= 300K, p99 <= 10 ms

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -20,9 +19,9 @@ const (
 	SysNode      = "node"       // the full node in-process, embedded store
 	SysNodeRedis = "node+redis" // the full node on a redis-server with RDB snapshots on
 	// SysNode3Redis is node+redis with two more nodes in the same process,
-	// without sources: the one ingesting node's keys spread over three
+	// without sources: the one reading node's keys spread over three
 	// nodes, most requests remote (target: three nodes on one machine >=
-	// 0.6 x one node). Not in the default systems: a fleet reads
+	// 0.6 x one node). Not in the default systems: the fleet reads
 	// co-partitioned streams (SysNode3Streams).
 	SysNode3Redis = "3nodes+redis"
 	// SysNodeStreams is one node reading the input from shard streams
@@ -72,292 +71,211 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if len(o.Systems) == 0 {
 		o.Systems = DefaultSystems
 	}
-	logf := func(format string, args ...any) {
+	h := &harness{ctx: ctx, o: o, dir: o.Dir}
+	h.logf = func(format string, args ...any) {
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, format+"\n", args...)
 		}
 	}
-	dir := o.Dir
-	if dir == "" {
+	if h.dir == "" {
 		d, err := os.MkdirTemp("", "joinery-bench-")
 		if err != nil {
 			return nil, err
 		}
 		defer os.RemoveAll(d)
-		dir = d
+		h.dir = d
 	}
 	rep := &Report{Scale: o.Scale.Name, Rounds: o.Rounds, GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(), Started: time.Now()}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		rep.LoadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
-	var ws []*Workload
-	if len(o.Workloads) == 0 {
-		ws = Workloads
+	ws, err := findWorkloads(o.Workloads)
+	if err != nil {
+		return nil, err
 	}
-	for _, name := range o.Workloads {
+	if slices.ContainsFunc(o.Systems, func(s string) bool { return s != SysCore && s != SysNode }) {
+		rdir := filepath.Join(h.dir, "redis")
+		if err := os.MkdirAll(rdir, 0o755); err != nil {
+			return nil, err
+		}
+		if h.redis, err = startRedis(rdir); err != nil {
+			return nil, err
+		}
+		if h.redis != nil {
+			defer h.redis.Stop()
+		}
+	}
+	for _, w := range ws {
+		if err := h.workload(w, rep); err != nil {
+			return nil, err
+		}
+	}
+	rep.Targets = targets(rep)
+	return rep, nil
+}
+
+// harness is one Run's state: its options, scratch directory and Redis,
+// and the run counter that gives every engine run its own ID.
+type harness struct {
+	ctx   context.Context
+	o     Options
+	dir   string
+	redis *redisServer // nil: no system needs it, or redis-server is not installed
+	runID int
+	logf  func(format string, args ...any)
+}
+
+// findWorkloads is the workloads named (all when none is).
+func findWorkloads(names []string) ([]*Workload, error) {
+	if len(names) == 0 {
+		return Workloads, nil
+	}
+	var ws []*Workload
+	for _, name := range names {
 		w, err := Find(name)
 		if err != nil {
 			return nil, err
 		}
 		ws = append(ws, w)
 	}
-	var redis *redisServer
-	if slices.ContainsFunc(o.Systems, func(s string) bool { return s != SysCore && s != SysNode }) {
-		rdir := filepath.Join(dir, "redis")
-		if err := os.MkdirAll(rdir, 0o755); err != nil {
-			return nil, err
-		}
-		r, err := startRedis(rdir)
-		if err != nil {
-			return nil, err
-		}
-		redis = r
-		defer redis.Stop()
-	}
-	runID := 0
-	for _, w := range ws {
-		logf("%s: generating (%s scale)", w.Name, o.Scale.Name)
-		c0 := cpuNow()
-		in := w.Generate(o.Scale, o.Seed)
-		gen := cpuNow() - c0
-		byEngine := map[string]*Result{}
-		var streams *streamInput // the stream systems' input, made once per workload
-		for _, sys := range o.Systems {
-			r := Result{Workload: w.Name, System: sys, Doc: w.Doc, Events: len(in.Lines), InputLines: len(in.Lines),
-				Rounds: o.Rounds, GenCPUSec: gen.Seconds(), SkewOf: w.SkewOf, HotKeyShare: in.HotKeyShare}
-			lines := in.Lines
-			var err error
-			switch sys {
-			case SysCore:
-				err = runRounds(&r, o.Rounds, gen, logf, nil,
-					func(p func(int)) (RunResult, error) { return w.Core(lines, p), nil },
-					func(p func(int)) (RunResult, error) { return w.Baseline(lines, p), nil })
-			case SysNode, SysNodeRedis, SysNode3Redis, SysNodeRedisBudget:
-				addr, peers := "", 0
-				if sys == SysNode3Redis {
-					peers = 2
-				}
-				switch {
-				case w.NodeJob == "":
-					r.Skipped = w.NodeSkip
-				case sys != SysNode && redis == nil:
-					r.Skipped = "redis-server not found in PATH"
-				case sys != SysNode:
-					addr = redis.Addr
-				}
-				if r.Skipped != "" {
-					break
-				}
-				if in.NodeLines != nil {
-					lines = in.NodeLines
-					r.InputLines = len(lines)
-					r.Notes = fmt.Sprintf("filters pushed down to the source: the node and its baseline read %d of the %d stream events", len(lines), len(in.Lines))
-				}
-				baseline := w.Baseline
-				if w.NodeBaseline != nil {
-					baseline = w.NodeBaseline
-					var srcs []string
-					for _, s := range w.NodeSources {
-						srcs = append(srcs, s.Name)
-					}
-					r.Notes = fmt.Sprintf("the node reads %d of the stream's %d events, as plain JSON from the file sources %s; "+
-						"its baseline reads the same events", len(lines), len(in.Lines), strings.Join(srcs, " and "))
-				}
-				inPath := filepath.Join(dir, w.Name+".in.jsonl")
-				var inFiles []string
-				if inFiles, err = writeNodeInput(w, in, lines, inPath); err != nil {
-					return nil, err
-				}
-				var rs *redisServer
-				if addr != "" {
-					rs = redis
-				}
-				budget := ""
-				if sys == SysNodeRedisBudget {
-					// Calibration: every key live, the working set as the budget accounts it.
-					runID++
-					if err := rs.Flush(); err != nil {
-						return nil, err
-					}
-					cal, err := nodeRun(ctx, w, dir, inPath, addr, "", runID, 0, func(f func() error) error { return f() })
-					if err != nil {
-						return nil, fmt.Errorf("%s/%s calibration: %w", w.Name, sys, err)
-					}
-					r.WorkingSetBytes = cal.Accounted
-					r.BudgetBytes = max(cal.Accounted/BudgetWorkingSet, 1)
-					budget = strconv.FormatInt(r.BudgetBytes, 10)
-					logf("  %s/%s: working set %.1f MiB accounted, budget %.1f MiB", w.Name, sys, float64(r.WorkingSetBytes)/(1<<20), float64(r.BudgetBytes)/(1<<20))
-				}
-				var passivations []float64
-				var kr keyRequestsOf
-				err = runRounds(&r, o.Rounds, gen, logf, rs,
-					func(p func(int)) (RunResult, error) {
-						runID++
-						if rs != nil {
-							if err := rs.Flush(); err != nil {
-								return RunResult{}, err
-							}
-						}
-						var c0 redisCounters
-						if rs != nil {
-							var err error
-							if c0, err = rs.counters(); err != nil {
-								return RunResult{}, err
-							}
-						}
-						res, err := nodeRun(ctx, w, dir, inPath, addr, budget, runID, peers, func(f func() error) error { return f() })
-						passivations = append(passivations, float64(res.BudgetPassivations))
-						kr.add(res)
-						if err == nil && rs != nil {
-							c1, cerr := rs.counters()
-							if cerr != nil {
-								return res, cerr
-							}
-							res.RedisInBytes, res.RDBSaves = c1.inBytes-c0.inBytes, c1.saves-c0.saves
-							res.RedisCommands = c1.commandsSince(c0)
-						}
-						return res, err
-					},
-					func(p func(int)) (RunResult, error) { return baseline(lines, p), nil })
-				for _, f := range inFiles {
-					os.Remove(f)
-				}
-				if sys == SysNodeRedisBudget && len(passivations) > 0 {
-					r.BudgetPassivations = int64(median(passivations))
-				}
-				r.KeyRequests = kr.median()
-			case SysNodeStreams, SysNode3Streams:
-				switch {
-				case w.NodeJob == "":
-					r.Skipped = w.NodeSkip
-				case len(w.NodeSources) > 0:
-					r.Skipped = streamsSkip
-				case redis == nil:
-					r.Skipped = "redis-server not found in PATH"
-				}
-				if r.Skipped != "" {
-					break
-				}
-				if in.NodeLines != nil {
-					lines = in.NodeLines
-					r.Notes = fmt.Sprintf("filters pushed down to the source: the node and its baseline read %d of the %d stream events", len(lines), len(in.Lines))
-				}
-				if streams == nil {
-					if streams, err = newStreamInput(w, lines, streamShards); err != nil {
-						return nil, err
-					}
-				}
-				r.InputLines = streams.entries
-				nodes := 1
-				if sys == SysNode3Streams {
-					nodes = 3
-				}
-				var kr keyRequestsOf
-				err = runRounds(&r, o.Rounds, gen, logf, redis,
-					func(p func(int)) (RunResult, error) {
-						runID++
-						res, err := streamsRun(ctx, w, dir, streams, redis, runID, nodes, -1)
-						kr.add(res)
-						if r.OutputsPerNode == nil {
-							r.OutputsPerNode = res.OutputsPerNode
-						}
-						return res, err
-					},
-					func(p func(int)) (RunResult, error) { return w.Baseline(lines, p), nil })
-				r.KeyRequests = kr.median()
-			default:
-				return nil, fmt.Errorf("bench: unknown system %q", sys)
-			}
+	return ws, nil
+}
+
+// workload generates w's input and runs it on every system: the
+// throughput rounds, the ratios to the systems before it, the latency run.
+func (h *harness) workload(w *Workload, rep *Report) error {
+	h.logf("%s: generating (%s scale)", w.Name, h.o.Scale.Name)
+	c0 := cpuNow()
+	in := w.Generate(h.o.Scale, h.o.Seed)
+	gen := cpuNow() - c0
+	byEngine := map[string]*Result{}
+	var streams *streamInput // the stream systems' input, made once per workload
+	for _, sys := range h.o.Systems {
+		r := Result{Workload: w.Name, System: sys, Doc: w.Doc, Events: len(in.Lines), InputLines: len(in.Lines),
+			Rounds: h.o.Rounds, GenCPUSec: gen.Seconds(), SkewOf: w.SkewOf, HotKeyShare: in.HotKeyShare}
+		var lines [][]byte
+		var err error
+		switch sys {
+		case SysCore:
+			lines = in.Lines
+			err = runRounds(&r, h.o.Rounds, gen, h.logf, nil,
+				func(p func(int)) (RunResult, error) { return w.Core(lines, p), nil },
+				func(p func(int)) (RunResult, error) { return w.Baseline(lines, p), nil })
 			if err != nil {
-				return nil, fmt.Errorf("%s/%s: %w", w.Name, sys, err)
+				err = fmt.Errorf("%s/%s: %w", w.Name, sys, err)
 			}
-			if sys == SysNodeRedis && r.Skipped == "" {
-				if n := byEngine[SysNode]; n != nil && n.Skipped == "" {
-					c := math.Round((1-r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec)*1000) / 1000
-					cw := math.Round((1-r.Engine.EventsPerWallSec/n.Engine.EventsPerWallSec)*1000) / 1000
-					r.SnapshotCost, r.SnapshotCostWall = &c, &cw
+		case SysNode, SysNodeRedis, SysNode3Redis, SysNodeRedisBudget:
+			lines, err = h.nodeRounds(&r, w, in, gen)
+		case SysNodeStreams, SysNode3Streams:
+			lines, err = h.streamsRounds(&r, w, in, gen, &streams)
+		default:
+			err = fmt.Errorf("bench: unknown system %q", sys)
+		}
+		if err != nil {
+			return err
+		}
+		compare(&r, byEngine)
+		if sys != SysCore {
+			r.Engine.HeapBytes, r.Engine.LiveKeys, r.Engine.BytesPerLiveKey = 0, 0, 0
+		}
+		if sys != SysCore && sys != SysNode && sys != SysNode3Redis && r.Skipped == "" {
+			r.Redis.RDBDumpBytes = h.redis.dumpBytes()
+		}
+		if r.Skipped == "" {
+			if err := h.latency(&r, w, lines); err != nil {
+				return err
+			}
+		}
+		if r.SkewOf != "" && r.Skipped == "" {
+			for _, u := range rep.Results {
+				if u.Workload == r.SkewOf && u.System == sys && u.Skipped == "" {
+					x := ratio(r.Engine.EventsPerCPUSec, u.Engine.EventsPerCPUSec)
+					r.SkewRatio = &x
 				}
 			}
-			if one := map[string]string{SysNode3Redis: SysNodeRedis, SysNode3Streams: SysNodeStreams}[sys]; one != "" && r.Skipped == "" {
-				if n := byEngine[one]; n != nil && n.Skipped == "" {
-					x := math.Round(r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec*1000) / 1000
-					r.ThreeNodesRatio = &x
-				}
-			}
-			if sys == SysNodeRedisBudget && r.Skipped == "" {
-				if n := byEngine[SysNodeRedis]; n != nil && n.Skipped == "" {
-					x := math.Round(r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec*1000) / 1000
-					r.BudgetRatio = &x
-				}
-			}
-			if sys != SysCore {
-				r.Engine.HeapBytes, r.Engine.LiveKeys, r.Engine.BytesPerLiveKey = 0, 0, 0
-			}
-			if sys != SysCore && sys != SysNode && sys != SysNode3Redis && r.Skipped == "" {
-				r.Redis.RDBDumpBytes = redis.dumpBytes()
-			}
-			if r.Skipped == "" {
-				switch {
-				case o.NoLatency:
-					r.LatencySkipped = "not asked for (-latency=false)"
-				case sys == SysNodeRedisBudget || sys == SysNode3Redis || sys == SysNodeStreams || sys == SysNode3Streams:
-					r.LatencySkipped = "no latency run on this system (its figure is the throughput ratio; the node latency run feeds one node's stdin)"
-				case sys == SysCore && w.Engine != nil:
-					logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
-					runtime.GC()
-					gc0 := readGCStats()
-					lat, res := OpenLoop(w.Engine(), lines, LoadShare*r.Engine.EventsPerWallSec)
-					lat.setGC(gc0)
-					if !res.Check.Equal(r.want) {
-						lat.Invalid = fmt.Sprintf("output %v, baseline %v", res.Check, r.want)
-					}
-					r.Latency = &lat
-				case sys != SysCore && w.NodeLatency:
-					logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
-					runID++
-					var rs *redisServer
-					if sys == SysNodeRedis {
-						rs = redis
-						if err := rs.Flush(); err != nil {
-							return nil, err
-						}
-					}
-					addr := ""
-					if rs != nil {
-						addr = rs.Addr
-					}
-					gc0 := readGCStats()
-					lat, check, err := nodeLatency(ctx, w, lines, addr, runID, LoadShare*r.Engine.EventsPerWallSec)
-					if err != nil {
-						return nil, fmt.Errorf("%s/%s latency: %w", w.Name, sys, err)
-					}
-					lat.setGC(gc0)
-					if !check.Equal(r.want) {
-						lat.Invalid = fmt.Sprintf("output %v, baseline %v", check, r.want)
-					}
-					r.Latency = &lat
-				default:
-					r.LatencySkipped = "no latency run for this workload on this system (core level: every workload; node levels: cdc)"
-				}
-				if r.Latency != nil {
-					r.Latency.MaxRate = r.Engine.EventsPerWallSec
-					r.Latency.Measures = "from " + w.LatencyFrom + " to the output"
-				}
-			}
-			if r.SkewOf != "" && r.Skipped == "" {
-				for _, u := range rep.Results {
-					if u.Workload == r.SkewOf && u.System == sys && u.Skipped == "" {
-						x := ratio(r.Engine.EventsPerCPUSec, u.Engine.EventsPerCPUSec)
-						r.SkewRatio = &x
-					}
-				}
-			}
-			byEngine[sys] = &r
-			rep.Results = append(rep.Results, r)
+		}
+		byEngine[sys] = &r
+		rep.Results = append(rep.Results, r)
+	}
+	return nil
+}
+
+// compare sets r's ratios to the results of the same workload on the
+// systems run before it: the snapshot cost (node+redis over node), three
+// nodes over one, and the memory budget's cost.
+func compare(r *Result, byEngine map[string]*Result) {
+	if r.Skipped != "" {
+		return
+	}
+	if r.System == SysNodeRedis {
+		if n := byEngine[SysNode]; n != nil && n.Skipped == "" {
+			c := math.Round((1-r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec)*1000) / 1000
+			cw := math.Round((1-r.Engine.EventsPerWallSec/n.Engine.EventsPerWallSec)*1000) / 1000
+			r.SnapshotCost, r.SnapshotCostWall = &c, &cw
 		}
 	}
-	rep.Targets = targets(rep)
-	return rep, nil
+	if one := map[string]string{SysNode3Redis: SysNodeRedis, SysNode3Streams: SysNodeStreams}[r.System]; one != "" {
+		if n := byEngine[one]; n != nil && n.Skipped == "" {
+			x := math.Round(r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec*1000) / 1000
+			r.ThreeNodesRatio = &x
+		}
+	}
+	if r.System == SysNodeRedisBudget {
+		if n := byEngine[SysNodeRedis]; n != nil && n.Skipped == "" {
+			x := math.Round(r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec*1000) / 1000
+			r.BudgetRatio = &x
+		}
+	}
+}
+
+// latency runs the open-loop latency run r's system has, at LoadShare of
+// the closed-loop rate just measured, over lines, or says why there is
+// none.
+func (h *harness) latency(r *Result, w *Workload, lines [][]byte) error {
+	sys := r.System
+	switch {
+	case h.o.NoLatency:
+		r.LatencySkipped = "not asked for (-latency=false)"
+	case sys == SysNodeRedisBudget || sys == SysNode3Redis || sys == SysNodeStreams || sys == SysNode3Streams:
+		r.LatencySkipped = "no latency run on this system (its figure is the throughput ratio; the node latency run feeds one node's stdin)"
+	case sys == SysCore && w.Engine != nil:
+		h.logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
+		runtime.GC()
+		gc0 := readGCStats()
+		lat, res := OpenLoop(w.Engine(), lines, LoadShare*r.Engine.EventsPerWallSec)
+		lat.setGC(gc0)
+		if !res.Check.Equal(r.want) {
+			lat.Invalid = fmt.Sprintf("output %v, baseline %v", res.Check, r.want)
+		}
+		r.Latency = &lat
+	case sys != SysCore && w.NodeLatency:
+		h.logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
+		h.runID++
+		addr := ""
+		if sys == SysNodeRedis {
+			if err := h.redis.Flush(); err != nil {
+				return err
+			}
+			addr = h.redis.Addr
+		}
+		gc0 := readGCStats()
+		lat, check, err := nodeLatency(h.ctx, w, lines, addr, h.runID, LoadShare*r.Engine.EventsPerWallSec)
+		if err != nil {
+			return fmt.Errorf("%s/%s latency: %w", w.Name, sys, err)
+		}
+		lat.setGC(gc0)
+		if !check.Equal(r.want) {
+			lat.Invalid = fmt.Sprintf("output %v, baseline %v", check, r.want)
+		}
+		r.Latency = &lat
+	default:
+		r.LatencySkipped = "no latency run for this workload on this system (core level: every workload; node levels: cdc)"
+	}
+	if r.Latency != nil {
+		r.Latency.MaxRate = r.Engine.EventsPerWallSec
+		r.Latency.Measures = "from " + w.LatencyFrom + " to the output"
+	}
+	return nil
 }
 
 // runRounds alternates engine and baseline runs (the order flips each

@@ -11,7 +11,8 @@ import (
 )
 
 // LoadShare is the share of the maximum sustainable rate the open-loop
-// latency runs offer ("50% of the maximum sustainable rate").
+// latency runs offer (latency is measured at half the maximum sustainable
+// rate).
 const LoadShare = 0.5
 
 // Latency is the event-to-output latency of one open-loop run: events are

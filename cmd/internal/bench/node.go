@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/node"
 )
@@ -267,11 +267,7 @@ func checksumFile(path string, withPK bool) (RunResult, error) {
 }
 
 // redisServer is a redis-server the harness started, RDB snapshots on.
-type redisServer struct {
-	Addr string
-	dir  string
-	cmd  *exec.Cmd
-}
+type redisServer struct{ *testutil.RedisServer }
 
 // startRedis starts redis-server on a free loopback port in dir with RDB
 // snapshots on (save 1 1: a background save each second there were
@@ -280,37 +276,14 @@ type redisServer struct {
 // latency run's p99 (docs/performance/2026-12-05-latency.md, "p99 at half the rate"). It
 // returns nil, nil when redis-server is not installed.
 func startRedis(dir string) (*redisServer, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
+	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, nil
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := testutil.LaunchRedis(testutil.RedisConfig{Dir: dir, Args: []string{"--save", "1 1", "--loglevel", "warning"}, Log: io.Discard})
 	if err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "1 1", "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning")
-	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	r := &redisServer{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, cmd: cmd}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c := goredis.NewClient(&goredis.Options{Addr: r.Addr})
-		err := c.Ping(context.Background()).Err()
-		c.Close()
-		if err == nil {
-			return r, nil
-		}
-		if time.Now().After(deadline) {
-			r.Stop()
-			return nil, fmt.Errorf("redis-server on %s: %w", r.Addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return &redisServer{s}, nil
 }
 
 // Flush empties the server between runs.
@@ -325,7 +298,7 @@ func (r *redisServer) CPU() time.Duration {
 	if r == nil {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.Pid()))
 	if err != nil {
 		return 0
 	}
@@ -429,27 +402,11 @@ func (c redisCounters) commandsSince(c0 redisCounters) map[string]RedisCommand {
 
 // dumpBytes is the size of the server's RDB file (0 before the first save).
 func (r *redisServer) dumpBytes() int64 {
-	fi, err := os.Stat(filepath.Join(r.dir, "dump.rdb"))
+	fi, err := os.Stat(filepath.Join(r.Dir, "dump.rdb"))
 	if err != nil {
 		return 0
 	}
 	return fi.Size()
-}
-
-// Stop terminates the server and waits for it.
-func (r *redisServer) Stop() {
-	if r == nil || r.cmd.Process == nil {
-		return
-	}
-	_ = r.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = r.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = r.cmd.Process.Kill()
-		<-done
-	}
 }
 
 var errInvalid = errors.New("checksum mismatch")

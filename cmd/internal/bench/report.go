@@ -123,7 +123,8 @@ type Report struct {
 	LoadAvg   string    `json:"load_avg_at_start"`
 	Started   time.Time `json:"started"`
 	Results   []Result  `json:"results"`
-	// Targets compares the figures with the performance goals.
+	// Targets compares the figures with the project's performance targets
+	// (targets.go).
 	Targets []Target `json:"targets"`
 }
 

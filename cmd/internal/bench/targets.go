@@ -6,8 +6,7 @@ import (
 	"text/tabwriter"
 )
 
-// Target is one of the engine's performance goals checked against
-// one result. Status is "met", "not met" or "not measured".
+// Target is one of the performance targets checked against one result. Status is "met", "not met" or "not measured".
 type Target struct {
 	Target string `json:"target"`
 	On     string `json:"on"` // workload/system
@@ -16,7 +15,7 @@ type Target struct {
 	Status string `json:"status"`
 }
 
-// The goals' figures.
+// The targets' figures.
 var (
 	ratioTargets   = map[string]float64{"q3": 0.7, "q8": 0.7, "q9": 0.5, "q20": 0.5, "cdc": 0.5}
 	perCoreTargets = map[string]float64{"q9": 115_000, "q20": 170_000, "cdc": 300_000}
@@ -29,8 +28,8 @@ const (
 	skewTarget       = 0.5  // skewed over unskewed
 	keyOverhead      = 1024 // bytes per live key
 	threeNodesTarget = 0.6  // 3nodes+redis over node+redis
-	// 3nodes+streams over node+streams (the fleet reads shard
-	// streams partitioned by the join key, each node its key groups')
+	// 3nodes+streams over node+streams (the fleet reads shard streams
+	// partitioned by the join key, each node its key groups')
 	coPartitionedTarget = 0.8
 	budgetTarget        = 0.5 // node+redis+budget over node+redis
 )
@@ -45,9 +44,9 @@ func status(ok bool) string {
 // targets checks every valid result against the targets that apply to it.
 // Ratios and per-core rates are judged on the core level (the join state
 // machines without actors) and on the node with embedded state; per-core
-// rates count the generator, as the published figures do; latency is judged
-// wherever it was measured, the goal's condition being the node with Redis
-// snapshots on.
+// rates count the generator, as the published figures do; latency is
+// judged wherever it was measured, the target's condition being the node
+// with Redis snapshots on.
 func targets(rep *Report) []Target {
 	var ts []Target
 	add := func(r *Result, target, want, got string, ok bool) {

@@ -300,9 +300,9 @@ var q20Skew = &Workload{
 	Baseline:    q20Job.baseline,
 	LatencyFrom: eventToOutput,
 	SkewOf:      "q20",
-	// q20's job. The hot key's state is written in parts (keycore
-	// Config.Parts), so it runs at ~0.6 of q20 on the node
-	// (docs/performance.md, "q20-skew on the node").
+	// q20's job. The hot key's state is written in parts (keycore's
+	// Config.Parts), so a write carries the bids that changed, not half of
+	// all bids.
 	NodeJob: q20NodeJob,
 }
 

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/joinery/joinery/cmd/internal/fleetbench"
 	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/node"
 )
@@ -129,11 +129,12 @@ func runVariant(ctx context.Context, c Config, v Variant, rep *Report) (*Result,
 	fmt.Fprintf(c.Log, "capacity %s: %d changes generated in %.1f s: %d live join keys, %d rows\n",
 		v.Name, res.Lines, time.Since(t0).Seconds(), res.JoinKeys, res.StoredRows)
 
-	proc, addr, err := fleetbench.StartRedis(ctx, filepath.Join(dir, "redis"))
+	srv, err := testutil.LaunchRedis(testutil.RedisConfig{Dir: filepath.Join(dir, "redis"), LogName: "redis.log"})
 	if err != nil {
 		return nil, err
 	}
-	defer proc.Stop(10 * time.Second)
+	defer srv.Stop()
+	addr := srv.Addr
 	rc := newRedis(addr)
 	defer rc.Close()
 	base, err := rc.memory(ctx)

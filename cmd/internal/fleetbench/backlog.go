@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 // sample is one reading of the fleet's counters.
@@ -56,22 +58,8 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 		return res, err
 	}
 	defer cl.Close()
-	topics := []string{topic("out", run)}
-	var f feeder
-	var srcs string
-	switch src {
-	case SourceKafka:
-		topics = append(topics, topic(w.left, run), topic(w.right, run))
-		f, srcs = kafkaFeeder{cl: cl, run: run}, kafkaSources(w, run, addr)
-	case SourceRedisStreams, SourceCoPartitioned, SourceRepartitioned:
-		if err := inf.rdb.FlushAll(ctx).Err(); err != nil {
-			return res, fmt.Errorf("flush the streams' redis-server: %w", err)
-		}
-		f, srcs = redisFeeder{rdb: inf.rdb, run: run, shards: c.Partitions, byJoinKey: src == SourceCoPartitioned}, streamsSources(w, run, inf.streamsAddr, c.Partitions, src)
-	default:
-		return res, fmt.Errorf("fleetbench: unknown source %q", src)
-	}
-	if err := createTopics(ctx, cl, int32(c.Partitions), topics...); err != nil {
+	f, srcs, err := c.feed(ctx, cl, run, src, w, inf)
+	if err != nil {
 		return res, err
 	}
 	if c.ColdStart {
@@ -83,30 +71,10 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 	if err != nil {
 		return res, err
 	}
-	switch src {
-	case SourceKafka:
-		for _, g := range []string{w.left, w.right} {
-			group := group(g, run)
-			err := waitFor(ctx, 2*time.Minute, "consumer group "+group+" stable with every node", func() error {
-				m, err := groupMembers(ctx, cl, group)
-				if err == nil && m != n {
-					err = fmt.Errorf("%d of %d members", m, n)
-				}
-				return err
-			})
-			if err != nil {
-				return res, err
-			}
-		}
-	case SourceRedisStreams, SourceCoPartitioned, SourceRepartitioned:
-		if err := waitLeases(ctx, inf.rdb, w, run, c.Partitions, n, src); err != nil {
-			return res, err
-		}
+	if err := c.waitReaders(ctx, cl, run, src, w, n, inf); err != nil {
+		return res, err
 	}
 	c.logf("%s from %s, %d node(s): fleet up, feeding %d records over %d partitions per table", workload, src, n, len(msgs), c.Partitions)
-
-	// Backlog run: everything produced at once; the window is from 20% to
-	// 90% of it read.
 	in := inCount{}
 	if src == SourceRepartitioned {
 		entries, err := repartitionEntries(w, msgs, c.Partitions)
@@ -116,6 +84,74 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 		in = inCount{repart: true, perEntry: float64(len(msgs)) / float64(entries)}
 	}
 	read := func() (sample, error) { return c.read(nodes, inf, in) }
+	if err := c.backlog(ctx, &res, nodes, read, f, msgs, dir); err != nil {
+		return res, err
+	}
+	if err := c.openLoop(ctx, &res, nodes, inf, read, run, f, w); err != nil {
+		return res, err
+	}
+	if res.KeysPerShard, err = inf.rc.DBSize(); err != nil {
+		return res, err
+	}
+	if res.CommandsPerShard, err = inf.rc.Commands(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// feed makes the run's topics and returns the feeder that writes the
+// input for src and the job's sources section reading it.
+func (c Config) feed(ctx context.Context, cl *kgo.Client, run int, src string, w *workload, inf *infra) (feeder, string, error) {
+	topics := []string{topic("out", run)}
+	var f feeder
+	var srcs string
+	switch src {
+	case SourceKafka:
+		topics = append(topics, topic(w.left, run), topic(w.right, run))
+		f, srcs = kafkaFeeder{cl: cl, run: run}, kafkaSources(w, run, inf.brokerAddr)
+	case SourceRedisStreams, SourceCoPartitioned, SourceRepartitioned:
+		if err := inf.rdb.FlushAll(ctx).Err(); err != nil {
+			return nil, "", fmt.Errorf("flush the streams' redis-server: %w", err)
+		}
+		f, srcs = redisFeeder{rdb: inf.rdb, run: run, shards: c.Partitions, byJoinKey: src == SourceCoPartitioned}, streamsSources(w, run, inf.streamsAddr, c.Partitions, src)
+	default:
+		return nil, "", fmt.Errorf("fleetbench: unknown source %q", src)
+	}
+	if err := createTopics(ctx, cl, int32(c.Partitions), topics...); err != nil {
+		return nil, "", err
+	}
+	return f, srcs, nil
+}
+
+// waitReaders waits until every node of the fleet reads its share of the
+// input: the consumer groups hold every node, or the shard leases are
+// spread over them.
+func (c Config) waitReaders(ctx context.Context, cl *kgo.Client, run int, src string, w *workload, n int, inf *infra) error {
+	switch src {
+	case SourceKafka:
+		for _, g := range []string{w.left, w.right} {
+			group := group(g, run)
+			err := testutil.Poll(ctx, 2*time.Minute, pollEvery, "consumer group "+group+" stable with every node", func() error {
+				m, err := groupMembers(ctx, cl, group)
+				if err == nil && m != n {
+					err = fmt.Errorf("%d of %d members", m, n)
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+	case SourceRedisStreams, SourceCoPartitioned, SourceRepartitioned:
+		return waitLeases(ctx, inf.rdb, w, run, c.Partitions, n, src)
+	}
+	return nil
+}
+
+// backlog is the backlog run: everything produced at once; the window is
+// from 20% to 90% of it read (res's window figures and EventsPerSec).
+func (c Config) backlog(ctx context.Context, res *Result, nodes []*node, read func() (sample, error), f feeder, msgs []msg, dir string) error {
+	workload, n := res.Workload, res.Nodes
 	feedErr := make(chan error, 1)
 	go func() { feedErr <- produceAll(ctx, f, msgs) }()
 	total := float64(len(msgs))
@@ -125,7 +161,7 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 	for {
 		s, err := read()
 		if err != nil {
-			return res, err
+			return err
 		}
 		if s0 == nil && s.in >= 0.2*total {
 			s0 = &s
@@ -141,33 +177,33 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 			break
 		}
 		if time.Now().After(deadline) {
-			return res, fmt.Errorf("backlog not read within %v: %.0f of %.0f records in (node logs in %s)", c.Timeout, s.in, total, dir)
+			return fmt.Errorf("backlog not read within %v: %.0f of %.0f records in (node logs in %s)", c.Timeout, s.in, total, dir)
 		}
 		select {
 		case err := <-feedErr:
 			if err != nil {
-				return res, err
+				return err
 			}
 			feedErr = nil
 		default:
 		}
 		for _, nd := range nodes {
 			if !nd.proc.Running() {
-				return res, fmt.Errorf("%s exited (see %s)", nd.proc.Name, nd.proc.Log)
+				return fmt.Errorf("%s exited (see %s)", nd.proc.Name, nd.proc.Log)
 			}
 		}
 		time.Sleep(backlogSample)
 	}
 	if feedErr != nil {
 		if err := <-feedErr; err != nil {
-			return res, err
+			return err
 		}
 	}
 	win := s1.t.Sub(s0.t).Seconds()
 	if win < minWindow.Seconds() {
-		c.logf("%s from %s, %d node(s): the measured window is %.2f s, under %v: its figures rest on a few samples and the feed; use a larger -scale", workload, src, n, win, minWindow)
+		c.logf("%s from %s, %d node(s): the measured window is %.2f s, under %v: its figures rest on a few samples and the feed; use a larger -scale", workload, res.Source, n, win, minWindow)
 	}
-	c.setWindow(&res, *s0, *s1, s1.in-s0.in, win, n)
+	c.setWindow(res, *s0, *s1, s1.in-s0.in, win, n)
 	res.EventsPerSec = Rate(s0.in, s1.in, 0, win)
 	if profileDone != nil {
 		if err := <-profileDone; err != nil {
@@ -176,119 +212,7 @@ func (c Config) runOne(ctx context.Context, run int, src string, w *workload, n 
 			c.logf("cpu profile of n1 (%d nodes) in %s", n, c.profilePath(workload, n))
 		}
 	}
-
-	// Open-loop latency run at a fraction of the measured rate, once the
-	// backlog's outputs are written: records in counts what the sources
-	// read, and the joins and sink writes behind them may still be running.
-	idle, err := c.quiet(ctx, nodes, inf)
-	res.IdleNodeCPU = idle
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, err
-		}
-		c.logf("%v; measuring latency anyway", err)
-	}
-	l0, err := read()
-	if err != nil {
-		return res, err
-	}
-	rate := res.EventsPerSec * c.LatencyLoad
-	if c.Trickle {
-		rate = c.TrickleRate
-	}
-	lf := f
-	if kf, ok := f.(kafkaFeeder); ok {
-		// The probes go out without the backlog client's linger: the
-		// feeder's own wait is not the service's latency.
-		pcl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(0))
-		if err != nil {
-			return res, err
-		}
-		defer pcl.Close()
-		kf.cl = pcl
-		lf = kf
-	}
-	var traced chan error
-	tracePath := fmt.Sprintf("%s-%s-%s.trace", c.TraceOut, src, workload)
-	if c.Trickle && c.TraceOut != "" {
-		// An execution trace of the node over the middle of the probes
-		// (the latency run's consumer takes 2 s to start).
-		traced = make(chan error, 1)
-		go func() {
-			select {
-			case <-time.After(2*time.Second + c.LatencyFor/4):
-			case <-ctx.Done():
-			}
-			traced <- fetchTo(ctx, nodes[0].admin+fmt.Sprintf("/debug/pprof/trace?seconds=%d", max(1, int(c.LatencyFor.Seconds()/2))), tracePath)
-		}()
-	}
-	// The probing window's samples (the 2 s the output consumer takes to
-	// start are not in it): the node CPU per record read while probing.
-	var p0, p1 *sample
-	var profiled chan error
-	latProfile := c.profilePath(workload, n)
-	latProfile = strings.TrimSuffix(latProfile, ".pprof") + "-latency.pprof"
-	probing := func(start bool) {
-		s, err := read()
-		if err != nil {
-			return
-		}
-		if !start {
-			p1 = &s
-			return
-		}
-		p0 = &s
-		if c.ProfileLatency && c.ProfileOut != "" {
-			profiled = make(chan error, 1)
-			go func() {
-				select {
-				case <-time.After(c.LatencyFor / 4):
-				case <-ctx.Done():
-				}
-				profiled <- profileFor(ctx, nodes[0].admin, latProfile, max(1, int(c.LatencyFor.Seconds()/2)))
-			}()
-		}
-	}
-	lat, toSink, rate, err := c.latency(ctx, run, lf, addr, w, rate, probing)
-	if profiled != nil {
-		if err := <-profiled; err != nil {
-			c.logf("latency cpu profile: %v", err)
-		} else {
-			c.logf("cpu profile of n1 over the latency run (%d nodes) in %s", n, latProfile)
-		}
-	}
-	if p0 != nil && p1 != nil && p1.in > p0.in {
-		res.LatencyCPUPerEventUs = (p1.nodeCPU - p0.nodeCPU) / (p1.in - p0.in) * 1e6
-		res.LatencyProbeNodeCPU = (p1.nodeCPU - p0.nodeCPU) / p1.t.Sub(p0.t).Seconds() / float64(n)
-		res.LatencyGCCycles, res.LatencyGCShare = gcFigures(*p0, *p1)
-	}
-	if traced != nil {
-		if err := <-traced; err != nil {
-			c.logf("trace: %v", err)
-		} else {
-			c.logf("execution trace of n1 over the trickle in %s (go tool trace)", tracePath)
-		}
-	}
-	if err != nil {
-		return res, err
-	}
-	if l1, err := read(); err == nil {
-		cpu := (l1.nodeCPU - l0.nodeCPU) / l1.t.Sub(l0.t).Seconds() / float64(n)
-		res.LatencyNodeCPU = cpu
-		res.LatencyNodeCPUUtil = cpu / c.quota()
-	}
-	res.LatencyRate, res.LatencySamples = rate, len(lat)
-	if len(lat) > 0 {
-		res.P50Ms, res.P99Ms, res.MaxMs = Percentile(lat, 0.5), Percentile(lat, 0.99), Percentile(lat, 1)
-		res.SinkP50Ms, res.SinkP99Ms, res.SinkMaxMs = Percentile(toSink, 0.5), Percentile(toSink, 0.99), Percentile(toSink, 1)
-	}
-	if res.KeysPerShard, err = inf.rc.DBSize(); err != nil {
-		return res, err
-	}
-	if res.CommandsPerShard, err = inf.rc.Commands(); err != nil {
-		return res, err
-	}
-	return res, nil
+	return nil
 }
 
 // quiet waits (up to a minute) until the fleet is idle: its nodes used
@@ -302,7 +226,7 @@ func (c Config) quiet(ctx context.Context, nodes []*node, inf *infra) (float64, 
 		return math.NaN(), err
 	}
 	idle := math.NaN()
-	err = waitFor(ctx, time.Minute, "the fleet idle after its backlog", func() error {
+	err = testutil.Poll(ctx, time.Minute, pollEvery, "the fleet idle after its backlog", func() error {
 		time.Sleep(time.Second)
 		s, err := c.read(nodes, inf, inCount{})
 		if err != nil {
@@ -441,7 +365,7 @@ func (c Config) read(nodes []*node, inf *infra, in inCount) (sample, error) {
 		s.redisCPU += v
 	}
 	if inf.streams != nil {
-		if s.streamsCPU, err = inf.streams.CPU(); err != nil {
+		if s.streamsCPU, err = ProcCPU(inf.streams.Pid()); err != nil {
 			return s, err
 		}
 		s.redisCPU += s.streamsCPU

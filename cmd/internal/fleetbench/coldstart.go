@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 // coldStart runs a cold-start row (Config.ColdStart): msgs are written to
@@ -32,7 +34,7 @@ func (c Config) coldStart(ctx context.Context, res Result, run int, src string, 
 		return res, err
 	}
 	c.logf("%s from %s, %d node(s): every node sees the fleet %.2f s after the start", w.name, src, n, time.Since(t0).Seconds())
-	err = waitFor(ctx, c.Timeout, "every entry acknowledged", func() error {
+	err = testutil.Poll(ctx, c.Timeout, pollEvery, "every entry acknowledged", func() error {
 		for _, nd := range nodes {
 			if !nd.proc.Running() {
 				return fmt.Errorf("%s exited (see %s)", nd.proc.Name, nd.proc.Log)

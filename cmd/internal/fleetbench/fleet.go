@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 // expect is the nodes' cluster.expect in a fleet of n: n, or 0 with NoExpect.
@@ -113,11 +114,11 @@ func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, sr
 	var nodes []*node
 	seed := 0
 	for i := 1; i <= n; i++ {
-		gossip, err := FreePort()
+		gossip, err := testutil.PickPort()
 		if err != nil {
 			return nodes, err
 		}
-		admin, err := FreePort()
+		admin, err := testutil.PickPort()
 		if err != nil {
 			return nodes, err
 		}
@@ -146,7 +147,7 @@ func (c Config) startFleet(ctx context.Context, w *workload, run, n int, dir, sr
 		nodes = append(nodes, &node{proc: p, cg: cg, admin: fmt.Sprintf("http://127.0.0.1:%d", admin)})
 	}
 	for _, nd := range nodes {
-		err := waitFor(ctx, 2*time.Minute, nd.proc.Name+" sees the whole fleet", func() error {
+		err := testutil.Poll(ctx, 2*time.Minute, pollEvery, nd.proc.Name+" sees the whole fleet", func() error {
 			if !nd.proc.Running() {
 				return fmt.Errorf("%s exited (see %s)", nd.proc.Name, nd.proc.Log)
 			}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 // CgroupRoot is where the cgroup v1 cpu controller is mounted.
@@ -201,125 +203,39 @@ func (p *Proc) Kill() {
 	p.done <- err
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitFor polls f every 50 ms until it returns nil or d passes.
-func waitFor(ctx context.Context, d time.Duration, what string, f func() error) error {
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not within %v: %w", what, d, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// StartRedis starts one redis-server on a free loopback port with its
-// files in dir (persistence off: the benchmark measures the join, not the
-// disk), extra appended to its arguments, and waits until it answers PING.
-// A missing redis-server or redis-cli is an error saying how to install it.
-func StartRedis(ctx context.Context, dir string, extra ...string) (*Proc, string, error) {
-	for _, b := range []string{"redis-server", "redis-cli"} {
-		if _, err := exec.LookPath(b); err != nil {
-			return nil, "", fmt.Errorf("fleetbench: %s not found in PATH: install it (Debian: apt-get install redis-server, which brings redis-tools) or run `make redis`: %w", b, err)
-		}
-	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, "", err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, "", err
-	}
-	args := append([]string{"redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--dir", dir, "--save", "", "--appendonly", "no", "--protected-mode", "no"}, extra...)
-	p, err := StartProc(dir, "redis", nil, args...)
-	if err != nil {
-		return nil, "", err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := waitFor(ctx, 10*time.Second, "redis-server "+addr+" answers PING", func() error { return redisPing(addr) }); err != nil {
-		p.Stop(5 * time.Second)
-		return nil, "", fmt.Errorf("%w (log: %s)", err, p.Log)
-	}
-	return p, addr, nil
-}
+// pollEvery is how often the driver polls what it waits for.
+const pollEvery = 50 * time.Millisecond
 
 // RedisCluster is a Redis Cluster of masters without replicas, one
 // redis-server process each.
 type RedisCluster struct {
-	Addrs []string
-	Procs []*Proc
+	Addrs   []string
+	Servers []*testutil.RedisServer
 }
 
 // StartRedisCluster starts n redis-server processes with cluster mode on
 // (persistence off: the benchmark measures the join, not the disk) in
-// subdirectories of dir and joins them with `redis-cli --cluster create
-// --cluster-replicas 0`, then waits for cluster_state:ok on every master.
-// A missing redis-server or redis-cli is an error saying how to install it.
+// subdirectories of dir, each logging to its redis.log, joined with
+// `redis-cli --cluster create --cluster-replicas 0`, and returns once the
+// cluster is ok on every master (testutil.LaunchRedisCluster). A missing
+// redis-server or redis-cli is an error saying how to install it.
 func StartRedisCluster(ctx context.Context, dir string, n int) (*RedisCluster, error) {
-	c := &RedisCluster{}
-	for i := range n {
-		bus, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		p, addr, err := StartRedis(ctx, filepath.Join(dir, fmt.Sprintf("redis%d", i+1)),
-			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
-			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
-		if err != nil {
-			c.Stop()
-			return nil, err
-		}
-		c.Procs = append(c.Procs, p)
-		c.Addrs = append(c.Addrs, addr)
-	}
-	args := append([]string{"--cluster", "create"}, c.Addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
-		c.Stop()
-		return nil, fmt.Errorf("redis-cli --cluster create: %w\n%s", err, out)
-	}
-	err := waitFor(ctx, 30*time.Second, "redis cluster state ok", func() error {
-		for _, a := range c.Addrs {
-			info, err := redisCmd(a, "CLUSTER", "INFO")
-			if err != nil {
-				return err
-			}
-			if !strings.Contains(info, "cluster_state:ok") {
-				return fmt.Errorf("%s: cluster not ready", a)
-			}
-		}
-		return nil
-	})
+	masters, _, err := testutil.LaunchRedisCluster(ctx, testutil.RedisConfig{Dir: dir, LogName: "redis.log"}, n, 0)
 	if err != nil {
-		c.Stop()
-		return nil, err
+		return nil, fmt.Errorf("fleetbench: %w", err)
+	}
+	c := &RedisCluster{Servers: masters}
+	for _, m := range masters {
+		c.Addrs = append(c.Addrs, m.Addr)
 	}
 	return c, nil
 }
 
 // CPU returns the CPU seconds of each master.
 func (c *RedisCluster) CPU() ([]float64, error) {
-	out := make([]float64, len(c.Procs))
-	for i, p := range c.Procs {
-		v, err := p.CPU()
+	out := make([]float64, len(c.Servers))
+	for i, m := range c.Servers {
+		v, err := ProcCPU(m.Pid())
 		if err != nil {
 			return nil, err
 		}
@@ -392,20 +308,9 @@ func (c *RedisCluster) FlushAll() error {
 
 // Stop stops every master.
 func (c *RedisCluster) Stop() {
-	for _, p := range c.Procs {
-		p.Stop(5 * time.Second)
+	for _, m := range c.Servers {
+		m.Stop()
 	}
-}
-
-func redisPing(addr string) error {
-	s, err := redisCmd(addr, "PING")
-	if err != nil {
-		return err
-	}
-	if s != "PONG" {
-		return fmt.Errorf("PING answered %q", s)
-	}
-	return nil
 }
 
 // redisCmd sends one command in RESP and returns a simple, integer or bulk

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 // latency runs the open-loop phase: w's probes (changes whose
@@ -85,7 +87,7 @@ func (c Config) latency(ctx context.Context, run int, f feeder, addr string, w *
 		c.logf("latency run: the feeder ended %v behind its schedule", lag)
 	}
 	// Wait for the last outputs (at most 20 s after the last update).
-	_ = waitFor(ctx, 20*time.Second, "latency outputs", func() error {
+	_ = testutil.Poll(ctx, 20*time.Second, pollEvery, "latency outputs", func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(lat) < sent {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/internal/streamshard"
+	"github.com/joinery/joinery/internal/testutil"
 	"github.com/joinery/joinery/sources/redisstream"
 )
 
@@ -155,7 +156,7 @@ func waitLeases(ctx context.Context, rdb *redis.Client, w *workload, run, shards
 	}
 	streams, groups := shardStreams(w, run, src)
 	for k, stream := range streams {
-		err := waitFor(ctx, 2*time.Minute, "the leases of "+stream+"'s shards spread over "+strings.Join(names, ", "), func() error {
+		err := testutil.Poll(ctx, 2*time.Minute, pollEvery, "the leases of "+stream+"'s shards spread over "+strings.Join(names, ", "), func() error {
 			time.Sleep(200 * time.Millisecond)
 			hs, err := leaseHolders(ctx, rdb, stream, groups[k], shards)
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/joinery/joinery/internal/streamshard"
+	"github.com/joinery/joinery/internal/testutil"
 )
 
 // Source kinds of Config.Source.
@@ -185,10 +186,11 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	if slices.ContainsFunc(srcs, func(s string) bool { return s != SourceKafka }) {
 		// The shard streams' server: a plain redis-server, not CPU-limited
 		// (the source has no Redis Cluster client).
-		if inf.streams, inf.streamsAddr, err = StartRedis(ctx, filepath.Join(c.Dir, "redis-streams")); err != nil {
-			return rep, err
+		if inf.streams, err = testutil.LaunchRedis(testutil.RedisConfig{Dir: filepath.Join(c.Dir, "redis-streams"), LogName: "redis.log"}); err != nil {
+			return rep, fmt.Errorf("fleetbench: %w", err)
 		}
-		defer inf.streams.Stop(5 * time.Second)
+		inf.streamsAddr = inf.streams.Addr
+		defer inf.streams.Stop()
 		inf.rdb = redis.NewClient(&redis.Options{Addr: inf.streamsAddr})
 		defer inf.rdb.Close()
 		c.logf("redis streams (pid %d): %s", inf.streams.Pid(), inf.streamsAddr)
@@ -229,7 +231,7 @@ type infra struct {
 	rc          *RedisCluster
 	broker      *Proc
 	brokerAddr  string
-	streams     *Proc
+	streams     *testutil.RedisServer
 	streamsAddr string
 	rdb         *redis.Client
 }
@@ -261,7 +263,7 @@ func startBroker(ctx context.Context, c Config) (*Proc, string, error) {
 		return nil, "", err
 	}
 	var addr string
-	err = waitFor(ctx, 30*time.Second, "kfake broker address", func() error {
+	err = testutil.Poll(ctx, 30*time.Second, pollEvery, "kfake broker address", func() error {
 		b, _ := os.ReadFile(p.Log)
 		for l := range strings.SplitSeq(string(b), "\n") {
 			if a, ok := strings.CutPrefix(l, "broker "); ok {
