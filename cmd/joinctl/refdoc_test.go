@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/joinery/joinery/internal/refdoc"
+	"github.com/joinery/joinery/cmd/internal/refdoc"
 )
 
 // TestCLIReference: every joinctl command and flag has a row in

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joinery/joinery/internal/refdoc"
+	"github.com/joinery/joinery/cmd/internal/refdoc"
 )
 
 // TestCLIReference: every joinery command (its usage lines) and each

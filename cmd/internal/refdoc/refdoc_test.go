@@ -15,12 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/joinery/joinery/admin"
-	"github.com/joinery/joinery/internal/refdoc"
+	"github.com/joinery/joinery/cmd/internal/refdoc"
 	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
 
 const (
-	root    = "../.."
+	root    = "../../.."
 	refDir  = root + "/docs/reference/"
 	jobPage = refDir + "job.md"
 	conPage = refDir + "connectors.md"
