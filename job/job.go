@@ -76,7 +76,7 @@ func (s *Spec) CDCSpec() (*joins.CDCSpec, error) {
 	}
 	jt, err := joins.ParseJoinType(mode)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("join.mode: must be inner, left or full (got %q)", s.Join.Mode))
+		errs = append(errs, fmt.Errorf("join.mode: must be inner, left, right or full (got %q)", s.Join.Mode))
 	}
 	kinds, err := joins.ParseCDCKinds(s.Join.CDC.Kinds)
 	if err != nil {

@@ -78,8 +78,9 @@ func TestJobCompileJoin(t *testing.T) {
 	}{
 		{"window with a condition", `{type: window, window: {type: tumbling, size: 1s}, condition: 'left.a == right.a', left: {name: left, key: k, ts: ts}, right: {name: right, key: k, ts: ts}}`, "", true},
 		{"cdc", `{type: cdc, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "", false},
+		{"cdc right", `{type: cdc, mode: right, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "", false},
 		{"unknown type", `{type: nope}`, "join.type: must be cdc, cdc-multi", false},
-		{"bad mode", `{type: cdc, mode: outer, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "join.mode: must be inner, left or full", false},
+		{"bad mode", `{type: cdc, mode: outer, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "join.mode: must be inner, left, right or full", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var s Spec

@@ -218,11 +218,11 @@ func bruteForce(spec *CDCSpec, users, domains map[int]record.Row) []TableRow {
 				n++
 			}
 		}
-		if n == 0 && spec.Type.outer() {
+		if n == 0 && spec.Type.keepsLeft() {
 			add(u, nil)
 		}
 	}
-	if spec.Type == FullOuter {
+	if spec.Type.keepsRight() {
 		for did, d := range domains {
 			if !matched[did] {
 				add(nil, d)
@@ -377,7 +377,7 @@ func TestJoinCDCOracle(t *testing.T) {
 		rounds = 20
 	}
 	var specs []*CDCSpec
-	for _, typ := range []JoinType{Inner, LeftOuter, FullOuter} {
+	for _, typ := range []JoinType{Inner, LeftOuter, RightOuter, FullOuter} {
 		specs = append(specs, nestedSpec(typ), &CDCSpec{Type: typ, Left: usersSide, Right: domainsSide, Project: []Column{
 			{Name: "user", Side: record.Left, Field: "name"},
 			{Name: "uid", Side: record.Left, Field: "id"},

@@ -168,7 +168,7 @@ func TestCDCSpecValidate(t *testing.T) {
 }
 
 func TestParseJoinType(t *testing.T) {
-	for _, typ := range []JoinType{Inner, LeftOuter, FullOuter} {
+	for _, typ := range []JoinType{Inner, LeftOuter, RightOuter, FullOuter} {
 		b, err := typ.MarshalText()
 		if err != nil {
 			t.Fatal(err)
@@ -181,8 +181,11 @@ func TestParseJoinType(t *testing.T) {
 	if typ, err := ParseJoinType("left"); err != nil || typ != LeftOuter {
 		t.Errorf("left: %v %v", typ, err)
 	}
-	if _, err := ParseJoinType("right"); err == nil {
-		t.Error("right parsed")
+	if typ, err := ParseJoinType("right"); err != nil || typ != RightOuter {
+		t.Errorf("right: %v %v", typ, err)
+	}
+	if _, err := ParseJoinType("outer"); err == nil {
+		t.Error("outer parsed")
 	}
 	if _, err := JoinType(7).MarshalText(); err == nil {
 		t.Error("JoinType(7) marshalled")

@@ -197,7 +197,7 @@ func (s *Spec) build() (*built, error) {
 		mode = "inner"
 	}
 	allowed := map[string][]string{
-		TypeCDC: {"inner", "left", "full"}, TypeWindow: {"inner", "semi"}, TypeCoGroupOuter: {"left", "right", "full"},
+		TypeCDC: {"inner", "left", "right", "full"}, TypeWindow: {"inner", "semi"}, TypeCoGroupOuter: {"left", "right", "full"},
 		TypeInterval: {"inner"}, TypeTimeBounded: {"inner", "left", "right", "full", "semi"}, TypeUnbounded: {"inner", "left", "right", "full", "semi"},
 		TypeTemporal: {"inner", "left"}, TypeTemporalLatest: {"inner", "left"},
 	}[s.Type]
