@@ -219,7 +219,7 @@ func TestReplayBadLines(t *testing.T) {
 		{cdc, `{"watermark":1}`, "cdc join has no event time"},
 		{cdc, `{"side":"users","op":"x","after":{"id":1}}`, "unknown-op"},
 		{cdc, `{"side":"users","op":"c"}`, "missing-after"},
-		{cdc, `{"side":"users","op":"c","after":{"name":"no id"}}`, "join column missing"},
+		{cdc, `{"side":"users","op":"c","after":{"name":"no id"}}`, "pk column missing"},
 		{cdc, `{"side":"domains","op":"d","before":{"id":1}}`, "delete before lacks join column"},
 	} {
 		script := `{"comment":"line 1"}` + "\n\n" + c.line + "\n"
