@@ -96,6 +96,17 @@ func (s *Spec) CDCSpec() (*joins.CDCSpec, error) {
 		Left:  joins.SideSpec{Name: s.Join.Left.Name, PK: s.Join.Left.PK, JoinOn: s.Join.Left.JoinOn},
 		Right: joins.SideSpec{Name: s.Join.Right.Name, PK: s.Join.Right.PK, JoinOn: s.Join.Right.JoinOn},
 	}
+	where, err := CompileCondition(s.Join.Condition, s.Join.LeftCondition, s.Join.RightCondition, s.Join.Left.Name, s.Join.Right.Name, nil)
+	if err != nil {
+		for _, e := range unjoin(err) {
+			errs = append(errs, fmt.Errorf("join.%w", e))
+		}
+	}
+	if !where.IsZero() && kinds != joins.KindsUpdate {
+		errs = append(errs, fmt.Errorf("join.condition: a changelog join's residual condition needs cdc kinds update (got %q)", s.Join.CDC.Kinds))
+	} else {
+		cs.Where = where
+	}
 	for i, c := range s.Join.Project {
 		f := fmt.Sprintf("join.project[%d]", i)
 		col, err := s.projectColumn(c, s.Join.Left.Name, s.Join.Right.Name)

@@ -98,6 +98,10 @@ func (j *CDC) OnEvent(e record.Event, out []record.Output) []record.Output {
 	// The emitter holds a copy of e: a pointer to it would move e to the
 	// heap, one allocation per event.
 	em := emitter{spec: j.spec, e: e, base: len(out), out: out}
+	if !j.spec.Where.IsZero() {
+		j.whereEvent(&em, &em.e)
+		return em.out
+	}
 	if j.spec.Kinds == KindsFlink {
 		j.flinkEvent(&em, &em.e)
 		return em.out

@@ -19,6 +19,10 @@
 //     (ReasonJoinReserved), so no real key takes one. In a join that does
 //     not keep its side such a change routes nowhere: ErrUnmatched, which
 //     callers count and do not dead-letter.
+//   - CDCSpec.Where is a residual condition on a key's pairs (Condition, as
+//     the event-time joins take it): with one, each change recomputes the
+//     key's results and emits their difference, so an update that flips
+//     the condition retracts or adds its pairs and their padding.
 //   - CDC is the state of one join key: the left row (value state) and the
 //     right rows by primary key (map state). CDC.OnEvent applies one event and
 //     appends the resulting changelog records (+I, -U, +U, -D), following

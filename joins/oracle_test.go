@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -227,6 +228,19 @@ func (w *world) next() (record.Side, record.Change) {
 	}
 }
 
+// version is the number in a user's name ("u12") or a domain's reason.
+func version(s any) int {
+	n, _ := strconv.Atoi(s.(string)[1:])
+	return n
+}
+
+// oracleWhere is the oracle's residual condition.
+var oracleWhere = Condition{
+	Pair:  func(l, r record.Row) bool { return (version(l["name"])+version(r["reason"]))%3 != 0 },
+	Left:  func(l record.Row) bool { return version(l["name"])%5 != 0 },
+	Right: func(r record.Row) bool { return version(r["reason"])%7 != 0 },
+}
+
 // bruteForce joins the true tables from scratch.
 func bruteForce(spec *CDCSpec, users, domains map[int]record.Row) []TableRow {
 	rows := []TableRow{}
@@ -265,7 +279,7 @@ func bruteForce(spec *CDCSpec, users, domains map[int]record.Row) []TableRow {
 	for _, u := range users {
 		n := 0
 		for did, d := range domains {
-			if uk, dk := u[spec.Left.JoinOn], d[spec.Right.JoinOn]; uk != nil && uk == dk { // null never matches
+			if uk, dk := u[spec.Left.JoinOn], d[spec.Right.JoinOn]; uk != nil && uk == dk && spec.Where.match(u, d) { // null never matches
 				add(u, d)
 				matched[did] = true
 				n++
@@ -465,7 +479,8 @@ func TestJoinCDCOracle(t *testing.T) {
 		rounds = 20
 	}
 	// Every join type, nested rows in the update kinds and projected rows
-	// in the flink and kafka kinds; odd rounds have null join values (users
+	// in the flink and kafka kinds, and with a residual condition (update
+	// kinds, one with MaxTs); odd rounds have null join values (users
 	// joined on uid, their id or null).
 	specsOf := func(users SideSpec) []*CDCSpec {
 		var specs []*CDCSpec
@@ -479,6 +494,12 @@ func TestJoinCDCOracle(t *testing.T) {
 					{Name: "missing", Side: record.Right, Field: "nope"},
 				}})
 			}
+			// A residual condition on both rows and on each side, which
+			// updates flip (a row's version is in its name or reason).
+			specs = append(specs, &CDCSpec{Type: typ, Left: users, Right: domainsSide, Where: oracleWhere}, &CDCSpec{
+				Type: typ, Left: users, Right: domainsSide, Where: Condition{Pair: oracleWhere.Pair}, MaxTs: true,
+				Project: []Column{{Name: "user", Side: record.Left, Field: "name"}, {Name: "reason", Side: record.Right, Field: "reason"}},
+			})
 		}
 		return specs
 	}

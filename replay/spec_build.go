@@ -179,8 +179,8 @@ func (s *Spec) build() (*built, error) {
 	for _, f := range []struct{ name, v string }{
 		{"condition", s.Condition}, {"left_condition", s.LeftCondition}, {"right_condition", s.RightCondition}, {"late.rule", s.Late.Rule},
 	} {
-		if f.v != "" && !stream {
-			bad(f.name, "only for window, cogroup-outer, interval, time-bounded and unbounded joins")
+		if f.v != "" && !stream && (s.Type != TypeCDC || f.name == "late.rule") {
+			bad(f.name, "only for window, cogroup-outer, interval, time-bounded, unbounded and (not late.rule) cdc joins")
 		}
 	}
 	if stream {
