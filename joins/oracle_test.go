@@ -474,7 +474,7 @@ func TestJoinCDCOracle(t *testing.T) {
 	}
 	t.Logf("seed %d (rerun with -joins.seed=%d)", seed, seed)
 	rng := rand.New(rand.NewSource(seed))
-	rounds, changes := 150, 250
+	rounds, changes := 100, 250
 	if testing.Short() {
 		rounds = 20
 	}
