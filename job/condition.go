@@ -27,15 +27,21 @@ type Late struct {
 }
 
 // streamOnly reports the stream-stream join fields set on a join that is
-// not one (cdc, temporal).
+// not one (cdc, cdc-multi, temporal): a cdc join takes the conditions, not
+// the rest.
 func (j Join) streamOnly() []error {
 	var errs []error
-	for _, f := range []struct{ name, v string }{
-		{"condition", j.Condition}, {"left_condition", j.LeftCondition}, {"right_condition", j.RightCondition}, {"late.rule", j.Late.Rule},
-	} {
-		if f.v != "" {
-			errs = append(errs, fmt.Errorf("join.%s: only for window, interval, time-bounded and unbounded joins (got type %s)", f.name, j.Type))
+	if j.Type != "cdc" { // a changelog join takes a residual condition too
+		for _, f := range []struct{ name, v string }{
+			{"condition", j.Condition}, {"left_condition", j.LeftCondition}, {"right_condition", j.RightCondition},
+		} {
+			if f.v != "" {
+				errs = append(errs, fmt.Errorf("join.%s: only for window, interval, time-bounded, unbounded and cdc joins (got type %s)", f.name, j.Type))
+			}
 		}
+	}
+	if j.Late.Rule != "" {
+		errs = append(errs, fmt.Errorf("join.late.rule: only for window, interval, time-bounded and unbounded joins (got type %s)", j.Type))
 	}
 	if j.Type == "cdc" && j.Emit != "" {
 		errs = append(errs, fmt.Errorf("join.emit: only for window joins"))

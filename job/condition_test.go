@@ -101,7 +101,7 @@ func TestJobConditionErrors(t *testing.T) {
 		{`  type: temporal
   lower: 0s
   upper: 0s
-  condition: 'true'`, "join.condition: only for window, interval, time-bounded and unbounded joins"},
+  condition: 'true'`, "join.condition: only for window, interval, time-bounded, unbounded and cdc joins"},
 	} {
 		yml := fmt.Sprintf(condJob, c.yaml)
 		if strings.Contains(c.yaml, "type:") { // replace the join type and bounds
@@ -123,10 +123,14 @@ func TestJobConditionErrors(t *testing.T) {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
-	// A condition on a cdc join is refused, not ignored.
-	_, err := Parse([]byte(strings.Replace(good, "join:\n", "join:\n  condition: 'users.id > 1'\n", 1)))
-	if err == nil || !strings.Contains(err.Error(), "join.condition: only for window, interval, time-bounded and unbounded joins") {
+	// A cdc join takes a condition on its pairs; one naming another side
+	// is refused.
+	if _, err := Parse([]byte(strings.Replace(good, "join:\n", "join:\n  condition: 'users.id > 1'\n", 1))); err != nil {
 		t.Errorf("cdc with condition: %v", err)
+	}
+	_, err := Parse([]byte(strings.Replace(good, "join:\n", "join:\n  condition: 'ads.id > 1'\n", 1)))
+	if err == nil || !strings.Contains(err.Error(), "join.condition:") {
+		t.Errorf("cdc with a condition naming another side: %v", err)
 	}
 }
 

@@ -76,7 +76,7 @@ func (s *Spec) CDCSpec() (*joins.CDCSpec, error) {
 	}
 	jt, err := joins.ParseJoinType(mode)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("join.mode: must be inner, left or full (got %q)", s.Join.Mode))
+		errs = append(errs, fmt.Errorf("join.mode: must be inner, left, right or full (got %q)", s.Join.Mode))
 	}
 	kinds, err := joins.ParseCDCKinds(s.Join.CDC.Kinds)
 	if err != nil {
@@ -95,6 +95,17 @@ func (s *Spec) CDCSpec() (*joins.CDCSpec, error) {
 		Type:  jt,
 		Left:  joins.SideSpec{Name: s.Join.Left.Name, PK: s.Join.Left.PK, JoinOn: s.Join.Left.JoinOn},
 		Right: joins.SideSpec{Name: s.Join.Right.Name, PK: s.Join.Right.PK, JoinOn: s.Join.Right.JoinOn},
+	}
+	where, err := CompileCondition(s.Join.Condition, s.Join.LeftCondition, s.Join.RightCondition, s.Join.Left.Name, s.Join.Right.Name, nil)
+	if err != nil {
+		for _, e := range unjoin(err) {
+			errs = append(errs, fmt.Errorf("join.%w", e))
+		}
+	}
+	if !where.IsZero() && kinds != joins.KindsUpdate {
+		errs = append(errs, fmt.Errorf("join.condition: a changelog join's residual condition needs cdc kinds update (got %q)", s.Join.CDC.Kinds))
+	} else {
+		cs.Where = where
 	}
 	for i, c := range s.Join.Project {
 		f := fmt.Sprintf("join.project[%d]", i)

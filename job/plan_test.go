@@ -78,8 +78,13 @@ func TestJobCompileJoin(t *testing.T) {
 	}{
 		{"window with a condition", `{type: window, window: {type: tumbling, size: 1s}, condition: 'left.a == right.a', left: {name: left, key: k, ts: ts}, right: {name: right, key: k, ts: ts}}`, "", true},
 		{"cdc", `{type: cdc, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "", false},
+		{"cdc right", `{type: cdc, mode: right, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "", false},
+		{"cdc condition", `{type: cdc, mode: full, condition: 'l.tier >= r.min_tier', right_condition: r.active, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "", false},
+		{"cdc condition naming another side", `{type: cdc, condition: 'x.a > 1', left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "join.condition:", false},
+		{"cdc condition with flink kinds", `{type: cdc, cdc: {kinds: flink}, condition: 'l.a > r.b', left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "join.condition: a changelog join's residual condition needs cdc kinds update", false},
+		{"cdc late rule", `{type: cdc, late: {rule: none}, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "join.late.rule: only for", false},
 		{"unknown type", `{type: nope}`, "join.type: must be cdc, cdc-multi", false},
-		{"bad mode", `{type: cdc, mode: outer, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "join.mode: must be inner, left or full", false},
+		{"bad mode", `{type: cdc, mode: outer, left: {name: l, pk: id, join_on: id}, right: {name: r, pk: id, join_on: lid}}`, "join.mode: must be inner, left, right or full", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var s Spec
@@ -98,6 +103,9 @@ func TestJobCompileJoin(t *testing.T) {
 			}
 			if jp.Conditioned != c.conditioned {
 				t.Errorf("conditioned %v, want %v", jp.Conditioned, c.conditioned)
+			}
+			if jp.CDC != nil && (s.Join.Condition != "") == jp.CDC.Where.IsZero() {
+				t.Errorf("cdc condition %q compiled to %+v", s.Join.Condition, jp.CDC.Where)
 			}
 		})
 	}

@@ -98,6 +98,10 @@ func (j *CDC) OnEvent(e record.Event, out []record.Output) []record.Output {
 	// The emitter holds a copy of e: a pointer to it would move e to the
 	// heap, one allocation per event.
 	em := emitter{spec: j.spec, e: e, base: len(out), out: out}
+	if !j.spec.Where.IsZero() {
+		j.whereEvent(&em, &em.e)
+		return em.out
+	}
 	if j.spec.Kinds == KindsFlink {
 		j.flinkEvent(&em, &em.e)
 		return em.out
@@ -159,25 +163,25 @@ func (j *CDC) leftUpsert(em *emitter, row record.Row, ts int64) {
 			em.emit(record.UpdateBefore, old, r.row, r.ts)
 			em.emit(record.UpdateAfter, row, r.row, r.ts)
 		}
-	case old != nil && t.outer():
+	case old != nil && t.keepsLeft():
 		em.reserve(2)
 		em.emit(record.UpdateBefore, old, nil, 0)
 		em.emit(record.UpdateAfter, row, nil, 0)
 	case old == nil && len(j.rights) > 0:
 		gone, came := record.Insert, record.Insert
 		n := len(j.rights)
-		if t == FullOuter {
+		if t.keepsRight() {
 			gone, came = j.padSwap()
 			n *= 2
 		}
 		em.reserve(n)
 		for _, r := range j.rights {
-			if t == FullOuter {
+			if t.keepsRight() {
 				em.emit(gone, nil, r.row, r.ts)
 			}
 			em.emit(came, row, r.row, r.ts)
 		}
-	case old == nil && t.outer():
+	case old == nil && t.keepsLeft():
 		em.emit(record.Insert, row, nil, 0)
 	}
 	j.left, j.leftTs, j.leftEnc = row, ts, nil
@@ -195,18 +199,18 @@ func (j *CDC) leftDelete(em *emitter, pk string) {
 	case len(j.rights) > 0:
 		gone, came := record.Delete, record.Insert
 		n := len(j.rights)
-		if j.spec.Type == FullOuter {
+		if j.spec.Type.keepsRight() {
 			gone, came = j.padSwap()
 			n *= 2
 		}
 		em.reserve(n)
 		for _, r := range j.rights {
 			em.emit(gone, old, r.row, r.ts)
-			if j.spec.Type == FullOuter {
+			if j.spec.Type.keepsRight() {
 				em.emit(came, nil, r.row, r.ts)
 			}
 		}
-	case j.spec.Type.outer():
+	case j.spec.Type.keepsLeft():
 		em.emit(record.Delete, old, nil, 0)
 	}
 	j.left, j.leftTs, j.leftEnc = nil, 0, nil
@@ -225,18 +229,18 @@ func (j *CDC) rightUpsert(em *emitter, pk string, row record.Row, ts int64) {
 		em.reserve(2)
 		em.emit(record.UpdateBefore, l, j.rights[i].row, lts)
 		em.emit(record.UpdateAfter, l, row, lts)
-	case l != nil && len(j.rights) == 0 && t.outer():
+	case l != nil && len(j.rights) == 0 && t.keepsLeft():
 		em.reserve(2)
 		gone, came := j.padSwap()
 		em.emit(gone, l, nil, lts)
 		em.emit(came, l, row, lts)
 	case l != nil:
 		em.emit(record.Insert, l, row, lts)
-	case t == FullOuter && found:
+	case t.keepsRight() && found:
 		em.reserve(2)
 		em.emit(record.UpdateBefore, nil, j.rights[i].row, 0)
 		em.emit(record.UpdateAfter, nil, row, 0)
-	case t == FullOuter:
+	case t.keepsRight():
 		em.emit(record.Insert, nil, row, 0)
 	}
 	if found {
@@ -258,14 +262,14 @@ func (j *CDC) rightDelete(em *emitter, pk string) {
 	}
 	l, t := j.left, j.spec.Type
 	switch {
-	case l != nil && len(j.rights) == 0 && t.outer():
+	case l != nil && len(j.rights) == 0 && t.keepsLeft():
 		em.reserve(2)
 		gone, came := j.padSwap()
 		em.emit(gone, l, old, j.leftTs)
 		em.emit(came, l, nil, j.leftTs)
 	case l != nil:
 		em.emit(record.Delete, l, old, j.leftTs)
-	case t == FullOuter:
+	case t.keepsRight():
 		em.emit(record.Delete, nil, old, 0)
 	}
 }

@@ -103,7 +103,7 @@ func (j *CDC) flinkEvent(em *emitter, e *record.Event) {
 // flinkLeftAccumulate adds row; replaced: it replaces the stored left row
 // (an upsert), so the right rows already have their association.
 func (j *CDC) flinkLeftAccumulate(em *emitter, row record.Row, ts int64, kind record.Kind, replaced bool) {
-	leftOuter, rightOuter := j.spec.Type.outer(), j.spec.Type == FullOuter
+	leftOuter, rightOuter := j.spec.Type.keepsLeft(), j.spec.Type.keepsRight()
 	switch {
 	case len(j.rights) == 0:
 		if leftOuter {
@@ -128,7 +128,7 @@ func (j *CDC) flinkLeftAccumulate(em *emitter, row record.Row, ts int64, kind re
 
 func (j *CDC) flinkLeftRetract(em *emitter, kind record.Kind) {
 	old := j.left
-	leftOuter, rightOuter := j.spec.Type.outer(), j.spec.Type == FullOuter
+	leftOuter, rightOuter := j.spec.Type.keepsLeft(), j.spec.Type.keepsRight()
 	j.left, j.leftTs, j.leftEnc = nil, 0, nil
 	if len(j.rights) == 0 {
 		if leftOuter {
@@ -151,7 +151,7 @@ func (j *CDC) flinkLeftRetract(em *emitter, kind record.Kind) {
 }
 
 func (j *CDC) flinkRightAccumulate(em *emitter, pk string, row record.Row, ts int64, kind record.Kind) {
-	leftOuter, rightOuter := j.spec.Type.outer(), j.spec.Type == FullOuter
+	leftOuter, rightOuter := j.spec.Type.keepsLeft(), j.spec.Type.keepsRight()
 	l, lts := j.left, j.leftTs
 	switch {
 	case l == nil:
@@ -186,7 +186,7 @@ func (j *CDC) flinkRightRetract(em *emitter, pk string, kind record.Kind) {
 	if len(j.rights) == 0 {
 		j.rights = nil
 	}
-	leftOuter, rightOuter := j.spec.Type.outer(), j.spec.Type == FullOuter
+	leftOuter, rightOuter := j.spec.Type.keepsLeft(), j.spec.Type.keepsRight()
 	l, lts := j.left, j.leftTs
 	if l == nil {
 		if rightOuter {

@@ -47,6 +47,13 @@ func TestCDCFlinkKinds(t *testing.T) {
 			"-D [null,1] null/Approval", "+I [1,1] Egor/Approval",
 			"-D [1,1] Egor/Approval", "+I [null,1] null/Approval", "-D [null,1] null/Approval", "+I [1,1] Egor M/Approval",
 			"-D [1,1] Egor M/Approval", "+I [null,1] null/Approval"}},
+		{"right: inner-side update is -U then +I, outer side -D/+I", RightOuter, []step{R(ins(d1)), L(ins(u1)), L(upd(u1, u1b)), R(upd(d1, d1b)), L(del(u1b)), R(del(d1b))}, []string{
+			"+I [null,1] null/Approval",
+			"-D [null,1] null/Approval", "+I [1,1] Egor/Approval",
+			"-U [1,1] Egor/Approval", "+I [null,1] null/Approval", "-D [null,1] null/Approval", "+I [1,1] Egor M/Approval",
+			"-D [1,1] Egor M/Approval", "+I [1,1] Egor M/Approved",
+			"-D [1,1] Egor M/Approved", "+I [null,1] null/Approved",
+			"-D [null,1] null/Approved"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, flinkSpec(c.typ))
@@ -60,7 +67,7 @@ func TestCDCFlinkKinds(t *testing.T) {
 // Flink one is a consistent changelog (the strict table takes it) and
 // materializes to the same table as the default one.
 func TestCDCFlinkKindsTable(t *testing.T) {
-	for _, typ := range []JoinType{Inner, LeftOuter, FullOuter} {
+	for _, typ := range []JoinType{Inner, LeftOuter, RightOuter, FullOuter} {
 		t.Run(typ.String(), func(t *testing.T) {
 			steps := randomCDCSteps(rand.New(rand.NewPCG(3, uint64(typ))), 600)
 			def, fl := newHarness(t, projSpec(typ)), newHarness(t, flinkSpec(typ))

@@ -40,6 +40,15 @@ func TestCDCKafkaKinds(t *testing.T) {
 			"-U [1,1] Egor/Approval", "+U [1,1] Egor M/Approval",
 			"-U [1,1] Egor M/Approval", "+U [null,1] null/Approval",
 			"-D [null,1] null/Approval"}},
+		{"right: right padded row to match and back is -U/+U", RightOuter, []step{R(ins(d1)), L(ins(u1)), R(ins(d2)), L(upd(u1, u1b)), L(del(u1b)), R(del(d1))}, []string{
+			"+I [null,1] null/Approval",
+			"-U [null,1] null/Approval", "+U [1,1] Egor/Approval",
+			"+I [1,2] Egor/Rejection",
+			"-U [1,1] Egor/Approval", "+U [1,1] Egor M/Approval",
+			"-U [1,2] Egor/Rejection", "+U [1,2] Egor M/Rejection",
+			"-U [1,1] Egor M/Approval", "+U [null,1] null/Approval",
+			"-U [1,2] Egor M/Rejection", "+U [null,2] null/Rejection",
+			"-D [null,1] null/Approval"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := projSpec(c.typ)
@@ -56,7 +65,7 @@ func TestCDCKafkaKinds(t *testing.T) {
 // match (or back), which Kafka's makes -U/+U; both fold to the same table
 // (the harness applies every output to a strict table).
 func TestCDCKafkaKindsVsUpdate(t *testing.T) {
-	for _, typ := range []JoinType{Inner, LeftOuter, FullOuter} {
+	for _, typ := range []JoinType{Inner, LeftOuter, RightOuter, FullOuter} {
 		t.Run(typ.String(), func(t *testing.T) {
 			ks := projSpec(typ)
 			ks.Kinds = KindsKafka

@@ -315,3 +315,50 @@ func TestJoinCDCAppends(t *testing.T) {
 		t.Fatalf("%+v", out)
 	}
 }
+
+func TestJoinCDCRightOuter(t *testing.T) {
+	runCDCCases(t, RightOuter, append(slices.Clone(commonCases), []cdcCase{
+		{name: "seed", act: seed, want: []string{
+			"+I [1,1] Egor Myasnik/Approval",
+			"+I [1,2] Egor Myasnik/Rejection",
+			"+I [1,3] Egor Myasnik/Stoppage",
+			"+I [3,4] Mitya Volk/Cancellation",
+		}},
+		{name: "domain arriving before its user", act: []step{R(ins(d1)), R(ins(d2)), L(ins(egor1))},
+			want: []string{
+				"+I [null,1] null/Approval",
+				"+I [null,2] null/Rejection",
+				"-D [null,1] null/Approval", "+I [1,1] Egor Myasnik/Approval",
+				"-D [null,2] null/Rejection", "+I [1,2] Egor Myasnik/Rejection",
+			}},
+		{name: "user without domains", act: []step{L(ins(pavel))}},
+		{name: "user update without domains", setup: seed, act: []step{L(upd(pavel, user(2, "Pavel")))}},
+		{name: "user delete keeps its domains null-padded", setup: seed, act: []step{L(del(egor1))},
+			want: []string{
+				"-D [1,1] Egor Myasnik/Approval", "+I [null,1] null/Approval",
+				"-D [1,2] Egor Myasnik/Rejection", "+I [null,2] null/Rejection",
+				"-D [1,3] Egor Myasnik/Stoppage", "+I [null,3] null/Stoppage",
+			}},
+		{name: "user delete without domains", setup: seed, act: []step{L(del(pavel))}},
+		{name: "first domain of a user", setup: seed, act: []step{R(ins(domain(5, 2, "Appeal")))},
+			want: []string{"+I [2,5] Pavel Hvastun/Appeal"}},
+		{name: "last domain removed", setup: seed, act: []step{R(del(d4))},
+			want: []string{"-D [3,4] Mitya Volk/Cancellation"}},
+		{name: "domain without its user", setup: seed, act: []step{R(ins(domain(5, 7, "Orphan")))},
+			want: []string{"+I [null,5] null/Orphan"}},
+		{name: "domain without its user updated", setup: append(slices.Clone(seed), R(ins(domain(5, 7, "Orphan")))),
+			act:  []step{R(upd(domain(5, 7, "Orphan"), domain(5, 7, "Adopted")))},
+			want: []string{"-U [null,5] null/Orphan", "+U [null,5] null/Adopted"}},
+		{name: "domain without its user deleted", setup: append(slices.Clone(seed), R(ins(domain(5, 7, "Orphan")))),
+			act: []step{R(del(domain(5, 7, "Orphan")))}, want: []string{"-D [null,5] null/Orphan"}},
+		{name: "domain moved to a missing user", setup: seed,
+			act:  []step{R(upd(d3, domain(3, 7, "Stoppage")))},
+			want: []string{"-D [1,3] Egor Myasnik/Stoppage", "+I [null,3] null/Stoppage"}},
+		{name: "padded domain moved to a user", setup: append(slices.Clone(seed), R(ins(domain(5, 7, "Orphan")))),
+			act:  []step{R(upd(domain(5, 7, "Orphan"), domain(5, 2, "Orphan")))},
+			want: []string{"-D [null,5] null/Orphan", "+I [2,5] Pavel Hvastun/Orphan"}},
+		{name: "user id change moves the user", setup: seed,
+			act:  []step{L(upd(mitya, user(7, "Mitya Volk")))},
+			want: []string{"-D [3,4] Mitya Volk/Cancellation", "+I [null,4] null/Cancellation"}},
+	}...))
+}

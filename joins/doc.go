@@ -8,7 +8,21 @@
 //     projection. CDCSpec.Validate checks it and CDCSpec.Route turns one
 //     Debezium change into the events for the join keys it touches (a row
 //     whose join column changes becomes a retraction at the old key and an
-//     insert at the new one).
+//     insert at the new one). The join type is inner, left, right or full.
+//   - Null join values are SQL's: a row whose join column is null (or
+//     absent) matches nothing. In a join that keeps its side it lives at a
+//     key of its own, NullRowKey(side, primary key) — "\x00null/", the side
+//     and the primary key's key form — holding just that row, so it is one
+//     more key actor and the per-key machine is unchanged: it emits the row
+//     padded, updates and retracts it as any unmatched row of a kept side.
+//     Route refuses a real string join value in that form
+//     (ReasonJoinReserved), so no real key takes one. In a join that does
+//     not keep its side such a change routes nowhere: ErrUnmatched, which
+//     callers count and do not dead-letter.
+//   - CDCSpec.Where is a residual condition on a key's pairs (Condition, as
+//     the event-time joins take it): with one, each change recomputes the
+//     key's results and emits their difference, so an update that flips
+//     the condition retracts or adds its pairs and their padding.
 //   - CDC is the state of one join key: the left row (value state) and the
 //     right rows by primary key (map state). CDC.OnEvent applies one event and
 //     appends the resulting changelog records (+I, -U, +U, -D), following

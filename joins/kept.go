@@ -9,12 +9,12 @@ import (
 // Kept returns the columns of side's rows that the join reads, sorted:
 // the side's primary-key and join columns and the projection's columns of
 // that side. all is true (and cols nil) when the join reads whole rows:
-// without a projection the output holds them, and a computed column may
-// read any column. A key's state keeps only these columns of its rows, so
+// without a projection the output holds them, and a computed column or a
+// residual condition (Where) may read any column. A key's state keeps only these columns of its rows, so
 // a runner drops the others as it decodes a change (projection pushdown,
 // as Flink's planner prunes the columns a query never reads).
 func (s *CDCSpec) Kept(side record.Side) (cols []string, all bool) {
-	if len(s.Project) == 0 {
+	if len(s.Project) == 0 || !s.Where.IsZero() { // a condition may read any column
 		return nil, true
 	}
 	sd := s.side(side)

@@ -118,13 +118,20 @@ func (s *MultiSpec) TableIndex(name string) (int, bool) {
 // for the join keys it touches, exactly as CDCSpec.Route does for one side
 // (a row whose join column changes becomes a retraction at the old key and
 // an insert at the new one). Events carry Side = record.Side(table); a
-// *RouteError's Side is the table index too.
+// *RouteError's Side is the table index too. A driving row whose join
+// column is null is kept at its own key (NullRowKey), where it matches
+// nothing: emitted padded when every other table is left joined, not
+// emitted otherwise, as SQL has it; another table's row with a null join
+// column matches nothing and is never emitted: ErrUnmatched.
 func (s *MultiSpec) Route(table int, c record.Change) ([]record.Event, error) {
 	if table < 0 || table >= len(s.Tables) {
 		return nil, &RouteError{Reason: ReasonBadSide, Side: record.Side(table), Op: c.Op, Pos: c.Pos}
 	}
 	t := &s.Tables[table]
 	one := CDCSpec{Left: SideSpec{Name: t.Name, PK: t.PK, JoinOn: t.JoinOn}}
+	if table == 0 {
+		one.Type = LeftOuter // the driving table's rows are kept
+	}
 	evs, err := one.Route(record.Left, c)
 	if err != nil {
 		var re *RouteError

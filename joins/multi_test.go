@@ -3,6 +3,7 @@ package joins
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -202,13 +203,48 @@ func TestMultiSpecValidate(t *testing.T) {
 
 func TestMultiRouteErrorNamesTable(t *testing.T) {
 	s := multi3(Inner, Inner)
-	_, err := s.Route(2, ins(record.Row{"id": num(1)}))
+	_, err := s.Route(2, ins(record.Row{"id": num(1), "user_id": []any{num(1)}}))
 	re, ok := err.(*RouteError)
-	if !ok || re.Reason != ReasonJoinMissing || re.Side != 2 {
-		t.Fatalf("got %v, want a join-column-missing RouteError of table 2", err)
+	if !ok || re.Reason != ReasonJoinNotScalar || re.Side != 2 {
+		t.Fatalf("got %v, want a join-column-not-scalar RouteError of table 2", err)
 	}
 	if _, err := s.Route(3, ins(u(1))); err == nil {
 		t.Fatal("table 3 of 3 routed")
+	}
+}
+
+// TestMultiRouteNullKeys: a driving row with a null (or absent) join
+// column is kept at its own key; another table's matches nothing
+// (ErrUnmatched), and leaving the null key is a plain insert.
+func TestMultiRouteNullKeys(t *testing.T) {
+	s := multi3(LeftOuter, LeftOuter)
+	evs, err := s.Route(0, ins(record.Row{"id": nil, "name": "x"}))
+	if err == nil {
+		t.Fatalf("a driving row without a primary key routed: %v", evs)
+	}
+	evs, err = s.Route(1, ins(record.Row{"id": num(4), "user_id": nil}))
+	if !errors.Is(err, ErrUnmatched) || len(evs) != 0 {
+		t.Fatalf("domain with a null user_id: %v %v, want ErrUnmatched", evs, err)
+	}
+	evs, err = s.Route(1, upd(record.Row{"id": num(4), "user_id": nil}, record.Row{"id": num(4), "user_id": num(1)}))
+	if err != nil || len(evs) != 1 || evs[0].Key != "1" || evs[0].Op != record.OpCreate || evs[0].Side != 1 {
+		t.Fatalf("domain given a user_id: %+v %v, want one c at key 1", evs, err)
+	}
+	// The driving table keys rows by id = its join column here, so a null
+	// join column is a null primary key; a driving table joined on another
+	// column keeps its null-key rows.
+	d := &MultiSpec{Tables: []MultiTable{
+		{Name: "domains", PK: "id", JoinOn: "user_id"},
+		{Name: "users", PK: "id", JoinOn: "id", Kind: LeftOuter},
+	}}
+	evs, err = d.Route(0, ins(record.Row{"id": num(4)}))
+	if err != nil || len(evs) != 1 || evs[0].Key != NullRowKey(record.Left, "4") {
+		t.Fatalf("driving row without its join column: %+v %v, want one event at its null-row key", evs, err)
+	}
+	m := NewMulti(d)
+	outs := m.OnEvent(evs[0], nil)
+	if len(outs) != 1 || outs[0].Kind != record.Insert {
+		t.Fatalf("driving row at its null-row key emitted %+v, want one padded +I", outs)
 	}
 }
 

@@ -1,7 +1,9 @@
 package joins
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/joinery/joinery/record"
 )
@@ -9,18 +11,51 @@ import (
 // Reasons a change cannot be routed, the values of RouteError.Reason. They are
 // stable and low-cardinality, fit for a metric label.
 const (
-	ReasonBadSide          = "bad side"            // side is neither left nor right
-	ReasonUnknownOp        = "unknown op"          // op is not c, r, u or d
-	ReasonMissingAfter     = "missing after"       // c, r or u without an after row
-	ReasonMissingBefore    = "missing before"      // d without a before row
-	ReasonJoinMissing      = "join column missing" // the after row lacks the join column
-	ReasonJoinNull         = "join column null"
+	ReasonBadSide          = "bad side"               // side is neither left nor right
+	ReasonUnknownOp        = "unknown op"             // op is not c, r, u or d
+	ReasonMissingAfter     = "missing after"          // c, r or u without an after row
+	ReasonMissingBefore    = "missing before"         // d without a before row
 	ReasonJoinNotScalar    = "join column not scalar" // an object or array
+	ReasonJoinReserved     = "join value reserved"    // a string join value in the form of a null-key row's key
 	ReasonPKMissing        = "pk column missing"
 	ReasonPKNull           = "pk column null"
 	ReasonPKNotScalar      = "pk column not scalar"
 	ReasonDeleteUnroutable = "delete before lacks join column"
 )
+
+// ErrUnmatched is what Route returns, with no events, for a change of a row
+// whose join column is null (or absent) before and after it, in a join that
+// does not keep that side (inner; the right side of a left join, the left
+// side of a right join): per SQL the row matches nothing and is not
+// emitted, so there is nothing to keep. It is not bad input: callers count
+// it and read on, they do not dead-letter it.
+var ErrUnmatched = errors.New("joins: the row's join column is null: it matches nothing and the join does not keep its side")
+
+// nullKeyPrefix begins every key NullRowKey makes. Its first byte is NUL,
+// and Route refuses (ReasonJoinReserved) a join value that begins with the
+// whole prefix, so no real join key takes one of these keys. Keys are
+// UTF-8 text (they travel as protobuf strings between nodes): a byte that
+// is not UTF-8 would be a cheaper reservation, but no node could send it.
+const nullKeyPrefix = "\x00null/"
+
+// NullRowKey is the key of a row of side whose join column is null (or
+// absent) in a join that keeps that side (left and full for the left side,
+// right and full for the right): the prefix "\x00null/", the side ("left/"
+// or "right/") and pk, the key form of the row's primary key. Each such
+// row is its own key holding just that row, so the per-key state is
+// unchanged: the key's CDC has a row of one side and never one of the
+// other, and emits it padded, updates it and retracts it as any unmatched
+// row of a kept side.
+func NullRowKey(side record.Side, pk record.Key) record.Key {
+	sd := "left/"
+	if side == record.Right {
+		sd = "right/"
+	}
+	return record.Key(nullKeyPrefix + sd + string(pk))
+}
+
+// IsNullRowKey reports whether k is a key NullRowKey makes.
+func IsNullRowKey(k record.Key) bool { return strings.HasPrefix(string(k), nullKeyPrefix) }
 
 // RouteError says why CDCSpec.Route refused a change. Reason is one of the
 // Reason constants; callers count by it (errors.As, then Reason).
@@ -40,6 +75,9 @@ func (e *RouteError) Error() string {
 	} else if e.Row != "" {
 		msg += " (" + e.Row + ")"
 	}
+	if e.Reason == ReasonJoinReserved {
+		msg += ": a string join value may not begin with \"\\u0000null/\", the keys of rows whose join value is null"
+	}
 	if e.Reason == ReasonDeleteUnroutable {
 		msg += ": a before row holding only the primary key cannot be routed to its join key; capture full before images (e.g. REPLICA IDENTITY FULL)"
 	}
@@ -57,8 +95,19 @@ func (e *RouteError) Error() string {
 //     Debezium before) is taken to mean the key did not change.
 //   - d: one event at the key of Before, which must hold the join column.
 //
-// Rows must hold a non-null scalar primary key and join column where they are
-// used; anything else is a *RouteError. Every event carries c.Pos and side.
+// A row whose join column is null or absent (SQL's null join value, which
+// never matches) is, in a join that keeps its side, at its own key,
+// NullRowKey(side, its primary key): there the join emits it padded and
+// retracts it on its update or delete. An update that gives it a join
+// value is a d at that key and a c at the new one, and the reverse when an
+// update nulls the join value of a row. In a join that does not keep its
+// side the null image goes nowhere: an update from or to it is the other
+// image's c or d alone, and a change with no image anywhere is
+// ErrUnmatched.
+//
+// Rows must hold a non-null scalar primary key, and a scalar join column
+// where they are used; anything else is a *RouteError. Every event carries
+// c.Pos and side.
 func (s *CDCSpec) Route(side record.Side, c record.Change) ([]record.Event, error) {
 	return s.AppendRoute(nil, side, c)
 }
@@ -74,47 +123,69 @@ func (s *CDCSpec) AppendRoute(dst []record.Event, side record.Side, c record.Cha
 		return fail(ReasonBadSide, "", "")
 	}
 	ss := s.side(side)
+	keep := s.Type.keeps(side)
 	ev := record.Event{Side: side, Op: c.Op, Pos: c.Pos, Ts: c.TsMs}
 	switch c.Op {
 	case record.OpCreate, record.OpRead, record.OpUpdate:
 		if c.After == nil {
 			return fail(ReasonMissingAfter, "after", "")
 		}
-		key, reason := columnKey(c.After, ss.JoinOn, true)
+		pk, reason := columnKey(c.After, ss.PK, true)
 		if reason != "" {
-			return fail(joinReason(reason), "after", ss.JoinOn)
-		}
-		if _, reason := columnKey(c.After, ss.PK, true); reason != "" {
 			return fail(pkReason(reason), "after", ss.PK)
 		}
+		key, null, reason := joinKey(c.After, ss.JoinOn)
+		if reason != "" {
+			return fail(reason, "after", ss.JoinOn)
+		}
+		if null {
+			key = NullRowKey(side, pk)
+		}
+		placed := !null || keep // the after image has a key
 		ev.Key, ev.After = key, c.After
-		if c.Op != record.OpUpdate {
+		if c.Op != record.OpUpdate || c.Before == nil {
+			if !placed {
+				return dst, ErrUnmatched
+			}
+			if c.Op == record.OpUpdate {
+				ev.Before = c.Before
+			}
 			return append(dst, ev), nil
 		}
 		ev.Before = c.Before
-		if c.Before == nil {
-			return append(dst, ev), nil
-		}
-		if _, reason := columnKey(c.Before, ss.PK, false); reason != "" {
+		oldPK, reason := columnKey(c.Before, ss.PK, false)
+		if reason != "" {
 			return fail(pkReason(reason), "before", ss.PK)
 		}
-		if !has(c.Before, ss.JoinOn) {
-			return append(dst, ev), nil // a partial before: assume the key is unchanged
-		}
-		old, reason := columnKey(c.Before, ss.JoinOn, true)
-		if reason != "" {
-			return fail(joinReason(reason), "before", ss.JoinOn)
-		}
-		if old == key {
-			return append(dst, ev), nil
-		}
 		if !has(c.Before, ss.PK) {
+			oldPK = pk // a partial before: the primary key is the after's
+		}
+		old, oldNull := key, null
+		if has(c.Before, ss.JoinOn) {
+			if old, oldNull, reason = joinKey(c.Before, ss.JoinOn); reason != "" {
+				return fail(reason, "before", ss.JoinOn)
+			}
+		} // else a partial before: assume the join value is unchanged
+		if oldNull {
+			old = NullRowKey(side, oldPK)
+		}
+		oldPlaced := !oldNull || keep
+		switch {
+		case !placed && !oldPlaced:
+			return dst, ErrUnmatched
+		case placed && oldPlaced && old == key:
+			return append(dst, ev), nil
+		case oldPlaced && !has(c.Before, ss.PK):
 			// The retraction at the old key needs the row's primary key.
 			return fail(ReasonPKMissing, "before", ss.PK)
 		}
-		del := record.Event{Key: old, Side: side, Op: record.OpDelete, Before: c.Before, Pos: c.Pos, Seq: 0, Ts: c.TsMs}
-		ins := record.Event{Key: key, Side: side, Op: record.OpCreate, After: c.After, Pos: c.Pos, Seq: 1, Ts: c.TsMs}
-		return append(dst, del, ins), nil
+		if oldPlaced {
+			dst = append(dst, record.Event{Key: old, Side: side, Op: record.OpDelete, Before: c.Before, Pos: c.Pos, Seq: 0, Ts: c.TsMs})
+		}
+		if placed {
+			dst = append(dst, record.Event{Key: key, Side: side, Op: record.OpCreate, After: c.After, Pos: c.Pos, Seq: 1, Ts: c.TsMs})
+		}
+		return dst, nil
 	case record.OpDelete:
 		if c.Before == nil {
 			return fail(ReasonMissingBefore, "before", "")
@@ -122,17 +193,43 @@ func (s *CDCSpec) AppendRoute(dst []record.Event, side record.Side, c record.Cha
 		if !has(c.Before, ss.JoinOn) {
 			return fail(ReasonDeleteUnroutable, "before", ss.JoinOn)
 		}
-		key, reason := columnKey(c.Before, ss.JoinOn, true)
+		key, null, reason := joinKey(c.Before, ss.JoinOn)
 		if reason != "" {
-			return fail(joinReason(reason), "before", ss.JoinOn)
+			return fail(reason, "before", ss.JoinOn)
 		}
-		if _, reason := columnKey(c.Before, ss.PK, true); reason != "" {
+		pk, reason := columnKey(c.Before, ss.PK, true)
+		if reason != "" {
 			return fail(pkReason(reason), "before", ss.PK)
+		}
+		if null {
+			if !keep {
+				return dst, ErrUnmatched
+			}
+			key = NullRowKey(side, pk)
 		}
 		ev.Key, ev.Before = key, c.Before
 		return append(dst, ev), nil
 	}
 	return fail(ReasonUnknownOp, "", "")
+}
+
+// joinKey returns the key form of r's join value col; null reports a null
+// or absent one (key ""). reason is a Reason constant for a value that
+// cannot be a join key: an object or array, or a string in the form of a
+// null-key row's key.
+func joinKey(r record.Row, col string) (key record.Key, null bool, reason string) {
+	v := r[col]
+	if v == nil {
+		return "", true, ""
+	}
+	k, ok := record.KeyOf(v)
+	switch {
+	case !ok:
+		return "", false, ReasonJoinNotScalar
+	case IsNullRowKey(k):
+		return "", false, ReasonJoinReserved
+	}
+	return k, false, ""
 }
 
 func has(r record.Row, col string) bool {
@@ -165,16 +262,6 @@ func columnKey(r record.Row, col string, required bool) (record.Key, string) {
 		return "", probNotScalar
 	}
 	return k, ""
-}
-
-func joinReason(p string) string {
-	switch p {
-	case probMissing:
-		return ReasonJoinMissing
-	case probNull:
-		return ReasonJoinNull
-	}
-	return ReasonJoinNotScalar
 }
 
 func pkReason(p string) string {

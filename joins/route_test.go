@@ -26,25 +26,22 @@ func TestRouteErrors(t *testing.T) {
 		{"read without after", record.Right, record.Change{Op: record.OpRead}, ReasonMissingAfter, "after"},
 		{"update without after", record.Right, upd(d1, nil), ReasonMissingAfter, "after"},
 		{"delete without before", record.Right, del(nil), ReasonMissingBefore, "before"},
-		{"join column missing", record.Right, ins(record.Row{"id": num(1)}), ReasonJoinMissing, "user_id"},
-		{"join column null", record.Right, ins(record.Row{"id": num(1), "user_id": nil}), ReasonJoinNull, "user_id"},
 		{"join column object", record.Right, ins(record.Row{"id": num(1), "user_id": obj}), ReasonJoinNotScalar, "user_id"},
 		{"join column array", record.Right, ins(record.Row{"id": num(1), "user_id": arr}), ReasonJoinNotScalar, "user_id"},
-		{"update join column null", record.Right, upd(d1, record.Row{"id": num(1), "user_id": nil}), ReasonJoinNull, "user_id"},
 		{"pk missing", record.Right, ins(record.Row{"user_id": num(1)}), ReasonPKMissing, "id"},
 		{"pk null", record.Right, ins(record.Row{"id": nil, "user_id": num(1)}), ReasonPKNull, "id"},
 		{"pk not scalar", record.Right, ins(record.Row{"id": arr, "user_id": num(1)}), ReasonPKNotScalar, "id"},
-		{"left pk null", record.Left, ins(record.Row{"id": nil, "name": "x"}), ReasonJoinNull, "id"},
+		{"left pk null", record.Left, ins(record.Row{"id": nil, "name": "x"}), ReasonPKNull, "id"},
+		{"join value reserved", record.Right, ins(record.Row{"id": num(1), "user_id": "\x00null/left/1"}), ReasonJoinReserved, "user_id"},
+		{"before join value reserved", record.Right, upd(record.Row{"id": num(1), "user_id": "\x00null/x"}, d1), ReasonJoinReserved, "before.user_id"},
 		{"update before pk null", record.Right, upd(record.Row{"id": nil}, d1), ReasonPKNull, "before.id"},
-		{"update before join null", record.Right, upd(record.Row{"id": num(1), "user_id": nil}, d1), ReasonJoinNull, "before.user_id"},
 		{"update before join object", record.Right, upd(record.Row{"id": num(1), "user_id": obj}, d1), ReasonJoinNotScalar, "before.user_id"},
 		{"move with before lacking pk", record.Right, upd(record.Row{"user_id": num(2)}, d1), ReasonPKMissing, "before.id"},
 		{"delete with pk-only before", record.Right, del(record.Row{"id": num(1)}), ReasonDeleteUnroutable, "primary key"},
 		{"delete with empty before", record.Right, del(record.Row{}), ReasonDeleteUnroutable, "user_id"},
-		{"delete join null", record.Right, del(record.Row{"id": num(1), "user_id": nil}), ReasonJoinNull, "user_id"},
 		{"delete pk missing", record.Right, del(record.Row{"user_id": num(1)}), ReasonPKMissing, "before.id"},
 		{"delete pk null", record.Right, del(record.Row{"id": nil, "user_id": num(1)}), ReasonPKNull, "before.id"},
-		{"left delete pk null", record.Left, del(record.Row{"id": nil}), ReasonJoinNull, "before.id"},
+		{"left delete pk null", record.Left, del(record.Row{"id": nil}), ReasonPKNull, "before.id"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,7 +165,7 @@ func TestCDCSpecValidate(t *testing.T) {
 }
 
 func TestParseJoinType(t *testing.T) {
-	for _, typ := range []JoinType{Inner, LeftOuter, FullOuter} {
+	for _, typ := range []JoinType{Inner, LeftOuter, RightOuter, FullOuter} {
 		b, err := typ.MarshalText()
 		if err != nil {
 			t.Fatal(err)
@@ -181,8 +178,11 @@ func TestParseJoinType(t *testing.T) {
 	if typ, err := ParseJoinType("left"); err != nil || typ != LeftOuter {
 		t.Errorf("left: %v %v", typ, err)
 	}
-	if _, err := ParseJoinType("right"); err == nil {
-		t.Error("right parsed")
+	if typ, err := ParseJoinType("right"); err != nil || typ != RightOuter {
+		t.Errorf("right: %v %v", typ, err)
+	}
+	if _, err := ParseJoinType("outer"); err == nil {
+		t.Error("outer parsed")
 	}
 	if _, err := JoinType(7).MarshalText(); err == nil {
 		t.Error("JoinType(7) marshalled")
@@ -220,5 +220,82 @@ func TestTable(t *testing.T) {
 	want := []TableRow{{"[0,0]", row("e")}, {"[1,null]", row("c")}, {"[2,1]", row("b")}}
 	if got := tb.Rows(); !reflect.DeepEqual(got, want) || tb.Len() != 3 {
 		t.Fatalf("rows %v, len %d", got, tb.Len())
+	}
+}
+
+// TestRouteNullKeys: a null or absent join value never matches. In a join
+// that keeps its side the row is at its own key, NullRowKey(side, pk);
+// otherwise its image goes nowhere: ErrUnmatched when no image is left.
+func TestRouteNullKeys(t *testing.T) {
+	pos := record.Position{Source: "domains", Partition: 1, Offset: 42}
+	nul := record.Row{"id": num(5), "user_id": nil, "reason": "x"}
+	absent := record.Row{"id": num(5), "reason": "x"}
+	nul2 := record.Row{"id": num(5), "user_id": nil, "reason": "y"}
+	nul6 := record.Row{"id": num(6), "user_id": nil, "reason": "y"}
+	keyed := domain(5, 2, "x")
+	nk := NullRowKey(record.Right, "5")
+	if nk != "\x00null/right/5" || !IsNullRowKey(nk) || IsNullRowKey("5") || NullRowKey(record.Left, "5") == nk {
+		t.Fatalf("NullRowKey %q", nk)
+	}
+	ev := func(key record.Key, op record.Op, before, after record.Row, seq int) record.Event {
+		return record.Event{Key: key, Side: record.Right, Op: op, Before: before, After: after, Pos: pos, Seq: seq}
+	}
+	cases := []struct {
+		name string
+		c    record.Change
+		kept []record.Event // in a join that keeps the right side
+		not  []record.Event // in one that does not; nil: ErrUnmatched
+	}{
+		{"insert", ins(nul), []record.Event{ev(nk, record.OpCreate, nil, nul, 0)}, nil},
+		{"insert without the join column", ins(absent), []record.Event{ev(nk, record.OpCreate, nil, absent, 0)}, nil},
+		{"update", upd(nul, nul2), []record.Event{ev(nk, record.OpUpdate, nul, nul2, 0)}, nil},
+		{"update without before", upd(nil, nul2), []record.Event{ev(nk, record.OpUpdate, nil, nul2, 0)}, nil},
+		{"update, partial before", upd(record.Row{"id": num(5)}, nul2),
+			[]record.Event{ev(nk, record.OpUpdate, record.Row{"id": num(5)}, nul2, 0)}, nil},
+		{"update giving a join value", upd(nul, keyed),
+			[]record.Event{ev(nk, record.OpDelete, nul, nil, 0), ev("2", record.OpCreate, nil, keyed, 1)},
+			[]record.Event{ev("2", record.OpCreate, nil, keyed, 1)}},
+		{"update nulling the join value", upd(keyed, nul),
+			[]record.Event{ev("2", record.OpDelete, keyed, nil, 0), ev(nk, record.OpCreate, nil, nul, 1)},
+			[]record.Event{ev("2", record.OpDelete, keyed, nil, 0)}},
+		{"update changing the primary key", upd(nul, nul6),
+			[]record.Event{ev(nk, record.OpDelete, nul, nil, 0), ev(NullRowKey(record.Right, "6"), record.OpCreate, nil, nul6, 1)}, nil},
+		{"delete", del(nul), []record.Event{ev(nk, record.OpDelete, nul, nil, 0)}, nil},
+	}
+	for _, tc := range cases {
+		for _, typ := range []JoinType{Inner, LeftOuter, RightOuter, FullOuter} {
+			t.Run(tc.name+"/"+typ.String(), func(t *testing.T) {
+				tc.c.Pos = pos
+				want := tc.not
+				if typ.keepsRight() {
+					want = tc.kept
+				}
+				got, err := nestedSpec(typ).Route(record.Right, tc.c)
+				if want == nil {
+					if !errors.Is(err, ErrUnmatched) || len(got) != 0 {
+						t.Fatalf("got %+v, %v; want ErrUnmatched", got, err)
+					}
+					return
+				}
+				if err != nil || !reflect.DeepEqual(got, want) {
+					t.Fatalf("got  %+v, %v\nwant %+v", got, err, want)
+				}
+			})
+		}
+	}
+	// Leaving a kept null key retracts the row there: the before needs its
+	// primary key.
+	var re *RouteError
+	if _, err := nestedSpec(RightOuter).Route(record.Right, upd(record.Row{"user_id": nil}, keyed)); !errors.As(err, &re) || re.Reason != ReasonPKMissing {
+		t.Errorf("null-key move with a before lacking the pk: %v", err)
+	}
+	// The left side is kept by left and full joins.
+	for _, typ := range []JoinType{Inner, LeftOuter, RightOuter, FullOuter} {
+		s := &CDCSpec{Type: typ, Left: SideSpec{Name: "users", PK: "id", JoinOn: "team"}, Right: domainsSide}
+		u := record.Row{"id": num(1), "team": nil}
+		got, err := s.Route(record.Left, ins(u))
+		if typ.keepsLeft() != (err == nil) || typ.keepsLeft() && (len(got) != 1 || got[0].Key != NullRowKey(record.Left, "1")) {
+			t.Errorf("%s: left null-key insert: %+v, %v", typ, got, err)
+		}
 	}
 }

@@ -15,11 +15,15 @@ const (
 	Inner JoinType = iota
 	// LeftOuter also emits a left row padded with nulls while it has no match.
 	LeftOuter
-	// FullOuter also emits a right row padded with nulls while it has no match.
+	// FullOuter emits both sides' rows padded with nulls while they have no
+	// match: LeftOuter and RightOuter at once.
 	FullOuter
+	// RightOuter emits a right row padded with nulls while it has no match
+	// (and no left row without one).
+	RightOuter
 )
 
-var joinTypeNames = [...]string{"inner", "left", "full"}
+var joinTypeNames = [...]string{"inner", "left", "full", "right"}
 
 func (t JoinType) String() string {
 	if t >= 0 && int(t) < len(joinTypeNames) {
@@ -28,17 +32,17 @@ func (t JoinType) String() string {
 	return fmt.Sprintf("JoinType(%d)", int(t))
 }
 
-// ParseJoinType parses "inner", "left" or "full".
+// ParseJoinType parses "inner", "left", "right" or "full".
 func ParseJoinType(s string) (JoinType, error) {
 	for i, n := range joinTypeNames {
 		if n == s {
 			return JoinType(i), nil
 		}
 	}
-	return 0, fmt.Errorf("joins: unknown join type %q (want inner, left or full)", s)
+	return 0, fmt.Errorf("joins: unknown join type %q (want inner, left, right or full)", s)
 }
 
-// MarshalText encodes the type as "inner", "left" or "full".
+// MarshalText encodes the type as "inner", "left", "right" or "full".
 func (t JoinType) MarshalText() ([]byte, error) {
 	if !t.valid() {
 		return nil, fmt.Errorf("joins: unknown join type %d", int(t))
@@ -56,10 +60,23 @@ func (t *JoinType) UnmarshalText(b []byte) error {
 	return nil
 }
 
-func (t JoinType) valid() bool { return t >= Inner && t <= FullOuter }
+func (t JoinType) valid() bool { return t >= Inner && t <= RightOuter }
 
-// outer reports whether a left row without a match is emitted null-padded.
-func (t JoinType) outer() bool { return t == LeftOuter || t == FullOuter }
+// keepsLeft reports whether a left row without a match is emitted
+// null-padded (left and full joins).
+func (t JoinType) keepsLeft() bool { return t == LeftOuter || t == FullOuter }
+
+// keepsRight reports whether a right row without a match is emitted
+// null-padded (right and full joins).
+func (t JoinType) keepsRight() bool { return t == RightOuter || t == FullOuter }
+
+// keeps reports whether side's rows without a match are emitted padded.
+func (t JoinType) keeps(side record.Side) bool {
+	if side == record.Left {
+		return t.keepsLeft()
+	}
+	return t.keepsRight()
+}
 
 // SideSpec describes one input of a changelog join.
 type SideSpec struct {
@@ -100,6 +117,14 @@ type CDCSpec struct {
 	// Kinds is the row-kind convention of the output: KindsUpdate (the
 	// default), KindsFlink or KindsKafka.
 	Kinds CDCKinds
+	// Where is the residual condition on a pair of rows of one key (SQL's
+	// ON u.id = d.user_id AND d.active AND u.tier >= d.min_tier, the
+	// equality being the key): a left and a right row are a pair only when
+	// it holds, so a row of a kept side is padded while no row passes it
+	// with it, and a change that flips it for a pair retracts or adds the
+	// pair (see cdc_where.go). The zero Condition pairs every two rows of a
+	// key. Only with KindsUpdate.
+	Where Condition
 	// MaxTs stamps every output with the larger of its input change's
 	// source time (Event.Ts) and the source time of the other side's row in
 	// the pair (Kafka Streams' KTable-KTable join timestamps, deletions
@@ -155,7 +180,7 @@ func (s *CDCSpec) Validate() error {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
 	}
 	if !s.Type.valid() {
-		bad("type", "unknown join type %d (want inner, left or full)", int(s.Type))
+		bad("type", "unknown join type %d (want inner, left, right or full)", int(s.Type))
 	}
 	if s.Kinds != KindsUpdate && s.Kinds != KindsFlink && s.Kinds != KindsKafka {
 		bad("kinds", "unknown changelog kinds %d (want update, flink or kafka)", int(s.Kinds))
@@ -173,6 +198,9 @@ func (s *CDCSpec) Validate() error {
 		if side.spec.JoinOn == "" {
 			bad(side.field+".join_on", "must not be empty")
 		}
+	}
+	if !s.Where.IsZero() && s.Kinds != KindsUpdate {
+		bad("where", "a residual condition needs the update kinds (got kinds %d)", int(s.Kinds))
 	}
 	if len(s.Project) == 0 && s.Left.Name != "" && s.Left.Name == s.Right.Name {
 		bad("right.name", "must differ from left.name %q when there is no projection", s.Left.Name)

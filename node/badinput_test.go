@@ -35,7 +35,8 @@ var mixedCDC = []struct {
 	{`{"op":"c","after":{"id":1,"user_id":1,"domain_name":"Approval"},"source":{"table":"domains","lsn":12}}`, ""},
 	{`{"op":"c","after":{"id":2,"user_id":2,"domain_name":"Renewal"},"source":{"table":"domains","lsn":13}}`, ""},
 	{`{"op":"c","after":{"id":9,`, "not-json"},
-	{`{"op":"c","after":{"id":3,"domain_name":"NoUser"},"source":{"table":"domains","lsn":14}}`, "missing-key"},
+	// No user_id: matches nothing in the left join, counted as unmatched.
+	{`{"op":"c","after":{"id":3,"domain_name":"NoUser"},"source":{"table":"domains","lsn":14}}`, ""},
 	{`{"op":"c","after":{"id":4,"user_id":{"a":1},"domain_name":"Obj"},"source":{"table":"domains","lsn":15}}`, "wrong-type"},
 	{`{"op":"x","after":{"id":5,"user_id":1},"source":{"table":"domains","lsn":16}}`, "unknown-op"},
 	{`{"op":"c","after":{"id":6,"user_id":1,"domain_name":"` + strings.Repeat("x", 600) + `"},"source":{"table":"domains","lsn":17}}`, "too-large"},
@@ -143,9 +144,9 @@ func TestNodeBadInputDeadLetter(t *testing.T) {
 			if st.DeadLettered.Load() != int64(len(want)) || st.BadTotal() != int64(len(want)) {
 				t.Errorf("dead-lettered %d, rejected %d; want %d", st.DeadLettered.Load(), st.BadTotal(), len(want))
 			}
-			if st.Tombs.Load() != 1 || st.Duplicates.Load() != 2 || st.Truncates.Load() != 1 || st.SkippedBad.Load() != 0 {
-				t.Errorf("tombstones %d, duplicates %d, truncates %d, skipped %d; want 1, 2, 1, 0",
-					st.Tombs.Load(), st.Duplicates.Load(), st.Truncates.Load(), st.SkippedBad.Load())
+			if st.Tombs.Load() != 1 || st.Duplicates.Load() != 2 || st.Truncates.Load() != 1 || st.SkippedBad.Load() != 0 || st.Unmatched.Load() != 1 {
+				t.Errorf("tombstones %d, duplicates %d, truncates %d, skipped %d, unmatched %d; want 1, 2, 1, 0, 1",
+					st.Tombs.Load(), st.Duplicates.Load(), st.Truncates.Load(), st.SkippedBad.Load(), st.Unmatched.Load())
 			}
 			bySrc := st.BadBySource()["cdc"]
 			for _, w := range want {

@@ -152,8 +152,13 @@ func TestNodeExample(t *testing.T) {
 	}
 	diff(t, "example", got, want)
 	bad := n.Stats().Bad()
-	if n.Stats().BadTotal() != 4 {
-		t.Errorf("rejected = %v, want 4 records (not JSON, no op, unknown op, no join key)", bad)
+	if n.Stats().BadTotal() != 3 {
+		t.Errorf("rejected = %v, want 3 records (not JSON, no op, unknown op)", bad)
+	}
+	// A domain without a user_id matches nothing and a left join does not
+	// keep it: counted, not rejected.
+	if u := n.Stats().Unmatched.Load(); u != 1 {
+		t.Errorf("unmatched = %d, want 1 (the domain without a user_id)", u)
 	}
 	for _, reason := range []string{"not-json", "missing-op", "unknown-op"} {
 		if bad[reason] != 1 {

@@ -145,8 +145,6 @@ type arrival struct{ req, ev int }
 // routeReason maps a joins.RouteError reason to a reject reason.
 func routeReason(why string) reason.Reason {
 	switch why {
-	case joins.ReasonJoinMissing, joins.ReasonJoinNull:
-		return reason.MissingKey
 	case joins.ReasonPKMissing, joins.ReasonPKNull:
 		return reason.MissingPK
 	case joins.ReasonJoinNotScalar, joins.ReasonPKNotScalar:
@@ -225,6 +223,10 @@ func (r *reader) cdcEvents(b *batch, m sources.Message, dst []record.Event) (evs
 		evs, err = n.multi.Route(int(side), env.Change)
 	} else {
 		evs, err = n.cdc.AppendRoute(dst, side, env.Change)
+	}
+	if errors.Is(err, joins.ErrUnmatched) {
+		n.stats.Unmatched.Add(1) // a null join value the join does not keep: not bad input
+		return nil, "", nil
 	}
 	if err != nil {
 		why := reason.Route

@@ -24,6 +24,7 @@ type Stats struct {
 	Truncates    atomic.Int64 // Debezium truncate events seen
 	Duplicates   atomic.Int64 // Debezium changes dropped as replays (source position not newer)
 	Filtered     atomic.Int64 // records (or CDC changes) the source's filter dropped
+	Unmatched    atomic.Int64 // CDC changes of a row with a null join value, of a side the join does not keep
 
 	Activations  atomic.Int64 // key actors activated on this node
 	Passivations atomic.Int64 // key actors stopped on this node (idle or shutdown)

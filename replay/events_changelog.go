@@ -135,24 +135,35 @@ func (r *eventsRun) flushPending(side record.Side) error {
 	return nil
 }
 
+// changeRef is the input text of the row image a dropped change of line n
+// names: its after, or a delete's before (nil when absent).
+func (r *eventsRun) changeRef(n int, c record.Change) json.RawMessage {
+	img, part := c.After, "a"
+	if c.Op == record.OpDelete {
+		img, part = c.Before, "b"
+	}
+	if img == nil {
+		return nil
+	}
+	return r.refs[strconv.Itoa(n)+"/"+part]
+}
+
 // applyChange routes and applies one change; a change the join cannot
 // route is dropped with its reason.
 func (r *eventsRun) applyChange(n int, side record.Side, c record.Change) error {
 	if _, err := r.d.route(side, c); err != nil {
+		if errors.Is(err, joins.ErrUnmatched) {
+			// A null join value of a side the join does not keep: it
+			// matches nothing and is not emitted, as SQL has it.
+			r.sum.Dropped++
+			return r.writeLate(n, side, "null", 0, r.changeRef(n, c), c.Op.String(), DropNullKey)
+		}
 		var re *joins.RouteError
 		if !errors.As(err, &re) {
 			return err
 		}
 		r.sum.Dropped++
-		img, part := c.After, "after"
-		if c.Op == record.OpDelete {
-			img, part = c.Before, "before"
-		}
-		var v json.RawMessage
-		if img != nil {
-			v = r.refs[strconv.Itoa(n)+"/"+part[:1]]
-		}
-		return r.writeLate(n, side, "", 0, v, c.Op.String(), re.Reason)
+		return r.writeLate(n, side, "", 0, r.changeRef(n, c), c.Op.String(), re.Reason)
 	}
 	r.sum.Inputs++
 	return r.d.applyChange(side, c)

@@ -35,6 +35,10 @@ type Summary struct {
 	Outputs    int `json:"outputs"`    // output lines written
 	Late       int `json:"late"`       // late lines written
 	Keys       int `json:"keys"`       // distinct join keys seen
+	// Unmatched counts cdc changes of a row whose join value is null, of a
+	// side the join does not keep: per SQL it matches nothing and is not
+	// emitted (joins.ErrUnmatched).
+	Unmatched int `json:"unmatched,omitempty"`
 }
 
 // Run replays script, one JSON object per line in arrival order, through the
@@ -185,6 +189,10 @@ func (d *driver) change(side record.Side, raw []byte, pos record.Position) error
 // applyChange routes one decoded change of a cdc join and applies it.
 func (d *driver) applyChange(side record.Side, c record.Change) error {
 	evs, err := d.route(side, c)
+	if errors.Is(err, joins.ErrUnmatched) {
+		d.sum.Unmatched++
+		return nil
+	}
 	if err != nil {
 		return err
 	}

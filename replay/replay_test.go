@@ -219,7 +219,7 @@ func TestReplayBadLines(t *testing.T) {
 		{cdc, `{"watermark":1}`, "cdc join has no event time"},
 		{cdc, `{"side":"users","op":"x","after":{"id":1}}`, "unknown-op"},
 		{cdc, `{"side":"users","op":"c"}`, "missing-after"},
-		{cdc, `{"side":"users","op":"c","after":{"name":"no id"}}`, "join column missing"},
+		{cdc, `{"side":"users","op":"c","after":{"name":"no id"}}`, "pk column missing"},
 		{cdc, `{"side":"domains","op":"d","before":{"id":1}}`, "delete before lacks join column"},
 	} {
 		script := `{"comment":"line 1"}` + "\n\n" + c.line + "\n"
@@ -241,7 +241,7 @@ func TestReplaySpecValidate(t *testing.T) {
 		{"", []string{"empty"}},
 		{"type: nope", []string{`type: unknown join type "nope"`}},
 		{"type: cdc\nbogus: 1", []string{"field bogus not found"}},
-		{"type: cdc\nmode: right\nleft: {name: u, key: id}\nright: {name: u}",
+		{"type: cdc\nmode: semi\nleft: {name: u, key: id}\nright: {name: u}",
 			[]string{"left.key: not for a cdc join", "right.name: must differ", "mode:", "left.pk: must not be empty", "right.join_on: must not be empty"}},
 		{"type: window\n" + orangeGreen, []string{"window: must be set"}},
 		{"type: window\nmode: left\nwindow: {assigner: tumbling, size: 0, gap: 3}\n" + orangeGreen,

@@ -67,11 +67,12 @@ type Spec struct {
 	// {left name: left row, right name: right row}.
 	Project []Column `yaml:"project"`
 	// Condition, LeftCondition and RightCondition are the residual join
-	// condition of a window, cogroup-outer, interval or time-bounded join
-	// (job.CompileCondition): expr-lang expressions over the rows, each
-	// under its side's name. In the events mode a side's name stands for the
-	// input's value (`left.price > right.min_price`, or `left < right` for
-	// numbers); in a script, for its row.
+	// condition of a window, cogroup-outer, interval, time-bounded or cdc
+	// join (job.CompileCondition): expr-lang expressions over the rows,
+	// each under its side's name. In the events mode a side's name stands
+	// for the input's value (`left.price > right.min_price`, or `left <
+	// right` for numbers), except in a cdc join; in a script, and in a cdc
+	// join, for its row.
 	Condition      string `yaml:"condition"`
 	LeftCondition  string `yaml:"left_condition"`
 	RightCondition string `yaml:"right_condition"`

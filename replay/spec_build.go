@@ -179,8 +179,8 @@ func (s *Spec) build() (*built, error) {
 	for _, f := range []struct{ name, v string }{
 		{"condition", s.Condition}, {"left_condition", s.LeftCondition}, {"right_condition", s.RightCondition}, {"late.rule", s.Late.Rule},
 	} {
-		if f.v != "" && !stream {
-			bad(f.name, "only for window, cogroup-outer, interval, time-bounded and unbounded joins")
+		if f.v != "" && !stream && (s.Type != TypeCDC || f.name == "late.rule") {
+			bad(f.name, "only for window, cogroup-outer, interval, time-bounded, unbounded and (not late.rule) cdc joins")
 		}
 	}
 	if stream {
@@ -197,7 +197,7 @@ func (s *Spec) build() (*built, error) {
 		mode = "inner"
 	}
 	allowed := map[string][]string{
-		TypeCDC: {"inner", "left", "full"}, TypeWindow: {"inner", "semi"}, TypeCoGroupOuter: {"left", "right", "full"},
+		TypeCDC: {"inner", "left", "right", "full"}, TypeWindow: {"inner", "semi"}, TypeCoGroupOuter: {"left", "right", "full"},
 		TypeInterval: {"inner"}, TypeTimeBounded: {"inner", "left", "right", "full", "semi"}, TypeUnbounded: {"inner", "left", "right", "full", "semi"},
 		TypeTemporal: {"inner", "left"}, TypeTemporalLatest: {"inner", "left"},
 	}[s.Type]
