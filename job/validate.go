@@ -165,6 +165,7 @@ func (s *Spec) compile(p *Plan) error {
 		errs = append(errs, s.expandConn(f, sp.Config, sinkErrs)...)
 		p.Sinks = append(p.Sinks, sp)
 	}
+	s.checkExactlyOnce(p, bad)
 	switch s.State.Store {
 	case "", "embedded":
 	case "redis":

@@ -103,6 +103,9 @@ func (n *Node) openSource(ctx context.Context, cfg job.SourcePlan) (sources.Sour
 		Lineage:    n.commitLineage,           // rollback.go
 		KeptFloor:  n.keptFloor(cfg.Name),     // rollback.go
 	}
+	if n.plan.ExactlyOnce {
+		env.TransactionalID = n.transactionalID(cfg.Name, consumer) // exactlyonce.go
+	}
 	var src sources.Source
 	var err error
 	if cfg.Kind.Open != nil {
@@ -156,6 +159,11 @@ func (n *Node) runSource(ctx context.Context, sp job.SourcePlan, dl deadletter.W
 	if err := r.setRole(); err != nil { // repartition.go
 		return err
 	}
+	if n.plan.ExactlyOnce {
+		if r.txn, _ = src.(sources.Transactional); r.txn == nil {
+			return fmt.Errorf("source %s: an exactly-once job's source must be transactional (a kafka source)", cfg.Name)
+		}
+	}
 	n.opened.Store(cfg.Name, true) // readiness: this source is assigned and reading
 	if cfg.Format == job.FormatDebeziumAvro {
 		if r.avro, err = n.avroDecoder(sp); err != nil {
@@ -169,6 +177,7 @@ func (n *Node) runSource(ctx context.Context, sp job.SourcePlan, dl deadletter.W
 	// to drainTimeout more, so a graceful stop leaves nothing half done.
 	readCtx, stopRead := context.WithCancel(ctx)
 	defer stopRead()
+	r.stopRead = stopRead
 	drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopDrain()
 	go func() {
