@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -194,12 +195,12 @@ func mapDiff(got, want map[string]string) string {
 
 // eosJob is the users ⋈ domains job reading cdc with an exactly-once
 // Kafka sink out, its state in Redis at addr.
-func eosJob(brokers []string, addr, nodeName string) string {
+func eosJob(brokers []string, addr, cluster string) string {
 	return "name: eos\n" + joinYAML + fmt.Sprintf(`sources: [{name: cdc, type: kafka, kafka: {brokers: [%[1]q], topic: cdc, group: g}, tables: {users: left, domains: right}}]
 sinks: [{type: kafka, kafka: {brokers: [%[1]q], topic: out, exactly_once: true}}]
 state: {store: redis, redis: {addr: %[2]q}}
-cluster: {node_name: %[3]s}
-`, brokers[0], addr, nodeName)
+cluster: {%[3]s}
+`, brokers[0], addr, cluster)
 }
 
 func eosCluster(t *testing.T) ([]string, *kfake.Cluster, *kgo.Client) {
@@ -256,7 +257,7 @@ func TestNodeKafkaExactlyOnceZombieFenced(t *testing.T) {
 	})
 
 	dir := t.TempDir()
-	a := start(t, parse(t, dir, eosJob(brokers, rs.Addr, "n1")))
+	a := start(t, parse(t, dir, eosJob(brokers, rs.Addr, "node_name: n1")))
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
 	doneA := make(chan error, 1)
@@ -294,23 +295,13 @@ func TestNodeKafkaExactlyOnceZombieFenced(t *testing.T) {
 	}
 	_ = a.Close(context.Background())
 
-	b := start(t, parse(t, dir, eosJob(brokers, rs.Addr, "n1")))
+	b := start(t, parse(t, dir, eosJob(brokers, rs.Addr, "node_name: n1")))
 	runAll(t, []*node.Node{b})
 	testutil.WaitFor(t, 60*time.Second, kafkaAcked(prod, "g", 2, "cdc"))
 
 	eosCheck(t, eosRead(t, brokers, true), want)
 	all := eosRead(t, brokers, false)
-	ids := map[string]int{}
-	twice := 0
-	for _, r := range all {
-		for _, h := range r.Headers {
-			if h.Key == kafka.IDHeader {
-				if ids[string(h.Value)]++; ids[string(h.Value)] == 2 {
-					twice++
-				}
-			}
-		}
-	}
+	twice := idsTwice(all)
 	t.Logf("read_uncommitted: %d records, %d ids twice (the aborted transaction's)", len(all), twice)
 	if twice == 0 {
 		t.Errorf("read_uncommitted saw no id twice: the aborted transaction carried nothing the test could see")
@@ -327,8 +318,87 @@ func TestNodeKafkaExactlyOnce(t *testing.T) {
 	if err := prod.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	n := start(t, parse(t, t.TempDir(), eosJob(brokers, rs.Addr, "n1")))
+	n := start(t, parse(t, t.TempDir(), eosJob(brokers, rs.Addr, "node_name: n1")))
 	runAll(t, []*node.Node{n})
 	testutil.WaitFor(t, 30*time.Second, kafkaAcked(prod, "g", 2, "cdc"))
 	eosCheck(t, eosRead(t, brokers, true), want)
+}
+
+// TestNodeKafkaExactlyOnceRebalance: node n1 reads both partitions of the
+// input, its first transaction's outputs held by the broker; n2 joins the
+// fleet and the consumer group, which moves a partition to it. The
+// rebalance aborts n1's transaction (a read_uncommitted consumer sees its
+// records); n1 reads its remaining partition again from the committed
+// offsets and n2 reads the moved one, the keys (on both nodes) re-sending
+// what they applied. A read_committed consumer reads each output id once
+// and the folded changelog is the true join.
+func TestNodeKafkaExactlyOnceRebalance(t *testing.T) {
+	brokers, kc, prod := eosCluster(t)
+	rs := testutil.StartRedis(t)
+	recs, want := eosInput(10, 60)
+	if err := prod.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	out := topicID(t, prod, "out")
+	held := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	unhold := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unhold)
+	kc.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		for _, tp := range req.(*kmsg.ProduceRequest).Topics {
+			if tp.Topic == "out" || tp.TopicID == out {
+				once.Do(func() {
+					close(held)
+					kc.SleepControl(func() { <-release })
+				})
+				break
+			}
+		}
+		return nil, nil, false
+	})
+	dir := t.TempDir()
+	n1 := start(t, parse(t, dir, eosJob(brokers, rs.Addr, "node_name: n1")))
+	runAll(t, []*node.Node{n1})
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("n1 wrote no output")
+	}
+	n2 := start(t, parse(t, dir, eosJob(brokers, rs.Addr, fmt.Sprintf("node_name: n2, seeds: [%q]", n1.GossipAddr()))))
+	for _, n := range []*node.Node{n1, n2} {
+		testutil.WaitFor(t, 30*time.Second, seesAlive(n, 2))
+	}
+	runAll(t, []*node.Node{n2})
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if in := n2.Stats().In.Load(); in == 0 {
+			return errors.New("n2 has read nothing yet: the group has not moved a partition to it")
+		}
+		return nil
+	})
+	unhold()
+	testutil.WaitFor(t, 60*time.Second, kafkaAcked(prod, "g", 2, "cdc"))
+	eosCheck(t, eosRead(t, brokers, true), want)
+	twice := idsTwice(eosRead(t, brokers, false))
+	t.Logf("n1 read %d records, n2 %d; read_uncommitted: %d ids twice", n1.Stats().In.Load(), n2.Stats().In.Load(), twice)
+	if twice == 0 {
+		t.Errorf("read_uncommitted saw no id twice: the rebalance aborted no transaction that carried outputs")
+	}
+}
+
+// idsTwice counts the output ids that rs holds more than once.
+func idsTwice(rs []*kgo.Record) int {
+	ids := map[string]int{}
+	twice := 0
+	for _, r := range rs {
+		for _, h := range r.Headers {
+			if h.Key == kafka.IDHeader {
+				if ids[string(h.Value)]++; ids[string(h.Value)] == 2 {
+					twice++
+				}
+			}
+		}
+	}
+	return twice
 }
