@@ -86,11 +86,17 @@ func eosInput(users, domains int) (recs []*kgo.Record, want map[string]string) {
 // end (the last stable offset for read_committed).
 func eosRead(t *testing.T, brokers []string, committed bool) []*kgo.Record {
 	t.Helper()
+	return eosReadTopic(t, brokers, "out", committed)
+}
+
+// eosReadTopic is eosRead of any one-partition topic.
+func eosReadTopic(t *testing.T, brokers []string, topic string, committed bool) []*kgo.Record {
+	t.Helper()
 	iso := kgo.ReadUncommitted()
 	if committed {
 		iso = kgo.ReadCommitted()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(iso),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
 		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +110,7 @@ func eosRead(t *testing.T, brokers []string, committed bool) []*kgo.Record {
 		req.IsolationLevel = 1
 	}
 	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = "out"
+	rt.Topic = topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
 	rp.Partition, rp.Timestamp = 0, -1
 	rt.Partitions = append(rt.Partitions, rp)
@@ -127,7 +133,7 @@ func eosRead(t *testing.T, brokers []string, committed bool) []*kgo.Record {
 	for next < end[0] {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			t.Fatalf("read out to %d (committed %v): at %d: %v", end[0], committed, next, err)
+			t.Fatalf("read %s to %d (committed %v): at %d: %v", topic, end[0], committed, next, err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			next = r.Offset + 1
@@ -193,10 +199,11 @@ func mapDiff(got, want map[string]string) string {
 }
 
 // eosJob is the users ⋈ domains job reading cdc with an exactly-once
-// Kafka sink out, its state in Redis at addr.
+// Kafka sink out and the dead-letter topic dlq, its state in Redis at addr.
 func eosJob(brokers []string, addr, cluster string) string {
 	return "name: eos\n" + joinYAML + fmt.Sprintf(`sources: [{name: cdc, type: kafka, kafka: {brokers: [%[1]q], topic: cdc, group: g}, tables: {users: left, domains: right}}]
 sinks: [{type: kafka, kafka: {brokers: [%[1]q], topic: out, exactly_once: true}}]
+dead_letter: {type: kafka, kafka: {brokers: [%[1]q], topic: dlq}}
 state: {store: redis, redis: {addr: %[2]q}}
 cluster: {%[3]s}
 `, brokers[0], addr, cluster)
@@ -204,7 +211,7 @@ cluster: {%[3]s}
 
 func eosCluster(t *testing.T) ([]string, *kfake.Cluster, *kgo.Client) {
 	t.Helper()
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "cdc"), kfake.SeedTopics(1, "out"))
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "cdc"), kfake.SeedTopics(1, "out", "dlq"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,29 +236,46 @@ func eosCluster(t *testing.T) ([]string, *kfake.Cluster, *kgo.Client) {
 // keys re-send the outputs the aborted transaction carried, with the same
 // ids. A read_committed consumer then reads each output id once and the
 // folded changelog is the true join; a read_uncommitted one sees the
-// aborted records too (ids twice).
+// aborted records too (ids twice). A record dead-lettered in the aborted
+// transaction is, likewise, read_committed once.
 func TestNodeKafkaExactlyOnceZombieFenced(t *testing.T) {
 	brokers, kc, prod := eosCluster(t)
 	rs := testutil.StartRedis(t)
 	recs, want := eosInput(10, 60)
 	half := len(recs) / 2
+	// A record that is not JSON, dead-lettered in the transaction that is
+	// cut off, and again in the one that commits.
+	recs = append(recs, &kgo.Record{Topic: "cdc", Key: []byte("bad"), Value: []byte("not json")})
 	if err := prod.ProduceSync(context.Background(), recs[:half]...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 
-	// Hold the first EndTxn that commits after the first half is read.
-	var hold atomic.Bool
+	// Hold the first EndTxn that commits after the first half is read;
+	// note whether its transaction wrote a dead letter.
+	var hold, dlqInTxn, heldDLQ atomic.Bool
 	held := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once
+	dlq := topicID(t, prod, "dlq")
+	kc.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		for _, tp := range req.(*kmsg.ProduceRequest).Topics {
+			if tp.Topic == "dlq" || tp.TopicID == dlq {
+				dlqInTxn.Store(true)
+			}
+		}
+		return nil, nil, false
+	})
 	kc.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		kc.KeepControl()
 		if r := req.(*kmsg.EndTxnRequest); r.Commit && hold.Load() {
 			once.Do(func() {
+				heldDLQ.Store(dlqInTxn.Load())
 				close(held)
 				kc.SleepControl(func() { <-release })
 			})
 		}
+		dlqInTxn.Store(false)
 		return nil, nil, false
 	})
 
@@ -301,6 +325,18 @@ func TestNodeKafkaExactlyOnceZombieFenced(t *testing.T) {
 	eosCheck(t, eosRead(t, brokers, true), want)
 	all := eosRead(t, brokers, false)
 	twice := idsTwice(all)
+	dead := eosReadTopic(t, brokers, "dlq", true)
+	deadAll := eosReadTopic(t, brokers, "dlq", false)
+	t.Logf("dead letters: read_committed %d, read_uncommitted %d (the aborted transaction wrote one: %v)", len(dead), len(deadAll), heldDLQ.Load())
+	if len(dead) != 1 || !strings.Contains(string(dead[0].Value), "not json") || !dead[0].Attrs.IsTransactional() {
+		t.Errorf("read_committed dead letters: %d, want the bad record once, written in a transaction", len(dead))
+	}
+	switch {
+	case heldDLQ.Load() && len(deadAll) != 2:
+		t.Errorf("read_uncommitted dead letters: %d, want 2 (the aborted transaction's and the committed one's)", len(deadAll))
+	case !heldDLQ.Load() && len(deadAll) != 1:
+		t.Errorf("read_uncommitted dead letters: %d, want 1 (the aborted transaction wrote none)", len(deadAll))
+	}
 	t.Logf("read_uncommitted: %d records, %d ids twice (the aborted transaction's)", len(all), twice)
 	if twice == 0 {
 		t.Errorf("read_uncommitted saw no id twice: the aborted transaction carried nothing the test could see")
