@@ -159,15 +159,15 @@ func (n *Node) runSource(ctx context.Context, sp job.SourcePlan, dl deadletter.W
 	if err := r.setRole(); err != nil { // repartition.go
 		return err
 	}
-	if n.plan.ExactlyOnce {
-		if r.txn, _ = src.(sources.Transactional); r.txn == nil {
-			return fmt.Errorf("source %s: an exactly-once job's source must be transactional (a kafka source)", cfg.Name)
-		}
-	}
 	n.opened.Store(cfg.Name, true) // readiness: this source is assigned and reading
 	if cfg.Format == job.FormatDebeziumAvro {
 		if r.avro, err = n.avroDecoder(sp); err != nil {
 			return fmt.Errorf("source %s: %w", cfg.Name, err)
+		}
+	}
+	if n.plan.ExactlyOnce { // exactlyonce.go
+		if r.txn, _ = src.(sources.Transactional); r.txn == nil {
+			return fmt.Errorf("source %s: an exactly-once job's source must be transactional (a kafka source)", cfg.Name)
 		}
 	}
 	queue := make(chan *batch, maxInflight)
