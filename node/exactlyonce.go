@@ -37,7 +37,8 @@ import (
 // The keys' owners do not write the shared sinks (owner_writes is off): a
 // key's outputs go back to the reader, whose transaction carries them.
 
-// txnEndTimeout bounds the writes into one transaction.
+// txnWriteTimeout bounds the writes into one transaction (a write that
+// outlasts it aborts the transaction).
 const txnWriteTimeout = 30 * time.Second
 
 // transactionalID is the transactional id of a source's reader on this
