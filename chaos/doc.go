@@ -13,8 +13,11 @@
 // acknowledged what it lost, or failed over to a lagging replica, which the
 // node must re-read, or name as lost when the stream was trimmed; one
 // master of a three-master, three-replica Redis Cluster holding the state
-// failed over to its lagging replica with CLUSTER FAILOVER TAKEOVER), and
-// the final joined result compared with the fault-free answer.
+// failed over to its lagging replica with CLUSTER FAILOVER TAKEOVER; kill
+// -9 of one of two nodes reading a Kafka topic (kfake, in the test
+// process) into a Kafka sink with exactly_once, where a read_committed
+// consumer must read each output id once), and the final joined result
+// compared with the fault-free answer.
 // It has no code of its own outside tests.
 //
 //	go test ./chaos/                        # the short version CI runs (1-3 trials per scenario, 20,000 changes)

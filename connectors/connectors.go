@@ -149,6 +149,11 @@ type SourceEnv struct {
 	Stdin io.Reader
 	// Consumer is the default consumer name in a group (the node's name).
 	Consumer string
+	// TransactionalID, when set, makes a Kafka source transactional
+	// (sources.Transactional): its offsets are committed in Kafka
+	// transactions under this id, with the outputs of an exactly-once
+	// Kafka sink (kafka.exactly_once).
+	TransactionalID string
 	// Committed returns the job's committed offsets by partition id.
 	Committed func(ctx context.Context) (map[string]int64, error)
 	// OnPartitions is told the partitions the source starts and stops
@@ -440,6 +445,14 @@ func (r *RedisEntry) Options(env Env) (redisopts.Options, error) {
 type KafkaEntry struct {
 	Kafka kafkaopts.Config `yaml:"kafka"`
 }
+
+// KafkaBlock is the kafka block itself (job validation compares the
+// clusters of an exactly-once job's sources and sinks).
+func (k *KafkaEntry) KafkaBlock() kafkaopts.Config { return k.Kafka }
+
+// KafkaBlocked is a connector configuration with a kafka block (every
+// Kafka source, sink and dead-letter output: KafkaEntry).
+type KafkaBlocked interface{ KafkaBlock() kafkaopts.Config }
 
 // Secrets is the kafka block's SASL password (and password_file).
 func (k *KafkaEntry) Secrets() []Secret {

@@ -88,6 +88,7 @@ func (s *Spec) compile(p *Plan) error {
 		errs = append(errs, s.expandConn(f, sp.Config, sinkErrs)...)
 		p.Sinks = append(p.Sinks, sp)
 	}
+	s.checkExactlyOnce(p, bad)
 	s.compileSettings(p, bad)
 	s.checkRedisCluster(bad)
 	s.checkRedisReplicas(bad)

@@ -41,6 +41,11 @@ type Plan struct {
 	Sinks []SinkPlan
 	// DeadLetter is the job's dead-letter output (nil: none).
 	DeadLetter *DeadLetterPlan
+	// ExactlyOnce says a sink is a kafka sink with exactly_once: the job's
+	// outputs and its kafka sources' offsets commit in Kafka transactions
+	// (job/exactlyonce.go). DeadLetterTxn says the dead-letter output is a
+	// kafka topic on the same brokers, written in the same transactions.
+	ExactlyOnce, DeadLetterTxn bool
 
 	// Remote and Gossip are cluster.remote and cluster.gossip split, the
 	// host 127.0.0.1 and port 0 (any free port) when unset.

@@ -67,6 +67,8 @@ type Sink struct {
 	Subject        string         `yaml:"subject,omitempty"`
 	// Conn holds the sink's connector fields (path, redis, stream, key,
 	// kafka, shards, …), decoded by its kind when the job is compiled
-	// (SinkPlan.Config).
+	// (SinkPlan.Config). A kafka sink's kafka.exactly_once: true writes
+	// its outputs in Kafka transactions that commit the job's kafka
+	// sources' offsets with them (job/exactlyonce.go, docs/guides/exactly-once.md).
 	Conn connectors.Fields `yaml:",inline"`
 }

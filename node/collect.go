@@ -52,7 +52,14 @@ func (r *reader) collect(ctx context.Context, queue <-chan *batch) error {
 				break more
 			}
 		}
-		if failed == nil {
+		if failed == nil && r.txn != nil {
+			// Exactly once: one transaction, without the batches an
+			// aborted one made stale (exactlyonce.go).
+			fresh, fa := r.dropStale(group, answered)
+			if failed = r.completeTxn(ctx, fresh, fa); failed != nil && r.stopRead != nil {
+				r.stopRead() // nothing read from here on could be committed
+			}
+		} else if failed == nil {
 			failed = r.completeGroup(ctx, group, answered)
 		}
 		// Drain after a failure so the reader never blocks.

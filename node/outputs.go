@@ -35,6 +35,7 @@ type outputs struct {
 	sorder pkOrder // of the shared sinks (Kafka, Redis), which this node writes as the keys' owner
 	latest []bool  // per sink: it keeps each row's last change (upsert formats), see pkOrder
 	shared []bool  // per sink: its kind is Shared (connectors.Kind): the keys' owners write it
+	txn    []bool  // per sink: it writes exactly once, in a source's transaction (exactlyonce.go)
 }
 
 // sinkSet picks which of a node's sinks a write goes to.
@@ -130,6 +131,7 @@ func openSinks(ctx context.Context, plan *job.Plan, stdout io.Writer, cenv conne
 		}
 		o.sinks = append(o.sinks, sk)
 		o.shared = append(o.shared, sp.Kind.Shared)
+		o.txn = append(o.txn, exactlyOnce(sp.Config))
 		// Upsert and Debezium envelopes carry no retractions: a consumer
 		// keeps each row's last change, so an overtaken change is dropped
 		// (pkOrder). A changelog keeps every change for a consumer that
@@ -166,6 +168,12 @@ func (o *outputs) writeShared(ctx context.Context, batch []record.Output, retry 
 // writeTo writes batch to the sinks of set (see sinkSet), each through
 // retry, then, unless set is sharedSinks, applies it to the table.
 func (o *outputs) writeTo(ctx context.Context, set sinkSet, batch []record.Output, retry func(context.Context, string, func(context.Context) error) error) error {
+	return o.writeToTx(ctx, set, batch, retry, nil)
+}
+
+// writeToTx is writeTo with the exactly-once sinks written into tx
+// (writeOne; exactlyonce.go).
+func (o *outputs) writeToTx(ctx context.Context, set sinkSet, batch []record.Output, retry func(context.Context, string, func(context.Context) error) error, tx any) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -198,7 +206,7 @@ func (o *outputs) writeTo(ctx context.Context, set sinkSet, batch []record.Outpu
 			if len(b) == 0 {
 				continue
 			}
-			if err := retry(ctx, "write outputs", func(ctx context.Context) error { return s.Write(ctx, b) }); err != nil {
+			if err := o.writeOne(ctx, i, s, b, retry, tx); err != nil {
 				o.wmu.Unlock()
 				return err
 			}

@@ -29,6 +29,7 @@ type batch struct {
 	forward []sources.Forward // readRaw: the records to write to the repartition streams
 	records int
 	dead    []deadletter.Record // dead letters, written before the offsets are committed
+	epoch   uint64              // a transactional source's Epoch when the batch was read (exactlyonce.go)
 }
 
 type call struct {
@@ -60,6 +61,9 @@ type reader struct {
 	// groupOf is the key group of a key of a source partitioned or
 	// repartitioned by the join key (keyGroupOf); nil otherwise.
 	groupOf func(record.Key) int
+
+	// txnState: an exactly-once job's transactional source (exactlyonce.go).
+	txnState
 
 	// sender: the batches' sequence numbers and the committed offsets the
 	// requests carry (node/sendstate); its committed offsets under mu.
@@ -153,6 +157,9 @@ func (r *reader) read(ctx context.Context, queue chan<- *batch) error {
 			b, derr := r.dispatch(ctx, msgs)
 			if derr != nil {
 				return derr
+			}
+			if len(msgs) > 0 {
+				b.epoch = msgs[0].Epoch // one Read: one epoch
 			}
 			if len(msgs) > 0 || len(b.calls) > 0 {
 				if err := r.enqueue(ctx, queue, b); err != nil {

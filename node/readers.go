@@ -103,6 +103,9 @@ func (n *Node) openSource(ctx context.Context, cfg job.SourcePlan) (sources.Sour
 		Lineage:    n.commitLineage,           // rollback.go
 		KeptFloor:  n.keptFloor(cfg.Name),     // rollback.go
 	}
+	if n.plan.ExactlyOnce {
+		env.TransactionalID = n.transactionalID(cfg.Name, consumer) // exactlyonce.go
+	}
 	var src sources.Source
 	var err error
 	if cfg.Kind.Open != nil {
@@ -163,6 +166,11 @@ func (n *Node) runSource(ctx context.Context, sp job.SourcePlan, dl deadletter.W
 			return fmt.Errorf("source %s: %w", cfg.Name, err)
 		}
 	}
+	if n.plan.ExactlyOnce { // exactlyonce.go
+		if r.txn, _ = src.(sources.Transactional); r.txn == nil {
+			return fmt.Errorf("source %s: an exactly-once job's source must be transactional (a kafka source)", cfg.Name)
+		}
+	}
 	queue := make(chan *batch, maxInflight)
 	collectErr := make(chan error, 1)
 	// Reading stops when ctx ends; the batches already sent are still
@@ -170,6 +178,7 @@ func (n *Node) runSource(ctx context.Context, sp job.SourcePlan, dl deadletter.W
 	// to drainTimeout more, so a graceful stop leaves nothing half done.
 	readCtx, stopRead := context.WithCancel(ctx)
 	defer stopRead()
+	r.stopRead = stopRead
 	drainCtx, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopDrain()
 	go func() {

@@ -156,7 +156,7 @@ func (r *reader) sendCalls(calls []call) {
 	}
 	for _, g := range groupByOwner(owners) {
 		ab := &keypb.ApplyBatch{Applies: make([]*keypb.Apply, len(g.calls)), Pids: make([]string, len(g.calls)),
-			TimeoutMs: n.timeout.Milliseconds(), OwnerWrites: n.out.hasShared()}
+			TimeoutMs: n.timeout.Milliseconds(), OwnerWrites: n.out.hasShared() && !n.plan.ExactlyOnce}
 		for j, i := range g.calls {
 			ab.Applies[j], ab.Pids[j] = wire[i], pids[i]
 		}

@@ -16,3 +16,11 @@ type Sink interface {
 	// Close flushes and releases the sink. It is idempotent.
 	Close() error
 }
+
+// TxnWriter is a sink that writes exactly once: only inside a transaction
+// of a sources.Transactional source (tx, which Transact hands its write
+// function). Its Write refuses.
+type TxnWriter interface {
+	Sink
+	WriteTxn(ctx context.Context, tx any, batch []record.Output) error
+}

@@ -23,6 +23,9 @@ type Message struct {
 	// past it like any other record, so the rest of the partition is read
 	// on.
 	Reject *Reject
+	// Epoch is, for a Transactional source, its Epoch when the message was
+	// read; 0 for other sources.
+	Epoch uint64
 }
 
 // Reject is why a source refuses one record it read: a reason word
@@ -46,6 +49,31 @@ type Source interface {
 	// Close stops the source. It is idempotent.
 	Close() error
 }
+
+// Transactional is a source whose commits are transactions that also
+// carry the job's outputs (a Kafka source under an exactly-once Kafka sink,
+// docs/guides/exactly-once.md): the node calls Transact instead of Commit.
+type Transactional interface {
+	Source
+	// Transact runs one transaction: write writes into tx (a sink's
+	// sinks.TxnWriter, a dead-letter output's deadletter.TxnWriter), then
+	// the positions up to upTo are committed in the same transaction,
+	// which ends. An error matching ErrAborted: the transaction aborted
+	// (write failed, or the group rebalanced) and the source went back to
+	// its committed positions: the messages read before (an Epoch below
+	// the new one) are delivered again, and the caller drops what it holds
+	// of them. Any other error: the producer was fenced (a newer
+	// incarnation of this one took over) or the transaction's end is
+	// unknown; the caller stops.
+	Transact(ctx context.Context, upTo []record.Position, write func(ctx context.Context, tx any) error) error
+	// Epoch counts the transactions aborted so far (see Message.Epoch).
+	Epoch() uint64
+}
+
+// ErrAborted is matched (errors.Is) by Transact's error for a transaction
+// that aborted cleanly: nothing of it is visible to a read_committed
+// consumer, and its records are delivered again (see Transactional).
+var ErrAborted = errors.New("sources: transaction aborted")
 
 // Transient marks err as a read error worth retrying: the external system
 // is unreachable or restarting, and the same Read may succeed later. The

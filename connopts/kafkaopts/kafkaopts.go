@@ -51,6 +51,10 @@ type Config struct {
 	// off. Key actors are placed by the partition Kafka's default
 	// partitioner gives these bytes (sources/kafka.KeyGroup).
 	PartitionKey string `yaml:"partition_key,omitempty"`
+	// ExactlyOnce, on a kafka sink, writes its outputs in Kafka
+	// transactions that also commit the kafka sources' offsets, so that a
+	// read_committed consumer sees each output once (docs/guides/exactly-once.md).
+	ExactlyOnce bool `yaml:"exactly_once,omitempty"`
 	// SASL, when Mechanism is set: plain, scram-sha-256 or scram-sha-512. Password: ${VAR} is expanded.
 	SASL struct {
 		Mechanism string `yaml:"mechanism"`

@@ -101,6 +101,14 @@ type Writer interface {
 	Close() error
 }
 
+// TxnWriter is a Writer that can write into a transaction of a
+// sources.Transactional source (the Kafka output, WriteTxn): the dead
+// letters of an exactly-once job commit with the offsets that pass them.
+type TxnWriter interface {
+	Writer
+	WriteTxn(ctx context.Context, tx any, rs []Record) error
+}
+
 // ErrClosed is returned by Write after Close.
 var ErrClosed = errors.New("deadletter: closed")
 
@@ -213,7 +221,7 @@ const (
 // Kafka produces dead letters to a Kafka topic.
 type Kafka struct{ s *kafka.Sink }
 
-var _ Writer = (*Kafka)(nil)
+var _ TxnWriter = (*Kafka)(nil)
 
 // OpenKafka connects (cfg as for a kafka sink; Format is unused).
 func OpenKafka(ctx context.Context, cfg kafka.Config) (*Kafka, error) {
@@ -227,15 +235,29 @@ func OpenKafka(ctx context.Context, cfg kafka.Config) (*Kafka, error) {
 // Write produces one record per dead letter (key: the position) and returns
 // once all are acknowledged.
 func (d *Kafka) Write(ctx context.Context, rs []Record) error {
+	if err := d.s.Produce(ctx, kafkaMessages(rs)); err != nil {
+		return fmt.Errorf("deadletter: %w", err)
+	}
+	return nil
+}
+
+// WriteTxn writes as Write does, into the open transaction tx (a
+// kafka.TxnProducer on the output's brokers; see kafka.Sink.WriteTxn): the
+// dead letters commit with the offsets that pass their records.
+func (d *Kafka) WriteTxn(ctx context.Context, tx any, rs []Record) error {
+	if err := d.s.ProduceTxn(ctx, tx, kafkaMessages(rs)); err != nil {
+		return fmt.Errorf("deadletter: %w", err)
+	}
+	return nil
+}
+
+func kafkaMessages(rs []Record) []kafka.Message {
 	msgs := make([]kafka.Message, len(rs))
 	for i, r := range rs {
 		msgs[i] = kafka.Message{Key: []byte(r.Position.String()), Value: r.Marshal(),
 			Headers: [][2]string{{ReasonHeader, r.Reason}, {SourceHeader, r.Source}}}
 	}
-	if err := d.s.Produce(ctx, msgs); err != nil {
-		return fmt.Errorf("deadletter: %w", err)
-	}
-	return nil
+	return msgs
 }
 
 // Close flushes and closes the client.

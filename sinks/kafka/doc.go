@@ -19,6 +19,13 @@
 // ids, so readers dedupe by the "id" header (or, in Upsert, the key simply
 // takes the same value again).
 //
+// With Config.ExactlyOnce (kafka.exactly_once) the sink writes only inside
+// a transaction of a transactional Kafka source on the same brokers
+// (WriteTxn, into the source's producer; Write refuses): the outputs commit
+// with the source offsets, and a read_committed consumer reads each once
+// (docs/guides/exactly-once.md). The dead-letter output writes the same way
+// (ProduceTxn).
+//
 // Why franz-go (github.com/twmb/franz-go): the Kafka client made for the job:
 // pure Go, consumer groups, idempotent producer, in-process kfake for tests.
 // franz-go types stay inside the Kafka packages; connection options (TLS,

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -46,6 +47,10 @@ type Config struct {
 	// Avro, when set, writes values as Avro in the Confluent wire format
 	// instead of JSON, with a schema registered on start.
 	Avro *Avro
+	// ExactlyOnce makes the sink write only inside transactions of a
+	// transactional Kafka source on the same brokers (WriteTxn; Write
+	// refuses): the outputs and the source offsets commit together.
+	ExactlyOnce bool
 }
 
 // Avro configures Avro values (formats/debeziumavro): the schema of the
@@ -93,7 +98,22 @@ type Sink struct {
 	closed    bool
 }
 
-var _ sinks.Sink = (*Sink)(nil)
+var (
+	_ sinks.Sink      = (*Sink)(nil)
+	_ sinks.TxnWriter = (*Sink)(nil)
+)
+
+// ErrNotInTxn is returned by Write of an exactly-once sink
+// (Config.ExactlyOnce): it writes only in a transaction (WriteTxn).
+var ErrNotInTxn = errors.New("kafka: an exactly-once sink writes only inside a source's transaction")
+
+// TxnProducer is the transactional producer of an open transaction, which
+// WriteTxn writes into: a transactional Kafka source (sources/kafka.Source
+// in Transact).
+type TxnProducer interface {
+	TxnClient() *kgo.Client
+	TxnBrokers() []string
+}
 
 // New checks cfg, connects (a metadata request to the seed brokers must
 // succeed within ctx) and returns a sink. It does not write into cfg.
@@ -162,6 +182,59 @@ func registerAvro(ctx context.Context, cfg Config) (*debeziumavro.OutputEncoder,
 // anything is sent. If producing fails, some records may have been written;
 // a retry writes them again (readers dedupe by the "id" header).
 func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
+	if s.cfg.ExactlyOnce {
+		return ErrNotInTxn
+	}
+	rs, err := s.records(batch)
+	if err != nil {
+		return err
+	}
+	return s.produce(ctx, s.client, rs)
+}
+
+// WriteTxn produces batch as Write does, into the open transaction tx (a
+// TxnProducer on the sink's brokers): the records are visible to a
+// read_committed consumer once the transaction commits, and never if it
+// aborts.
+func (s *Sink) WriteTxn(ctx context.Context, tx any, batch []record.Output) error {
+	cl, err := s.txnClient(tx)
+	if err != nil {
+		return err
+	}
+	rs, err := s.records(batch)
+	if err != nil {
+		return err
+	}
+	return s.produce(ctx, cl, rs)
+}
+
+// txnClient is tx's transactional producer, checked to write to the
+// sink's brokers.
+func (s *Sink) txnClient(tx any) (*kgo.Client, error) {
+	p, ok := tx.(TxnProducer)
+	if !ok {
+		return nil, fmt.Errorf("kafka: sink %s: %T is no Kafka transaction", s.cfg.Topic, tx)
+	}
+	if !SameBrokers(p.TxnBrokers(), s.cfg.Brokers) {
+		return nil, fmt.Errorf("kafka: sink %s: a transaction on brokers %v cannot write to brokers %v", s.cfg.Topic, p.TxnBrokers(), s.cfg.Brokers)
+	}
+	return p.TxnClient(), nil
+}
+
+// SameBrokers reports whether a and b list the same seed brokers (in any
+// order): one cluster, as a transaction needs.
+func SameBrokers(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
+// records encodes batch (see Write).
+func (s *Sink) records(batch []record.Output) ([]*kgo.Record, error) {
 	rs := make([]*kgo.Record, 0, len(batch))
 	for _, o := range batch {
 		var line []byte
@@ -173,7 +246,7 @@ func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
 			line, ok, err = s.cfg.Format.Marshal(o)
 		}
 		if err != nil {
-			return fmt.Errorf("kafka: %w", err)
+			return nil, fmt.Errorf("kafka: %w", err)
 		}
 		if !ok {
 			continue
@@ -191,7 +264,7 @@ func (s *Sink) Write(ctx context.Context, batch []record.Output) error {
 		}
 		rs = append(rs, r)
 	}
-	return s.produce(ctx, rs)
+	return rs, nil
 }
 
 // Message is a record Produce writes as it is: the dead-letter output uses
@@ -205,18 +278,32 @@ type Message struct {
 // Produce writes msgs to the topic in order and returns once all of them
 // are acknowledged (acks=all), or the first error.
 func (s *Sink) Produce(ctx context.Context, msgs []Message) error {
+	return s.produce(ctx, s.client, messages(s.cfg.Topic, msgs))
+}
+
+// ProduceTxn writes msgs as Produce does, into the open transaction tx
+// (see WriteTxn).
+func (s *Sink) ProduceTxn(ctx context.Context, tx any, msgs []Message) error {
+	cl, err := s.txnClient(tx)
+	if err != nil {
+		return err
+	}
+	return s.produce(ctx, cl, messages(s.cfg.Topic, msgs))
+}
+
+func messages(topic string, msgs []Message) []*kgo.Record {
 	rs := make([]*kgo.Record, 0, len(msgs))
 	for _, m := range msgs {
-		r := &kgo.Record{Topic: s.cfg.Topic, Key: m.Key, Value: m.Value}
+		r := &kgo.Record{Topic: topic, Key: m.Key, Value: m.Value}
 		for _, h := range m.Headers {
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
 		}
 		rs = append(rs, r)
 	}
-	return s.produce(ctx, rs)
+	return rs
 }
 
-func (s *Sink) produce(ctx context.Context, rs []*kgo.Record) error {
+func (s *Sink) produce(ctx context.Context, cl *kgo.Client, rs []*kgo.Record) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -227,7 +314,7 @@ func (s *Sink) produce(ctx context.Context, rs []*kgo.Record) error {
 	}
 	// The wait ends with ctx even when the broker is gone (see
 	// kafkaopts.ProduceSync); Close fails the records left in flight.
-	if err := kafkaopts.ProduceSync(ctx, s.client, rs...); err != nil {
+	if err := kafkaopts.ProduceSync(ctx, cl, rs...); err != nil {
 		return fmt.Errorf("kafka: produce %d records to %s: %w", len(rs), s.cfg.Topic, err)
 	}
 	return nil

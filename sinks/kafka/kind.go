@@ -37,7 +37,7 @@ func (e *Entry) Config(env connectors.Env) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{Brokers: k.Brokers, Topic: k.Topic, ClientID: k.ClientID, TLS: tc, SASL: k.Auth()}, nil
+	return Config{Brokers: k.Brokers, Topic: k.Topic, ClientID: k.ClientID, TLS: tc, SASL: k.Auth(), ExactlyOnce: k.ExactlyOnce}, nil
 }
 
 // Kind is the kafka sink's registry entry (connectors/all); it writes Avro

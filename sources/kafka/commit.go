@@ -22,9 +22,13 @@ import (
 // revoked or lost since its records were read, Commit skips it silently (nil
 // error) and its uncommitted records are delivered again to the partition's
 // new owner. Commit never moves a committed offset backwards. Positions of
-// other sources are ignored. A failed commit leaves the offsets uncommitted;
+// other sources are ignored. A transactional source refuses: its offsets
+// go in transactions (Transact). A failed commit leaves the offsets uncommitted;
 // a later Commit retries them.
 func (s *Source) Commit(ctx context.Context, upTo []record.Position) error {
+	if s.transactional() {
+		return fmt.Errorf("kafka: source %s is transactional: its offsets are committed by Transact", s.cfg.Name)
+	}
 	want := make(map[int32]int64)
 	for _, p := range upTo {
 		if p.Source != s.cfg.Name {

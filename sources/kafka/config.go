@@ -109,6 +109,15 @@ type Config struct {
 	// committed (their new owner reads the rest again), so the caller can
 	// log it; it is called on the rebalance's goroutine and must not block.
 	OnRevokeTimeout func(partitions []int32, waited time.Duration)
+	// TransactionalID, when set, makes the source transactional
+	// (sources.Transactional, Transact): its offsets are committed only in
+	// Kafka transactions of this transactional id, which also carry the
+	// outputs written into them, and it reads read_committed. One id per
+	// reader of the group (the node and source names): a restarted reader
+	// with the same id fences its previous incarnation's producer.
+	TransactionalID string
+	// TxnTimeout is the transaction timeout; 0: DefaultTxnTimeout.
+	TxnTimeout time.Duration
 	// Members returns the names of the live members of the fleet (this one
 	// included), for Expect. nil: no wait.
 	Members func() []string

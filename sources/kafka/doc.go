@@ -30,6 +30,20 @@
 // duplicates are expected after lost partitions, slow revokes and
 // restarts, and Joinery drops them by position.
 //
+// # Transactions
+//
+// With Config.TransactionalID (a job with an exactly-once Kafka sink) the
+// source is transactional (sources.Transactional, txn.go): its client is
+// franz-go's GroupTransactSession with that transactional id, it reads
+// read_committed, and its offsets are committed only by Transact, in the
+// transaction that carries the outputs the node writes into it — the
+// offsets named, not everything polled — fenced by the group's generation.
+// A rebalance that revokes partitions aborts the transaction in progress
+// instead of waiting (RevokeWait does not apply); an aborted transaction
+// rewinds the partitions still owned to their committed offsets and bumps
+// Epoch, which every Message carries, so the node drops what it read before
+// (docs/guides/exactly-once.md).
+//
 // # Key groups
 //
 // With Config.KeyGroups (sources[].partitioned_by: join_key) the topic is

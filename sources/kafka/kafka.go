@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -69,6 +70,16 @@ type Source struct {
 		// waiting for the commits of the partitions it takes away.
 		revoking func(parts []int32)
 	}
+	// sess is the transact session of a transactional source
+	// (Config.TransactionalID; txn.go), whose client is client; nil
+	// otherwise. txMu is held by Read across a poll and by Transact across
+	// a transaction's end, which must not overlap; txWaiting counts the
+	// ends waiting for it (Read polls no more meanwhile). epoch counts the
+	// aborted transactions (Message.Epoch).
+	sess      *kgo.GroupTransactSession
+	txMu      sync.Mutex
+	txWaiting atomic.Int32
+	epoch     atomic.Uint64
 	// stop ends expect at Close, which waits for expectDone (nil: no
 	// expect goroutine).
 	stop       chan struct{}
@@ -127,7 +138,16 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 	if cfg.Applied != nil {
 		opts = append(opts, kgo.OnOffsetsFetched(s.fetched), kgo.AdjustFetchOffsetsFn(s.rewind))
 	}
-	client, err := kgo.NewClient(append(opts, extra...)...)
+	var client *kgo.Client
+	var err error
+	if cfg.TransactionalID != "" {
+		opts = append(opts, txnOptions(cfg)...)
+		if s.sess, err = kgo.NewGroupTransactSession(append(opts, extra...)...); err == nil {
+			client = s.sess.Client()
+		}
+	} else {
+		client, err = kgo.NewClient(append(opts, extra...)...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kafka: client: %w", err)
 	}

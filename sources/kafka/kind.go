@@ -37,6 +37,9 @@ func (e *Entry) Validate(v *connectors.Validator) {
 	default:
 		v.Bad("kafka.start_offset", "must be earliest, latest or committed (got %q)", e.Kafka.StartOffset)
 	}
+	if e.Kafka.ExactlyOnce {
+		v.Bad("kafka.exactly_once", "is a kafka sink's setting: a job with an exactly-once kafka sink commits its kafka sources' offsets in the sink's transactions")
+	}
 	if err := ValidateRevokeWait(e.Kafka.RevokeWait); err != nil {
 		v.Bad("kafka.revoke_wait", "%v", err)
 	}
@@ -105,6 +108,7 @@ var Kind = connectors.SourceKind{
 		}
 		cfg.Name, cfg.OnPartitions, cfg.Applied, cfg.Lineage = env.Name, env.OnPartitions, env.Applied, env.Lineage
 		cfg.OnRevokeTimeout = env.OnRevokeTimeout
+		cfg.TransactionalID = env.TransactionalID
 		cfg.Members, cfg.Expect, cfg.ExpectWait = env.Members, env.Expect, env.ExpectWait
 		if cfg.KeyGroups && env.Member != nil {
 			cfg.Member = env.Member(env.Consumer)

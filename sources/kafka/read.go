@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,14 +38,29 @@ func (s *Source) Read(ctx context.Context, max int) ([]sources.Message, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if s.transactional() {
+			// A transaction's end waits for no poll: let it go first.
+			s.txMu.Lock()
+			for s.txWaiting.Load() > 0 {
+				s.txMu.Unlock()
+				runtime.Gosched()
+				s.txMu.Lock()
+			}
+		}
 		pctx, wake := context.WithCancel(ctx)
 		s.mu.Lock()
 		s.mu.wake = wake
 		s.mu.Unlock()
-		fetches := s.client.PollRecords(pctx, max) // woken early by a rewind's error
+		if s.transactional() && s.txWaiting.Load() > 0 {
+			wake() // an end started waiting before wake was set
+		}
+		fetches := s.client.PollRecords(pctx, max) // woken early by a rewind's error or a transaction's end
 		wake()
 		msgs, err := s.take(ctx, fetches)
 		s.client.AllowRebalance()
+		if s.transactional() {
+			s.txMu.Unlock()
+		}
 		if err != nil || len(msgs) > 0 {
 			return msgs, err
 		}
@@ -72,12 +88,14 @@ func (s *Source) take(ctx context.Context, fetches kgo.Fetches) ([]sources.Messa
 		}
 	})
 	msgs := make([]sources.Message, 0, fetches.NumRecords())
+	epoch := s.epoch.Load() // changes only under txMu, held by Read
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fetches.EachRecord(func(r *kgo.Record) {
 		m := sources.Message{
 			Pos:   record.Position{Source: s.cfg.Name, Partition: r.Partition, Offset: r.Offset},
 			Value: r.Value,
+			Epoch: epoch,
 		}
 		if err := s.misplaced(r); err != nil {
 			m.Reject = &sources.Reject{Reason: reason.Misplaced, Err: err}

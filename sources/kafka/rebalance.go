@@ -190,8 +190,14 @@ func (s *Source) report(closed bool, assigned, revoked []int32) {
 // here), so that their next owner resumes after them rather than reading
 // them again. The group's rebalance waits meanwhile (the member rejoins
 // when this returns). Then it releases them as onLost does.
+//
+// A transactional source does not wait: the revoke aborts the transaction
+// in progress (kgo.GroupTransactSession; Transact), and the partitions'
+// next owner reads again from the last committed transaction's offsets.
 func (s *Source) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
-	s.awaitCommits(ctx, revoked[s.cfg.Topic])
+	if !s.transactional() {
+		s.awaitCommits(ctx, revoked[s.cfg.Topic])
+	}
 	s.onLost(ctx, cl, revoked)
 }
 

@@ -1,0 +1,275 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/joinery/joinery/formats/changelog"
+	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/internal/testutil"
+	"github.com/joinery/joinery/joins"
+)
+
+// TestChaosKafkaExactlyOnceKill: two node processes read the CDC input
+// from a 3-partition Kafka topic (kfake, in the test process) in one
+// consumer group and write the changelog to a Kafka topic with
+// kafka.exactly_once; n1 is killed -9 under load (its transaction open)
+// and started again with the same node_name, which aborts the dead
+// incarnation's transaction. Once the group has committed the whole input,
+// a read_committed consumer of the output reads each output id once, and
+// the changelog, each row's newest seq deciding, folds to the fault-free
+// answer (two readers' transactions commit one key's changes in the order
+// they commit, so a consumer orders a row's changes by seq).
+func TestChaosKafkaExactlyOnceKill(t *testing.T) {
+	r := rand.New(rand.NewPCG(38, 1))
+	n := trials(1)
+	for trial := range n {
+		t.Run(fmt.Sprint("trial", trial), func(t *testing.T) { kafkaEOSTrial(t, r, uint64(trial)+380, trial, n) })
+	}
+}
+
+func kafkaEOSTrial(t *testing.T, r *rand.Rand, seed uint64, trial, trials int) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "cdc"), kfake.SeedTopics(1, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close) // after the nodes are killed (cleanups run last first)
+	brokers := kc.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	h := cdcgen.Generate(cdcgen.Config{Seed: seed, Users: 300, Domains: 900, Changes: inputChanges})
+	want := h.LeftJoin()
+	// Each row's changes go to one partition (keyed by table and id), in order.
+	recs := make([]*kgo.Record, 0, len(h.Lines))
+	for _, l := range h.Lines {
+		var c struct {
+			Before, After map[string]any
+			Source        struct{ Table string }
+		}
+		if err := json.Unmarshal(l, &c); err != nil {
+			t.Fatal(err)
+		}
+		row := c.After
+		if row == nil {
+			row = c.Before
+		}
+		recs = append(recs, &kgo.Record{Topic: "cdc", Key: fmt.Appendf(nil, "%s/%v", c.Source.Table, row["id"]), Value: l})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	rs := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	gossip := [2]int{testutil.FreePort(t), testutil.FreePort(t)}
+	for i := range 2 {
+		job := jobYAML + fmt.Sprintf(`sources: [{name: cdc, type: kafka, kafka: {brokers: [%[1]q], topic: cdc, group: g}, tables: {users: left, domains: right}}]
+sinks: [{type: kafka, format: changelog, kafka: {brokers: [%[1]q], topic: out, exactly_once: true}}]
+state: {store: redis, redis: {addr: %[2]q}}
+cluster: {node_name: n%[3]d, gossip: "127.0.0.1:%[4]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[5]d"], profile: lan, request_timeout: 2s}
+`, brokers[0], rs.Addr, i+1, gossip[i], gossip[0])
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("n%d.yaml", i+1)), []byte(job), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n1 := startProc(t, dir, "n1", "n1.yaml")
+	startProc(t, dir, "n2", "n2.yaml")
+
+	// Kill n1 once some of the output is committed, then start it again.
+	at := int64(1 + r.IntN(max(1, len(recs)/4)))
+	testutil.WaitFor(t, scaled(2*time.Minute), func() error {
+		if n := outEnd(t, cl); n < at {
+			return fmt.Errorf("out holds %d records, waiting for %d", n, at)
+		}
+		return nil
+	})
+	killed := time.Now()
+	n1.kill()
+	n1.start(dir)
+	t.Logf("killed n1 -9 at %d output records and started it again", at)
+
+	testutil.WaitFor(t, scaled(4*time.Minute), groupDone(cl, "g", "cdc", 3))
+	took := time.Since(killed)
+
+	got, dups, lines := foldOut(t, brokers, true)
+	_, dupsAll, linesAll := foldOut(t, brokers, false)
+	t.Logf("%d changes in, %d committed output records, %d ids twice (read_uncommitted: %d records, %d ids twice), input committed %v after the kill",
+		len(recs), lines, dups, linesAll, dupsAll, took.Round(time.Millisecond))
+	if dups > 0 {
+		t.Errorf("a read_committed consumer read %d output ids twice", dups)
+	}
+	lost := compare(t, got, want)
+	if lost > 0 {
+		t.Errorf("%d rows differ from the fault-free answer", lost)
+	}
+	record1(summaryRow{Scenario: "KafkaExactlyOnceKill", Trial: trial + 1, Trials: trials, EventsIn: len(recs), Outputs: lines,
+		Equal: lost == 0, Lost: lost, DupIDs: dups, RecoveryMS: -1, MaxStallMS: -1})
+}
+
+// outEnd is the output topic's end offset (its high watermark).
+func outEnd(t *testing.T, cl *kgo.Client) int64 {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = "out"
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = 0, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0
+	}
+	return resp.Topics[0].Partitions[0].Offset
+}
+
+// groupDone reports nil once group committed every partition of topic to
+// its end.
+func groupDone(cl *kgo.Client, group, topic string, partitions int32) func() error {
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		of := kmsg.NewPtrOffsetFetchRequest()
+		of.Group = group
+		ot := kmsg.NewOffsetFetchRequestTopic()
+		ot.Topic = topic
+		lo := kmsg.NewPtrListOffsetsRequest()
+		lo.ReplicaID = -1
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = topic
+		for p := range partitions {
+			ot.Partitions = append(ot.Partitions, p)
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp = p, -1
+			lt.Partitions = append(lt.Partitions, rp)
+		}
+		of.Topics = append(of.Topics, ot)
+		lo.Topics = append(lo.Topics, lt)
+		ends, err := lo.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		committed, err := of.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		at := map[int32]int64{}
+		for _, tp := range committed.Topics {
+			for _, p := range tp.Partitions {
+				at[p.Partition] = p.Offset
+			}
+		}
+		for _, tp := range ends.Topics {
+			for _, p := range tp.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return err
+				}
+				if at[p.Partition] != p.Offset {
+					return fmt.Errorf("%s/%d committed at %d of %d", topic, p.Partition, at[p.Partition], p.Offset)
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// foldOut reads the output topic read_committed (committed) to its last
+// stable offset, or read_uncommitted to its end, and folds it into the
+// joined table (first line per id, each row's newest seq deciding, as the
+// table sink does): the table, the output ids read more than once, and the
+// records read.
+func foldOut(t *testing.T, brokers []string, committed bool) (map[string]string, int, int) {
+	t.Helper()
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics("out"),
+		kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	if committed {
+		req.IsolationLevel = 1 // the last stable offset
+	}
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = "out"
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = 0, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := resp.Topics[0].Partitions[0].Offset
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(time.Minute))
+	defer cancel()
+	tab := joins.NewTable()
+	seen := map[string]bool{}
+	seqs := map[string]uint64{}
+	dups, lines := 0, 0
+	for next := int64(0); next < end; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read out to %d: at %d: %v", end, next, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			next = r.Offset + 1
+			if r.Attrs.IsControl() {
+				return
+			}
+			lines++
+			o, err := changelog.DecodeChangelog(r.Value)
+			if err != nil {
+				t.Fatalf("offset %d: %v", r.Offset, err)
+			}
+			if seen[o.ID] {
+				dups++
+				return
+			}
+			seen[o.ID] = true
+			// By seq, as the table sink folds: two readers' transactions
+			// commit one key's changes in no fixed order.
+			if o.Seq > seqs[o.PK] {
+				seqs[o.PK] = o.Seq
+				tab.Put(o)
+			}
+		})
+	}
+	m := map[string]string{}
+	for _, r := range tab.Rows() {
+		var pk []any
+		_ = json.Unmarshal([]byte(r.PK), &pk)
+		key := strings.ReplaceAll(fmt.Sprintf("%v,%v", pk[0], pk[1]), "<nil>", "null")
+		name := r.Row["domain_name"]
+		if name == nil {
+			name = ""
+		}
+		m[key] = fmt.Sprintf("%v|%v|%v", r.Row["firstname"], r.Row["lastname"], name)
+	}
+	return m, dups, lines
+}
