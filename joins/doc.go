@@ -16,7 +16,7 @@
 //     more key actor and the per-key machine is unchanged: it emits the row
 //     padded, updates and retracts it as any unmatched row of a kept side.
 //     Route refuses a real string join value in that form
-//     (ReasonJoinReserved), so no real key takes one. In a join that does
+//     (reason.ReservedKey), so no real key takes one. In a join that does
 //     not keep its side such a change routes nowhere: ErrUnmatched, which
 //     callers count and do not dead-letter.
 //   - CDCSpec.Where is a residual condition on a key's pairs (Condition, as

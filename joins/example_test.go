@@ -55,5 +55,5 @@ func Example() {
 	// +I [1,null] Egor Myasnik <nil>
 	// -D [3,null] Mitya Volk <nil>
 	// +I [3,3] Mitya Volk Stoppage
-	// joins: cannot route right change op "d" at /0@0: delete before lacks join column (before.user_id): a before row holding only the primary key cannot be routed to its join key; capture full before images (e.g. REPLICA IDENTITY FULL)
+	// joins: cannot route right change op "d" at /0@0: unroutable-delete (before.user_id): a before row holding only the primary key cannot be routed to its join key; capture full before images (e.g. REPLICA IDENTITY FULL)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
 
 // MaxMultiTables bounds the tables of a multi-way join (record.Side, the
@@ -125,7 +126,7 @@ func (s *MultiSpec) TableIndex(name string) (int, bool) {
 // column matches nothing and is never emitted: ErrUnmatched.
 func (s *MultiSpec) Route(table int, c record.Change) ([]record.Event, error) {
 	if table < 0 || table >= len(s.Tables) {
-		return nil, &RouteError{Reason: ReasonBadSide, Side: record.Side(table), Op: c.Op, Pos: c.Pos}
+		return nil, &RouteError{Reason: reason.UnknownSide, Side: record.Side(table), Op: c.Op, Pos: c.Pos}
 	}
 	t := &s.Tables[table]
 	one := CDCSpec{Left: SideSpec{Name: t.Name, PK: t.PK, JoinOn: t.JoinOn}}

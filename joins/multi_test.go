@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
 
 func setting(id, userID int, theme string) record.Row {
@@ -205,7 +206,7 @@ func TestMultiRouteErrorNamesTable(t *testing.T) {
 	s := multi3(Inner, Inner)
 	_, err := s.Route(2, ins(record.Row{"id": num(1), "user_id": []any{num(1)}}))
 	re, ok := err.(*RouteError)
-	if !ok || re.Reason != ReasonJoinNotScalar || re.Side != 2 {
+	if !ok || re.Reason != reason.WrongType || re.Side != 2 {
 		t.Fatalf("got %v, want a join-column-not-scalar RouteError of table 2", err)
 	}
 	if _, err := s.Route(3, ins(u(1))); err == nil {

@@ -6,22 +6,18 @@ import (
 	"strings"
 
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
 
-// Reasons a change cannot be routed, the values of RouteError.Reason. They are
-// stable and low-cardinality, fit for a metric label.
-const (
-	ReasonBadSide          = "bad side"               // side is neither left nor right
-	ReasonUnknownOp        = "unknown op"             // op is not c, r, u or d
-	ReasonMissingAfter     = "missing after"          // c, r or u without an after row
-	ReasonMissingBefore    = "missing before"         // d without a before row
-	ReasonJoinNotScalar    = "join column not scalar" // an object or array
-	ReasonJoinReserved     = "join value reserved"    // a string join value in the form of a null-key row's key
-	ReasonPKMissing        = "pk column missing"
-	ReasonPKNull           = "pk column null"
-	ReasonPKNotScalar      = "pk column not scalar"
-	ReasonDeleteUnroutable = "delete before lacks join column"
-)
+// Why Route refuses a change is one of the reject reasons every part of
+// Joinery names its refusals from (sinks/deadletter/reason, a leaf):
+// reason.UnknownSide (side is neither left nor right), UnknownOp (op is
+// not c, r, u or d), MissingAfter (c, r or u without an after row),
+// MissingBefore (d without a before row), WrongType (a join or primary-key
+// value that is an object or array), ReservedKey (a string join value in
+// the form of a null-key row's key), MissingPK (a primary key absent or
+// null) and Unroutable (a delete whose before lacks the join column).
+// RouteError's Row and Column say where.
 
 // ErrUnmatched is what Route returns, with no events, for a change of a row
 // whose join column is null (or absent) before and after it, in a join that
@@ -32,7 +28,7 @@ const (
 var ErrUnmatched = errors.New("joins: the row's join column is null: it matches nothing and the join does not keep its side")
 
 // nullKeyPrefix begins every key NullRowKey makes. Its first byte is NUL,
-// and Route refuses (ReasonJoinReserved) a join value that begins with the
+// and Route refuses (reason.ReservedKey) a join value that begins with the
 // whole prefix, so no real join key takes one of these keys. Keys are
 // UTF-8 text (they travel as protobuf strings between nodes): a byte that
 // is not UTF-8 would be a cheaper reservation, but no node could send it.
@@ -58,9 +54,10 @@ func NullRowKey(side record.Side, pk record.Key) record.Key {
 func IsNullRowKey(k record.Key) bool { return strings.HasPrefix(string(k), nullKeyPrefix) }
 
 // RouteError says why CDCSpec.Route refused a change. Reason is one of the
-// Reason constants; callers count by it (errors.As, then Reason).
+// reject reasons above; callers count and dead-letter by it (errors.As,
+// then Reason).
 type RouteError struct {
-	Reason string
+	Reason reason.Reason
 	Side   record.Side
 	Op     record.Op
 	Pos    record.Position
@@ -75,10 +72,10 @@ func (e *RouteError) Error() string {
 	} else if e.Row != "" {
 		msg += " (" + e.Row + ")"
 	}
-	if e.Reason == ReasonJoinReserved {
+	if e.Reason == reason.ReservedKey {
 		msg += ": a string join value may not begin with \"\\u0000null/\", the keys of rows whose join value is null"
 	}
-	if e.Reason == ReasonDeleteUnroutable {
+	if e.Reason == reason.Unroutable {
 		msg += ": a before row holding only the primary key cannot be routed to its join key; capture full before images (e.g. REPLICA IDENTITY FULL)"
 	}
 	return msg
@@ -116,11 +113,11 @@ func (s *CDCSpec) Route(side record.Side, c record.Change) ([]record.Event, erro
 // reused from one change to the next: no slice per change). On an error
 // it returns dst unchanged.
 func (s *CDCSpec) AppendRoute(dst []record.Event, side record.Side, c record.Change) ([]record.Event, error) {
-	fail := func(reason, row, col string) ([]record.Event, error) {
-		return dst, &RouteError{Reason: reason, Side: side, Op: c.Op, Pos: c.Pos, Row: row, Column: col}
+	fail := func(why reason.Reason, row, col string) ([]record.Event, error) {
+		return dst, &RouteError{Reason: why, Side: side, Op: c.Op, Pos: c.Pos, Row: row, Column: col}
 	}
 	if side != record.Left && side != record.Right {
-		return fail(ReasonBadSide, "", "")
+		return fail(reason.UnknownSide, "", "")
 	}
 	ss := s.side(side)
 	keep := s.Type.keeps(side)
@@ -128,15 +125,15 @@ func (s *CDCSpec) AppendRoute(dst []record.Event, side record.Side, c record.Cha
 	switch c.Op {
 	case record.OpCreate, record.OpRead, record.OpUpdate:
 		if c.After == nil {
-			return fail(ReasonMissingAfter, "after", "")
+			return fail(reason.MissingAfter, "after", "")
 		}
-		pk, reason := columnKey(c.After, ss.PK, true)
-		if reason != "" {
-			return fail(pkReason(reason), "after", ss.PK)
+		pk, prob := columnKey(c.After, ss.PK, true)
+		if prob != "" {
+			return fail(pkReason(prob), "after", ss.PK)
 		}
-		key, null, reason := joinKey(c.After, ss.JoinOn)
-		if reason != "" {
-			return fail(reason, "after", ss.JoinOn)
+		key, null, why := joinKey(c.After, ss.JoinOn)
+		if why != "" {
+			return fail(why, "after", ss.JoinOn)
 		}
 		if null {
 			key = NullRowKey(side, pk)
@@ -153,17 +150,17 @@ func (s *CDCSpec) AppendRoute(dst []record.Event, side record.Side, c record.Cha
 			return append(dst, ev), nil
 		}
 		ev.Before = c.Before
-		oldPK, reason := columnKey(c.Before, ss.PK, false)
-		if reason != "" {
-			return fail(pkReason(reason), "before", ss.PK)
+		oldPK, prob := columnKey(c.Before, ss.PK, false)
+		if prob != "" {
+			return fail(pkReason(prob), "before", ss.PK)
 		}
 		if !has(c.Before, ss.PK) {
 			oldPK = pk // a partial before: the primary key is the after's
 		}
 		old, oldNull := key, null
 		if has(c.Before, ss.JoinOn) {
-			if old, oldNull, reason = joinKey(c.Before, ss.JoinOn); reason != "" {
-				return fail(reason, "before", ss.JoinOn)
+			if old, oldNull, why = joinKey(c.Before, ss.JoinOn); why != "" {
+				return fail(why, "before", ss.JoinOn)
 			}
 		} // else a partial before: assume the join value is unchanged
 		if oldNull {
@@ -177,7 +174,7 @@ func (s *CDCSpec) AppendRoute(dst []record.Event, side record.Side, c record.Cha
 			return append(dst, ev), nil
 		case oldPlaced && !has(c.Before, ss.PK):
 			// The retraction at the old key needs the row's primary key.
-			return fail(ReasonPKMissing, "before", ss.PK)
+			return fail(reason.MissingPK, "before", ss.PK)
 		}
 		if oldPlaced {
 			dst = append(dst, record.Event{Key: old, Side: side, Op: record.OpDelete, Before: c.Before, Pos: c.Pos, Seq: 0, Ts: c.TsMs})
@@ -188,18 +185,18 @@ func (s *CDCSpec) AppendRoute(dst []record.Event, side record.Side, c record.Cha
 		return dst, nil
 	case record.OpDelete:
 		if c.Before == nil {
-			return fail(ReasonMissingBefore, "before", "")
+			return fail(reason.MissingBefore, "before", "")
 		}
 		if !has(c.Before, ss.JoinOn) {
-			return fail(ReasonDeleteUnroutable, "before", ss.JoinOn)
+			return fail(reason.Unroutable, "before", ss.JoinOn)
 		}
-		key, null, reason := joinKey(c.Before, ss.JoinOn)
-		if reason != "" {
-			return fail(reason, "before", ss.JoinOn)
+		key, null, why := joinKey(c.Before, ss.JoinOn)
+		if why != "" {
+			return fail(why, "before", ss.JoinOn)
 		}
-		pk, reason := columnKey(c.Before, ss.PK, true)
-		if reason != "" {
-			return fail(pkReason(reason), "before", ss.PK)
+		pk, prob := columnKey(c.Before, ss.PK, true)
+		if prob != "" {
+			return fail(pkReason(prob), "before", ss.PK)
 		}
 		if null {
 			if !keep {
@@ -210,14 +207,14 @@ func (s *CDCSpec) AppendRoute(dst []record.Event, side record.Side, c record.Cha
 		ev.Key, ev.Before = key, c.Before
 		return append(dst, ev), nil
 	}
-	return fail(ReasonUnknownOp, "", "")
+	return fail(reason.UnknownOp, "", "")
 }
 
 // joinKey returns the key form of r's join value col; null reports a null
 // or absent one (key ""). reason is a Reason constant for a value that
 // cannot be a join key: an object or array, or a string in the form of a
 // null-key row's key.
-func joinKey(r record.Row, col string) (key record.Key, null bool, reason string) {
+func joinKey(r record.Row, col string) (key record.Key, null bool, why reason.Reason) {
 	v := r[col]
 	if v == nil {
 		return "", true, ""
@@ -225,9 +222,9 @@ func joinKey(r record.Row, col string) (key record.Key, null bool, reason string
 	k, ok := record.KeyOf(v)
 	switch {
 	case !ok:
-		return "", false, ReasonJoinNotScalar
+		return "", false, reason.WrongType
 	case IsNullRowKey(k):
-		return "", false, ReasonJoinReserved
+		return "", false, reason.ReservedKey
 	}
 	return k, false, ""
 }
@@ -264,12 +261,12 @@ func columnKey(r record.Row, col string, required bool) (record.Key, string) {
 	return k, ""
 }
 
-func pkReason(p string) string {
+func pkReason(p string) reason.Reason {
 	switch p {
 	case probMissing:
-		return ReasonPKMissing
+		return reason.MissingPK
 	case probNull:
-		return ReasonPKNull
+		return reason.MissingPK
 	}
-	return ReasonPKNotScalar
+	return reason.WrongType
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/joinery/joinery/record"
+	"github.com/joinery/joinery/sinks/deadletter/reason"
 )
 
 func TestRouteErrors(t *testing.T) {
@@ -14,34 +15,34 @@ func TestRouteErrors(t *testing.T) {
 	obj := map[string]any{"a": 1}
 	arr := []any{1}
 	cases := []struct {
-		name   string
-		side   record.Side
-		c      record.Change
-		reason string
-		col    string // must appear in the message
+		name string
+		side record.Side
+		c    record.Change
+		why  reason.Reason
+		col  string // must appear in the message
 	}{
-		{"bad side", 5, ins(d1), ReasonBadSide, ""},
-		{"unknown op", record.Right, record.Change{Op: 'x', After: d1}, ReasonUnknownOp, ""},
-		{"create without after", record.Right, record.Change{Op: record.OpCreate}, ReasonMissingAfter, "after"},
-		{"read without after", record.Right, record.Change{Op: record.OpRead}, ReasonMissingAfter, "after"},
-		{"update without after", record.Right, upd(d1, nil), ReasonMissingAfter, "after"},
-		{"delete without before", record.Right, del(nil), ReasonMissingBefore, "before"},
-		{"join column object", record.Right, ins(record.Row{"id": num(1), "user_id": obj}), ReasonJoinNotScalar, "user_id"},
-		{"join column array", record.Right, ins(record.Row{"id": num(1), "user_id": arr}), ReasonJoinNotScalar, "user_id"},
-		{"pk missing", record.Right, ins(record.Row{"user_id": num(1)}), ReasonPKMissing, "id"},
-		{"pk null", record.Right, ins(record.Row{"id": nil, "user_id": num(1)}), ReasonPKNull, "id"},
-		{"pk not scalar", record.Right, ins(record.Row{"id": arr, "user_id": num(1)}), ReasonPKNotScalar, "id"},
-		{"left pk null", record.Left, ins(record.Row{"id": nil, "name": "x"}), ReasonPKNull, "id"},
-		{"join value reserved", record.Right, ins(record.Row{"id": num(1), "user_id": "\x00null/left/1"}), ReasonJoinReserved, "user_id"},
-		{"before join value reserved", record.Right, upd(record.Row{"id": num(1), "user_id": "\x00null/x"}, d1), ReasonJoinReserved, "before.user_id"},
-		{"update before pk null", record.Right, upd(record.Row{"id": nil}, d1), ReasonPKNull, "before.id"},
-		{"update before join object", record.Right, upd(record.Row{"id": num(1), "user_id": obj}, d1), ReasonJoinNotScalar, "before.user_id"},
-		{"move with before lacking pk", record.Right, upd(record.Row{"user_id": num(2)}, d1), ReasonPKMissing, "before.id"},
-		{"delete with pk-only before", record.Right, del(record.Row{"id": num(1)}), ReasonDeleteUnroutable, "primary key"},
-		{"delete with empty before", record.Right, del(record.Row{}), ReasonDeleteUnroutable, "user_id"},
-		{"delete pk missing", record.Right, del(record.Row{"user_id": num(1)}), ReasonPKMissing, "before.id"},
-		{"delete pk null", record.Right, del(record.Row{"id": nil, "user_id": num(1)}), ReasonPKNull, "before.id"},
-		{"left delete pk null", record.Left, del(record.Row{"id": nil}), ReasonPKNull, "before.id"},
+		{"bad side", 5, ins(d1), reason.UnknownSide, ""},
+		{"unknown op", record.Right, record.Change{Op: 'x', After: d1}, reason.UnknownOp, ""},
+		{"create without after", record.Right, record.Change{Op: record.OpCreate}, reason.MissingAfter, "after"},
+		{"read without after", record.Right, record.Change{Op: record.OpRead}, reason.MissingAfter, "after"},
+		{"update without after", record.Right, upd(d1, nil), reason.MissingAfter, "after"},
+		{"delete without before", record.Right, del(nil), reason.MissingBefore, "before"},
+		{"join column object", record.Right, ins(record.Row{"id": num(1), "user_id": obj}), reason.WrongType, "user_id"},
+		{"join column array", record.Right, ins(record.Row{"id": num(1), "user_id": arr}), reason.WrongType, "user_id"},
+		{"pk missing", record.Right, ins(record.Row{"user_id": num(1)}), reason.MissingPK, "id"},
+		{"pk null", record.Right, ins(record.Row{"id": nil, "user_id": num(1)}), reason.MissingPK, "id"},
+		{"pk not scalar", record.Right, ins(record.Row{"id": arr, "user_id": num(1)}), reason.WrongType, "id"},
+		{"left pk null", record.Left, ins(record.Row{"id": nil, "name": "x"}), reason.MissingPK, "id"},
+		{"join value reserved", record.Right, ins(record.Row{"id": num(1), "user_id": "\x00null/left/1"}), reason.ReservedKey, "user_id"},
+		{"before join value reserved", record.Right, upd(record.Row{"id": num(1), "user_id": "\x00null/x"}, d1), reason.ReservedKey, "before.user_id"},
+		{"update before pk null", record.Right, upd(record.Row{"id": nil}, d1), reason.MissingPK, "before.id"},
+		{"update before join object", record.Right, upd(record.Row{"id": num(1), "user_id": obj}, d1), reason.WrongType, "before.user_id"},
+		{"move with before lacking pk", record.Right, upd(record.Row{"user_id": num(2)}, d1), reason.MissingPK, "before.id"},
+		{"delete with pk-only before", record.Right, del(record.Row{"id": num(1)}), reason.Unroutable, "primary key"},
+		{"delete with empty before", record.Right, del(record.Row{}), reason.Unroutable, "user_id"},
+		{"delete pk missing", record.Right, del(record.Row{"user_id": num(1)}), reason.MissingPK, "before.id"},
+		{"delete pk null", record.Right, del(record.Row{"id": nil, "user_id": num(1)}), reason.MissingPK, "before.id"},
+		{"left delete pk null", record.Left, del(record.Row{"id": nil}), reason.MissingPK, "before.id"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,8 +55,8 @@ func TestRouteErrors(t *testing.T) {
 			if !errors.As(err, &re) {
 				t.Fatalf("error %T %v is not a *RouteError", err, err)
 			}
-			if re.Reason != tc.reason {
-				t.Errorf("reason %q, want %q (%v)", re.Reason, tc.reason, err)
+			if re.Reason != tc.why {
+				t.Errorf("reason %q, want %q (%v)", re.Reason, tc.why, err)
 			}
 			if msg := err.Error(); !strings.Contains(msg, tc.col) || !strings.Contains(msg, "s/2@9") {
 				t.Errorf("message %q should name %q and the position", msg, tc.col)
@@ -286,7 +287,7 @@ func TestRouteNullKeys(t *testing.T) {
 	// Leaving a kept null key retracts the row there: the before needs its
 	// primary key.
 	var re *RouteError
-	if _, err := nestedSpec(RightOuter).Route(record.Right, upd(record.Row{"user_id": nil}, keyed)); !errors.As(err, &re) || re.Reason != ReasonPKMissing {
+	if _, err := nestedSpec(RightOuter).Route(record.Right, upd(record.Row{"user_id": nil}, keyed)); !errors.As(err, &re) || re.Reason != reason.MissingPK {
 		t.Errorf("null-key move with a before lacking the pk: %v", err)
 	}
 	// The left side is kept by left and full joins.

@@ -142,25 +142,6 @@ func (r *reader) dispatch(ctx context.Context, msgs []sources.Message) (*batch, 
 // request's events.
 type arrival struct{ req, ev int }
 
-// routeReason maps a joins.RouteError reason to a reject reason.
-func routeReason(why string) reason.Reason {
-	switch why {
-	case joins.ReasonPKMissing, joins.ReasonPKNull:
-		return reason.MissingPK
-	case joins.ReasonJoinNotScalar, joins.ReasonPKNotScalar:
-		return reason.WrongType
-	case joins.ReasonDeleteUnroutable:
-		return reason.Unroutable
-	case joins.ReasonUnknownOp:
-		return reason.UnknownOp
-	case joins.ReasonMissingAfter:
-		return reason.MissingAfter
-	case joins.ReasonMissingBefore:
-		return reason.MissingBefore
-	}
-	return reason.Route
-}
-
 // cdcEvents decodes a Debezium record and routes it to its join keys. It
 // returns no events for a record it counted and set aside (tombstone, bad
 // input, truncate) and an error only when a fail policy stops the source.
@@ -232,7 +213,7 @@ func (r *reader) cdcEvents(b *batch, m sources.Message, dst []record.Event) (evs
 		why := reason.Route
 		var re *joins.RouteError
 		if errors.As(err, &re) {
-			why = routeReason(re.Reason)
+			why = re.Reason
 		}
 		return nil, "", r.reject(b, m, why, err)
 	}

@@ -163,7 +163,7 @@ func (r *eventsRun) applyChange(n int, side record.Side, c record.Change) error 
 			return err
 		}
 		r.sum.Dropped++
-		return r.writeLate(n, side, "", 0, r.changeRef(n, c), c.Op.String(), re.Reason)
+		return r.writeLate(n, side, "", 0, r.changeRef(n, c), c.Op.String(), string(re.Reason))
 	}
 	r.sum.Inputs++
 	return r.d.applyChange(side, c)

@@ -219,8 +219,8 @@ func TestReplayBadLines(t *testing.T) {
 		{cdc, `{"watermark":1}`, "cdc join has no event time"},
 		{cdc, `{"side":"users","op":"x","after":{"id":1}}`, "unknown-op"},
 		{cdc, `{"side":"users","op":"c"}`, "missing-after"},
-		{cdc, `{"side":"users","op":"c","after":{"name":"no id"}}`, "pk column missing"},
-		{cdc, `{"side":"domains","op":"d","before":{"id":1}}`, "delete before lacks join column"},
+		{cdc, `{"side":"users","op":"c","after":{"name":"no id"}}`, "missing-pk"},
+		{cdc, `{"side":"domains","op":"d","before":{"id":1}}`, "unroutable-delete"},
 	} {
 		script := `{"comment":"line 1"}` + "\n\n" + c.line + "\n"
 		var out strings.Builder

@@ -77,6 +77,10 @@ const (
 	UnknownSide Reason = "unknown-side"
 	// Unroutable: a delete whose before lacks the join column.
 	Unroutable Reason = "unroutable-delete"
+	// ReservedKey: a string join value in the form of the key of a row
+	// whose join value is null ("\u0000null/…", joins.NullRowKey), which
+	// no real join value may take.
+	ReservedKey Reason = "reserved-key"
 	// Truncate: a Debezium truncate (on_truncate: dead-letter).
 	Truncate Reason = "truncate"
 	// Filter: the source's filter (or key_expr) failed on the record
@@ -103,7 +107,7 @@ var All = []Reason{
 	NotJSON, NotObject, MissingOp, UnknownOp, MissingAfter, MissingBefore, BadRow, BadTs,
 	BadHeader, UnknownSchema, BadSchema, BadAvro, BadUTF8, DuplicateField, Decode,
 	TooLarge, MissingKey, MissingPK, MissingTs, WrongType, UnknownTable, UnknownSide,
-	Unroutable, Truncate, Filter, Route, Encode, Misplaced,
+	Unroutable, ReservedKey, Truncate, Filter, Route, Encode, Misplaced,
 }
 
 // LatePrefix starts the reason of an input an event-time join found late;
