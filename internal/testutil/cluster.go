@@ -57,13 +57,7 @@ func startCluster(t testing.TB, n, replicas int) *RedisCluster {
 	for range n * (1 + replicas) {
 		// The cluster bus gets a free port of its own (cluster-port, Redis
 		// 7): the default, port+10000, may be taken or beyond 65535.
-		all = append(all, StartRedis(t, "--cluster-enabled", "yes",
-			"--cluster-port", strconv.Itoa(FreePort(t)),
-			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
-			"--cluster-replica-no-failover", "yes",
-			// A replica's first sync starts at once, not after the
-			// default 5 s wait for more replicas to share it.
-			"--repl-diskless-sync-delay", "0"))
+		all = append(all, startClusterNode(t))
 	}
 	args := []string{"--cluster", "create"}
 	for _, r := range all {
@@ -123,6 +117,19 @@ func startCluster(t testing.TB, n, replicas int) *RedisCluster {
 	}
 	c.WaitOK()
 	return c
+}
+
+// startClusterNode starts one redis-server with cluster mode on, in no
+// cluster yet.
+func startClusterNode(t testing.TB) *Redis {
+	t.Helper()
+	return StartRedis(t, "--cluster-enabled", "yes",
+		"--cluster-port", strconv.Itoa(FreePort(t)),
+		"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
+		"--cluster-replica-no-failover", "yes",
+		// A replica's first sync starts at once, not after the
+		// default 5 s wait for more replicas to share it.
+		"--repl-diskless-sync-delay", "0")
 }
 
 // infoField is one field of an INFO reply ("" when absent).
