@@ -41,7 +41,7 @@ func TestChaosKillShardReader(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2000 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapePK, false) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapePK, faultKill) })
 	}
 }
 
@@ -56,7 +56,7 @@ func TestChaosKillShardReaderCoPartitioned(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2100 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeJoinKey, false) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeJoinKey, faultKill) })
 	}
 }
 
@@ -68,7 +68,7 @@ func TestChaosJoinShardReaderCoPartitioned(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2200 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeJoinKey, true) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeJoinKey, faultJoin) })
 	}
 }
 
@@ -85,7 +85,7 @@ func TestChaosKillShardReaderRepartitioned(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2300 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeRepartitioned, false) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeRepartitioned, faultKill) })
 	}
 }
 
@@ -98,7 +98,7 @@ func TestChaosJoinShardReaderRepartitioned(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2400 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeRepartitioned, true) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeRepartitioned, faultJoin) })
 	}
 }
 
@@ -107,6 +107,13 @@ const (
 	shapePK            = iota // sharded by the row's primary key
 	shapeJoinKey              // by the join key: partitioned_by: join_key
 	shapeRepartitioned        // by the primary key, repartition: stream
+)
+
+// The faults of the sharded scenario.
+const (
+	faultKill    = iota // one of the three nodes killed -9
+	faultJoin           // a fourth node joins
+	faultRolling        // every node restarted in turn (rolling.go)
 )
 
 // shardOfLine is the shard of a Debezium line, by its row's primary key
@@ -129,9 +136,11 @@ func shardOfLine(t *testing.T, l []byte) int {
 
 // shardTrial runs one trial of the sharded scenario: three nodes read the
 // shard streams (by primary key, or byJoinKey co-partitioned); then one of
-// them is killed -9, or, with join, a fourth node joins and takes its
-// share of the shards and their key groups.
-func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, join bool) {
+// them is killed -9, or (faultJoin) a fourth node joins and takes its
+// share of the shards and their key groups, or (faultRolling) each node is
+// restarted in turn.
+func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, fault int) {
+	join := fault == faultJoin
 	byJoinKey := shape == shapeJoinKey
 	r := rand.New(rand.NewPCG(seed, seed))
 	dir := t.TempDir()
@@ -192,6 +201,9 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, join bo
 	// before the leases spread, and a killed node would then hold nothing
 	// left to read (CI: the victim's file stopped at 2,393 lines).
 	half := len(input) / 2
+	if fault == faultRolling { // most of the input is fed during the restarts
+		half = len(input) / 5
+	}
 	if err := feedPaced(0, half, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -199,6 +211,7 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, join bo
 	ports := [4]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
 	procs := map[string]*proc{}
 	var names []string
+	var admin [4]string // each node's admin address (faultRolling)
 	for i := range 4 {
 		name := fmt.Sprint("n", i+1)
 		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: {addr: %[1]q}}
@@ -206,6 +219,10 @@ cluster: {node_name: %[2]s, gossip: "127.0.0.1:%[3]d", remote: "127.0.0.1:0", se
 sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[5]d%[6]s, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
 sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 `, rs.Addr, name, ports[i], ports[0], shardCount, partitioned)
+		if fault == faultRolling { // readiness is /readyz, as the chart's probe reads it
+			admin[i] = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+			job += fmt.Sprintf("admin: {addr: %q, insecure: true}\n", admin[i])
+		}
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(job), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +262,12 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 	var rec *recovery
 	var took time.Duration
 	live := names // the nodes that run to the end
-	if join {
+	if fault == faultRolling {
+		rec, took = rollingRestart(t, dir, procs, names, admin[:3], out, func(stop <-chan struct{}) error {
+			return feedSlowly(feedPaced, half, len(input), stop)
+		})
+		spread(names...)
+	} else if join {
 		// Some output of the first half, from whichever nodes read it:
 		// under load one node may have read every shard before the leases
 		// spread, so no single node's file is sure to grow.
@@ -326,7 +348,7 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 		killed[out(n)] = !slices.Contains(live, n)
 	}
 	repeated := mergeBySeq(t, all, killed, outs...)
-	scenario := map[bool]string{false: "KillShardReader", true: "JoinShardReader"}[join]
+	scenario := [...]string{faultKill: "KillShardReader", faultJoin: "JoinShardReader", faultRolling: "RollingRestart"}[fault]
 	scenario += [...]string{shapeJoinKey: "CoPartitioned", shapeRepartitioned: "Repartitioned"}[shape]
 	row := summaryRow{Scenario: scenario, Trial: trial + 1, Trials: trials, EventsIn: inputChanges,
 		RecoveryMS: ms(rt.first), MaxStallMS: ms(rt.stall)}

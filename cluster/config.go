@@ -146,6 +146,16 @@ type Config struct {
 	// Provider. Optional; Provider.DeclaredDead can be polled instead.
 	OnDeclaredDead func(DeadNotice)
 
+	// OnRefused, when set, is called once when this node, joining its
+	// seeds, was refused because a member speaks another protocol version
+	// (a *ProtocolError, matching ErrIncompatible): the node stops trying to
+	// join and should stop. It must return at once and not call the
+	// Provider. Optional; Provider.Refused can be polled instead.
+	OnRefused func(error)
+	// Protocol is the protocol version this node speaks. Default (0):
+	// Protocol. Tests set another to stand for a node of another version.
+	Protocol int
+
 	// KeysActive, when set, says how many key actors are activated on this
 	// node: the Provider asks it every StatsInterval and gossips the count
 	// in its node meta when it changed, so every member's
@@ -183,6 +193,14 @@ func DefaultConfig() Config {
 }
 
 // withDefaults returns a deep copy of c with zero fields set to defaults.
+// protocol is the protocol version the node speaks.
+func (c Config) protocol() int {
+	if c.Protocol == 0 {
+		return Protocol
+	}
+	return c.Protocol
+}
+
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.BindAddr == "" {

@@ -130,10 +130,21 @@ func (p *Provider) joinLoop(ml *memberlist.Memberlist, seeds []string) {
 		case <-timer.C:
 		}
 		n, err := ml.Join(seeds)
+		if r := p.Refused(); r != nil {
+			p.logNow().Error("the fleet refused this node; not joining", slog.Any("error", r))
+			if p.cfg.OnRefused != nil {
+				p.cfg.OnRefused(r)
+			}
+			p.joinTriedOnce.Do(func() { close(p.joinTried) })
+			return
+		}
 		if n > 0 {
+			p.joined.Store(true)
+			p.joinTriedOnce.Do(func() { close(p.joinTried) })
 			p.logNow().Info("joined cluster", slog.Int("contacted", n), slog.Int("attempt", attempt))
 			return
 		}
+		p.joinTriedOnce.Do(func() { close(p.joinTried) })
 		p.joinFailures.Add(1)
 		p.logNow().Warn("joining seeds failed; will retry",
 			slog.Any("seeds", seeds), slog.Int("attempt", attempt), slog.Duration("retry_in", bo.Delay()), slog.Any("error", err))

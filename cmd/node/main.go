@@ -107,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log.Info("node started", "address", n.Address(), "gossip", n.GossipAddr())
 	runErr := n.Run(ctx)
 	if len(plan.Spec.Sources) == 0 && runErr == nil {
-		<-ctx.Done() // a node without sources hosts key actors until signalled
+		runErr = n.Wait(ctx) // a node without sources hosts key actors until signalled (or refused by its fleet)
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
