@@ -35,12 +35,13 @@ type fleet struct {
 
 // fleetOpts change a fleet from the default one of newFleet.
 type fleetOpts struct {
-	state         string  // extra state settings, e.g. "passivate_after: 50ms"
-	admin         bool    // serve each node's admin endpoint (/metrics)
-	net           *netLab // run each node in its own network namespace (withNetns)
-	stateRedis    string  // the nodes' state.redis block (withStateRedis; default: the fleet's own Redis)
-	rate          int     // n1's input rate, changes per second (withRate; default about 4 s of input)
-	trial, trials int     // for the summary row (default 1 of 1)
+	state         string               // extra state settings, e.g. "passivate_after: 50ms"
+	admin         bool                 // serve each node's admin endpoint (/metrics)
+	net           *netLab              // run each node in its own network namespace (withNetns)
+	stateRedis    string               // the nodes' state.redis block (withStateRedis; default: the fleet's own Redis)
+	rate          int                  // n1's input rate, changes per second (withRate; default about 4 s of input)
+	bins          [maxNodes + 1]string // bins[n]: node n's joinery binary (withBinary; "": the one under test)
+	trial, trials int                  // for the summary row (default 1 of 1)
 }
 
 type fleetOpt func(*fleetOpts)
@@ -59,6 +60,9 @@ func withNetns(lab *netLab) fleetOpt { return func(o *fleetOpts) { o.net = lab }
 // Redis Cluster's "{cluster: {addrs: [...]}}") instead of the fleet's own
 // Redis, which is then not started.
 func withStateRedis(redis string) fleetOpt { return func(o *fleetOpts) { o.stateRedis = redis } }
+
+// withBinary runs node n (1-based) on the joinery binary bin.
+func withBinary(n int, bin string) fleetOpt { return func(o *fleetOpts) { o.bins[n] = bin } }
 
 // withRate paces n1's input at n changes per second.
 func withRate(n int) fleetOpt { return func(o *fleetOpts) { o.rate = n } }
@@ -196,7 +200,7 @@ func (f *fleet) start(t *testing.T, n int) *proc {
 	if f.opts.net != nil {
 		wrap = f.opts.net.exec(n)
 	}
-	p := startProc(t, f.dir, fmt.Sprint("n", n), fmt.Sprintf("n%d.yaml", n), wrap...)
+	p := startProcBin(t, f.dir, fmt.Sprint("n", n), fmt.Sprintf("n%d.yaml", n), f.opts.bins[n], wrap...)
 	if f.opts.admin {
 		// Its admin endpoint serves once the node has started: a test that
 		// reads every node's /metrics as soon as output flows must not

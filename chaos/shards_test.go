@@ -209,16 +209,23 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, fault i
 	}
 
 	ports := [4]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
+	// Seeds: n1, as the chart's seedCount 1 lists pod 0; the rolling
+	// restart lists n1 to n3, as the chart's default seedCount 3 does (a
+	// restarted n1 then rejoins through the others).
+	seeds := fmt.Sprintf("%q", fmt.Sprintf("127.0.0.1:%d", ports[0]))
+	if fault == faultRolling {
+		seeds = fmt.Sprintf("%q, %q, %q", fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2]))
+	}
 	procs := map[string]*proc{}
 	var names []string
 	var admin [4]string // each node's admin address (faultRolling)
 	for i := range 4 {
 		name := fmt.Sprint("n", i+1)
 		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: {addr: %[1]q}}
-cluster: {node_name: %[2]s, gossip: "127.0.0.1:%[3]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[4]d"], profile: lan, request_timeout: 2s}
+cluster: {node_name: %[2]s, gossip: "127.0.0.1:%[3]d", remote: "127.0.0.1:0", seeds: [%[4]s], profile: lan, request_timeout: 2s}
 sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[5]d%[6]s, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
 sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
-`, rs.Addr, name, ports[i], ports[0], shardCount, partitioned)
+`, rs.Addr, name, ports[i], seeds, shardCount, partitioned)
 		if fault == faultRolling { // readiness is /readyz, as the chart's probe reads it
 			admin[i] = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 			job += fmt.Sprintf("admin: {addr: %q, insecure: true}\n", admin[i])

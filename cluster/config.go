@@ -118,11 +118,13 @@ type Config struct {
 	DepartedRetention time.Duration
 
 	// ReconnectInterval is how often the Provider tries to rejoin the
-	// gossip addresses of members it saw die (within DepartedRetention),
-	// as serf's reconnect does: memberlist never contacts a dead node
-	// again, so without it the two sides of a healed partition would stay
-	// split. Rejoining merges the views, and a node that finds it was
-	// declared dead learns it (see Provider.DeclaredDead). Default: 10s.
+	// gossip addresses of members it saw die or leave (within
+	// DepartedRetention), as serf's reconnect does: memberlist never
+	// contacts a departed node again, so without it the two sides of a
+	// healed partition would stay split, and so would a restarted node
+	// whose only seed is itself. Rejoining merges the views, and a node that
+	// finds it was declared dead learns it (see Provider.DeclaredDead).
+	// Default: 10s.
 	ReconnectInterval time.Duration
 
 	// RestartConfirm is how long a node that finds it must restart (see

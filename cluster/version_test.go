@@ -66,3 +66,24 @@ func TestClusterProtocolRefused(t *testing.T) {
 		t.Errorf("a node of the fleet's version was refused: %v", n3.provider.Refused())
 	}
 }
+
+// TestClusterLeftSeedRejoined: a node that left gracefully and came back
+// on its gossip address with no seed but itself (a fleet's only seed,
+// restarted) is rejoined by its peers' reconnect, so the fleet does not
+// stay split in two.
+func TestClusterLeftSeedRejoined(t *testing.T) {
+	f := newFleet(t)
+	port1 := freePort(t)
+	seed := net.JoinHostPort("127.0.0.1", fmt.Sprint(port1))
+	cfg1 := testConfig()
+	cfg1.BindPort = port1
+	n1 := f.start(cfg1)
+	cfg2 := testConfig(seed)
+	cfg2.ReconnectInterval = 100 * time.Millisecond
+	n2 := f.start(cfg2)
+	waitSizes(t, 2, n1, n2)
+	n1.stop(t, true)
+	waitSizes(t, 1, n2)
+	again := f.start(cfg1)
+	waitSizes(t, 2, again, n2)
+}
