@@ -14,7 +14,11 @@
 // node must re-read, or name as lost when the stream was trimmed; one
 // master of a three-master, three-replica Redis Cluster holding the state
 // failed over to its lagging replica with CLUSTER FAILOVER TAKEOVER), and
-// the final joined result compared with the fault-free answer.
+// what an operator does on purpose (the state's Redis Cluster grown to four
+// masters and shrunk back with redis-cli, and a slot migration held half
+// done; every node of the chart's fleet restarted in turn as helm upgrade
+// does; one node on an earlier commit's binary, then upgraded), and the
+// final joined result compared with the fault-free answer.
 // It has no code of its own outside tests.
 //
 //	go test ./chaos/                        # the short version CI runs (1-3 trials per scenario, 20,000 changes)
