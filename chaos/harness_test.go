@@ -42,7 +42,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "joinery")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/node")
+	// -trimpath: the mixed-version scenario builds an earlier commit from
+	// another directory, and only path-free builds share the build cache
+	// for the packages that did not change.
+	build := exec.Command("go", "build", "-trimpath", "-o", binary, "../cmd/node")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build joinery:", err)
@@ -107,14 +110,14 @@ type proc struct {
 // reach the node itself).
 func startProc(t *testing.T, dir, name, config string, wrap ...string) *proc {
 	t.Helper()
-	return startProcBin(t, dir, name, config, "", wrap...)
+	return startProcBin(t, dir, name, config, "", nil, wrap...)
 }
 
 // startProcBin is startProc running the joinery binary bin ("": the one
-// under test).
-func startProcBin(t *testing.T, dir, name, config, bin string, wrap ...string) *proc {
+// under test) with the extra arguments extra.
+func startProcBin(t *testing.T, dir, name, config, bin string, extra []string, wrap ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, name: name, wrap: wrap, bin: bin, args: []string{"run", "--config", config, "--log-level", envStr("CHAOS_LOG_LEVEL", "warn")}}
+	p := &proc{t: t, name: name, wrap: wrap, bin: bin, args: append([]string{"run", "--config", config, "--log-level", envStr("CHAOS_LOG_LEVEL", "warn")}, extra...)}
 	p.start(dir)
 	t.Cleanup(func() { p.kill() })
 	return p

@@ -200,7 +200,7 @@ func (f *fleet) start(t *testing.T, n int) *proc {
 	if f.opts.net != nil {
 		wrap = f.opts.net.exec(n)
 	}
-	p := startProcBin(t, f.dir, fmt.Sprint("n", n), fmt.Sprintf("n%d.yaml", n), f.opts.bins[n], wrap...)
+	p := startProcBin(t, f.dir, fmt.Sprint("n", n), fmt.Sprintf("n%d.yaml", n), f.opts.bins[n], nil, wrap...)
 	if f.opts.admin {
 		// Its admin endpoint serves once the node has started: a test that
 		// reads every node's /metrics as soon as output flows must not

@@ -96,7 +96,7 @@ func buildAt(t *testing.T, commit string) string {
 	}
 	bin := filepath.Join(dir, "joinery-"+commit)
 	began := time.Now()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/node")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/node") // as TestMain builds: the unchanged packages come from the cache
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build commit %s: %v\n%s", commit, err, out)

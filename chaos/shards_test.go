@@ -111,9 +111,10 @@ const (
 
 // The faults of the sharded scenario.
 const (
-	faultKill    = iota // one of the three nodes killed -9
-	faultJoin           // a fourth node joins
-	faultRolling        // every node restarted in turn (rolling.go)
+	faultKill      = iota // one of the three nodes killed -9
+	faultJoin             // a fourth node joins
+	faultRolling          // every node restarted in turn (rolling_test.go)
+	faultAutoscale        // two nodes scaled to four and back on the backlog (autoscale_test.go)
 )
 
 // shardOfLine is the shard of a Debezium line, by its row's primary key
@@ -138,7 +139,8 @@ func shardOfLine(t *testing.T, l []byte) int {
 // shard streams (by primary key, or byJoinKey co-partitioned); then one of
 // them is killed -9, or (faultJoin) a fourth node joins and takes its
 // share of the shards and their key groups, or (faultRolling) each node is
-// restarted in turn.
+// restarted in turn, or (faultAutoscale) the fleet starts with two nodes and
+// is scaled to four and back to two on the backlog signal.
 func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, fault int) {
 	join := fault == faultJoin
 	byJoinKey := shape == shapeJoinKey
@@ -201,8 +203,11 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, fault i
 	// before the leases spread, and a killed node would then hold nothing
 	// left to read (CI: the victim's file stopped at 2,393 lines).
 	half := len(input) / 2
-	if fault == faultRolling { // most of the input is fed during the restarts
+	switch fault {
+	case faultRolling: // most of the input is fed during the restarts
 		half = len(input) / 5
+	case faultAutoscale: // the backlog comes as a burst once two nodes read
+		half = 0
 	}
 	if err := feedPaced(0, half, 0); err != nil {
 		t.Fatal(err)
@@ -226,14 +231,20 @@ cluster: {node_name: %[2]s, gossip: "127.0.0.1:%[3]d", remote: "127.0.0.1:0", se
 sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[5]d%[6]s, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
 sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 `, rs.Addr, name, ports[i], seeds, shardCount, partitioned)
-		if fault == faultRolling { // readiness is /readyz, as the chart's probe reads it
+		if fault == faultRolling || fault == faultAutoscale { // readiness (/readyz) and the backlog (/metrics)
 			admin[i] = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 			job += fmt.Sprintf("admin: {addr: %q, insecure: true}\n", admin[i])
 		}
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(job), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if i < 3 { // n4 only joins (join)
+		switch {
+		case fault == faultAutoscale: // n1 and n2 first, n3 and n4 when scaled up
+			names = append(names, name)
+			if i < 2 {
+				procs[name] = startProcBin(t, dir, name, name+".yaml", "", scaleArgs)
+			}
+		case i < 3: // n4 only joins (join)
 			names = append(names, name)
 			procs[name] = startProc(t, dir, name, name+".yaml")
 		}
@@ -264,12 +275,21 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 			return nil
 		})
 	}
-	spread(names...)
+	if fault == faultAutoscale {
+		spread(names[:2]...)
+	} else {
+		spread(names...)
+	}
 	t.Logf("leases: %v", holders())
 	var rec *recovery
 	var took time.Duration
 	live := names // the nodes that run to the end
-	if fault == faultRolling {
+	if fault == faultAutoscale {
+		burst := 3 * len(input) / 5
+		rec, took = autoscaleFleet(t, dir, procs, names, admin[:], out, spread,
+			func() error { return feedPaced(0, burst, 0) },
+			func(stop <-chan struct{}) error { return feedSlowly(feedPaced, burst, len(input), stop) })
+	} else if fault == faultRolling {
 		rec, took = rollingRestart(t, dir, procs, names, admin[:3], out, func(stop <-chan struct{}) error {
 			return feedSlowly(feedPaced, half, len(input), stop)
 		})
@@ -355,7 +375,7 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 		killed[out(n)] = !slices.Contains(live, n)
 	}
 	repeated := mergeBySeq(t, all, killed, outs...)
-	scenario := [...]string{faultKill: "KillShardReader", faultJoin: "JoinShardReader", faultRolling: "RollingRestart"}[fault]
+	scenario := [...]string{faultKill: "KillShardReader", faultJoin: "JoinShardReader", faultRolling: "RollingRestart", faultAutoscale: "Autoscale"}[fault]
 	scenario += [...]string{shapeJoinKey: "CoPartitioned", shapeRepartitioned: "Repartitioned"}[shape]
 	row := summaryRow{Scenario: scenario, Trial: trial + 1, Trials: trials, EventsIn: inputChanges,
 		RecoveryMS: ms(rt.first), MaxStallMS: ms(rt.stall)}
