@@ -66,19 +66,24 @@ func reshardTrial(t *testing.T, seed uint64, trial, trials int) {
 	t.Logf("%s: output flowing", time.Since(began).Round(time.Millisecond))
 	before := clusterAnswers(t, c)
 	f.fault()
+	whole, faulted := watchRecovery(f.out), time.Now()
 
 	step := func(name string, do func() string) {
 		t.Helper()
 		rec := watchRecovery(f.out)
 		at, start := lineCount(f.out), time.Now()
 		what := do()
+		// The step's stall lasts until the output grows again after it
+		// (the input still runs): a standstill still open when the step
+		// ends is its own.
+		waitLines(t, f.out, lineCount(f.out)+1, time.Minute)
 		rt := rec.done()
 		stall := "none"
 		if rt.stall >= 0 {
 			stall = rt.stall.Round(time.Millisecond).String()
 		}
-		t.Logf("%s: %s; took %s, output %d -> %d lines, longest output stall %s",
-			name, what, time.Since(start).Round(time.Millisecond), at, lineCount(f.out), stall)
+		t.Logf("%s (from %s after the first step began): %s; took %s, output %d -> %d lines, longest output stall %s",
+			name, start.Sub(faulted).Round(time.Millisecond), what, time.Since(start).Round(time.Millisecond), at, lineCount(f.out), stall)
 	}
 	step("grow", func() string {
 		i, took := c.AddMaster()
@@ -110,6 +115,9 @@ func reshardTrial(t *testing.T, seed uint64, trial, trials int) {
 	}
 	after := clusterAnswers(t, c)
 	f.finish(t)
+	w := whole.done()
+	t.Logf("longest output stall over the whole run %s, ending %s after the first step began",
+		time.Duration(max(w.stall, 0)).Round(time.Millisecond), w.stallEnd.Round(time.Millisecond))
 	if d := dupOutputs(f.out); d > 0 {
 		t.Errorf("%d rows written under two ids", d)
 	}
