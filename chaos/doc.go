@@ -42,7 +42,9 @@
 // (input size), CHAOS_KEEP=DIR (copy each fleet's
 // files, logs included, there), CHAOS_LOG_LEVEL (the nodes' --log-level),
 // CHAOS_PAUSE (the pause scenario's SIGSTOP length), CHAOS_PASSIVATE (the
-// passivation scenario's passivate_after; setting it runs that scenario).
+// passivation scenario's passivate_after; setting it runs that scenario),
+// CHAOS_MIXED_FROM (the earlier commit the mixed-version scenario builds
+// one node from, 17fa977 by default; the repository must hold it).
 //
 // The fleets run memberlist's LAN timings (cluster profile lan, the
 // default of a real fleet), not the local profile's 200 ms probe timeout
