@@ -19,9 +19,10 @@ import (
 // sum(joinery_source_lag_records) over the live nodes' /metrics (what the
 // ScaledObject's Prometheus query sums; the nodes read their lag every
 // 500 ms here), the replicas asked for ceil(backlog / scaleLagPerReplica)
-// within [2, 4] (4: below the 6 shards). Two nodes start on empty streams;
-// a burst of three fifths of the input makes the signal ask for 4, and n3
-// and n4 are started; the rest trickles in (about 500 changes per second)
+// within [2, 4] (4: below the 6 shards). Two nodes, each paced at
+// scaleNodeRate changes per second, start on empty streams; a burst of
+// three fifths of the input makes the signal ask for 4, and n3 and n4 are
+// started; the rest trickles in (about 500 changes per second)
 // and, once the signal asks for 2, the fleet scales down as the
 // ScaledObject's policy does, one pod at a time from the highest ordinal:
 // SIGTERM n4 (it drains: hands its shards and key groups over), wait for
@@ -37,10 +38,13 @@ func TestChaosAutoscale(t *testing.T) {
 }
 
 // The autoscaling scenario's ScaledObject: lagPerReplica, minReplicas and
-// maxReplicas (the chart caps it at the shards, 6 here).
+// maxReplicas (the chart caps it at the shards, 6 here); and each node's
+// pace (rate, changes per second): two nodes drain the 12,000-change burst
+// in 4 s or more, four in half that.
 const (
-	scaleLagPerReplica = 250
+	scaleLagPerReplica = 2000
 	scaleMin, scaleMax = 2, 4
+	scaleNodeRate      = 1500
 )
 
 // scaleArgs are the autoscaled nodes' extra arguments: their lag is read

@@ -166,6 +166,13 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, fault i
 			input = append(input, cdcgen.KeyedLine{Line: l})
 		}
 	}
+	if fault == faultAutoscale {
+		// Each node reads at most scaleNodeRate changes per second, so the
+		// fleet's size sets how fast a backlog drains (as CPU limits do in
+		// the chart) and the signal sees it for seconds, not for the
+		// fraction of one that an unpaced node needs.
+		partitioned += fmt.Sprintf(", rate: %d", scaleNodeRate)
+	}
 	streams := []string{"cdc"} // the streams whose entries must all be acknowledged
 	if shape == shapeRepartitioned {
 		partitioned = ", repartition: stream"
