@@ -225,7 +225,7 @@ func (p *Provider) start(c *protocluster.Cluster, client bool) error {
 	p.signal()
 	p.logNow().Info("cluster provider started",
 		slog.String("node", name), slog.String("gossip", gossipAddr),
-		slog.String("member", c.ActorSystem.ID), slog.Any("seeds", seeds), slog.Bool("client", client))
+		slog.String("member", c.ActorSystem.ID), slog.Any("seeds", seeds), slog.Bool("client", client), slog.Int("protocol", p.cfg.protocol()))
 	return nil
 }
 
