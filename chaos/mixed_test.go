@@ -16,8 +16,8 @@ import (
 )
 
 // mixedFrom is the earlier commit the mixed-version scenario runs one node
-// on: CHAOS_MIXED_FROM, else the commit the fleet protocol's version was
-// introduced after (its nodes gossip none, and speak protocol 1).
+// on: CHAOS_MIXED_FROM, else 17fa977, whose nodes gossip no protocol
+// version (they speak protocol 1).
 func mixedFrom() string { return envStr("CHAOS_MIXED_FROM", "17fa977") }
 
 // TestChaosMixedVersion runs a fleet mid-upgrade: the three-node fleet of
