@@ -391,6 +391,9 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 	row.Outputs, row.Equal, row.Lost = lines, bad == 0, rowsLost(got, want)
 	row.DupIDs, row.Fenced = dupOutputs(all), fencedWrites(dir)
 	record1(row)
+	if (fault == faultRolling || fault == faultAutoscale) && row.DupIDs > 0 {
+		t.Errorf("%d rows written under two ids", row.DupIDs)
+	}
 	for _, n := range names {
 		if lineCount(out(n)) == 0 {
 			t.Errorf("%s wrote no output: the shards did not spread", n)
