@@ -16,7 +16,11 @@
 // failed over to its lagging replica with CLUSTER FAILOVER TAKEOVER; kill
 // -9 of one of two nodes reading a Kafka topic (kfake, in the test
 // process) into a Kafka sink with exactly_once, where a read_committed
-// consumer must read each output id once), and the final joined result
+// consumer must read each output id once), and what an operator does on
+// purpose (the state's Redis Cluster grown to four masters and shrunk back
+// with redis-cli, and a slot migration held half done; every node of the
+// chart's fleet restarted in turn as helm upgrade does; one node on an
+// earlier commit's binary, then upgraded), and the final joined result
 // compared with the fault-free answer.
 // It has no code of its own outside tests.
 //
@@ -41,7 +45,9 @@
 // (input size), CHAOS_KEEP=DIR (copy each fleet's
 // files, logs included, there), CHAOS_LOG_LEVEL (the nodes' --log-level),
 // CHAOS_PAUSE (the pause scenario's SIGSTOP length), CHAOS_PASSIVATE (the
-// passivation scenario's passivate_after; setting it runs that scenario).
+// passivation scenario's passivate_after; setting it runs that scenario),
+// CHAOS_MIXED_FROM (the earlier commit the mixed-version scenario builds
+// one node from, 17fa977 by default; the repository must hold it).
 //
 // The fleets run memberlist's LAN timings (cluster profile lan, the
 // default of a real fleet), not the local profile's 200 ms probe timeout

@@ -42,7 +42,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "joinery")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/node")
+	// -trimpath: the mixed-version scenario builds an earlier commit from
+	// another directory, and only path-free builds share the build cache
+	// for the packages that did not change.
+	build := exec.Command("go", "build", "-trimpath", "-o", binary, "../cmd/node")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build joinery:", err)
@@ -94,6 +97,7 @@ type proc struct {
 	name string
 	args []string
 	wrap []string // a command that execs the binary, e.g. ip netns exec NS (nil: none)
+	bin  string   // the joinery binary it runs ("": binary, the one under test)
 	cmd  *exec.Cmd
 	log  *os.File
 	done chan error
@@ -106,7 +110,14 @@ type proc struct {
 // reach the node itself).
 func startProc(t *testing.T, dir, name, config string, wrap ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, name: name, wrap: wrap, args: []string{"run", "--config", config, "--log-level", envStr("CHAOS_LOG_LEVEL", "warn")}}
+	return startProcBin(t, dir, name, config, "", nil, wrap...)
+}
+
+// startProcBin is startProc running the joinery binary bin ("": the one
+// under test) with the extra arguments extra.
+func startProcBin(t *testing.T, dir, name, config, bin string, extra []string, wrap ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, name: name, wrap: wrap, bin: bin, args: append([]string{"run", "--config", config, "--log-level", envStr("CHAOS_LOG_LEVEL", "warn")}, extra...)}
 	p.start(dir)
 	t.Cleanup(func() { p.kill() })
 	return p
@@ -119,10 +130,14 @@ func (p *proc) start(dir string) {
 		p.t.Fatal(err)
 	}
 	p.log = f
+	bin := binary
+	if p.bin != "" {
+		bin = p.bin
+	}
 	if len(p.wrap) > 0 {
-		p.cmd = exec.Command(p.wrap[0], append(append(p.wrap[1:len(p.wrap):len(p.wrap)], binary), p.args...)...)
+		p.cmd = exec.Command(p.wrap[0], append(append(p.wrap[1:len(p.wrap):len(p.wrap)], bin), p.args...)...)
 	} else {
-		p.cmd = exec.Command(binary, p.args...)
+		p.cmd = exec.Command(bin, p.args...)
 	}
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = f, f

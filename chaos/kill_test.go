@@ -35,10 +35,13 @@ type fleet struct {
 
 // fleetOpts change a fleet from the default one of newFleet.
 type fleetOpts struct {
-	state         string  // extra state settings, e.g. "passivate_after: 50ms"
-	admin         bool    // serve each node's admin endpoint (/metrics)
-	net           *netLab // run each node in its own network namespace (withNetns)
-	trial, trials int     // for the summary row (default 1 of 1)
+	state         string               // extra state settings, e.g. "passivate_after: 50ms"
+	admin         bool                 // serve each node's admin endpoint (/metrics)
+	net           *netLab              // run each node in its own network namespace (withNetns)
+	stateRedis    string               // the nodes' state.redis block (withStateRedis; default: the fleet's own Redis)
+	rate          int                  // n1's input rate, changes per second (withRate; default about 4 s of input)
+	bins          [maxNodes + 1]string // bins[n]: node n's joinery binary (withBinary; "": the one under test)
+	trial, trials int                  // for the summary row (default 1 of 1)
 }
 
 type fleetOpt func(*fleetOpts)
@@ -52,6 +55,17 @@ func withAdmin() fleetOpt { return func(o *fleetOpts) { o.admin = true } }
 // withNetns runs node i in lab's namespace i, bound to its address there,
 // with Redis reachable on lab's Redis address (see netLab).
 func withNetns(lab *netLab) fleetOpt { return func(o *fleetOpts) { o.net = lab } }
+
+// withStateRedis gives every node the state.redis block redis (e.g. a
+// Redis Cluster's "{cluster: {addrs: [...]}}") instead of the fleet's own
+// Redis, which is then not started.
+func withStateRedis(redis string) fleetOpt { return func(o *fleetOpts) { o.stateRedis = redis } }
+
+// withBinary runs node n (1-based) on the joinery binary bin.
+func withBinary(n int, bin string) fleetOpt { return func(o *fleetOpts) { o.bins[n] = bin } }
+
+// withRate paces n1's input at n changes per second.
+func withRate(n int) fleetOpt { return func(o *fleetOpts) { o.rate = n } }
 
 // inTrial names the trial (0-based) of n for the summary row.
 func inTrial(trial, n int) fleetOpt {
@@ -81,11 +95,15 @@ func newFleet(t *testing.T, seed uint64, opts ...fleetOpt) *fleet {
 	if f.opts.net != nil { // also on the address the namespaces route to
 		redisArgs = append(redisArgs, "--bind", "127.0.0.1", f.opts.net.redisIP())
 	}
-	f.redis = testutil.StartRedis(t, redisArgs...)
-	redisAddr := f.redis.Addr
-	if f.opts.net != nil {
-		_, port, _ := net.SplitHostPort(f.redis.Addr)
-		redisAddr = net.JoinHostPort(f.opts.net.redisIP(), port)
+	stateRedis := f.opts.stateRedis
+	if stateRedis == "" {
+		f.redis = testutil.StartRedis(t, redisArgs...)
+		redisAddr := f.redis.Addr
+		if f.opts.net != nil {
+			_, port, _ := net.SplitHostPort(f.redis.Addr)
+			redisAddr = net.JoinHostPort(f.opts.net.redisIP(), port)
+		}
+		stateRedis = fmt.Sprintf("{addr: %q}", redisAddr)
 	}
 	h := cdcgen.Generate(cdcgen.Config{Seed: seed, Users: 300, Domains: 900, Changes: inputChanges})
 	f.want = h.LeftJoin()
@@ -110,9 +128,9 @@ func newFleet(t *testing.T, seed uint64, opts ...fleetOpt) *fleet {
 			certs.CA, certs.Cert, certs.Key)
 	}
 	for i := range maxNodes {
-		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: {addr: %q}%s}
+		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: %s%s}
 cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile: lan, request_timeout: 2s%s}
-`, redisAddr, extraState, i+1, f.host(i), ports[i], f.host(i), seedAddr, secure)
+`, stateRedis, extraState, i+1, f.host(i), ports[i], f.host(i), seedAddr, secure)
 		if f.opts.admin {
 			port := testutil.FreePort(t)
 			f.admin[i] = fmt.Sprintf("http://%s:%d", f.host(i), port)
@@ -120,7 +138,11 @@ cluster: {node_name: n%d, gossip: "%s:%d", remote: "%s:0", seeds: [%q], profile:
 		}
 		if i == 0 {
 			// Paced so a fault lands mid-stream: about 4 seconds of input.
-			job += "sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains: right}, rate: " + fmt.Sprint(max(6000, inputChanges/4)) + "}]\n"
+			rate := max(6000, inputChanges/4)
+			if f.opts.rate > 0 {
+				rate = f.opts.rate
+			}
+			job += "sources: [{name: cdc, type: file, path: in.jsonl, tables: {users: left, domains: right}, rate: " + fmt.Sprint(rate) + "}]\n"
 			job += "sinks: [{type: file, path: out.jsonl, format: changelog}]\n"
 		}
 		if err := os.WriteFile(filepath.Join(f.dir, fmt.Sprintf("n%d.yaml", i+1)), []byte(job), 0o644); err != nil {
@@ -178,7 +200,7 @@ func (f *fleet) start(t *testing.T, n int) *proc {
 	if f.opts.net != nil {
 		wrap = f.opts.net.exec(n)
 	}
-	p := startProc(t, f.dir, fmt.Sprint("n", n), fmt.Sprintf("n%d.yaml", n), wrap...)
+	p := startProcBin(t, f.dir, fmt.Sprint("n", n), fmt.Sprintf("n%d.yaml", n), f.opts.bins[n], nil, wrap...)
 	if f.opts.admin {
 		// Its admin endpoint serves once the node has started: a test that
 		// reads every node's /metrics as soon as output flows must not

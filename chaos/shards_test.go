@@ -41,7 +41,7 @@ func TestChaosKillShardReader(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2000 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapePK, false) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapePK, faultKill) })
 	}
 }
 
@@ -56,7 +56,7 @@ func TestChaosKillShardReaderCoPartitioned(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2100 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeJoinKey, false) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeJoinKey, faultKill) })
 	}
 }
 
@@ -68,7 +68,7 @@ func TestChaosJoinShardReaderCoPartitioned(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2200 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeJoinKey, true) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeJoinKey, faultJoin) })
 	}
 }
 
@@ -85,7 +85,7 @@ func TestChaosKillShardReaderRepartitioned(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2300 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeRepartitioned, false) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeRepartitioned, faultKill) })
 	}
 }
 
@@ -98,7 +98,7 @@ func TestChaosJoinShardReaderRepartitioned(t *testing.T) {
 	n := trials(1)
 	for trial := range n {
 		seed := uint64(2400 + trial)
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeRepartitioned, true) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { shardTrial(t, seed, trial, n, shapeRepartitioned, faultJoin) })
 	}
 }
 
@@ -107,6 +107,14 @@ const (
 	shapePK            = iota // sharded by the row's primary key
 	shapeJoinKey              // by the join key: partitioned_by: join_key
 	shapeRepartitioned        // by the primary key, repartition: stream
+)
+
+// The faults of the sharded scenario.
+const (
+	faultKill      = iota // one of the three nodes killed -9
+	faultJoin             // a fourth node joins
+	faultRolling          // every node restarted in turn (rolling_test.go)
+	faultAutoscale        // two nodes scaled to four and back on the backlog (autoscale_test.go)
 )
 
 // shardOfLine is the shard of a Debezium line, by its row's primary key
@@ -129,9 +137,12 @@ func shardOfLine(t *testing.T, l []byte) int {
 
 // shardTrial runs one trial of the sharded scenario: three nodes read the
 // shard streams (by primary key, or byJoinKey co-partitioned); then one of
-// them is killed -9, or, with join, a fourth node joins and takes its
-// share of the shards and their key groups.
-func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, join bool) {
+// them is killed -9, or (faultJoin) a fourth node joins and takes its
+// share of the shards and their key groups, or (faultRolling) each node is
+// restarted in turn, or (faultAutoscale) the fleet starts with two nodes and
+// is scaled to four and back to two on the backlog signal.
+func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, fault int) {
+	join := fault == faultJoin
 	byJoinKey := shape == shapeJoinKey
 	r := rand.New(rand.NewPCG(seed, seed))
 	dir := t.TempDir()
@@ -154,6 +165,13 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, join bo
 		for _, l := range h.Lines {
 			input = append(input, cdcgen.KeyedLine{Line: l})
 		}
+	}
+	if fault == faultAutoscale {
+		// Each node reads at most scaleNodeRate changes per second, so the
+		// fleet's size sets how fast a backlog drains (as CPU limits do in
+		// the chart) and the signal sees it for seconds, not for the
+		// fraction of one that an unpaced node needs.
+		partitioned += fmt.Sprintf(", rate: %d", scaleNodeRate)
 	}
 	streams := []string{"cdc"} // the streams whose entries must all be acknowledged
 	if shape == shapeRepartitioned {
@@ -192,24 +210,48 @@ func shardTrial(t *testing.T, seed uint64, trial, trials int, shape int, join bo
 	// before the leases spread, and a killed node would then hold nothing
 	// left to read (CI: the victim's file stopped at 2,393 lines).
 	half := len(input) / 2
+	switch fault {
+	case faultRolling: // most of the input is fed during the restarts
+		half = len(input) / 5
+	case faultAutoscale: // the backlog comes as a burst once two nodes read
+		half = 0
+	}
 	if err := feedPaced(0, half, 0); err != nil {
 		t.Fatal(err)
 	}
 
 	ports := [4]int{testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)}
+	// Seeds: n1, as the chart's seedCount 1 lists pod 0; the rolling
+	// restart lists n1 to n3, as the chart's default seedCount 3 does (a
+	// restarted n1 then rejoins through the others).
+	seeds := fmt.Sprintf("%q", fmt.Sprintf("127.0.0.1:%d", ports[0]))
+	if fault == faultRolling {
+		seeds = fmt.Sprintf("%q, %q, %q", fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]), fmt.Sprintf("127.0.0.1:%d", ports[2]))
+	}
 	procs := map[string]*proc{}
 	var names []string
+	var admin [4]string // each node's admin address (faultRolling)
 	for i := range 4 {
 		name := fmt.Sprint("n", i+1)
 		job := jobYAML + fmt.Sprintf(`state: {store: redis, redis: {addr: %[1]q}}
-cluster: {node_name: %[2]s, gossip: "127.0.0.1:%[3]d", remote: "127.0.0.1:0", seeds: ["127.0.0.1:%[4]d"], profile: lan, request_timeout: 2s}
+cluster: {node_name: %[2]s, gossip: "127.0.0.1:%[3]d", remote: "127.0.0.1:0", seeds: [%[4]s], profile: lan, request_timeout: 2s}
 sources: [{name: cdc, type: redis-stream, redis: {addr: %[1]q}, stream: cdc, shards: %[5]d%[6]s, group: joinery, lease: 1s, tables: {users: left, domains: right}}]
 sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
-`, rs.Addr, name, ports[i], ports[0], shardCount, partitioned)
+`, rs.Addr, name, ports[i], seeds, shardCount, partitioned)
+		if fault == faultRolling || fault == faultAutoscale { // readiness (/readyz) and the backlog (/metrics)
+			admin[i] = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+			job += fmt.Sprintf("admin: {addr: %q, insecure: true}\n", admin[i])
+		}
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(job), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if i < 3 { // n4 only joins (join)
+		switch {
+		case fault == faultAutoscale: // n1 and n2 first, n3 and n4 when scaled up
+			names = append(names, name)
+			if i < 2 {
+				procs[name] = startProcBin(t, dir, name, name+".yaml", "", scaleArgs)
+			}
+		case i < 3: // n4 only joins (join)
 			names = append(names, name)
 			procs[name] = startProc(t, dir, name, name+".yaml")
 		}
@@ -240,12 +282,26 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 			return nil
 		})
 	}
-	spread(names...)
+	if fault == faultAutoscale {
+		spread(names[:2]...)
+	} else {
+		spread(names...)
+	}
 	t.Logf("leases: %v", holders())
 	var rec *recovery
 	var took time.Duration
 	live := names // the nodes that run to the end
-	if join {
+	if fault == faultAutoscale {
+		burst := 3 * len(input) / 5
+		rec, took = autoscaleFleet(t, dir, procs, names, admin[:], out, spread,
+			func() error { return feedPaced(0, burst, 0) },
+			func(stop <-chan struct{}) error { return feedSlowly(feedPaced, burst, len(input), stop) })
+	} else if fault == faultRolling {
+		rec, took = rollingRestart(t, dir, procs, names, admin[:3], out, func(stop <-chan struct{}) error {
+			return feedSlowly(feedPaced, half, len(input), stop)
+		})
+		spread(names...)
+	} else if join {
 		// Some output of the first half, from whichever nodes read it:
 		// under load one node may have read every shard before the leases
 		// spread, so no single node's file is sure to grow.
@@ -326,7 +382,7 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 		killed[out(n)] = !slices.Contains(live, n)
 	}
 	repeated := mergeBySeq(t, all, killed, outs...)
-	scenario := map[bool]string{false: "KillShardReader", true: "JoinShardReader"}[join]
+	scenario := [...]string{faultKill: "KillShardReader", faultJoin: "JoinShardReader", faultRolling: "RollingRestart", faultAutoscale: "Autoscale"}[fault]
 	scenario += [...]string{shapeJoinKey: "CoPartitioned", shapeRepartitioned: "Repartitioned"}[shape]
 	row := summaryRow{Scenario: scenario, Trial: trial + 1, Trials: trials, EventsIn: inputChanges,
 		RecoveryMS: ms(rt.first), MaxStallMS: ms(rt.stall)}
@@ -335,6 +391,9 @@ sinks: [{type: file, path: out-%[2]s.jsonl, format: changelog}]
 	row.Outputs, row.Equal, row.Lost = lines, bad == 0, rowsLost(got, want)
 	row.DupIDs, row.Fenced = dupOutputs(all), fencedWrites(dir)
 	record1(row)
+	if (fault == faultRolling || fault == faultAutoscale) && row.DupIDs > 0 {
+		t.Errorf("%d rows written under two ids", row.DupIDs)
+	}
 	for _, n := range names {
 		if lineCount(out(n)) == 0 {
 			t.Errorf("%s wrote no output: the shards did not spread", n)

@@ -99,7 +99,9 @@ type recovery struct {
 	d    recoveryTimes
 }
 
-type recoveryTimes struct{ first, stall time.Duration }
+// recoveryTimes: first, the time until the output first grew; stall, the
+// longest standstill, which ended stallEnd after the watch began.
+type recoveryTimes struct{ first, stall, stallEnd time.Duration }
 
 // ms is d in milliseconds, -1 for "none" (a negative d).
 func ms(d time.Duration) int64 {
@@ -130,7 +132,7 @@ func watchRecovery(paths ...string) *recovery {
 	go func() {
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
-		r := recoveryTimes{first: -1, stall: -1}
+		r := recoveryTimes{first: -1, stall: -1, stallEnd: -1}
 		last := start
 		for {
 			select {
@@ -143,7 +145,9 @@ func watchRecovery(paths ...string) *recovery {
 					if r.first < 0 {
 						r.first = now.Sub(start)
 					}
-					r.stall = max(r.stall, now.Sub(last))
+					if d := now.Sub(last); d > r.stall {
+						r.stall, r.stallEnd = d, now.Sub(start)
+					}
 					last = now
 				}
 			}
@@ -154,7 +158,7 @@ func watchRecovery(paths ...string) *recovery {
 
 func (rc *recovery) done() recoveryTimes {
 	if rc == nil {
-		return recoveryTimes{-1, -1}
+		return recoveryTimes{-1, -1, -1}
 	}
 	rc.once.Do(func() {
 		close(rc.stop)

@@ -118,11 +118,13 @@ type Config struct {
 	DepartedRetention time.Duration
 
 	// ReconnectInterval is how often the Provider tries to rejoin the
-	// gossip addresses of members it saw die (within DepartedRetention),
-	// as serf's reconnect does: memberlist never contacts a dead node
-	// again, so without it the two sides of a healed partition would stay
-	// split. Rejoining merges the views, and a node that finds it was
-	// declared dead learns it (see Provider.DeclaredDead). Default: 10s.
+	// gossip addresses of members it saw die or leave (within
+	// DepartedRetention), as serf's reconnect does: memberlist never
+	// contacts a departed node again, so without it the two sides of a
+	// healed partition would stay split, and so would a restarted node
+	// whose only seed is itself. Rejoining merges the views, and a node that
+	// finds it was declared dead learns it (see Provider.DeclaredDead).
+	// Default: 10s.
 	ReconnectInterval time.Duration
 
 	// RestartConfirm is how long a node that finds it must restart (see
@@ -145,6 +147,16 @@ type Config struct {
 	// Provider's lock held: it must return at once and not call the
 	// Provider. Optional; Provider.DeclaredDead can be polled instead.
 	OnDeclaredDead func(DeadNotice)
+
+	// OnRefused, when set, is called once when this node, joining its
+	// seeds, was refused because a member speaks another protocol version
+	// (a *ProtocolError, matching ErrIncompatible): the node stops trying to
+	// join and should stop. It must return at once and not call the
+	// Provider. Optional; Provider.Refused can be polled instead.
+	OnRefused func(error)
+	// Protocol is the protocol version this node speaks. Default (0):
+	// Protocol. Tests set another to stand for a node of another version.
+	Protocol int
 
 	// KeysActive, when set, says how many key actors are activated on this
 	// node: the Provider asks it every StatsInterval and gossips the count
@@ -183,6 +195,14 @@ func DefaultConfig() Config {
 }
 
 // withDefaults returns a deep copy of c with zero fields set to defaults.
+// protocol is the protocol version the node speaks.
+func (c Config) protocol() int {
+	if c.Protocol == 0 {
+		return Protocol
+	}
+	return c.Protocol
+}
+
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.BindAddr == "" {

@@ -130,10 +130,21 @@ func (p *Provider) joinLoop(ml *memberlist.Memberlist, seeds []string) {
 		case <-timer.C:
 		}
 		n, err := ml.Join(seeds)
+		if r := p.Refused(); r != nil {
+			p.logNow().Error("the fleet refused this node; not joining", slog.Any("error", r))
+			if p.cfg.OnRefused != nil {
+				p.cfg.OnRefused(r)
+			}
+			p.joinTriedOnce.Do(func() { close(p.joinTried) })
+			return
+		}
 		if n > 0 {
+			p.joined.Store(true)
+			p.joinTriedOnce.Do(func() { close(p.joinTried) })
 			p.logNow().Info("joined cluster", slog.Int("contacted", n), slog.Int("attempt", attempt))
 			return
 		}
+		p.joinTriedOnce.Do(func() { close(p.joinTried) })
 		p.joinFailures.Add(1)
 		p.logNow().Warn("joining seeds failed; will retry",
 			slog.Any("seeds", seeds), slog.Int("attempt", attempt), slog.Duration("retry_in", bo.Delay()), slog.Any("error", err))
@@ -221,12 +232,15 @@ func (p *Provider) metaLoop(ml *memberlist.Memberlist) {
 }
 
 // reconnectLoop rejoins, every Config.ReconnectInterval, the gossip
-// addresses of members this node saw die. memberlist itself never contacts
-// a dead node again (it probes and syncs with live ones only), so a node
-// cut off by a partition, or paused past failure detection, would otherwise
-// stay split from the fleet after the fault ends. A rejoin that reaches the
-// node merges both views; a dead node stays unreachable and costs one
-// failed dial per round until DepartedRetention forgets it.
+// addresses of members this node saw die or leave. memberlist itself never
+// contacts a departed node again (it probes and syncs with live ones only),
+// so a node cut off by a partition, or paused past failure detection, would
+// otherwise stay split from the fleet after the fault ends; and a node that
+// left and came back on its address with no other seed than itself (the
+// chart's first pod in a rolling restart, when it is the only seed) would
+// stay a fleet of its own. A rejoin that reaches the node merges both
+// views; a departed node stays unreachable and costs one failed dial per
+// round until DepartedRetention forgets it.
 func (p *Provider) reconnectLoop(ml *memberlist.Memberlist) {
 	defer p.wg.Done()
 	ticker := time.NewTicker(p.cfg.ReconnectInterval)
@@ -242,7 +256,7 @@ func (p *Provider) reconnectLoop(ml *memberlist.Memberlist) {
 		p.checkDeclaredDeadLocked() // also without a membership event: a verdict dropped on a view in flux is looked at again
 		p.pruneDepartedLocked(time.Now())
 		for _, n := range p.mu.nodes {
-			if n.status == StatusDead && n.gossipAddr != "" {
+			if (n.status == StatusDead || n.status == StatusLeft) && n.gossipAddr != "" {
 				addrs = append(addrs, n.gossipAddr)
 			}
 		}
@@ -252,7 +266,7 @@ func (p *Provider) reconnectLoop(ml *memberlist.Memberlist) {
 		}
 		if n, _ := ml.Join(addrs); n > 0 {
 			p.reconnects.Add(1)
-			p.logNow().Warn("reached members that were declared dead; merging views", slog.Any("addresses", addrs), slog.Int("reached", n))
+			p.logNow().Warn("reached members that had died or left; merging views", slog.Any("addresses", addrs), slog.Int("reached", n))
 		}
 		// While members are dead in this view, also pull every live
 		// peer's full state: a member this node declared dead refutes

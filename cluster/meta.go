@@ -40,6 +40,9 @@ type nodeMeta struct {
 	// Started is when the node's Provider started, in Unix milliseconds
 	// (0: an older node that does not say).
 	Started int64 `json:"started,omitempty"`
+	// Proto is the protocol version the node speaks (Protocol; 0: a node
+	// that does not say, which speaks protocol 1).
+	Proto int `json:"proto,omitempty"`
 	// Keys is how many key actors the node has activated, as of its last
 	// regossip (Config.KeysActive); nil when it does not say.
 	Keys *int64 `json:"keys,omitempty"`

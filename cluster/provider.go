@@ -64,7 +64,13 @@ type Provider struct {
 	ownMeta nodeMeta                    // written once in start before memberlist exists
 
 	joinFailures atomic.Int64 // failed join rounds; read by tests
-	reconnects   atomic.Int64 // rejoin rounds that reached a departed member; read by tests
+	joined       atomic.Bool  // a Join with the seeds succeeded (or there are none)
+	refused      atomic.Pointer[refusal]
+	// joinTried is closed when the first round of joining the seeds ended
+	// (at start when there are none); see FirstJoin.
+	joinTried     chan struct{}
+	joinTriedOnce sync.Once
+	reconnects    atomic.Int64 // rejoin rounds that reached a departed member; read by tests
 
 	declaredDead atomic.Pointer[DeadNotice] // set once: see DeadNotice
 	metaChanged  chan struct{}              // cap 1: the dead list changed; metaLoop regossips the meta
@@ -118,6 +124,7 @@ func New(cfg Config) (*Provider, error) {
 		cfg:         cfg.withDefaults(),
 		changed:     make(chan struct{}, 1),
 		published:   make(chan struct{}),
+		joinTried:   make(chan struct{}),
 		metaChanged: make(chan struct{}, 1),
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
@@ -151,6 +158,16 @@ func (p *Provider) StartClient(c *protocluster.Cluster) error {
 // sleeps a second after the provider started, for the topology to settle;
 // a caller can run it in a goroutine and go on once this is closed.
 func (p *Provider) Published() <-chan struct{} { return p.published }
+
+// FirstJoin is closed once the first attempt to join the seeds has ended,
+// joined or not (at start for a node without seeds). After it, Refused
+// says whether the fleet refused this node.
+func (p *Provider) FirstJoin() <-chan struct{} { return p.joinTried }
+
+// Refused is the *ProtocolError the seeds' fleet refused this node with
+// while it joined (a member speaks another protocol version), or nil. A
+// refused node stops joining; see Config.OnRefused.
+func (p *Provider) Refused() error { return refusedAtJoin(&p.refused) }
 
 func (p *Provider) start(c *protocluster.Cluster, client bool) error {
 	p.mu.Lock()
@@ -196,6 +213,9 @@ func (p *Provider) start(c *protocluster.Cluster, client bool) error {
 	if len(seeds) > 0 {
 		p.wg.Add(1)
 		go p.joinLoop(ml, seeds)
+	} else {
+		p.joined.Store(true)
+		p.joinTriedOnce.Do(func() { close(p.joinTried) })
 	}
 	p.wg.Add(2)
 	go p.reconnectLoop(ml)
@@ -205,7 +225,7 @@ func (p *Provider) start(c *protocluster.Cluster, client bool) error {
 	p.signal()
 	p.logNow().Info("cluster provider started",
 		slog.String("node", name), slog.String("gossip", gossipAddr),
-		slog.String("member", c.ActorSystem.ID), slog.Any("seeds", seeds), slog.Bool("client", client))
+		slog.String("member", c.ActorSystem.ID), slog.Any("seeds", seeds), slog.Bool("client", client), slog.Int("protocol", p.cfg.protocol()))
 	return nil
 }
 
@@ -221,7 +241,7 @@ func (p *Provider) createMemberlist(c *protocluster.Cluster, client bool) (*memb
 	if err != nil {
 		return nil, fmt.Errorf("cluster: actor system address: %w", err)
 	}
-	m := nodeMeta{ID: c.ActorSystem.ID, Host: host, Port: port, Client: client, Started: time.Now().UnixMilli()}
+	m := nodeMeta{ID: c.ActorSystem.ID, Host: host, Port: port, Client: client, Started: time.Now().UnixMilli(), Proto: p.cfg.protocol()}
 	if !client {
 		m.Kinds = c.GetClusterKinds()
 		slices.Sort(m.Kinds)
@@ -240,6 +260,8 @@ func (p *Provider) createMemberlist(c *protocluster.Cluster, client bool) (*memb
 	mc.Keyring = p.keyring
 	mc.Delegate = metaDelegate{p: p}
 	mc.Events = eventDelegate{p: p}
+	mc.Merge = versionDelegate{p: p}
+	mc.Alive = versionDelegate{p: p}
 	mc.Logger = newMemberlistLogger(p.logNow())
 	if p.cfg.tune != nil {
 		if err := p.cfg.tune(mc); err != nil {

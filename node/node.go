@@ -82,6 +82,7 @@ type Node struct {
 	store       persistence.Store
 	guard       *persistence.Guard // commits offsets, detects a store gone back in time (rollback.go)
 	rollback    rollbackStop       // closed once the guard found a rollback: Run stops (rollback.go)
+	refusal     *fleetRefusal      // closed once the fleet refused this node after its start: Run stops (version.go)
 	peers       peerWatch          // fails requests in flight to a peer whose connection broke (peers.go)
 	writer      *actors.Writer
 	kind        string
@@ -219,6 +220,8 @@ func (n *Node) startCluster() (err error) {
 	pcfg.Profile = cc.Profile
 	pcfg.Logger = libLogger(n.log, "memberlist")
 	pcfg.OnDeclaredDead = func(cluster.DeadNotice) { n.metrics.DeclaredDead.Set(1) }
+	n.refusal = newFleetRefusal()
+	pcfg.OnRefused = n.refusal.stop
 	// Every member gossips its key actor count (joinctl members).
 	pcfg.KeysActive = func() int64 { return n.stats.ActiveKeys() }
 	if cc.Advertise != "" {
@@ -286,6 +289,16 @@ func (n *Node) startCluster() (err error) {
 	case err := <-failed:
 		return err
 	}
+	// A fleet of another protocol version refuses the node at its first
+	// join (cluster.ProtocolError): the start fails with it. Seeds not up
+	// yet are retried in the background; a refusal then stops Run.
+	select {
+	case <-n.provider.FirstJoin():
+	case <-time.After(firstJoinWait):
+	}
+	if err := n.provider.Refused(); err != nil {
+		return err
+	}
 	n.watchPeers() // peers.go
 	n.client = actors.NewClient(n.cluster, n.kind, actors.ClientOptions{Timeout: n.timeout, Lost: n.peers.watch, Suspect: n.provider.IsSuspect,
 		Placement: n.placement})
@@ -299,6 +312,11 @@ func (n *Node) startCluster() (err error) {
 	}
 	return nil
 }
+
+// firstJoinWait bounds how long a start waits for its first join of the
+// seeds to end (a refused join fails the start): a join takes
+// milliseconds; a seed that does not answer is left to the retries.
+const firstJoinWait = 5 * time.Second
 
 // startBudget makes the memory budget of the node's live key actors:
 // state.memory_budget, or 35% of the soft memory limit (internal/gctune).

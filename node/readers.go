@@ -33,6 +33,15 @@ func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n.rollback.watch(ctx, cancel) // rollback.go
+	if n.refusal != nil {         // version.go
+		go func() {
+			select {
+			case <-n.refusal.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	dl, err := openDeadLetter(ctx, n.plan, n.connEnv())
 	if err != nil {
 		return err
@@ -58,6 +67,11 @@ func (n *Node) Run(ctx context.Context) error {
 	stopTick()
 	if err := n.rollback.found(); err != nil {
 		return err
+	}
+	if n.refusal != nil {
+		if err := n.refusal.found(); err != nil {
+			return err
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -28,7 +28,7 @@ import (
 )
 
 const usage = `usage:
-  joinery run    --config job.yaml [--log-format text|json] [--log-level info]
+  joinery run    --config job.yaml [--log-format text|json] [--log-level info] [--source-lag-every 15s]
   joinery check  --config job.yaml
   joinery replay --job job.yaml --input events.jsonl [--late late.jsonl] [--end-of-input flush|hold] [--ops auto|always]
   joinery replay --spec spec.yaml --script script.jsonl
@@ -62,6 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	config := fs.String("config", "", "job file (YAML)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	lagEvery := fs.Duration("source-lag-every", 0, "how often each Redis stream and Kafka source's lag is read for joinery_source_lag_records, the autoscaling signal (0: 15s)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -102,7 +103,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	n, err := node.StartPlan(ctx, plan, node.Options{Logger: log, Stdout: stdout})
+	n, err := node.StartPlan(ctx, plan, node.Options{Logger: log, Stdout: stdout, SourceLagEvery: *lagEvery})
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return 1
@@ -110,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log.Info("node started", "address", n.Address(), "gossip", n.GossipAddr())
 	runErr := n.Run(ctx)
 	if len(plan.Spec.Sources) == 0 && runErr == nil {
-		<-ctx.Done() // a node without sources hosts key actors until signalled
+		runErr = n.Wait(ctx) // a node without sources hosts key actors until signalled (or refused by its fleet)
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

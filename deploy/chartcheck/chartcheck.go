@@ -18,6 +18,7 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -54,7 +55,7 @@ func Render(ch *chart.Chart, vals map[string]any) (map[string]string, error) {
 
 // Object is one rendered manifest decoded into its type: *appsv1.StatefulSet,
 // *corev1.Service, *corev1.ConfigMap, *policyv1.PodDisruptionBudget,
-// *ServiceMonitor or *PrometheusRule.
+// *ServiceMonitor, *PrometheusRule or *ScaledObject.
 type Object struct {
 	Source string // template file
 	Kind   string
@@ -73,6 +74,7 @@ var kinds = map[string]func() any{
 	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
 	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &ServiceMonitor{} },
 	"monitoring.coreos.com/v1/PrometheusRule": func() any { return &PrometheusRule{} },
+	"keda.sh/v1alpha1/ScaledObject":           func() any { return &ScaledObject{} },
 }
 
 // Decode splits every rendered template (not NOTES.txt) into documents and
@@ -204,4 +206,34 @@ type Rule struct {
 	For         string            `json:"for,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ScaledObject is the part of KEDA's keda.sh/v1alpha1 ScaledObject the
+// chart uses (KEDA's Go types are not imported); its HPA behavior is the
+// Kubernetes type, so a misspelled policy field fails too.
+type ScaledObject struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		ScaleTargetRef struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Name       string `json:"name"`
+		} `json:"scaleTargetRef"`
+		MinReplicaCount int32 `json:"minReplicaCount"`
+		MaxReplicaCount int32 `json:"maxReplicaCount"`
+		PollingInterval int32 `json:"pollingInterval"`
+		CooldownPeriod  int32 `json:"cooldownPeriod"`
+		Advanced        struct {
+			HorizontalPodAutoscalerConfig struct {
+				Behavior autoscalingv2.HorizontalPodAutoscalerBehavior `json:"behavior"`
+			} `json:"horizontalPodAutoscalerConfig"`
+		} `json:"advanced"`
+		Triggers []struct {
+			Type       string            `json:"type"`
+			MetricType string            `json:"metricType,omitempty"`
+			Metadata   map[string]string `json:"metadata"`
+		} `json:"triggers"`
+	} `json:"spec"`
 }

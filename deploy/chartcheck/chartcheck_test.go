@@ -524,10 +524,7 @@ func TestJobFileValid(t *testing.T) {
 				}
 			}
 			seeds, _ := get("cluster.seeds").([]any)
-			want := 1
-			if vs.name == "full" {
-				want = 3
-			}
+			want := 3 // seedCount 3 (default and full), replicaCount 3
 			if len(seeds) != want || !strings.HasPrefix(seeds[0].(string), f.sts.Name+"-0."+f.sts.Spec.ServiceName+":") {
 				t.Errorf("cluster.seeds = %v, want %d seeds starting at pod 0", seeds, want)
 			}

@@ -99,13 +99,7 @@ func LaunchRedisCluster(ctx context.Context, base RedisConfig, n, replicas int) 
 		}
 		cfg := base
 		cfg.Dir = filepath.Join(base.Dir, fmt.Sprintf("redis%d", i+1))
-		cfg.Args = append([]string{"--cluster-enabled", "yes",
-			"--cluster-port", strconv.Itoa(bus),
-			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
-			"--cluster-replica-no-failover", "yes",
-			// A replica's first sync starts at once, not after the
-			// default 5 s wait for more replicas to share it.
-			"--repl-diskless-sync-delay", "0"}, base.Args...)
+		cfg.Args = append(clusterNodeArgs(bus), base.Args...)
 		s, err := LaunchRedis(cfg)
 		if err != nil {
 			return nil, nil, err
@@ -442,4 +436,24 @@ func (c *RedisCluster) Failover(i int) {
 	})
 	c.Masters[i], c.Replicas[i] = r, c.Masters[i]
 	c.WaitOK()
+}
+
+// clusterNodeArgs are the options of a redis-server in a test cluster,
+// its cluster bus on port bus (cluster-port, Redis 7: the default,
+// port+10000, may be taken or beyond 65535).
+func clusterNodeArgs(bus int) []string {
+	return []string{"--cluster-enabled", "yes",
+		"--cluster-port", strconv.Itoa(bus),
+		"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
+		"--cluster-replica-no-failover", "yes",
+		// A replica's first sync starts at once, not after the
+		// default 5 s wait for more replicas to share it.
+		"--repl-diskless-sync-delay", "0"}
+}
+
+// startClusterNode starts one redis-server with cluster mode on, in no
+// cluster yet (RedisCluster.AddMaster), stopped with the test.
+func startClusterNode(t testing.TB) *Redis {
+	t.Helper()
+	return StartRedis(t, clusterNodeArgs(FreePort(t))...)
 }

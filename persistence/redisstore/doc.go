@@ -202,9 +202,14 @@
 //
 // During a slot migration (resharding) a group's keys are briefly split
 // between two masters; a script over them is then answered TRYAGAIN (or
-// ASK, once all have moved), which go-redis retries with backoff, up to 12
-// times (about 5 s), before Save fails with the error and is retried by
-// its caller (TestStoreClusterSlotMigration moves a slot under writers).
+// ASK, once all have moved). go-redis follows ASK and MOVED per command,
+// and retries TRYAGAIN for a single command and for the first command of a
+// pipeline; the store's scripts (save, load, commit, floors) send every
+// call answered TRYAGAIN again, alone, with backoff, for about 3 s
+// (retry.go: retryable is the one place that says which answers are
+// retried), before Save or a load fails with the error and is retried by
+// its caller (TestStoreClusterSlotMigration moves a slot under writers,
+// TestStoreClusterRetryTryAgain holds one half moved).
 //
 // # Timer index
 //

@@ -21,18 +21,22 @@ type scriptCall struct {
 }
 
 // runScripts runs calls of script in one pipeline (on a cluster, one per
-// master, sent in parallel; go-redis follows MOVED and ASK and retries
-// TRYAGAIN per command). Calls answered NOSCRIPT (a node that has not seen
-// the script: a new or restarted one, or one that took over a slot) run
-// again with EVAL in a second pipeline. It returns every call's reply, or
-// the first error.
+// master, sent in parallel; go-redis follows MOVED and ASK per command).
+// Calls answered NOSCRIPT (a node that has not seen the script: a new or
+// restarted one, or one that took over a slot) run again with EVAL in a
+// second pipeline. Calls answered TRYAGAIN during a slot migration are
+// sent again, alone, with backoff (runScriptsWait, retry.go). It returns
+// every call's reply, or the first error.
 func (s *Store) runScripts(ctx context.Context, script *redis.Script, calls []scriptCall) ([]any, error) {
 	return s.runScriptsWait(ctx, script, calls, true)
 }
 
-// runScriptsWait is runScripts; wait false leaves out the WAIT of
-// Config.MinReplicas (for scripts that only read).
-func (s *Store) runScriptsWait(ctx context.Context, script *redis.Script, calls []scriptCall, wait bool) ([]any, error) {
+// runScriptsOnce sends calls of script once (EVALSHA, then EVAL for those
+// answered NOSCRIPT); wait false leaves out the WAIT of Config.MinReplicas
+// (for scripts that only read). It returns each call's reply and error
+// (redis.Nil is no error), and the error of a WAIT that fell short.
+func (s *Store) runScriptsOnce(ctx context.Context, script *redis.Script, calls []scriptCall, wait bool) ([]any, []error, error) {
+	out, errs := make([]any, len(calls)), make([]error, len(calls))
 	if len(calls) == 1 && (s.cfg.MinReplicas == 0 || !wait) {
 		// One call needs no pipeline: EVALSHA, and EVAL after NOSCRIPT.
 		cmd := evalSha(ctx, script, calls[0])
@@ -42,9 +46,10 @@ func (s *Store) runScriptsWait(ctx context.Context, script *redis.Script, calls 
 		}
 		v, err := cmd.Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, err
+			errs[0] = err
 		}
-		return []any{v}, nil
+		out[0] = v
+		return out, errs, nil
 	}
 	cmds := make([]*redis.Cmd, len(calls))
 	var waits []*redis.Cmd
@@ -75,18 +80,14 @@ func (s *Store) runScriptsWait(ctx context.Context, script *redis.Script, calls 
 			return nil
 		})
 	}
-	out := make([]any, len(cmds))
 	for i, c := range cmds {
 		v, err := c.Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, err
+			errs[i] = err
 		}
 		out[i] = v
 	}
-	if err := s.checkWaits(waits); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, errs, s.checkWaits(waits)
 }
 
 // evalSha is the EVALSHA of script for c, as go-redis's EvalSha builds it
