@@ -251,22 +251,8 @@ func fromEnv(env map[string]any, pos record.Position) (record.Change, error) {
 	if err != nil {
 		return record.Change{}, err
 	}
-	switch c.Op {
-	case record.OpCreate, record.OpRead:
-		if after == nil {
-			return record.Change{}, decodeErr(pos, ReasonMissingAfter, "op %s without after", c.Op)
-		}
-		c.After = after
-	case record.OpUpdate:
-		if after == nil {
-			return record.Change{}, decodeErr(pos, ReasonMissingAfter, "op u without after")
-		}
-		c.Before, c.After = before, after
-	case record.OpDelete:
-		if before == nil {
-			return record.Change{}, decodeErr(pos, ReasonMissingBefore, "op d without before")
-		}
-		c.Before = before
+	if err := setRows(&c, before, after, pos); err != nil {
+		return record.Change{}, err
 	}
 	switch ts := env["ts_ms"].(type) {
 	case nil:
@@ -345,4 +331,27 @@ func Encode(c record.Change) []byte {
 		panic(fmt.Sprintf("debezium: encode: %v", err))
 	}
 	return b
+}
+
+// setRows puts a change's rows in c by its op: c, r and u need an after
+// row, d a before row; before is dropped for c and r and after for d.
+func setRows(c *record.Change, before, after record.Row, pos record.Position) error {
+	switch c.Op {
+	case record.OpCreate, record.OpRead:
+		if after == nil {
+			return decodeErr(pos, ReasonMissingAfter, "op %s without after", c.Op)
+		}
+		c.After = after
+	case record.OpUpdate:
+		if after == nil {
+			return decodeErr(pos, ReasonMissingAfter, "op u without after")
+		}
+		c.Before, c.After = before, after
+	case record.OpDelete:
+		if before == nil {
+			return decodeErr(pos, ReasonMissingBefore, "op d without before")
+		}
+		c.Before = before
+	}
+	return nil
 }

@@ -190,22 +190,8 @@ func (w *walker) change(f *envFields, pos record.Position, keep *columnSet) (rec
 	if err != nil {
 		return record.Change{}, err
 	}
-	switch c.Op {
-	case record.OpCreate, record.OpRead:
-		if after == nil {
-			return record.Change{}, decodeErr(pos, ReasonMissingAfter, "op %s without after", c.Op)
-		}
-		c.After = after
-	case record.OpUpdate:
-		if after == nil {
-			return record.Change{}, decodeErr(pos, ReasonMissingAfter, "op u without after")
-		}
-		c.Before, c.After = before, after
-	case record.OpDelete:
-		if before == nil {
-			return record.Change{}, decodeErr(pos, ReasonMissingBefore, "op d without before")
-		}
-		c.Before = before
+	if err := setRows(&c, before, after, pos); err != nil {
+		return record.Change{}, err
 	}
 	if f.tsMs != 0 {
 		switch t := f.tsMs - 1; b[t] {
