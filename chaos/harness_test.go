@@ -393,3 +393,19 @@ func waitLines(t *testing.T, path string, n int, d time.Duration) {
 }
 
 var _ = context.Background
+
+// logTails logs the last lines of the named nodes' logs in dir when t
+// failed (the logs go with the test's temporary directory).
+func logTails(t *testing.T, dir string, names ...string) {
+	if !t.Failed() {
+		return
+	}
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(dir, name+".log"))
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		t.Logf("%s.log, last lines:\n%s", name, strings.Join(lines[max(0, len(lines)-60):], "\n"))
+	}
+}
