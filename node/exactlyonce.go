@@ -164,6 +164,7 @@ func (r *reader) completeTxn(ctx context.Context, group []*batch, answered []ans
 		r.sender.Commit(offsets, b.fireWm)
 	}
 	r.mu.Unlock()
+	n.committed.add(offsets) // the transaction committed: idle keys may prune (actors.Pruner)
 	return nil
 }
 
