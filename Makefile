@@ -14,7 +14,7 @@ TESTFLAGS ?= -count=1 -timeout 20m
 # our own concurrent code outside them (actors.Writer, stores, sources) has
 # race-checked tests of its own. See README "Tests".
 NORACE_PKGS := ./node/... ./cluster/... ./chaos/... ./cmd/internal/capbench/...
-RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/node$$' -e '/chaos$$' -e '/capbench$$')
+RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/joinery/node$$' -e '/chaos$$' -e '/capbench$$')
 
 .PHONY: all build demo test lint fmt vet tidy-check fuzz bench redis clean chaos
 
