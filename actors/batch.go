@@ -34,13 +34,22 @@ const defaultBatchTimeout = 30 * time.Second
 type DeadLetter struct{}
 
 // WatchDeadLetters answers, with DeadLetter, every LocalApply with a Reply
-// that system could not deliver. Every actor system that sends LocalApply
-// (a node's source readers, its batch actor) needs it, once.
+// that system could not deliver, and counts as done a Budget.Prune request
+// to a key actor that had stopped (nothing to prune there). Every actor
+// system that sends LocalApply (a node's source readers, its batch actor)
+// needs it, once.
 func WatchDeadLetters(system *actor.ActorSystem) {
 	system.EventStream.Subscribe(func(msg any) {
 		if d, ok := msg.(*actor.DeadLetterEvent); ok {
-			if la, ok := d.Message.(*LocalApply); ok && la.Reply != nil {
-				la.Reply.Reply(DeadLetter{})
+			switch m := d.Message.(type) {
+			case *LocalApply:
+				if m.Reply != nil {
+					m.Reply.Reply(DeadLetter{})
+				}
+			case pruneNow:
+				if m.done != nil {
+					m.done.Done()
+				}
 			}
 		}
 	})

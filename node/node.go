@@ -395,7 +395,7 @@ func (n *Node) Close(ctx context.Context) error {
 			errs = append(errs, n.ingest.Shutdown(ctx)) // stop intake
 		}
 		n.stopWmShare(ctx)
-		if n.budget != nil && n.writer != nil {
+		if n.budget != nil && n.writer != nil && n.rollback.found() == nil { // a store gone back in time refuses the writes
 			// Keys idle since their last input prune the outputs their
 			// sources have committed since, so the store keeps no outbox
 			// entry that can no longer be re-sent (actors.Budget.Prune).
