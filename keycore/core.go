@@ -122,6 +122,26 @@ func (c *Core) Restore(offsets record.Offsets, state []byte) error {
 	// written whole once.
 	split := c.rowParts()
 	c.pt = partsState{stored: packed, all: (rows > 0 && !split) || (rows == 0 && split && len(st.Join) > 0)}
+	if split && c.m.cdc != nil {
+		// The left row's position went with its part; one still in an s:
+		// part is of the layout before that, rewritten folded.
+		if l := c.m.cdc.Left(); l != nil {
+			if k, ok := rowKey(l, c.cfg.Machine.pkColumn(record.Left)); ok {
+				id := c.cfg.Machine.sideName(record.Left) + "/" + k
+				if st.leftPos != "" {
+					if c.src == nil {
+						c.src = map[string]string{}
+					}
+					c.src[id] = st.leftPos
+				} else if slices.Contains(st.srcParts, id) {
+					c.pt.all = true
+				}
+			}
+		}
+		if st.unfolded {
+			c.pt.all = true
+		}
+	}
 	rest := len(state)
 	for i := range c.outbox {
 		if !packed {
@@ -130,12 +150,14 @@ func (c *Core) Restore(offsets record.Offsets, state []byte) error {
 		c.pt.next = max(c.pt.next, c.outbox[i].id+1)
 		c.pt.outboxBytes += 18 + len(c.outbox[i].enc)
 	}
+	stored := 0 // the positions' stored bytes: compact, most folded into rows
 	for id, pos := range c.src {
 		c.pt.srcBytes += 2 + len(id) + len(pos)
+		stored += 8
 	}
 	// What the outbox and positions leave of the state is about the rows
 	// (and a small base).
-	rest = max(0, rest-c.pt.outboxBytes-c.pt.srcBytes)
+	rest = max(0, rest-c.pt.outboxBytes-stored)
 	c.pt.rowBytes, c.pt.rowAvg = rest, rest/max(1, rows)
 	c.pt.written = c.pt.next
 	c.offsets = slices.Clone(offsets)

@@ -1,6 +1,7 @@
 package keycore
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -25,12 +26,26 @@ import (
 //	        are parts (below)
 //	l       the changelog join's left row (value state): a compact row
 //	        (internal/rowcodec), or JSON for a row holding a value the
-//	        compact encoding does not cover
-//	r:<pk>  a right row (map state) by primary key (key form), as l
+//	        compact encoding does not cover; with the row's last Debezium
+//	        source position in front when it has one (below)
+//	r:<pk>  a right row (map state) by primary key (key form), as l; a
+//	        deleted right row's part is its last position alone
 //	o:<id>  an outbox entry (its JSON as in version 1), id in 16 hex digits,
 //	        ascending in outbox order
-//	s:<id>  a row's last Debezium source position, id "side/pk", compact
-//	        where it has one of SourcePosition's forms (srcpos.go)
+//	s:<id>  a last Debezium source position that no row part holds, id
+//	        "side/pk": a deleted left row's, and every position of a join
+//	        whose rows live in the base
+//
+// A position is stored compactly where it has one of SourcePosition's
+// forms (srcpos.go). A row part with a position is
+//
+//	0xC3 | uvarint len | position | row
+//
+// where row is empty for a deleted right row. Folding the position into
+// the row's part saves the field a position of its own took (its name
+// "s:right/<pk>" and the listpack's framing): about 20 bytes a row.
+// Parts written before positions were folded (s:right/<pk> beside
+// r:<pk>) are read, and the key is written whole once in the folded form.
 //
 // The rows of a two-way changelog join are parts (l, r:) unless its spec
 // stamps source times (MaxTs: the times live in the join snapshot, which
@@ -256,7 +271,14 @@ func (c *Core) writeParts(w *Write, room []stateparts.Part) error {
 			for _, pt := range parts {
 				n += len(pt.Name) + len(pt.Value)
 			}
-			p.rowBytes, p.rowAvg = n, n/max(1, len(parts))
+			rows := c.m.cdc.NumRights()
+			if c.m.cdc.Left() != nil {
+				rows++
+			}
+			p.rowBytes, p.rowAvg = n, 0
+			if rows > 0 {
+				p.rowAvg = n / rows
+			}
 		} else {
 			err = c.changedRows(add)
 		}
@@ -285,13 +307,21 @@ func (c *Core) writeParts(w *Write, room []stateparts.Part) error {
 		add(outboxName(e.id), b)
 		p.outboxBytes += 18 + len(b)
 	}
-	if whole {
+	switch {
+	case c.rowParts():
+		// The positions went with the rows (allRows, changedRows).
+		if whole {
+			for id, pos := range c.src {
+				p.srcBytes += 2 + len(id) + len(pos)
+			}
+		}
+	case whole:
 		for _, id := range slices.Sorted(maps.Keys(c.src)) { // deterministic Writes
 			pos := c.src[id]
 			add(partSrc+id, appendSrcPos(nil, pos))
 			p.srcBytes += 2 + len(id) + len(pos)
 		}
-	} else {
+	default:
 		for _, id := range p.ch.srcIDs() {
 			add(partSrc+id, appendSrcPos(nil, c.src[id]))
 		}
@@ -303,29 +333,105 @@ func (c *Core) writeParts(w *Write, room []stateparts.Part) error {
 	return nil
 }
 
-// allRows adds every row of the changelog join.
+// allRows adds every row of the changelog join, each with its position
+// folded in, then the positions no row part holds: a deleted right row's
+// as its part, the others as s: parts.
 func (c *Core) allRows(add func(string, []byte)) error {
+	var folded string // the left row's position id, folded into l
 	if l := c.m.cdc.Left(); l != nil {
 		b, err := rowPart(l)
 		if err != nil {
 			return err
 		}
-		add(partLeft, b)
+		var pos string
+		folded, pos = c.leftPos(l)
+		add(partLeft, withPos(pos, b))
 	}
-	return c.m.cdc.EachRight(func(k string, r record.Row) error {
+	right := c.cfg.Machine.sideName(record.Right) + "/"
+	err := c.m.cdc.EachRight(func(k string, r record.Row) error {
 		b, err := rowPart(r)
 		if err != nil {
 			return err
 		}
-		add(partRight+k, b)
+		add(partRight+k, withPos(c.src[right+k], b))
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.src)) { // deterministic Writes
+		if id == folded {
+			continue
+		}
+		if k, ok := strings.CutPrefix(id, right); ok {
+			if c.m.cdc.Right(k) == nil {
+				add(partRight+k, withPos(c.src[id], nil))
+			}
+			continue
+		}
+		add(partSrc+id, appendSrcPos(nil, c.src[id]))
+	}
+	return nil
 }
 
-// changedRows adds the rows changed since the last Write: their values,
-// or deletions of the ones gone.
+// leftPos is the id and position of row's position as the left row:
+// "" when it has none.
+func (c *Core) leftPos(row record.Row) (id, pos string) {
+	k, ok := rowKey(row, c.cfg.Machine.pkColumn(record.Left))
+	if !ok {
+		return "", ""
+	}
+	id = c.cfg.Machine.sideName(record.Left) + "/" + k
+	if pos, ok = c.src[id]; !ok {
+		return "", ""
+	}
+	return id, pos
+}
+
+// posTag is the first byte of a row part with its position in front.
+const posTag = 0xC3
+
+// withPos is a row part's value: row alone without a position, else the
+// position's stored form in front of it (row empty: a deleted row's
+// position alone).
+func withPos(pos string, row []byte) []byte {
+	if pos == "" {
+		return row
+	}
+	var room [24]byte
+	p := appendSrcPos(room[:0], pos)
+	b := make([]byte, 0, 1+binary.MaxVarintLen16+len(p)+len(row))
+	b = append(b, posTag)
+	b = binary.AppendUvarint(b, uint64(len(p)))
+	b = append(b, p...)
+	return append(b, row...)
+}
+
+// splitPos reads a row part: its position ("" when it has none) and its
+// row (empty for a position alone).
+func splitPos(v []byte) (pos string, row []byte, err error) {
+	if len(v) == 0 || v[0] != posTag {
+		return "", v, nil
+	}
+	n, k := binary.Uvarint(v[1:])
+	if k <= 0 || n == 0 || n > uint64(len(v)-1-k) {
+		return "", nil, fmt.Errorf("bad position framing % x", v)
+	}
+	p := v[1+k : 1+k+int(n)]
+	pos, ok := srcPos(p)
+	if !ok {
+		return "", nil, fmt.Errorf("bad position % x", p)
+	}
+	return pos, v[1+k+int(n):], nil
+}
+
+// changedRows adds the rows changed since the last Write, positions
+// folded in as allRows does: their values, deleted right rows' positions,
+// or deletions of the rows gone. Changed positions no row part holds go
+// to s: parts.
 func (c *Core) changedRows(add func(string, []byte)) error {
-	if c.pt.ch == nil || len(c.pt.ch.rows) == 0 {
+	ch := c.pt.ch
+	if ch == nil || (len(ch.rows) == 0 && len(ch.src) == 0) {
 		return nil
 	}
 	defer func() {
@@ -339,25 +445,57 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 		}
 		c.pt.rowBytes = n * c.pt.rowAvg
 	}()
+	leftID, leftPos := "", ""
+	if l := c.m.cdc.Left(); l != nil {
+		leftID, leftPos = c.leftPos(l)
+	}
+	right := c.cfg.Machine.sideName(record.Right) + "/"
+	// Positions first: a right row's and the left row's go with their
+	// rows' parts, the others (a deleted left row's) to s: parts. The
+	// left row's id had an s: part while it was deleted: that one goes.
+	for _, id := range ch.src {
+		switch k, ok := strings.CutPrefix(id, right); {
+		case ok:
+			c.pt.markRight(k)
+		case id == leftID:
+			c.pt.mark(partLeft)
+			add(partSrc+id, nil)
+		default:
+			add(partSrc+id, appendSrcPos(nil, c.src[id]))
+		}
+	}
 	// Sorted, each once: deterministic Writes. The slice is released with
 	// the changes by this Write, so it is sorted in place.
-	sort.Strings(c.pt.ch.rows)
-	for _, name := range slices.Compact(c.pt.ch.rows) {
-		var row record.Row
+	sort.Strings(ch.rows)
+	for _, name := range slices.Compact(ch.rows) {
 		if name == partLeft {
-			row = c.m.cdc.Left()
-		} else {
-			row = c.m.cdc.Right(strings.TrimPrefix(name, partRight))
+			if row := c.m.cdc.Left(); row != nil {
+				b, err := rowPart(row)
+				if err != nil {
+					return err
+				}
+				add(name, withPos(leftPos, b))
+			} else {
+				add(name, nil)
+			}
+			continue
 		}
+		k := strings.TrimPrefix(name, partRight)
+		pos := c.src[right+k]
+		row := c.m.cdc.Right(k)
 		if row == nil {
-			add(name, nil)
+			if pos == "" {
+				add(name, nil)
+			} else {
+				add(name, withPos(pos, nil))
+			}
 			continue
 		}
 		b, err := rowPart(row)
 		if err != nil {
 			return err
 		}
-		add(name, b)
+		add(name, withPos(pos, b))
 	}
 	return nil
 }
@@ -381,12 +519,33 @@ func decodeParts(b []byte) (keyState, int, error) {
 	var left []byte
 	var rights []stateparts.Part
 	rows := 0
+	var srcParts map[string]string // s: parts by id
+	setSrc := func(id, pos string) {
+		if s.Src == nil {
+			s.Src = map[string]string{}
+		}
+		s.Src[id] = pos
+	}
 	for _, p := range parts {
 		switch {
 		case p.Name == partLeft:
-			left, rows = p.Value, rows+1
+			pos, row, err := splitPos(p.Value)
+			if err != nil || len(row) == 0 {
+				return keyState{}, 0, fmt.Errorf("%w: part %q: %v", errBadState, p.Name, err)
+			}
+			left, rows, s.leftPos = row, rows+1, pos
 		case strings.HasPrefix(p.Name, partRight):
-			rights, rows = append(rights, stateparts.Part{Name: p.Name[len(partRight):], Value: p.Value}), rows+1
+			pos, row, err := splitPos(p.Value)
+			if err != nil {
+				return keyState{}, 0, fmt.Errorf("%w: part %q: %v", errBadState, p.Name, err)
+			}
+			k := p.Name[len(partRight):]
+			if pos != "" {
+				setSrc(record.Right.String()+"/"+k, pos)
+			}
+			if len(row) > 0 {
+				rights, rows = append(rights, stateparts.Part{Name: k, Value: row}), rows+1
+			}
 		case strings.HasPrefix(p.Name, partOutbox):
 			id, err := strconv.ParseUint(p.Name[len(partOutbox):], 16, 64)
 			var e struct {
@@ -402,17 +561,32 @@ func decodeParts(b []byte) (keyState, int, error) {
 			}
 			s.Outbox = append(s.Outbox, outboxEntry{Part: e.P, Offset: e.N, SentTo: e.To, id: id, enc: []byte(string(p.Value))})
 		case strings.HasPrefix(p.Name, partSrc):
-			if s.Src == nil {
-				s.Src = map[string]string{}
-			}
 			pos, ok := srcPos(p.Value)
 			if !ok {
 				return keyState{}, 0, fmt.Errorf("%w: source position part %q: % x", errBadState, p.Name, p.Value)
 			}
-			s.Src[p.Name[len(partSrc):]] = pos
+			if srcParts == nil {
+				srcParts = map[string]string{}
+			}
+			srcParts[p.Name[len(partSrc):]] = pos
 		default:
 			return keyState{}, 0, fmt.Errorf("%w: unknown part %q", errBadState, p.Name)
 		}
+	}
+	// An s: part of a position a row part holds too is older than the
+	// row's (it was written before positions went with the rows); a right
+	// row's position in an s: part is from then too. Either makes the
+	// next Write whole, in the folded form.
+	for id, pos := range srcParts {
+		if _, ok := s.Src[id]; ok {
+			s.unfolded = true
+			continue
+		}
+		if strings.HasPrefix(id, record.Right.String()+"/") {
+			s.unfolded = true
+		}
+		setSrc(id, pos)
+		s.srcParts = append(s.srcParts, id)
 	}
 	if rows > 0 {
 		if len(s.Join) > 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -85,7 +86,7 @@ func TestCorePartsEqualWhole(t *testing.T) {
 				// Write.Size estimates the whole state's size without
 				// encoding it (for the memory budget).
 				if size := r.Write.Size; size < len(want)/2 || size > 2*len(want)+64 {
-					t.Fatalf("step %d: Write.Size %d, the whole state takes %d bytes", step, size, len(want))
+					t.Fatalf("step %d: Write.Size %d, the whole state takes %d bytes (delta %v, %+v)", step, size, len(want), r.Write.Delta, c.pt)
 				}
 				if step%50 == 49 {
 					c = again // a reactivation: deltas go on from the loaded state
@@ -308,5 +309,108 @@ func TestCorePrune(t *testing.T) {
 				t.Fatalf("restored:\n%s\nwant:\n%s", got, want)
 			}
 		})
+	}
+}
+
+// TestCorePartsFoldPositions: a row's Debezium position goes inside its
+// row part (a deleted right row's part is its position alone), only a
+// deleted left row's position has an s: part, and a state written with
+// positions in s: parts beside the rows is read and written whole once in
+// the folded form.
+func TestCorePartsFoldPositions(t *testing.T) {
+	cfg := &Config{Machine: MachineSpec{CDC: usersDomains}, Parts: true}
+	user := record.Row{"id": json.Number("1"), "name": "u"}
+	domain := func(id string) record.Row {
+		return record.Row{"id": json.Number(id), "user_id": json.Number("1"), "v": "d" + id}
+	}
+	lsn := func(n int) string { return fmt.Sprintf("pg/%020d", n) }
+	steps := []struct {
+		ev   Event
+		want map[string]string // part name -> position ("" none), row present marked by "+"
+	}{
+		{Event{Side: record.Left, Op: record.OpCreate, After: user}, map[string]string{"l": lsn(1) + "+"}},
+		{Event{Side: record.Right, Op: record.OpCreate, After: domain("7")}, map[string]string{"l": lsn(1) + "+", "r:7": lsn(2) + "+"}},
+		{Event{Side: record.Right, Op: record.OpCreate, After: domain("8")}, map[string]string{"l": lsn(1) + "+", "r:7": lsn(2) + "+", "r:8": lsn(3) + "+"}},
+		{Event{Side: record.Right, Op: record.OpDelete, Before: domain("8")}, map[string]string{"l": lsn(1) + "+", "r:7": lsn(2) + "+", "r:8": lsn(4)}},
+		{Event{Side: record.Left, Op: record.OpDelete, Before: user}, map[string]string{"s:left/1": lsn(5), "r:7": lsn(2) + "+", "r:8": lsn(4)}},
+		{Event{Side: record.Left, Op: record.OpCreate, After: user}, map[string]string{"l": lsn(6) + "+", "r:7": lsn(2) + "+", "r:8": lsn(4)}},
+	}
+	c := New(cfg, "1")
+	c.Init()
+	var st *stored
+	for i, s := range steps {
+		s.ev.Pos = record.Position{Source: "s", Offset: int64(i + 1)}
+		s.ev.SrcPos = lsn(i + 1)
+		r := c.Step(&Request{Events: []Event{s.ev}}, 0)
+		if r.Err != nil || r.Write == nil {
+			t.Fatalf("step %d: %v, write %v", i, r.Err, r.Write)
+		}
+		st = st.apply(r.Write)
+		c.Durable()
+		got := map[string]string{}
+		for name, v := range st.parts {
+			if strings.HasPrefix(name, partOutbox) {
+				continue
+			}
+			pos, row, err := splitPos(v)
+			if name[0] == 's' {
+				pos, _ = srcPos(v)
+				row = nil
+			}
+			if err != nil {
+				t.Fatalf("step %d: part %q: %v", i, name, err)
+			}
+			if len(row) > 0 {
+				pos += "+"
+			}
+			got[name] = pos
+		}
+		if !maps.Equal(got, s.want) {
+			t.Fatalf("step %d: stored parts (name: position, + a row)\n%v\nwant\n%v", i, got, s.want)
+		}
+	}
+
+	// The same state as written before positions went with the rows:
+	// rows alone, each position in an s: part.
+	old := &stored{offsets: st.offsets, state: st.state, parts: map[string][]byte{}}
+	for name, v := range st.parts {
+		pos, row, err := splitPos(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := name
+		switch {
+		case name == partLeft:
+			id = "left/1"
+		case strings.HasPrefix(name, partRight):
+			id = "right/" + name[len(partRight):]
+		}
+		if len(row) > 0 {
+			old.parts[name] = row
+		}
+		if pos != "" {
+			old.parts[partSrc+id] = appendSrcPos(nil, pos)
+		}
+	}
+	if _, ok := old.parts["s:right/8"]; !ok || len(old.parts) != len(st.parts)+2 {
+		t.Fatalf("the earlier layout's parts: %v", slices.Sorted(maps.Keys(old.parts)))
+	}
+	again := New(cfg, "1")
+	if err := again.Restore(old.offsets, old.loaded()); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := c.Encode()
+	if got, _ := again.Encode(); !bytes.Equal(got, want) {
+		t.Fatalf("restored from the earlier layout:\n%s\nwant\n%s", got, want)
+	}
+	r := again.Step(&Request{Events: []Event{{Side: record.Right, Op: record.OpCreate, After: domain("9"),
+		Pos: record.Position{Source: "s", Offset: 7}, SrcPos: lsn(7)}}}, 0)
+	if r.Err != nil || r.Write == nil || r.Write.Delta {
+		t.Fatalf("the first write after the earlier layout: %v, %+v (want a whole one)", r.Err, r.Write)
+	}
+	for _, p := range r.Write.Parts {
+		if strings.HasPrefix(p.Name, partSrc) {
+			t.Fatalf("the whole write has an s: part %q", p.Name)
+		}
 	}
 }

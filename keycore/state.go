@@ -40,6 +40,15 @@ type keyState struct {
 	Src map[string]string `json:"s,omitempty"`
 	// Seq is the Seq of the key's last output.
 	Seq uint64 `json:"q,omitempty"`
+
+	// Read from parts (decodeParts), never encoded: the left row's
+	// position, folded into its part (its id needs the row's primary key
+	// column, which the Core knows); the ids of positions read from s:
+	// parts; and whether some s: part is of a form that the next Write
+	// folds into a row part.
+	leftPos  string
+	srcParts []string
+	unfolded bool
 }
 
 type outboxEntry struct {

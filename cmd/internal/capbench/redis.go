@@ -198,6 +198,11 @@ func (r *redisClient) survey(ctx context.Context, res *Result) error {
 			if err != nil {
 				return err
 			}
+			if k.typ == "hash" {
+				if rk.Fields, err = r.fields(ctx, k.name); err != nil {
+					return err
+				}
+			}
 			s.Keys = append(s.Keys, rk)
 		}
 		slices.SortFunc(s.Keys, func(a, b RedisKey) int { return strings.Compare(a.Kind, b.Kind) })
@@ -222,4 +227,22 @@ func (r *redisClient) length(ctx context.Context, key, typ string) (int64, error
 		return r.c.LLen(ctx, key).Result()
 	}
 	return 0, nil
+}
+
+// fields lists a hash's fields, sorted by name, with their sizes.
+func (r *redisClient) fields(ctx context.Context, key string) ([]Field, error) {
+	m, err := r.c.HGetAll(ctx, key).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Field, 0, len(m))
+	for name, v := range m {
+		shown := name
+		if strconv.Quote(name) != `"`+name+`"` {
+			shown = strconv.Quote(name)
+		}
+		out = append(out, Field{Name: shown, NameBytes: len(name), ValueBytes: len(v)})
+	}
+	slices.SortFunc(out, func(a, b Field) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }

@@ -119,6 +119,16 @@ type RedisKey struct {
 	// Length is a string's bytes, a hash's fields, a set's members.
 	Length int64 `json:"length"`
 	Bytes  int64 `json:"memory_usage"`
+	// Fields are a hash's fields with their name's and value's sizes.
+	Fields []Field `json:"fields,omitempty"`
+}
+
+// Field is one field of a sampled hash: its name (quoted where it holds
+// bytes that do not print) and the sizes of its name and value.
+type Field struct {
+	Name       string `json:"name"`
+	NameBytes  int    `json:"name_bytes"`
+	ValueBytes int    `json:"value_bytes"`
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -193,6 +203,9 @@ func (r *Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "%s join key %q (%s of %d): %d B in %d keys\n", x.Variant, s.JoinKey, s.Which, x.StoredJoinKeys, s.Bytes, len(s.Keys))
 			for _, k := range s.Keys {
 				fmt.Fprintf(w, "  %-8s %-6s %-10s length %-5d MEMORY USAGE %d B\n", k.Kind, k.Type, k.Encoding, k.Length, k.Bytes)
+				for _, f := range k.Fields {
+					fmt.Fprintf(w, "    %-24s name %2d B  value %3d B\n", f.Name, f.NameBytes, f.ValueBytes)
+				}
 			}
 		}
 	}
