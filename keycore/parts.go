@@ -21,9 +21,9 @@ import (
 // and named parts (persistence.Snapshot.Parts), and a Write after the
 // first carries only what changed since the Write before it (Write.Delta):
 //
-//	base    keyState version 1 without outbox and Debezium positions: timers,
-//	        watermark, output sequence, and the join snapshot unless its rows
-//	        are parts (below)
+//	base    the key's timers, watermark, output sequence, and the join
+//	        snapshot unless its rows are parts (below), in binary
+//	        (encodeBase); a base in version 1's JSON is read too
 //	l       the changelog join's left row (value state): a compact row
 //	        (internal/rowcodec), or JSON for a row holding a value the
 //	        compact encoding does not cover; with the row's last Debezium
@@ -243,10 +243,7 @@ func (c *Core) writeParts(w *Write, room []stateparts.Part) error {
 		wm := c.m.Watermark()
 		st.Wm = &wm
 	}
-	base, err := encodeState(st)
-	if err != nil {
-		return err
-	}
+	base := encodeBase(st)
 	p := &c.pt
 	whole := !p.stored || p.all
 	var parts []stateparts.Part
@@ -264,6 +261,7 @@ func (c *Core) writeParts(w *Write, room []stateparts.Part) error {
 		}
 	}
 	add := func(name string, v []byte) { parts = append(parts, stateparts.Part{Name: name, Value: v}) }
+	var err error
 	if c.rowParts() {
 		if whole {
 			err = c.allRows(add)

@@ -3,6 +3,7 @@ package keycore
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,107 @@ import (
 
 // stateVersion is the first byte of a key actor's persisted state.
 const stateVersion byte = 1
+
+// baseVersion is the first byte of the base of a state stored in parts
+// (Config.Parts): the few fields a base holds, in binary,
+//
+//	0x02 | flags | [uvarint seq] | [uvarint n, n × varint timer delta]
+//	     | [varint watermark] | [uvarint len, join snapshot]
+//
+// with flags' bits 0–3 saying which of seq, timers, watermark and join
+// follow. A changelog-join key's base is its output sequence alone: 9
+// bytes, where version 1's JSON took 24.
+const baseVersion byte = 2
+
+const (
+	baseSeq = 1 << iota
+	baseTimers
+	baseWm
+	baseJoin
+)
+
+// encodeBase encodes a parts state's base (no outbox, no positions).
+func encodeBase(s keyState) []byte {
+	b := make([]byte, 2, 2+binary.MaxVarintLen64*(2+len(s.Timers))+binary.MaxVarintLen32+len(s.Join))
+	b[0] = baseVersion
+	if s.Seq != 0 {
+		b[1] |= baseSeq
+		b = binary.AppendUvarint(b, s.Seq)
+	}
+	if len(s.Timers) > 0 {
+		b[1] |= baseTimers
+		b = binary.AppendUvarint(b, uint64(len(s.Timers)))
+		prev := int64(0)
+		for _, t := range s.Timers {
+			b = binary.AppendVarint(b, t-prev)
+			prev = t
+		}
+	}
+	if s.Wm != nil {
+		b[1] |= baseWm
+		b = binary.AppendVarint(b, *s.Wm)
+	}
+	if len(s.Join) > 0 {
+		b[1] |= baseJoin
+		b = binary.AppendUvarint(b, uint64(len(s.Join)))
+		b = append(b, s.Join...)
+	}
+	return b
+}
+
+// decodeBase decodes encodeBase's bytes.
+func decodeBase(b []byte) (keyState, error) {
+	var s keyState
+	bad := func(what string) (keyState, error) {
+		return keyState{}, fmt.Errorf("%w: base: bad %s", errBadState, what)
+	}
+	if len(b) < 2 || b[0] != baseVersion || b[1]&^(baseSeq|baseTimers|baseWm|baseJoin) != 0 {
+		return bad("header")
+	}
+	flags, r := b[1], b[2:]
+	if flags&baseSeq != 0 {
+		v, n := binary.Uvarint(r)
+		if n <= 0 {
+			return bad("sequence")
+		}
+		s.Seq, r = v, r[n:]
+	}
+	if flags&baseTimers != 0 {
+		cnt, n := binary.Uvarint(r)
+		if n <= 0 || cnt == 0 || cnt > uint64(len(r)) {
+			return bad("timers")
+		}
+		r = r[n:]
+		s.Timers = make([]int64, 0, cnt)
+		prev := int64(0)
+		for range cnt {
+			d, n := binary.Varint(r)
+			if n <= 0 {
+				return bad("timers")
+			}
+			prev += d
+			s.Timers, r = append(s.Timers, prev), r[n:]
+		}
+	}
+	if flags&baseWm != 0 {
+		v, n := binary.Varint(r)
+		if n <= 0 {
+			return bad("watermark")
+		}
+		s.Wm, r = &v, r[n:]
+	}
+	if flags&baseJoin != 0 {
+		l, n := binary.Uvarint(r)
+		if n <= 0 || l == 0 || l > uint64(len(r)-n) {
+			return bad("join snapshot")
+		}
+		s.Join, r = r[n:n+int(l)], r[n+int(l):]
+	}
+	if len(r) > 0 {
+		return bad("length")
+	}
+	return s, nil
+}
 
 // keyState is what a key actor persists in persistence.Snapshot.State: the
 // join's own snapshot and the outbox.
@@ -270,6 +372,9 @@ func decodeState(b []byte) (keyState, error) {
 	if stateparts.IsPacked(b) {
 		s, _, err := decodeParts(b)
 		return s, err
+	}
+	if b[0] == baseVersion {
+		return decodeBase(b)
 	}
 	if b[0] != stateVersion {
 		return s, fmt.Errorf("%w: unknown version %d", errBadState, b[0])

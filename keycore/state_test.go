@@ -1,6 +1,7 @@
 package keycore
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -196,5 +197,46 @@ func TestOffsetsPartitionID(t *testing.T) {
 		if i >= 0 && unsafe.StringData(got) != unsafe.StringData(o[i].Partition) {
 			t.Errorf("%+v: a new string, not the offsets' own", tc.pos)
 		}
+	}
+}
+
+// TestBase: a parts state's binary base round-trips every field it holds,
+// and bad bytes are refused, never half read.
+func TestBase(t *testing.T) {
+	wm := int64(-5)
+	for name, s := range map[string]keyState{
+		"empty":  {},
+		"seq":    {Seq: 7358965884612608},
+		"timers": {Timers: []int64{-3, 0, 1 << 40, 1<<40 + 1}, Wm: &wm},
+		"join":   {Join: []byte("\x01{\"l\":null}"), Seq: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := encodeBase(s)
+			got, err := decodeBase(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Seq != s.Seq || !slices.Equal(got.Timers, s.Timers) || !bytes.Equal(got.Join, s.Join) ||
+				(got.Wm == nil) != (s.Wm == nil) || (s.Wm != nil && *got.Wm != *s.Wm) {
+				t.Fatalf("decoded %+v, want %+v", got, s)
+			}
+			if via, err := decodeState(b); err != nil || via.Seq != s.Seq {
+				t.Fatalf("decodeState: %+v, %v", via, err)
+			}
+			for cut := 1; cut < len(b); cut++ {
+				if _, err := decodeBase(b[:cut]); err == nil && cut > 2 {
+					t.Fatalf("%x cut to %d bytes decoded", b, cut)
+				}
+			}
+			if _, err := decodeBase(append(slices.Clone(b), 0)); err == nil {
+				t.Fatalf("%x with a byte more decoded", b)
+			}
+		})
+	}
+	if _, err := decodeBase([]byte{baseVersion, 0x10}); err == nil {
+		t.Fatal("an unknown flag decoded")
+	}
+	if n := len(encodeBase(keyState{Seq: 7358965884612608})); n > 10 {
+		t.Fatalf("a changelog-join key's base takes %d bytes", n)
 	}
 }
