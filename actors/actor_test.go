@@ -401,7 +401,7 @@ func TestKeyActorPrunesIdleOutbox(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				info, err := keycore.DecodeStateInfo(snap.State)
+				info, err := keycore.DecodeStateInfo(snap.State, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

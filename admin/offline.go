@@ -35,7 +35,7 @@ func InspectOffline(ctx context.Context, store persistence.Store, spec *joins.CD
 	if err != nil {
 		return KeyState{}, fmt.Errorf("admin: inspect offline: %w", err)
 	}
-	info, err := keycore.DecodeStateInfo(snap.State)
+	info, err := keycore.DecodeStateInfo(snap.State, spec)
 	if err != nil {
 		return KeyState{}, fmt.Errorf("admin: inspect offline: job %q key %q: %w", job, key, err)
 	}

@@ -103,9 +103,9 @@ func (c *Core) Restore(offsets record.Offsets, state []byte) error {
 	var err error
 	packed := stateparts.IsPacked(state)
 	if packed {
-		st, rows, err = decodeParts(state)
+		st, rows, err = decodeParts(state, schemasOf(c.cfg.Machine.CDC))
 	} else {
-		st, err = decodeState(state)
+		st, err = decodeState(state, schemasOf(c.cfg.Machine.CDC))
 	}
 	if err != nil {
 		return err

@@ -3,12 +3,14 @@ package keycore
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/internal/rowcodec"
@@ -155,6 +157,38 @@ func (c *Core) rowParts() bool {
 	return c.cfg.Parts && c.m.cdc != nil && c.cfg.Machine.CDC != nil && !c.cfg.Machine.CDC.MaxTs
 }
 
+// schemas are the row schemas of a changelog join's sides (nil for a
+// side whose whole rows are kept), made once per spec.
+type schemas [2]*rowcodec.Schema
+
+var schemaCache sync.Map // *joins.CDCSpec -> *schemas
+
+// schemasOf returns spec's row schemas (nil for a nil spec).
+func schemasOf(spec *joins.CDCSpec) *schemas {
+	if spec == nil {
+		return nil
+	}
+	if s, ok := schemaCache.Load(spec); ok {
+		return s.(*schemas)
+	}
+	var s schemas
+	for _, side := range []record.Side{record.Left, record.Right} {
+		if cols, all := spec.Kept(side); !all {
+			s[side] = rowcodec.NewSchema(cols)
+		}
+	}
+	got, _ := schemaCache.LoadOrStore(spec, &s)
+	return got.(*schemas)
+}
+
+// side is the schema of side's rows: nil when there is none.
+func (s *schemas) side(side record.Side) *rowcodec.Schema {
+	if s == nil {
+		return nil
+	}
+	return s[side]
+}
+
 // touch notes the rows a changelog-join event may change (before the
 // join applies it).
 func (c *Core) touch(e *record.Event) {
@@ -184,10 +218,17 @@ func rowKey(row record.Row, col string) (string, bool) {
 	return string(k), ok
 }
 
-// rowPart encodes a row as a part: compact (internal/rowcodec), or JSON
+// rowPart encodes a row as a part: under the side's schema (the columns
+// the job keeps of it, rowcodec.Schema) when it has one and the row fits
+// it, else compact with its column names (internal/rowcodec), or JSON
 // when the row holds a value the compact encoding does not cover. A
-// reader tells them apart by the first byte (rowcodec.IsCompact).
-func rowPart(r record.Row) ([]byte, error) {
+// reader tells them apart by the first byte.
+func rowPart(r record.Row, s *rowcodec.Schema) ([]byte, error) {
+	if s != nil {
+		if b, ok := jsonenc.Exact(func(b []byte) ([]byte, bool) { return s.Append(b, r) }); ok {
+			return b, nil
+		}
+	}
 	if b, ok := rowcodec.Encode(r); ok {
 		return b, nil
 	}
@@ -336,8 +377,9 @@ func (c *Core) writeParts(w *Write, room []stateparts.Part) error {
 // as its part, the others as s: parts.
 func (c *Core) allRows(add func(string, []byte)) error {
 	var folded string // the left row's position id, folded into l
+	sch := schemasOf(c.cfg.Machine.CDC)
 	if l := c.m.cdc.Left(); l != nil {
-		b, err := rowPart(l)
+		b, err := rowPart(l, sch.side(record.Left))
 		if err != nil {
 			return err
 		}
@@ -347,7 +389,7 @@ func (c *Core) allRows(add func(string, []byte)) error {
 	}
 	right := c.cfg.Machine.sideName(record.Right) + "/"
 	err := c.m.cdc.EachRight(func(k string, r record.Row) error {
-		b, err := rowPart(r)
+		b, err := rowPart(r, sch.side(record.Right))
 		if err != nil {
 			return err
 		}
@@ -464,11 +506,12 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 	}
 	// Sorted, each once: deterministic Writes. The slice is released with
 	// the changes by this Write, so it is sorted in place.
+	sch := schemasOf(c.cfg.Machine.CDC)
 	sort.Strings(ch.rows)
 	for _, name := range slices.Compact(ch.rows) {
 		if name == partLeft {
 			if row := c.m.cdc.Left(); row != nil {
-				b, err := rowPart(row)
+				b, err := rowPart(row, sch.side(record.Left))
 				if err != nil {
 					return err
 				}
@@ -489,7 +532,7 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 			}
 			continue
 		}
-		b, err := rowPart(row)
+		b, err := rowPart(row, sch.side(record.Right))
 		if err != nil {
 			return err
 		}
@@ -502,7 +545,7 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 // with the parts folded in, and whether the join's rows were parts. Outbox
 // entries keep their ids and JSON (their outputs are decoded when
 // re-sent).
-func decodeParts(b []byte) (keyState, int, error) {
+func decodeParts(b []byte, sch *schemas) (keyState, int, error) {
 	base, parts, err := stateparts.Unpack(b)
 	if err != nil {
 		return keyState{}, 0, fmt.Errorf("%w: %v", errBadState, err)
@@ -510,7 +553,7 @@ func decodeParts(b []byte) (keyState, int, error) {
 	if stateparts.IsPacked(base) {
 		return keyState{}, 0, fmt.Errorf("%w: a packed base", errBadState)
 	}
-	s, err := decodeState(base)
+	s, err := decodeState(base, nil)
 	if err != nil {
 		return keyState{}, 0, err
 	}
@@ -590,12 +633,12 @@ func decodeParts(b []byte) (keyState, int, error) {
 		if len(s.Join) > 0 {
 			return keyState{}, 0, fmt.Errorf("%w: join rows both whole and in parts", errBadState)
 		}
-		if left, err = rowJSON(left); err != nil {
-			return keyState{}, 0, fmt.Errorf("%w: part %q: %v", errBadState, partLeft, err)
+		if left, err = rowJSON(left, sch.side(record.Left)); err != nil {
+			return keyState{}, 0, fmt.Errorf("%w: part %q: %w", errBadState, partLeft, err)
 		}
 		for i := range rights {
-			if rights[i].Value, err = rowJSON(rights[i].Value); err != nil {
-				return keyState{}, 0, fmt.Errorf("%w: part %q: %v", errBadState, partRight+rights[i].Name, err)
+			if rights[i].Value, err = rowJSON(rights[i].Value, sch.side(record.Right)); err != nil {
+				return keyState{}, 0, fmt.Errorf("%w: part %q: %w", errBadState, partRight+rights[i].Name, err)
 			}
 		}
 		s.Join = cdcSnapshot(left, rights)
@@ -604,13 +647,35 @@ func decodeParts(b []byte) (keyState, int, error) {
 }
 
 // rowJSON is a row part's JSON: a compact row's (rowcodec.AppendJSON),
-// or the part itself when it is JSON.
-func rowJSON(b []byte) ([]byte, error) {
+// or the part itself when it is JSON. A row written under a schema needs
+// the same schema (s): the job's columns of that side as the writer kept
+// them.
+func rowJSON(b []byte, s *rowcodec.Schema) ([]byte, error) {
+	if rowcodec.IsSchemaRow(b) {
+		if s == nil {
+			return nil, fmt.Errorf("%w; the job now keeps whole rows of this side: %s", rowcodec.ErrSchema, schemaChange)
+		}
+		x, err := s.Expand(b)
+		if errors.Is(err, rowcodec.ErrSchema) {
+			return nil, fmt.Errorf("%w: %s", err, schemaChange)
+		}
+		if err != nil {
+			return nil, err
+		}
+		b = x
+	}
 	if !rowcodec.IsCompact(b) {
 		return b, nil
 	}
 	return rowcodec.AppendJSON(make([]byte, 0, 2*len(b)), b)
 }
+
+// schemaChange is what an error about a row written under other kept
+// columns tells the operator.
+const schemaChange = "the columns the job keeps of a side changed since the row was stored " +
+	"(its projection, join or key columns); state written under the old columns cannot serve it: " +
+	"run the changed job under a new name from the sources' beginning " +
+	"(docs/operations/upgrades.md, \"Changing a job's columns\")"
 
 // cdcSnapshot assembles a changelog join's snapshot (joins' version 1)
 // from its left row and its right rows by primary key.

@@ -3,6 +3,7 @@ package keycore
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joinery/joinery/internal/rowcodec"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 )
@@ -70,11 +72,11 @@ func TestCorePartsEqualWhole(t *testing.T) {
 				}
 				// Offline tools (admin's inspect) read the packed state
 				// as the whole one.
-				pi, err := DecodeStateInfo(st.loaded())
+				pi, err := DecodeStateInfo(st.loaded(), spec)
 				if err != nil {
 					t.Fatal(err)
 				}
-				wi, err := DecodeStateInfo(want)
+				wi, err := DecodeStateInfo(want, spec)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -412,5 +414,68 @@ func TestCorePartsFoldPositions(t *testing.T) {
 		if strings.HasPrefix(p.Name, partSrc) {
 			t.Fatalf("the whole write has an s: part %q", p.Name)
 		}
+	}
+}
+
+// TestCorePartsSchemaRows: under a projection, rows are stored under the
+// side's schema (no column names) and restore to the same state; a row
+// with a column the job does not keep is stored with its names; a state
+// restored under a job that keeps other columns is refused with an error
+// that says so.
+func TestCorePartsSchemaRows(t *testing.T) {
+	project := func(cols ...string) *joins.CDCSpec {
+		s := &joins.CDCSpec{Type: joins.Inner, Left: usersDomains.Left, Right: usersDomains.Right}
+		for _, c := range cols {
+			s.Project = append(s.Project, joins.Column{Name: c, Side: record.Left, Field: c})
+		}
+		s.Project = append(s.Project, joins.Column{Name: "v", Side: record.Right, Field: "v"})
+		return s
+	}
+	spec := project("name")
+	cfg := &Config{Machine: MachineSpec{CDC: spec}, Parts: true}
+	c := New(cfg, "1")
+	c.Init()
+	var st *stored
+	evs := []Event{
+		{Side: record.Left, Op: record.OpCreate, After: record.Row{"id": json.Number("1"), "name": "u"}},
+		{Side: record.Right, Op: record.OpCreate, After: record.Row{"id": json.Number("7"), "user_id": json.Number("1"), "v": "d7"}},
+		{Side: record.Right, Op: record.OpCreate, After: record.Row{"id": json.Number("8"), "user_id": json.Number("1"), "v": "d8", "extra": "x"}},
+	}
+	for i, e := range evs {
+		e.Pos = record.Position{Source: "s", Offset: int64(i + 1)}
+		r := c.Step(&Request{Events: []Event{e}}, 0)
+		if r.Err != nil || r.Write == nil {
+			t.Fatalf("event %d: %v", i, r.Err)
+		}
+		st = st.apply(r.Write)
+		c.Durable()
+	}
+	for name, wantSchema := range map[string]bool{"l": true, "r:7": true, "r:8": false} {
+		if got := rowcodec.IsSchemaRow(st.parts[name]); got != wantSchema {
+			t.Errorf("part %q % x: under the schema %v, want %v", name, st.parts[name], got, wantSchema)
+		}
+	}
+	if l, r := len(st.parts["l"]), len(st.parts["r:7"]); l > 16 || r > 20 {
+		t.Errorf("schema rows of %d and %d bytes", l, r)
+	}
+	again := New(cfg, "1")
+	if err := again.Restore(st.offsets, st.loaded()); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := c.Encode()
+	if got, _ := again.Encode(); !bytes.Equal(got, want) {
+		t.Fatalf("restored:\n%s\nwant\n%s", got, want)
+	}
+	if info, err := DecodeStateInfo(st.loaded(), spec); err != nil || len(info.Join) == 0 {
+		t.Fatalf("offline: %+v, %v", info, err)
+	}
+	// The job now keeps another column of the left side.
+	other := New(&Config{Machine: MachineSpec{CDC: project("name", "email")}, Parts: true}, "1")
+	err := other.Restore(st.offsets, st.loaded())
+	if !errors.Is(err, rowcodec.ErrSchema) || !strings.Contains(err.Error(), "columns the job keeps") {
+		t.Fatalf("restored under other kept columns: %v", err)
+	}
+	if _, err := DecodeStateInfo(st.loaded(), nil); !errors.Is(err, rowcodec.ErrSchema) {
+		t.Fatalf("offline without the job's columns: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/joinery/joinery/internal/jsonenc"
 	"github.com/joinery/joinery/internal/stateparts"
+	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/record"
 )
 
@@ -364,13 +365,13 @@ func (e *outboxEntry) outputs() []record.Output {
 
 var errBadState = errors.New("keycore: bad key state")
 
-func decodeState(b []byte) (keyState, error) {
+func decodeState(b []byte, sch *schemas) (keyState, error) {
 	var s keyState
 	if len(b) == 0 {
 		return s, nil
 	}
 	if stateparts.IsPacked(b) {
-		s, _, err := decodeParts(b)
+		s, _, err := decodeParts(b, sch)
 		return s, err
 	}
 	if b[0] == baseVersion {
@@ -416,9 +417,10 @@ type StateInfo struct {
 }
 
 // DecodeStateInfo decodes a key actor's persisted state for offline
-// inspection.
-func DecodeStateInfo(b []byte) (StateInfo, error) {
-	s, err := decodeState(b)
+// inspection. spec is the job's changelog join, whose kept columns rows
+// may be stored under; nil for other joins.
+func DecodeStateInfo(b []byte, spec *joins.CDCSpec) (StateInfo, error) {
+	s, err := decodeState(b, schemasOf(spec))
 	if err != nil {
 		return StateInfo{}, err
 	}

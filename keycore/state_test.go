@@ -34,7 +34,7 @@ func TestEncodeStateCachedOutbox(t *testing.T) {
 		if s.Outbox[0].enc == nil {
 			t.Fatal("outbox entry not cached")
 		}
-		back, err := decodeState(b)
+		back, err := decodeState(b, nil)
 		if err != nil || len(back.Outbox) != 2 || back.Outbox[0].Outputs[0].ID != "x|1" || *back.Wm != 42 {
 			t.Fatalf("decode: %+v %v", back, err)
 		}
@@ -220,7 +220,7 @@ func TestBase(t *testing.T) {
 				(got.Wm == nil) != (s.Wm == nil) || (s.Wm != nil && *got.Wm != *s.Wm) {
 				t.Fatalf("decoded %+v, want %+v", got, s)
 			}
-			if via, err := decodeState(b); err != nil || via.Seq != s.Seq {
+			if via, err := decodeState(b, nil); err != nil || via.Seq != s.Seq {
 				t.Fatalf("decodeState: %+v, %v", via, err)
 			}
 			for cut := 1; cut < len(b); cut++ {
