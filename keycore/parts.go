@@ -41,7 +41,8 @@ import (
 // A position is stored compactly where it has one of SourcePosition's
 // forms (srcpos.go). A row part with a position is
 //
-//	0xC3 | uvarint len | position | row
+//	0xC5 | uvarint lsn | row                a Postgres position (pg/<lsn>)
+//	0xC3 | uvarint len | position | row     any other
 //
 // where row is empty for a deleted right row. Folding the position into
 // the row's part saves the field a position of its own took (its name
@@ -428,8 +429,13 @@ func (c *Core) leftPos(row record.Row) (id, pos string) {
 	return id, pos
 }
 
-// posTag is the first byte of a row part with its position in front.
-const posTag = 0xC3
+// posTag is the first byte of a row part with its position in front;
+// pgTag the same for a Postgres position, whose LSN then follows as a
+// uvarint alone (3 bytes less than its stored form after posTag).
+const (
+	posTag = 0xC3
+	pgTag  = 0xC5
+)
 
 // withPos is a row part's value: row alone without a position, else the
 // position's stored form in front of it (row empty: a deleted row's
@@ -437,6 +443,13 @@ const posTag = 0xC3
 func withPos(pos string, row []byte) []byte {
 	if pos == "" {
 		return row
+	}
+	if rest, ok := strings.CutPrefix(pos, "pg/"); ok {
+		if lsn, ok := fixedDigits(rest, 20); ok {
+			b := make([]byte, 0, 1+binary.MaxVarintLen64+len(row))
+			b = binary.AppendUvarint(append(b, pgTag), lsn)
+			return append(b, row...)
+		}
 	}
 	var room [24]byte
 	p := appendSrcPos(room[:0], pos)
@@ -450,6 +463,13 @@ func withPos(pos string, row []byte) []byte {
 // splitPos reads a row part: its position ("" when it has none) and its
 // row (empty for a position alone).
 func splitPos(v []byte) (pos string, row []byte, err error) {
+	if len(v) > 0 && v[0] == pgTag {
+		lsn, k := binary.Uvarint(v[1:])
+		if k <= 0 {
+			return "", nil, fmt.Errorf("bad Postgres position % x", v)
+		}
+		return pgPos(lsn), v[1+k:], nil
+	}
 	if len(v) == 0 || v[0] != posTag {
 		return "", v, nil
 	}

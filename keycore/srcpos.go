@@ -127,3 +127,12 @@ func srcPos(b []byte) (string, bool) {
 	}
 	return string(out), true
 }
+
+// pgPos is the Postgres position of lsn, as SourcePosition writes it.
+func pgPos(lsn uint64) string {
+	var b [23]byte
+	copy(b[:], "pg/00000000000000000000")
+	d := strconv.AppendUint(b[:0:0], lsn, 10)
+	copy(b[23-len(d):], d)
+	return string(b[:])
+}

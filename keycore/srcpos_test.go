@@ -55,3 +55,34 @@ func FuzzSrcPos(f *testing.F) {
 		}
 	})
 }
+
+// TestRowPos: a row part's position, in either framing, comes back
+// exactly, with the row after it.
+func TestRowPos(t *testing.T) {
+	for _, c := range []struct {
+		pos  string
+		size int // framing bytes
+	}{
+		{"", 0},
+		{"pg/00000000000023456789", 5},
+		{"pg/18446744073709551615", 11},
+		{"pg/123", 8},
+		{"mongo/00000001700000000000/0000000003", 11},
+	} {
+		for _, row := range [][]byte{nil, []byte("\xc1\x00"), []byte(`{"a":1}`)} {
+			v := withPos(c.pos, row)
+			if len(v)-len(row) != c.size {
+				t.Errorf("%q: %d bytes of framing, want %d", c.pos, len(v)-len(row), c.size)
+			}
+			pos, got, err := splitPos(v)
+			if err != nil || pos != c.pos || string(got) != string(row) {
+				t.Errorf("%q, %q: split to %q, %q, %v", c.pos, row, pos, got, err)
+			}
+		}
+	}
+	for _, bad := range [][]byte{{pgTag}, {pgTag, 0x80}, {posTag}, {posTag, 0}, {posTag, 5, srcTag}} {
+		if pos, _, err := splitPos(bad); err == nil {
+			t.Errorf("% x split to %q", bad, pos)
+		}
+	}
+}
