@@ -26,13 +26,15 @@ import (
 //	l       the changelog join's left row (value state): a compact row
 //	        (internal/rowcodec), or JSON for a row holding a value the
 //	        compact encoding does not cover
+//	l:<pk>  a left row by primary key (key form), as l, when the left
+//	        side holds many rows per key (joins.CDCSpec.LeftMany)
 //	r:<pk>  a right row (map state) by primary key (key form), as l
 //	o:<id>  an outbox entry (its JSON as in version 1), id in 16 hex digits,
 //	        ascending in outbox order
 //	s:<id>  a row's last Debezium source position, id "side/pk", compact
 //	        where it has one of SourcePosition's forms (srcpos.go)
 //
-// The rows of a two-way changelog join are parts (l, r:) unless its spec
+// The rows of a two-way changelog join are parts (l or l:, r:) unless its spec
 // stamps source times (MaxTs: the times live in the join snapshot, which
 // then stays whole in the base, as it does for the multi-way and event-time
 // joins). A change of one domains row of a user key with a hundred then
@@ -41,7 +43,9 @@ import (
 //
 // Which rows changed is known from the events: an event of the left side
 // changes l, one of the right side the rows of its before and after
-// primary keys (the join changes no other row: joins.CDC.OnEvent). Deltas
+// primary keys (the join changes no other row: joins.CDC.OnEvent), and on
+// a left side of many rows an event of the left side changes those of its
+// before and after primary keys. Deltas
 // build on the Write before them, so they need every earlier Write
 // applied: the driver writes them in order and, after a failed one, Resets
 // the core (as it must anyway). The first Write after Init, after a Restore
@@ -57,6 +61,7 @@ import (
 // times their average size at the last whole Write or Restore.
 const (
 	partLeft   = "l"
+	partLefts  = "l:"
 	partRight  = "r:"
 	partOutbox = "o:"
 	partSrc    = "s:"
@@ -123,16 +128,16 @@ func (p *partsState) mark(name string) {
 	ch.rows = append(ch.rows, name)
 }
 
-// markRight is mark(partRight + k), without making the name when it is
-// the last one marked (an update's before and after rows).
-func (p *partsState) markRight(k string) {
+// markRow is mark(prefix + k), without making the name when it is the
+// last one marked (an update's before and after rows).
+func (p *partsState) markRow(prefix, k string) {
 	if ch := p.ch; ch != nil && len(ch.rows) > 0 {
 		last := ch.rows[len(ch.rows)-1]
-		if len(last) == len(partRight)+len(k) && last[:len(partRight)] == partRight && last[len(partRight):] == k {
+		if len(last) == len(prefix)+len(k) && last[:len(prefix)] == prefix && last[len(prefix):] == k {
 			return
 		}
 	}
-	p.mark(partRight + k)
+	p.mark(prefix + k)
 }
 
 // rowParts reports whether the join's rows are parts of the state.
@@ -146,14 +151,22 @@ func (c *Core) touch(e *record.Event) {
 	if !c.rowParts() {
 		return
 	}
+	spec := c.cfg.Machine.CDC
 	if e.Side == record.Left {
-		c.pt.mark(partLeft)
+		if !spec.LeftMany() {
+			c.pt.mark(partLeft)
+			return
+		}
+		for _, row := range []record.Row{e.Before, e.After} {
+			if k, ok := rowKey(row, spec.Left.PK); ok {
+				c.pt.markRow(partLefts, k)
+			}
+		}
 		return
 	}
-	pk := c.cfg.Machine.CDC.Right.PK
 	for _, row := range []record.Row{e.Before, e.After} {
-		if k, ok := rowKey(row, pk); ok {
-			c.pt.markRight(k)
+		if k, ok := rowKey(row, spec.Right.PK); ok {
+			c.pt.markRow(partRight, k)
 		}
 	}
 }
@@ -312,6 +325,17 @@ func (c *Core) allRows(add func(string, []byte)) error {
 		}
 		add(partLeft, b)
 	}
+	err := c.m.cdc.EachLeft(func(k string, r record.Row) error {
+		b, err := rowPart(r)
+		if err != nil {
+			return err
+		}
+		add(partLefts+k, b)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	return c.m.cdc.EachRight(func(k string, r record.Row) error {
 		b, err := rowPart(r)
 		if err != nil {
@@ -333,20 +357,19 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 		if c.pt.rowAvg == 0 {
 			c.pt.rowAvg = 64
 		}
-		n := c.m.cdc.NumRights()
-		if c.m.cdc.Left() != nil {
-			n++
-		}
-		c.pt.rowBytes = n * c.pt.rowAvg
+		c.pt.rowBytes = (c.m.cdc.NumRights() + c.m.cdc.NumLefts()) * c.pt.rowAvg
 	}()
 	// Sorted, each once: deterministic Writes. The slice is released with
 	// the changes by this Write, so it is sorted in place.
 	sort.Strings(c.pt.ch.rows)
 	for _, name := range slices.Compact(c.pt.ch.rows) {
 		var row record.Row
-		if name == partLeft {
+		switch {
+		case name == partLeft:
 			row = c.m.cdc.Left()
-		} else {
+		case strings.HasPrefix(name, partLefts):
+			row = c.m.cdc.LeftRow(name[len(partLefts):])
+		default:
 			row = c.m.cdc.Right(strings.TrimPrefix(name, partRight))
 		}
 		if row == nil {
@@ -379,12 +402,14 @@ func decodeParts(b []byte) (keyState, int, error) {
 		return keyState{}, 0, err
 	}
 	var left []byte
-	var rights []stateparts.Part
+	var lefts, rights []stateparts.Part
 	rows := 0
 	for _, p := range parts {
 		switch {
 		case p.Name == partLeft:
 			left, rows = p.Value, rows+1
+		case strings.HasPrefix(p.Name, partLefts):
+			lefts, rows = append(lefts, stateparts.Part{Name: p.Name[len(partLefts):], Value: p.Value}), rows+1
 		case strings.HasPrefix(p.Name, partRight):
 			rights, rows = append(rights, stateparts.Part{Name: p.Name[len(partRight):], Value: p.Value}), rows+1
 		case strings.HasPrefix(p.Name, partOutbox):
@@ -421,12 +446,17 @@ func decodeParts(b []byte) (keyState, int, error) {
 		if left, err = rowJSON(left); err != nil {
 			return keyState{}, 0, fmt.Errorf("%w: part %q: %v", errBadState, partLeft, err)
 		}
+		for i := range lefts {
+			if lefts[i].Value, err = rowJSON(lefts[i].Value); err != nil {
+				return keyState{}, 0, fmt.Errorf("%w: part %q: %v", errBadState, partLefts+lefts[i].Name, err)
+			}
+		}
 		for i := range rights {
 			if rights[i].Value, err = rowJSON(rights[i].Value); err != nil {
 				return keyState{}, 0, fmt.Errorf("%w: part %q: %v", errBadState, partRight+rights[i].Name, err)
 			}
 		}
-		s.Join = cdcSnapshot(left, rights)
+		s.Join = cdcSnapshot(left, lefts, rights)
 	}
 	return s, rows, nil
 }
@@ -441,9 +471,13 @@ func rowJSON(b []byte) ([]byte, error) {
 }
 
 // cdcSnapshot assembles a changelog join's snapshot (joins' version 1)
-// from its left row and its right rows by primary key.
-func cdcSnapshot(left []byte, rights []stateparts.Part) []byte {
+// from its left row (value state) or left rows by primary key (a left side
+// of many rows) and its right rows by primary key.
+func cdcSnapshot(left []byte, lefts, rights []stateparts.Part) []byte {
 	n := 16 + len(left)
+	for _, r := range lefts {
+		n += len(r.Name) + len(r.Value) + 4
+	}
 	for _, r := range rights {
 		n += len(r.Name) + len(r.Value) + 4
 	}
@@ -455,17 +489,25 @@ func cdcSnapshot(left []byte, rights []stateparts.Part) []byte {
 	} else {
 		b = append(b, left...)
 	}
-	if len(rights) > 0 {
-		b = append(b, `,"r":{`...)
-		for i, r := range rights {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonenc.AppendString(b, r.Name)
-			b = append(b, ':')
-			b = append(b, r.Value...)
+	b = appendRowParts(b, `,"lr":{`, lefts)
+	b = appendRowParts(b, `,"r":{`, rights)
+	return append(b, '}')
+}
+
+// appendRowParts appends the snapshot field that opens with head holding
+// rows by primary key, nothing when there are none.
+func appendRowParts(b []byte, head string, rows []stateparts.Part) []byte {
+	if len(rows) == 0 {
+		return b
+	}
+	b = append(b, head...)
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		b = append(b, '}')
+		b = jsonenc.AppendString(b, r.Name)
+		b = append(b, ':')
+		b = append(b, r.Value...)
 	}
 	return append(b, '}')
 }
