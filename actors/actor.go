@@ -389,8 +389,15 @@ func (a *keyActor) inspect(ctx actor.Context) *keypb.KeyState {
 		}
 		return ks
 	}
-	if l := m.CDC().Left(); l != nil {
-		ks.Left, _ = encodeRow(l)
+	// A left side of many rows: its first row as left, the others first
+	// among the rights, as the multi-way join shows its driving table.
+	for i, l := range m.CDC().Lefts() {
+		b, _ := encodeRow(l)
+		if i == 0 {
+			ks.Left = b
+			continue
+		}
+		ks.Rights = append(ks.Rights, b)
 	}
 	for _, r := range m.CDC().Rights() {
 		b, _ := encodeRow(r)

@@ -59,10 +59,18 @@ func InspectOffline(ctx context.Context, store persistence.Store, spec *joins.CD
 			return KeyState{}, fmt.Errorf("admin: inspect offline: job %q key %q: %w", job, key, err)
 		}
 	}
-	if l := cdc.Left(); l != nil {
-		if ks.Left, err = encodeRow(l); err != nil {
+	// A left side of many rows: its first row as Left, the others first
+	// among Rights.
+	for i, l := range cdc.Lefts() {
+		b, err := encodeRow(l)
+		if err != nil {
 			return KeyState{}, err
 		}
+		if i == 0 {
+			ks.Left = b
+			continue
+		}
+		ks.Rights = append(ks.Rights, b)
 	}
 	for _, r := range cdc.Rights() {
 		b, err := encodeRow(r)

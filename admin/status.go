@@ -65,7 +65,9 @@ type KeyState struct {
 	// Node is the address of the member holding the key; empty when the state
 	// was read from the store (InspectOffline).
 	Node string `json:"node"`
-	// Left is the left (value-state) row as JSON, or null when absent.
+	// Left is the left (value-state) row as JSON, or null when absent. A
+	// changelog join whose left side holds many rows per key shows its
+	// first left row here and the others first among Rights.
 	Left json.RawMessage `json:"left"`
 	// Rights are the right rows as JSON, sorted by primary key.
 	Rights []json.RawMessage `json:"rights"`

@@ -102,11 +102,7 @@ func (s *Spec) CDCSpec() (*joins.CDCSpec, error) {
 			errs = append(errs, fmt.Errorf("join.%w", e))
 		}
 	}
-	if !where.IsZero() && kinds != joins.KindsUpdate {
-		errs = append(errs, fmt.Errorf("join.condition: a changelog join's residual condition needs cdc kinds update (got %q)", s.Join.CDC.Kinds))
-	} else {
-		cs.Where = where
-	}
+	cs.Where = where
 	for i, c := range s.Join.Project {
 		f := fmt.Sprintf("join.project[%d]", i)
 		col, err := s.projectColumn(c, s.Join.Left.Name, s.Join.Right.Name)

@@ -13,7 +13,9 @@ import (
 
 // CDC is the changelog-join state of one join key: the left row (value state,
 // nil when absent) and the right rows by primary key (map state, iterated in
-// sorted primary-key order so outputs are deterministic).
+// sorted primary-key order so outputs are deterministic). When the left join
+// column is not the left primary key (CDCSpec.LeftMany) the left rows are a
+// map state too, by primary key (cdc_many.go).
 //
 // A CDC is not safe for concurrent use. It takes ownership of the rows of the
 // events it is given, and the rows it returns or puts in outputs are shared
@@ -24,6 +26,7 @@ type CDC struct {
 	leftTs  int64       // left's source time (Event.Ts), kept with MaxTs
 	leftEnc []byte      // left's JSON, cached by Snapshot; nil when not yet encoded
 	rights  []*rightRow // sorted by pk; pointers, so an insert into a hot key moves 8 bytes a row
+	lefts   []*rightRow // the left rows by pk, sorted, when CDCSpec.LeftMany
 }
 
 type rightRow struct {
@@ -39,10 +42,56 @@ func NewCDC(spec *CDCSpec) *CDC { return &CDC{spec: spec} }
 
 // Empty reports whether the key holds no row at all, so its state can be
 // dropped.
-func (j *CDC) Empty() bool { return j.left == nil && len(j.rights) == 0 }
+func (j *CDC) Empty() bool { return j.left == nil && len(j.rights) == 0 && len(j.lefts) == 0 }
 
-// Left returns the stored left row, nil when absent. Read-only.
+// Left returns the stored left row, nil when absent. Read-only. A left
+// side of many rows (CDCSpec.LeftMany) has none: see Lefts.
 func (j *CDC) Left() record.Row { return j.left }
+
+// Lefts returns the stored left rows, sorted by primary key as Rights:
+// the one row of Left, or the rows of a left side of many rows. Read-only.
+func (j *CDC) Lefts() []record.Row {
+	if j.left != nil {
+		return []record.Row{j.left}
+	}
+	if len(j.lefts) == 0 {
+		return nil
+	}
+	out := make([]record.Row, len(j.lefts))
+	for i, r := range j.lefts {
+		out[i] = r.row
+	}
+	return out
+}
+
+// NumLefts is len(Lefts()), without the copy.
+func (j *CDC) NumLefts() int {
+	if j.left != nil {
+		return 1
+	}
+	return len(j.lefts)
+}
+
+// LeftRow returns the stored left row of a left side of many rows whose
+// primary key has the key form pk, nil when there is none. Read-only.
+func (j *CDC) LeftRow(pk string) record.Row {
+	if i, ok := findRow(j.lefts, pk); ok {
+		return j.lefts[i].row
+	}
+	return nil
+}
+
+// EachLeft calls f with each stored left row of a left side of many rows
+// and the key form of its primary key, in primary-key order. The rows are
+// read-only; f must not change the join.
+func (j *CDC) EachLeft(f func(pk string, row record.Row) error) error {
+	for _, r := range j.lefts {
+		if err := f(r.pk, r.row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Rights returns the stored right rows sorted by primary key (by its key
 // form, compared as strings), nil when there are none. The slice is new; the
@@ -98,6 +147,10 @@ func (j *CDC) OnEvent(e record.Event, out []record.Output) []record.Output {
 	// The emitter holds a copy of e: a pointer to it would move e to the
 	// heap, one allocation per event.
 	em := emitter{spec: j.spec, e: e, base: len(out), out: out}
+	if j.spec.general() {
+		j.manyEvent(&em, &em.e)
+		return em.out
+	}
 	if !j.spec.Where.IsZero() {
 		j.whereEvent(&em, &em.e)
 		return em.out

@@ -22,14 +22,19 @@ var ErrBadSnapshot = errors.New("joins: bad CDC snapshot")
 // the left row (null when absent) and the right rows by primary key (key form).
 // encoding/json sorts map keys, so the encoding is deterministic.
 //
+// A left side of many rows (CDCSpec.LeftMany) has "l" null and its rows by
+// primary key in "lr".
+//
 // With CDCSpec.MaxTs the rows' source times follow, where not 0: "lt" the
-// left row's, "rt" the right rows' by primary key. A state without times
-// encodes as before.
+// left row's, "lrt" the many left rows' and "rt" the right rows' by
+// primary key. A state without times encodes without them.
 type cdcSnap struct {
-	L  record.Row            `json:"l"`
-	R  map[string]record.Row `json:"r,omitempty"`
-	LT int64                 `json:"lt,omitempty"`
-	RT map[string]int64      `json:"rt,omitempty"`
+	L   record.Row            `json:"l"`
+	LR  map[string]record.Row `json:"lr,omitempty"`
+	R   map[string]record.Row `json:"r,omitempty"`
+	LT  int64                 `json:"lt,omitempty"`
+	LRT map[string]int64      `json:"lrt,omitempty"`
+	RT  map[string]int64      `json:"rt,omitempty"`
 }
 
 // Snapshot encodes the state: one version byte (SnapshotVersion) then JSON,
@@ -40,8 +45,10 @@ type cdcSnap struct {
 // always are; Snapshot panics otherwise (a broken invariant).
 func (j *CDC) Snapshot() []byte {
 	size := 16 + len(j.leftEnc)
-	for i := range j.rights {
-		size += len(j.rights[i].pk) + len(j.rights[i].enc) + 4
+	for _, rs := range [2][]*rightRow{j.lefts, j.rights} {
+		for i := range rs {
+			size += len(rs[i].pk) + len(rs[i].enc) + 4
+		}
 	}
 	buf := make([]byte, 0, size)
 	buf = append(buf, SnapshotVersion)
@@ -54,33 +61,48 @@ func (j *CDC) Snapshot() []byte {
 		}
 		buf = append(buf, j.leftEnc...)
 	}
-	if len(j.rights) > 0 {
-		buf = append(buf, `,"r":{`...)
-		for i := range j.rights {
-			r := j.rights[i]
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = jsonenc.AppendString(buf, r.pk)
-			buf = append(buf, ':')
-			if r.enc == nil {
-				r.enc = mustJSON(r.row)
-			}
-			buf = append(buf, r.enc...)
-		}
-		buf = append(buf, '}')
-	}
+	buf = appendRows(buf, `,"lr":{`, j.lefts)
+	buf = appendRows(buf, `,"r":{`, j.rights)
 	if j.leftTs != 0 {
 		buf = append(buf, `,"lt":`...)
 		buf = strconv.AppendInt(buf, j.leftTs, 10)
 	}
+	buf = appendTimes(buf, `,"lrt":{`, j.lefts)
+	buf = appendTimes(buf, `,"rt":{`, j.rights)
+	return append(buf, '}')
+}
+
+// appendRows appends the field that opens with head (its name and "{")
+// holding rows by primary key, nothing when there are none.
+func appendRows(buf []byte, head string, rows []*rightRow) []byte {
+	if len(rows) == 0 {
+		return buf
+	}
+	buf = append(buf, head...)
+	for i, r := range rows {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = jsonenc.AppendString(buf, r.pk)
+		buf = append(buf, ':')
+		if r.enc == nil {
+			r.enc = mustJSON(r.row)
+		}
+		buf = append(buf, r.enc...)
+	}
+	return append(buf, '}')
+}
+
+// appendTimes appends the field that opens with head holding the rows'
+// source times by primary key where not 0, nothing when all are.
+func appendTimes(buf []byte, head string, rows []*rightRow) []byte {
 	n := 0
-	for _, r := range j.rights {
+	for _, r := range rows {
 		if r.ts == 0 {
 			continue
 		}
 		if n == 0 {
-			buf = append(buf, `,"rt":{`...)
+			buf = append(buf, head...)
 		} else {
 			buf = append(buf, ',')
 		}
@@ -92,7 +114,7 @@ func (j *CDC) Snapshot() []byte {
 	if n > 0 {
 		buf = append(buf, '}')
 	}
-	return append(buf, '}')
+	return buf
 }
 
 // mustJSON encodes v as encoding/json does with HTML escaping off
@@ -129,31 +151,64 @@ func (j *CDC) Restore(b []byte) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return fmt.Errorf("%w: trailing data after the state", ErrBadSnapshot)
 	}
+	var lpk string
 	if s.L != nil {
-		if _, ok := j.pkOf(record.Left, s.L); !ok {
+		var ok bool
+		if lpk, ok = j.pkOf(record.Left, s.L); !ok {
 			return fmt.Errorf("%w: left row lacks a scalar %q", ErrBadSnapshot, j.spec.Left.PK)
 		}
 	}
-	rights := make([]*rightRow, 0, len(s.R))
-	for pk, row := range s.R {
-		got, ok := j.pkOf(record.Right, row)
-		if !ok || got != pk {
-			return fmt.Errorf("%w: right row %q: %q is not its primary key", ErrBadSnapshot, pk, j.spec.Right.PK)
-		}
-		rights = append(rights, &rightRow{pk: pk, row: row, ts: s.RT[pk]})
+	rights, err := restoreRows(j, record.Right, "right", s.R, s.RT)
+	if err != nil {
+		return err
 	}
-	for pk := range s.RT {
-		if _, ok := s.R[pk]; !ok {
-			return fmt.Errorf("%w: a time for right row %q, which is not there", ErrBadSnapshot, pk)
-		}
+	lefts, err := restoreRows(j, record.Left, "left", s.LR, s.LRT)
+	if err != nil {
+		return err
 	}
 	if s.LT != 0 && s.L == nil {
 		return fmt.Errorf("%w: a left time without a left row", ErrBadSnapshot)
 	}
-	if len(rights) == 0 {
-		rights = nil
+	left, leftTs := s.L, s.LT
+	if j.spec.LeftMany() {
+		if left != nil {
+			// A one-row left side's state: its row is one of many.
+			if _, dup := findRow(lefts, lpk); dup {
+				return fmt.Errorf("%w: left row %q twice", ErrBadSnapshot, lpk)
+			}
+			lefts = append(lefts, &rightRow{pk: lpk, row: left, ts: leftTs})
+			sortRights(lefts)
+			left, leftTs = nil, 0
+		}
+	} else if len(lefts) > 0 {
+		return fmt.Errorf("%w: many left rows, but the left join column is the left primary key", ErrBadSnapshot)
 	}
-	sortRights(rights)
-	j.left, j.leftTs, j.rights = s.L, s.LT, rights
+	if len(lefts) == 0 {
+		lefts = nil
+	}
+	j.left, j.leftTs, j.leftEnc, j.lefts, j.rights = left, leftTs, nil, lefts, rights
 	return nil
+}
+
+// restoreRows checks and sorts the rows of side by primary key (name is
+// the side's, for errors) with their times.
+func restoreRows(j *CDC, side record.Side, name string, rows map[string]record.Row, ts map[string]int64) ([]*rightRow, error) {
+	out := make([]*rightRow, 0, len(rows))
+	for pk, row := range rows {
+		got, ok := j.pkOf(side, row)
+		if !ok || got != pk {
+			return nil, fmt.Errorf("%w: %s row %q: %q is not its primary key", ErrBadSnapshot, name, pk, j.spec.side(side).PK)
+		}
+		out = append(out, &rightRow{pk: pk, row: row, ts: ts[pk]})
+	}
+	for pk := range ts {
+		if _, ok := rows[pk]; !ok {
+			return nil, fmt.Errorf("%w: a time for %s row %q, which is not there", ErrBadSnapshot, name, pk)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	sortRights(out)
+	return out, nil
 }

@@ -122,8 +122,8 @@ type CDCSpec struct {
 	// equality being the key): a left and a right row are a pair only when
 	// it holds, so a row of a kept side is padded while no row passes it
 	// with it, and a change that flips it for a pair retracts or adds the
-	// pair (see cdc_where.go). The zero Condition pairs every two rows of a
-	// key. Only with KindsUpdate.
+	// pair (see cdc_where.go and cdc_many.go). The zero Condition pairs
+	// every two rows of a key.
 	Where Condition
 	// MaxTs stamps every output with the larger of its input change's
 	// source time (Event.Ts) and the source time of the other side's row in
@@ -198,9 +198,6 @@ func (s *CDCSpec) Validate() error {
 		if side.spec.JoinOn == "" {
 			bad(side.field+".join_on", "must not be empty")
 		}
-	}
-	if !s.Where.IsZero() && s.Kinds != KindsUpdate {
-		bad("where", "a residual condition needs the update kinds (got kinds %d)", int(s.Kinds))
 	}
 	if len(s.Project) == 0 && s.Left.Name != "" && s.Left.Name == s.Right.Name {
 		bad("right.name", "must differ from left.name %q when there is no projection", s.Left.Name)

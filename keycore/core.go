@@ -138,6 +138,12 @@ func (c *Core) Restore(offsets record.Offsets, state []byte) error {
 				}
 			}
 		}
+		sides := c.keyedSides()
+		for _, id := range st.srcParts {
+			if _, _, ok := sides.of(id); ok {
+				st.unfolded = true // a position its row's part now holds
+			}
+		}
 		if st.unfolded {
 			c.pt.all = true
 		}

@@ -25,7 +25,7 @@ func TestCoreOffload(t *testing.T) {
 	var st *stored
 	var off int64
 	for step := range 200 {
-		req, _ := randomRequest(rng, &off)
+		req, _ := randomRequest(rng, &off, 1)
 		r, rs := c.Step(req, int64(step)), shadow.Step(req, int64(step))
 		if r.Err != nil || rs.Err != nil {
 			t.Fatalf("step %d: %v, %v", step, r.Err, rs.Err)

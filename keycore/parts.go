@@ -30,13 +30,16 @@ import (
 //	        (internal/rowcodec), or JSON for a row holding a value the
 //	        compact encoding does not cover; with the row's last Debezium
 //	        source position in front when it has one (below)
+//	l:<pk>  a left row by primary key (key form), as l, when the left
+//	        side holds many rows per key (joins.CDCSpec.LeftMany); a
+//	        deleted left row's part is its last position alone
 //	r:<pk>  a right row (map state) by primary key (key form), as l; a
 //	        deleted right row's part is its last position alone
 //	o:<id>  an outbox entry (its JSON as in version 1), id in 16 hex digits,
 //	        ascending in outbox order
 //	s:<id>  a last Debezium source position that no row part holds, id
-//	        "side/pk": a deleted left row's, and every position of a join
-//	        whose rows live in the base
+//	        "side/pk": a deleted left row's of a left side of one row per
+//	        key, and every position of a join whose rows live in the base
 //
 // A position is stored compactly where it has one of SourcePosition's
 // forms (srcpos.go). A row part with a position is
@@ -44,13 +47,14 @@ import (
 //	0xC5 | uvarint lsn | row                a Postgres position (pg/<lsn>)
 //	0xC3 | uvarint len | position | row     any other
 //
-// where row is empty for a deleted right row. Folding the position into
+// where row is empty for a deleted row of a side kept by primary key
+// (r:, l:). Folding the position into
 // the row's part saves the field a position of its own took (its name
 // "s:right/<pk>" and the listpack's framing): about 20 bytes a row.
 // Parts written before positions were folded (s:right/<pk> beside
 // r:<pk>) are read, and the key is written whole once in the folded form.
 //
-// The rows of a two-way changelog join are parts (l, r:) unless its spec
+// The rows of a two-way changelog join are parts (l or l:, r:) unless its spec
 // stamps source times (MaxTs: the times live in the join snapshot, which
 // then stays whole in the base, as it does for the multi-way and event-time
 // joins). A change of one domains row of a user key with a hundred then
@@ -59,7 +63,9 @@ import (
 //
 // Which rows changed is known from the events: an event of the left side
 // changes l, one of the right side the rows of its before and after
-// primary keys (the join changes no other row: joins.CDC.OnEvent). Deltas
+// primary keys (the join changes no other row: joins.CDC.OnEvent), and on
+// a left side of many rows an event of the left side changes those of its
+// before and after primary keys. Deltas
 // build on the Write before them, so they need every earlier Write
 // applied: the driver writes them in order and, after a failed one, Resets
 // the core (as it must anyway). The first Write after Init, after a Restore
@@ -75,6 +81,7 @@ import (
 // times their average size at the last whole Write or Restore.
 const (
 	partLeft   = "l"
+	partLefts  = "l:"
 	partRight  = "r:"
 	partOutbox = "o:"
 	partSrc    = "s:"
@@ -141,16 +148,16 @@ func (p *partsState) mark(name string) {
 	ch.rows = append(ch.rows, name)
 }
 
-// markRight is mark(partRight + k), without making the name when it is
-// the last one marked (an update's before and after rows).
-func (p *partsState) markRight(k string) {
+// markRow is mark(prefix + k), without making the name when it is the
+// last one marked (an update's before and after rows).
+func (p *partsState) markRow(prefix, k string) {
 	if ch := p.ch; ch != nil && len(ch.rows) > 0 {
 		last := ch.rows[len(ch.rows)-1]
-		if len(last) == len(partRight)+len(k) && last[:len(partRight)] == partRight && last[len(partRight):] == k {
+		if len(last) == len(prefix)+len(k) && last[:len(prefix)] == prefix && last[len(prefix):] == k {
 			return
 		}
 	}
-	p.mark(partRight + k)
+	p.mark(prefix + k)
 }
 
 // rowParts reports whether the join's rows are parts of the state.
@@ -196,14 +203,22 @@ func (c *Core) touch(e *record.Event) {
 	if !c.rowParts() {
 		return
 	}
+	spec := c.cfg.Machine.CDC
 	if e.Side == record.Left {
-		c.pt.mark(partLeft)
+		if !spec.LeftMany() {
+			c.pt.mark(partLeft)
+			return
+		}
+		for _, row := range []record.Row{e.Before, e.After} {
+			if k, ok := rowKey(row, spec.Left.PK); ok {
+				c.pt.markRow(partLefts, k)
+			}
+		}
 		return
 	}
-	pk := c.cfg.Machine.CDC.Right.PK
 	for _, row := range []record.Row{e.Before, e.After} {
-		if k, ok := rowKey(row, pk); ok {
-			c.pt.markRight(k)
+		if k, ok := rowKey(row, spec.Right.PK); ok {
+			c.pt.markRow(partRight, k)
 		}
 	}
 }
@@ -311,10 +326,7 @@ func (c *Core) writeParts(w *Write, room []stateparts.Part) error {
 			for _, pt := range parts {
 				n += len(pt.Name) + len(pt.Value)
 			}
-			rows := c.m.cdc.NumRights()
-			if c.m.cdc.Left() != nil {
-				rows++
-			}
+			rows := c.m.cdc.NumRights() + c.m.cdc.NumLefts()
 			p.rowBytes, p.rowAvg = n, 0
 			if rows > 0 {
 				p.rowAvg = n / rows
@@ -374,8 +386,8 @@ func (c *Core) writeParts(w *Write, room []stateparts.Part) error {
 }
 
 // allRows adds every row of the changelog join, each with its position
-// folded in, then the positions no row part holds: a deleted right row's
-// as its part, the others as s: parts.
+// folded in, then the positions no row part holds: a deleted row's of a
+// side kept by primary key as its part, the others as s: parts.
 func (c *Core) allRows(add func(string, []byte)) error {
 	var folded string // the left row's position id, folded into l
 	sch := schemasOf(c.cfg.Machine.CDC)
@@ -388,31 +400,89 @@ func (c *Core) allRows(add func(string, []byte)) error {
 		folded, pos = c.leftPos(l)
 		add(partLeft, withPos(pos, b))
 	}
-	right := c.cfg.Machine.sideName(record.Right) + "/"
-	err := c.m.cdc.EachRight(func(k string, r record.Row) error {
-		b, err := rowPart(r, sch.side(record.Right))
+	sides := c.keyedSides()
+	for _, sd := range sides {
+		if sd.prefix == "" {
+			continue
+		}
+		err := sd.each(func(k string, r record.Row) error {
+			b, err := rowPart(r, sch.side(sd.side))
+			if err != nil {
+				return err
+			}
+			add(sd.prefix+k, withPos(c.src[sd.id+k], b))
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		add(partRight+k, withPos(c.src[right+k], b))
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.src)) { // deterministic Writes
 		if id == folded {
 			continue
 		}
-		if k, ok := strings.CutPrefix(id, right); ok {
-			if c.m.cdc.Right(k) == nil {
-				add(partRight+k, withPos(c.src[id], nil))
+		if sd, k, ok := sides.of(id); ok {
+			if sd.row(k) == nil {
+				add(sd.prefix+k, withPos(c.src[id], nil))
 			}
 			continue
 		}
 		add(partSrc+id, appendSrcPos(nil, c.src[id]))
 	}
 	return nil
+}
+
+// keyedSide is a side of the changelog join whose rows are parts by
+// primary key (prefix r: or l:), with their positions folded in.
+type keyedSide struct {
+	side   record.Side
+	prefix string // "" when the side is not kept by primary key
+	id     string // its positions' id prefix: "right/"
+	each   func(func(string, record.Row) error) error
+	row    func(string) record.Row
+}
+
+type keyedSides [2]keyedSide
+
+// keyedSides are the join's sides kept by primary key: the right side,
+// and the left one when it holds many rows per key.
+func (c *Core) keyedSides() keyedSides {
+	var s keyedSides
+	s[record.Right] = keyedSide{side: record.Right, prefix: partRight, id: c.cfg.Machine.sideName(record.Right) + "/",
+		each: c.m.cdc.EachRight, row: c.m.cdc.Right}
+	if c.cfg.Machine.CDC.LeftMany() {
+		s[record.Left] = keyedSide{side: record.Left, prefix: partLefts, id: c.cfg.Machine.sideName(record.Left) + "/",
+			each: c.m.cdc.EachLeft, row: c.m.cdc.LeftRow}
+	}
+	return s
+}
+
+// of finds the side kept by primary key whose position id is id, and the
+// row's key.
+func (s *keyedSides) of(id string) (*keyedSide, string, bool) {
+	for i := range s {
+		if s[i].prefix == "" {
+			continue
+		}
+		if k, ok := strings.CutPrefix(id, s[i].id); ok {
+			return &s[i], k, true
+		}
+	}
+	return nil, "", false
+}
+
+// part finds the side kept by primary key of a part name, and the row's
+// key.
+func (s *keyedSides) part(name string) (*keyedSide, string, bool) {
+	for i := range s {
+		if s[i].prefix == "" {
+			continue
+		}
+		if k, ok := strings.CutPrefix(name, s[i].prefix); ok {
+			return &s[i], k, true
+		}
+	}
+	return nil, "", false
 }
 
 // leftPos is the id and position of row's position as the left row:
@@ -499,30 +569,28 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 		if c.pt.rowAvg == 0 {
 			c.pt.rowAvg = 64
 		}
-		n := c.m.cdc.NumRights()
-		if c.m.cdc.Left() != nil {
-			n++
-		}
-		c.pt.rowBytes = n * c.pt.rowAvg
+		c.pt.rowBytes = (c.m.cdc.NumRights() + c.m.cdc.NumLefts()) * c.pt.rowAvg
 	}()
 	leftID, leftPos := "", ""
 	if l := c.m.cdc.Left(); l != nil {
 		leftID, leftPos = c.leftPos(l)
 	}
-	right := c.cfg.Machine.sideName(record.Right) + "/"
-	// Positions first: a right row's and the left row's go with their
-	// rows' parts, the others (a deleted left row's) to s: parts. The
-	// left row's id had an s: part while it was deleted: that one goes.
+	sides := c.keyedSides()
+	// Positions first: the positions of rows kept by primary key and the
+	// left row's go with their rows' parts, the others (a deleted left
+	// row's) to s: parts. The left row's id had an s: part while it was
+	// deleted: that one goes.
 	for _, id := range ch.src {
-		switch k, ok := strings.CutPrefix(id, right); {
-		case ok:
-			c.pt.markRight(k)
-		case id == leftID:
+		if sd, k, ok := sides.of(id); ok {
+			c.pt.markRow(sd.prefix, k)
+			continue
+		}
+		if id == leftID {
 			c.pt.mark(partLeft)
 			add(partSrc+id, nil)
-		default:
-			add(partSrc+id, appendSrcPos(nil, c.src[id]))
+			continue
 		}
+		add(partSrc+id, appendSrcPos(nil, c.src[id]))
 	}
 	// Sorted, each once: deterministic Writes. The slice is released with
 	// the changes by this Write, so it is sorted in place.
@@ -541,9 +609,12 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 			}
 			continue
 		}
-		k := strings.TrimPrefix(name, partRight)
-		pos := c.src[right+k]
-		row := c.m.cdc.Right(k)
+		sd, k, ok := sides.part(name)
+		if !ok {
+			return fmt.Errorf("keycore: changed row part %q of no side", name)
+		}
+		pos := c.src[sd.id+k]
+		row := sd.row(k)
 		if row == nil {
 			if pos == "" {
 				add(name, nil)
@@ -552,7 +623,7 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 			}
 			continue
 		}
-		b, err := rowPart(row, sch.side(record.Right))
+		b, err := rowPart(row, sch.side(sd.side))
 		if err != nil {
 			return err
 		}
@@ -578,7 +649,7 @@ func decodeParts(b []byte, sch *schemas) (keyState, int, error) {
 		return keyState{}, 0, err
 	}
 	var left []byte
-	var rights []stateparts.Part
+	var lefts, rights []stateparts.Part
 	rows := 0
 	var srcParts map[string]string // s: parts by id
 	setSrc := func(id, pos string) {
@@ -595,6 +666,18 @@ func decodeParts(b []byte, sch *schemas) (keyState, int, error) {
 				return keyState{}, 0, fmt.Errorf("%w: part %q: %v", errBadState, p.Name, err)
 			}
 			left, rows, s.leftPos = row, rows+1, pos
+		case strings.HasPrefix(p.Name, partLefts):
+			pos, row, err := splitPos(p.Value)
+			if err != nil {
+				return keyState{}, 0, fmt.Errorf("%w: part %q: %v", errBadState, p.Name, err)
+			}
+			k := p.Name[len(partLefts):]
+			if pos != "" {
+				setSrc(record.Left.String()+"/"+k, pos)
+			}
+			if len(row) > 0 {
+				lefts, rows = append(lefts, stateparts.Part{Name: k, Value: row}), rows+1
+			}
 		case strings.HasPrefix(p.Name, partRight):
 			pos, row, err := splitPos(p.Value)
 			if err != nil {
@@ -635,16 +718,13 @@ func decodeParts(b []byte, sch *schemas) (keyState, int, error) {
 		}
 	}
 	// An s: part of a position a row part holds too is older than the
-	// row's (it was written before positions went with the rows); a right
-	// row's position in an s: part is from then too. Either makes the
-	// next Write whole, in the folded form.
+	// row's (it was written before positions went with the rows): the
+	// next Write is whole, in the folded form (as for the other s: parts
+	// of that layout, which Restore finds in srcParts).
 	for id, pos := range srcParts {
 		if _, ok := s.Src[id]; ok {
 			s.unfolded = true
 			continue
-		}
-		if strings.HasPrefix(id, record.Right.String()+"/") {
-			s.unfolded = true
 		}
 		setSrc(id, pos)
 		s.srcParts = append(s.srcParts, id)
@@ -656,12 +736,17 @@ func decodeParts(b []byte, sch *schemas) (keyState, int, error) {
 		if left, err = rowJSON(left, sch.side(record.Left)); err != nil {
 			return keyState{}, 0, fmt.Errorf("%w: part %q: %w", errBadState, partLeft, err)
 		}
+		for i := range lefts {
+			if lefts[i].Value, err = rowJSON(lefts[i].Value, sch.side(record.Left)); err != nil {
+				return keyState{}, 0, fmt.Errorf("%w: part %q: %w", errBadState, partLefts+lefts[i].Name, err)
+			}
+		}
 		for i := range rights {
 			if rights[i].Value, err = rowJSON(rights[i].Value, sch.side(record.Right)); err != nil {
 				return keyState{}, 0, fmt.Errorf("%w: part %q: %w", errBadState, partRight+rights[i].Name, err)
 			}
 		}
-		s.Join = cdcSnapshot(left, rights)
+		s.Join = cdcSnapshot(left, lefts, rights)
 	}
 	return s, rows, nil
 }
@@ -698,9 +783,13 @@ const schemaChange = "the columns the job keeps of a side changed since the row 
 	"(docs/operations/upgrades.md, \"Changing a job's columns\")"
 
 // cdcSnapshot assembles a changelog join's snapshot (joins' version 1)
-// from its left row and its right rows by primary key.
-func cdcSnapshot(left []byte, rights []stateparts.Part) []byte {
+// from its left row (value state) or left rows by primary key (a left side
+// of many rows) and its right rows by primary key.
+func cdcSnapshot(left []byte, lefts, rights []stateparts.Part) []byte {
 	n := 16 + len(left)
+	for _, r := range lefts {
+		n += len(r.Name) + len(r.Value) + 4
+	}
 	for _, r := range rights {
 		n += len(r.Name) + len(r.Value) + 4
 	}
@@ -712,17 +801,25 @@ func cdcSnapshot(left []byte, rights []stateparts.Part) []byte {
 	} else {
 		b = append(b, left...)
 	}
-	if len(rights) > 0 {
-		b = append(b, `,"r":{`...)
-		for i, r := range rights {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonenc.AppendString(b, r.Name)
-			b = append(b, ':')
-			b = append(b, r.Value...)
+	b = appendRowParts(b, `,"lr":{`, lefts)
+	b = appendRowParts(b, `,"r":{`, rights)
+	return append(b, '}')
+}
+
+// appendRowParts appends the snapshot field that opens with head holding
+// rows by primary key, nothing when there are none.
+func appendRowParts(b []byte, head string, rows []stateparts.Part) []byte {
+	if len(rows) == 0 {
+		return b
+	}
+	b = append(b, head...)
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		b = append(b, '}')
+		b = jsonenc.AppendString(b, r.Name)
+		b = append(b, ':')
+		b = append(b, r.Value...)
 	}
 	return append(b, '}')
 }

@@ -24,10 +24,17 @@ import (
 // the first Write is done one change writes a delta of a few parts (at most
 // two rows, its outbox entry and its position).
 func TestCorePartsEqualWhole(t *testing.T) {
+	groups := joins.SideSpec{Name: "users", PK: "id", JoinOn: "grp"}
 	specs := map[string]*joins.CDCSpec{
 		"rows":  usersDomains,
 		"maxTs": {Type: joins.LeftOuter, MaxTs: true, Left: usersDomains.Left, Right: usersDomains.Right},
 		"flink": {Type: joins.FullOuter, Kinds: joins.KindsFlink, Left: usersDomains.Left, Right: usersDomains.Right},
+		// A left side of many rows: parts l:<pk>.
+		"many":       {Type: joins.FullOuter, Left: groups, Right: usersDomains.Right},
+		"many-flink": {Type: joins.LeftOuter, Kinds: joins.KindsFlink, Left: groups, Right: usersDomains.Right},
+		// Rows stored under the sides' schemas (rowcodec.Schema).
+		"projected": {Type: joins.FullOuter, Left: usersDomains.Left, Right: usersDomains.Right, Project: []joins.Column{
+			{Name: "name", Side: record.Left, Field: "name"}, {Name: "v", Side: record.Right, Field: "v"}}},
 	}
 	for name, spec := range specs {
 		t.Run(name, func(t *testing.T) {
@@ -39,7 +46,11 @@ func TestCorePartsEqualWhole(t *testing.T) {
 			var off int64
 			deltas := 0
 			for step := range 400 {
-				req, evs := randomRequest(rng, &off)
+				leftIDs := 1
+				if spec.LeftMany() {
+					leftIDs = 5
+				}
+				req, evs := randomRequest(rng, &off, leftIDs)
 				r := c.Step(req, int64(step))
 				if r.Err != nil {
 					t.Fatal(r.Err)
@@ -97,6 +108,14 @@ func TestCorePartsEqualWhole(t *testing.T) {
 			if wantDeltas := name != "maxTs"; wantDeltas && deltas < 300 {
 				t.Fatalf("%d of 400 writes were deltas", deltas)
 			}
+			if spec.LeftMany() {
+				if n := c.Machine().CDC().NumLefts(); n < 2 {
+					t.Fatalf("the key ends with %d left rows: many left rows untested", n)
+				}
+				if w := c.Machine().CDC().Snapshot(); !bytes.Contains(w, []byte(`"lr":{`)) {
+					t.Fatalf("a left side of many rows encodes without \"lr\": %.200s", w)
+				}
+			}
 		})
 	}
 }
@@ -111,11 +130,12 @@ func partNames(w *Write) []string {
 
 // randomRequest is one to three random events at the offsets after *off,
 // and now and then a commit of an offset up to ten before the last.
-func randomRequest(rng *rand.Rand, off *int64) (*Request, []Event) {
+// leftIDs is the number of left primary keys (1: user 1 only).
+func randomRequest(rng *rand.Rand, off *int64, leftIDs int) (*Request, []Event) {
 	var evs []Event
 	for range 1 + rng.IntN(3) {
 		*off++
-		evs = append(evs, randomEvent(rng, *off))
+		evs = append(evs, randomEvent(rng, *off, leftIDs))
 	}
 	req := &Request{Events: evs}
 	if rng.IntN(4) == 0 {
@@ -124,15 +144,20 @@ func randomRequest(rng *rand.Rand, off *int64) (*Request, []Event) {
 	return req, evs
 }
 
-// randomEvent is a change of user 1 or of one of its ten domains.
-func randomEvent(rng *rand.Rand, off int64) Event {
+// randomEvent is a change of a user (1, or one of 0..leftIDs-1) of
+// group 1, or of one of ten domains of user 1.
+func randomEvent(rng *rand.Rand, off int64, leftIDs int) Event {
 	e := Event{Pos: record.Position{Source: "s", Offset: off}, Ts: off, SrcPos: fmt.Sprintf("%08d", off)}
 	if rng.IntN(10) == 0 && off > 2 {
 		e.SrcPos = fmt.Sprintf("%08d", off-2) // a replay: dropped if its row saw a later one
 	}
 	row := func(side record.Side) record.Row {
 		if side == record.Left {
-			return record.Row{"id": json.Number("1"), "name": fmt.Sprint("u", off)}
+			id := json.Number("1")
+			if leftIDs > 1 {
+				id = json.Number(fmt.Sprint(rng.IntN(leftIDs)))
+			}
+			return record.Row{"id": id, "grp": json.Number("1"), "name": fmt.Sprint("u", off)}
 		}
 		return record.Row{"id": json.Number(fmt.Sprint(rng.IntN(10))), "user_id": json.Number("1"), "v": fmt.Sprint("<d>", off)}
 	}
@@ -164,7 +189,7 @@ func TestCorePartsSpecChange(t *testing.T) {
 			off := int64(0)
 			step := func(c *Core) {
 				off++
-				r := c.Step(&Request{Events: []Event{randomEvent(rng, off)}}, 0)
+				r := c.Step(&Request{Events: []Event{randomEvent(rng, off, 1)}}, 0)
 				if r.Err != nil {
 					t.Fatal(r.Err)
 				}
@@ -209,12 +234,12 @@ func TestOutboxName(t *testing.T) {
 	}
 }
 
-// TestMarkRight: markRight marks "r:"+k unless that is the last part
+// TestMarkRight: markRow(partRight, k) marks "r:"+k unless that is the last part
 // marked, as mark does.
 func TestMarkRight(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		marks []string // "=x": markRight(x); else mark
+		marks []string // "=x": markRow(partRight, x); else mark
 		want  []string
 	}{
 		{"update's before and after", []string{"=1", "=1"}, []string{"r:1"}},
@@ -228,7 +253,7 @@ func TestMarkRight(t *testing.T) {
 			var p partsState
 			for _, m := range tc.marks {
 				if k, ok := strings.CutPrefix(m, "="); ok {
-					p.markRight(k)
+					p.markRow(partRight, k)
 				} else {
 					p.mark(m)
 				}

@@ -56,7 +56,6 @@ func TestReplayConditionErrors(t *testing.T) {
 		{"join: {type: temporal, condition: 'true'}\n", "join.condition: only for window, interval, time-bounded, unbounded and cdc joins"},
 		{"join: {type: temporal-latest, late: {rule: none}}\n", "join.late.rule: only for window, interval, time-bounded and unbounded joins"},
 		{"join: {type: cdc, condition: 'x.a', left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", `join.condition: "x.a" names x`},
-		{"join: {type: cdc, cdc: {kinds: kafka}, condition: 'true', left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "join.condition: a changelog join's residual condition needs cdc kinds update"},
 		{"join: {type: cdc, late: {rule: none}, left: {name: u, pk: id, join_on: id}, right: {name: d, pk: id, join_on: uid}}\n", "join.late.rule: only for window"},
 		{"type: cdc\nlate: {rule: none}\nleft: {name: u, pk: id, join_on: id}\nright: {name: d, pk: id, join_on: uid}\n", "replay: spec: late.rule: only for"},
 		{"type: interval\ninterval: {lower: 0, upper: 1}\ncondition: 'left.x >'\n", "replay: spec: condition:"},
