@@ -17,6 +17,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/joinery/joinery/cmd/internal/reportfile"
 	"os"
 	"os/signal"
 	"runtime"
@@ -84,19 +85,9 @@ func main() {
 		os.Exit(1)
 	}
 	rep.WriteTable(os.Stdout)
-	if *out != "" {
-		f, err := os.Create(*out)
-		if err == nil {
-			err = rep.WriteJSON(f)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-		fmt.Fprintln(os.Stderr, "bench: report written to", *out)
+	if err := reportfile.Write(*out, "bench", os.Stderr, rep.WriteJSON); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
 	}
 	for _, r := range rep.Results {
 		if r.Skipped == "" && !r.Valid {

@@ -13,6 +13,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/joinery/joinery/cmd/internal/reportfile"
 	"os"
 	"os/signal"
 	"strings"
@@ -45,18 +46,8 @@ func main() {
 		os.Exit(1)
 	}
 	rep.WriteTable(os.Stdout)
-	if *out != "" {
-		f, err := os.Create(*out)
-		if err == nil {
-			err = rep.WriteJSON(f)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "benchcapacity:", err)
-			os.Exit(1)
-		}
-		fmt.Fprintln(os.Stderr, "benchcapacity: report written to", *out)
+	if err := reportfile.Write(*out, "benchcapacity", os.Stderr, rep.WriteJSON); err != nil {
+		fmt.Fprintln(os.Stderr, "benchcapacity:", err)
+		os.Exit(1)
 	}
 }
