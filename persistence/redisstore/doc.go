@@ -58,8 +58,8 @@
 // no part's field is a reserved one or starts with a single "_", and Load
 // takes one "_" off again; a field starting with a single "_" other than
 // these two is from a layout this version does not know, and Load refuses
-// the key. The parts keycore writes ("l", "r:<pk>", "o:<16 hex digits>",
-// "s:<id>") are stored under their own names.
+// the key. The parts keycore writes ("l", "l:<pk>", "r:<pk>",
+// "o:<16 hex digits>", "s:<id>") are stored under their own names.
 //
 // The store adds nothing to a field that would take the hash out of
 // Redis's compact listpack encoding (hash-max-listpack-entries 128,
