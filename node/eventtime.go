@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/joinery/joinery/internal/utf8json"
+	"github.com/joinery/joinery/formats/debezium"
 	"github.com/joinery/joinery/job"
 	"github.com/joinery/joinery/joins"
 	"github.com/joinery/joinery/keycore"
@@ -276,24 +275,17 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, keycore.Ev
 		n.stats.Tombs.Add(1)
 		return "", keycore.Event{}, false, nil
 	}
-	d := json.NewDecoder(bytes.NewReader(m.Value))
-	d.UseNumber()
-	var row record.Row
-	if err := d.Decode(&row); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return "", keycore.Event{}, false, r.reject(b, m, reason.NotObject, errors.New("event is not a JSON object"))
+	// The Debezium decoder's object walker: what encoding/json with
+	// UseNumber gives (fuzzed against it in formats/debezium), refusing
+	// what is not one JSON object or not UTF-8.
+	row, err := debezium.DecodeObject(m.Value, m.Pos)
+	if err != nil {
+		why := reason.NotJSON
+		var de *debezium.DecodeError
+		if errors.As(err, &de) {
+			why = reason.Reason(de.Reason)
 		}
-		return "", keycore.Event{}, false, r.reject(b, m, reason.NotJSON, err)
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return "", keycore.Event{}, false, r.reject(b, m, reason.NotJSON, errors.New("trailing data after the JSON value"))
-	}
-	if err := utf8json.Check(m.Value); err != nil {
-		return "", keycore.Event{}, false, r.reject(b, m, reason.BadUTF8, err) // decoded, a key would hold U+FFFD
-	}
-	if row == nil {
-		return "", keycore.Event{}, false, r.reject(b, m, reason.NotObject, errors.New("event is not a JSON object"))
+		return "", keycore.Event{}, false, r.reject(b, m, why, err)
 	}
 	side, ok := n.spec.SideOf(r.cfg.Side)
 	if !ok {
