@@ -142,6 +142,11 @@ type CDCOptions struct {
 	// Streams' KTable-KTable join: an output's ts is the larger of its input
 	// change's source time, Debezium's ts_ms, and the other row's).
 	Ts string `yaml:"ts,omitempty"`
+	// ForeignKey makes the join a foreign-key table join (Kafka Streams'
+	// KTable foreign-key join): the left table's join_on is a foreign key to
+	// the right table's primary key, and each left row has one result,
+	// keyed by the left row's primary key. Inner or left.
+	ForeignKey bool `yaml:"foreign_key,omitempty"`
 }
 
 // Side describes one input of the join.
