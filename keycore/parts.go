@@ -152,13 +152,22 @@ func (c *Core) touch(e *record.Event) {
 		return
 	}
 	spec := c.cfg.Machine.CDC
-	switch {
-	case e.Side == record.Right:
-		c.pt.markRows(partRight, spec.Right.PK, e)
-	case spec.LeftMany():
-		c.pt.markRows(partLefts, spec.Left.PK, e)
-	default:
-		c.pt.mark(partLeft)
+	if e.Side == record.Left {
+		if !spec.LeftMany() {
+			c.pt.mark(partLeft)
+			return
+		}
+		for _, row := range []record.Row{e.Before, e.After} {
+			if k, ok := rowKey(row, spec.Left.PK); ok {
+				c.pt.markRow(partLefts, k)
+			}
+		}
+		return
+	}
+	for _, row := range []record.Row{e.Before, e.After} {
+		if k, ok := rowKey(row, spec.Right.PK); ok {
+			c.pt.markRow(partRight, k)
+		}
 	}
 }
 
@@ -316,7 +325,15 @@ func (c *Core) allRows(add func(string, []byte)) error {
 		}
 		add(partLeft, b)
 	}
-	if err := c.m.cdc.EachLeft(rowAdder(partLefts, add)); err != nil {
+	err := c.m.cdc.EachLeft(func(k string, r record.Row) error {
+		b, err := rowPart(r)
+		if err != nil {
+			return err
+		}
+		add(partLefts+k, b)
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	return c.m.cdc.EachRight(func(k string, r record.Row) error {
@@ -474,5 +491,23 @@ func cdcSnapshot(left []byte, lefts, rights []stateparts.Part) []byte {
 	}
 	b = appendRowParts(b, `,"lr":{`, lefts)
 	b = appendRowParts(b, `,"r":{`, rights)
+	return append(b, '}')
+}
+
+// appendRowParts appends the snapshot field that opens with head holding
+// rows by primary key, nothing when there are none.
+func appendRowParts(b []byte, head string, rows []stateparts.Part) []byte {
+	if len(rows) == 0 {
+		return b
+	}
+	b = append(b, head...)
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonenc.AppendString(b, r.Name)
+		b = append(b, ':')
+		b = append(b, r.Value...)
+	}
 	return append(b, '}')
 }
