@@ -113,7 +113,7 @@ var (
 // strictly and materializes to the brute-force relational join of the true
 // tables. A twin run snapshots and restores keys at random points and must
 // emit exactly the same outputs. JOINERY_CDC_ROUNDS sets the number of
-// histories (15 by default).
+// histories (8 by default).
 func TestJoinCDCManyOracle(t *testing.T) {
 	seed := *oracleSeed
 	if seed == 0 {
@@ -121,7 +121,7 @@ func TestJoinCDCManyOracle(t *testing.T) {
 	}
 	t.Logf("seed %d (rerun with -joins.seed=%d)", seed, seed)
 	rng := rand.New(rand.NewSource(seed))
-	rounds, changes := 15, 200
+	rounds, changes := 8, 200
 	if testing.Short() {
 		rounds = 5
 	}
