@@ -83,12 +83,16 @@ type SideSpec struct {
 	// Name is the input's name, e.g. "users". Without a projection it is the
 	// output column that holds this side's row.
 	Name string
-	// PK is the primary-key column, e.g. "id". Right rows are kept by it; the
-	// output's primary key is [left PK, right PK].
+	// PK is the primary-key column, e.g. "id". Rows are kept by it; the
+	// output's primary key is [left PK, right PK] (CDCSpec.ForeignKey: the
+	// left PK alone).
 	PK string
-	// JoinOn is the join column: "id" for users, "user_id" for domains. The
-	// left side keeps one row per join key (value state), so its join column
-	// must be unique among live left rows, as a primary key is.
+	// JoinOn is the join column: "id" for users, "user_id" for domains. A
+	// left side whose join column is its primary key holds one row per key
+	// (value state, the one-to-many fast path); any other left side, and
+	// every right side, holds its rows of a key by primary key (map state),
+	// so a join value may be shared by many rows of both sides
+	// (CDCSpec.LeftMany).
 	JoinOn string
 }
 
