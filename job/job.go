@@ -91,7 +91,7 @@ func (s *Spec) CDCSpec() (*joins.CDCSpec, error) {
 		errs = append(errs, errors.New("join.temporal: only for temporal joins"))
 	}
 	cs := &joins.CDCSpec{
-		Kinds: kinds, MaxTs: s.Join.CDC.Ts == "max",
+		Kinds: kinds, MaxTs: s.Join.CDC.Ts == "max", ForeignKey: s.Join.CDC.ForeignKey,
 		Type:  jt,
 		Left:  joins.SideSpec{Name: s.Join.Left.Name, PK: s.Join.Left.PK, JoinOn: s.Join.Left.JoinOn},
 		Right: joins.SideSpec{Name: s.Join.Right.Name, PK: s.Join.Right.PK, JoinOn: s.Join.Right.JoinOn},

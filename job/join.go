@@ -63,8 +63,8 @@ type Join struct {
 	// (Kafka Streams' KStream-KTable join; on type temporal with its grace
 	// and history).
 	Temporal TemporalOptions `yaml:"temporal,omitempty"`
-	// CDC holds the options of a changelog join (type cdc): its row kinds
-	// and output timestamps.
+	// CDC holds the options of a changelog join (type cdc): its row kinds,
+	// output timestamps and the foreign-key table join.
 	CDC CDCOptions `yaml:"cdc,omitempty"`
 	// Emit is when a window join emits: on-close (the default, Flink's: a
 	// window's pairs and padded rows when the watermark closes it) or
@@ -134,14 +134,21 @@ type TemporalOptions struct {
 
 // CDCOptions are a changelog join's options.
 type CDCOptions struct {
-	// Kinds is update (the default: an update of a matched row is -U/+U) or
+	// Kinds is update (the default: an update of a matched row is -U/+U),
 	// flink (Flink's StreamingJoinOperator: an outer side's change is -D/+I,
-	// a padded row comes and goes as +I/-D).
+	// a padded row comes and goes as +I/-D) or kafka (Kafka Streams'
+	// Change(new, old): a padded row a match replaces, or that replaces the
+	// last match, is one -U/+U pair).
 	Kinds string `yaml:"kinds,omitempty"`
 	// Ts is none (the default: outputs carry no time) or max (Kafka
 	// Streams' KTable-KTable join: an output's ts is the larger of its input
 	// change's source time, Debezium's ts_ms, and the other row's).
 	Ts string `yaml:"ts,omitempty"`
+	// ForeignKey makes the join a foreign-key table join (Kafka Streams'
+	// KTable foreign-key join): the left table's join_on is a foreign key to
+	// the right table's primary key, and each left row has one result,
+	// keyed by the left row's primary key. Inner or left.
+	ForeignKey bool `yaml:"foreign_key,omitempty"`
 }
 
 // Side describes one input of the join.

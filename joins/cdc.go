@@ -369,9 +369,14 @@ func (m *emitter) emit(k record.Kind, l, r record.Row, otherTs int64) {
 }
 
 // outputPK is the result's primary key, the JSON array [left PK, right PK]
-// with null for a padded side.
+// with null for a padded side; in a foreign-key join the JSON of the left
+// PK alone.
 func (s *CDCSpec) outputPK(l, r record.Row) string {
 	var b strings.Builder
+	if s.ForeignKey {
+		writePKValue(&b, l, s.Left.PK)
+		return b.String()
+	}
 	b.Grow(32) // one allocation for the usual two numbers, not one per growth
 	b.WriteByte('[')
 	writePKValue(&b, l, s.Left.PK)

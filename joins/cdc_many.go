@@ -123,9 +123,11 @@ func (j *CDC) manyEvent(em *emitter, e *record.Event) {
 		}
 		_, found := findRow(*j.rowsOf(side), pk)
 		switch {
-		case found && e.Before == nil:
+		case found && e.Before == nil && j.spec.Where.IsZero():
 			// An upsert (a bare +U, a repeated insert): it replaces the
-			// stored row without retracting it.
+			// stored row without retracting it. With a condition the new
+			// row may leave pairs the stored one was in, so it retracts
+			// the stored row first, as for a change with a before.
 			j.flinkAccumulate(em, side, pk, e.After, e.Ts, kind)
 		case found:
 			j.flinkRetract(em, side, pk, record.UpdateBefore)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,7 +113,7 @@ var (
 // strictly and materializes to the brute-force relational join of the true
 // tables. A twin run snapshots and restores keys at random points and must
 // emit exactly the same outputs. JOINERY_CDC_ROUNDS sets the number of
-// histories (15 by default).
+// histories (8 by default).
 func TestJoinCDCManyOracle(t *testing.T) {
 	seed := *oracleSeed
 	if seed == 0 {
@@ -120,7 +121,7 @@ func TestJoinCDCManyOracle(t *testing.T) {
 	}
 	t.Logf("seed %d (rerun with -joins.seed=%d)", seed, seed)
 	rng := rand.New(rand.NewSource(seed))
-	rounds, changes := 15, 200
+	rounds, changes := 8, 200
 	if testing.Short() {
 		rounds = 5
 	}
@@ -224,6 +225,51 @@ func TestJoinCDCManyEqualsOneToMany(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestJoinCDCForeignKey: a foreign-key join keys each result by the left
+// row's primary key alone, one result per left row, and accepts only the
+// shapes of Kafka Streams' foreign-key join.
+func TestJoinCDCForeignKey(t *testing.T) {
+	spec := &CDCSpec{Type: LeftOuter, Kinds: KindsKafka, ForeignKey: true,
+		Left:  SideSpec{Name: "orders", PK: "id", JoinOn: "customer"},
+		Right: SideSpec{Name: "customers", PK: "id", JoinOn: "id"}}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(spec, 0)
+	rng := rand.New(rand.NewSource(1))
+	order := record.Row{"id": num(7), "customer": num(1)}
+	var got []string
+	for _, step := range []struct {
+		side record.Side
+		c    record.Change
+	}{
+		{record.Left, ins(order)},
+		{record.Right, ins(record.Row{"id": num(1), "name": "ann"})},
+		{record.Right, del(record.Row{"id": num(1), "name": "ann"})},
+	} {
+		step.c.Pos = record.Position{Source: "s", Offset: int64(len(got))}
+		for _, o := range r.apply(t, rng, step.side, step.c) {
+			got = append(got, o.Kind.String()+" "+o.PK)
+		}
+	}
+	want := []string{"+I 7", "-U 7", "+U 7", "-U 7", "+U 7"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("outputs %v, want %v", got, want)
+	}
+	for _, bad := range []struct {
+		spec CDCSpec
+		want string
+	}{
+		{CDCSpec{Type: FullOuter, ForeignKey: true, Left: spec.Left, Right: spec.Right}, "type: a foreign-key join is inner or left"},
+		{CDCSpec{ForeignKey: true, Left: spec.Left, Right: SideSpec{Name: "customers", PK: "id", JoinOn: "region"}}, "right.join_on: a foreign-key join's right table joins on its primary key"},
+		{CDCSpec{ForeignKey: true, Left: SideSpec{Name: "orders", PK: "id", JoinOn: "id"}, Right: spec.Right}, "left.join_on: a foreign-key join's left table joins on a foreign key"},
+	} {
+		if err := bad.spec.Validate(); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Validate() = %v, want %q", err, bad.want)
 		}
 	}
 }

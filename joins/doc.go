@@ -24,7 +24,10 @@
 //     key's results and emits their difference, so an update that flips
 //     the condition retracts or adds its pairs and their padding.
 //   - CDC is the state of one join key: the left row (value state) and the
-//     right rows by primary key (map state). CDC.OnEvent applies one event and
+//     right rows by primary key (map state); when the left join column is
+//     not the left primary key (CDCSpec.LeftMany) the left rows by primary
+//     key too, and a change is visited pair by pair against the other
+//     side's rows (Flink's regular join, cdc_many.go). CDC.OnEvent applies one event and
 //     appends the resulting changelog records (+I, -U, +U, -D), following
 //     Flink's streaming join conventions; with CDCSpec.Kinds KindsFlink,
 //     exactly Flink's StreamingJoinOperator row kinds, with KindsKafka

@@ -339,7 +339,7 @@ func (r *runner) apply(t *testing.T, rng *rand.Rand, side record.Side, c record.
 				t.Fatalf("duplicate output id %s", o.ID)
 			}
 			r.ids[o.ID] = true
-			if r.spec.Kinds == KindsFlink && c.Op == record.OpUpdate && c.Before == nil &&
+			if r.spec.Kinds == KindsFlink && r.spec.Where.IsZero() && c.Op == record.OpUpdate && c.Before == nil &&
 				(o.Kind == record.Insert || o.Kind == record.UpdateAfter) {
 				// Flink's upsert: a change without a before replaces its
 				// stored row and the rows it is in without retracting them.
@@ -512,6 +512,9 @@ func TestJoinCDCOracle(t *testing.T) {
 			}
 			// A residual condition on both rows and on each side, which
 			// updates flip (a row's version is in its name or reason).
+			for _, kinds := range []CDCKinds{KindsFlink, KindsKafka} {
+				specs = append(specs, &CDCSpec{Type: typ, Kinds: kinds, Left: users, Right: domainsSide, Where: oracleWhere})
+			}
 			specs = append(specs, &CDCSpec{Type: typ, Left: users, Right: domainsSide, Where: oracleWhere}, &CDCSpec{
 				Type: typ, Left: users, Right: domainsSide, Where: Condition{Pair: oracleWhere.Pair}, MaxTs: true,
 				Project: []Column{{Name: "user", Side: record.Left, Field: "name"}, {Name: "reason", Side: record.Right, Field: "reason"}},

@@ -83,12 +83,16 @@ type SideSpec struct {
 	// Name is the input's name, e.g. "users". Without a projection it is the
 	// output column that holds this side's row.
 	Name string
-	// PK is the primary-key column, e.g. "id". Right rows are kept by it; the
-	// output's primary key is [left PK, right PK].
+	// PK is the primary-key column, e.g. "id". Rows are kept by it; the
+	// output's primary key is [left PK, right PK] (CDCSpec.ForeignKey: the
+	// left PK alone).
 	PK string
-	// JoinOn is the join column: "id" for users, "user_id" for domains. The
-	// left side keeps one row per join key (value state), so its join column
-	// must be unique among live left rows, as a primary key is.
+	// JoinOn is the join column: "id" for users, "user_id" for domains. A
+	// left side whose join column is its primary key holds one row per key
+	// (value state, the one-to-many fast path); any other left side, and
+	// every right side, holds its rows of a key by primary key (map state),
+	// so a join value may be shared by many rows of both sides
+	// (CDCSpec.LeftMany).
 	JoinOn string
 }
 
@@ -125,6 +129,16 @@ type CDCSpec struct {
 	// pair (see cdc_where.go and cdc_many.go). The zero Condition pairs
 	// every two rows of a key.
 	Where Condition
+	// ForeignKey makes the join a foreign-key table join in Kafka Streams'
+	// semantics (KTable.join(other, foreignKeyExtractor, joiner), KIP-213):
+	// the left table's join column is a foreign key to the right table's
+	// primary key (Right.JoinOn == Right.PK), every left row has at most
+	// one result, and results are keyed by the left row's primary key
+	// alone (Output.PK the JSON of that value) instead of [left PK, right
+	// PK]. Only Inner and LeftOuter; with KindsKafka each output is one
+	// Change(new, old) of a left row's result (docs/concepts/
+	// join-semantics.md, "Foreign-key table join").
+	ForeignKey bool
 	// MaxTs stamps every output with the larger of its input change's
 	// source time (Event.Ts) and the source time of the other side's row in
 	// the pair (Kafka Streams' KTable-KTable join timestamps, deletions
@@ -197,6 +211,17 @@ func (s *CDCSpec) Validate() error {
 		}
 		if side.spec.JoinOn == "" {
 			bad(side.field+".join_on", "must not be empty")
+		}
+	}
+	if s.ForeignKey {
+		if s.Type != Inner && s.Type != LeftOuter {
+			bad("type", "a foreign-key join is inner or left (got %s)", s.Type)
+		}
+		if s.Right.JoinOn != s.Right.PK {
+			bad("right.join_on", "a foreign-key join's right table joins on its primary key %q (got %q)", s.Right.PK, s.Right.JoinOn)
+		}
+		if s.Left.JoinOn == s.Left.PK {
+			bad("left.join_on", "a foreign-key join's left table joins on a foreign key, not its primary key %q", s.Left.PK)
 		}
 	}
 	if len(s.Project) == 0 && s.Left.Name != "" && s.Left.Name == s.Right.Name {

@@ -30,7 +30,10 @@ import (
 //     there is one);
 //   - many-to-many: domains FULL JOIN user_settings ON d.user_id =
 //     s.user_id, a join column unique on neither side, so both sides keep
-//     many rows per key.
+//     many rows per key;
+//   - foreign-key: domains left-joined to users by their foreign key in
+//     Kafka Streams' semantics (cdc: {kinds: kafka, foreign_key: true}),
+//     one result per domain, keyed by its id.
 //
 // Each row's join value is pinned to one per primary key (users, whose
 // join column is their key, come and go): a sink orders the outputs of one
@@ -69,6 +72,19 @@ join:
     - {name: r_id,   from: user_settings.id}
     - {name: r_name, from: user_settings.theme}
 `, "domains", "user_settings", [2][]string{{"domain_name"}, {"theme"}}},
+		{"foreign-key", `
+join:
+  type: cdc
+  mode: left
+  cdc: {kinds: kafka, foreign_key: true}
+  left:  {name: domains, pk: id, join_on: user_id}
+  right: {name: users,   pk: id, join_on: id}
+  project:
+    - {name: l_id,   from: domains.id}
+    - {name: l_name, from: domains.domain_name}
+    - {name: r_id,   from: users.id}
+    - {name: r_name, from: users.firstname}
+`, "domains", "users", [2][]string{{"domain_name"}, {"firstname"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const shards = 6
@@ -136,6 +152,18 @@ admin: {addr: "127.0.0.1:0"}
 				return nil
 			})
 			diff(t, tc.name+": fleet view vs replay", projectedView(t, rc), want)
+			if tc.name == "foreign-key" {
+				// One result per domain, keyed by the domain's id alone.
+				for pk, v := range rc.HGetAll(context.Background(), "view").Val() {
+					var row map[string]any
+					if err := json.Unmarshal([]byte(v), &row); err != nil {
+						t.Fatal(err)
+					}
+					if pk != fmt.Sprint(row["l_id"]) {
+						t.Errorf("foreign-key result %s keyed %s, want its domain id", v, pk)
+					}
+				}
+			}
 		})
 	}
 }
