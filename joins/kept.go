@@ -2,7 +2,9 @@ package joins
 
 import (
 	"slices"
+	"sync"
 
+	"github.com/joinery/joinery/internal/rowcodec"
 	"github.com/joinery/joinery/record"
 )
 
@@ -49,4 +51,25 @@ func (s *MultiSpec) Kept(table int) (cols []string, all bool) {
 	}
 	slices.Sort(cols)
 	return slices.Compact(cols), false
+}
+
+// rowSchemas caches RowSchemas by spec.
+var rowSchemas sync.Map // *CDCSpec -> *[2]*rowcodec.Schema
+
+// RowSchemas are the schemas a key's state stores each side's rows under
+// (rowcodec.Schema): the side's kept columns, nil for a side whose whole
+// rows are kept. Made once per spec, so a spec must not change after its
+// first call.
+func (s *CDCSpec) RowSchemas() *[2]*rowcodec.Schema {
+	if v, ok := rowSchemas.Load(s); ok {
+		return v.(*[2]*rowcodec.Schema)
+	}
+	var sch [2]*rowcodec.Schema
+	for _, side := range []record.Side{record.Left, record.Right} {
+		if cols, all := s.Kept(side); !all {
+			sch[side] = rowcodec.NewSchema(cols)
+		}
+	}
+	v, _ := rowSchemas.LoadOrStore(s, &sch)
+	return v.(*[2]*rowcodec.Schema)
 }
