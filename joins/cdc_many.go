@@ -298,21 +298,27 @@ func (j *CDC) store(side record.Side, pk string, row record.Row, ts int64) {
 	}
 }
 
-// flinkAccumulate adds (or, when pk is stored, replaces) a row of side, as
-// Flink accumulates a +I/+U record.
-func (j *CDC) flinkAccumulate(em *emitter, side record.Side, pk string, x record.Row, ts int64, kind record.Kind) {
+// against returns the stored rows of side's other side, how many of them
+// x of side matches, and whether the join keeps side's and the other
+// side's unmatched rows.
+func (j *CDC) against(side record.Side, x record.Row) (others []*rightRow, n int, keepS, keepO bool) {
 	other := record.Right
 	if side == record.Right {
 		other = record.Left
 	}
-	keepS, keepO := j.spec.Type.keeps(side), j.spec.Type.keeps(other)
-	others := *j.rowsOf(other)
-	n := 0
+	others = *j.rowsOf(other)
 	for _, o := range others {
 		if j.matches(side, x, o.row) {
 			n++
 		}
 	}
+	return others, n, j.spec.Type.keeps(side), j.spec.Type.keeps(other)
+}
+
+// flinkAccumulate adds (or, when pk is stored, replaces) a row of side, as
+// Flink accumulates a +I/+U record.
+func (j *CDC) flinkAccumulate(em *emitter, side record.Side, pk string, x record.Row, ts int64, kind record.Kind) {
+	others, n, keepS, keepO := j.against(side, x)
 	if n == 0 {
 		if keepS {
 			j.out(em, record.Insert, side, x, nil)
@@ -352,18 +358,7 @@ func (j *CDC) flinkRetract(em *emitter, side record.Side, pk string, kind record
 	}
 	x := (*rows)[i].row
 	j.store(side, pk, nil, 0)
-	other := record.Right
-	if side == record.Right {
-		other = record.Left
-	}
-	keepS, keepO := j.spec.Type.keeps(side), j.spec.Type.keeps(other)
-	others := *j.rowsOf(other)
-	n := 0
-	for _, o := range others {
-		if j.matches(side, x, o.row) {
-			n++
-		}
-	}
+	others, n, keepS, keepO := j.against(side, x)
 	if n == 0 {
 		if keepS {
 			j.out(em, record.Delete, side, x, nil)
