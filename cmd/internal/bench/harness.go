@@ -43,7 +43,7 @@ const (
 )
 
 // DefaultSystems are the systems a run without Options.Systems runs.
-var DefaultSystems = []string{SysCore, SysNode, SysNodeRedis, SysNodeStreams, SysNode3Streams, SysNodeRedisBudget}
+var DefaultSystems = []string{SysCore, SysNode, SysNodeRedis, SysNodeStreams, SysNode3Streams, SysNodeRedisBudget, SysNodeKafka, SysNodeKafkaEOS}
 
 // BudgetWorkingSet is how many times the working set exceeds the memory
 // budget on SysNodeRedisBudget.
@@ -93,7 +93,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if slices.ContainsFunc(o.Systems, func(s string) bool { return s != SysCore && s != SysNode }) {
+	if slices.ContainsFunc(o.Systems, func(s string) bool { return s != SysCore && s != SysNode && s != SysNodeKafka && s != SysNodeKafkaEOS }) {
 		rdir := filepath.Join(h.dir, "redis")
 		if err := os.MkdirAll(rdir, 0o755); err != nil {
 			return nil, err
@@ -168,6 +168,8 @@ func (h *harness) workload(w *Workload, rep *Report) error {
 			lines, err = h.nodeRounds(&r, w, in, gen)
 		case SysNodeStreams, SysNode3Streams:
 			lines, err = h.streamsRounds(&r, w, in, gen, &streams)
+		case SysNodeKafka, SysNodeKafkaEOS:
+			lines, err = h.kafkaRounds(&r, w, in, gen) // kafka.go
 		default:
 			err = fmt.Errorf("bench: unknown system %q", sys)
 		}
@@ -178,7 +180,7 @@ func (h *harness) workload(w *Workload, rep *Report) error {
 		if sys != SysCore {
 			r.Engine.HeapBytes, r.Engine.LiveKeys, r.Engine.BytesPerLiveKey = 0, 0, 0
 		}
-		if sys != SysCore && sys != SysNode && sys != SysNode3Redis && r.Skipped == "" {
+		if sys != SysCore && sys != SysNode && sys != SysNode3Redis && sys != SysNodeKafka && sys != SysNodeKafkaEOS && r.Skipped == "" {
 			r.Redis.RDBDumpBytes = h.redis.dumpBytes()
 		}
 		if r.Skipped == "" {
@@ -226,6 +228,12 @@ func compare(r *Result, byEngine map[string]*Result) {
 			r.BudgetRatio = &x
 		}
 	}
+	if r.System == SysNodeKafkaEOS {
+		if n := byEngine[SysNodeKafka]; n != nil && n.Skipped == "" {
+			c := math.Round((1-r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec)*1000) / 1000
+			r.EOSCost = &c
+		}
+	}
 }
 
 // latency runs the open-loop latency run r's system has, at LoadShare of
@@ -238,6 +246,19 @@ func (h *harness) latency(r *Result, w *Workload, lines [][]byte) error {
 		r.LatencySkipped = "not asked for (-latency=false)"
 	case sys == SysNodeRedisBudget || sys == SysNode3Redis || sys == SysNodeStreams || sys == SysNode3Streams:
 		r.LatencySkipped = "no latency run on this system (its figure is the throughput ratio; the node latency run feeds one node's stdin)"
+	case (sys == SysNodeKafka || sys == SysNodeKafkaEOS) && w.NodeLatency:
+		h.logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
+		h.runID++
+		gc0 := readGCStats()
+		lat, check, err := kafkaLatency(h.ctx, w, lines, sys == SysNodeKafkaEOS, h.runID, LoadShare*r.Engine.EventsPerWallSec)
+		if err != nil {
+			return fmt.Errorf("%s/%s latency: %w", w.Name, sys, err)
+		}
+		lat.setGC(gc0)
+		if !check.Equal(r.want) {
+			lat.Invalid = fmt.Sprintf("output %v, baseline %v", check, r.want)
+		}
+		r.Latency = &lat
 	case sys == SysCore && w.Engine != nil:
 		h.logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
 		runtime.GC()
