@@ -29,9 +29,9 @@ import (
 // the changelog, each row's newest seq deciding, folds to the fault-free
 // answer (two readers' transactions commit one key's changes in the order
 // they commit, so a consumer orders a row's changes by seq). Neither node
-// stops by itself: n2's transactions that end while the group waits for
-// the dead member (its session timeout) abort, they do not stop n2. The
-// nodes' logs are printed when a trial fails.
+// stops by itself: while the group waits for the dead member (its session
+// timeout), a transaction that ends aborts and a join that fails is
+// retried. The nodes' logs are printed when a trial fails.
 func TestChaosKafkaExactlyOnceKill(t *testing.T) {
 	r := rand.New(rand.NewPCG(38, 1))
 	n := trials(1)

@@ -247,18 +247,11 @@ func (h *harness) latency(r *Result, w *Workload, lines [][]byte) error {
 	case sys == SysNodeRedisBudget || sys == SysNode3Redis || sys == SysNodeStreams || sys == SysNode3Streams:
 		r.LatencySkipped = "no latency run on this system (its figure is the throughput ratio; the node latency run feeds one node's stdin)"
 	case (sys == SysNodeKafka || sys == SysNodeKafkaEOS) && w.NodeLatency:
-		h.logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
-		h.runID++
-		gc0 := readGCStats()
-		lat, check, err := kafkaLatency(h.ctx, w, lines, sys == SysNodeKafkaEOS, h.runID, LoadShare*r.Engine.EventsPerWallSec)
-		if err != nil {
-			return fmt.Errorf("%s/%s latency: %w", w.Name, sys, err)
+		if err := h.openLoop(r, w, func(rate float64) (Latency, Checksum, error) {
+			return kafkaLatency(h.ctx, w, lines, sys == SysNodeKafkaEOS, h.runID, rate) // kafka.go
+		}); err != nil {
+			return err
 		}
-		lat.setGC(gc0)
-		if !check.Equal(r.want) {
-			lat.Invalid = fmt.Sprintf("output %v, baseline %v", check, r.want)
-		}
-		r.Latency = &lat
 	case sys == SysCore && w.Engine != nil:
 		h.logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
 		runtime.GC()
@@ -270,8 +263,6 @@ func (h *harness) latency(r *Result, w *Workload, lines [][]byte) error {
 		}
 		r.Latency = &lat
 	case sys != SysCore && w.NodeLatency:
-		h.logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
-		h.runID++
 		addr := ""
 		if sys == SysNodeRedis {
 			if err := h.redis.Flush(); err != nil {
@@ -279,16 +270,11 @@ func (h *harness) latency(r *Result, w *Workload, lines [][]byte) error {
 			}
 			addr = h.redis.Addr
 		}
-		gc0 := readGCStats()
-		lat, check, err := nodeLatency(h.ctx, w, lines, addr, h.runID, LoadShare*r.Engine.EventsPerWallSec)
-		if err != nil {
-			return fmt.Errorf("%s/%s latency: %w", w.Name, sys, err)
+		if err := h.openLoop(r, w, func(rate float64) (Latency, Checksum, error) {
+			return nodeLatency(h.ctx, w, lines, addr, h.runID, rate)
+		}); err != nil {
+			return err
 		}
-		lat.setGC(gc0)
-		if !check.Equal(r.want) {
-			lat.Invalid = fmt.Sprintf("output %v, baseline %v", check, r.want)
-		}
-		r.Latency = &lat
 	default:
 		r.LatencySkipped = "no latency run for this workload on this system (core level: every workload; node levels: cdc)"
 	}
@@ -296,6 +282,26 @@ func (h *harness) latency(r *Result, w *Workload, lines [][]byte) error {
 		r.Latency.MaxRate = r.Engine.EventsPerWallSec
 		r.Latency.Measures = "from " + w.LatencyFrom + " to the output"
 	}
+	return nil
+}
+
+// openLoop runs a node level's open-loop latency run (run at rate, LoadShare
+// of the closed-loop rate just measured) as r's, its output checked
+// against the baseline's.
+func (h *harness) openLoop(r *Result, w *Workload, run func(rate float64) (Latency, Checksum, error)) error {
+	rate := LoadShare * r.Engine.EventsPerWallSec
+	h.logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, r.System, rate)
+	h.runID++
+	gc0 := readGCStats()
+	lat, check, err := run(rate)
+	if err != nil {
+		return fmt.Errorf("%s/%s latency: %w", w.Name, r.System, err)
+	}
+	lat.setGC(gc0)
+	if !check.Equal(r.want) {
+		lat.Invalid = fmt.Sprintf("output %v, baseline %v", check, r.want)
+	}
+	r.Latency = &lat
 	return nil
 }
 

@@ -49,11 +49,7 @@ func (h *harness) kafkaRounds(r *Result, w *Workload, in Input, gen time.Duratio
 	if r.Skipped != "" {
 		return lines, nil
 	}
-	if in.NodeLines != nil {
-		lines = in.NodeLines
-		r.InputLines = len(lines)
-		r.Notes = fmt.Sprintf("filters pushed down to the source: the node and its baseline read %d of the %d stream events", len(lines), len(in.Lines))
-	}
+	lines = pushedDown(r, in) // rounds.go
 	eos := r.System == SysNodeKafkaEOS
 	err := runRounds(r, h.o.Rounds, gen, h.logf, nil,
 		func(func(int)) (RunResult, error) {
