@@ -68,6 +68,7 @@ func kafkaEOSTrial(t *testing.T, r *rand.Rand, seed uint64, trial, trials int) {
 	}
 
 	dir := t.TempDir()
+	t.Cleanup(func() { keepFiles(t, dir) }) // after the nodes stopped
 	rs := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	gossip := [2]int{testutil.FreePort(t), testutil.FreePort(t)}
 	for i := range 2 {
