@@ -269,6 +269,12 @@ func tableOf(b []byte) (map[string]string, int, int, error) {
 			return nil, lines, dups, fmt.Errorf("%d: changelog inconsistent: %v", lines, err)
 		}
 	}
+	return rowsOf(tab), lines, dups, nil
+}
+
+// rowsOf renders the joined table's rows as table returns them: by
+// "user_id,domain_id", "firstname|lastname|domain_name".
+func rowsOf(tab *joins.Table) map[string]string {
 	m := map[string]string{}
 	for _, r := range tab.Rows() {
 		var pk []any
@@ -280,7 +286,7 @@ func tableOf(b []byte) (map[string]string, int, int, error) {
 		}
 		m[key] = fmt.Sprintf("%v|%v|%v", r.Row["firstname"], r.Row["lastname"], name)
 	}
-	return m, lines, dups, nil
+	return m
 }
 
 // compare reports the rows of got that differ from want and returns how many.

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -154,7 +153,7 @@ sinks: [{type: redis-hash, redis: {addr: %[1]q}, key: view}]
 func waitKafkaView(t *testing.T, cl *kgo.Client, rc *redis.Client, h *cdcgen.History, what string) {
 	t.Helper()
 	testutil.WaitFor(t, 120*time.Second, func() error {
-		if err := errors.Join(kafkaAcked(cl, "joinery-users", 6, "users")(), kafkaAcked(cl, "joinery-domains", 6, "domains")()); err != nil {
+		if err := errors.Join(testutil.KafkaCommitted(cl, "joinery-users", 6, "users")(), testutil.KafkaCommitted(cl, "joinery-domains", 6, "domains")()); err != nil {
 			return err
 		}
 		if got, want := hashView(t, rc, "view"), h.LeftJoin(); !reflect.DeepEqual(got, want) {
@@ -180,59 +179,6 @@ func waitReadBy(t *testing.T, cl *kgo.Client, partitions int, want []string) {
 	}
 }
 
-// kafkaAcked passes once group has committed every partition of topics
-// (partitions each) up to its end.
-func kafkaAcked(cl *kgo.Client, group string, partitions int32, topics ...string) func() error {
-	return func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		of := kmsg.NewPtrOffsetFetchRequest()
-		of.Group = group
-		lo := kmsg.NewPtrListOffsetsRequest()
-		lo.ReplicaID = -1
-		for _, tp := range topics {
-			ot := kmsg.NewOffsetFetchRequestTopic()
-			ot.Topic = tp
-			lt := kmsg.NewListOffsetsRequestTopic()
-			lt.Topic = tp
-			for p := range partitions {
-				ot.Partitions = append(ot.Partitions, p)
-				rp := kmsg.NewListOffsetsRequestTopicPartition()
-				rp.Partition, rp.Timestamp = p, -1
-				lt.Partitions = append(lt.Partitions, rp)
-			}
-			of.Topics = append(of.Topics, ot)
-			lo.Topics = append(lo.Topics, lt)
-		}
-		ends, err := lo.RequestWith(ctx, cl)
-		if err != nil {
-			return err
-		}
-		committed, err := of.RequestWith(ctx, cl)
-		if err != nil {
-			return err
-		}
-		at := map[string]int64{}
-		for _, tp := range committed.Topics {
-			for _, p := range tp.Partitions {
-				at[tp.Topic+"/"+strconv.Itoa(int(p.Partition))] = p.Offset
-			}
-		}
-		for _, tp := range ends.Topics {
-			for _, p := range tp.Partitions {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					return err
-				}
-				id := tp.Topic + "/" + strconv.Itoa(int(p.Partition))
-				if p.Offset > 0 && at[id] != p.Offset {
-					return fmt.Errorf("%s committed at %d of %d", id, at[id], p.Offset)
-				}
-			}
-		}
-		return nil
-	}
-}
-
 // TestClusterCoPartitionedKafka runs three nodes on two Kafka topics of 6
 // partitions keyed by the join column (partitioned_by: join_key,
 // kafka.partition_key), each read through its own consumer group: the
@@ -255,7 +201,7 @@ func TestClusterCoPartitionedKafka(t *testing.T) {
 	produceByJoinKey(t, brokers, h.Lines[:third])
 	stop := runAll(t, nodes)
 	acked := func() error {
-		return errors.Join(kafkaAcked(cl, "joinery-users", 6, "users")(), kafkaAcked(cl, "joinery-domains", 6, "domains")())
+		return errors.Join(testutil.KafkaCommitted(cl, "joinery-users", 6, "users")(), testutil.KafkaCommitted(cl, "joinery-domains", 6, "domains")())
 	}
 	settled := func(want []string) {
 		waitReadBy(t, cl, partitions, want)
@@ -370,7 +316,7 @@ func TestNodeKafkaMisplacedDeadLettered(t *testing.T) {
 	go func() { done <- n.Run(rctx) }()
 	want := h.LeftJoin()
 	testutil.WaitFor(t, 90*time.Second, func() error {
-		if err := kafkaAcked(cl, "joinery-users", 6, "users")(); err != nil {
+		if err := testutil.KafkaCommitted(cl, "joinery-users", 6, "users")(); err != nil {
 			return err
 		}
 		if got := tableMap(n.Table()); !reflect.DeepEqual(got, want) {

@@ -37,8 +37,10 @@ import (
 // The keys' owners do not write the shared sinks (owner_writes is off): a
 // key's outputs go back to the reader, whose transaction carries them.
 
-// txnWriteTimeout bounds the writes into one transaction (a write that
-// outlasts it aborts the transaction).
+// txnWriteTimeout bounds the writes into one transaction and the offset
+// commit to the store (a write that outlasts it aborts the transaction):
+// with the end's bound it stays within the source's transaction timeout
+// (sources/kafka DefaultTxnTimeout).
 const txnWriteTimeout = 30 * time.Second
 
 // transactionalID is the transactional id of a source's reader on this
@@ -113,7 +115,7 @@ func (r *reader) completeTxn(ctx context.Context, group []*batch, answered []ans
 			if tw, ok := r.dl.(deadletter.TxnWriter); ok && n.plan.DeadLetterTxn {
 				err = tw.WriteTxn(wctx, tx, dead)
 			} else {
-				err = n.retry(ctx, "write dead letters", func(ctx context.Context) error { return r.dl.Write(ctx, dead) })
+				err = n.retry(wctx, "write dead letters", func(ctx context.Context) error { return r.dl.Write(ctx, dead) })
 			}
 			if err != nil {
 				return fmt.Errorf("dead letter: %w", err)
@@ -122,8 +124,9 @@ func (r *reader) completeTxn(ctx context.Context, group []*batch, answered []ans
 		// The store's offsets go first: a store ahead of the group is
 		// read from the group's (the keys skip what they applied); one
 		// behind it would read again what a committed transaction
-		// carried.
-		if err := n.retry(ctx, "commit offsets", func(ctx context.Context) error {
+		// carried. Within the writes' bound, as every write here: the
+		// brokers abort a transaction open past its timeout.
+		if err := n.retry(wctx, "commit offsets", func(ctx context.Context) error {
 			return n.commitOffsets(ctx, offsets) // rollback.go
 		}); err != nil {
 			if notRetried(err) || ctx.Err() != nil {

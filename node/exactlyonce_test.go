@@ -86,63 +86,7 @@ func eosInput(users, domains int) (recs []*kgo.Record, want map[string]string) {
 // end (the last stable offset for read_committed).
 func eosRead(t *testing.T, brokers []string, committed bool) []*kgo.Record {
 	t.Helper()
-	return eosReadTopic(t, brokers, "out", committed)
-}
-
-// eosReadTopic is eosRead of any one-partition topic.
-func eosReadTopic(t *testing.T, brokers []string, topic string, committed bool) []*kgo.Record {
-	t.Helper()
-	iso := kgo.ReadUncommitted()
-	if committed {
-		iso = kgo.ReadCommitted()
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
-		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	// Where to stop: the end offsets at this isolation level.
-	end := map[int32]int64{}
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	if committed {
-		req.IsolationLevel = 1
-	}
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition, rp.Timestamp = 0, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tp := range resp.Topics {
-		for _, p := range tp.Partitions {
-			end[p.Partition] = p.Offset
-		}
-	}
-	var got []*kgo.Record
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	// Control records (transaction markers) are kept, so that every offset
-	// to the end is accounted for.
-	next := int64(0)
-	for next < end[0] {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("read %s to %d (committed %v): at %d: %v", topic, end[0], committed, next, err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			next = r.Offset + 1
-			if !r.Attrs.IsControl() {
-				got = append(got, r)
-			}
-		})
-	}
-	return got
+	return testutil.ReadKafka(t, brokers, "out", committed, 20*time.Second)
 }
 
 // eosCheck checks a read_committed reading of out: each output id once,
@@ -218,18 +162,8 @@ cluster: {%[3]s}
 
 func eosCluster(t *testing.T) ([]string, *kfake.Cluster, *kgo.Client) {
 	t.Helper()
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "cdc"), kfake.SeedTopics(1, "out", "dlq"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
-	brokers := kc.ListenAddrs()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prod.Close)
-	return brokers, kc, prod
+	kc, brokers := testutil.KafkaCluster(t, kfake.SeedTopics(2, "cdc"), kfake.SeedTopics(1, "out", "dlq"))
+	return brokers, kc, testutil.KafkaClient(t, brokers)
 }
 
 // TestNodeKafkaExactlyOnceZombieFenced: a node writing users ⋈ domains to
@@ -292,7 +226,7 @@ func TestNodeKafkaExactlyOnceZombieFenced(t *testing.T) {
 	defer cancelA()
 	doneA := make(chan error, 1)
 	go func() { doneA <- a.Run(ctxA) }()
-	testutil.WaitFor(t, 30*time.Second, kafkaAcked(prod, "g", 2, "cdc"))
+	testutil.WaitFor(t, 30*time.Second, testutil.KafkaCommitted(prod, "g", 2, "cdc"))
 	hold.Store(true)
 	if err := prod.ProduceSync(context.Background(), recs[half:]...).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -327,13 +261,13 @@ func TestNodeKafkaExactlyOnceZombieFenced(t *testing.T) {
 
 	b := start(t, parse(t, dir, eosJob(brokers, rs.Addr, "node_name: n1")))
 	runAll(t, []*node.Node{b})
-	testutil.WaitFor(t, 60*time.Second, kafkaAcked(prod, "g", 2, "cdc"))
+	testutil.WaitFor(t, 60*time.Second, testutil.KafkaCommitted(prod, "g", 2, "cdc"))
 
 	eosCheck(t, eosRead(t, brokers, true), want)
 	all := eosRead(t, brokers, false)
 	twice := idsTwice(all)
-	dead := eosReadTopic(t, brokers, "dlq", true)
-	deadAll := eosReadTopic(t, brokers, "dlq", false)
+	dead := testutil.ReadKafka(t, brokers, "dlq", true, 20*time.Second)
+	deadAll := testutil.ReadKafka(t, brokers, "dlq", false, 20*time.Second)
 	t.Logf("dead letters: read_committed %d, read_uncommitted %d (the aborted transaction wrote one: %v)", len(dead), len(deadAll), heldDLQ.Load())
 	if len(dead) != 1 || !strings.Contains(string(dead[0].Value), "not json") || !dead[0].Attrs.IsTransactional() {
 		t.Errorf("read_committed dead letters: %d, want the bad record once, written in a transaction", len(dead))
@@ -362,7 +296,7 @@ func TestNodeKafkaExactlyOnce(t *testing.T) {
 	}
 	n := start(t, parse(t, t.TempDir(), eosJob(brokers, rs.Addr, "node_name: n1")))
 	runAll(t, []*node.Node{n})
-	testutil.WaitFor(t, 30*time.Second, kafkaAcked(prod, "g", 2, "cdc"))
+	testutil.WaitFor(t, 30*time.Second, testutil.KafkaCommitted(prod, "g", 2, "cdc"))
 	eosCheck(t, eosRead(t, brokers, true), want)
 }
 
@@ -425,7 +359,7 @@ func TestNodeKafkaExactlyOnceRebalance(t *testing.T) {
 		testutil.WaitFor(t, 30*time.Second, seesAlive(n, 2))
 	}
 	runAll(t, []*node.Node{n2})
-	testutil.WaitFor(t, 60*time.Second, kafkaAcked(prod, "g", 2, "cdc"))
+	testutil.WaitFor(t, 60*time.Second, testutil.KafkaCommitted(prod, "g", 2, "cdc"))
 	eosCheck(t, eosRead(t, brokers, true), want)
 	twice := idsTwice(eosRead(t, brokers, false))
 	t.Logf("n1 read %d records, n2 %d; read_uncommitted: %d ids twice", n1.Stats().In.Load(), n2.Stats().In.Load(), twice)

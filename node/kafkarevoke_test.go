@@ -43,17 +43,8 @@ func TestNodeKafkaRevokeTimeoutsCounted(t *testing.T) {
 		{"sink stalled: revoke_wait runs out", true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "cdc"), kfake.SeedTopics(1, "out"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(kc.Close) // after the node stops
-			brokers := kc.ListenAddrs()
-			prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(prod.Close)
+			kc, brokers := testutil.KafkaCluster(t, kfake.SeedTopics(partitions, "cdc"), kfake.SeedTopics(1, "out")) // stopped after the node
+			prod := testutil.KafkaClient(t, brokers, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 			// While stalled, produce requests to the sink's topic (named by
 			// ID in recent versions) sleep until released.
 			out := topicID(t, prod, "out")
@@ -92,7 +83,7 @@ sinks: [{type: kafka, kafka: {brokers: [%[1]q], topic: out}}]
 					return nil
 				})
 			} else {
-				testutil.WaitFor(t, 30*time.Second, kafkaAcked(prod, "g", partitions, "cdc"))
+				testutil.WaitFor(t, 30*time.Second, testutil.KafkaCommitted(prod, "g", partitions, "cdc"))
 			}
 			// The second member joins; the group takes a partition from the node.
 			assigned := make(chan struct{})
@@ -155,17 +146,8 @@ func topicID(t *testing.T, cl *kgo.Client, topic string) [16]byte {
 // franz-go's ProduceSync alone would wait for the broker for ever
 // (kafkaopts.ProduceSync).
 func TestNodeKafkaSinkStalledStops(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "cdc"), kfake.SeedTopics(1, "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
-	brokers := kc.ListenAddrs()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prod.Close)
+	kc, brokers := testutil.KafkaCluster(t, kfake.SeedTopics(1, "cdc"), kfake.SeedTopics(1, "out"))
+	prod := testutil.KafkaClient(t, brokers)
 	out := topicID(t, prod, "out")
 	var sleeping atomic.Int32
 	release := make(chan struct{})

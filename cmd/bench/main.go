@@ -1,8 +1,9 @@
 // Command bench runs Joinery's benchmark harness (bench/): Nexmark q3, q8,
 // q9, q20 (plain and with a pinned hot auction) and the users ⋈ domains CDC
 // join (plain and skewed), each on the engine's core loop, the full node
-// in-process, the node on Redis and one and three nodes reading shard
-// streams partitioned by the join key, side by side with a plain Go baseline
+// in-process, the node on Redis, one and three nodes reading shard
+// streams partitioned by the join key and the node between Kafka topics
+// (at least once and exactly once), side by side with a plain Go baseline
 // over the same events in the same run, then an open-loop latency run at
 // half the measured rate.
 //

@@ -198,8 +198,9 @@ var rules = []rule{
 		name: "the Kafka client only in the Kafka connectors",
 		applies: func(p string) bool {
 			// cmd/internal/fleetbench drives a real broker (kfake) to feed the
-			// fleet benchmark; internal/testutil starts one for tests.
-			return !slices.ContainsFunc([]string{"connopts/kafkaopts", "sources/kafka", "sinks/kafka", "ingest", "formats", "cmd/internal/fleetbench", "internal/testutil"}, func(o string) bool { return under(p, o) })
+			// fleet benchmark, and cmd/internal/bench one for its Kafka
+			// systems; internal/testutil starts one for tests.
+			return !slices.ContainsFunc([]string{"connopts/kafkaopts", "sources/kafka", "sinks/kafka", "ingest", "formats", "cmd/internal/fleetbench", "cmd/internal/bench", "internal/testutil"}, func(o string) bool { return under(p, o) })
 		},
 		forbidden: func(_, dep string, direct bool) bool {
 			return direct && strings.HasPrefix(dep, franz)

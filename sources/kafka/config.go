@@ -116,7 +116,9 @@ type Config struct {
 	// reader of the group (the node and source names): a restarted reader
 	// with the same id fences its previous incarnation's producer.
 	TransactionalID string
-	// TxnTimeout is the transaction timeout; 0: DefaultTxnTimeout.
+	// TxnTimeout is the transaction timeout; 0: DefaultTxnTimeout. It
+	// must be at least 105 s (the writes' 30 s and the end's bound, past
+	// the RebalanceTimeout): see DefaultTxnTimeout.
 	TxnTimeout time.Duration
 	// Members returns the names of the live members of the fleet (this one
 	// included), for Expect. nil: no wait.
@@ -179,6 +181,9 @@ func (c Config) Validate() error {
 	}
 	if c.Expect < 0 || c.ExpectWait < 0 {
 		errs = append(errs, fmt.Errorf("kafka: Expect %d and ExpectWait %v must not be negative", c.Expect, c.ExpectWait))
+	}
+	if c.TxnTimeout != 0 && c.TxnTimeout < minTxnTimeout {
+		errs = append(errs, fmt.Errorf("kafka: TxnTimeout %v is under %v: the brokers would abort a transaction whose end waits for a rebalance (DefaultTxnTimeout)", c.TxnTimeout, minTxnTimeout))
 	}
 	if err := c.SASL.Validate(); err != nil {
 		errs = append(errs, err)

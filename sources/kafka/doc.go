@@ -42,7 +42,15 @@
 // instead of waiting (RevokeWait does not apply); an aborted transaction
 // rewinds the partitions still owned to their committed offsets and bumps
 // Epoch, which every Message carries, so the node drops what it read before
-// (docs/guides/exactly-once.md).
+// (docs/guides/exactly-once.md). A transaction's end waits for a rebalance
+// in progress to complete (up to RebalanceTimeout; for a member killed -9,
+// its session timeout), so the transaction timeout (DefaultTxnTimeout)
+// outlasts the writes and that end: a live member's transaction is
+// aborted by the group's generation, never by the brokers' timeout.
+//
+// A join or sync that fails (kgo.ErrGroupSession: it outlasted its timeout
+// while the group waited for a dead member, or the member was removed) is
+// a transient Read error: the client joins again, and the node retries.
 //
 // # Key groups
 //

@@ -75,11 +75,13 @@ type Source struct {
 	// otherwise. txMu is held by Read across a poll and by Transact across
 	// a transaction's end, which must not overlap; txWaiting counts the
 	// ends waiting for it (Read polls no more meanwhile). epoch counts the
-	// aborted transactions (Message.Epoch).
+	// aborted transactions (Message.Epoch); revokes counts the revokes
+	// and losses of partitions (an abort names a rebalance by it).
 	sess      *kgo.GroupTransactSession
 	txMu      sync.Mutex
 	txWaiting atomic.Int32
 	epoch     atomic.Uint64
+	revokes   atomic.Uint64
 	// stop ends expect at Close, which waits for expectDone (nil: no
 	// expect goroutine).
 	stop       chan struct{}

@@ -74,11 +74,21 @@ func (s *Source) take(ctx context.Context, fetches kgo.Fetches) ([]sources.Messa
 	closed := false
 	fetches.EachError(func(topic string, partition int32, err error) {
 		var loss *kgo.ErrDataLoss
+		var session *kgo.ErrGroupSession
 		switch {
 		case errors.Is(err, kgo.ErrClientClosed):
 			closed = true
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			// ctx ended: reported below.
+		case errors.As(err, &session):
+			// The member could not join the group (a join or sync that
+			// outlasted its timeout while the group waited for a dead
+			// member, under load) or was kicked out: the client joins
+			// again with a backoff. Transient: the node retries the read
+			// (logged) and stops only if it lasts.
+			if fetchErr == nil {
+				fetchErr = sources.Transient(fmt.Errorf("kafka: source %s: group %s: %w", s.cfg.Name, s.cfg.Group, err))
+			}
 		case errors.As(err, &loss), kerr.IsRetriable(err):
 			// Informational or retried by the client.
 		default:

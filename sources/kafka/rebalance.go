@@ -205,6 +205,7 @@ func (s *Source) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[stri
 // longer be committed) and at the end of onRevoked: they are no longer
 // committed by this member. It waits for a commit in flight.
 func (s *Source) onLost(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	s.revokes.Add(1)
 	s.commitMu.Lock()
 	s.mu.Lock()
 	for _, p := range revoked[s.cfg.Topic] {

@@ -14,16 +14,36 @@ import (
 )
 
 // DefaultTxnTimeout is the transaction timeout of a transactional source
-// (Config.TxnTimeout): how long the brokers keep a transaction of a
-// producer that died open before they abort it — meanwhile the partitions'
-// next owner waits (its offset fetch is refused while the transaction is
-// pending) and read_committed consumers of the sink's topic stall at it.
-const DefaultTxnTimeout = 10 * time.Second
+// (Config.TxnTimeout): how long the brokers keep a transaction open before
+// they abort it. It bounds a transaction of a producer that died (the
+// partitions' next owner waits meanwhile: its offset fetch is refused while
+// the transaction is pending, and read_committed consumers of the sink's
+// topic stall at it), unless the producer comes back with the same
+// transactional id, which aborts it at once. It must outlast a live
+// transaction: its writes (the node bounds them to 30 s) and its end, which
+// waits for a rebalance in progress to complete before it commits the
+// offsets (franz-go commits no offsets during a join) — up to the group's
+// RebalanceTimeout, and for a member killed -9 its session timeout (45 s).
+// A shorter timeout lets the brokers abort a transaction whose owner is
+// alive and waiting on the rebalance, which fences its producer for good
+// (PRODUCER_FENCED at its offset commit) and stops the surviving node.
+const DefaultTxnTimeout = 2 * time.Minute
 
-// txnEndTimeout bounds the end of one transaction (flush, offset commit,
-// EndTxn). The end is not cut short by the caller's context: a cancelled
-// EndTxn leaves the producer in an unknown state.
-const txnEndTimeout = 30 * time.Second
+// txnEndTimeout bounds the end of one transaction (flush, offset commit
+// after a rebalance in progress, heartbeat, EndTxn): past the group's
+// RebalanceTimeout, by which the brokers complete any join, and within
+// the transaction timeout. The end is not cut short by the caller's
+// context: a cancelled EndTxn leaves the producer in an unknown state.
+const txnEndTimeout = RebalanceTimeout + 15*time.Second
+
+// minTxnTimeout is the shortest Config.TxnTimeout: a transaction that
+// writes for txnWriteBudget and ends within txnEndTimeout is not aborted
+// by the brokers.
+const minTxnTimeout = txnWriteBudget + txnEndTimeout
+
+// txnWriteBudget is the time a transaction's writes may take before its
+// end within the transaction timeout (the node bounds them to 30 s).
+const txnWriteBudget = 30 * time.Second
 
 // transactional reports whether s runs Kafka transactions
 // (Config.TransactionalID).
@@ -82,6 +102,7 @@ func (s *Source) Transact(ctx context.Context, upTo []record.Position, write fun
 	if closed {
 		return ErrClosed
 	}
+	began, revokes := time.Now(), s.revokes.Load()
 	if err := s.sess.Begin(); err != nil {
 		return fmt.Errorf("kafka: source %s: begin a transaction: %w", s.cfg.Name, err)
 	}
@@ -167,14 +188,19 @@ func (s *Source) Transact(ctx context.Context, upTo []record.Position, write fun
 	// read again.
 	s.rewindAborted()
 	s.epoch.Add(1)
+	took := time.Since(began).Round(time.Millisecond)
 	if err != nil {
-		return fmt.Errorf("kafka: source %s: end the transaction: %w", s.cfg.Name, err)
+		return fmt.Errorf("kafka: source %s: end the transaction (after %v): %w", s.cfg.Name, took, err)
 	}
 	why := werr
-	if why == nil {
-		why = errors.New("the group rebalanced or refused the offset commit")
+	switch {
+	case why != nil:
+	case s.revokes.Load() != revokes:
+		why = errors.New("a rebalance took the partitions during it")
+	default:
+		why = errors.New("the group refused the offset commit (a rebalance moved its generation on)")
 	}
-	return fmt.Errorf("kafka: source %s: %w: %w", s.cfg.Name, sources.ErrAborted, why)
+	return fmt.Errorf("kafka: source %s: %w after %v: %w", s.cfg.Name, sources.ErrAborted, took, why)
 }
 
 // rewindAborted sets every owned partition that delivered records since

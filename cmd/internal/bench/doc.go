@@ -71,7 +71,17 @@
 // × node+streams per CPU-second. 3nodes+redis (not run by default) is
 // node+redis with two more nodes without sources: the one reader's keys
 // spread over three nodes, most requests remote (target: >= 0.6 ×
-// node+redis).
+// node+redis). node+kafka and node+kafka+eos (kafka.go; changelog joins)
+// run the node on the embedded store reading the input from a Kafka topic
+// (kfake in the process, the input produced before the node starts) into
+// a Kafka sink, at least once and exactly once (kafka.exactly_once: Kafka
+// transactions); their measured part is the node's Run until the consumer
+// group committed the last input offset, then its Close (kfake's CPU
+// counted on both), the output read back read_committed for the checksum.
+// The exactly-once sink's cost is 1 - its events per CPU-second over the
+// at-least-once one's (Result.EOSCost), printed with both latency runs'
+// p99 (a read_committed consumer stamps each output when it fetches it);
+// neither has a target.
 //
 // Correctness: every run's output is folded into an order-independent
 // Checksum (signed sum of a hash per output, i.e. the digest of the final

@@ -43,7 +43,7 @@ const (
 )
 
 // DefaultSystems are the systems a run without Options.Systems runs.
-var DefaultSystems = []string{SysCore, SysNode, SysNodeRedis, SysNodeStreams, SysNode3Streams, SysNodeRedisBudget}
+var DefaultSystems = []string{SysCore, SysNode, SysNodeRedis, SysNodeStreams, SysNode3Streams, SysNodeRedisBudget, SysNodeKafka, SysNodeKafkaEOS}
 
 // BudgetWorkingSet is how many times the working set exceeds the memory
 // budget on SysNodeRedisBudget.
@@ -93,7 +93,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if slices.ContainsFunc(o.Systems, func(s string) bool { return s != SysCore && s != SysNode }) {
+	if slices.ContainsFunc(o.Systems, func(s string) bool { return s != SysCore && s != SysNode && s != SysNodeKafka && s != SysNodeKafkaEOS }) {
 		rdir := filepath.Join(h.dir, "redis")
 		if err := os.MkdirAll(rdir, 0o755); err != nil {
 			return nil, err
@@ -168,6 +168,8 @@ func (h *harness) workload(w *Workload, rep *Report) error {
 			lines, err = h.nodeRounds(&r, w, in, gen)
 		case SysNodeStreams, SysNode3Streams:
 			lines, err = h.streamsRounds(&r, w, in, gen, &streams)
+		case SysNodeKafka, SysNodeKafkaEOS:
+			lines, err = h.kafkaRounds(&r, w, in, gen) // kafka.go
 		default:
 			err = fmt.Errorf("bench: unknown system %q", sys)
 		}
@@ -178,7 +180,7 @@ func (h *harness) workload(w *Workload, rep *Report) error {
 		if sys != SysCore {
 			r.Engine.HeapBytes, r.Engine.LiveKeys, r.Engine.BytesPerLiveKey = 0, 0, 0
 		}
-		if sys != SysCore && sys != SysNode && sys != SysNode3Redis && r.Skipped == "" {
+		if sys != SysCore && sys != SysNode && sys != SysNode3Redis && sys != SysNodeKafka && sys != SysNodeKafkaEOS && r.Skipped == "" {
 			r.Redis.RDBDumpBytes = h.redis.dumpBytes()
 		}
 		if r.Skipped == "" {
@@ -226,6 +228,12 @@ func compare(r *Result, byEngine map[string]*Result) {
 			r.BudgetRatio = &x
 		}
 	}
+	if r.System == SysNodeKafkaEOS {
+		if n := byEngine[SysNodeKafka]; n != nil && n.Skipped == "" {
+			c := math.Round((1-r.Engine.EventsPerCPUSec/n.Engine.EventsPerCPUSec)*1000) / 1000
+			r.EOSCost = &c
+		}
+	}
 }
 
 // latency runs the open-loop latency run r's system has, at LoadShare of
@@ -238,6 +246,12 @@ func (h *harness) latency(r *Result, w *Workload, lines [][]byte) error {
 		r.LatencySkipped = "not asked for (-latency=false)"
 	case sys == SysNodeRedisBudget || sys == SysNode3Redis || sys == SysNodeStreams || sys == SysNode3Streams:
 		r.LatencySkipped = "no latency run on this system (its figure is the throughput ratio; the node latency run feeds one node's stdin)"
+	case (sys == SysNodeKafka || sys == SysNodeKafkaEOS) && w.NodeLatency:
+		if err := h.openLoop(r, w, func(rate float64) (Latency, Checksum, error) {
+			return kafkaLatency(h.ctx, w, lines, sys == SysNodeKafkaEOS, h.runID, rate) // kafka.go
+		}); err != nil {
+			return err
+		}
 	case sys == SysCore && w.Engine != nil:
 		h.logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
 		runtime.GC()
@@ -249,8 +263,6 @@ func (h *harness) latency(r *Result, w *Workload, lines [][]byte) error {
 		}
 		r.Latency = &lat
 	case sys != SysCore && w.NodeLatency:
-		h.logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, sys, LoadShare*r.Engine.EventsPerWallSec)
-		h.runID++
 		addr := ""
 		if sys == SysNodeRedis {
 			if err := h.redis.Flush(); err != nil {
@@ -258,16 +270,11 @@ func (h *harness) latency(r *Result, w *Workload, lines [][]byte) error {
 			}
 			addr = h.redis.Addr
 		}
-		gc0 := readGCStats()
-		lat, check, err := nodeLatency(h.ctx, w, lines, addr, h.runID, LoadShare*r.Engine.EventsPerWallSec)
-		if err != nil {
-			return fmt.Errorf("%s/%s latency: %w", w.Name, sys, err)
+		if err := h.openLoop(r, w, func(rate float64) (Latency, Checksum, error) {
+			return nodeLatency(h.ctx, w, lines, addr, h.runID, rate)
+		}); err != nil {
+			return err
 		}
-		lat.setGC(gc0)
-		if !check.Equal(r.want) {
-			lat.Invalid = fmt.Sprintf("output %v, baseline %v", check, r.want)
-		}
-		r.Latency = &lat
 	default:
 		r.LatencySkipped = "no latency run for this workload on this system (core level: every workload; node levels: cdc)"
 	}
@@ -275,6 +282,26 @@ func (h *harness) latency(r *Result, w *Workload, lines [][]byte) error {
 		r.Latency.MaxRate = r.Engine.EventsPerWallSec
 		r.Latency.Measures = "from " + w.LatencyFrom + " to the output"
 	}
+	return nil
+}
+
+// openLoop runs a node level's open-loop latency run (run at rate, LoadShare
+// of the closed-loop rate just measured) as r's, its output checked
+// against the baseline's.
+func (h *harness) openLoop(r *Result, w *Workload, run func(rate float64) (Latency, Checksum, error)) error {
+	rate := LoadShare * r.Engine.EventsPerWallSec
+	h.logf("  %s/%s: open-loop latency run at %.0f ev/s", w.Name, r.System, rate)
+	h.runID++
+	gc0 := readGCStats()
+	lat, check, err := run(rate)
+	if err != nil {
+		return fmt.Errorf("%s/%s latency: %w", w.Name, r.System, err)
+	}
+	lat.setGC(gc0)
+	if !check.Equal(r.want) {
+		lat.Invalid = fmt.Sprintf("output %v, baseline %v", check, r.want)
+	}
+	r.Latency = &lat
 	return nil
 }
 

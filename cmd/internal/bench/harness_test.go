@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -199,5 +200,45 @@ func TestQ8NodeMatchesCore(t *testing.T) {
 	}
 	if nd.InputLines >= nd.Events {
 		t.Errorf("node read %d lines of %d events: want the persons and auctions only", nd.InputLines, nd.Events)
+	}
+}
+
+// TestNodeKafkaEOS: node+kafka and node+kafka+eos run cdc through Kafka
+// topics (kfake) and equal the baseline, throughput and latency runs
+// alike; the exactly-once run reports its cost against the at-least-once
+// one; an event-time join (q8) is skipped on them.
+func TestNodeKafkaEOS(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the node starts protoactor remoting, which races (see the Makefile); run without -race")
+	}
+	if testing.Short() {
+		t.Skip("short")
+	}
+	rep, err := Run(context.Background(), Options{Scale: Scales["tiny"], Rounds: 1, Workloads: []string{"cdc", "q8"},
+		Systems: []string{SysNodeKafka, SysNodeKafkaEOS}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Workload == "q8" {
+			if r.Skipped == "" {
+				t.Errorf("q8/%s ran: want it skipped (exactly once is for changelog joins)", r.System)
+			}
+			continue
+		}
+		if !r.Valid {
+			t.Errorf("cdc/%s invalid: %s", r.System, r.Invalid)
+		}
+		if r.Latency == nil || r.Latency.Invalid != "" || r.Latency.Outputs == 0 {
+			t.Errorf("cdc/%s latency run %+v (%s): want a valid one", r.System, r.Latency, r.LatencySkipped)
+		}
+		if (r.EOSCost != nil) != (r.System == SysNodeKafkaEOS) {
+			t.Errorf("cdc/%s exactly-once cost %v: want one on %s alone", r.System, r.EOSCost, SysNodeKafkaEOS)
+		}
+	}
+	var b bytes.Buffer
+	rep.WriteTable(&b)
+	if !strings.Contains(b.String(), "cdc/node+kafka+eos: the exactly-once Kafka sink costs") {
+		t.Errorf("the report does not print the exactly-once cost:\n%s", b.String())
 	}
 }

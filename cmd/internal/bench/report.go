@@ -72,6 +72,10 @@ type Result struct {
 	BudgetBytes        int64    `json:"budget_bytes,omitempty"`
 	BudgetPassivations int64    `json:"budget_passivations,omitempty"`
 	BudgetRatio        *float64 `json:"budget_ratio,omitempty"`
+	// EOSCost (node+kafka+eos): 1 - its events/CPU-s over node+kafka's on
+	// the same workload, the CPU cost of the exactly-once Kafka sink (its
+	// transactions) against the at-least-once one.
+	EOSCost *float64 `json:"eos_cost,omitempty"`
 	// Redis (node+redis): what the node wrote to Redis and the RDB
 	// snapshots the server took meanwhile.
 	Redis *RedisFigures `json:"redis,omitempty"`
@@ -209,6 +213,10 @@ func (rep *Report) WriteTable(w io.Writer) {
 			}
 			fmt.Fprintf(w, "  %s/%s: %s\n", r.Workload, r.System, b.String())
 		}
+		if r.EOSCost != nil {
+			fmt.Fprintf(w, "  %s/%s: the exactly-once Kafka sink costs %.1f%% of node+kafka's (at least once) events per CPU-second%s\n",
+				r.Workload, r.System, 100**r.EOSCost, eosLatency(rep, r))
+		}
 		if r.Redis != nil {
 			fmt.Fprintf(w, "  %s/%s: Redis received %.0f B/event (%.1f MB/s of node.Run); %.0f RDB saves per run, RDB file %.1f MB at the end\n",
 				r.Workload, r.System, r.Redis.StateBytesPerEvent, r.Redis.StateBytesPerSec/1e6, r.Redis.RDBSaves, float64(r.Redis.RDBDumpBytes)/1e6)
@@ -233,4 +241,15 @@ func (rep *Report) WriteTable(w io.Writer) {
 		}
 	}
 	writeTargets(w, rep.Targets)
+}
+
+// eosLatency compares r's (node+kafka+eos) latency run with node+kafka's
+// on the same workload ("" without both).
+func eosLatency(rep *Report, r Result) string {
+	for _, u := range rep.Results {
+		if u.Workload == r.Workload && u.System == SysNodeKafka && u.Latency != nil && r.Latency != nil {
+			return fmt.Sprintf("; p99 %.3f ms against %.3f ms at half each one's rate", r.Latency.P99Ms, u.Latency.P99Ms)
+		}
+	}
+	return ""
 }

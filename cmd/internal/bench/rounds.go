@@ -29,11 +29,7 @@ func (h *harness) nodeRounds(r *Result, w *Workload, in Input, gen time.Duration
 	if r.Skipped != "" {
 		return lines, nil
 	}
-	if in.NodeLines != nil {
-		lines = in.NodeLines
-		r.InputLines = len(lines)
-		r.Notes = fmt.Sprintf("filters pushed down to the source: the node and its baseline read %d of the %d stream events", len(lines), len(in.Lines))
-	}
+	lines = pushedDown(r, in)
 	baseline := w.Baseline
 	if w.NodeBaseline != nil {
 		baseline = w.NodeBaseline
@@ -80,6 +76,18 @@ func (h *harness) nodeRounds(r *Result, w *Workload, in Input, gen time.Duration
 		return nil, fmt.Errorf("%s/%s: %w", w.Name, sys, err)
 	}
 	return lines, nil
+}
+
+// pushedDown is what a node level reads of in: its NodeLines, the
+// stream's events its filters keep, when it has them (noted in r), else
+// all of them.
+func pushedDown(r *Result, in Input) [][]byte {
+	if in.NodeLines == nil {
+		return in.Lines
+	}
+	r.InputLines = len(in.NodeLines)
+	r.Notes = fmt.Sprintf("filters pushed down to the source: the node and its baseline read %d of the %d stream events", len(in.NodeLines), len(in.Lines))
+	return in.NodeLines
 }
 
 // calibrate runs the node once with every key live, unmeasured, and sets
