@@ -46,52 +46,58 @@ func rowKey(row record.Row, col string) (string, bool) {
 	return string(k), ok
 }
 
-// rowPart encodes a row as a part: under the side's schema (the columns
-// the job keeps of it, rowcodec.Schema) when it has one and the row fits
-// it, else compact with its column names (internal/rowcodec), or JSON
-// when the row holds a value the compact encoding does not cover. A
-// reader tells them apart by the first byte.
-func rowPart(r record.Row, s *rowcodec.Schema) ([]byte, error) {
+// rowPart encodes a row as a part, its position pos in front (withPos;
+// none for ""): under the side's schema (the columns the job keeps of it,
+// rowcodec.Schema) when it has one and the row fits it, else compact with
+// its column names (internal/rowcodec), or JSON when the row holds a value
+// the compact encoding does not cover. A reader tells them apart by the
+// first byte after the position. One allocation: the part.
+func rowPart(r record.Row, s *rowcodec.Schema, pos string) ([]byte, error) {
 	if s != nil {
-		if b, ok := jsonenc.Exact(func(b []byte) ([]byte, bool) { return s.Append(b, r) }); ok {
+		if b, ok := jsonenc.Exact(func(b []byte) ([]byte, bool) { return s.Append(appendPos(b, pos), r) }); ok {
 			return b, nil
 		}
 	}
-	if b, ok := rowcodec.Encode(r); ok {
+	if b, ok := jsonenc.Exact(func(b []byte) ([]byte, bool) { return rowcodec.Append(appendPos(b, pos), r) }); ok {
 		return b, nil
 	}
-	if b, ok := jsonenc.Exact(func(b []byte) ([]byte, bool) { return jsonenc.AppendValue(b, r) }); ok {
+	if b, ok := jsonenc.Exact(func(b []byte) ([]byte, bool) { return jsonenc.AppendValue(appendPos(b, pos), r) }); ok {
 		return b, nil
 	}
-	return json.Marshal(r)
+	j, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return withPos(pos, j), nil
 }
 
 // allRows adds every row of the changelog join, each with its position
 // folded in, then the positions no row part holds: a deleted row's of a
 // side kept by primary key as its part, the others as s: parts.
 func (c *Core) allRows(add func(string, []byte)) error {
-	var folded string // the left row's position id, folded into l
+	var folded string // the left row's primary key (key form), its position folded into l
 	sch := schemasOf(c.cfg.Machine.CDC)
 	if l := c.m.cdc.Left(); l != nil {
-		b, err := rowPart(l, sch.side(record.Left))
+		var pos string
+		folded, pos = c.leftPos(l)
+		b, err := rowPart(l, sch.side(record.Left), pos)
 		if err != nil {
 			return err
 		}
-		var pos string
-		folded, pos = c.leftPos(l)
-		add(partLeft, withPos(pos, b))
+		add(partLeft, b)
 	}
 	sides := c.keyedSides()
-	for _, sd := range sides {
+	for i := range sides {
+		sd := &sides[i]
 		if sd.prefix == "" {
 			continue
 		}
-		err := sd.each(func(k string, r record.Row) error {
-			b, err := rowPart(r, sch.side(sd.side))
+		err := c.eachRow(sd.side, func(k string, r record.Row) error {
+			b, err := rowPart(r, sch.side(sd.side), c.pos(sd.side, k))
 			if err != nil {
 				return err
 			}
-			add(sd.prefix+k, withPos(c.src[sd.id+k], b))
+			add(sd.prefix+k, b)
 			return nil
 		})
 		if err != nil {
@@ -99,11 +105,11 @@ func (c *Core) allRows(add func(string, []byte)) error {
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.src)) { // deterministic Writes
-		if id == folded {
+		if folded != "" && isID(id, record.Left, folded) {
 			continue
 		}
 		if sd, k, ok := sides.of(id); ok {
-			if sd.row(k) == nil {
+			if c.row(sd.side, k) == nil {
 				add(sd.prefix+k, withPos(c.src[id], nil))
 			}
 			continue
@@ -119,8 +125,6 @@ type keyedSide struct {
 	side   record.Side
 	prefix string // "" when the side is not kept by primary key
 	id     string // its positions' id prefix: "right/"
-	each   func(func(string, record.Row) error) error
-	row    func(string) record.Row
 }
 
 type keyedSides [2]keyedSide
@@ -129,13 +133,43 @@ type keyedSides [2]keyedSide
 // and the left one when it holds many rows per key.
 func (c *Core) keyedSides() keyedSides {
 	var s keyedSides
-	s[record.Right] = keyedSide{side: record.Right, prefix: partRight, id: c.cfg.Machine.sideName(record.Right) + "/",
-		each: c.m.cdc.EachRight, row: c.m.cdc.Right}
+	s[record.Right] = keyedSide{side: record.Right, prefix: partRight, id: posIDs[record.Right]}
 	if c.cfg.Machine.CDC.LeftMany() {
-		s[record.Left] = keyedSide{side: record.Left, prefix: partLefts, id: c.cfg.Machine.sideName(record.Left) + "/",
-			each: c.m.cdc.EachLeft, row: c.m.cdc.LeftRow}
+		s[record.Left] = keyedSide{side: record.Left, prefix: partLefts, id: posIDs[record.Left]}
 	}
 	return s
+}
+
+// posIDs are the prefixes of a two-way changelog join's position ids
+// (MachineSpec.sideName).
+var posIDs = [2]string{record.Left.String() + "/", record.Right.String() + "/"}
+
+// eachRow calls f with each stored row of side kept by primary key.
+func (c *Core) eachRow(side record.Side, f func(string, record.Row) error) error {
+	if side == record.Left {
+		return c.m.cdc.EachLeft(f)
+	}
+	return c.m.cdc.EachRight(f)
+}
+
+// row is the stored row of side kept by primary key with key k, nil when
+// none.
+func (c *Core) row(side record.Side, k string) record.Row {
+	if side == record.Left {
+		return c.m.cdc.LeftRow(k)
+	}
+	return c.m.cdc.Right(k)
+}
+
+// pos is the last position of side's row with key k ("" when none),
+// looked up without making its id.
+func (c *Core) pos(side record.Side, k string) string {
+	if len(c.src) == 0 {
+		return ""
+	}
+	var room [48]byte
+	id := append(append(room[:0], posIDs[side]...), k...)
+	return c.src[string(id)]
 }
 
 // of finds the side kept by primary key whose position id is id, and the
@@ -166,18 +200,17 @@ func (s *keyedSides) part(name string) (*keyedSide, string, bool) {
 	return nil, "", false
 }
 
-// leftPos is the id and position of row's position as the left row:
-// "" when it has none.
-func (c *Core) leftPos(row record.Row) (id, pos string) {
+// leftPos is the primary key (key form) and position of row as the left
+// row: "" when it has no position.
+func (c *Core) leftPos(row record.Row) (pk, pos string) {
 	k, ok := rowKey(row, c.cfg.Machine.pkColumn(record.Left))
 	if !ok {
 		return "", ""
 	}
-	id = c.cfg.Machine.sideName(record.Left) + "/" + k
-	if pos, ok = c.src[id]; !ok {
+	if pos = c.pos(record.Left, k); pos == "" {
 		return "", ""
 	}
-	return id, pos
+	return k, pos
 }
 
 // posTag is the first byte of a row part with its position in front;
@@ -195,20 +228,36 @@ func withPos(pos string, row []byte) []byte {
 	if pos == "" {
 		return row
 	}
+	b := make([]byte, 0, 2+binary.MaxVarintLen64+len(pos)+len(row))
+	return append(appendPos(b, pos), row...)
+}
+
+// appendPos appends pos's framing in front of a row part (nothing for
+// "").
+func appendPos(b []byte, pos string) []byte {
+	if pos == "" {
+		return b
+	}
 	if rest, ok := strings.CutPrefix(pos, "pg/"); ok {
 		if lsn, ok := fixedDigits(rest, 20); ok {
-			b := make([]byte, 0, 1+binary.MaxVarintLen64+len(row))
-			b = binary.AppendUvarint(append(b, pgTag), lsn)
-			return append(b, row...)
+			return binary.AppendUvarint(append(b, pgTag), lsn)
 		}
 	}
-	var room [24]byte
-	p := appendSrcPos(room[:0], pos)
-	b := make([]byte, 0, 1+binary.MaxVarintLen16+len(p)+len(row))
-	b = append(b, posTag)
-	b = binary.AppendUvarint(b, uint64(len(p)))
-	b = append(b, p...)
-	return append(b, row...)
+	at := len(b)
+	b = append(b, posTag, 0) // the length, one byte while under 128
+	b = appendSrcPos(b, pos)
+	n := len(b) - at - 2
+	if n < 128 {
+		b[at+1] = byte(n)
+		return b
+	}
+	// Move the position up for a longer length.
+	var lb [binary.MaxVarintLen64]byte
+	ln := binary.PutUvarint(lb[:], uint64(n))
+	b = append(b, lb[:ln-1]...)
+	copy(b[at+1+ln:], b[at+2:at+2+n])
+	copy(b[at+1:], lb[:ln])
+	return b
 }
 
 // splitPos reads a row part: its position ("" when it has none) and its
@@ -252,9 +301,9 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 		}
 		c.pt.rowBytes = (c.m.cdc.NumRights() + c.m.cdc.NumLefts()) * c.pt.rowAvg
 	}()
-	leftID, leftPos := "", ""
+	leftPK, leftPos := "", ""
 	if l := c.m.cdc.Left(); l != nil {
-		leftID, leftPos = c.leftPos(l)
+		leftPK, leftPos = c.leftPos(l)
 	}
 	sides := c.keyedSides()
 	// Positions first: the positions of rows kept by primary key and the
@@ -266,7 +315,7 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 			c.pt.markRow(sd.prefix, k)
 			continue
 		}
-		if id == leftID {
+		if leftPK != "" && isID(id, record.Left, leftPK) {
 			c.pt.mark(partLeft)
 			add(partSrc+id, nil)
 			continue
@@ -280,11 +329,11 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 	for _, name := range slices.Compact(ch.rows) {
 		if name == partLeft {
 			if row := c.m.cdc.Left(); row != nil {
-				b, err := rowPart(row, sch.side(record.Left))
+				b, err := rowPart(row, sch.side(record.Left), leftPos)
 				if err != nil {
 					return err
 				}
-				add(name, withPos(leftPos, b))
+				add(name, b)
 			} else {
 				add(name, nil)
 			}
@@ -294,8 +343,8 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 		if !ok {
 			return fmt.Errorf("keycore: changed row part %q of no side", name)
 		}
-		pos := c.src[sd.id+k]
-		row := sd.row(k)
+		pos := c.pos(sd.side, k)
+		row := c.row(sd.side, k)
 		if row == nil {
 			if pos == "" {
 				add(name, nil)
@@ -304,11 +353,17 @@ func (c *Core) changedRows(add func(string, []byte)) error {
 			}
 			continue
 		}
-		b, err := rowPart(row, sch.side(sd.side))
+		b, err := rowPart(row, sch.side(sd.side), pos)
 		if err != nil {
 			return err
 		}
-		add(name, withPos(pos, b))
+		add(name, b)
 	}
 	return nil
+}
+
+// isID reports whether id is the position id of side's row with key pk.
+func isID(id string, side record.Side, pk string) bool {
+	p := posIDs[side]
+	return len(id) == len(p)+len(pk) && id[:len(p)] == p && id[len(p):] == pk
 }

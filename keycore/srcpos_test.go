@@ -1,6 +1,7 @@
 package keycore
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -83,6 +84,23 @@ func TestRowPos(t *testing.T) {
 	for _, bad := range [][]byte{{pgTag}, {pgTag, 0x80}, {posTag}, {posTag, 0}, {posTag, 5, srcTag}} {
 		if pos, _, err := splitPos(bad); err == nil {
 			t.Errorf("% x split to %q", bad, pos)
+		}
+	}
+}
+
+// TestAppendPos: a position's framing written in place, after bytes
+// already in the buffer and with a length of more than one varint byte,
+// splits back to the position.
+func TestAppendPos(t *testing.T) {
+	long := "sqlserver/" + strings.Repeat("0", 200)
+	for _, pos := range []string{"", "pg/00000000000000000042", "x", long} {
+		b := appendPos([]byte("head"), pos)
+		got, row, err := splitPos(append(b[4:], "\xc1\x00"...))
+		if err != nil || got != pos || string(row) != "\xc1\x00" || string(b[:4]) != "head" {
+			t.Errorf("%q: split to %q, % x, %v", pos, got, row, err)
+		}
+		if w := withPos(pos, []byte("\xc1\x00")); string(w) != string(append(b[4:len(b):len(b)], "\xc1\x00"...)) {
+			t.Errorf("%q: withPos % x, appendPos % x", pos, w, b[4:])
 		}
 	}
 }
