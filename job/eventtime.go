@@ -217,7 +217,16 @@ func (s *Spec) compileTimed(view func(record.Row) any) (JoinPlan, error) {
 	if len(errs) > 0 {
 		return JoinPlan{}, errors.Join(errs...)
 	}
-	return JoinPlan{NewTimed: factory, KeyExprs: keyExprs, Conditioned: !where.IsZero()}, nil
+	jp := JoinPlan{NewTimed: factory, KeyExprs: keyExprs, Conditioned: !where.IsZero()}
+	for side, sd := range map[record.Side]Side{record.Left: j.Left, record.Right: j.Right} {
+		if sd.KeyExpr != "" {
+			continue // the key's expression may read any column
+		}
+		if cols, all := joins.TimedKept(project, where, side, sd.Key, sd.Ts, sd.Kind); !all {
+			jp.TimedKept[side] = cols
+		}
+	}
+	return jp, nil
 }
 
 // KafkaVersioned checks temporal.grace and temporal.history, the options

@@ -81,6 +81,9 @@ type JoinPlan struct {
 	KeyExprs [2]*transform.Value
 	// Conditioned: an event-time join with a residual condition.
 	Conditioned bool
+	// TimedKept are the columns an event-time join's key state keeps of
+	// each side (joins.TimedKept); nil keeps whole rows.
+	TimedKept [2][]string
 }
 
 // CompileJoin compiles the join: section alone, as Compile does (replay

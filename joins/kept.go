@@ -73,3 +73,29 @@ func (s *CDCSpec) RowSchemas() *[2]*rowcodec.Schema {
 	v, _ := rowSchemas.LoadOrStore(s, &sch)
 	return v.(*[2]*rowcodec.Schema)
 }
+
+// TimedKept is Kept for an event-time join's side: the columns its
+// projection reads of that side, and keep (the side's key and time
+// columns). all is true (and cols nil) when the join reads whole rows:
+// without a projection, with a computed column or with a residual
+// condition.
+func TimedKept(project []Column, where Condition, side record.Side, keep ...string) (cols []string, all bool) {
+	if len(project) == 0 || !where.IsZero() {
+		return nil, true
+	}
+	for _, c := range keep {
+		if c != "" {
+			cols = append(cols, c)
+		}
+	}
+	for _, c := range project {
+		if c.Compute != nil {
+			return nil, true
+		}
+		if c.Side == side {
+			cols = append(cols, c.Field)
+		}
+	}
+	slices.Sort(cols)
+	return slices.Compact(cols), false
+}

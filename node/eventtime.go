@@ -342,6 +342,9 @@ func (r *reader) timedEvent(b *batch, m sources.Message) (record.Key, keycore.Ev
 		}
 		kind = k
 	}
+	// The state keeps only the columns the join reads (projection
+	// pushdown): key, time and kind are read above, the filter has run.
+	n.kept.projectRow(side, row)
 	// The row as decoded (json.Number numbers, as actors.DecodeRow makes
 	// them): a row decoded from JSON always encodes again, for a key actor
 	// in another process (actors.EncodeRequest).

@@ -14,9 +14,9 @@ import (
 // (joins.CDCSpec.Kept); a nil set keeps whole rows.
 type keptColumns []map[string]struct{}
 
-// keptOf computes the kept columns of a changelog join (nil for an
-// event-time join, whose rows stay whole).
-func keptOf(cdc *joins.CDCSpec, multi *joins.MultiSpec) keptColumns {
+// keptOf computes the kept columns of a changelog join, or of an
+// event-time join (timed: job.JoinPlan.TimedKept).
+func keptOf(cdc *joins.CDCSpec, multi *joins.MultiSpec, timed [2][]string) keptColumns {
 	set := func(cols []string, all bool) map[string]struct{} {
 		if all {
 			return nil
@@ -36,8 +36,23 @@ func keptOf(cdc *joins.CDCSpec, multi *joins.MultiSpec) keptColumns {
 		return k
 	case cdc != nil:
 		return keptColumns{set(cdc.Kept(record.Left)), set(cdc.Kept(record.Right))}
+	case timed[record.Left] != nil || timed[record.Right] != nil:
+		return keptColumns{set(timed[record.Left], timed[record.Left] == nil), set(timed[record.Right], timed[record.Right] == nil)}
 	}
 	return nil
+}
+
+// projectRow drops from row the columns side's state does not keep (an
+// event-time join's input, after its key, time and filter are read).
+func (k keptColumns) projectRow(side record.Side, row record.Row) {
+	if int(side) >= len(k) || k[side] == nil {
+		return
+	}
+	for col := range row {
+		if _, ok := k[side][col]; !ok {
+			delete(row, col)
+		}
+	}
 }
 
 // project drops from c's rows the columns side's state does not keep. It

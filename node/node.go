@@ -142,7 +142,7 @@ func StartPlan(ctx context.Context, plan *job.Plan, opts Options) (n *Node, err 
 			return nil, err
 		}
 	}
-	n = &Node{plan: plan, spec: spec, cdc: plan.CDC, multi: plan.Multi, kept: keptOf(plan.CDC, plan.Multi), timed: plan.NewTimed, evt: evt, keyExprs: plan.KeyExprs, timeout: plan.RequestTimeout,
+	n = &Node{plan: plan, spec: spec, cdc: plan.CDC, multi: plan.Multi, kept: keptOf(plan.CDC, plan.Multi, plan.TimedKept), timed: plan.NewTimed, evt: evt, keyExprs: plan.KeyExprs, timeout: plan.RequestTimeout,
 		log: opts.Logger.With("job", spec.Name), opts: opts, started: time.Now(), metrics: admin.NewMetrics(), senderID: fmt.Sprintf("%x", rand.Uint64())}
 	n.stats = newStats(spec.Name, n.metrics)
 	n.initMetrics()

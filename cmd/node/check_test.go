@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,5 +157,47 @@ func TestCheckPrintsKeptColumns(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("check output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestCheckPrintsEventTimeKeptColumns: for an event-time join `check` says
+// which columns of each side the key state keeps: key, time and projected
+// columns, or every column without a projection.
+func TestCheckPrintsEventTimeKeptColumns(t *testing.T) {
+	for _, c := range []struct {
+		name, project string
+		want          []string
+	}{
+		{"projected", "\n  project: [{name: lv, from: l.v}, {name: rw, from: r.w}]", []string{"# state keeps l: k, ts, v\n", "# state keeps r: k, ts, w\n"}},
+		{"whole rows", "", []string{"# state keeps l: every column\n", "# state keeps r: every column\n"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "job.yaml")
+			body := fmt.Sprintf(`name: kept-timed
+join:
+  type: unbounded
+  ttl: 1h
+  left:  {name: l, key: k, ts: ts}
+  right: {name: r, key: k, ts: ts}%s
+sources:
+  - {name: ls, type: file, path: l.jsonl, side: left}
+  - {name: rs, type: file, path: r.jsonl, side: right}
+sinks:
+  - {type: stdout}
+`, c.project)
+			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			if code := run([]string{"check", "--config", path}, &out, &errOut); code != 0 {
+				t.Fatalf("check exit %d: %s", code, errOut.String())
+			}
+			for _, want := range c.want {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("check output lacks %q:\n%s", want, out.String())
+				}
+			}
+		})
 	}
 }

@@ -254,7 +254,7 @@ func replayEvents(jobPath, inputPath, latePath, end, ops string, stdout, stderr 
 }
 
 // writeKept prints, per join side, the columns the key state keeps of its
-// rows (projection pushdown: joins.CDCSpec.Kept).
+// rows (projection pushdown: joins.CDCSpec.Kept, joins.TimedKept).
 func writeKept(w io.Writer, plan *job.Plan) {
 	line := func(name string, cols []string, all bool) {
 		if all {
@@ -274,5 +274,10 @@ func writeKept(w io.Writer, plan *job.Plan) {
 		line(plan.CDC.Left.Name, cols, all)
 		cols, all = plan.CDC.Kept(record.Right)
 		line(plan.CDC.Right.Name, cols, all)
+	case plan.NewTimed != nil && plan.Spec != nil:
+		for side, name := range []string{plan.Spec.Join.Left.Name, plan.Spec.Join.Right.Name} {
+			cols := plan.TimedKept[side]
+			line(name, cols, cols == nil)
+		}
 	}
 }
