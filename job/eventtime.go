@@ -76,6 +76,9 @@ func (s *Spec) compileTimed(view func(record.Row) any) (JoinPlan, error) {
 		if side.Ts == "" {
 			bad(name+".ts", "must name the event-time field of an event-time input")
 		}
+		if side.Versioned {
+			bad(name+".versioned", "only for cdc joins (a temporal join's versioned table is its right side)")
+		}
 	}
 	mode := j.Mode
 	if mode == "" {

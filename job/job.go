@@ -93,8 +93,8 @@ func (s *Spec) CDCSpec() (*joins.CDCSpec, error) {
 	cs := &joins.CDCSpec{
 		Kinds: kinds, MaxTs: s.Join.CDC.Ts == "max", ForeignKey: s.Join.CDC.ForeignKey,
 		Type:  jt,
-		Left:  joins.SideSpec{Name: s.Join.Left.Name, PK: s.Join.Left.PK, JoinOn: s.Join.Left.JoinOn},
-		Right: joins.SideSpec{Name: s.Join.Right.Name, PK: s.Join.Right.PK, JoinOn: s.Join.Right.JoinOn},
+		Left:  joins.SideSpec{Name: s.Join.Left.Name, PK: s.Join.Left.PK, JoinOn: s.Join.Left.JoinOn, Versioned: s.Join.Left.Versioned},
+		Right: joins.SideSpec{Name: s.Join.Right.Name, PK: s.Join.Right.PK, JoinOn: s.Join.Right.JoinOn, Versioned: s.Join.Right.Versioned},
 	}
 	where, err := CompileCondition(s.Join.Condition, s.Join.LeftCondition, s.Join.RightCondition, s.Join.Left.Name, s.Join.Right.Name, nil)
 	if err != nil {

@@ -170,6 +170,14 @@ type Side struct {
 	// -U and -D end a version; on the probe (left) side, with temporal:
 	// {semantics: flink}, the kind is kept on the output.
 	Kind string `yaml:"kind,omitempty"`
+	// Versioned (cdc joins) makes the table a versioned table, as a Kafka
+	// Streams table materialized in a versioned store: a change older (by
+	// its source time) than the row's last change is out of order and
+	// ignored, written to the dead letters as late (out-of-order) instead
+	// of applied. For tables whose changes can arrive out of time order
+	// (a topic written by several producers); Debezium's changes of a row
+	// arrive in order.
+	Versioned bool `yaml:"versioned,omitempty"`
 }
 
 // CompiledKeyExpr compiles the side's key_expr; nil without one.

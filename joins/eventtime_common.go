@@ -302,6 +302,9 @@ const (
 	LateBehindWatermark = "behind-watermark"
 	// LateUnknownSide: the element's side is neither left nor right.
 	LateUnknownSide = "unknown-side"
+	// LateOutOfOrder: a changelog join's change of a versioned side
+	// (SideSpec.Versioned) older than the row's last change.
+	LateOutOfOrder = "out-of-order"
 )
 
 // addSat adds with saturation at the int64 bounds, so that times near the

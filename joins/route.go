@@ -177,7 +177,13 @@ func (s *CDCSpec) AppendRoute(dst []record.Event, side record.Side, c record.Cha
 			return fail(reason.MissingPK, "before", ss.PK)
 		}
 		if oldPlaced {
-			dst = append(dst, record.Event{Key: old, Side: side, Op: record.OpDelete, Before: c.Before, Pos: c.Pos, Seq: 0, Ts: c.TsMs})
+			del := record.Event{Key: old, Side: side, Op: record.OpDelete, Before: c.Before, Pos: c.Pos, Seq: 0, Ts: c.TsMs}
+			if ss.Versioned && placed {
+				// The key core of a versioned side tells the retraction of a
+				// move from a delete by its new row (keycore's isMove).
+				del.After = c.After
+			}
+			dst = append(dst, del)
 		}
 		if placed {
 			dst = append(dst, record.Event{Key: key, Side: side, Op: record.OpCreate, After: c.After, Pos: c.Pos, Seq: 1, Ts: c.TsMs})

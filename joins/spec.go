@@ -94,6 +94,16 @@ type SideSpec struct {
 	// so a join value may be shared by many rows of both sides
 	// (CDCSpec.LeftMany).
 	JoinOn string
+	// Versioned makes the side a versioned table (Kafka Streams'
+	// versioned key-value stores): a change whose source time (Event.Ts)
+	// is older than that of the row's last change at its join key is out of
+	// order and ignored, reported late (LateOutOfOrder) instead of applied;
+	// a delete's time is kept, so an older change cannot bring the row
+	// back. A change that moves the row to another join value is applied
+	// whatever its time (its new key cannot know the row's time at the old
+	// one). The check is the key core's (keycore), beside its Debezium
+	// replay check.
+	Versioned bool
 }
 
 // Column is one output column of the projection: Name = Side's row[Field],

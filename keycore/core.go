@@ -297,9 +297,16 @@ func (c *Core) Step(req *Request, now int64) Ready {
 			outs, late = c.m.OnElement(el, e.Watermark, outs, late)
 		} else {
 			ev := record.Event{Key: c.key, Side: e.Side, Op: e.Op, Before: e.Before, After: e.After, Pos: e.Pos, Seq: e.Seq, Ts: e.Ts}
-			if c.duplicate(ev, e.SrcPos) {
+			switch c.admit(ev, e.SrcPos) {
+			case duplicate:
 				r.Duplicates++
-			} else {
+			case stale:
+				el := joins.Element{Side: e.Side, Ts: e.Ts, Row: ev.After, Pos: e.Pos}
+				if ev.Op == record.OpDelete {
+					el.Row, el.Kind = ev.Before, record.Delete
+				}
+				late = append(late, joins.Late{Element: el, Reason: joins.LateOutOfOrder})
+			default:
 				c.touch(&ev)
 				outs = c.m.OnEvent(ev, outs)
 			}

@@ -17,6 +17,20 @@ type MachineSpec struct {
 	NewTimed func() joins.Timed
 }
 
+// versioned reports whether side is a versioned table of a changelog join
+// (joins.SideSpec.Versioned).
+func (s *MachineSpec) versioned(side record.Side) bool {
+	switch {
+	case s.CDC == nil:
+		return false
+	case side == record.Left:
+		return s.CDC.Left.Versioned
+	case side == record.Right:
+		return s.CDC.Right.Versioned
+	}
+	return false
+}
+
 // pkColumn is the primary-key column of side's rows in a changelog join.
 func (s *MachineSpec) pkColumn(side record.Side) string {
 	switch {

@@ -2,6 +2,7 @@ package keycore
 
 import (
 	"maps"
+	"math"
 
 	"github.com/joinery/joinery/record"
 )
@@ -21,42 +22,88 @@ func (c *Core) stamp(outs []record.Output, now int64) {
 	}
 }
 
-// duplicate reports whether e, a changelog-join change at source position
-// pos, is not newer than the last change applied to the same row (a
-// Debezium at-least-once replay arriving at a new offset), and otherwise
-// records pos as the row's last. Changes without a position, or whose row
-// has no usable primary key, are never duplicates.
-func (c *Core) duplicate(e record.Event, pos string) bool {
-	if pos == "" {
-		return false
-	}
+// admission is what admit decided of a changelog-join change.
+type admission int
+
+const (
+	admitted  admission = iota
+	duplicate           // a Debezium replay: its source position is not newer
+	stale               // a versioned side's change older than the row's last
+)
+
+// admit decides whether e, a changelog-join change at Debezium source
+// position pos, is applied, and records the row's last position when it
+// is. A change whose position is not newer than the row's last is a
+// duplicate (an at-least-once replay arriving at a new offset). On a
+// versioned side (joins.SideSpec.Versioned) the row's last position is its
+// version: the change's source time, then pos (versionPos); a change older
+// than the row's version is stale, unless it moves the row to another join
+// value (isMove), which is applied and keeps the newer version at the old
+// key. Changes without a position on a side that is not versioned, or
+// whose row has no usable primary key, are always admitted.
+func (c *Core) admit(e record.Event, pos string) admission {
 	spec := &c.cfg.Machine
+	versioned := spec.versioned(e.Side)
+	if pos == "" && !versioned {
+		return admitted
+	}
 	row, pkCol := e.After, spec.pkColumn(e.Side)
 	if e.Op == record.OpDelete {
 		row = e.Before
 	}
 	pk, ok := record.KeyOf(row[pkCol])
 	if !ok {
-		return false
+		return admitted
 	}
 	id := spec.sideName(e.Side) + "/" + string(pk)
 	last, ok := c.src[id]
-	if ok && pos <= last {
-		return true
+	next := pos
+	if versioned {
+		next = versionPos(e.Ts, pos)
+		if ok {
+			lastTs, lastPos, isVersion := parseVersion(last)
+			if !isVersion {
+				lastTs, lastPos = math.MinInt64, last // stored before the side was versioned
+			}
+			if pos != "" && lastPos != "" && pos <= lastPos {
+				return duplicate
+			}
+			if max(e.Ts, 0) < lastTs {
+				if !isMove(e) {
+					return stale
+				}
+				if e.Op == record.OpDelete {
+					next = versionPos(lastTs, pos) // the row leaves; its newer version stays
+				}
+			}
+		}
+	} else if ok && pos <= last {
+		return duplicate
+	}
+	if ok && next == last {
+		return admitted
 	}
 	if c.src == nil {
 		c.src = map[string]string{}
 	}
-	c.src[id] = pos
+	c.src[id] = next
 	if c.cfg.Parts {
 		ch := c.pt.changes()
 		ch.src = append(ch.src, id)
-		c.pt.srcBytes += len(pos) - len(last)
+		c.pt.srcBytes += len(next) - len(last)
 		if !ok {
 			c.pt.srcBytes += 2 + len(id)
 		}
 	}
-	return false
+	return admitted
+}
+
+// isMove reports whether e is half of a change that moved its row to
+// another join value (joins.CDCSpec.AppendRoute on a versioned side): the
+// retraction at the old key, a delete that carries the new row too, or the
+// insertion at the new key, the change's second event.
+func isMove(e record.Event) bool {
+	return (e.Op == record.OpDelete && e.After != nil) || (e.Op == record.OpCreate && e.Seq == 1)
 }
 
 // prune drops outbox entries the sender has committed. It reports whether it

@@ -13,6 +13,7 @@ import (
 //	pg/<lsn, 20 digits>                         0xC2 0x01 uvarint(lsn)
 //	mongo/<ts_ms, 20 digits>/<ord, 10 digits>   0xC2 0x02 uvarint(ts_ms) uvarint(ord)
 //	mysql/<file>/<pos, 20>/<row, 10>            0xC2 0x03 uvarint(len) file uvarint(pos) uvarint(row)
+//	ts/<ms, 20 digits>                          0xC2 0x04 uvarint(ms)   (a versioned side's version)
 //
 // and as its text otherwise (after 0xC2 0x00 in the one case it starts
 // with 0xC2 itself; SourcePosition's always start with a letter), so the
@@ -26,6 +27,11 @@ func appendSrcPos(b []byte, pos string) []byte {
 	if rest, ok := strings.CutPrefix(pos, "pg/"); ok {
 		if n, ok := fixedDigits(rest, 20); ok {
 			return binary.AppendUvarint(append(b, srcTag, 1), n)
+		}
+	}
+	if rest, ok := strings.CutPrefix(pos, versionPrefix); ok {
+		if n, ok := fixedDigits(rest, 20); ok {
+			return binary.AppendUvarint(append(b, srcTag, 4), n)
 		}
 	}
 	if rest, ok := strings.CutPrefix(pos, "mongo/"); ok && len(rest) == 31 && rest[20] == '/' {
@@ -122,6 +128,12 @@ func srcPos(b []byte) (string, bool) {
 		}
 		out = append(append(append(out, "mysql/"...), file...), '/')
 		out = pad(append(pad(out, p, 20), '/'), row, 10)
+	case 4:
+		ms, ok := next()
+		if !ok || len(r) > 0 {
+			return "", false
+		}
+		out = pad(append(out, versionPrefix...), ms, 20)
 	default:
 		return "", false
 	}

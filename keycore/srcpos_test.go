@@ -21,6 +21,8 @@ func TestSrcPos(t *testing.T) {
 		{"oracle/000000000000000000123456", 31},
 		{"", 0},
 		{"00000042", 8},
+		{"ts/00000001700000000000", 8},                          // a versioned side's version
+		{"ts/00000001700000000000/pg/00000000000023456789", 47}, // with a Debezium position: text
 	} {
 		b := appendSrcPos(nil, c.pos)
 		if len(b) != c.size {
@@ -31,7 +33,7 @@ func TestSrcPos(t *testing.T) {
 			t.Errorf("%q: decoded %q, %v", c.pos, got, ok)
 		}
 	}
-	for _, bad := range [][]byte{{srcTag}, {srcTag, 9}, {srcTag, 1}, {srcTag, 1, 5, 0}, {srcTag, 3, 9, 'a'}, {srcTag, 2, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f}} {
+	for _, bad := range [][]byte{{srcTag}, {srcTag, 9}, {srcTag, 1}, {srcTag, 1, 5, 0}, {srcTag, 3, 9, 'a'}, {srcTag, 4}, {srcTag, 4, 1, 2}, {srcTag, 2, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f}} {
 		if got, ok := srcPos(bad); ok {
 			t.Errorf("% x decoded to %q", bad, got)
 		}
@@ -101,6 +103,34 @@ func TestAppendPos(t *testing.T) {
 		}
 		if w := withPos(pos, []byte("\xc1\x00")); string(w) != string(append(b[4:len(b):len(b)], "\xc1\x00"...)) {
 			t.Errorf("%q: withPos % x, appendPos % x", pos, w, b[4:])
+		}
+	}
+}
+
+// TestVersionPos: a versioned side's positions round-trip and order by time
+// then Debezium position; a negative time counts as 0.
+func TestVersionPos(t *testing.T) {
+	for _, c := range []struct {
+		ts   int64
+		pos  string
+		want string
+	}{
+		{5, "", "ts/00000000000000000005"},
+		{-3, "", "ts/00000000000000000000"},
+		{1700000000000, "pg/00000000000000000042", "ts/00000001700000000000/pg/00000000000000000042"},
+	} {
+		got := versionPos(c.ts, c.pos)
+		if got != c.want {
+			t.Errorf("versionPos(%d, %q) = %q, want %q", c.ts, c.pos, got, c.want)
+		}
+		ts, pos, ok := parseVersion(got)
+		if !ok || ts != max(c.ts, 0) || pos != c.pos {
+			t.Errorf("parseVersion(%q) = %d, %q, %v", got, ts, pos, ok)
+		}
+	}
+	for _, bad := range []string{"", "pg/00000000000000000005", "ts/5", "ts/0000000000000000000x", "ts/00000000000000000005x", "ts/99999999999999999999"} {
+		if _, _, ok := parseVersion(bad); ok {
+			t.Errorf("parseVersion(%q) accepted", bad)
 		}
 	}
 }

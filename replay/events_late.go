@@ -20,6 +20,16 @@ func nullText(ev eventLine) string {
 func (r *eventsRun) lateElem(key record.Key, l joins.Late) error {
 	r.d.sum.Late++
 	e := l.Element
+	if !r.d.join.eventTime() {
+		// A changelog join's change of a versioned side, out of order: its
+		// key is a join value's key form, its kind +I or -D.
+		k, err := marshal(string(key))
+		if err != nil {
+			return err
+		}
+		v, _ := r.value(e.Row)
+		return r.writeLate(int(e.Pos.Offset), e.Side, string(k), e.Ts, v, e.Kind.String(), l.Reason)
+	}
 	op := ""
 	var v json.RawMessage
 	if e.Row == nil {
@@ -49,7 +59,7 @@ func (r *eventsRun) writeLate(n int, side record.Side, key string, ts int64, v j
 	if key != "" {
 		ll.Key = json.RawMessage(key)
 	}
-	if r.d.join.eventTime() {
+	if r.d.join.eventTime() || reason == joins.LateOutOfOrder {
 		ll.Ts = &ts
 	}
 	b, err := marshal(ll)
