@@ -124,4 +124,3 @@ func TestCoreVersioned(t *testing.T) {
 		})
 	}
 }
-
