@@ -40,6 +40,7 @@ func TestChaosRollingRestart(t *testing.T) {
 func rollingRestart(t *testing.T, dir string, procs map[string]*proc, names, admins []string, out func(string) string,
 	feed func(stop <-chan struct{}) error) (*recovery, time.Duration) {
 	t.Helper()
+	t.Cleanup(func() { logTails(t, dir, names...) })
 	var outs []string
 	for _, n := range names {
 		outs = append(outs, out(n))

@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -172,14 +174,81 @@ func ping(addr string) error {
 	return nil
 }
 
-// PickPort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// PickPort returns a port on 127.0.0.1 that was free for TCP and UDP a
+// moment ago, below the kernel's ephemeral range (Linux's
+// net.ipv4.ip_local_port_range) when it can tell where that starts. A port
+// in the ephemeral range can be taken as the local port of any outgoing
+// connection on the machine, for instance between a node's exit and its
+// restart on the same address; a port below it is only ever taken by an
+// explicit bind.
 func PickPort() (int, error) {
+	if lo := ephemeralLow(); lo > minPickPort+1000 {
+		// Ports are handed out in turn from a random start, so one process
+		// never gets the same port twice and two processes rarely meet.
+		pick.Lock()
+		defer pick.Unlock()
+		if pick.next == 0 {
+			pick.next = rand.IntN(lo - minPickPort)
+		}
+		for range 500 {
+			p := minPickPort + pick.next%(lo-minPickPort)
+			pick.next++
+			if portFree(p) {
+				return p, nil
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// pick is PickPort's turn: the offset of the next port above minPickPort.
+var pick struct {
+	sync.Mutex
+	next int
+}
+
+// minPickPort is the lowest port PickPort returns: above the ports
+// services commonly listen on.
+const minPickPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range, 0 when
+// it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return lo
+}
+
+// portFree reports whether port can be bound on 127.0.0.1 for TCP and UDP
+// (memberlist gossips on both).
+func portFree(port int) bool {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer l.Close()
+	u, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return false
+	}
+	u.Close()
+	return true
 }
 
 // Poll calls f every interval until it returns nil, d passes (an error
