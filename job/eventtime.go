@@ -225,7 +225,7 @@ func (s *Spec) compileTimed(view func(record.Row) any) (JoinPlan, error) {
 		if sd.KeyExpr != "" {
 			continue // the key's expression may read any column
 		}
-		if cols, all := joins.TimedKept(project, where, side, sd.Key, sd.Ts, sd.Kind); !all {
+		if cols, all := joins.ReadColumns(project, where, side, sd.Key, sd.Ts, sd.Kind); !all {
 			jp.TimedKept[side] = cols
 		}
 	}

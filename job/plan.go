@@ -82,7 +82,7 @@ type JoinPlan struct {
 	// Conditioned: an event-time join with a residual condition.
 	Conditioned bool
 	// TimedKept are the columns an event-time join's key state keeps of
-	// each side (joins.TimedKept); nil keeps whole rows.
+	// each side (joins.ReadColumns); nil keeps whole rows.
 	TimedKept [2][]string
 }
 

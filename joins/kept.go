@@ -16,21 +16,8 @@ import (
 // a runner drops the others as it decodes a change (projection pushdown,
 // as Flink's planner prunes the columns a query never reads).
 func (s *CDCSpec) Kept(side record.Side) (cols []string, all bool) {
-	if len(s.Project) == 0 || !s.Where.IsZero() { // a condition may read any column
-		return nil, true
-	}
 	sd := s.side(side)
-	cols = []string{sd.PK, sd.JoinOn}
-	for _, c := range s.Project {
-		if c.Compute != nil {
-			return nil, true
-		}
-		if c.Side == side {
-			cols = append(cols, c.Field)
-		}
-	}
-	slices.Sort(cols)
-	return slices.Compact(cols), false
+	return ReadColumns(s.Project, s.Where, side, sd.PK, sd.JoinOn)
 }
 
 // Kept is CDCSpec.Kept for a multi-way join's table (an index into
@@ -74,12 +61,14 @@ func (s *CDCSpec) RowSchemas() *[2]*rowcodec.Schema {
 	return v.(*[2]*rowcodec.Schema)
 }
 
-// TimedKept is Kept for an event-time join's side: the columns its
-// projection reads of that side, and keep (the side's key and time
-// columns). all is true (and cols nil) when the join reads whole rows:
-// without a projection, with a computed column or with a residual
-// condition.
-func TimedKept(project []Column, where Condition, side record.Side, keep ...string) (cols []string, all bool) {
+// ReadColumns returns the columns of side's rows that a join with this
+// projection and residual condition reads, sorted: keep (the side's key
+// columns: primary-key and join columns, or an event-time input's key,
+// time and kind columns; "" ignored) and the projection's columns of that
+// side. all is true (and cols nil) when the join reads whole rows: without
+// a projection, with a computed column or with a residual condition.
+// CDCSpec.Kept is it for a changelog join's side.
+func ReadColumns(project []Column, where Condition, side record.Side, keep ...string) (cols []string, all bool) {
 	if len(project) == 0 || !where.IsZero() {
 		return nil, true
 	}

@@ -254,7 +254,7 @@ func replayEvents(jobPath, inputPath, latePath, end, ops string, stdout, stderr 
 }
 
 // writeKept prints, per join side, the columns the key state keeps of its
-// rows (projection pushdown: joins.CDCSpec.Kept, joins.TimedKept).
+// rows (projection pushdown: joins.CDCSpec.Kept, joins.ReadColumns).
 func writeKept(w io.Writer, plan *job.Plan) {
 	line := func(name string, cols []string, all bool) {
 		if all {
