@@ -17,7 +17,15 @@ import (
 // of different protocols never form one fleet (docs/operations/upgrades.md:
 // such an upgrade drains the fleet instead of rolling). A node whose meta
 // does not say speaks protocol 1.
-const Protocol = 1
+//
+// The versions:
+//
+//	1  each join key's state in three Redis keys (state, parts, epoch),
+//	   rows as JSON (every release before version 2; their meta says no version)
+//	2  each join key one Redis hash (epoch, binary base, parts), rows in
+//	   internal/rowcodec under their side's column schema, a row's source
+//	   position folded into its part; a version-1 node reads none of it
+const Protocol = 2
 
 // ErrIncompatible is what a ProtocolError matches with errors.Is.
 var ErrIncompatible = errors.New("cluster: incompatible protocol version")
