@@ -211,6 +211,7 @@ func (w *Writer) run() {
 			index[id] = len(snaps)
 			snaps = append(snaps, r.snap)
 		}
+		failpoint.BeforeStateWrite() // chaos tests only: may wait here (internal/failpoint)
 		err := w.save(snaps)
 		if err == nil {
 			failpoint.StateWritten() // chaos tests only: may exit here (internal/failpoint)

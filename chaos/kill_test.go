@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/joinery/joinery/internal/cdcgen"
+	"github.com/joinery/joinery/internal/failpoint"
 	"github.com/joinery/joinery/internal/testutil"
 )
 
@@ -41,6 +42,7 @@ type fleetOpts struct {
 	stateRedis    string               // the nodes' state.redis block (withStateRedis; default: the fleet's own Redis)
 	rate          int                  // n1's input rate, changes per second (withRate; default about 4 s of input)
 	bins          [maxNodes + 1]string // bins[n]: node n's joinery binary (withBinary; "": the one under test)
+	env           [maxNodes + 1]string // env[n]: a VAR=value node n runs with (withEnv)
 	trial, trials int                  // for the summary row (default 1 of 1)
 }
 
@@ -63,6 +65,9 @@ func withStateRedis(redis string) fleetOpt { return func(o *fleetOpts) { o.state
 
 // withBinary runs node n (1-based) on the joinery binary bin.
 func withBinary(n int, bin string) fleetOpt { return func(o *fleetOpts) { o.bins[n] = bin } }
+
+// withEnv runs node n with the environment variable kv (VAR=value).
+func withEnv(n int, kv string) fleetOpt { return func(o *fleetOpts) { o.env[n] = kv } }
 
 // withRate paces n1's input at n changes per second.
 func withRate(n int) fleetOpt { return func(o *fleetOpts) { o.rate = n } }
@@ -200,6 +205,9 @@ func (f *fleet) start(t *testing.T, n int) *proc {
 	if f.opts.net != nil {
 		wrap = f.opts.net.exec(n)
 	}
+	if kv := f.opts.env[n]; kv != "" {
+		wrap = append(wrap, "env", kv)
+	}
 	p := startProcBin(t, f.dir, fmt.Sprint("n", n), fmt.Sprintf("n%d.yaml", n), f.opts.bins[n], nil, wrap...)
 	if f.opts.admin {
 		// Its admin endpoint serves once the node has started: a test that
@@ -335,16 +343,17 @@ func TestChaosKillRedis(t *testing.T) {
 // refused (fenced) — the result equals the fault-free one, and at least one
 // write was refused. The pause is 12 s: memberlist (profile lan) marks n2
 // failed about 5 s into it, so its keys live elsewhere (a newer epoch writes
-// them) for ~7 s before n2 wakes with its pending writes; with the earlier
-// 6 s pause that window was under a second and no write was ever fenced
-// (seed 400: 0 refused at 6 s; seeds 400-402: 3, 4 and 2 at 12 s, with the
-// same trial time). CHAOS_PAUSE overrides it.
+// them) for ~7 s before n2 wakes with its pending writes. n2 waits 100 ms
+// before each state write batch (JOINERY_FAILPOINT=delay-state-write:100ms),
+// so the pause always finds a write on its way: without it a pause that fell
+// between two batches left n2 nothing to write when it woke (0 refused in 1
+// of 3 trials of a full run). CHAOS_PAUSE overrides the pause.
 func TestChaosPauseActorNode(t *testing.T) {
 	for trial := range trials(1) {
 		seed := uint64(400 + trial)
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed))
-			f := newFleet(t, seed, withAdmin(), inTrial(trial, trials(1)))
+			f := newFleet(t, seed, withAdmin(), withEnv(2, failpoint.Env+"=delay-state-write:100ms"), inTrial(trial, trials(1)))
 			f.startReader(t)
 			waitFormed(t, f, 3) // a node that never joined is declared dead by no one
 			waitLines(t, f.out, moment(r, 15000), time.Minute)

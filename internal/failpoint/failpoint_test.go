@@ -1,26 +1,25 @@
 package failpoint
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestParse(t *testing.T) {
-	if n, err := parse("exit-after-state-write:7"); err != nil || n != 7 {
-		t.Errorf("parse = %d, %v; want 7, nil", n, err)
-	}
-	for _, bad := range []string{"exit-after-state-write:0", "exit-after-state-write:x", "exit-after-state-write:", "crash:3"} {
-		if _, err := parse(bad); err == nil {
-			t.Errorf("parse(%q) = nil error, want one", bad)
+	for _, tc := range []struct {
+		v    string
+		want point
+	}{
+		{"exit-after-state-write:7", point{exitAfter: 7}},
+		{"delay-state-write:150ms", point{delay: 150 * time.Millisecond}},
+	} {
+		if got, err := parse(tc.v); err != nil || got != tc.want {
+			t.Errorf("parse(%q) = %+v, %v; want %+v", tc.v, got, err, tc.want)
 		}
 	}
-}
-
-func TestStateWrittenOff(t *testing.T) {
-	old := exitAfter
-	exitAfter = 0 // whatever this test's environment says
-	defer func() { exitAfter = old }()
-	for range 3 {
-		StateWritten() // unset: never exits
-	}
-	if writes.Load() != 0 {
-		t.Errorf("writes counted with the failpoint off: %d", writes.Load())
+	for _, bad := range []string{"exit-after-state-write:0", "exit-after-state-write:x", "exit-after-state-write:", "crash:3", "delay-state-write:", "delay-state-write:-1s", "delay-state-write:5"} {
+		if _, err := parse(bad); err == nil {
+			t.Errorf("parse(%q) accepted", bad)
+		}
 	}
 }
