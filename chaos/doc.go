@@ -3,7 +3,8 @@
 // deterministic CDC input, faults injected at random moments (kill -9 of a
 // node, of the node reading the source, of Redis; that node killed exactly
 // between a state write and its offset commit, by the failpoint of
-// internal/failpoint; a SIGSTOP pause; a network partition of an actor
+// internal/failpoint; a SIGSTOP pause, which always finds a state write on
+// its way because that node delays each batch by another failpoint; a network partition of an actor
 // node, with each node in its own network namespace — that scenario needs
 // root and iproute2, and fails without them; kill -9 of the node reading a
 // Redis stream that every node of the fleet has as its source; kill -9 of
