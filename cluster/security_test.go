@@ -34,7 +34,7 @@ func startRogue(t *testing.T, key []byte, dead ...string) *rogue {
 	t.Helper()
 	r := &rogue{}
 	var err error
-	r.meta, err = json.Marshal(nodeMeta{V: metaVersion, ID: "rogue-id", Host: "127.0.0.1", Port: 1, Kinds: []string{echoKind}, Dead: dead})
+	r.meta, err = json.Marshal(nodeMeta{V: metaVersion, ID: "rogue-id", Host: "127.0.0.1", Port: 1, Kinds: []string{echoKind}, Dead: dead, Proto: Protocol})
 	if err != nil {
 		t.Fatal(err)
 	}
