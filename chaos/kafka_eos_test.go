@@ -110,11 +110,16 @@ cluster: {node_name: n%[3]d, gossip: "127.0.0.1:%[4]d", remote: "127.0.0.1:0", s
 		return done()
 	})
 	took := time.Since(killed)
+	// Every transaction ends: a read_committed consumer reads to the last
+	// stable offset, and one left open (the killed incarnation's, until
+	// the restarted n1 fences it) would hide everything after it.
+	testutil.WaitFor(t, scaled(30*time.Second), func() error { return outStable(cl) })
+	stable := time.Since(killed)
 
 	got, dups, lines := foldOut(t, brokers, true)
 	_, dupsAll, linesAll := foldOut(t, brokers, false)
-	t.Logf("%d changes in, %d committed output records, %d ids twice (read_uncommitted: %d records, %d ids twice), input committed %v after the kill",
-		len(recs), lines, dups, linesAll, dupsAll, took.Round(time.Millisecond))
+	t.Logf("%d changes in, %d committed output records, %d ids twice (read_uncommitted: %d records, %d ids twice), input committed %v and every transaction ended %v after the kill",
+		len(recs), lines, dups, linesAll, dupsAll, took.Round(time.Millisecond), stable.Round(time.Millisecond))
 	if dups > 0 {
 		t.Errorf("a read_committed consumer read %d output ids twice", dups)
 	}
@@ -124,6 +129,25 @@ cluster: {node_name: n%[3]d, gossip: "127.0.0.1:%[4]d", remote: "127.0.0.1:0", s
 	}
 	record1(summaryRow{Scenario: "KafkaExactlyOnceKill", Trial: trial + 1, Trials: trials, EventsIn: len(recs), Outputs: lines,
 		Equal: lost == 0, Lost: lost, DupIDs: dups, RecoveryMS: -1, MaxStallMS: -1})
+}
+
+// outStable reports an error while a transaction is open in the output
+// topic (its last stable offset below its end).
+func outStable(cl *kgo.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lso, err := testutil.KafkaEnd(ctx, cl, "out", 0, true)
+	if err != nil {
+		return err
+	}
+	end, err := testutil.KafkaEnd(ctx, cl, "out", 0, false)
+	if err != nil {
+		return err
+	}
+	if lso < end {
+		return fmt.Errorf("out's last stable offset is %d, its end %d: a transaction is open", lso, end)
+	}
+	return nil
 }
 
 // foldOut reads the output topic read_committed (committed) to its last

@@ -386,3 +386,56 @@ func idsTwice(rs []*kgo.Record) int {
 	}
 	return twice
 }
+
+// TestNodeKafkaExactlyOnceFencesAtStart: a node killed mid-transaction
+// leaves its transaction open, and a read_committed consumer reads nothing
+// past the transaction's first record (the last stable offset) until it
+// ends. The node started again under the same node_name fences it at
+// start (its producer's InitProducerID aborts it), before it reads or
+// writes anything, so consumers are not held until the brokers' timeout
+// of the dead incarnation's transaction — nor until the restarted node
+// first writes, which a rebalance can delay for a group session.
+func TestNodeKafkaExactlyOnceFencesAtStart(t *testing.T) {
+	brokers, _, prod := eosCluster(t)
+	rs := testutil.StartRedis(t)
+	ctx := context.Background()
+
+	// The dead incarnation: a transaction of n1's transactional id with a
+	// record in out, never ended.
+	dead, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("joinery-eos-cdc-n1"),
+		kgo.TransactionTimeout(5*time.Minute), kgo.DefaultProduceTopic("out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dead.Close)
+	if err := dead.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.ProduceSync(ctx, &kgo.Record{Value: []byte("from the dead incarnation")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	stable := func() error {
+		lso, err := testutil.KafkaEnd(ctx, prod, "out", 0, true)
+		if err != nil {
+			return err
+		}
+		hwm, err := testutil.KafkaEnd(ctx, prod, "out", 0, false)
+		if err != nil {
+			return err
+		}
+		if lso < hwm {
+			return fmt.Errorf("out's last stable offset is %d, its end %d: a transaction is open", lso, hwm)
+		}
+		return nil
+	}
+	if stable() == nil {
+		t.Fatal("the dead incarnation's transaction is not open in out")
+	}
+
+	n := start(t, parse(t, t.TempDir(), eosJob(brokers, rs.Addr, "node_name: n1")))
+	runAll(t, []*node.Node{n})
+	testutil.WaitFor(t, 20*time.Second, stable)
+	if got := eosRead(t, brokers, true); len(got) != 0 {
+		t.Errorf("read_committed: %d records, want none (the dead incarnation's transaction aborted)", len(got))
+	}
+}

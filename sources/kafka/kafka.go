@@ -157,6 +157,19 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 		client.Close()
 		return nil, fmt.Errorf("kafka: connect to %v: %w", cfg.Brokers, err)
 	}
+	if s.sess != nil {
+		// Fence the previous incarnation of the transactional id now, as
+		// Kafka Streams' initTransactions does: InitProducerID aborts a
+		// transaction it left open (killed mid-transaction), which
+		// otherwise holds every read_committed consumer of the outputs at
+		// its first record until the brokers time it out — or until this
+		// incarnation first writes, which waits for the group to give it
+		// partitions (a dead member's session timeout).
+		if _, _, err := client.ProducerID(ctx); err != nil {
+			client.Close()
+			return nil, fmt.Errorf("kafka: source %s: fence the previous incarnation of transactional id %s: %w", cfg.Name, cfg.TransactionalID, err)
+		}
+	}
 	if cfg.KeyGroups {
 		counts, err := topicPartitions(ctx, client, []string{cfg.Topic})
 		if err != nil {
