@@ -221,7 +221,11 @@ func (s *Spec) compileTimed(view func(record.Row) any) (JoinPlan, error) {
 		return JoinPlan{}, errors.Join(errs...)
 	}
 	jp := JoinPlan{NewTimed: factory, KeyExprs: keyExprs, Conditioned: !where.IsZero()}
-	for side, sd := range map[record.Side]Side{record.Left: j.Left, record.Right: j.Right} {
+	for _, s := range [...]struct {
+		side record.Side
+		sd   Side
+	}{{record.Left, j.Left}, {record.Right, j.Right}} {
+		side, sd := s.side, s.sd
 		if sd.KeyExpr != "" {
 			continue // the key's expression may read any column
 		}
