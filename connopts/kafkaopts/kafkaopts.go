@@ -16,6 +16,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -152,6 +154,9 @@ func (s *SASL) Validate() error {
 // caller validates sasl first.
 func ClientOptions(brokers []string, clientID string, tlsCfg *tls.Config, sasl *SASL) []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(brokers...)}
+	if l := clientLogger(); l != nil {
+		opts = append(opts, kgo.WithLogger(l))
+	}
 	if clientID != "" {
 		opts = append(opts, kgo.ClientID(clientID))
 	}
@@ -201,4 +206,30 @@ func ProduceSync(ctx context.Context, cl *kgo.Client, rs ...*kgo.Record) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// ClientLogEnv names the environment variable that turns on franz-go's own
+// log on stderr, for diagnosing a group or a transaction: error, warn,
+// info or debug (docs/guides/exactly-once.md). Unset or anything else: no
+// client log.
+const ClientLogEnv = "JOINERY_KAFKA_CLIENT_LOG"
+
+// clientLogger is the client log ClientLogEnv asks for, or nil.
+func clientLogger() kgo.Logger {
+	var level kgo.LogLevel
+	switch strings.ToLower(os.Getenv(ClientLogEnv)) {
+	case "error":
+		level = kgo.LogLevelError
+	case "warn":
+		level = kgo.LogLevelWarn
+	case "info":
+		level = kgo.LogLevelInfo
+	case "debug":
+		level = kgo.LogLevelDebug
+	default:
+		return nil
+	}
+	return kgo.BasicLogger(os.Stderr, level, func() string {
+		return "time=" + time.Now().UTC().Format(time.RFC3339Nano) + " kafka-client "
+	})
 }
