@@ -48,7 +48,11 @@
 // CHAOS_PAUSE (the pause scenario's SIGSTOP length), CHAOS_PASSIVATE (the
 // passivation scenario's passivate_after; setting it runs that scenario),
 // CHAOS_MIXED_FROM (the earlier commit the mixed-version scenario builds
-// one node from, 17fa977 by default; the repository must hold it).
+// one node from, 17fa977 by default; the repository must hold it),
+// CHAOS_EOS_KILL_AT (the exactly-once scenario's kill point in output
+// records; 1 kills while the consumer group forms). The nodes inherit the
+// test's environment, so JOINERY_KAFKA_CLIENT_LOG=info adds the Kafka
+// client's log to theirs.
 //
 // The fleets run memberlist's LAN timings (cluster profile lan, the
 // default of a real fleet), not the local profile's 200 ms probe timeout

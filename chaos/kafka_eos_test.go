@@ -87,6 +87,9 @@ cluster: {node_name: n%[3]d, gossip: "127.0.0.1:%[4]d", remote: "127.0.0.1:0", s
 
 	// Kill n1 once some of the output is committed, then start it again.
 	at := int64(1 + r.IntN(max(1, len(recs)/4)))
+	if n := envInt("CHAOS_EOS_KILL_AT", 0); n > 0 {
+		at = int64(n) // a fixed kill point: 1 kills n1 while the group forms
+	}
 	testutil.WaitFor(t, scaled(2*time.Minute), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
