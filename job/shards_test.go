@@ -131,8 +131,8 @@ func TestJobKafkaRevokeWait(t *testing.T) {
 		{", revoke_wait: 2s", 2 * time.Second, ""},
 		{", revoke_wait: 500ms", 500 * time.Millisecond, ""},
 		{", revoke_wait: -1s", 0, "sources[0].kafka.revoke_wait: must not be negative (got -1s)"},
-		{", revoke_wait: 60s", 0, "sources[0].kafka.revoke_wait: must be under the consumer group's rebalance timeout 1m0s (got 1m0s)"},
-		{", revoke_wait: 5m", 0, "sources[0].kafka.revoke_wait: must be under the consumer group's rebalance timeout 1m0s (got 5m0s)"},
+		{", revoke_wait: 30s", 0, "sources[0].kafka.revoke_wait: must be under the consumer group's rebalance timeout 30s (got 30s)"},
+		{", revoke_wait: 5m", 0, "sources[0].kafka.revoke_wait: must be under the consumer group's rebalance timeout 30s (got 5m0s)"},
 		{", revoke_wait: soon", 0, "cannot unmarshal !!str `soon` into time.Duration"},
 	} {
 		t.Run(tc.setting, func(t *testing.T) {

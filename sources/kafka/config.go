@@ -117,7 +117,7 @@ type Config struct {
 	// with the same id fences its previous incarnation's producer.
 	TransactionalID string
 	// TxnTimeout is the transaction timeout; 0: DefaultTxnTimeout. It
-	// must be at least 105 s (the writes' 30 s and the end's bound, past
+	// must be at least 75 s (the writes' 30 s and the end's bound, past
 	// the RebalanceTimeout): see DefaultTxnTimeout.
 	TxnTimeout time.Duration
 	// Members returns the names of the live members of the fleet (this one
@@ -142,10 +142,24 @@ const DefaultExpectWait = 5 * time.Second
 const DefaultRevokeWait = 10 * time.Second
 
 // RebalanceTimeout is the rebalance timeout the source joins its group
-// with (franz-go's default): how long the group waits for a member to
-// rejoin during a rebalance, its revoke included, before it removes the
-// member. Config.RevokeWait must be under it.
-const RebalanceTimeout = 60 * time.Second
+// with: how long the group waits for a member to rejoin during a
+// rebalance, its revoke included, before it removes the member.
+// Config.RevokeWait must be under it. It is under SessionTimeout, so a
+// rebalance that waits for a member that died ends (its timer removes
+// the member) before the session of any member waiting in it runs out:
+// a coordinator that expires members awaiting a join by their session —
+// kfake does; Kafka keeps them — would otherwise drop the live members
+// of a rebalance that waits out a dead one, leave their joins
+// unanswered until the client gives up on them (RebalanceTimeout plus the
+// request overhead), and start the next rebalance over their stale
+// member ids (TestRebalanceUnderSession). It also bounds the wait for a
+// member killed in the middle of a rebalance.
+const RebalanceTimeout = 30 * time.Second
+
+// SessionTimeout is the group session timeout the source joins with
+// (franz-go's and Kafka's default): a member that sends no heartbeat for
+// that long is removed and its partitions move.
+const SessionTimeout = 45 * time.Second
 
 // ValidateRevokeWait checks a Config.RevokeWait (kafka.revoke_wait): not
 // negative, and under RebalanceTimeout.

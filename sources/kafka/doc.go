@@ -43,8 +43,8 @@
 // rewinds the partitions still owned to their committed offsets and bumps
 // Epoch, which every Message carries, so the node drops what it read before
 // (docs/guides/exactly-once.md). A transaction's end waits for a rebalance
-// in progress to complete (up to RebalanceTimeout; for a member killed -9,
-// its session timeout), so the transaction timeout (DefaultTxnTimeout)
+// in progress to complete (up to RebalanceTimeout, by which the group
+// removes a member that did not rejoin), so the transaction timeout (DefaultTxnTimeout)
 // outlasts the writes and that end: a live member's transaction is
 // aborted by the group's generation, never by the brokers' timeout.
 //

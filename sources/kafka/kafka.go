@@ -125,6 +125,7 @@ func newSource(ctx context.Context, cfg Config, extra ...kgo.Opt) (*Source, erro
 	opts = append(opts,
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.RebalanceTimeout(RebalanceTimeout), // Config.RevokeWait is checked against it
+		kgo.SessionTimeout(SessionTimeout),
 		kgo.ConsumeResetOffset(reset),
 		kgo.DisableAutoCommit(),
 		// Read records what it delivered before a revoke can run: polls and

@@ -149,7 +149,7 @@ var all = []int32{0, 1, 2}
 
 func TestKafkaSourceConfigValidate(t *testing.T) {
 	err := Config{Brokers: []string{""}, StartOffset: "middle", SASL: &SASL{Mechanism: "gssapi"}, RevokeWait: -time.Second, TxnTimeout: 10 * time.Second}.Validate()
-	for _, f := range []string{"Brokers[0]", "Topic", "Group", "StartOffset", "SASL.Mechanism", "SASL.User", "SASL.Password", "RevokeWait", "TxnTimeout 10s is under 1m45s"} {
+	for _, f := range []string{"Brokers[0]", "Topic", "Group", "StartOffset", "SASL.Mechanism", "SASL.User", "SASL.Password", "RevokeWait", "TxnTimeout 10s is under 1m15s"} {
 		if err == nil || !strings.Contains(err.Error(), f) {
 			t.Errorf("Validate error %v does not name %s", err, f)
 		}

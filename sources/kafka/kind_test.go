@@ -21,8 +21,8 @@ func TestKafkaEntryRevokeWait(t *testing.T) {
 		300 * time.Millisecond:         "",
 		RebalanceTimeout - time.Second: "",
 		-time.Second:                   "kafka: RevokeWait must not be negative (got -1s)",
-		RebalanceTimeout:               "kafka: RevokeWait must be under the consumer group's rebalance timeout 1m0s (got 1m0s)",
-		2 * RebalanceTimeout:           "kafka: RevokeWait must be under the consumer group's rebalance timeout 1m0s (got 2m0s)",
+		RebalanceTimeout:               "kafka: RevokeWait must be under the consumer group's rebalance timeout 30s (got 30s)",
+		2 * RebalanceTimeout:           "kafka: RevokeWait must be under the consumer group's rebalance timeout 30s (got 1m0s)",
 	}
 	for wait, bad := range cases {
 		e := &Entry{KafkaEntry: connectors.KafkaEntry{Kafka: kafkaopts.Config{

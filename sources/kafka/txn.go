@@ -23,7 +23,8 @@ import (
 // transaction: its writes (the node bounds them to 30 s) and its end, which
 // waits for a rebalance in progress to complete before it commits the
 // offsets (franz-go commits no offsets during a join) — up to the group's
-// RebalanceTimeout, and for a member killed -9 its session timeout (45 s).
+// RebalanceTimeout, by which the group removes a member that did not
+// rejoin, one killed -9 included.
 // A shorter timeout lets the brokers abort a transaction whose owner is
 // alive and waiting on the rebalance, which fences its producer for good
 // (PRODUCER_FENCED at its offset commit) and stops the surviving node.
