@@ -139,18 +139,7 @@ cluster: {node_name: n%[3]d, gossip: "127.0.0.1:%[4]d", remote: "127.0.0.1:0", s
 func outStable(cl *kgo.Client) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	lso, err := testutil.KafkaEnd(ctx, cl, "out", 0, true)
-	if err != nil {
-		return err
-	}
-	end, err := testutil.KafkaEnd(ctx, cl, "out", 0, false)
-	if err != nil {
-		return err
-	}
-	if lso < end {
-		return fmt.Errorf("out's last stable offset is %d, its end %d: a transaction is open", lso, end)
-	}
-	return nil
+	return testutil.KafkaStable(ctx, cl, "out")
 }
 
 // foldOut reads the output topic read_committed (committed) to its last

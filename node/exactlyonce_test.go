@@ -414,20 +414,7 @@ func TestNodeKafkaExactlyOnceFencesAtStart(t *testing.T) {
 	if err := dead.ProduceSync(ctx, &kgo.Record{Value: []byte("from the dead incarnation")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	stable := func() error {
-		lso, err := testutil.KafkaEnd(ctx, prod, "out", 0, true)
-		if err != nil {
-			return err
-		}
-		hwm, err := testutil.KafkaEnd(ctx, prod, "out", 0, false)
-		if err != nil {
-			return err
-		}
-		if lso < hwm {
-			return fmt.Errorf("out's last stable offset is %d, its end %d: a transaction is open", lso, hwm)
-		}
-		return nil
-	}
+	stable := func() error { return testutil.KafkaStable(ctx, prod, "out") }
 	if stable() == nil {
 		t.Fatal("the dead incarnation's transaction is not open in out")
 	}

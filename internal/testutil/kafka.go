@@ -102,6 +102,23 @@ func KafkaCommitted(cl *kgo.Client, group string, partitions int32, topics ...st
 	}
 }
 
+// KafkaStable reports an error while a transaction is open in partition 0
+// of topic: its last stable offset below its end.
+func KafkaStable(ctx context.Context, cl *kgo.Client, topic string) error {
+	lso, err := KafkaEnd(ctx, cl, topic, 0, true)
+	if err != nil {
+		return err
+	}
+	end, err := KafkaEnd(ctx, cl, topic, 0, false)
+	if err != nil {
+		return err
+	}
+	if lso < end {
+		return fmt.Errorf("%s's last stable offset is %d, its end %d: a transaction is open", topic, lso, end)
+	}
+	return nil
+}
+
 // KafkaEnd is the end offset of partition of topic: its high watermark,
 // or with committed its last stable offset (where a read_committed
 // consumer stops: before the first open transaction).
