@@ -117,14 +117,19 @@ func TestStoreClusterSpread(t *testing.T) {
 	if err := s.CommitOffsets(ctx, "users-domains", offsets); err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"k:*", "offsets", "timers"} {
-		counts := c.CountKeys("spread:*}:" + kind)
+	hashes := fmt.Sprintf("{%d[a-zA-Z]*", namesOf(t, s, "users-domains").id)
+	for _, kind := range []string{"key hash", "offsets", "timers"} {
+		pattern := "spread:*}:" + kind
+		if kind == "key hash" {
+			pattern = hashes
+		}
+		counts := c.CountKeys(pattern)
 		total := 0
 		for _, n := range counts {
 			total += n
 		}
-		t.Logf("%-8s keys per master: %v (of %d)", strings.TrimSuffix(kind, ":*"), counts, total)
-		if kind == "k:*" && total != keys {
+		t.Logf("%-8s keys per master: %v (of %d)", kind, counts, total)
+		if kind == "key hash" && total != keys {
 			t.Fatalf("%d key hashes in the cluster, want %d", total, keys)
 		}
 		for i, n := range counts {

@@ -90,29 +90,108 @@ func layoutOf(prefix, job string) *jobLayout {
 // keyPrefix returns the group prefix of key.
 func (l *jobLayout) keyPrefix(key record.Key) string { return l.prefixes[groupOf(string(key))] }
 
-// keyHash is a join key's hash (layout version 2): epoch, base and parts.
-func keyHash(gp string, key record.Key) string { return gp + hashKind + string(key) }
+// keyHash2 is a join key's hash in layout version 2: epoch, base and
+// parts, under the group prefix.
+func keyHash2(gp string, key record.Key) string { return gp + hashKind + string(key) }
+
+// A jobNames is what a store knows of a job in layout version 3 (see the
+// package doc, "Key layout"): its id in the store's job registry, the
+// short hash tag of each group, and whether the store may still hold the
+// job's keys in an earlier layout (then every access to a key first moves
+// it: migrate.go).
+type jobNames struct {
+	*jobLayout
+	id     int
+	short  [groups]string // "{<id><letters>}", in the slot of the group's prefix
+	legacy bool
+}
+
+// keyHash is the name of key's hash: its group's short tag, then the key.
+func (n *jobNames) keyHash(key record.Key) string {
+	return n.short[groupOf(string(key))] + string(key)
+}
+
+// outboxHash is the name of key's outbox hash: outboxMark, the short tag,
+// the key.
+func (n *jobNames) outboxHash(key record.Key) string {
+	return outboxMark + n.short[groupOf(string(key))] + string(key)
+}
+
+// outboxMark starts an outbox hash's name, before its short tag; a key
+// hash's name starts with the tag's "{".
+const outboxMark = "o"
+
+// tagLetters are the characters of a short tag after the job id: letters
+// only, so the id's decimal ends at the first one and a SCAN pattern
+// "{<id>[a-zA-Z]*" matches one job's key hashes.
+const tagLetters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+// maxTagLetters bounds a short tag's letters: 52^4 candidates, where the
+// search below needs some 100,000.
+const maxTagLetters = 4
+
+// shortTags returns the short tag of every group of job id in layout l:
+// "{<id><s>}" with the first letter string s (shortest first, then in
+// tagLetters order) whose CRC16 slot is the slot of the group's prefix.
+// So a key's hash lies in the slot its layout-2 name had, and on a Redis
+// Cluster a key moves to its new name by RENAME inside the script that
+// reads or writes it. One pass over the candidates fills every group:
+// each hits one of the 256 slots with a chance of 1/64, so all are found
+// after some 100,000 CRC16s; about 1 job in 25 needs four letters for one
+// group. ok is false when a group found none (it cannot happen for the
+// lengths searched; a test checks ids 1 to 200).
+func shortTags(l *jobLayout, id int) (tags [groups]string, ok bool) {
+	want := make(map[uint16]int, groups)
+	for g := range groups {
+		want[crc16(l.prefixes[g][strings.IndexByte(l.prefixes[g], '{')+1:strings.IndexByte(l.prefixes[g], '}')])%clusterSlots] = g
+	}
+	base := strconv.Itoa(id)
+	buf := make([]byte, 0, len(base)+maxTagLetters)
+	var digits [maxTagLetters]int
+	left := groups
+	for n := 1; n <= maxTagLetters && left > 0; n++ {
+		clear(digits[:])
+		for {
+			buf = append(buf[:0], base...)
+			for i := range n {
+				buf = append(buf, tagLetters[digits[i]])
+			}
+			if g, hit := want[crc16(buf)%clusterSlots]; hit && tags[g] == "" {
+				tags[g] = "{" + string(buf) + "}"
+				if left--; left == 0 {
+					break
+				}
+			}
+			i := n - 1
+			for i >= 0 && digits[i] == len(tagLetters)-1 {
+				digits[i] = 0
+				i--
+			}
+			if i < 0 {
+				break
+			}
+			digits[i]++
+		}
+	}
+	return tags, left == 0
+}
 
 func timersKey(gp string) string  { return gp + "timers" }
 func offsetsKey(gp string) string { return gp + "offsets" }
 
-// hashKind is what follows the group prefix in a key hash's name.
+// hashKind is what follows the group prefix in a key hash's name in
+// layout version 2.
 const hashKind = "k:"
 
-// outboxKind is what follows the group prefix in the name of a key's
-// outbox hash: the parts named outboxPrefix... live there, apart from the
-// key hash. The key core names its outbox entries "o:<16 hex digits>"
-// (keycore, parts.go): outputs kept until the sources commit past their
-// input, so they come and go with every input and are larger than a row
-// (a few hundred bytes of output JSON). In the key hash one such value
-// would turn the hash from Redis's compact listpack encoding into a
-// hashtable for good (Redis never converts back when the value goes); in
-// a hash of their own they leave the key hash compact, and the outbox hash
-// disappears when its last entry is deleted. Its name has the length of
-// the key hash's.
-const outboxKind = "o:"
-
-// outboxPrefix starts the names of the parts kept in the outbox hash.
+// outboxPrefix starts the names of the parts kept in a key's outbox hash,
+// apart from its key hash. The key core names its outbox entries
+// "o:<16 hex digits>" (keycore, parts.go): outputs kept until the sources
+// commit past their input, so they come and go with every input and are
+// larger than a row (a few hundred bytes of output JSON). In the key hash
+// one such value would turn the hash from Redis's compact listpack
+// encoding into a hashtable for good (Redis never converts back when the
+// value goes); in a hash of their own they leave the key hash compact, and
+// the outbox hash disappears when its last entry is deleted.
 const outboxPrefix = "o:"
 
 // isOutbox reports whether part name lives in the outbox hash.
@@ -120,8 +199,8 @@ func isOutbox(name string) bool {
 	return len(name) >= len(outboxPrefix) && name[:len(outboxPrefix)] == outboxPrefix
 }
 
-// outboxHash is the name of key's outbox hash.
-func outboxHash(gp string, key record.Key) string { return gp + outboxKind + string(key) }
+// outboxHash2 is the name of key's outbox hash in layout version 2.
+func outboxHash2(gp string, key record.Key) string { return gp + "o:" + string(key) }
 
 // The reserved fields of a key hash (see the package doc, "Key hash"):
 // the owner epoch and the base (the encoded snapshot value). Part names

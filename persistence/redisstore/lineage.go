@@ -88,24 +88,26 @@ end
 return {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[2]) or '0'}
 `)
 
-// acquireScript issues an owner epoch above the incarnation's floor: the
-// last five KEYS are the key's hash, its outbox hash (unused here) and its
-// layout-1 state, parts and epoch keys (keyNames1; a key not yet in its hash is moved first,
-// migrate); on one server KEYS[1] is the job's incarnation key before them
-// (created from ARGV[1] when missing), on a cluster there is none and
+// acquireScript issues an owner epoch above the incarnation's floor.
+// ARGV[2] is the number of the key's names at the end of KEYS: its hash,
+// its outbox hash (unused but for migrate3) and, when "3", its layout-2
+// hash, from which a key not yet under its names is moved first
+// (migrate3). On one server KEYS[1] is the job's incarnation key before
+// them (created from ARGV[1] when missing); on a cluster there is none and
 // ARGV[1] is the floor itself, read before. An epoch field below the floor
 // is raised to it, then HINCRBY. It returns the new epoch as the field's
 // string: Lua would round HINCRBY's integer reply (beyond 2^53) to a
 // double.
-var acquireScript = redis.NewScript(luaLess + luaMigrate + `
-local floor = ARGV[1]
-if #KEYS > 5 then
+var acquireScript = redis.NewScript(luaLess + luaMigrate3 + `
+local floor, stride = ARGV[1], tonumber(ARGV[2])
+if #KEYS > stride then
 ` + luaIncarnation + `
   floor = string.match(inc, ':(%d+)$') or '0'
 end
-local n = #KEYS
-local hk = KEYS[n - 4]
-migrate(hk, KEYS[n - 2], KEYS[n - 1], KEYS[n])
+local hk = KEYS[#KEYS - stride + 1]
+if stride == 3 then
+  migrate3(hk, KEYS[#KEYS - 1], KEYS[#KEYS])
+end
 local cur = redis.call('HGET', hk, '_e') or '0'
 if less(cur, floor) then
   redis.call('HSET', hk, '_e', floor)
@@ -149,7 +151,11 @@ func (s *Store) Lineage(ctx context.Context, job string) (persistence.Lineage, e
 	if s.closed.Load() {
 		return persistence.Lineage{}, persistence.ErrClosed
 	}
-	l := layoutOf(s.prefix, job)
+	names, err := s.names(ctx, job) // registered before the incarnation exists
+	if err != nil {
+		return persistence.Lineage{}, err
+	}
+	l := names.jobLayout
 	v, err := lineageScript.Run(ctx, s.client, []string{incarnationKey(l), seqKey(l)}, candidate()).Result()
 	if err != nil {
 		return persistence.Lineage{}, wrap("lineage", err)
@@ -181,7 +187,11 @@ func (s *Store) CommitOffsetsSeen(ctx context.Context, job string, offsets map[s
 	if s.closed.Load() {
 		return persistence.Lineage{}, persistence.ErrClosed
 	}
-	l := layoutOf(s.prefix, job)
+	names, err := s.names(ctx, job) // registered before the incarnation exists
+	if err != nil {
+		return persistence.Lineage{}, err
+	}
+	l := names.jobLayout
 	seenInc, seenSeq := "", "0"
 	if seen.Incarnation != "" {
 		seenInc, seenSeq = encodeIncarnation(seen.Incarnation, seen.Floor), strconv.FormatInt(seen.Seq, 10)
@@ -268,8 +278,12 @@ func (s *Store) Acquire(ctx context.Context, job string, key record.Key) (int64,
 	if s.closed.Load() {
 		return 0, persistence.ErrClosed
 	}
-	l := layoutOf(s.prefix, job)
-	keys := keyNames1([]string{incarnationKey(l)}, l.keyPrefix(key), key)
+	names, err := s.names(ctx, job)
+	if err != nil {
+		return 0, err
+	}
+	keys := names.keyNames([]string{incarnationKey(names.jobLayout)}, key)
+	stride := strconv.Itoa(len(keys) - 1)
 	arg := candidate()
 	if s.cluster {
 		lin, err := s.Lineage(ctx, job)
@@ -278,7 +292,7 @@ func (s *Store) Acquire(ctx context.Context, job string, key record.Key) (int64,
 		}
 		keys, arg = keys[1:], strconv.FormatInt(lin.Floor, 10)
 	}
-	v, err := acquireScript.Run(ctx, s.client, keys, arg).Text()
+	v, err := acquireScript.Run(ctx, s.client, keys, arg, stride).Text()
 	if err != nil {
 		return 0, wrap("acquire", err)
 	}

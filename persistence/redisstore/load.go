@@ -16,32 +16,34 @@ var _ persistence.BatchLoader = (*Store)(nil)
 
 // loadScript reads keys' snapshots of one slot group (on one server: of
 // one job) with the write generation, atomically: KEYS[1] is the
-// generation key, then per key its key hash, its outbox hash and its
-// layout-1 state, parts and epoch keys (keyNames1), from which a key not
-// yet in its hash is moved first (migrate). It returns {generation or nil,
-// then per key HGETALL of its hash followed by HGETALL of its outbox hash
-// (flat; empty when neither exists)}. The script reads a key's base and
-// parts from one write.
+// generation key, then per key its key hash and its outbox hash, and when
+// ARGV[3] is "3" its layout-2 hash too, from which a key not yet under its
+// names is moved first (migrate3). It returns {generation or nil, then per
+// key HGETALL of its hash followed by HGETALL of its outbox hash (flat;
+// empty when neither exists)}. The script reads a key's base and parts
+// from one write.
 //
-// With ARGV[2] set it first takes each key, as acquireScript does (for
-// AcquireLoadMany): the hash's epoch field is raised to the floor and
+// With ARGV[2] not empty it first takes each key, as acquireScript does
+// (for AcquireLoadMany): the hash's epoch field is raised to the floor and
 // HINCRBY'd, and the reply holds the new epoch (as the field's string:
 // Lua would round the integer) before the HGETALL. ARGV[2] "f": ARGV[1] is
 // the floor (a cluster, which reads it before); "i": KEYS[1] is the job's
 // incarnation key (created from the candidate ARGV[1] when missing) whose
 // floor applies, and the generation key comes second (one server).
-var loadScript = redis.NewScript(luaLess + luaMigrate + `
-local floor, first = ARGV[1], 1
+var loadScript = redis.NewScript(luaLess + luaMigrate3 + `
+local floor, first, stride = ARGV[1], 1, tonumber(ARGV[3])
 if ARGV[2] == 'i' then
 ` + luaIncarnation + `
   floor = string.match(inc, ':(%d+)$') or '0'
   first = 2
 end
 local out = {redis.call('GET', KEYS[first])}
-for i = first + 1, #KEYS, 5 do
+for i = first + 1, #KEYS, stride do
   local hk = KEYS[i]
-  migrate(hk, KEYS[i + 2], KEYS[i + 3], KEYS[i + 4])
-  if ARGV[2] then
+  if stride == 3 then
+    migrate3(hk, KEYS[i + 1], KEYS[i + 2])
+  end
+  if ARGV[2] ~= '' then
     local cur = redis.call('HGET', hk, '_e') or '0'
     if less(cur, floor) then
       redis.call('HSET', hk, '_e', floor)
@@ -61,7 +63,7 @@ return out
 
 // Load implements persistence.Store with one call of a script over the
 // key's hash and its shard's write generation (all in one slot; a key in
-// layout version 1 is moved into its hash first). It returns persistence.ErrNotFound for a key without a
+// an earlier layout is moved to its names first). It returns persistence.ErrNotFound for a key without a
 // snapshot, a *persistence.StaleStoreError when the generation is below
 // the highest this handle saw acknowledged (the store went back in time:
 // what it holds may lack writes this node made), and an error for a value
@@ -120,16 +122,24 @@ func (s *Store) readMany(ctx context.Context, job string, keys []record.Key, acq
 	if len(keys) == 0 {
 		return epochs, out, nil
 	}
-	l := layoutOf(s.prefix, job)
-	var floorArgs []any
+	names, err := s.names(ctx, job)
+	if err != nil {
+		return nil, nil, err
+	}
+	l := names.jobLayout
+	stride := "2"
+	if names.legacy {
+		stride = "3"
+	}
+	floorArgs := []any{"", "", stride}
 	if acquire {
-		floorArgs = []any{candidate(), "i"}
+		floorArgs = []any{candidate(), "i", stride}
 		if s.cluster {
 			lin, err := s.Lineage(ctx, job)
 			if err != nil {
 				return nil, nil, err
 			}
-			floorArgs = []any{strconv.FormatInt(lin.Floor, 10), "f"}
+			floorArgs = []any{strconv.FormatInt(lin.Floor, 10), "f", stride}
 		}
 	}
 	byGroup := map[int]*loadGroup{}
@@ -156,9 +166,8 @@ func (s *Store) readMany(ctx context.Context, job string, keys []record.Key, acq
 			byGroup[gk] = lg
 			order = append(order, lg)
 		}
-		gp := l.prefixes[g]
 		lg.idx = append(lg.idx, i)
-		lg.call.keys = keyNames1(lg.call.keys, gp, key)
+		lg.call.keys = names.keyNames(lg.call.keys, key)
 	}
 	calls := make([]scriptCall, len(order))
 	for i, lg := range order {

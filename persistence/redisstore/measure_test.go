@@ -59,8 +59,8 @@ func TestLayoutMemory(t *testing.T) {
 		layout string
 		outbox bool
 		args   []string
-	}{{"layout 1", false, nil}, {"layout 2", false, nil}, {"layout 1", true, nil}, {"layout 2", true, nil},
-		{"layout 2", true, []string{"--hash-max-listpack-value", "1024"}}} {
+	}{{"layout 1", false, nil}, {"layout 3", false, nil}, {"layout 1", true, nil}, {"layout 3", true, nil},
+		{"layout 3", true, []string{"--hash-max-listpack-value", "1024"}}} {
 		layout := run.layout
 		snapshot := func(i int, e int64) persistence.Snapshot { return snapshot(i, e, run.outbox) }
 		r := testutil.StartRedis(t, run.args...)
@@ -99,13 +99,13 @@ func TestLayoutMemory(t *testing.T) {
 		if layout == "layout 1" {
 			names = []string{stateKey1(gp, "user-7"), partsKey1(gp, "user-7"), epochKey1(gp, "user-7"), keysKey1(gp)}
 		} else {
-			names = []string{keyHash(gp, "user-7")}
+			names = []string{namesOf(t, s, "users-domains").keyHash("user-7")}
 		}
 		var desc []string
 		for _, name := range names {
 			enc, _ := s.client.ObjectEncoding(ctx, name).Result()
 			use, _ := s.client.MemoryUsage(ctx, name).Result()
-			desc = append(desc, fmt.Sprintf("%s: %s, MEMORY USAGE %d B", name[len(gp):], enc, use))
+			desc = append(desc, fmt.Sprintf("%s: %s, MEMORY USAGE %d B", strings.TrimPrefix(name, gp), enc, use))
 		}
 		dbsize, _ := s.client.DBSize(ctx).Result()
 		what := "base and 4 parts"

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,8 +145,13 @@ func acquire1(t *testing.T, s *Store, job string, key record.Key) int64 {
 	l := layoutOf(s.prefix, job)
 	keys := []string{incarnationKey(l), epochKey1(l.keyPrefix(key), key)}
 	arg := candidate()
-	if s.cluster {
-		lin, err := s.Lineage(ctx, job)
+	if s.cluster { // the floor, read as layout 1 did (Lineage would register the job)
+		v, err := lineageScript.Run(ctx, s.client, []string{incarnationKey(l), seqKey(l)}, candidate()).Result()
+		r, ok := replyPair(v, 2)
+		if err != nil || !ok {
+			t.Fatal(v, err)
+		}
+		lin, err := parseLineage(job, r[0], r[1])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,14 +232,14 @@ func testMigration(t *testing.T, s *Store) {
 		if in, err := s.client.SIsMember(ctx, keysKey1(gp), string(k)).Result(); err != nil || in {
 			t.Fatalf("key %q: still in the layout-1 keys set (%v)", k, err)
 		}
-		got, err := s.client.HKeys(ctx, keyHash(gp, k)).Result()
+		got, err := s.client.HKeys(ctx, namesOf(t, s, job).keyHash(k)).Result()
 		slices.Sort(got)
 		slices.Sort(fields)
 		if err != nil || !slices.Equal(got, fields) {
 			t.Fatalf("key %q: hash fields %q, %v; want %q", k, got, err, fields)
 		}
 	}
-	partFields := []string{"l", "r:1", "__x", "___"}
+	partFields := []string{"l", "1", "__x", "___"} // fieldOf
 
 	// Before any access: Keys and Epoch read layout 1 without moving it.
 	ks, err := s.Keys(ctx, job)
@@ -369,8 +375,7 @@ func TestStoreRedisReservedPartNames(t *testing.T) {
 	if err := s.Save(ctx, []persistence.Snapshot{{Job: "job", Key: "k", State: []byte("base"), Epoch: e, Parts: parts}}); err != nil {
 		t.Fatal(err)
 	}
-	gp := layoutOf(s.prefix, "job").keyPrefix("k")
-	fields, err := s.client.HKeys(ctx, keyHash(gp, "k")).Result()
+	fields, err := s.client.HKeys(ctx, namesOf(t, s, "job").keyHash("k")).Result()
 	slices.Sort(fields)
 	if want := []string{"__", "___e", "__b", "__e", "_b", "_e", "e"}; err != nil || !slices.Equal(fields, want) {
 		t.Fatalf("hash fields %q, %v; want %q", fields, err, want)
@@ -407,8 +412,8 @@ func TestStoreRedisOutboxHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gp := layoutOf(s.prefix, "job").keyPrefix("k")
-	hk, ok := keyHash(gp, "k"), outboxHash(gp, "k")
+	names := namesOf(t, s, "job")
+	hk, ok := names.keyHash("k"), names.outboxHash("k")
 	big := []byte(strings.Repeat("x", 300))
 	rows := []persistence.Part{{Name: "l", Value: []byte("left row")}, {Name: "r:1", Value: []byte("right row")}}
 	entry := persistence.Part{Name: "o:0000000000000001", Value: big}
@@ -488,4 +493,189 @@ func TestStoreRedisOutboxHash(t *testing.T) {
 	if got, err := s.Epoch(ctx, "job", "k"); err != nil || got != e {
 		t.Fatalf("Epoch = %d, %v; want %d", got, err, e)
 	}
+}
+
+func TestStoreRedisMigration2(t *testing.T) {
+	testMigration2(t, newStore(t, testutil.StartRedis(t).Addr))
+}
+
+func TestStoreClusterMigration2(t *testing.T) {
+	testMigration2(t, newClusterStore(t, testutil.StartRedisCluster(t, 3), "joinery"))
+}
+
+// testMigration2 writes keys as a store of layout version 2 held them (a
+// hash per key under its group prefix, the outbox entries in a hash
+// beside it, the job's incarnation) and reads, acquires and saves them
+// with this version: the job is registered as holding an earlier layout,
+// and each key is renamed to its layout-3 names on first access, with the
+// same state, outbox, epoch and timer; a key of a job registered before it
+// had an incarnation is never looked for in layout 2.
+func testMigration2(t *testing.T, s *Store) {
+	ctx := context.Background()
+	const job = "job"
+	l := layoutOf(s.prefix, job)
+	if _, err := lineageScript.Run(ctx, s.client, []string{incarnationKey(l), seqKey(l)}, candidate()).Result(); err != nil {
+		t.Fatal(err)
+	}
+	offs := record.OffsetsOf(map[string]int64{"p/0": 7})
+	entry := persistence.Part{Name: "o:0000000000000001", Value: []byte(strings.Repeat("x", 100))}
+	// Layout 2 stored every part under its name: a right row's "r:1", a
+	// part named "7" as "7".
+	rows := []persistence.Part{{Name: "l", Value: []byte("left")}, {Name: "r:1", Value: []byte("right")},
+		{Name: "7", Value: []byte("an integer's name")}}
+	for i, k := range []record.Key{"a", "b", "c"} {
+		gp := l.keyPrefix(k)
+		f := []any{epochField, strconv.Itoa(10 + i), baseField, encodeSnapshot(offs, []byte("base of "+string(k)))}
+		for _, p := range rows {
+			f = append(f, p.Name, p.Value)
+		}
+		if err := s.client.HSet(ctx, keyHash2(gp, k), f...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.client.HSet(ctx, outboxHash2(gp, k), entry.Name, entry.Value).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.client.ZAdd(ctx, timersKey(gp), redis.Z{Score: float64(40 + i), Member: string(k)}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := namesOf(t, s, job)
+	if !names.legacy {
+		t.Fatal("a job with an incarnation registered without the earlier-layout mark")
+	}
+	want := func(k record.Key) []byte {
+		return stateparts.Pack([]byte("base of "+string(k)), append(slices.Clone(rows), entry))
+	}
+	moved := func(k record.Key) {
+		t.Helper()
+		gp := l.keyPrefix(k)
+		if n, err := s.client.Exists(ctx, keyHash2(gp, k), outboxHash2(gp, k)).Result(); err != nil || n != 0 {
+			t.Fatalf("key %q: %d layout-2 keys left, %v", k, n, err)
+		}
+		if n, err := s.client.Exists(ctx, names.keyHash(k), names.outboxHash(k)).Result(); err != nil || n != 2 {
+			t.Fatalf("key %q: %d of its hash and outbox hash, %v", k, n, err)
+		}
+		f, err := s.client.HKeys(ctx, names.keyHash(k)).Result()
+		slices.Sort(f)
+		if want := []string{"1", "_=7", "_b", "_e", "l"}; err != nil || !slices.Equal(f, want) {
+			t.Fatalf("key %q: fields %q, %v; want %q", k, f, err, want)
+		}
+	}
+	// Before any access: Keys and Epoch read layout 2 without moving it.
+	ks, err := s.Keys(ctx, job)
+	if slices.Sort(ks); err != nil || !slices.Equal(ks, []record.Key{"a", "b", "c"}) {
+		t.Fatalf("Keys before migration = %q, %v", ks, err)
+	}
+	if e, err := s.Epoch(ctx, job, "b"); err != nil || e != 11 {
+		t.Fatalf("Epoch(b) = %d, %v; want 11", e, err)
+	}
+	// Load moves a key whole.
+	got, err := s.Load(ctx, job, "a")
+	if err != nil || !slices.Equal(got.State, want("a")) || !slices.Equal(got.Offsets, offs) {
+		t.Fatalf("Load(a) = %q, %v, %v", got.State, got.Offsets, err)
+	}
+	moved("a")
+	// Acquire goes on above the layout-2 epoch (and the incarnation's
+	// floor), and fences the layout-2 owner.
+	e, err := s.Acquire(ctx, job, "b")
+	if err != nil || e <= 11 {
+		t.Fatalf("Acquire(b) = %d, %v; want above 11", e, err)
+	}
+	err = s.Save(ctx, []persistence.Snapshot{{Job: job, Key: "b", State: []byte("stale"), Epoch: 11}})
+	if f := persistence.Fenced(err); len(f) != 1 || f[0].Holder != e {
+		t.Fatalf("Save by the layout-2 owner = %v, want fenced by %d", err, e)
+	}
+	moved("b")
+	// A Save that comes first moves the key, then applies its delta.
+	if err := s.Save(ctx, []persistence.Snapshot{{Job: job, Key: "c", State: []byte("c2"), Epoch: 12, Delta: true,
+		HasTimer: true, NextTimer: 50, Parts: []persistence.Part{{Name: "r:1"}, {Name: entry.Name}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.client.Exists(ctx, keyHash2(l.keyPrefix("c"), "c"), outboxHash2(l.keyPrefix("c"), "c"), names.outboxHash("c")).Result(); err != nil || n != 0 {
+		t.Fatalf("key c: %d layout-2 keys or an emptied outbox left, %v", n, err)
+	}
+	got, err = s.Load(ctx, job, "c")
+	if err != nil || !slices.Equal(got.State, stateparts.Pack([]byte("c2"), []persistence.Part{rows[0], rows[2]})) {
+		t.Fatalf("Load(c) after a delta = %q, %v", got.State, err)
+	}
+	ks, err = s.Keys(ctx, job)
+	if slices.Sort(ks); err != nil || !slices.Equal(ks, []record.Key{"a", "b", "c"}) {
+		t.Fatalf("Keys after migration = %q, %v", ks, err)
+	}
+	if due, err := s.DueTimers(ctx, job, 100, 10); err != nil || len(due) != 3 || due[2].Key != "c" || due[2].At != 50 {
+		t.Fatalf("DueTimers after migration = %v, %v", due, err)
+	}
+
+	// A job registered before its incarnation existed holds no earlier
+	// layout: its keys are looked for under their layout-3 names only.
+	fresh := namesOf(t, s, "fresh")
+	if fresh.legacy || fresh.id == names.id {
+		t.Fatalf("job fresh: id %d, earlier-layout mark %t (job's id %d)", fresh.id, fresh.legacy, names.id)
+	}
+	if _, err := s.Lineage(ctx, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	gp := layoutOf(s.prefix, "fresh").keyPrefix("k")
+	if err := s.client.HSet(ctx, keyHash2(gp, "k"), epochField, "5", baseField, encodeSnapshot(nil, []byte("v"))).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(ctx, "fresh", "k"); !errors.Is(err, persistence.ErrNotFound) {
+		t.Fatalf("Load of a layout-2 name in a job without the mark = %v, want ErrNotFound", err)
+	}
+}
+
+// TestFieldOf: a part's hash field and back, for the names the key core
+// writes and for names that need an escape; a right row's integer key is
+// the field itself (Redis stores it as an integer), and no two names
+// share a field.
+func TestFieldOf(t *testing.T) {
+	for _, tc := range []struct{ name, field string }{
+		{"l", "l"},
+		{"r:112308", "112308"},
+		{"r:-5", "-5"},
+		{"r:0", "0"},
+		{"r:9223372036854775807", "9223372036854775807"},
+		{"r:-9223372036854775808", "-9223372036854775808"},
+		{"r:9223372036854775808", "r:9223372036854775808"}, // beyond int64
+		{"r:007", "r:007"},
+		{"r:-0", "r:-0"},
+		{"r:+1", "r:+1"},
+		{"r:", "r:"},
+		{"r:abc", "r:abc"},
+		{"7", "_=7"},
+		{"-7", "_=-7"},
+		{"07", "07"},
+		{"_e", "__e"},
+		{"_=7", "__=7"},
+		{"o:0000000000000001", "o:0000000000000001"},
+		{"l:12", "l:12"},
+		{"s:3", "s:3"},
+	} {
+		if got := fieldOf(tc.name); got != tc.field {
+			t.Errorf("fieldOf(%q) = %q, want %q", tc.name, got, tc.field)
+		}
+		if back, ok := partOf(tc.field); !ok || back != tc.name {
+			t.Errorf("partOf(%q) = %q, %t; want %q", tc.field, back, ok, tc.name)
+		}
+	}
+	for _, f := range []string{"_b", "_e", "_x", "_=07", "_=", "_"} {
+		if p, ok := partOf(f); ok {
+			t.Errorf("partOf(%q) = %q, a part; want a reserved field", f, p)
+		}
+	}
+}
+
+func FuzzFieldOf(f *testing.F) {
+	for _, s := range []string{"r:1", "1", "_=1", "__", "r:-0", "l", "r:99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		field := fieldOf(name)
+		if back, ok := partOf(field); !ok || back != name {
+			t.Fatalf("partOf(fieldOf(%q) = %q) = %q, %t", name, field, back, ok)
+		}
+		if field == epochField || field == baseField {
+			t.Fatalf("fieldOf(%q) is a reserved field", name)
+		}
+	})
 }

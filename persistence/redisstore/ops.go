@@ -135,16 +135,23 @@ func (s *Store) checkWaits(waits []*redis.Cmd) error {
 }
 
 // Epoch implements persistence.Store with one HGET of the key hash's
-// epoch field (and, when the field is missing, one GET of the key's
-// layout-1 epoch key: a key not yet moved; Epoch reads and moves nothing).
+// epoch field (and, when the field is missing in a store that may hold the
+// job's keys in an earlier layout, one of its layout-2 hash and one GET of
+// its layout-1 epoch key: a key not yet moved; Epoch reads and moves
+// nothing).
 func (s *Store) Epoch(ctx context.Context, job string, key record.Key) (int64, error) {
 	if s.closed.Load() {
 		return 0, persistence.ErrClosed
 	}
-	gp := layoutOf(s.prefix, job).keyPrefix(key)
-	v, err := s.client.HGet(ctx, keyHash(gp, key), epochField).Result()
-	if errors.Is(err, redis.Nil) {
-		v, err = s.client.Get(ctx, epochKey1(gp, key)).Result()
+	names, err := s.names(ctx, job)
+	if err != nil {
+		return 0, err
+	}
+	v, err := s.client.HGet(ctx, names.keyHash(key), epochField).Result()
+	if gp := names.keyPrefix(key); errors.Is(err, redis.Nil) && names.legacy {
+		if v, err = s.client.HGet(ctx, keyHash2(gp, key), epochField).Result(); errors.Is(err, redis.Nil) {
+			v, err = s.client.Get(ctx, epochKey1(gp, key)).Result()
+		}
 	}
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
@@ -168,32 +175,49 @@ var globEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`
 
 // Keys implements persistence.Store. It walks the keyspace of the server
 // (of every master of a cluster, in parallel) with SCAN MATCH
-// "<prefix>:{<job>:*}:*", so a job with millions of keys does not block a
-// server; each name found is kept when it is a key hash of one of the
-// job's groups whose base field exists (HEXISTS, one pipeline per SCAN
-// page) or a layout-1 state key of one (a key not yet moved). It reads
-// every key of the server's keyspace that matches the pattern, so its cost
-// grows with the whole database, not the job: it is for inspection. Keys
-// saved or deleted while it runs may or may not be listed.
+// "{<id>[a-zA-Z]*" (and, in a store that may hold the job's keys in an
+// earlier layout, "<prefix>:{<job>:*}:*" too), so a job with millions of
+// keys does not block a server; each name found is kept when it is a key
+// hash of one of the job's groups whose base field exists (HEXISTS, one
+// pipeline per SCAN page) or a layout-1 state key of one (a key not yet
+// moved). It reads every key of the server's keyspace that matches, so
+// its cost grows with the whole database, not the job: it is for
+// inspection. Keys saved or deleted while it runs may or may not be
+// listed.
 func (s *Store) Keys(ctx context.Context, job string) ([]record.Key, error) {
 	if s.closed.Load() {
 		return nil, persistence.ErrClosed
 	}
-	l := layoutOf(s.prefix, job)
-	match := globEscaper.Replace(s.prefix) + ":{" + globEscaper.Replace(tagEscaper.Replace(job)) + ":*}:*"
+	names, err := s.names(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	matches := []string{"{" + strconv.Itoa(names.id) + "[a-zA-Z]*"}
+	if names.legacy {
+		matches = append(matches, globEscaper.Replace(s.prefix)+":{"+globEscaper.Replace(tagEscaper.Replace(job))+":*}:*")
+	}
 	var mu sync.Mutex
 	seen := make(map[string]struct{})
+	var scanMatch func(ctx context.Context, c *redis.Client, match string) error
 	scan := func(ctx context.Context, c *redis.Client) error {
+		for _, match := range matches {
+			if err := scanMatch(ctx, c, match); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	scanMatch = func(ctx context.Context, c *redis.Client, match string) error {
 		var cursor uint64
 		for {
-			names, next, err := c.Scan(ctx, cursor, match, keysScanCount).Result()
+			page, next, err := c.Scan(ctx, cursor, match, keysScanCount).Result()
 			if err != nil {
 				return err
 			}
 			var found []string
 			var hashes []string
-			for _, name := range names {
-				key, hash, ok := l.keyOfName(s.prefix, name)
+			for _, name := range page {
+				key, hash, ok := names.keyOfName(s.prefix, name)
 				switch {
 				case !ok:
 				case hash:
@@ -230,7 +254,6 @@ func (s *Store) Keys(ctx context.Context, job string) ([]record.Key, error) {
 			}
 		}
 	}
-	var err error
 	switch c := s.client.(type) {
 	case *redis.ClusterClient:
 		err = c.ForEachMaster(ctx, scan)
@@ -247,13 +270,23 @@ func (s *Store) Keys(ctx context.Context, job string) ([]record.Key, error) {
 	return out, nil
 }
 
-// keyOfName returns the join key of a key name of the job of l: a key
-// hash (hash true) or a layout-1 state key, and false for any other name
-// (another job's, a group key). The group prefix is the name up to the
-// first "}" and the ":" after it (a tag holds no "}", a key prefix no
-// brace), and must be the prefix of the key's group.
-func (l *jobLayout) keyOfName(prefix, name string) (key string, hash, ok bool) {
-	if !strings.HasPrefix(name, prefix+":{") {
+// keyOfName returns the join key of a key name of the job of n: a key
+// hash (hash true; in layout 3, or layout 2 in a store that may hold
+// them) or a layout-1 state key, and false for any other name (another
+// job's, an outbox, a group key). A layout-3 name is the short tag of the
+// key's group, then the key; a layout-2 or layout-1 name's group prefix is
+// the name up to the first "}" and the ":" after it (a tag holds no "}",
+// a key prefix no brace), and must be the prefix of the key's group.
+func (n *jobNames) keyOfName(prefix, name string) (key string, hash, ok bool) {
+	if strings.HasPrefix(name, "{") {
+		b := strings.IndexByte(name, '}')
+		if b < 0 {
+			return "", false, false
+		}
+		key = name[b+1:]
+		return key, true, n.short[groupOf(key)] == name[:b+1]
+	}
+	if !n.legacy || !strings.HasPrefix(name, prefix+":{") {
 		return "", false, false
 	}
 	b := strings.IndexByte(name, '}')
@@ -269,7 +302,7 @@ func (l *jobLayout) keyOfName(prefix, name string) (key string, hash, ok bool) {
 	default:
 		return "", false, false
 	}
-	if l.prefixes[groupOf(key)] != gp {
+	if n.prefixes[groupOf(key)] != gp {
 		return "", false, false
 	}
 	return key, hash, true

@@ -17,13 +17,15 @@ import (
 // saveScript applies a Save batch, or the part of one that falls in one
 // slot group. KEYS[1..m] are the write generation keys the call covers
 // (ARGV[1] = m; on a cluster the group's, on one server the job's, one per
-// job of the batch) and ARGV[2..m+1] the least generation each must show:
+// job of the batch) and ARGV[3..m+2] the least generation each must show:
 // the highest this store handle saw acknowledged ("0" when none). When one
 // shows less, the store went back in time under this writer: the script
 // writes nothing and returns {0, {j, generation, ...}} for every such key.
-// Then, per snapshot, it takes three keys: the key hash, the key's outbox
-// hash and the group's timers sorted set (the same for every snapshot of
-// a group); and 7+2s+2os+d+od arguments: the writer's epoch (decimal),
+// Then, per snapshot, it takes ARGV[2] keys: the key hash, the key's
+// outbox hash, the group's timers sorted set (the same for every snapshot
+// of a group) and, when ARGV[2] is "4", the key's layout-2 hash (a job
+// whose keys the store may hold in an earlier layout); and 7+2s+2os+d+od
+// arguments: the writer's epoch (decimal),
 // the encoded value ("" deletes), the next timer (decimal; "" = no timer),
 // s, d ("W" for a whole state, which deletes no part; a delta's number of
 // parts it deletes, in decimal), os, od (the outbox parts set and
@@ -32,16 +34,15 @@ import (
 // the outbox hash (fields are unique within a snapshot, and never a
 // reserved one; an outbox field is also deleted from the key hash, where
 // a key moved from layout version 1 keeps its outbox entries). The
-// join key (the timers' member) is the hash's name after the group prefix
-// and "k:", which the script cuts out: the timers set's name is the prefix
-// and "timers". The parts go to HSET and HDEL as runs of ARGV (unpack),
-// with no table built per snapshot. It first compares every hash's epoch
-// field (missing counts as "0") with the writer's epoch; a hash that does
-// not exist is first moved from layout version 1 (migrate; its layout-1
-// names are made from the hash's name). Then it writes the snapshots that
-// match, in order: HSET of the value; for a whole state whose hash holds
-// more than its epoch and value (HLEN), DEL of the hash and HSET of its
-// epoch (the writer's, which matched) and value, and DEL of the outbox
+// join key (the timers' member) is the hash's name after its short tag,
+// which the script cuts out. The parts go to HSET and HDEL as runs of
+// ARGV (unpack), with no table built per snapshot. It first compares
+// every hash's epoch field (missing counts as "0") with the writer's
+// epoch; with four keys a snapshot, a hash that does not exist is first
+// moved from its earlier layout (migrate3). Then it writes the snapshots
+// that match, in order: HSET of the value; for a whole state whose hash
+// holds more than its epoch and value (HLEN), DEL of the hash and HSET of
+// its epoch (the writer's, which matched) and value, and DEL of the outbox
 // hash; ZADD (or ZREM without a timer); then HSET of the parts set and
 // HDEL of those deleted, in each hash; or, to delete, DEL of both hashes,
 // HSET of its epoch (unless "0": none) and ZREM.
@@ -59,12 +60,12 @@ import (
 // generations (a counter, far below 2^53, returned as an integer). The
 // timer goes to ZADD as the decimal string, which Redis parses into the
 // double score exactly because Save keeps it within ±2^53.
-var saveScript = redis.NewScript(luaLess + luaMigrate + `
-local m = tonumber(ARGV[1])
+var saveScript = redis.NewScript(luaLess + luaMigrate3 + `
+local m, stride = tonumber(ARGV[1]), tonumber(ARGV[2])
 local stale = {}
 for j = 1, m do
   local cur = redis.call('GET', KEYS[j]) or '0'
-  if less(cur, ARGV[j + 1]) then
+  if less(cur, ARGV[j + 2]) then
     stale[#stale + 1] = j
     stale[#stale + 1] = cur
   end
@@ -74,13 +75,13 @@ if #stale > 0 then
 end
 local fenced = {}
 local ok = {}
-local a, k, idx = m + 2, m + 1, 0
+local a, k, idx = m + 3, m + 1, 0
 while a <= #ARGV do
   idx = idx + 1
   local hk = KEYS[k]
   local cur = redis.call('HGET', hk, '_e')
-  if not cur and redis.call('EXISTS', hk) == 0 then
-    migrate(hk, names1(hk))
+  if stride == 4 and not cur and redis.call('EXISTS', hk) == 0 then
+    migrate3(hk, KEYS[k + 1], KEYS[k + 3])
     cur = redis.call('HGET', hk, '_e')
   end
   cur = cur or '0'
@@ -96,7 +97,7 @@ while a <= #ARGV do
   if nd ~= 'W' then
     a = a + tonumber(nd)
   end
-  k = k + 3
+  k = k + stride
 end
 local function runs(cmd, key, i, j)
   while i <= j do
@@ -108,7 +109,7 @@ end
 for o = 1, #ok, 2 do
   local a, k = ok[o], ok[o + 1]
   local hk, ok2, ts = KEYS[k], KEYS[k + 1], KEYS[k + 2]
-  local member = string.sub(hk, #ts - 3)
+  local member = string.sub(hk, string.find(hk, '}', 1, true) + 1)
   local nd, e = ARGV[a + 4], ARGV[a]
   if ARGV[a + 1] == '' then
     redis.call('DEL', hk, ok2)
@@ -164,11 +165,14 @@ return {1, fenced, gens}
 type saveGroup struct {
 	idx  []int    // batch index of each snapshot of the call
 	gens []genRef // the generation keys the call checks and bumps
-	// The snapshots' keys (after the generation keys): two per snapshot,
-	// of which the key hash is "" until Save cuts it from one string made
-	// of kbuf, where it wrote the names.
-	keys []string
-	kbuf []byte
+	// The snapshots' keys (after the generation keys): stride per
+	// snapshot, of which the key hash and the outbox hash are "" until
+	// Save cuts them from one string made of kbuf, where it wrote the
+	// names; lens holds each key hash's length.
+	keys   []string
+	kbuf   []byte
+	lens   []int
+	stride int
 	// The snapshots' arguments (after m and the generations), each a
 	// pointer (which an interface holds without allocating): a *string to
 	// a string that outlives the call, or a *bytesArg in bs.
@@ -192,34 +196,46 @@ func (g *saveGroup) bytes(b []byte) {
 	g.args = append(g.args, &g.bs[len(g.bs)-1])
 }
 
-// key adds the key name gp+kind+key, "" until cutKeys.
-func (g *saveGroup) key(gp, kind string, key record.Key) {
-	g.kbuf = append(append(append(g.kbuf, gp...), kind...), key...)
-	g.keys = append(g.keys, "")
+// addNames adds a snapshot's keys: its key hash and outbox hash ("" until
+// cutKeys), the timers set of its group and, with stride 4, its layout-2
+// hash.
+func (g *saveGroup) addNames(n *jobNames, key record.Key, gi int) {
+	tag := n.short[gi]
+	g.kbuf = append(append(g.kbuf, tag...), key...)
+	g.kbuf = append(append(append(g.kbuf, outboxMark...), tag...), key...)
+	g.lens = append(g.lens, len(tag)+len(key))
+	g.keys = append(g.keys, "", "", n.timers[gi])
+	if g.stride == 4 {
+		g.keys = append(g.keys, keyHash2(n.prefixes[gi], key))
+	}
 }
 
-// cutKeys fills in the names key wrote, in order: each snapshot's keys are
-// its key hash, its outbox hash and the timers set; the timers set's name
-// is gp+"timers", so the hashes' names gp+hashKind+key and
-// gp+outboxKind+key have that length -len("timers")+len(hashKind)+len(key).
-func (g *saveGroup) cutKeys(batch []persistence.Snapshot) {
+// cutKeys fills in the names addNames wrote, in order: each snapshot's key
+// hash, then its outbox hash, one byte longer.
+func (g *saveGroup) cutKeys() {
 	names := string(g.kbuf)
-	for j, i := range g.idx {
-		k := g.keys[3*j : 3*j+3]
-		n := len(k[2]) - len("timers") + len(hashKind) + len(batch[i].Key)
+	for j, n := range g.lens {
+		k := g.keys[g.stride*j:]
 		k[0], names = names[:n], names[n:]
-		k[1], names = names[:n], names[n:]
+		k[1], names = names[:n+1], names[n+1:]
 	}
 }
 
-// fieldArg is the argument of part name's hash field: name itself, or a
-// new string with partEscape in front when it starts with one (fieldOf).
-func fieldArg(name *string) any {
-	if len(*name) > 0 && (*name)[0] == partEscape {
-		f := fieldOf(*name)
-		return &f
+// field adds the argument of part name's hash field (fieldOf): name
+// itself; the integer of a right row, cut into vals; or, for a name that
+// needs an escape, a new string.
+func (g *saveGroup) field(vals *[]byte, name *string) {
+	switch f := fieldOf(*name); {
+	case f == *name:
+		g.args = append(g.args, name)
+	case len(f) < len(*name):
+		lo := len(*vals)
+		*vals = append(*vals, f...)
+		g.bytes((*vals)[lo:])
+	default:
+		escaped := f // f itself does not escape: the common cases allocate nothing
+		g.args = append(g.args, &escaped)
 	}
-	return name
 }
 
 // Save's constant arguments (variables: an argument is a pointer): a whole
@@ -258,18 +274,29 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		return fmt.Errorf("redisstore: save: %w", err)
 	}
 	// The buffers' sizes: up to four decimals, the value and the parts'
-	// values of each snapshot; its hash's name.
+	// values of each snapshot; its hashes' names. A job that may hold keys
+	// of an earlier layout makes every call pass each key's layout-2 hash.
 	size, ksize, nkeys, nargs := 0, 0, 0, 0
-	var l *jobLayout
+	stride := 3
+	var names *jobNames
 	for i := range batch {
 		sn := &batch[i]
-		if l == nil || sn.Job != batch[i-1].Job {
-			l = layoutOf(s.prefix, sn.Job)
+		if names == nil || sn.Job != batch[i-1].Job {
+			var err error
+			if names, err = s.names(ctx, sn.Job); err != nil {
+				return err
+			}
+			if names.legacy {
+				stride = 4
+			}
 		}
-		ksize += 2 * (len(l.prefixes[groupOf(string(sn.Key))]) + len(hashKind) + len(sn.Key))
+		ksize += 2*(len(names.short[groupOf(string(sn.Key))])+len(sn.Key)) + 1
 		size += 6 * 20
-		nkeys += 3
+		nkeys += stride
 		nargs += 7 + 2*len(sn.Parts)
+		for k := range sn.Parts {
+			size += len(sn.Parts[k].Name) // a right row's field (field)
+		}
 		if len(sn.State) > 0 {
 			size += snapshotLen(sn.Offsets, sn.State)
 		}
@@ -279,12 +306,13 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	vals := make([]byte, 0, size)
 	parts := map[string]*saveGroup{}
 	var order []*saveGroup
-	l = nil
+	names = nil
 	for i := range batch {
 		sn := &batch[i]
-		if l == nil || sn.Job != batch[i-1].Job {
-			l = layoutOf(s.prefix, sn.Job)
+		if names == nil || sn.Job != batch[i-1].Job {
+			names, _ = s.names(ctx, sn.Job) // found above
 		}
+		l := names.jobLayout
 		g := groupOf(string(sn.Key))
 		gp := l.prefixes[g]
 		part := parts[gp]
@@ -292,10 +320,11 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 			part = order[0] // one server: one call, whatever the slots
 		}
 		if part == nil {
-			part = &saveGroup{}
+			part = &saveGroup{stride: stride}
 			if !s.cluster {
 				part.keys = make([]string, 0, nkeys)
 				part.kbuf = make([]byte, 0, ksize)
+				part.lens = make([]int, 0, len(batch))
 				part.args = make([]any, 0, nargs)
 				part.bs = make([]bytesArg, 0, nargs)
 			}
@@ -306,9 +335,7 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		if !slices.ContainsFunc(part.gens, func(r genRef) bool { return r.key == ref.key }) {
 			part.gens = append(part.gens, ref)
 		}
-		part.key(gp, hashKind, sn.Key)
-		part.key(gp, outboxKind, sn.Key)
-		part.keys = append(part.keys, l.timers[g])
+		part.addNames(names, sn.Key, g)
 		lo := len(vals)
 		vals = strconv.AppendInt(vals, sn.Epoch, 10)
 		part.bytes(vals[lo:])
@@ -359,7 +386,7 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		for _, outbox := range [2]bool{false, true} {
 			for k := range ps {
 				if len(ps[k].Value) > 0 && isOutbox(ps[k].Name) == outbox {
-					part.args = append(part.args, fieldArg(&ps[k].Name))
+					part.field(&vals, &ps[k].Name)
 					part.bytes(ps[k].Value)
 				}
 			}
@@ -367,7 +394,7 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 		for _, outbox := range [2]bool{false, true} {
 			for k := range ps {
 				if len(ps[k].Value) == 0 && isOutbox(ps[k].Name) == outbox {
-					part.args = append(part.args, fieldArg(&ps[k].Name))
+					part.field(&vals, &ps[k].Name)
 				}
 			}
 		}
@@ -375,11 +402,11 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	}
 	calls := make([]scriptCall, len(order))
 	for i, p := range order {
-		p.cutKeys(batch)
+		p.cutKeys()
 		keys := make([]string, 0, len(p.gens)+len(p.keys))
-		strs := make([]string, 0, 1+len(p.gens))
-		args := make([]any, 0, 1+len(p.gens)+len(p.args))
-		strs = append(strs, strconv.Itoa(len(p.gens)))
+		strs := make([]string, 0, 2+len(p.gens))
+		args := make([]any, 0, 2+len(p.gens)+len(p.args))
+		strs = append(strs, strconv.Itoa(len(p.gens)), strconv.Itoa(p.stride))
 		for _, r := range p.gens {
 			keys = append(keys, r.key)
 			strs = append(strs, strconv.FormatInt(r.seen.Load(), 10))

@@ -32,6 +32,9 @@ type Store struct {
 	// floors holds, per job, the offsets this Store committed and when it
 	// last copied them into every slot group (floors.go; cluster only).
 	floors sync.Map
+	// jobs holds the *jobNames of every job this Store touched
+	// (registry.go).
+	jobs sync.Map
 }
 
 // clusterStateReload is how old the cluster client's slot map may grow

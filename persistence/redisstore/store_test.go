@@ -105,12 +105,22 @@ func TestStoreRedisKeyPrefix(t *testing.T) {
 	if !strings.HasPrefix(gp, "a:{job:") {
 		t.Fatalf("group prefix %q does not start with the key prefix and job", gp)
 	}
-	n, err := a.client.Exists(ctx, gp+"k:k", gp+"timers").Result()
+	// The two stores registered the job under their prefixes: ids 1 and 2,
+	// and each key hash's name starts with its store's id.
+	ids, err := a.client.HGetAll(ctx, registryKey).Result()
+	if want := map[string]string{"": "2", "a\x00job": "1", "joinery\x00job": "2"}; err != nil || !maps.Equal(ids, want) {
+		t.Fatalf("registry %s = %q, %v; want %q", registryKey, ids, err, want)
+	}
+	hk := namesOf(t, a, "job").keyHash("k")
+	if !strings.HasPrefix(hk, "{1") || !strings.HasSuffix(hk, "}k") {
+		t.Fatalf("key hash %q, want {1<letters>}k", hk)
+	}
+	n, err := a.client.Exists(ctx, hk, gp+"timers").Result()
 	if err != nil || n != 2 {
 		t.Fatalf("EXISTS of the documented keys = %d, %v; want 2", n, err)
 	}
-	if f, err := a.client.HKeys(ctx, gp+"k:k").Result(); err != nil || !slices.Equal(slices.Sorted(slices.Values(f)), []string{"_b", "_e"}) {
-		t.Fatalf("HKEYS %sk:k = %q, %v; want _b, _e", gp, f, err)
+	if f, err := a.client.HKeys(ctx, hk).Result(); err != nil || !slices.Equal(slices.Sorted(slices.Values(f)), []string{"_b", "_e"}) {
+		t.Fatalf("HKEYS %s = %q, %v; want _b, _e", hk, f, err)
 	}
 	if z, err := a.client.ZScore(ctx, gp+"timers", "k").Result(); err != nil || z != 5 {
 		t.Fatalf("ZSCORE %stimers k = %v, %v; want 5", gp, z, err)
@@ -135,7 +145,8 @@ func TestStoreRedisLayout(t *testing.T) {
 	}
 	gp := layoutOf("joinery", "job").keyPrefix("k:{x}")
 	for _, tc := range []struct{ got, want string }{
-		{keyHash(gp, "k:{x}"), gp + "k:k:{x}"},
+		{keyHash2(gp, "k:{x}"), gp + "k:k:{x}"},
+		{outboxHash2(gp, "k:{x}"), gp + "o:k:{x}"},
 		{stateKey1(gp, "k:{x}"), gp + "state:k:{x}"},
 		{epochKey1(gp, "k:{x}"), gp + "epoch:k:{x}"},
 		{partsKey1(gp, "k:{x}"), gp + "parts:k:{x}"},
@@ -154,6 +165,50 @@ func TestStoreRedisLayout(t *testing.T) {
 	// Redis Cluster's own check value of CRC16 (cluster spec, appendix A).
 	if got := crc16("123456789"); got != 0x31C3 {
 		t.Errorf("crc16(123456789) = %#x, want 0x31c3", got)
+	}
+}
+
+// namesOf returns job's names in s, registering the job.
+func namesOf(t *testing.T, s *Store, job string) *jobNames {
+	t.Helper()
+	n, err := s.names(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestLayoutShortTags: for job ids 1 to 200, every group's short tag is
+// "{<id><letters>}", in the slot of the group's prefix, with at most four
+// letters and mostly three or fewer; no two groups share one.
+func TestLayoutShortTags(t *testing.T) {
+	l := layoutOf("joinery", "users-domains")
+	long := 0
+	for id := 1; id <= 200; id++ {
+		tags, ok := shortTags(l, id)
+		if !ok {
+			t.Fatalf("id %d: a group without a short tag", id)
+		}
+		seen := map[string]bool{}
+		for g, tag := range tags {
+			gp := l.prefixes[g]
+			want := crc16(gp[strings.IndexByte(gp, '{')+1:strings.IndexByte(gp, '}')]) % clusterSlots
+			letters, ok := strings.CutPrefix(tag[1:len(tag)-1], strconv.Itoa(id))
+			if tag[0] != '{' || tag[len(tag)-1] != '}' || !ok || len(letters) == 0 || len(letters) > maxTagLetters ||
+				strings.Trim(letters, tagLetters) != "" || seen[tag] {
+				t.Fatalf("id %d group %d: short tag %q", id, g, tag)
+			}
+			seen[tag] = true
+			if got := crc16(tag[1:len(tag)-1]) % clusterSlots; got != want {
+				t.Fatalf("id %d group %d: short tag %q in slot %d, the group's prefix %q in %d", id, g, tag, got, gp, want)
+			}
+			if len(letters) == maxTagLetters {
+				long++
+			}
+		}
+	}
+	if long > 200*groups/100 {
+		t.Errorf("%d of %d short tags have %d letters", long, 200*groups, maxTagLetters)
 	}
 }
 
@@ -359,16 +414,14 @@ func TestStoreRedisSaveOneRoundTrip(t *testing.T) {
 	// i%4 == 3 (n/4-1 of them, as n-1 is one) clear the timer with ZREM,
 	// the rest ZADD; the delete also runs ZREM.
 	// One GET and one INCR more: the job's write generation (one server).
-	// Each key's check is one HGET of its epoch field, and an EXISTS of
-	// its hash when it has none (the n/2 unfenced ones); key n-1, deleted
-	// by the first Save, has no hash: the migration finds no layout-1 keys
-	// (EXISTS, two GETs) before a second HGET. Each
+	// Each key's check is one HGET of its epoch field (a job that holds no
+	// earlier layout looks for none). Each
 	// write HSETs the base and, a whole state, checks HLEN for parts to
 	// drop (there are none) and DELs its outbox hash (whose entries a
 	// whole state replaces); the delete DELs the hash and the outbox hash
 	// in one call (it keeps no epoch: it is unfenced).
-	for cmd, want := range map[string]int{"evalsha": 1, "eval": 0, "multi": 0, "get": 3, "incr": 1,
-		"hget": n + 1, "exists": n/2 + 1, "hset": n - 2, "hlen": n - 2, "del": n - 1, "set": 0, "sadd": 0, "srem": 0,
+	for cmd, want := range map[string]int{"evalsha": 1, "eval": 0, "multi": 0, "get": 1, "incr": 1,
+		"hget": n, "exists": 0, "hset": n - 2, "hlen": n - 2, "del": n - 1, "set": 0, "sadd": 0, "srem": 0,
 		"hdel": 0, "zadd": n - 2 - (n/4 - 1), "zrem": n / 4} {
 		if got := commandCalls(info, cmd); got != want {
 			t.Errorf("server saw %s called %d times, want %d", cmd, got, want)
@@ -505,7 +558,7 @@ func TestStoreRedisEpochRestart(t *testing.T) {
 func TestStoreRedisCorruptEpoch(t *testing.T) {
 	s := newStore(t, testutil.StartRedis(t).Addr)
 	ctx := context.Background()
-	if err := s.client.HSet(ctx, keyHash(layoutOf("joinery", "job").keyPrefix("k"), "k"), epochField, "x").Err(); err != nil {
+	if err := s.client.HSet(ctx, namesOf(t, s, "job").keyHash("k"), epochField, "x").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Epoch(ctx, "job", "k"); err == nil {
@@ -566,8 +619,7 @@ func TestStoreRedisDown(t *testing.T) {
 func TestStoreRedisCorruptValue(t *testing.T) {
 	s := newStore(t, testutil.StartRedis(t).Addr)
 	ctx := context.Background()
-	gp := layoutOf("joinery", "job").keyPrefix("k")
-	if err := s.client.HSet(ctx, keyHash(gp, "k"), baseField, "\x07future format").Err(); err != nil {
+	if err := s.client.HSet(ctx, namesOf(t, s, "job").keyHash("k"), baseField, "\x07future format").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Load(ctx, "job", "k"); !errors.Is(err, errCorrupt) {
@@ -575,7 +627,7 @@ func TestStoreRedisCorruptValue(t *testing.T) {
 	}
 	// A field starting with one "_" that is not a reserved one is from a
 	// layout this version does not know.
-	if err := s.client.HSet(ctx, keyHash(gp, "k"), baseField, encodeSnapshot(nil, []byte("v")), "_x", "y").Err(); err != nil {
+	if err := s.client.HSet(ctx, namesOf(t, s, "job").keyHash("k"), baseField, encodeSnapshot(nil, []byte("v")), "_x", "y").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Load(ctx, "job", "k"); !errors.Is(err, errCorrupt) {

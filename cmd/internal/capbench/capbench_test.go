@@ -112,3 +112,19 @@ func TestCapacitySmoke(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitName(t *testing.T) {
+	for _, tc := range []struct{ name, kind, key string }{
+		{"{1abc}32525", "k", "32525"},
+		{"o{1abc}32525", "o", "32525"},
+		{"{12Zq}a:b}c", "k", "a:b}c"},
+		{"joinery:{job:7:12}:timers", "timers", ""},
+		{"joinery:{job:0:3}:incarnation", "incarnation", ""},
+		{"joinery:jobs", "other", ""},
+		{"other", "other", ""},
+	} {
+		if kind, key := splitName(tc.name); kind != tc.kind || key != tc.key {
+			t.Errorf("splitName(%q) = %q, %q; want %q, %q", tc.name, kind, key, tc.kind, tc.key)
+		}
+	}
+}

@@ -66,11 +66,26 @@ type keyInfo struct {
 	bytes                         int64
 }
 
-// splitName cuts a key's name into its kind and join key: the layout puts
-// a hash tag first and then "<kind>:<join key>" for a join key's keys and
-// "<kind>" for a slot group's or the job's. A name without a hash tag is of
-// kind "other".
+// splitName cuts a key's name into its kind and join key: a join key's
+// hash is named by a short hash tag and the key ("{<tag>}<key>", kind
+// "k"), its outbox hash the same after "o" (kind "o"); a slot group's or
+// the job's keys are "<prefix>:{<tag>}:<kind>". Any other name is of kind
+// "other".
 func splitName(name string) (kind, joinKey string) {
+	for _, k := range []string{"k", "o"} {
+		rest := name
+		if k == "o" {
+			rest = strings.TrimPrefix(name, "o")
+			if rest == name {
+				continue
+			}
+		}
+		if strings.HasPrefix(rest, "{") {
+			if i := strings.IndexByte(rest, '}'); i > 0 {
+				return k, rest[i+1:]
+			}
+		}
+	}
 	i := strings.Index(name, "}:")
 	if i < 0 {
 		return "other", ""
