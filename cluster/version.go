@@ -25,7 +25,10 @@ import (
 //	2  each join key one Redis hash (epoch, binary base, parts), rows in
 //	   internal/rowcodec under their side's column schema, a row's source
 //	   position folded into its part; a version-1 node reads none of it
-const Protocol = 2
+//	3  each join key's hashes named by a short tag from the store's job
+//	   registry, a right row's integer key as the field; a version-2 node
+//	   would not find a key a version-3 node moved
+const Protocol = 3
 
 // ErrIncompatible is what a ProtocolError matches with errors.Is.
 var ErrIncompatible = errors.New("cluster: incompatible protocol version")

@@ -6,12 +6,13 @@
 // # Key layout
 //
 // The keys of a job are spread over 256 slot groups. Every key of a group
-// carries the group's hash tag, so a group lives in one Redis Cluster slot
-// and a script over its keys is legal there; the groups of a job lie in
-// 256 different slots, spread evenly over the slot range. This is layout
-// version 2: one Redis key per join key.
+// lies in one Redis Cluster slot, so a script over its keys is legal
+// there; the groups of a job lie in 256 different slots, spread evenly
+// over the slot range. This is layout version 3: one Redis key per join
+// key, named as shortly as a hash tag allows.
 //
-//	<prefix>:{<tag>}:k:<key>       hash: the join key (below, "Key hash")
+//	{<id><letters>}<key>           hash: the join key (below, "Key hash")
+//	o{<id><letters>}<key>          hash: the join key's outbox entries (below)
 //	<prefix>:{<tag>}:timers        sorted set: member <key>, score its next event-time timer (ms)
 //	<prefix>:{<tag>}:offsets       hash: partition id -> committed offset (decimal), for the group's partitions
 //	<prefix>:{<tag0>}:wm           hash: the job's watermark board (group 0 only)
@@ -21,29 +22,46 @@
 //	                               server only group 0's, the job's)
 //	<prefix>:{<tag>}:floor         hash: partition id -> a recent committed offset, the group's
 //	                               replay floor (cluster only)
+//	joinery:jobs                   hash: the job registry, "<prefix>\x00<job>" -> the job's id
 //
 // A join key belongs to group FNV-1a-64(key bytes) mod 256, and so does a
-// partition id's committed offset. <tag> is "<job>:<g>:<n>": the escaped
-// job name, the group number g (0..255) in decimal, and the least n >= 0
-// (decimal) for which CRC16(tag) mod 16384 — the key's slot — lies in
-// [64g, 64g+64). The search takes some 256 tries per group; its result is
-// cached per job. So group g of every job sits in the g-th 64-slot window,
-// and a master that serves a share of the slot range, as
-// `redis-cli --cluster create` and `rebalance` assign them, serves about
-// that share of every job's groups, and so of its keys: with 1000 keys on
-// three masters each holds 33% ± 1.5% (TestStoreClusterSpread).
+// partition id's committed offset. A group's keys are named by its group
+// tag: <tag> is "<job>:<g>:<n>": the escaped job name, the group number g
+// (0..255) in decimal, and the least n >= 0 (decimal) for which
+// CRC16(tag) mod 16384 — the key's slot — lies in [64g, 64g+64). The
+// search takes some 256 tries per group; its result is cached per job. So
+// group g of every job sits in the g-th 64-slot window, and a master that
+// serves a share of the slot range, as `redis-cli --cluster create` and
+// `rebalance` assign them, serves about that share of every job's groups,
+// and so of its keys: with 1000 keys on three masters each holds 33% ±
+// 1.5% (TestStoreClusterSpread).
+//
+// A join key's own hashes, one per key and so most of a store's memory,
+// are named by a short tag instead: "{<id><letters>}" with the job's id
+// from the registry (decimal) and the first string of one to four letters
+// (a-z, A-Z; shortest first) whose CRC16 slot is the slot of the group's
+// tag (shortTags; some 100,000 CRC16s per job, cached). So a key's hash is
+// in its group's slot, as the group's keys are, and its name is the key
+// plus six or seven bytes: for a five-digit key 11 bytes, which Redis
+// keeps in a 16-byte allocation where "<prefix>:{<tag>}:k:<key>" took 48.
+// The registry (one hash for every prefix of the server, so ids are
+// unique there and two prefixes' hashes never meet) gives a job its id on
+// its first use, by a script (HINCRBY of the field "" and HSET); the
+// store reads it once per job. Keys of a job match "{<id>[a-zA-Z]*": the
+// letters end the id.
 //
 // <prefix> is Config.KeyPrefix ("joinery" by default; it may not contain
-// braces). <key> is the join key's bytes as they are; it comes last, so any
-// bytes are fine. <job> is escaped inside the braces so that a job name
-// cannot end the hash tag early: "%" becomes "%25", "{" "%7B", "}" "%7D".
-// The tag cannot be misread either: g and n are decimals without ":", so
-// the job name is everything before the second-to-last ":".
+// braces); it names the group keys and the job's registry entry. <key> is
+// the join key's bytes as they are; it comes last, so any bytes are fine.
+// <job> is escaped inside the braces so that a job name cannot end the
+// hash tag early: "%" becomes "%25", "{" "%7B", "}" "%7D". The tag cannot
+// be misread either: g and n are decimals without ":", so the job name is
+// everything before the second-to-last ":".
 //
 // The layout is the same on one server (the tags are then just part of the
 // names), so a store can move from one server to a cluster by copying its
-// keys (redis-cli --cluster import). A store written by the earlier
-// one-tag-per-job layout ({<job>}) is not read.
+// keys (redis-cli --cluster import), the registry with them. A store
+// written by the earlier one-tag-per-job layout ({<job>}) is not read.
 //
 // # Key hash
 //
@@ -51,23 +69,32 @@
 //
 //	_e      the key's owner epoch (decimal, by HINCRBY); missing = 0
 //	_b      the key's snapshot value (below): offsets and base state; missing = no snapshot
-//	<name>  a part of the state besides its base (persistence.Snapshot.Parts): the part's value
+//	<field> a part of the state besides its base (persistence.Snapshot.Parts): the part's value
 //
-// The names "_e" and "_b" are reserved: a part whose name starts with "_"
-// is stored under its name with one more "_" in front ("_x" as "__x"), so
-// no part's field is a reserved one or starts with a single "_", and Load
-// takes one "_" off again; a field starting with a single "_" other than
-// these two is from a layout this version does not know, and Load refuses
-// the key. The parts keycore writes ("l", "l:<pk>", "r:<pk>",
-// "o:<16 hex digits>", "s:<id>") are stored under their own names.
+// A part's field is its name (fieldOf), but for three kinds of names. A
+// right row of the key core, "r:<primary key>", whose primary key is the
+// decimal of an int64 as strconv writes it, is stored under that integer
+// alone: Redis keeps such a field in a listpack as an integer of 1 to 8
+// bytes, where "r:112308" took 8 bytes and a header. A name that is itself
+// such an integer gets "_=" in front, so it is not read as a row's. And
+// "_e" and "_b" are reserved: a name starting with "_" is stored with one
+// more "_" in front ("_x" as "__x"), so no part's field is a reserved one;
+// Load undoes each. A field starting with a single "_" other than these
+// (and "_=" before an integer) is from a layout this version does not
+// know, and Load refuses the key. The other parts keycore writes ("l",
+// "l:<pk>", "s:<id>") are stored under their own names.
 //
 // The store adds nothing to a field that would take the hash out of
 // Redis's compact listpack encoding (hash-max-listpack-entries 128,
-// hash-max-listpack-value 64 by default): field names of two bytes, the
-// epoch a decimal (which a listpack holds as an integer), the snapshot
-// value's framing a few bytes. A hash stays a listpack while it has at most
-// 128 fields and every value (the base's and each part's) is at most 64
-// bytes; one larger value makes it a hashtable, several times larger.
+// hash-max-listpack-value 64 by default): field names of one or two
+// bytes, the epoch a decimal (which a listpack holds as an integer), the
+// snapshot value's framing a few bytes. A hash stays a listpack while it
+// has at most 128 fields and every value (the base's and each part's) is
+// at most 64 bytes; one larger value makes it a hashtable, several times
+// larger. So the key core's outbox entries ("o:<16 hex digits>": outputs
+// kept until the sources commit past their input, a few hundred bytes of
+// JSON each, and gone again soon) live in a hash of their own, the key's
+// outbox hash, which disappears with its last entry.
 //
 // An epoch field is never removed: a deleted key's hash keeps its epoch
 // (the save script deletes the hash and writes the epoch back), and a key
@@ -76,45 +103,56 @@
 // appendfsync always they survive a crash of Redis, as the snapshots do.
 //
 // There is no index of a job's keys: Keys walks the keyspace with SCAN
-// MATCH "<prefix>:{<job>:*}:*" (on every master of a cluster) and keeps the
+// MATCH "{<id>[a-zA-Z]*" (on every master of a cluster) and keeps the
 // job's key hashes that have a base field, so it costs a pass over the
 // whole database and is for inspection; nothing on the write or recovery
 // path enumerates keys (event-time keys are found by the timers sets).
 //
-// # Layout version 1
+// # Earlier layouts
 //
-// Layout version 1 keeps a join key in three keys and a group index, in
-// the key's slot:
+// Layout version 2 kept a join key's hash and outbox hash under the group
+// tag, every part under its name:
+//
+//	<prefix>:{<tag>}:k:<key>       hash: the join key, fields as above but "r:<pk>" as it is
+//	<prefix>:{<tag>}:o:<key>       hash: its outbox entries
+//
+// and layout version 1 kept it in three keys and a group index:
 //
 //	<prefix>:{<tag>}:state:<key>   string: the key's snapshot value
 //	<prefix>:{<tag>}:parts:<key>   hash: part name -> value
 //	<prefix>:{<tag>}:epoch:<key>   string: the key's owner epoch (decimal, by INCR)
 //	<prefix>:{<tag>}:keys          set: the group's keys that have a snapshot
 //
-// with the same tags, snapshot value, timers, offsets, lineage and
-// generation keys as version 2. Such a store is read as it is: a key
-// stored in layout 1 is moved on first access. The scripts of Acquire,
-// AcquireLoadMany, Load and LoadMany name the key's layout-1 keys besides
-// its hash, and when the hash does not exist and the layout-1 state or
-// epoch key does, they first move them into it, in the same script and so
-// atomically: the epoch as it is (an Acquire then issues the next one,
-// layout-1 epoch + 1, or the floor + 1 when that is higher), the value as
-// the base field, every part under its field name, and then delete the
-// three keys and remove the key from the keys set (a set with no members
-// left is gone with its last one). The save script moves a key too when its
-// hash does not exist (an unfenced write, which comes without an Acquire),
-// with the layout-1 names made from the hash's name inside the script (not
+// with the same group tags, snapshot value, timers, offsets, lineage and
+// generation keys as version 3. Such a store is read as it is: a key
+// stored in an earlier layout is moved on first access. When the registry
+// first sees a job whose incarnation key exists — which only an earlier
+// layout can have written: every method of this version that can create
+// it (Lineage, CommitOffsetsSeen, Acquire, AcquireLoadMany) registers the
+// job first — it marks the job's entry ("<id>:m"). For a marked job the
+// scripts of Acquire, AcquireLoadMany, Load, LoadMany and Save name each
+// key's layout-2 hash besides its hashes, and when its hash does not exist
+// they first move it, in the same script and so atomically (migrate3): a
+// key in layout 1 into its layout-2 hash (the epoch as it is, the value as
+// the base field, every part under its field name; the three keys deleted
+// and the key removed from the keys set, a set with no members left gone
+// with its last one), then the layout-2 hash's fields renamed as above and
+// the hash and its outbox hash renamed (RENAME: both names are in one
+// slot) to the key's names. An Acquire then issues the next epoch, the
+// moved epoch + 1, or the floor + 1 when that is higher. The layout-1
+// names are made from the layout-2 hash's name inside the script (not
 // named in KEYS: in a slot being migrated such a write may be refused, and
-// is retried as any failed Save).
-// Epoch reads a layout-1 epoch key of a key not yet moved (and moves
-// nothing); Keys lists the layout-1 state keys of the job's groups too;
-// timers need nothing (their members are the join keys in both layouts).
-// So a store switches layout key by key as the job touches them, with no
-// pause and no separate step, and a key never touched again stays in
-// layout 1 and is read as before. Every node of a job must run layout 2
-// once one does: a layout-1 node would not see a moved key (its epoch key
-// gone, it would issue epochs again from the floor). That holds for
-// `joinctl inspect --offline` too, which loads the key and so moves it.
+// is retried as any failed Save). Epoch reads a key not yet moved (and
+// moves nothing); Keys lists the job's layout-2 hashes and layout-1 state
+// keys too; timers need nothing (their members are the join keys in every
+// layout). So a store switches layout key by key as the job touches them,
+// with no pause and no separate step, and a key never touched again stays
+// where it was and is read as before. An unmarked job's scripts look for
+// no earlier layout and cost nothing for it. Every node of a job must run
+// layout 3 once one does: an earlier node would not see a moved key (and
+// would issue epochs again from the floor); cluster.Protocol says so to
+// the fleet. That holds for `joinctl inspect --offline` too, which loads
+// the key and so moves it.
 //
 // # Snapshot value (version 1)
 //
@@ -147,7 +185,9 @@
 // calls a server answers NOSCRIPT), all in one pipeline: one round trip on
 // one server; on a cluster go-redis sends each master its part, in
 // parallel, and follows MOVED and ASK per command. A group's script gets
-// per snapshot its key hash and the group's timers set as KEYS, and the
+// per snapshot its key hash, its outbox hash and the group's timers set
+// (and for a job marked as holding an earlier layout its layout-2 hash) as
+// KEYS, and the
 // writer's epoch, the encoded value ("" deletes), the next timer (decimal,
 // "" for none), the number of parts set, whole ("W") or the number of
 // parts a delta deletes, the fields set (name, value pairs) and the fields
@@ -159,8 +199,8 @@
 // HLEN, with DEL and HSET of epoch and base when the hash holds parts),
 // ZADD (ZREM when the snapshot has no timer), HSET and HDEL of its parts,
 // or, for empty state, DEL of the hash, HSET of its epoch and ZREM. A
-// snapshot whose hash does not exist moves the key from layout version 1
-// first (see "Layout version 1"). It replies with the index and holder
+// snapshot whose hash does not exist moves the key from its earlier
+// layout first (see "Earlier layouts"). It replies with the index and holder
 // epoch of each refused snapshot, which Save turns into
 // *persistence.FencedError values, in batch order.
 //

@@ -8,8 +8,8 @@ import (
 )
 
 // luaMigrate defines migrate(hk, sk, pk, ek), which moves a key stored in
-// layout version 1 into its key hash (see the package doc, "Layout
-// version 1"): when the hash hk does not exist and the layout-1 state
+// layout version 1 into its key hash (see the package doc, "Earlier
+// layouts"): when the hash hk does not exist and the layout-1 state
 // string sk or epoch string ek does, it writes the epoch, the value and
 // each field of the parts hash pk (a part name starting with "_" gains one
 // more, as in every key hash) into hk, deletes sk, pk and ek, and removes
