@@ -28,9 +28,12 @@ type Config struct {
 	// one being down at start). The client learns the slot map from them and
 	// follows MOVED and ASK redirections.
 	Cluster []string
-	// KeyPrefix starts every key the store writes; DefaultKeyPrefix when
-	// empty. It must not contain "{" or "}", which would break the hash
-	// tags that place the keys in cluster slots (see the package doc).
+	// KeyPrefix starts the name of every key of a job's slot groups, and
+	// is part of the job's entry in the store's job registry, whose id
+	// names the join keys' hashes (see the package doc, "Key layout"): two
+	// stores of different prefixes on one server never share a key.
+	// DefaultKeyPrefix when empty. It must not contain "{" or "}", which
+	// would break the hash tags that place the keys in cluster slots.
 	KeyPrefix string
 	// MinReplicas, when > 0, makes every Save and CommitOffsets wait (Redis
 	// WAIT, on the connection that wrote) until that many replicas have
