@@ -117,7 +117,7 @@ func TestStoreClusterSpread(t *testing.T) {
 	if err := s.CommitOffsets(ctx, "users-domains", offsets); err != nil {
 		t.Fatal(err)
 	}
-	hashes := fmt.Sprintf("{%d[a-zA-Z]*", namesOf(t, s, "users-domains").id)
+	hashes := "{" + namesOf(t, s, "users-domains").id + "*"
 	for _, kind := range []string{"key hash", "offsets", "timers"} {
 		pattern := "spread:*}:" + kind
 		if kind == "key hash" {

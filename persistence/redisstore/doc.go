@@ -22,7 +22,7 @@
 //	                               server only group 0's, the job's)
 //	<prefix>:{<tag>}:floor         hash: partition id -> a recent committed offset, the group's
 //	                               replay floor (cluster only)
-//	joinery:jobs                   hash: the job registry, "<prefix>\x00<job>" -> the job's id
+//	joinery:jobs                   hash: the job registry, "<prefix>\x00<job>" -> the job's id, "#<id>" -> "<prefix>\x00<job>"
 //
 // A join key belongs to group FNV-1a-64(key bytes) mod 256, and so does a
 // partition id's committed offset. A group's keys are named by its group
@@ -37,18 +37,24 @@
 // 1.5% (TestStoreClusterSpread).
 //
 // A join key's own hashes, one per key and so most of a store's memory,
-// are named by a short tag instead: "{<id><letters>}" with the job's id
-// from the registry (decimal) and the first string of one to four letters
-// (a-z, A-Z; shortest first) whose CRC16 slot is the slot of the group's
-// tag (shortTags; some 100,000 CRC16s per job, cached). So a key's hash is
-// in its group's slot, as the group's keys are, and its name is the key
-// plus six or seven bytes: for a five-digit key 11 bytes, which Redis
-// keeps in a 16-byte allocation where "<prefix>:{<tag>}:k:<key>" took 48.
-// The registry (one hash for every prefix of the server, so ids are
-// unique there and two prefixes' hashes never meet) gives a job its id on
-// its first use, by a script (HINCRBY of the field "" and HSET); the
-// store reads it once per job. Keys of a job match "{<id>[a-zA-Z]*": the
-// letters end the id.
+// are named by a short tag instead: "{<id><letters>}" with the job's id,
+// two letters (a-z, A-Z), and the first string of one to four more letters
+// (shortest first) whose CRC16 slot is the slot of the group's tag
+// (shortTags; some 100,000 CRC16s per job, cached). So a key's hash is in
+// its group's slot, as the group's keys are, and its name is the key plus
+// seven or eight bytes: for a five-digit key 12 bytes, which Redis keeps
+// in a 16-byte allocation where "<prefix>:{<tag>}:k:<key>" took 48.
+//
+// The job registry (one hash for every prefix of the server, so ids are
+// unique there and two prefixes' hashes never meet) holds each job's id,
+// "<prefix>\x00<job>" -> id, and the claim "#<id>" -> "<prefix>\x00<job>".
+// A job's first use registers it, by a script: from its home id (FNV-1a
+// of "<prefix>\x00<job>" mod 2704, the pairs of letters) the first id
+// whose claim HSETNX makes. So a job's id does not depend on the order
+// jobs came in: a registry gone back in time (a restore, a failover to a
+// lagging replica) hands a job the id its keys already have, unless
+// another job whose home id is the same registered in between. The store
+// reads the entry once per job. Keys of a job match "{<id>*".
 //
 // <prefix> is Config.KeyPrefix ("joinery" by default; it may not contain
 // braces); it names the group keys and the job's registry entry. <key> is
@@ -103,7 +109,7 @@
 // appendfsync always they survive a crash of Redis, as the snapshots do.
 //
 // There is no index of a job's keys: Keys walks the keyspace with SCAN
-// MATCH "{<id>[a-zA-Z]*" (on every master of a cluster) and keeps the
+// MATCH "{<id>*" (on every master of a cluster) and keeps the
 // job's key hashes that have a base field, so it costs a pass over the
 // whole database and is for inspection; nothing on the write or recovery
 // path enumerates keys (event-time keys are found by the timers sets).

@@ -101,7 +101,7 @@ func keyHash2(gp string, key record.Key) string { return gp + hashKind + string(
 // it: migrate.go).
 type jobNames struct {
 	*jobLayout
-	id     int
+	id     string         // two letters
 	short  [groups]string // "{<id><letters>}", in the slot of the group's prefix
 	legacy bool
 }
@@ -121,31 +121,32 @@ func (n *jobNames) outboxHash(key record.Key) string {
 // hash's name starts with the tag's "{".
 const outboxMark = "o"
 
-// tagLetters are the characters of a short tag after the job id: letters
-// only, so the id's decimal ends at the first one and a SCAN pattern
-// "{<id>[a-zA-Z]*" matches one job's key hashes.
+// tagLetters are the characters of a short tag: the job's id is two of
+// them, the rest one to four more, so a SCAN pattern "{<id>*" matches one
+// job's key hashes.
 const tagLetters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 // maxTagLetters bounds a short tag's letters: 52^4 candidates, where the
 // search below needs some 100,000.
 const maxTagLetters = 4
 
-// shortTags returns the short tag of every group of job id in layout l:
-// "{<id><s>}" with the first letter string s (shortest first, then in
-// tagLetters order) whose CRC16 slot is the slot of the group's prefix.
+// shortTags returns the short tag of every group of the job of id in
+// layout l: "{<id><s>}" with the first letter string s (shortest first,
+// then in tagLetters order) whose CRC16 slot is the slot of the group's
+// prefix.
 // So a key's hash lies in the slot its layout-2 name had, and on a Redis
 // Cluster a key moves to its new name by RENAME inside the script that
 // reads or writes it. One pass over the candidates fills every group:
 // each hits one of the 256 slots with a chance of 1/64, so all are found
 // after some 100,000 CRC16s; about 1 job in 25 needs four letters for one
 // group. ok is false when a group found none (it cannot happen for the
-// lengths searched; a test checks ids 1 to 200).
-func shortTags(l *jobLayout, id int) (tags [groups]string, ok bool) {
+// lengths searched; a test checks 200 ids).
+func shortTags(l *jobLayout, id string) (tags [groups]string, ok bool) {
 	want := make(map[uint16]int, groups)
 	for g := range groups {
 		want[crc16(l.prefixes[g][strings.IndexByte(l.prefixes[g], '{')+1:strings.IndexByte(l.prefixes[g], '}')])%clusterSlots] = g
 	}
-	base := strconv.Itoa(id)
+	base := id
 	buf := make([]byte, 0, len(base)+maxTagLetters)
 	var digits [maxTagLetters]int
 	left := groups

@@ -610,7 +610,7 @@ func testMigration2(t *testing.T, s *Store) {
 	// layout: its keys are looked for under their layout-3 names only.
 	fresh := namesOf(t, s, "fresh")
 	if fresh.legacy || fresh.id == names.id {
-		t.Fatalf("job fresh: id %d, earlier-layout mark %t (job's id %d)", fresh.id, fresh.legacy, names.id)
+		t.Fatalf("job fresh: id %s, earlier-layout mark %t (job's id %s)", fresh.id, fresh.legacy, names.id)
 	}
 	if _, err := s.Lineage(ctx, "fresh"); err != nil {
 		t.Fatal(err)

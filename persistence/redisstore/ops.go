@@ -175,7 +175,7 @@ var globEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`
 
 // Keys implements persistence.Store. It walks the keyspace of the server
 // (of every master of a cluster, in parallel) with SCAN MATCH
-// "{<id>[a-zA-Z]*" (and, in a store that may hold the job's keys in an
+// "{<id>*" (and, in a store that may hold the job's keys in an
 // earlier layout, "<prefix>:{<job>:*}:*" too), so a job with millions of
 // keys does not block a server; each name found is kept when it is a key
 // hash of one of the job's groups whose base field exists (HEXISTS, one
@@ -192,7 +192,7 @@ func (s *Store) Keys(ctx context.Context, job string) ([]record.Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	matches := []string{"{" + strconv.Itoa(names.id) + "[a-zA-Z]*"}
+	matches := []string{"{" + names.id + "*"}
 	if names.legacy {
 		matches = append(matches, globEscaper.Replace(s.prefix)+":{"+globEscaper.Replace(tagEscaper.Replace(job))+":*}:*")
 	}

@@ -105,15 +105,16 @@ func TestStoreRedisKeyPrefix(t *testing.T) {
 	if !strings.HasPrefix(gp, "a:{job:") {
 		t.Fatalf("group prefix %q does not start with the key prefix and job", gp)
 	}
-	// The two stores registered the job under their prefixes: ids 1 and 2,
-	// and each key hash's name starts with its store's id.
+	// The two stores registered the job under their prefixes with two
+	// ids, and each key hash's name starts with its store's id.
 	ids, err := a.client.HGetAll(ctx, registryKey).Result()
-	if want := map[string]string{"": "2", "a\x00job": "1", "joinery\x00job": "2"}; err != nil || !maps.Equal(ids, want) {
+	na, nb := namesOf(t, a, "job"), namesOf(t, b, "job")
+	if want := map[string]string{"a\x00job": na.id, "#" + na.id: "a\x00job", "joinery\x00job": nb.id, "#" + nb.id: "joinery\x00job"}; err != nil || na.id == nb.id || !maps.Equal(ids, want) {
 		t.Fatalf("registry %s = %q, %v; want %q", registryKey, ids, err, want)
 	}
-	hk := namesOf(t, a, "job").keyHash("k")
-	if !strings.HasPrefix(hk, "{1") || !strings.HasSuffix(hk, "}k") {
-		t.Fatalf("key hash %q, want {1<letters>}k", hk)
+	hk := na.keyHash("k")
+	if !strings.HasPrefix(hk, "{"+na.id) || !strings.HasSuffix(hk, "}k") {
+		t.Fatalf("key hash %q, want {%s<letters>}k", hk, na.id)
 	}
 	n, err := a.client.Exists(ctx, hk, gp+"timers").Result()
 	if err != nil || n != 2 {
@@ -178,29 +179,31 @@ func namesOf(t *testing.T, s *Store, job string) *jobNames {
 	return n
 }
 
-// TestLayoutShortTags: for job ids 1 to 200, every group's short tag is
+// TestLayoutShortTags: for 200 job ids, every group's short tag is
 // "{<id><letters>}", in the slot of the group's prefix, with at most four
-// letters and mostly three or fewer; no two groups share one.
+// letters after the id and mostly three or fewer; no two groups share one.
 func TestLayoutShortTags(t *testing.T) {
 	l := layoutOf("joinery", "users-domains")
 	long := 0
-	for id := 1; id <= 200; id++ {
+	for i := range 200 {
+		k := i * 13 % idSpace
+		id := string([]byte{tagLetters[k/len(tagLetters)], tagLetters[k%len(tagLetters)]})
 		tags, ok := shortTags(l, id)
 		if !ok {
-			t.Fatalf("id %d: a group without a short tag", id)
+			t.Fatalf("id %s: a group without a short tag", id)
 		}
 		seen := map[string]bool{}
 		for g, tag := range tags {
 			gp := l.prefixes[g]
 			want := crc16(gp[strings.IndexByte(gp, '{')+1:strings.IndexByte(gp, '}')]) % clusterSlots
-			letters, ok := strings.CutPrefix(tag[1:len(tag)-1], strconv.Itoa(id))
+			letters, ok := strings.CutPrefix(tag[1:len(tag)-1], id)
 			if tag[0] != '{' || tag[len(tag)-1] != '}' || !ok || len(letters) == 0 || len(letters) > maxTagLetters ||
 				strings.Trim(letters, tagLetters) != "" || seen[tag] {
-				t.Fatalf("id %d group %d: short tag %q", id, g, tag)
+				t.Fatalf("id %s group %d: short tag %q", id, g, tag)
 			}
 			seen[tag] = true
 			if got := crc16(tag[1:len(tag)-1]) % clusterSlots; got != want {
-				t.Fatalf("id %d group %d: short tag %q in slot %d, the group's prefix %q in %d", id, g, tag, got, gp, want)
+				t.Fatalf("id %s group %d: short tag %q in slot %d, the group's prefix %q in %d", id, g, tag, got, gp, want)
 			}
 			if len(letters) == maxTagLetters {
 				long++
@@ -209,6 +212,55 @@ func TestLayoutShortTags(t *testing.T) {
 	}
 	if long > 200*groups/100 {
 		t.Errorf("%d of %d short tags have %d letters", long, 200*groups, maxTagLetters)
+	}
+}
+
+// TestStoreRedisRegistry: a job's id is its home id unless another job
+// took it, then the next free one; an entry never changes; ids are unique
+// across prefixes.
+func TestStoreRedisRegistry(t *testing.T) {
+	r := testutil.StartRedis(t)
+	ctx := context.Background()
+	s := newStore(t, r.Addr)
+	idAt := func(k int) string {
+		k %= idSpace
+		return string([]byte{tagLetters[k/len(tagLetters)], tagLetters[k%len(tagLetters)]})
+	}
+	a := namesOf(t, s, "a")
+	if want := idAt(homeID("joinery", "a")); a.id != want || a.legacy {
+		t.Fatalf("job a: id %q, mark %t; want its home id %q", a.id, a.legacy, want)
+	}
+	// A job whose home id is taken gets the next free one: claim the home
+	// id of job b and the one after it for other jobs first.
+	home := homeID("joinery", "b")
+	for _, k := range []int{home, home + 1} {
+		if err := s.client.HSet(ctx, registryKey, "#"+idAt(k), "x\x00other").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := namesOf(t, s, "b"); b.id != idAt(home+2) {
+		t.Fatalf("job b: id %q; want %q (its home id and the next taken)", b.id, idAt(home+2))
+	}
+	// The same job under another prefix is another job.
+	p, err := New(ctx, Config{Options: s.cfg.Options, KeyPrefix: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if pa := namesOf(t, p, "a"); pa.id == a.id && homeID("p", "a") != homeID("joinery", "a") {
+		t.Fatalf("job a under prefix p has job a's id %q", pa.id)
+	}
+	// A second store handle reads the entries as they are.
+	s2 := newStore(t, r.Addr)
+	if got := namesOf(t, s2, "b"); got.id != idAt(home+2) {
+		t.Fatalf("job b read again: id %q, want %q", got.id, idAt(home+2))
+	}
+	// A bad entry is refused, naming the job.
+	if err := s.client.HSet(ctx, registryKey, "joinery\x00bad", "x1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.names(ctx, "bad"); err == nil || !strings.Contains(err.Error(), `"bad"`) {
+		t.Fatalf("names of a job with a bad entry = %v", err)
 	}
 }
 
