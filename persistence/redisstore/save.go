@@ -441,4 +441,3 @@ func (s *Store) Save(ctx context.Context, batch []persistence.Snapshot) error {
 	}
 	return errors.Join(errs...)
 }
-
